@@ -1,0 +1,5 @@
+"""Entrypoint of virtctl."""
+
+from kubevirt.virtctl.root import root as main
+
+__all__ = ["main"]

@@ -1,0 +1,1 @@
+"""KubeVirt in Python: the shared libraries and the components (importable as ``kubevirt``)."""

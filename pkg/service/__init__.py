@@ -1,0 +1,37 @@
+"""What every binary shares at start-up: version flag, logging set-up, clean exit on bad flags."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from kubevirt.log import configure as configure_logging
+from kubevirt.version import get_version
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def binary(component: str, help_text: str) -> Callable[[F], click.Command]:
+    """Turn a function into a component's click command with ``--version`` and JSON logging.
+
+    The wrapped function receives the parsed options as keyword arguments; logging is configured
+    for ``component`` before it runs.
+    """
+
+    def decorate(func: F) -> click.Command:
+        def run(**options: Any) -> Any:
+            configure_logging(component, verbosity=options.pop("v", None))
+            return func(**options)
+
+        run.__doc__ = help_text
+        command = click.command(name=component, help=help_text)(run)
+        command = click.option(
+            "-v", type=int, default=None, help="Log verbosity (KubeVirt's levels; above 2 logs debug)."
+        )(command)
+        return click.version_option(get_version(), prog_name=component, message="%(prog)s %(version)s")(
+            command
+        )
+
+    return decorate

@@ -1,0 +1,1 @@
+"""virt-api: kubeVirt's aggregated API server: admission webhooks and subresources.kubevirt.io."""

@@ -1,0 +1,1 @@
+"""virt-handler: the node agent: drives each VMI on this node through its virt-launcher."""

@@ -1,0 +1,13 @@
+"""virt-handler's application object: what runs once the flags are parsed."""
+
+from __future__ import annotations
+
+from kubevirt.log import get_logger
+
+
+def run() -> int:
+    """Start virt-handler. Returns the process exit code."""
+    log = get_logger()
+    log.info("virt-handler starting")
+    log.error("virt-handler has no running mode yet")
+    return 1

@@ -1,0 +1,1 @@
+"""virt-operator: installs and upgrades KubeVirt from a KubeVirt custom resource."""

@@ -1,0 +1,1 @@
+"""virtctl: the user CLI for what REST does not express well."""

@@ -1,0 +1,21 @@
+"""virtctl's root command; each subcommand lives in its own module and registers itself here."""
+
+from __future__ import annotations
+
+import click
+
+from kubevirt.log import configure as configure_logging
+from kubevirt.version import get_version
+
+
+@click.group(name="virtctl", context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(get_version(), prog_name="virtctl", message="%(prog)s %(version)s")
+def root() -> None:
+    """virtctl controls virtual machine related operations on your kubernetes cluster."""
+    configure_logging("virtctl")
+
+
+@root.command()
+def version() -> None:
+    """Print the client version."""
+    click.echo(f"Client Version: {get_version()}")

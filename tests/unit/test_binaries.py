@@ -1,0 +1,76 @@
+"""Every binary starts, answers --help and --version, and logs KubeVirt-shaped JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from kubevirt.log import configure, get_logger
+from kubevirt.version import get_version
+
+BINARIES = ["virt-operator", "virt-api", "virt-controller", "virt-handler", "virt-launcher", "virtctl"]
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_version_flag_prints_project_version(binary: str) -> None:
+    exe = shutil.which(binary)
+    assert exe, f"{binary} is not installed as a console script"
+    result = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.strip() == f"{binary} {get_version()}"
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_help_describes_the_binary(binary: str) -> None:
+    exe = shutil.which(binary)
+    assert exe
+    result = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.startswith("Usage:")
+    assert "--version" in result.stdout
+
+
+def test_virtctl_version_subcommand() -> None:
+    exe = shutil.which("virtctl")
+    assert exe
+    result = subprocess.run([exe, "version"], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.strip() == f"Client Version: {get_version()}"
+
+
+def test_bad_flag_is_a_usage_error_not_a_traceback() -> None:
+    exe = shutil.which("virt-handler")
+    assert exe
+    result = subprocess.run([exe, "--no-such-flag"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "No such option" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_log_lines_carry_kubevirts_fields() -> None:
+    stream = io.StringIO()
+    configure("virt-handler", stream=stream)
+    get_logger(kind="VirtualMachineInstance", namespace="ns", name="vm1", uid="u-1").info("synced")
+    record = json.loads(stream.getvalue().splitlines()[-1])
+    assert record["component"] == "virt-handler"
+    assert record["level"] == "info"
+    assert record["msg"] == "synced"
+    assert record["pos"].startswith("test_binaries.py:")
+    assert record["timestamp"].endswith("Z")
+    assert (record["kind"], record["namespace"], record["name"], record["uid"]) == (
+        "VirtualMachineInstance",
+        "ns",
+        "vm1",
+        "u-1",
+    )
+
+
+def test_debug_is_filtered_below_verbosity_three() -> None:
+    stream = io.StringIO()
+    configure("virt-api", verbosity=2, stream=stream)
+    get_logger().debug("hidden")
+    assert stream.getvalue() == ""
+    configure("virt-api", verbosity=4, stream=stream)
+    get_logger().debug("shown")
+    assert json.loads(stream.getvalue())["level"] == "debug"
