@@ -1,0 +1,310 @@
+"""A small declarative XML binding: one class declaration both writes and reads an element.
+
+Each element class is a slotted dataclass whose fields are declared with :func:`attr`, :func:`text`,
+:func:`child`, :func:`children` or :func:`text_child`. The decorator :func:`element` compiles, once
+per class, a writer (generated Python source, so writing does no per-call introspection) and a
+reader table for lxml. Output follows Go's ``xml.MarshalIndent(v, "", "\\t")``: tab indentation,
+attributes before children, ``<x></x>`` for empty elements, fields in declaration order. ``None``
+means "absent": such attributes and children are not written and stay ``None`` when not read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar, dataclass_transform
+
+from lxml import etree
+
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+KUBEVIRT_NS = "http://kubevirt.io"
+_PREFIXES = {"qemu": QEMU_NS}
+
+_ATTR_ESCAPES = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&#34;",
+        "'": "&#39;",
+        "\t": "&#x9;",
+        "\n": "&#xA;",
+        "\r": "&#xD;",
+    }
+)
+_TEXT_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "\t": "&#x9;", "\r": "&#xD;"}
+)
+_needs_attr_escape = re.compile("[&<>\"'\t\n\r]").search
+_needs_text_escape = re.compile("[&<>\"'\t\r]").search
+
+
+class XMLModelError(ValueError):
+    """Raised when XML cannot be read into the model (wrong root, a malformed number)."""
+
+
+def escape_attr(value: str) -> str:
+    """Escape an attribute value the way Go's encoding/xml does."""
+    return value.translate(_ATTR_ESCAPES) if _needs_attr_escape(value) else value
+
+
+def escape_text(value: str) -> str:
+    """Escape character data the way Go's encoding/xml does (newlines stay literal)."""
+    return value.translate(_TEXT_ESCAPES) if _needs_text_escape(value) else value
+
+
+# Field kinds, kept in the dataclass field metadata under this key.
+_SPEC = "kubevirt.xml"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _FieldSpec:
+    kind: str  # "attr" | "text" | "child" | "children" | "text_child"
+    xml_name: str | None
+    value_type: type = str
+    cls: Any = None
+    wrapper: str | None = None
+
+
+def attr(xml_name: str | None = None, *, as_type: type = str, default: Any = None) -> Any:
+    """An XML attribute; ``None`` is not written. ``as_type`` is ``str`` or ``int``."""
+    return dataclasses.field(default=default, metadata={_SPEC: _FieldSpec("attr", xml_name, as_type)})
+
+
+def text(*, as_type: type = str, default: Any = None) -> Any:
+    """The element's character data."""
+    return dataclasses.field(default=default, metadata={_SPEC: _FieldSpec("text", None, as_type)})
+
+
+def text_child(xml_name: str | None = None, *, as_type: type = str, default: Any = None) -> Any:
+    """A child element that holds only text (``<name>x</name>``); ``None`` is not written."""
+    return dataclasses.field(default=default, metadata={_SPEC: _FieldSpec("text_child", xml_name, as_type)})
+
+
+def child(cls: Any, xml_name: str | None = None, *, required: bool = False) -> Any:
+    """One child element; optional ones default to ``None``, required ones to an empty instance."""
+    spec = _FieldSpec("child", xml_name, cls=cls)
+    if required:
+        return dataclasses.field(default_factory=cls, metadata={_SPEC: spec})
+    return dataclasses.field(default=None, metadata={_SPEC: spec})
+
+
+def children(cls: Any, xml_name: str | None = None, *, wrapper: str | None = None) -> Any:
+    """Repeated child elements, optionally inside a ``wrapper`` element written only when non-empty."""
+    spec = _FieldSpec("children", xml_name, cls=cls, wrapper=wrapper)
+    return dataclasses.field(default_factory=list, metadata={_SPEC: spec})
+
+
+class XMLElement:
+    """Base of every element class (gives the type checker the compiled members)."""
+
+    __slots__ = ()
+    TAG: ClassVar[str]
+    NAMESPACE: ClassVar[str | None]
+    _read: ClassVar[Callable[[Any], Any]]
+
+    def _write(self, out: list[str], indent: str, tag: str = "") -> None:
+        raise NotImplementedError  # replaced by the compiled writer of each @element class
+
+    def to_xml(self) -> str:
+        """Serialise like Go's ``xml.MarshalIndent(v, "", "\\t")`` (no declaration, no newline)."""
+        out: list[str] = []
+        self._write(out, "\n")
+        return "".join(out)[1:]
+
+    @classmethod
+    def from_element(cls: type[_E], el: Any) -> _E:
+        """Read an lxml element into this class; unknown attributes and children are ignored."""
+        result: _E = cls._read(el)
+        return result
+
+    @classmethod
+    def from_xml(cls: type[_E], xml: str | bytes) -> _E:
+        """Parse a document whose root is this element."""
+        try:
+            root = etree.fromstring(xml.encode() if isinstance(xml, str) else xml, _PARSER)
+        except etree.XMLSyntaxError as err:
+            raise XMLModelError(f"malformed XML: {err}") from err
+        expected = _qualified(cls.TAG, cls.NAMESPACE)
+        if root.tag != expected:
+            raise XMLModelError(f"expected root element <{cls.TAG}>, got <{root.tag}>")
+        return cls.from_element(root)
+
+
+_E = TypeVar("_E", bound=XMLElement)
+_PARSER = etree.XMLParser(remove_blank_text=True, resolve_entities=False, no_network=True)
+
+
+def _qualified(tag: str, namespace: str | None) -> str:
+    prefix, sep, local = tag.partition(":")
+    if sep:
+        return f"{{{_PREFIXES[prefix]}}}{local}"
+    return f"{{{namespace}}}{tag}" if namespace else tag
+
+
+@dataclass_transform(kw_only_default=True)
+def element(tag: str, *, namespace: str | None = None, declare: str = "") -> Callable[[type[Any]], type[Any]]:
+    """Turn a class into a slotted, keyword-only dataclass bound to the XML element ``tag``.
+
+    ``namespace`` is the namespace the element and its descendants live in when read; ``declare`` is
+    extra text written into the start tag (namespace declarations such as ``xmlns="..."``).
+    """
+
+    def wrap(cls: type[Any]) -> type[Any]:
+        dc = dataclasses.dataclass(slots=True, kw_only=True)(cls)
+        dc.TAG = tag
+        dc.NAMESPACE = namespace
+        specs = [(f.name, f.metadata[_SPEC]) for f in dataclasses.fields(dc) if _SPEC in f.metadata]
+        dc._write = _compile_writer(dc.__name__, tag, declare, specs)
+        dc._read = staticmethod(_compile_reader(dc, namespace, specs))
+        return dc
+
+    return wrap
+
+
+def _to_str_expr(expr: str, spec: _FieldSpec, escaper: str) -> str:
+    if spec.value_type is str:
+        return f"{escaper}({expr})"
+    if spec.value_type is bool:
+        return f"('true' if {expr} else 'false')"
+    return f"str({expr})"
+
+
+def _compile_writer(
+    name: str, tag: str, declare: str, specs: list[tuple[str, _FieldSpec]]
+) -> Callable[[Any, list[str], str], None]:
+    # ``tag`` is a parameter because one class may serve several element names (FeatureState).
+    lines = [f"def _write(self, out, ind, tag={tag!r}):", "    out.append(ind + '<' + tag)"]
+    for field_name, spec in specs:
+        if spec.kind == "attr":
+            xml_name = spec.xml_name or field_name
+            value = _to_str_expr("v", spec, "escape_attr")
+            lines += [
+                f"    v = self.{field_name}",
+                "    if v is not None:",
+                f"        out.append({' ' + xml_name + '=' + chr(34)!r} + {value} + '\"')",
+            ]
+    lines.append(f"    out.append({declare + '>'!r})")
+    for field_name, spec in specs:
+        if spec.kind == "text":
+            lines += [
+                f"    v = self.{field_name}",
+                "    if v is not None:",
+                f"        out.append({_to_str_expr('v', spec, 'escape_text')})",
+            ]
+    body = [ln for _, spec in specs for ln in _child_lines(_, spec)]
+    if body:
+        lines += ["    cind = ind + '\\t'", "    n = len(out)", *body]
+        lines += [
+            "    if len(out) != n:",
+            "        out.append(ind + '</' + tag + '>')",
+            "    else:",
+            "        out.append('</' + tag + '>')",
+        ]
+    else:
+        lines.append("    out.append('</' + tag + '>')")
+    namespace: dict[str, Any] = {"escape_attr": escape_attr, "escape_text": escape_text}
+    exec("\n".join(lines), namespace)  # the source is generated from the declarations above
+    writer: Callable[[Any, list[str], str], None] = namespace["_write"]
+    writer.__qualname__ = f"{name}._write"
+    return writer
+
+
+def _child_lines(field_name: str, spec: _FieldSpec) -> list[str]:
+    xml_name = spec.xml_name or (spec.cls.TAG if spec.cls is not None else field_name)
+    tag_arg = f", {spec.xml_name!r}" if spec.xml_name and spec.cls is not None else ""
+    if spec.kind == "child":
+        return [
+            f"    v = self.{field_name}",
+            "    if v is not None:",
+            f"        v._write(out, cind{tag_arg})",
+        ]
+    if spec.kind == "children":
+        if spec.wrapper:
+            return [
+                f"    if self.{field_name}:",
+                f"        out.append(cind + {'<' + spec.wrapper + '>'!r})",
+                "        gind = cind + '\\t'",
+                f"        for v in self.{field_name}:",
+                f"            v._write(out, gind{tag_arg})",
+                f"        out.append(cind + {'</' + spec.wrapper + '>'!r})",
+            ]
+        return [f"    for v in self.{field_name}:", f"        v._write(out, cind{tag_arg})"]
+    if spec.kind == "text_child":
+        value = _to_str_expr("v", spec, "escape_text")
+        return [
+            f"    v = self.{field_name}",
+            "    if v is not None:",
+            f"        out.append(cind + {'<' + xml_name + '>'!r} + {value} + {'</' + xml_name + '>'!r})",
+        ]
+    return []
+
+
+def _convert(raw: str, value_type: type, where: str) -> Any:
+    if value_type is str:
+        return raw
+    if value_type is bool:
+        return raw.strip() in ("true", "yes", "on", "1")
+    try:
+        return int(raw.strip())
+    except ValueError as err:
+        raise XMLModelError(f"{where}: expected an integer, got {raw!r}") from err
+
+
+def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str, _FieldSpec]]) -> Any:
+    attrs: list[tuple[str, str, type]] = []
+    text_field: tuple[str, type] | None = None
+    # qualified child tag -> (field name, kind, class or value type)
+    by_tag: dict[str, tuple[str, str, Any]] = {}
+    wrappers: dict[str, dict[str, tuple[str, str, Any]]] = {}
+    for field_name, spec in specs:
+        if spec.kind == "attr":
+            attrs.append((field_name, spec.xml_name or field_name, spec.value_type))
+        elif spec.kind == "text":
+            text_field = (field_name, spec.value_type)
+        else:
+            xml_name = spec.xml_name or (spec.cls.TAG if spec.cls is not None else field_name)
+            child_ns = namespace if spec.cls is None else (spec.cls.NAMESPACE or namespace)
+            entry = (field_name, spec.kind, spec.cls if spec.cls is not None else spec.value_type)
+            if spec.wrapper:
+                wrappers.setdefault(_qualified(spec.wrapper, namespace), {})[
+                    _qualified(xml_name, child_ns)
+                ] = entry
+            else:
+                by_tag[_qualified(xml_name, child_ns)] = entry
+    tag = cls.TAG
+
+    def place(values: dict[str, Any], target: tuple[str, str, Any], el: Any) -> None:
+        field_name, kind, kind_arg = target
+        if kind == "children":
+            values.setdefault(field_name, []).append(kind_arg.from_element(el))
+        elif kind == "child":
+            values[field_name] = kind_arg.from_element(el)
+        else:
+            values[field_name] = _convert(el.text or "", kind_arg, f"<{tag}>/<{el.tag}>")
+
+    def read(el: Any) -> Any:
+        values: dict[str, Any] = {}
+        get = el.get
+        for field_name, xml_name, value_type in attrs:
+            raw = get(xml_name)
+            if raw is not None:
+                values[field_name] = _convert(raw, value_type, f"<{tag} {xml_name}>")
+        if text_field is not None and el.text is not None:
+            values[text_field[0]] = _convert(el.text, text_field[1], f"<{tag}>")
+        if by_tag or wrappers:
+            for sub in el:
+                target = by_tag.get(sub.tag)
+                if target is not None:
+                    place(values, target, sub)
+                    continue
+                inner = wrappers.get(sub.tag)
+                if inner is not None:
+                    for item in sub:
+                        inner_target = inner.get(item.tag)
+                        if inner_target is not None:
+                            place(values, inner_target, item)
+        return cls(**values)
+
+    return read
