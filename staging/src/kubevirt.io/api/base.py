@@ -1,0 +1,128 @@
+"""The base of every API type: JSON names, parsing with field-path errors, dumping like Go does.
+
+Conventions shared by all models:
+
+* attributes are snake_case; the JSON (camelCase, or whatever KubeVirt spells) name is the alias, and
+  both are accepted on input (``populate_by_name``);
+* optional fields default to ``None`` and ``None`` is never dumped, like Go's ``omitempty``;
+* unknown JSON fields are dropped, as Go's decoder does. Every field KubeVirt v1.6 declares is modelled,
+  so nothing the project reads is lost; rejecting unknown fields is the job of the OpenAPI schema check
+  (``kubevirt_api.openapi``), exactly where KubeVirt does it;
+* enum-like fields are plain ``str`` (with the known values as constants) because KubeVirt accepts unknown
+  values at decode time and rejects them in validation.
+
+Known differences from Go's marshalling: a zero ``metav1.Time`` is dumped as absent rather than ``null``
+(``metadata.creationTimestamp: null``), and non-pointer structs that Go always writes (``status: {}``,
+``status.guestOSInfo: {}``) are only written when they were set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ["ApiModel", "ApiParseError", "FieldCause", "TypeMeta", "format_path"]
+
+
+class FieldCause:
+    """One problem found while parsing, with the JSON path of the offending field."""
+
+    __slots__ = ("message", "path")
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def __repr__(self) -> str:
+        return f"FieldCause({self.path!r}, {self.message!r})"
+
+
+class ApiParseError(ValueError):
+    """The JSON does not decode into the API type; ``causes`` name each offending field path."""
+
+    def __init__(self, kind: str, causes: Sequence[FieldCause]) -> None:
+        self.kind = kind
+        self.causes = list(causes)
+        super().__init__("; ".join(str(cause) for cause in self.causes) or f"invalid {kind}")
+
+
+def format_path(parts: Sequence[str | int]) -> str:
+    """``("spec", "domain", "devices", "disks", 1, "name")`` → ``spec.domain.devices.disks[1].name``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _data_path(data: Any, loc: Sequence[str | int]) -> list[str | int]:
+    """Keeps only the parts of a pydantic error location that are real keys/indexes of the input.
+
+    Pydantic inserts union-member and validator tags into locations; walking the input drops them.
+    """
+    path: list[str | int] = []
+    current = data
+    for part in loc:
+        if _has_step(current, part):
+            current = current[part]
+            path.append(part)
+        elif isinstance(part, str) and not isinstance(current, (Mapping, list)):
+            continue  # a tag below a scalar: the scalar itself is at fault
+        elif isinstance(current, Mapping) and isinstance(part, str) and _looks_like_field(part):
+            path.append(part)  # a missing required field
+            current = None
+    return path
+
+
+def _has_step(current: Any, part: str | int) -> bool:
+    if isinstance(current, Mapping):
+        return isinstance(part, str) and part in current
+    return isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
+
+
+def _looks_like_field(part: str) -> bool:
+    # pydantic's own tags contain brackets, spaces or dashes (e.g. "function-plain[...]", "int").
+    return part.isidentifier() and part not in {"int", "str", "float", "bool", "list", "dict"}
+
+
+class ApiModel(BaseModel):
+    """Base of all KubeVirt API types (see the module docstring for the conventions)."""
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+        extra="ignore",
+        validate_assignment=False,
+        arbitrary_types_allowed=False,
+        protected_namespaces=(),
+        ser_json_inf_nan="constants",
+    )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """Parses decoded JSON; raises :class:`ApiParseError` naming the field path of each problem."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            causes = [
+                FieldCause(format_path(_data_path(data, error["loc"])), error["msg"])
+                for error in err.errors(include_url=False)
+            ]
+            raise ApiParseError(cls.__name__, causes) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: aliases as keys, unset (``None``) fields left out."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class TypeMeta(ApiModel):
+    """``apiVersion`` and ``kind``, inlined at the top of every object."""
+
+    kind: str | None = None
+    api_version: str | None = Field(default=None, alias="apiVersion")

@@ -1,0 +1,1 @@
+"""CDI (containerized-data-importer) types that KubeVirt objects embed."""

@@ -1,0 +1,1 @@
+"""The ``kubevirt.io`` API group."""

@@ -1,0 +1,98 @@
+"""VirtualMachineInstanceMigration."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pydantic import Field
+
+from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.core.v1.vmi import VirtualMachineInstanceMigrationState
+from kubevirt_api.k8s import meta_v1
+
+__all__ = [
+    "VirtualMachineInstanceMigration",
+    "VirtualMachineInstanceMigrationCondition",
+    "VirtualMachineInstanceMigrationConditionType",
+    "VirtualMachineInstanceMigrationList",
+    "VirtualMachineInstanceMigrationPhase",
+    "VirtualMachineInstanceMigrationPhaseTransitionTimestamp",
+    "VirtualMachineInstanceMigrationSource",
+    "VirtualMachineInstanceMigrationSpec",
+    "VirtualMachineInstanceMigrationStatus",
+    "VirtualMachineInstanceMigrationTarget",
+]
+
+
+class VirtualMachineInstanceMigrationConditionType:
+    """Values of the string field typed ``VirtualMachineInstanceMigrationConditionType``."""
+
+    VIRTUAL_MACHINE_INSTANCE_MIGRATION_ABORT_REQUESTED: Final = "migrationAbortRequested"
+    VIRTUAL_MACHINE_INSTANCE_MIGRATION_REJECTED_BY_RESOURCE_QUOTA: Final = "migrationRejectedByResourceQuota"
+
+
+class VirtualMachineInstanceMigrationPhase:
+    """Values of the string field typed ``VirtualMachineInstanceMigrationPhase``."""
+
+    MIGRATION_PHASE_UNSET: Final = ""
+    MIGRATION_PENDING: Final = "Pending"
+    MIGRATION_SCHEDULING: Final = "Scheduling"
+    MIGRATION_SCHEDULED: Final = "Scheduled"
+    MIGRATION_PREPARING_TARGET: Final = "PreparingTarget"
+    MIGRATION_TARGET_READY: Final = "TargetReady"
+    MIGRATION_RUNNING: Final = "Running"
+    MIGRATION_SUCCEEDED: Final = "Succeeded"
+    MIGRATION_FAILED: Final = "Failed"
+    MIGRATION_WAITING_FOR_SYNC: Final = "WaitingForSync"
+    MIGRATION_SYNCHRONIZING: Final = "Synchronizing"
+
+
+class VirtualMachineInstanceMigrationSource(ApiModel):
+    migration_id: str = Field(alias="migrationID")
+    connect_url: str = Field(alias="connectURL")
+
+
+class VirtualMachineInstanceMigrationTarget(ApiModel):
+    migration_id: str = Field(alias="migrationID")
+
+
+class VirtualMachineInstanceMigrationSpec(ApiModel):
+    vmi_name: str | None = Field(default=None, alias="vmiName")
+    added_node_selector: dict[str, str] | None = Field(default=None, alias="addedNodeSelector")
+    send_to: VirtualMachineInstanceMigrationSource | None = Field(default=None, alias="sendTo")
+    receive: VirtualMachineInstanceMigrationTarget | None = None
+
+
+class VirtualMachineInstanceMigrationCondition(ApiModel):
+    type: str
+    status: str
+    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
+    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    reason: str | None = None
+    message: str | None = None
+
+
+class VirtualMachineInstanceMigrationPhaseTransitionTimestamp(ApiModel):
+    phase: str | None = None
+    phase_transition_timestamp: str | None = Field(default=None, alias="phaseTransitionTimestamp")
+
+
+class VirtualMachineInstanceMigrationStatus(ApiModel):
+    phase: str | None = None
+    conditions: list[VirtualMachineInstanceMigrationCondition] | None = None
+    phase_transition_timestamps: list[VirtualMachineInstanceMigrationPhaseTransitionTimestamp] | None = Field(
+        default=None, alias="phaseTransitionTimestamps"
+    )
+    migration_state: VirtualMachineInstanceMigrationState | None = Field(default=None, alias="migrationState")
+    synchronization_addresses: list[str] | None = Field(default=None, alias="synchronizationAddresses")
+
+
+class VirtualMachineInstanceMigration(TypeMeta):
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: VirtualMachineInstanceMigrationSpec
+    status: VirtualMachineInstanceMigrationStatus | None = None
+
+
+class VirtualMachineInstanceMigrationList(TypeMeta):
+    metadata: meta_v1.ListMeta | None = None
+    items: list[VirtualMachineInstanceMigration]

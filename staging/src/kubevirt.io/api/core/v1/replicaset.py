@@ -1,0 +1,61 @@
+"""VirtualMachineInstanceReplicaSet."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pydantic import Field
+
+from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.core.v1.vmi import VirtualMachineInstanceTemplateSpec
+from kubevirt_api.k8s import meta_v1
+
+__all__ = [
+    "VirtualMachineInstanceReplicaSet",
+    "VirtualMachineInstanceReplicaSetCondition",
+    "VirtualMachineInstanceReplicaSetConditionType",
+    "VirtualMachineInstanceReplicaSetList",
+    "VirtualMachineInstanceReplicaSetSpec",
+    "VirtualMachineInstanceReplicaSetStatus",
+]
+
+
+class VirtualMachineInstanceReplicaSetConditionType:
+    """Values of the string field typed ``VirtualMachineInstanceReplicaSetConditionType``."""
+
+    VIRTUAL_MACHINE_INSTANCE_REPLICA_SET_REPLICA_FAILURE: Final = "ReplicaFailure"
+    VIRTUAL_MACHINE_INSTANCE_REPLICA_SET_REPLICA_PAUSED: Final = "ReplicaPaused"
+
+
+class VirtualMachineInstanceReplicaSetSpec(ApiModel):
+    replicas: int | None = None
+    selector: meta_v1.LabelSelector
+    template: VirtualMachineInstanceTemplateSpec
+    paused: bool | None = None
+
+
+class VirtualMachineInstanceReplicaSetCondition(ApiModel):
+    type: str
+    status: str
+    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
+    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    reason: str | None = None
+    message: str | None = None
+
+
+class VirtualMachineInstanceReplicaSetStatus(ApiModel):
+    replicas: int | None = None
+    ready_replicas: int | None = Field(default=None, alias="readyReplicas")
+    conditions: list[VirtualMachineInstanceReplicaSetCondition] | None = None
+    label_selector: str | None = Field(default=None, alias="labelSelector")
+
+
+class VirtualMachineInstanceReplicaSet(TypeMeta):
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: VirtualMachineInstanceReplicaSetSpec
+    status: VirtualMachineInstanceReplicaSetStatus | None = None
+
+
+class VirtualMachineInstanceReplicaSetList(TypeMeta):
+    metadata: meta_v1.ListMeta | None = None
+    items: list[VirtualMachineInstanceReplicaSet]

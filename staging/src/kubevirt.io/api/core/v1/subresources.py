@@ -1,0 +1,162 @@
+"""Request and response bodies of the ``subresources.kubevirt.io`` API."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.core.v1.vmi import VirtualMachineInstanceGuestOSInfo
+from kubevirt_api.k8s import core_v1, meta_v1
+
+__all__ = [
+    "FreezeUnfreezeTimeout",
+    "GuestAgentCommandInfo",
+    "MigrateOptions",
+    "ObjectGraphNode",
+    "ObjectGraphOptions",
+    "PauseOptions",
+    "RestartOptions",
+    "SEVMeasurementInfo",
+    "SEVPlatformInfo",
+    "SEVSecretOptions",
+    "SEVSessionOptions",
+    "ScreenshotOptions",
+    "StartOptions",
+    "StopOptions",
+    "UnpauseOptions",
+    "VSOCKOptions",
+    "VirtualMachineInstanceFileSystem",
+    "VirtualMachineInstanceFileSystemDisk",
+    "VirtualMachineInstanceFileSystemInfo",
+    "VirtualMachineInstanceFileSystemList",
+    "VirtualMachineInstanceGuestAgentInfo",
+    "VirtualMachineInstanceGuestOSUser",
+    "VirtualMachineInstanceGuestOSUserList",
+]
+
+
+class StartOptions(TypeMeta):
+    paused: bool | None = None
+    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+
+
+class StopOptions(TypeMeta):
+    grace_period: int | None = Field(default=None, alias="gracePeriod")
+    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+
+
+class RestartOptions(TypeMeta):
+    grace_period_seconds: int | None = Field(default=None, alias="gracePeriodSeconds")
+    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+
+
+class MigrateOptions(TypeMeta):
+    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    added_node_selector: dict[str, str] | None = Field(default=None, alias="addedNodeSelector")
+
+
+class PauseOptions(TypeMeta):
+    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+
+
+class UnpauseOptions(TypeMeta):
+    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+
+
+class FreezeUnfreezeTimeout(ApiModel):
+    unfreeze_timeout: str = Field(alias="unfreezeTimeout")
+
+
+class GuestAgentCommandInfo(ApiModel):
+    name: str
+    enabled: bool | None = None
+
+
+class VirtualMachineInstanceGuestOSUser(ApiModel):
+    user_name: str = Field(alias="userName")
+    domain: str | None = None
+    login_time: float | None = Field(default=None, alias="loginTime")
+
+
+class VirtualMachineInstanceFileSystemDisk(ApiModel):
+    serial: str | None = None
+    bus_type: str = Field(alias="busType")
+
+
+class VirtualMachineInstanceFileSystem(ApiModel):
+    disk_name: str = Field(alias="diskName")
+    mount_point: str = Field(alias="mountPoint")
+    file_system_type: str = Field(alias="fileSystemType")
+    used_bytes: int = Field(alias="usedBytes")
+    total_bytes: int = Field(alias="totalBytes")
+    disk: list[VirtualMachineInstanceFileSystemDisk] | None = None
+
+
+class VirtualMachineInstanceFileSystemInfo(ApiModel):
+    disks: list[VirtualMachineInstanceFileSystem]
+
+
+class VirtualMachineInstanceGuestAgentInfo(TypeMeta):
+    guest_agent_version: str | None = Field(default=None, alias="guestAgentVersion")
+    supported_commands: list[GuestAgentCommandInfo] | None = Field(default=None, alias="supportedCommands")
+    hostname: str | None = None
+    os: VirtualMachineInstanceGuestOSInfo | None = None
+    timezone: str | None = None
+    user_list: list[VirtualMachineInstanceGuestOSUser] | None = Field(default=None, alias="userList")
+    fs_info: VirtualMachineInstanceFileSystemInfo | None = Field(default=None, alias="fsInfo")
+    fs_freeze_status: str | None = Field(default=None, alias="fsFreezeStatus")
+
+
+class VirtualMachineInstanceFileSystemList(TypeMeta):
+    metadata: meta_v1.ListMeta | None = None
+    items: list[VirtualMachineInstanceFileSystem]
+
+
+class VirtualMachineInstanceGuestOSUserList(TypeMeta):
+    metadata: meta_v1.ListMeta | None = None
+    items: list[VirtualMachineInstanceGuestOSUser]
+
+
+class ScreenshotOptions(ApiModel):
+    move_cursor: bool = Field(alias="moveCursor")
+
+
+class VSOCKOptions(ApiModel):
+    target_port: int = Field(alias="targetPort")
+    use_tls: bool | None = Field(default=None, alias="useTLS")
+
+
+class SEVPlatformInfo(TypeMeta):
+    pdh: str | None = None
+    cert_chain: str | None = Field(default=None, alias="certChain")
+
+
+class SEVMeasurementInfo(TypeMeta):
+    measurement: str | None = None
+    api_major: int | None = Field(default=None, alias="apiMajor")
+    api_minor: int | None = Field(default=None, alias="apiMinor")
+    build_id: int | None = Field(default=None, alias="buildID")
+    policy: int | None = None
+    loader_sha: str | None = Field(default=None, alias="loaderSHA")
+
+
+class SEVSecretOptions(ApiModel):
+    header: str | None = None
+    secret: str | None = None
+
+
+class SEVSessionOptions(ApiModel):
+    session: str | None = None
+    dh_cert: str | None = Field(default=None, alias="dhCert")
+
+
+class ObjectGraphOptions(ApiModel):
+    include_optional_nodes: bool | None = Field(default=None, alias="includeOptionalNodes")
+    label_selector: meta_v1.LabelSelector | None = Field(default=None, alias="labelSelector")
+
+
+class ObjectGraphNode(TypeMeta):
+    object_reference: core_v1.TypedObjectReference = Field(alias="objectReference")
+    labels: dict[str, str] | None = None
+    optional: bool | None = None
+    children: list[ObjectGraphNode] | None = None

@@ -1,0 +1,269 @@
+"""VirtualMachine."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pydantic import Field
+
+from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.cdi import v1beta1 as cdi_v1beta1
+from kubevirt_api.core.v1.domain import Disk
+from kubevirt_api.core.v1.vmi import StorageMigratedVolumeInfo, VirtualMachineInstanceTemplateSpec
+from kubevirt_api.core.v1.volumes import HotplugVolumeSource
+from kubevirt_api.k8s import meta_v1
+
+__all__ = [
+    "AddVolumeOptions",
+    "ControllerRevisionRef",
+    "DataVolumeTemplateDummyStatus",
+    "DataVolumeTemplateSpec",
+    "InferFromVolumeFailurePolicy",
+    "InstancetypeMatcher",
+    "InstancetypeStatusRef",
+    "MemoryDumpPhase",
+    "PreferenceMatcher",
+    "RemoveVolumeOptions",
+    "StateChangeRequestAction",
+    "UpdateVolumesStrategy",
+    "VirtualMachine",
+    "VirtualMachineCondition",
+    "VirtualMachineConditionType",
+    "VirtualMachineList",
+    "VirtualMachineMemoryDumpRequest",
+    "VirtualMachinePrintableStatus",
+    "VirtualMachineRunStrategy",
+    "VirtualMachineSpec",
+    "VirtualMachineStartFailure",
+    "VirtualMachineStateChangeRequest",
+    "VirtualMachineStatus",
+    "VirtualMachineVolumeRequest",
+    "VolumeMigrationState",
+    "VolumeSnapshotStatus",
+    "VolumeUpdateState",
+]
+
+
+class InferFromVolumeFailurePolicy:
+    """Values of the string field typed ``InferFromVolumeFailurePolicy``."""
+
+    REJECT_INFER_FROM_VOLUME_FAILURE: Final = "Reject"
+    IGNORE_INFER_FROM_VOLUME_FAILURE: Final = "Ignore"
+
+
+class MemoryDumpPhase:
+    """Values of the string field typed ``MemoryDumpPhase``."""
+
+    MEMORY_DUMP_ASSOCIATING: Final = "Associating"
+    MEMORY_DUMP_IN_PROGRESS: Final = "InProgress"
+    MEMORY_DUMP_UNMOUNTING: Final = "Unmounting"
+    MEMORY_DUMP_COMPLETED: Final = "Completed"
+    MEMORY_DUMP_DISSOCIATING: Final = "Dissociating"
+    MEMORY_DUMP_FAILED: Final = "Failed"
+
+
+class StateChangeRequestAction:
+    """Values of the string field typed ``StateChangeRequestAction``."""
+
+    START_REQUEST: Final = "Start"
+    STOP_REQUEST: Final = "Stop"
+
+
+class UpdateVolumesStrategy:
+    """Values of the string field typed ``UpdateVolumesStrategy``."""
+
+    MIGRATION: Final = "Migration"
+    REPLACEMENT: Final = "Replacement"
+
+
+class VirtualMachineConditionType:
+    """Values of the string field typed ``VirtualMachineConditionType``."""
+
+    VIRTUAL_MACHINE_FAILURE: Final = "Failure"
+    VIRTUAL_MACHINE_READY: Final = "Ready"
+    VIRTUAL_MACHINE_PAUSED: Final = "Paused"
+    VIRTUAL_MACHINE_RESTART_REQUIRED: Final = "RestartRequired"
+    VIRTUAL_MACHINE_MANUAL_RECOVERY_REQUIRED: Final = "ManualRecoveryRequired"
+
+
+class VirtualMachinePrintableStatus:
+    """Values of the string field typed ``VirtualMachinePrintableStatus``."""
+
+    VIRTUAL_MACHINE_STATUS_STOPPED: Final = "Stopped"
+    VIRTUAL_MACHINE_STATUS_PROVISIONING: Final = "Provisioning"
+    VIRTUAL_MACHINE_STATUS_STARTING: Final = "Starting"
+    VIRTUAL_MACHINE_STATUS_RUNNING: Final = "Running"
+    VIRTUAL_MACHINE_STATUS_PAUSED: Final = "Paused"
+    VIRTUAL_MACHINE_STATUS_STOPPING: Final = "Stopping"
+    VIRTUAL_MACHINE_STATUS_TERMINATING: Final = "Terminating"
+    VIRTUAL_MACHINE_STATUS_CRASH_LOOP_BACK_OFF: Final = "CrashLoopBackOff"
+    VIRTUAL_MACHINE_STATUS_MIGRATING: Final = "Migrating"
+    VIRTUAL_MACHINE_STATUS_UNKNOWN: Final = "Unknown"
+    VIRTUAL_MACHINE_STATUS_UNSCHEDULABLE: Final = "ErrorUnschedulable"
+    VIRTUAL_MACHINE_STATUS_ERR_IMAGE_PULL: Final = "ErrImagePull"
+    VIRTUAL_MACHINE_STATUS_IMAGE_PULL_BACK_OFF: Final = "ImagePullBackOff"
+    VIRTUAL_MACHINE_STATUS_PVC_NOT_FOUND: Final = "ErrorPvcNotFound"
+    VIRTUAL_MACHINE_STATUS_DATA_VOLUME_ERROR: Final = "DataVolumeError"
+    VIRTUAL_MACHINE_STATUS_WAITING_FOR_VOLUME_BINDING: Final = "WaitingForVolumeBinding"
+    VIRTUAL_MACHINE_STATUS_WAITING_FOR_RECEIVER: Final = "WaitingForReceiver"
+
+
+class VirtualMachineRunStrategy:
+    """Values of the string field typed ``VirtualMachineRunStrategy``."""
+
+    RUN_STRATEGY_UNKNOWN: Final = ""
+    RUN_STRATEGY_ALWAYS: Final = "Always"
+    RUN_STRATEGY_HALTED: Final = "Halted"
+    RUN_STRATEGY_MANUAL: Final = "Manual"
+    RUN_STRATEGY_RERUN_ON_FAILURE: Final = "RerunOnFailure"
+    RUN_STRATEGY_ONCE: Final = "Once"
+    RUN_STRATEGY_WAIT_AS_RECEIVER: Final = "WaitAsReceiver"
+
+
+class InstancetypeMatcher(ApiModel):
+    name: str | None = None
+    kind: str | None = None
+    revision_name: str | None = Field(default=None, alias="revisionName")
+    infer_from_volume: str | None = Field(default=None, alias="inferFromVolume")
+    infer_from_volume_failure_policy: str | None = Field(default=None, alias="inferFromVolumeFailurePolicy")
+
+
+class PreferenceMatcher(ApiModel):
+    name: str | None = None
+    kind: str | None = None
+    revision_name: str | None = Field(default=None, alias="revisionName")
+    infer_from_volume: str | None = Field(default=None, alias="inferFromVolume")
+    infer_from_volume_failure_policy: str | None = Field(default=None, alias="inferFromVolumeFailurePolicy")
+
+
+class DataVolumeTemplateDummyStatus(ApiModel):
+    pass
+
+
+class DataVolumeTemplateSpec(TypeMeta):
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: cdi_v1beta1.DataVolumeSpec
+    status: DataVolumeTemplateDummyStatus | None = None
+
+
+class VirtualMachineSpec(ApiModel):
+    running: bool | None = None
+    run_strategy: str | None = Field(default=None, alias="runStrategy")
+    instancetype: InstancetypeMatcher | None = None
+    preference: PreferenceMatcher | None = None
+    template: VirtualMachineInstanceTemplateSpec
+    data_volume_templates: list[DataVolumeTemplateSpec] | None = Field(
+        default=None, alias="dataVolumeTemplates"
+    )
+    update_volumes_strategy: str | None = Field(default=None, alias="updateVolumesStrategy")
+
+
+class VirtualMachineCondition(ApiModel):
+    type: str
+    status: str
+    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
+    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    reason: str | None = None
+    message: str | None = None
+
+
+class VirtualMachineStateChangeRequest(ApiModel):
+    action: str
+    data: dict[str, str] | None = None
+    uid: str | None = None
+
+
+class AddVolumeOptions(ApiModel):
+    name: str
+    disk: Disk
+    volume_source: HotplugVolumeSource = Field(alias="volumeSource")
+    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+
+
+class RemoveVolumeOptions(ApiModel):
+    name: str
+    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+
+
+class VirtualMachineVolumeRequest(ApiModel):
+    add_volume_options: AddVolumeOptions | None = Field(default=None, alias="addVolumeOptions")
+    remove_volume_options: RemoveVolumeOptions | None = Field(default=None, alias="removeVolumeOptions")
+
+
+class VolumeSnapshotStatus(ApiModel):
+    name: str
+    enabled: bool
+    reason: str | None = None
+
+
+class VirtualMachineStartFailure(ApiModel):
+    consecutive_fail_count: int | None = Field(default=None, alias="consecutiveFailCount")
+    last_failed_vmiuid: str | None = Field(default=None, alias="lastFailedVMIUID")
+    retry_after_timestamp: str | None = Field(default=None, alias="retryAfterTimestamp")
+
+
+class VirtualMachineMemoryDumpRequest(ApiModel):
+    claim_name: str = Field(alias="claimName")
+    phase: str
+    remove: bool | None = None
+    start_timestamp: str | None = Field(default=None, alias="startTimestamp")
+    end_timestamp: str | None = Field(default=None, alias="endTimestamp")
+    file_name: str | None = Field(default=None, alias="fileName")
+    message: str | None = None
+
+
+class VolumeMigrationState(ApiModel):
+    migrated_volumes: list[StorageMigratedVolumeInfo] | None = Field(default=None, alias="migratedVolumes")
+
+
+class VolumeUpdateState(ApiModel):
+    volume_migration_state: VolumeMigrationState | None = Field(default=None, alias="volumeMigrationState")
+
+
+class ControllerRevisionRef(ApiModel):
+    name: str | None = None
+
+
+class InstancetypeStatusRef(ApiModel):
+    name: str | None = None
+    kind: str | None = None
+    controller_revision_ref: ControllerRevisionRef | None = Field(default=None, alias="controllerRevisionRef")
+    infer_from_volume: str | None = Field(default=None, alias="inferFromVolume")
+    infer_from_volume_failure_policy: str | None = Field(default=None, alias="inferFromVolumeFailurePolicy")
+
+
+class VirtualMachineStatus(ApiModel):
+    snapshot_in_progress: str | None = Field(default=None, alias="snapshotInProgress")
+    restore_in_progress: str | None = Field(default=None, alias="restoreInProgress")
+    created: bool | None = None
+    ready: bool | None = None
+    printable_status: str | None = Field(default=None, alias="printableStatus")
+    conditions: list[VirtualMachineCondition] | None = None
+    state_change_requests: list[VirtualMachineStateChangeRequest] | None = Field(
+        default=None, alias="stateChangeRequests"
+    )
+    volume_requests: list[VirtualMachineVolumeRequest] | None = Field(default=None, alias="volumeRequests")
+    volume_snapshot_statuses: list[VolumeSnapshotStatus] | None = Field(
+        default=None, alias="volumeSnapshotStatuses"
+    )
+    start_failure: VirtualMachineStartFailure | None = Field(default=None, alias="startFailure")
+    memory_dump_request: VirtualMachineMemoryDumpRequest | None = Field(
+        default=None, alias="memoryDumpRequest"
+    )
+    observed_generation: int | None = Field(default=None, alias="observedGeneration")
+    desired_generation: int | None = Field(default=None, alias="desiredGeneration")
+    run_strategy: str | None = Field(default=None, alias="runStrategy")
+    volume_update_state: VolumeUpdateState | None = Field(default=None, alias="volumeUpdateState")
+    instancetype_ref: InstancetypeStatusRef | None = Field(default=None, alias="instancetypeRef")
+    preference_ref: InstancetypeStatusRef | None = Field(default=None, alias="preferenceRef")
+
+
+class VirtualMachine(TypeMeta):
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: VirtualMachineSpec
+    status: VirtualMachineStatus | None = None
+
+
+class VirtualMachineList(TypeMeta):
+    metadata: meta_v1.ListMeta | None = None
+    items: list[VirtualMachine]

@@ -1,0 +1,456 @@
+"""VirtualMachineInstance: spec, status and the types only they use."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pydantic import Field
+
+from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.core.v1.domain import DomainSpec, Machine
+from kubevirt_api.core.v1.networks import Network
+from kubevirt_api.core.v1.probes import Probe
+from kubevirt_api.core.v1.volumes import PersistentVolumeClaimInfo, Volume, VolumeStatus
+from kubevirt_api.k8s import core_v1, meta_v1
+from kubevirt_api.resource import Quantity
+
+__all__ = [
+    "AccessCredential",
+    "AccessCredentialSecretSource",
+    "CPUTopology",
+    "ConfigDriveSSHPublicKeyAccessCredentialPropagation",
+    "DeviceAttribute",
+    "DeviceResourceClaimStatus",
+    "DeviceStatus",
+    "DeviceStatusInfo",
+    "EvictionStrategy",
+    "InitrdInfo",
+    "KernelBootStatus",
+    "KernelInfo",
+    "MemoryStatus",
+    "MigrationAbortStatus",
+    "MigrationConfiguration",
+    "MigrationMode",
+    "MigrationNetworkType",
+    "NoCloudSSHPublicKeyAccessCredentialPropagation",
+    "QemuGuestAgentSSHPublicKeyAccessCredentialPropagation",
+    "QemuGuestAgentUserPasswordAccessCredentialPropagation",
+    "SSHPublicKeyAccessCredential",
+    "SSHPublicKeyAccessCredentialPropagationMethod",
+    "SSHPublicKeyAccessCredentialSource",
+    "StartStrategy",
+    "StorageMigratedVolumeInfo",
+    "TopologyHints",
+    "UserPasswordAccessCredential",
+    "UserPasswordAccessCredentialPropagationMethod",
+    "UserPasswordAccessCredentialSource",
+    "VirtualMachineInstance",
+    "VirtualMachineInstanceCommonMigrationState",
+    "VirtualMachineInstanceCondition",
+    "VirtualMachineInstanceConditionType",
+    "VirtualMachineInstanceGuestOSInfo",
+    "VirtualMachineInstanceList",
+    "VirtualMachineInstanceMigrationMethod",
+    "VirtualMachineInstanceMigrationSourceState",
+    "VirtualMachineInstanceMigrationState",
+    "VirtualMachineInstanceMigrationTargetState",
+    "VirtualMachineInstanceMigrationTransport",
+    "VirtualMachineInstanceNetworkInterface",
+    "VirtualMachineInstancePhase",
+    "VirtualMachineInstancePhaseTransitionTimestamp",
+    "VirtualMachineInstanceSpec",
+    "VirtualMachineInstanceStatus",
+    "VirtualMachineInstanceTemplateSpec",
+]
+
+
+class EvictionStrategy:
+    """Values of the string field typed ``EvictionStrategy``."""
+
+    NONE: Final = "None"
+    LIVE_MIGRATE: Final = "LiveMigrate"
+    LIVE_MIGRATE_IF_POSSIBLE: Final = "LiveMigrateIfPossible"
+    EXTERNAL: Final = "External"
+
+
+class MigrationAbortStatus:
+    """Values of the string field typed ``MigrationAbortStatus``."""
+
+    MIGRATION_ABORT_SUCCEEDED: Final = "Succeeded"
+    MIGRATION_ABORT_FAILED: Final = "Failed"
+    MIGRATION_ABORT_IN_PROGRESS: Final = "Aborting"
+
+
+class MigrationMode:
+    """Values of the string field typed ``MigrationMode``."""
+
+    MIGRATION_PRE_COPY: Final = "PreCopy"
+    MIGRATION_POST_COPY: Final = "PostCopy"
+    MIGRATION_PAUSED: Final = "Paused"
+
+
+class MigrationNetworkType:
+    """Values of the string field typed ``MigrationNetworkType``."""
+
+    POD: Final = "Pod"
+    MIGRATION: Final = "Migration"
+
+
+class StartStrategy:
+    """Values of the string field typed ``StartStrategy``."""
+
+    PAUSED: Final = "Paused"
+
+
+class VirtualMachineInstanceConditionType:
+    """Values of the string field typed ``VirtualMachineInstanceConditionType``."""
+
+    VIRTUAL_MACHINE_INSTANCE_PROVISIONING: Final = "Provisioning"
+    VIRTUAL_MACHINE_INSTANCE_READY: Final = "Ready"
+    VIRTUAL_MACHINE_INSTANCE_SYNCHRONIZED: Final = "Synchronized"
+    VIRTUAL_MACHINE_INSTANCE_PAUSED: Final = "Paused"
+    VIRTUAL_MACHINE_INSTANCE_AGENT_CONNECTED: Final = "AgentConnected"
+    VIRTUAL_MACHINE_INSTANCE_ACCESS_CREDENTIALS_SYNCHRONIZED: Final = "AccessCredentialsSynchronized"
+    VIRTUAL_MACHINE_INSTANCE_UNSUPPORTED_AGENT: Final = "AgentVersionNotSupported"
+    VIRTUAL_MACHINE_INSTANCE_IS_MIGRATABLE: Final = "LiveMigratable"
+    VIRTUAL_MACHINE_INSTANCE_VCPU_CHANGE: Final = "HotVCPUChange"
+    VIRTUAL_MACHINE_INSTANCE_MEMORY_CHANGE: Final = "HotMemoryChange"
+    VIRTUAL_MACHINE_INSTANCE_VOLUMES_CHANGE: Final = "VolumesChange"
+    VIRTUAL_MACHINE_INSTANCE_DATA_VOLUMES_READY: Final = "DataVolumesReady"
+    VIRTUAL_MACHINE_INSTANCE_IS_STORAGE_LIVE_MIGRATABLE: Final = "StorageLiveMigratable"
+    VIRTUAL_MACHINE_INSTANCE_MIGRATION_REQUIRED: Final = "MigrationRequired"
+
+
+class VirtualMachineInstanceMigrationMethod:
+    """Values of the string field typed ``VirtualMachineInstanceMigrationMethod``."""
+
+    BLOCK_MIGRATION: Final = "BlockMigration"
+    LIVE_MIGRATION: Final = "LiveMigration"
+
+
+class VirtualMachineInstanceMigrationTransport:
+    """Values of the string field typed ``VirtualMachineInstanceMigrationTransport``."""
+
+    MIGRATION_TRANSPORT_UNIX: Final = "Unix"
+
+
+class VirtualMachineInstancePhase:
+    """Values of the string field typed ``VirtualMachineInstancePhase``."""
+
+    VM_PHASE_UNSET: Final = ""
+    PENDING: Final = "Pending"
+    SCHEDULING: Final = "Scheduling"
+    SCHEDULED: Final = "Scheduled"
+    RUNNING: Final = "Running"
+    SUCCEEDED: Final = "Succeeded"
+    FAILED: Final = "Failed"
+    WAITING_FOR_SYNC: Final = "WaitingForSync"
+    UNKNOWN: Final = "Unknown"
+
+
+class AccessCredentialSecretSource(ApiModel):
+    secret_name: str = Field(alias="secretName")
+
+
+class SSHPublicKeyAccessCredentialSource(ApiModel):
+    secret: AccessCredentialSecretSource | None = None
+
+
+class ConfigDriveSSHPublicKeyAccessCredentialPropagation(ApiModel):
+    pass
+
+
+class NoCloudSSHPublicKeyAccessCredentialPropagation(ApiModel):
+    pass
+
+
+class QemuGuestAgentSSHPublicKeyAccessCredentialPropagation(ApiModel):
+    users: list[str]
+
+
+class SSHPublicKeyAccessCredentialPropagationMethod(ApiModel):
+    config_drive: ConfigDriveSSHPublicKeyAccessCredentialPropagation | None = Field(
+        default=None, alias="configDrive"
+    )
+    no_cloud: NoCloudSSHPublicKeyAccessCredentialPropagation | None = Field(default=None, alias="noCloud")
+    qemu_guest_agent: QemuGuestAgentSSHPublicKeyAccessCredentialPropagation | None = Field(
+        default=None, alias="qemuGuestAgent"
+    )
+
+
+class SSHPublicKeyAccessCredential(ApiModel):
+    source: SSHPublicKeyAccessCredentialSource
+    propagation_method: SSHPublicKeyAccessCredentialPropagationMethod = Field(alias="propagationMethod")
+
+
+class UserPasswordAccessCredentialSource(ApiModel):
+    secret: AccessCredentialSecretSource | None = None
+
+
+class QemuGuestAgentUserPasswordAccessCredentialPropagation(ApiModel):
+    pass
+
+
+class UserPasswordAccessCredentialPropagationMethod(ApiModel):
+    qemu_guest_agent: QemuGuestAgentUserPasswordAccessCredentialPropagation | None = Field(
+        default=None, alias="qemuGuestAgent"
+    )
+
+
+class UserPasswordAccessCredential(ApiModel):
+    source: UserPasswordAccessCredentialSource
+    propagation_method: UserPasswordAccessCredentialPropagationMethod = Field(alias="propagationMethod")
+
+
+class AccessCredential(ApiModel):
+    ssh_public_key: SSHPublicKeyAccessCredential | None = Field(default=None, alias="sshPublicKey")
+    user_password: UserPasswordAccessCredential | None = Field(default=None, alias="userPassword")
+
+
+class VirtualMachineInstanceSpec(ApiModel):
+    priority_class_name: str | None = Field(default=None, alias="priorityClassName")
+    domain: DomainSpec
+    node_selector: dict[str, str] | None = Field(default=None, alias="nodeSelector")
+    affinity: core_v1.Affinity | None = None
+    scheduler_name: str | None = Field(default=None, alias="schedulerName")
+    tolerations: list[core_v1.Toleration] | None = None
+    topology_spread_constraints: list[core_v1.TopologySpreadConstraint] | None = Field(
+        default=None, alias="topologySpreadConstraints"
+    )
+    eviction_strategy: str | None = Field(default=None, alias="evictionStrategy")
+    start_strategy: str | None = Field(default=None, alias="startStrategy")
+    termination_grace_period_seconds: int | None = Field(default=None, alias="terminationGracePeriodSeconds")
+    volumes: list[Volume] | None = None
+    liveness_probe: Probe | None = Field(default=None, alias="livenessProbe")
+    readiness_probe: Probe | None = Field(default=None, alias="readinessProbe")
+    hostname: str | None = None
+    subdomain: str | None = None
+    networks: list[Network] | None = None
+    dns_policy: str | None = Field(default=None, alias="dnsPolicy")
+    dns_config: core_v1.PodDNSConfig | None = Field(default=None, alias="dnsConfig")
+    access_credentials: list[AccessCredential] | None = Field(default=None, alias="accessCredentials")
+    architecture: str | None = None
+    resource_claims: list[core_v1.PodResourceClaim] | None = Field(default=None, alias="resourceClaims")
+
+
+class VirtualMachineInstanceCondition(ApiModel):
+    type: str
+    status: str
+    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
+    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    reason: str | None = None
+    message: str | None = None
+
+
+class VirtualMachineInstancePhaseTransitionTimestamp(ApiModel):
+    phase: str | None = None
+    phase_transition_timestamp: str | None = Field(default=None, alias="phaseTransitionTimestamp")
+
+
+class VirtualMachineInstanceNetworkInterface(ApiModel):
+    ip_address: str | None = Field(default=None, alias="ipAddress")
+    mac: str | None = None
+    name: str | None = None
+    ip_addresses: list[str] | None = Field(default=None, alias="ipAddresses")
+    pod_interface_name: str | None = Field(default=None, alias="podInterfaceName")
+    interface_name: str | None = Field(default=None, alias="interfaceName")
+    info_source: str | None = Field(default=None, alias="infoSource")
+    queue_count: int | None = Field(default=None, alias="queueCount")
+    link_state: str | None = Field(default=None, alias="linkState")
+
+
+class VirtualMachineInstanceGuestOSInfo(ApiModel):
+    name: str | None = None
+    kernel_release: str | None = Field(default=None, alias="kernelRelease")
+    version: str | None = None
+    pretty_name: str | None = Field(default=None, alias="prettyName")
+    version_id: str | None = Field(default=None, alias="versionId")
+    kernel_version: str | None = Field(default=None, alias="kernelVersion")
+    machine: str | None = None
+    id: str | None = None
+
+
+class MigrationConfiguration(ApiModel):
+    node_drain_taint_key: str | None = Field(default=None, alias="nodeDrainTaintKey")
+    parallel_outbound_migrations_per_node: int | None = Field(
+        default=None, alias="parallelOutboundMigrationsPerNode"
+    )
+    parallel_migrations_per_cluster: int | None = Field(default=None, alias="parallelMigrationsPerCluster")
+    allow_auto_converge: bool | None = Field(default=None, alias="allowAutoConverge")
+    bandwidth_per_migration: Quantity | None = Field(default=None, alias="bandwidthPerMigration")
+    completion_timeout_per_gi_b: int | None = Field(default=None, alias="completionTimeoutPerGiB")
+    progress_timeout: int | None = Field(default=None, alias="progressTimeout")
+    unsafe_migration_override: bool | None = Field(default=None, alias="unsafeMigrationOverride")
+    allow_post_copy: bool | None = Field(default=None, alias="allowPostCopy")
+    allow_workload_disruption: bool | None = Field(default=None, alias="allowWorkloadDisruption")
+    disable_tls: bool | None = Field(default=None, alias="disableTLS")
+    network: str | None = None
+    match_se_linux_level_on_migration: bool | None = Field(default=None, alias="matchSELinuxLevelOnMigration")
+
+
+class VirtualMachineInstanceCommonMigrationState(ApiModel):
+    node: str | None = None
+    pod: str | None = None
+    migration_uid: str | None = Field(default=None, alias="migrationUID")
+    domain_name: str | None = Field(default=None, alias="domainName")
+    domain_namespace: str | None = Field(default=None, alias="domainNamespace")
+    sync_address: str | None = Field(default=None, alias="syncAddress")
+    persistent_state_pvc_name: str | None = Field(default=None, alias="persistentStatePVCName")
+    selinux_context: str | None = Field(default=None, alias="selinuxContext")
+    virtual_machine_instance_uid: str | None = Field(default=None, alias="virtualMachineInstanceUID")
+
+
+class VirtualMachineInstanceMigrationSourceState(VirtualMachineInstanceCommonMigrationState):
+    node_selectors: dict[str, str] | None = Field(default=None, alias="nodeSelectors")
+
+
+class VirtualMachineInstanceMigrationTargetState(VirtualMachineInstanceCommonMigrationState):
+    domain_ready_timestamp: str | None = Field(default=None, alias="domainReadyTimestamp")
+    domain_detected: bool | None = Field(default=None, alias="domainDetected")
+    node_address: str | None = Field(default=None, alias="nodeAddress")
+    direct_migration_node_ports: dict[str, int] | None = Field(default=None, alias="directMigrationNodePorts")
+    attachment_pod_uid: str | None = Field(default=None, alias="attachmentPodUID")
+    cpu_set: list[int] | None = Field(default=None, alias="cpuSet")
+    node_topology: str | None = Field(default=None, alias="nodeTopology")
+
+
+class VirtualMachineInstanceMigrationState(ApiModel):
+    start_timestamp: str | None = Field(default=None, alias="startTimestamp")
+    end_timestamp: str | None = Field(default=None, alias="endTimestamp")
+    target_node_domain_ready_timestamp: str | None = Field(
+        default=None, alias="targetNodeDomainReadyTimestamp"
+    )
+    target_node_domain_detected: bool | None = Field(default=None, alias="targetNodeDomainDetected")
+    target_node_address: str | None = Field(default=None, alias="targetNodeAddress")
+    target_direct_migration_node_ports: dict[str, int] | None = Field(
+        default=None, alias="targetDirectMigrationNodePorts"
+    )
+    target_node: str | None = Field(default=None, alias="targetNode")
+    target_pod: str | None = Field(default=None, alias="targetPod")
+    target_attachment_pod_uid: str | None = Field(default=None, alias="targetAttachmentPodUID")
+    source_node: str | None = Field(default=None, alias="sourceNode")
+    source_pod: str | None = Field(default=None, alias="sourcePod")
+    completed: bool | None = None
+    failed: bool | None = None
+    abort_requested: bool | None = Field(default=None, alias="abortRequested")
+    abort_status: str | None = Field(default=None, alias="abortStatus")
+    failure_reason: str | None = Field(default=None, alias="failureReason")
+    migration_uid: str | None = Field(default=None, alias="migrationUid")
+    mode: str | None = None
+    migration_policy_name: str | None = Field(default=None, alias="migrationPolicyName")
+    migration_configuration: MigrationConfiguration | None = Field(
+        default=None, alias="migrationConfiguration"
+    )
+    target_cpu_set: list[int] | None = Field(default=None, alias="targetCPUSet")
+    target_node_topology: str | None = Field(default=None, alias="targetNodeTopology")
+    source_persistent_state_pvc_name: str | None = Field(default=None, alias="sourcePersistentStatePVCName")
+    target_persistent_state_pvc_name: str | None = Field(default=None, alias="targetPersistentStatePVCName")
+    source_state: VirtualMachineInstanceMigrationSourceState | None = Field(default=None, alias="sourceState")
+    target_state: VirtualMachineInstanceMigrationTargetState | None = Field(default=None, alias="targetState")
+    migration_network_type: str | None = Field(default=None, alias="migrationNetworkType")
+
+
+class KernelInfo(ApiModel):
+    checksum: int | None = None
+
+
+class InitrdInfo(ApiModel):
+    checksum: int | None = None
+
+
+class KernelBootStatus(ApiModel):
+    kernel_info: KernelInfo | None = Field(default=None, alias="kernelInfo")
+    initrd_info: InitrdInfo | None = Field(default=None, alias="initrdInfo")
+
+
+class TopologyHints(ApiModel):
+    tsc_frequency: int | None = Field(default=None, alias="tscFrequency")
+
+
+class CPUTopology(ApiModel):
+    cores: int | None = None
+    sockets: int | None = None
+    threads: int | None = None
+
+
+class MemoryStatus(ApiModel):
+    guest_at_boot: Quantity | None = Field(default=None, alias="guestAtBoot")
+    guest_current: Quantity | None = Field(default=None, alias="guestCurrent")
+    guest_requested: Quantity | None = Field(default=None, alias="guestRequested")
+
+
+class StorageMigratedVolumeInfo(ApiModel):
+    volume_name: str = Field(alias="volumeName")
+    source_pvc_info: PersistentVolumeClaimInfo | None = Field(default=None, alias="sourcePVCInfo")
+    destination_pvc_info: PersistentVolumeClaimInfo | None = Field(default=None, alias="destinationPVCInfo")
+
+
+class DeviceAttribute(ApiModel):
+    pci_address: str | None = Field(default=None, alias="pciAddress")
+    m_dev_uuid: str | None = Field(default=None, alias="mDevUUID")
+
+
+class DeviceResourceClaimStatus(ApiModel):
+    name: str | None = None
+    resource_claim_name: str | None = Field(default=None, alias="resourceClaimName")
+    attributes: DeviceAttribute | None = None
+
+
+class DeviceStatusInfo(ApiModel):
+    name: str
+    device_resource_claim_status: DeviceResourceClaimStatus | None = Field(
+        default=None, alias="deviceResourceClaimStatus"
+    )
+
+
+class DeviceStatus(ApiModel):
+    gpu_statuses: list[DeviceStatusInfo] | None = Field(default=None, alias="gpuStatuses")
+    host_device_statuses: list[DeviceStatusInfo] | None = Field(default=None, alias="hostDeviceStatuses")
+
+
+class VirtualMachineInstanceStatus(ApiModel):
+    node_name: str | None = Field(default=None, alias="nodeName")
+    reason: str | None = None
+    conditions: list[VirtualMachineInstanceCondition] | None = None
+    phase: str | None = None
+    phase_transition_timestamps: list[VirtualMachineInstancePhaseTransitionTimestamp] | None = Field(
+        default=None, alias="phaseTransitionTimestamps"
+    )
+    interfaces: list[VirtualMachineInstanceNetworkInterface] | None = None
+    guest_os_info: VirtualMachineInstanceGuestOSInfo | None = Field(default=None, alias="guestOSInfo")
+    migration_state: VirtualMachineInstanceMigrationState | None = Field(default=None, alias="migrationState")
+    migration_method: str | None = Field(default=None, alias="migrationMethod")
+    migration_transport: str | None = Field(default=None, alias="migrationTransport")
+    qos_class: str | None = Field(default=None, alias="qosClass")
+    launcher_container_image_version: str | None = Field(default=None, alias="launcherContainerImageVersion")
+    evacuation_node_name: str | None = Field(default=None, alias="evacuationNodeName")
+    active_pods: dict[str, str] | None = Field(default=None, alias="activePods")
+    volume_status: list[VolumeStatus] | None = Field(default=None, alias="volumeStatus")
+    kernel_boot_status: KernelBootStatus | None = Field(default=None, alias="kernelBootStatus")
+    fs_freeze_status: str | None = Field(default=None, alias="fsFreezeStatus")
+    topology_hints: TopologyHints | None = Field(default=None, alias="topologyHints")
+    virtual_machine_revision_name: str | None = Field(default=None, alias="virtualMachineRevisionName")
+    runtime_user: int | None = Field(default=None, alias="runtimeUser")
+    vsockcid: int | None = Field(default=None, alias="VSOCKCID")
+    selinux_context: str | None = Field(default=None, alias="selinuxContext")
+    machine: Machine | None = None
+    current_cpu_topology: CPUTopology | None = Field(default=None, alias="currentCPUTopology")
+    memory: MemoryStatus | None = None
+    migrated_volumes: list[StorageMigratedVolumeInfo] | None = Field(default=None, alias="migratedVolumes")
+    device_status: DeviceStatus | None = Field(default=None, alias="deviceStatus")
+
+
+class VirtualMachineInstance(TypeMeta):
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: VirtualMachineInstanceSpec
+    status: VirtualMachineInstanceStatus | None = None
+
+
+class VirtualMachineInstanceList(TypeMeta):
+    metadata: meta_v1.ListMeta | None = None
+    items: list[VirtualMachineInstance]
+
+
+class VirtualMachineInstanceTemplateSpec(ApiModel):
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: VirtualMachineInstanceSpec | None = None

@@ -1,0 +1,1 @@
+"""Kubernetes types that KubeVirt objects embed, modelled with the same conventions as the rest."""

@@ -1,0 +1,1 @@
+"""The ``pool.kubevirt.io`` API group."""

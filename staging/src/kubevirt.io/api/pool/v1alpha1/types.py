@@ -1,0 +1,99 @@
+"""VirtualMachinePool (``pool.kubevirt.io/v1alpha1``)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pydantic import Field
+
+from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.core.v1.vm import VirtualMachineSpec
+from kubevirt_api.k8s import meta_v1
+
+__all__ = [
+    "VirtualMachinePool",
+    "VirtualMachinePoolBasePolicy",
+    "VirtualMachinePoolCondition",
+    "VirtualMachinePoolConditionType",
+    "VirtualMachinePoolList",
+    "VirtualMachinePoolNameGeneration",
+    "VirtualMachinePoolProactiveScaleInStrategy",
+    "VirtualMachinePoolScaleInStrategy",
+    "VirtualMachinePoolSelectionPolicy",
+    "VirtualMachinePoolSpec",
+    "VirtualMachinePoolStatus",
+    "VirtualMachineTemplateSpec",
+]
+
+
+class VirtualMachinePoolBasePolicy:
+    """Values of the string field typed ``VirtualMachinePoolBasePolicy``."""
+
+    RANDOM: Final = "Random"
+    DESCENDING_ORDER: Final = "DescendingOrder"
+
+
+class VirtualMachinePoolConditionType:
+    """Values of the string field typed ``VirtualMachinePoolConditionType``."""
+
+    VIRTUAL_MACHINE_POOL_REPLICA_FAILURE: Final = "ReplicaFailure"
+    VIRTUAL_MACHINE_POOL_REPLICA_PAUSED: Final = "ReplicaPaused"
+
+
+class VirtualMachineTemplateSpec(ApiModel):
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: VirtualMachineSpec | None = None
+
+
+class VirtualMachinePoolNameGeneration(ApiModel):
+    append_index_to_config_map_refs: bool | None = Field(default=None, alias="appendIndexToConfigMapRefs")
+    append_index_to_secret_refs: bool | None = Field(default=None, alias="appendIndexToSecretRefs")
+
+
+class VirtualMachinePoolSelectionPolicy(ApiModel):
+    base_policy: str | None = Field(default=None, alias="basePolicy")
+
+
+class VirtualMachinePoolProactiveScaleInStrategy(ApiModel):
+    selection_policy: VirtualMachinePoolSelectionPolicy | None = Field(default=None, alias="selectionPolicy")
+
+
+class VirtualMachinePoolScaleInStrategy(ApiModel):
+    proactive: VirtualMachinePoolProactiveScaleInStrategy | None = None
+
+
+class VirtualMachinePoolSpec(ApiModel):
+    replicas: int | None = None
+    selector: meta_v1.LabelSelector
+    virtual_machine_template: VirtualMachineTemplateSpec = Field(alias="virtualMachineTemplate")
+    paused: bool | None = None
+    name_generation: VirtualMachinePoolNameGeneration | None = Field(default=None, alias="nameGeneration")
+    max_unavailable: int | str | None = Field(default=None, alias="maxUnavailable")
+    scale_in_strategy: VirtualMachinePoolScaleInStrategy | None = Field(default=None, alias="scaleInStrategy")
+
+
+class VirtualMachinePoolCondition(ApiModel):
+    type: str
+    status: str
+    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
+    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    reason: str | None = None
+    message: str | None = None
+
+
+class VirtualMachinePoolStatus(ApiModel):
+    replicas: int | None = None
+    ready_replicas: int | None = Field(default=None, alias="readyReplicas")
+    conditions: list[VirtualMachinePoolCondition] | None = None
+    label_selector: str | None = Field(default=None, alias="labelSelector")
+
+
+class VirtualMachinePool(TypeMeta):
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: VirtualMachinePoolSpec
+    status: VirtualMachinePoolStatus | None = None
+
+
+class VirtualMachinePoolList(TypeMeta):
+    metadata: meta_v1.ListMeta | None = None
+    items: list[VirtualMachinePool]
