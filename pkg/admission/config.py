@@ -1,0 +1,71 @@
+"""The cluster settings admission rules depend on (KubeVirt's ``virtconfig.ClusterConfig`` subset)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+ROLLOUT_LIVE_UPDATE = "LiveUpdate"
+ROLLOUT_STAGE = "Stage"
+ROLLOUT_STRATEGIES = (ROLLOUT_LIVE_UPDATE, ROLLOUT_STAGE)
+
+# KubeVirt's default emulated machine globs per architecture.
+DEFAULT_EMULATED_MACHINES: dict[str, tuple[str, ...]] = {
+    "amd64": ("q35*", "pc-q35*"),
+    "arm64": ("virt*",),
+    "s390x": ("s390-ccw-virtio*",),
+    "ppc64le": ("pseries*",),
+}
+
+DEFAULT_INSTALL_NAMESPACE = "kubevirt"
+KUBEVIRT_SERVICE_ACCOUNT_NAMES = (
+    "kubevirt-apiserver",
+    "kubevirt-controller",
+    "kubevirt-handler",
+    "kubevirt-synchronization-controller",
+)
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """What the KubeVirt CR's ``spec.configuration`` decides for admission."""
+
+    feature_gates: frozenset[str] = frozenset()
+    rollout_strategy: str = ROLLOUT_LIVE_UPDATE
+    eviction_strategy: str | None = None
+    default_architecture: str = "amd64"
+    emulated_machines: dict[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_EMULATED_MACHINES)
+    )
+    permit_bridge_interface_on_pod_network: bool = True
+    install_namespace: str = DEFAULT_INSTALL_NAMESPACE
+
+    @classmethod
+    def build(
+        cls, *, feature_gates: Iterable[str] = (), rollout_strategy: str = ROLLOUT_LIVE_UPDATE
+    ) -> ClusterConfig:
+        if rollout_strategy not in ROLLOUT_STRATEGIES:
+            raise ValueError(
+                f"unknown rollout strategy {rollout_strategy!r}, expected one of {list(ROLLOUT_STRATEGIES)}"
+            )
+        gates = frozenset(g.strip() for g in feature_gates if g.strip())
+        return cls(feature_gates=gates, rollout_strategy=rollout_strategy)
+
+    def enabled(self, gate: str) -> bool:
+        return gate in self.feature_gates
+
+    @property
+    def live_update(self) -> bool:
+        return self.rollout_strategy == ROLLOUT_LIVE_UPDATE
+
+    def machines_for(self, architecture: str) -> tuple[str, ...]:
+        # KubeVirt falls back to the amd64 list for any architecture it has no list for.
+        machines = self.emulated_machines.get(architecture or self.default_architecture)
+        return machines if machines is not None else self.emulated_machines.get("amd64", ())
+
+    @property
+    def kubevirt_service_accounts(self) -> frozenset[str]:
+        return frozenset(
+            f"system:serviceaccount:{self.install_namespace}:{name}"
+            for name in KUBEVIRT_SERVICE_ACCOUNT_NAMES
+        )

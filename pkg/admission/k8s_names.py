@@ -1,0 +1,61 @@
+"""Kubernetes' name rules (``k8s.io/apimachinery/pkg/util/validation``) with their exact messages."""
+
+from __future__ import annotations
+
+import re
+
+_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = _LABEL + r"(\." + _LABEL + ")*"
+_LABEL_RE = re.compile(f"^{_LABEL}$")
+_SUBDOMAIN_RE = re.compile(f"^{_SUBDOMAIN}$")
+_PORT_NAME_CHARS = re.compile(r"^[-a-z0-9]+$")
+_HAS_LETTER = re.compile(r"[a-z]")
+
+LABEL_MAX = 63
+SUBDOMAIN_MAX = 253
+
+
+def _max_len(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+def dns1123_label(value: str) -> list[str]:
+    errors: list[str] = []
+    if len(value) > LABEL_MAX:
+        errors.append(_max_len(LABEL_MAX))
+    if not _LABEL_RE.match(value):
+        errors.append(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+            "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+            f"for validation is '{_LABEL}')"
+        )
+    return errors
+
+
+def dns1123_subdomain(value: str) -> list[str]:
+    errors: list[str] = []
+    if len(value) > SUBDOMAIN_MAX:
+        errors.append(_max_len(SUBDOMAIN_MAX))
+    if not _SUBDOMAIN_RE.match(value):
+        errors.append(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+            "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+            f"validation is '{_SUBDOMAIN}')"
+        )
+    return errors
+
+
+def port_name(value: str) -> list[str]:
+    """IANA service name rules (``IsValidPortName``)."""
+    errors: list[str] = []
+    if not 1 <= len(value) <= 15:
+        errors.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARS.match(value):
+        errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if "--" in value:
+        errors.append("must not contain consecutive hyphens")
+    if not _HAS_LETTER.search(value):
+        errors.append("must contain at least one letter (a-z)")
+    if value.startswith("-") or value.endswith("-"):
+        errors.append("must not begin or end with a hyphen")
+    return errors

@@ -1,0 +1,116 @@
+"""The aiohttp application serving admission webhooks and ``/healthz``.
+
+Every admission path takes a POSTed ``application/json`` AdmissionReview and answers one with the same
+apiVersion. Requests that cannot be answered get a ``metav1.Status`` body with the reason:
+
+- 400 for a wrong content type, a body that is not an AdmissionReview, or a review for another path;
+- 405 for methods other than POST, 404 for unknown paths;
+- 413 for bodies above ``max_body_bytes``; 408 when the body does not arrive within ``body_timeout``.
+
+An admitter that raises answers ``allowed: false`` with code 500; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from kubevirt.admission import response as responses
+from kubevirt.admission.response import AdmissionResponse
+from kubevirt.admission.review import AdmissionRequest, ReviewDecodeError, decode_review
+from kubevirt.log import get_logger
+
+Handler = Callable[[AdmissionRequest], AdmissionResponse]
+
+# An AdmissionReview carries the object and the old object; Kubernetes objects are at most ~1.5 MiB.
+DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
+# The API server gives KubeVirt's webhooks 10 s (timeoutSeconds); a body slower than that is useless.
+DEFAULT_BODY_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+
+
+def _status(code: int, message: str) -> web.Response:
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "code": code,
+    }
+    return web.json_response(body, status=code)
+
+
+class WebhookServer:
+    """Routes AdmissionReviews to admitters/mutators by path."""
+
+    def __init__(self, handlers: Mapping[str, Handler], *, limits: ServerLimits | None = None) -> None:
+        self._handlers = dict(handlers)
+        self._limits = limits or ServerLimits()
+        self._log = get_logger()
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(self._handlers)
+
+    def application(self) -> web.Application:
+        # aiohttp enforces client_max_size itself when the body is read (413).
+        app = web.Application(client_max_size=self._limits.max_body_bytes)
+        app.router.add_get("/healthz", self._healthz)
+        for path in self._handlers:
+            app.router.add_route("*", path, self._admit)
+        return app
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.json_response({"apiserver": {"connectivity": "ok"}, "webhooks": self.paths})
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        declared = request.content_length
+        if declared is not None and declared > self._limits.max_body_bytes:
+            raise web.HTTPRequestEntityTooLarge(
+                max_size=self._limits.max_body_bytes, actual_size=declared, text="request body too large"
+            )
+        async with asyncio.timeout(self._limits.body_timeout):
+            return await request.read()
+
+    async def _admit(self, request: web.Request) -> web.StreamResponse:
+        if request.method != "POST":
+            return _status(405, f"method {request.method} not allowed, admission reviews are POSTed")
+        if request.content_type != "application/json":
+            return _status(400, f"contentType={request.content_type}, expect application/json")
+        try:
+            body = await self._read_body(request)
+        except TimeoutError:
+            self._log.warning("admission request body too slow", path=request.path)
+            return _status(408, f"request body not received within {self._limits.body_timeout:g}s")
+        except web.HTTPRequestEntityTooLarge:
+            return _status(413, f"request body larger than {self._limits.max_body_bytes} bytes")
+        try:
+            review = decode_review(body)
+        except ReviewDecodeError as err:
+            self._log.warning("undecodable admission review", path=request.path, reason=str(err))
+            return _status(400, f"cannot decode AdmissionReview: {err}")
+        handler = self._handlers[request.path]
+        try:
+            answer = handler(review.request)
+        except Exception as err:  # one bad request must not take the webhook down
+            self._log.exception("admission handler failed", path=request.path, uid=review.request.uid)
+            answer = responses.error(f"internal error: {err}", code=responses.HTTP_INTERNAL_ERROR)
+        document: dict[str, Any] = {
+            "apiVersion": review.api_version,
+            "kind": "AdmissionReview",
+            "response": answer.to_dict(review.request.uid),
+        }
+        return web.Response(
+            body=json.dumps(document, ensure_ascii=False).encode(), content_type="application/json"
+        )

@@ -1,0 +1,80 @@
+"""A server TLS context whose certificate follows the files on disk.
+
+The certificate and key are re-read when their modification time changes. A new pair is loaded into a
+fresh context first and only then swapped in (through the SNI callback, which OpenSSL runs for every
+handshake, with or without a server name), so a half-written renewal never breaks serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from pathlib import Path
+
+from kubevirt.log import get_logger
+
+
+def _load(cert_file: Path, key_file: Path) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(str(cert_file), str(key_file))
+    return context
+
+
+class ReloadingCertificate:
+    """Owns the listening socket's SSL context and keeps its certificate current."""
+
+    def __init__(self, cert_file: Path, key_file: Path, *, interval: float = 2.0) -> None:
+        self._cert_file = cert_file
+        self._key_file = key_file
+        self._interval = interval
+        self._log = get_logger(cert=str(cert_file))
+        self._stamp = self._mtimes()
+        self._current = _load(cert_file, key_file)
+        # The context given to the listener; each handshake is switched to the current one.
+        self.server_context = _load(cert_file, key_file)
+        self.server_context.sni_callback = self._select
+        self._task: asyncio.Task[None] | None = None
+
+    def _mtimes(self) -> tuple[int, int]:
+        return (self._cert_file.stat().st_mtime_ns, self._key_file.stat().st_mtime_ns)
+
+    def _select(self, sock: ssl.SSLObject, _server_name: str | None, _ctx: ssl.SSLContext) -> None:
+        sock.context = self._current
+
+    def reload_if_changed(self) -> bool:
+        """Load the files again if they changed; returns whether a new certificate is in use."""
+        try:
+            stamp = self._mtimes()
+        except OSError as err:
+            self._log.warning("certificate files unreadable, keeping the current one", reason=str(err))
+            return False
+        if stamp == self._stamp:
+            return False
+        try:
+            fresh = _load(self._cert_file, self._key_file)
+        except (OSError, ssl.SSLError) as err:
+            # Likely mid-rotation (certificate written, key not yet): try again on the next tick.
+            self._log.warning("new certificate not loadable yet", reason=str(err))
+            return False
+        self._current = fresh
+        self._stamp = stamp
+        self._log.info("serving a renewed TLS certificate")
+        return True
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            self.reload_if_changed()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._watch())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
