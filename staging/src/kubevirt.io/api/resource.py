@@ -43,7 +43,7 @@ _DECIMAL_SUFFIXES: Final = {
 }
 _BINARY_SUFFIXES: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_BY_EXPONENT: Final = {exponent: suffix for suffix, exponent in _DECIMAL_SUFFIXES.items()}
-_BINARY_BY_EXPONENT: Final = {exponent: suffix for suffix, exponent in _BINARY_SUFFIXES.items()}
+_BINARY_BY_EXPONENT: Final = {0: "", **{exponent: suffix for suffix, exponent in _BINARY_SUFFIXES.items()}}
 _SUFFIX_CHARS: Final = frozenset("eEinumkKMGTP")
 _DIGITS: Final = frozenset("0123456789")
 
