@@ -1,0 +1,127 @@
+"""A client for a virt-launcher's command socket, with KubeVirt's error convention.
+
+The launcher answers application errors with ``success=false`` and a message; this client raises
+:class:`CommandFailedError` with KubeVirt's wording for them, and :class:`LauncherDisconnectedError` when the
+launcher went away (callers shutting a VMI down ignore those).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from kubevirt.handler_launcher_com.cmd.info import info_pb2 as info_pb2
+from kubevirt.handler_launcher_com.cmd.info import info_pb2_grpc as info_grpc
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2, cmd_pb2_grpc
+from kubevirt.handler_launcher_com.sockets import grpc_target
+from kubevirt.handler_launcher_com.versions import SUPPORTED_CMD_VERSIONS, highest_common_version
+
+# KubeVirt's client deadlines: short for queries, longer for commands.
+QUERY_TIMEOUT = 5.0
+COMMAND_TIMEOUT = 20.0
+
+_DISCONNECTED = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}
+
+
+class LauncherClientError(Exception):
+    """Base of the errors this client raises."""
+
+
+class CommandFailedError(LauncherClientError):
+    """The launcher ran the command and reported a failure."""
+
+    def __init__(self, command: str, message: str) -> None:
+        super().__init__(f'server error. command {command} failed: "{message}"')
+        self.command = command
+        self.reason = message
+
+
+class LauncherDisconnectedError(LauncherClientError):
+    """The launcher is not reachable (gone, or not yet listening)."""
+
+
+class CommandUnimplementedError(LauncherClientError):
+    """The launcher does not implement this command."""
+
+
+class LauncherClient:
+    """Calls one launcher's ``kubevirt.cmd.v1.Cmd`` service over its unix socket."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = socket_path
+        self._channel = grpc.insecure_channel(grpc_target(socket_path))
+        self._stub = cmd_pb2_grpc.CmdStub(self._channel)
+        self._info = info_grpc.CmdInfoStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> LauncherClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def negotiate_version(self) -> int:
+        reply: info_pb2.CmdInfoResponse = self._invoke("Info", self._info.Info, info_pb2.CmdInfoRequest())
+        return highest_common_version(SUPPORTED_CMD_VERSIONS, reply.supportedCmdVersions)
+
+    def call(self, command: str, request: Any, *, timeout: float = COMMAND_TIMEOUT) -> Any:
+        """Call ``command`` on the Cmd service; raise on a failed ``Response``."""
+        reply = self._invoke(command, getattr(self._stub, command), request, timeout=timeout)
+        status = reply if isinstance(reply, cmd_pb2.Response) else reply.response
+        if not status.success:
+            raise CommandFailedError(command, status.message)
+        return reply
+
+    def _invoke(self, command: str, method: Any, request: Any, *, timeout: float = QUERY_TIMEOUT) -> Any:
+        try:
+            return method(request, timeout=timeout)
+        except grpc.RpcError as err:
+            code = err.code() if hasattr(err, "code") else None
+            if code in _DISCONNECTED:
+                raise LauncherDisconnectedError(f"{command}: launcher disconnected: {err}") from err
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                raise CommandUnimplementedError(f"{command}: not implemented by the launcher") from err
+            raise LauncherClientError(f"{command}: {err}") from err
+
+    # The commands virt-handler uses, with KubeVirt's payload encoding.
+
+    def sync_vmi(self, vmi: Mapping[str, Any], options: cmd_pb2.VirtualMachineOptions | None = None) -> None:
+        self.call("SyncVirtualMachine", vmi_request(vmi, options))
+
+    def vmi_command(self, command: str, vmi: Mapping[str, Any]) -> None:
+        """Pause/Unpause/Shutdown/Kill/Delete/SoftReboot/Reset/CancelMigration/SyncMigrationTarget/..."""
+        self.call(command, vmi_request(vmi))
+
+    def migrate_vmi(self, vmi: Mapping[str, Any], options: Mapping[str, Any]) -> None:
+        request = cmd_pb2.MigrationRequest(
+            vmi=cmd_pb2.VMI(vmiJson=json.dumps(vmi).encode()), options=json.dumps(options).encode()
+        )
+        self.call("MigrateVirtualMachine", request)
+
+    def get_domain(self) -> dict[str, Any] | None:
+        reply = self.call("GetDomain", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
+        return json.loads(reply.domain) if reply.domain else None
+
+    def get_domain_stats(self) -> dict[str, Any] | None:
+        reply = self.call("GetDomainStats", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
+        return json.loads(reply.domainStats) if reply.domainStats else None
+
+    def get_guest_info(self) -> dict[str, Any]:
+        reply = self.call("GetGuestInfo", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
+        result: dict[str, Any] = json.loads(reply.guestInfoResponse or "{}")
+        return result
+
+    def ping(self) -> None:
+        self.call("Ping", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
+
+
+def vmi_request(
+    vmi: Mapping[str, Any], options: cmd_pb2.VirtualMachineOptions | None = None
+) -> cmd_pb2.VMIRequest:
+    return cmd_pb2.VMIRequest(vmi=cmd_pb2.VMI(vmiJson=json.dumps(vmi).encode()), options=options)

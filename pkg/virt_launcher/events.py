@@ -1,0 +1,130 @@
+"""libvirt's event loop and the forwarding of domain lifecycle events to virt-handler.
+
+libvirt calls back on its event-loop thread; callbacks only enqueue, and one worker re-reads the domain
+and sends it (so a slow or absent handler never stalls libvirt). Event types follow KubeVirt: ``ADDED``
+when a domain is defined or arrives by migration, ``MODIFIED`` otherwise, and a final ``MODIFIED`` with a
+deletion timestamp and reason ``NonExistent`` once the domain is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import libvirt
+
+from kubevirt.log import get_logger
+from kubevirt.virt_launcher.notify_client import NotifyClient, NotifyRejectedError, NotifyUnavailableError
+from kubevirt.virt_launcher.virtwrap.domain_json import gone_domain_json
+from kubevirt.virt_launcher.virtwrap.manager import DomainManager
+from kubevirt.virt_launcher.virtwrap.metadata import now
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+_loop_lock = threading.Lock()
+_loop_thread: threading.Thread | None = None
+
+
+def start_event_loop() -> None:
+    """Register libvirt's default event loop and run it on a thread (once; before opening connections)."""
+    global _loop_thread
+    with _loop_lock:
+        if _loop_thread is not None:
+            return
+        libvirt.virEventRegisterDefaultImpl()
+
+        def run() -> None:
+            while True:
+                libvirt.virEventRunDefaultImpl()
+
+        _loop_thread = threading.Thread(target=run, name="libvirt-events", daemon=True)
+        _loop_thread.start()
+
+
+def event_type_for(event: int, detail: int) -> str:
+    if event == libvirt.VIR_DOMAIN_EVENT_DEFINED and detail == libvirt.VIR_DOMAIN_EVENT_DEFINED_ADDED:
+        return ADDED
+    if event == libvirt.VIR_DOMAIN_EVENT_STARTED and detail == libvirt.VIR_DOMAIN_EVENT_STARTED_MIGRATED:
+        return ADDED
+    return MODIFIED
+
+
+class DomainEventForwarder:
+    """Watches this launcher's domain and reports every change (to virt-handler, and to listeners)."""
+
+    def __init__(self, manager: DomainManager, notifier: NotifyClient | None) -> None:
+        self._manager = manager
+        self._notifier = notifier
+        self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._callback_ids: list[int] = []
+        self._worker = threading.Thread(target=self._work, name="domain-events", daemon=True)
+        self._known: dict[str, str] = {}  # domain name -> VMI uid, for the final event
+        self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self.domain_gone = threading.Event()
+        self.final_event_delivered = threading.Event()
+        self._log = get_logger()
+
+    def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
+        self._listeners.append(listener)
+
+    def start(self) -> None:
+        self._worker.start()
+        conn = self._manager.conn
+        self._callback_ids.append(
+            conn.domainEventRegisterAny(None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
+        )
+
+    def stop(self) -> None:
+        for callback_id in self._callback_ids:
+            with contextlib.suppress(libvirt.libvirtError):
+                self._manager.conn.domainEventDeregisterAny(callback_id)
+        self._callback_ids.clear()
+        self._queue.put(None)
+        self._worker.join(timeout=10)
+
+    def poke(self, domain_name: str = "") -> None:
+        """Report the domain's current state (after the launcher changed it, e.g. its metadata)."""
+        self._queue.put((domain_name, MODIFIED))
+
+    def _on_lifecycle(self, conn: Any, dom: libvirt.virDomain, event: int, detail: int, opaque: Any) -> None:
+        self._queue.put((dom.name(), event_type_for(event, detail)))
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            name, event_type = item
+            try:
+                self._report(name, event_type)
+            except Exception:  # keep forwarding later events whatever happened to this one
+                self._log.exception("forwarding a domain event failed", domain=name)
+
+    def _report(self, name: str, event_type: str) -> None:
+        dom = self._manager.lookup(name) if name else self._manager.the_domain()
+        if dom is not None:
+            domain = self._manager.domain_to_json(dom)
+            name = domain["spec"]["name"]
+            self._known[name] = domain["metadata"].get("uid", "")
+            self._deliver(event_type, domain)
+            return
+        if not name or name not in self._known:
+            return
+        domain = gone_domain_json(name, self._known.pop(name), now())
+        self.domain_gone.set()
+        if self._deliver(MODIFIED, domain):
+            self.final_event_delivered.set()
+
+    def _deliver(self, event_type: str, domain: dict[str, Any]) -> bool:
+        for listener in self._listeners:
+            listener(event_type, domain)
+        if self._notifier is None:
+            return True
+        try:
+            self._notifier.send_domain_event(event_type, domain)
+        except (NotifyUnavailableError, NotifyRejectedError) as err:
+            self._log.warning("domain event not delivered", event=event_type, reason=str(err))
+            return False
+        return True

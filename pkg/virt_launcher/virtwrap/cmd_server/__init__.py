@@ -1,0 +1,1 @@
+"""virt-launcher's gRPC command server (``kubevirt.cmd.v1.Cmd``)."""

@@ -1,0 +1,196 @@
+"""The ``kubevirt.cmd.v1.Cmd`` servicer: each RPC calls the domain manager and reports the outcome.
+
+As in KubeVirt, a command that fails answers ``success=false`` with a message (the gRPC call itself
+succeeds); nothing a request carries can take the server down.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+import libvirt
+
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2, cmd_pb2_grpc
+from kubevirt.handler_launcher_com.server import register_cmd_info, serve_unix
+from kubevirt.log import get_logger
+from kubevirt.virt_launcher.virtwrap.errors import ManagerError
+from kubevirt.virt_launcher.virtwrap.manager import DomainManager, facts_of
+from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
+from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, parse_vmi_json
+
+R = TypeVar("R")
+_NO_AGENT = "the guest agent is not connected"
+
+
+class CommandServer(cmd_pb2_grpc.CmdServicer):
+    def __init__(
+        self,
+        manager: DomainManager,
+        migrator: Migrator,
+        *,
+        pod_name: str = "",
+        on_target_cleanup: Callable[[], None] | None = None,
+    ) -> None:
+        self._manager = manager
+        self._migrator = migrator
+        self._pod_name = pod_name
+        self._on_target_cleanup = on_target_cleanup or (lambda: None)
+        self._log = get_logger()
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _run(self, command: str, action: Callable[[], R]) -> tuple[R | None, cmd_pb2.Response]:
+        try:
+            return action(), cmd_pb2.Response(success=True)
+        except (ManagerError, InvalidVMIError) as err:
+            self._log.warning("command failed", command=command, reason=str(err))
+            return None, cmd_pb2.Response(success=False, message=str(err))
+        except libvirt.libvirtError as err:
+            self._log.warning("command failed", command=command, reason=str(err))
+            return None, cmd_pb2.Response(success=False, message=f"libvirt: {err.get_error_message()}")
+        except Exception as err:  # a bug must not kill the server: report it to the caller
+            self._log.exception("command failed unexpectedly", command=command)
+            return None, cmd_pb2.Response(success=False, message=f"internal error: {err}")
+
+    def _vmi_command(
+        self, command: str, request: Any, action: Callable[[Mapping[str, Any]], None]
+    ) -> cmd_pb2.Response:
+        _, response = self._run(command, lambda: action(parse_vmi_json(request.vmi.vmiJson)))
+        return response
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def SyncVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command(
+            "SyncVirtualMachine", request, lambda vmi: self._manager.sync_vmi(vmi, request.options)
+        )
+
+    def PauseVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("PauseVirtualMachine", request, self._manager.pause_vmi)
+
+    def UnpauseVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("UnpauseVirtualMachine", request, self._manager.unpause_vmi)
+
+    def ShutdownVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("ShutdownVirtualMachine", request, self._manager.shutdown_vmi)
+
+    def KillVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("KillVirtualMachine", request, self._manager.kill_vmi)
+
+    def DeleteVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("DeleteVirtualMachine", request, self._manager.delete_vmi)
+
+    def SoftRebootVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("SoftRebootVirtualMachine", request, self._manager.soft_reboot_vmi)
+
+    def ResetVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("ResetVirtualMachine", request, self._manager.reset_vmi)
+
+    # -- migration -------------------------------------------------------------------------------
+
+    def MigrateVirtualMachine(self, request: cmd_pb2.MigrationRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        def migrate() -> None:
+            vmi = parse_vmi_json(request.vmi.vmiJson)
+            self._migrator.migrate(vmi, MigrationOptions.from_json(request.options))
+
+        return self._run("MigrateVirtualMachine", migrate)[1]
+
+    def CancelVirtualMachineMigration(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("CancelVirtualMachineMigration", request, self._migrator.cancel)
+
+    def SyncMigrationTarget(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command(
+            "SyncMigrationTarget",
+            request,
+            lambda vmi: self._manager.prepare_migration_target(vmi, request.options),
+        )
+
+    def SignalTargetPodCleanup(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        def signal(vmi: Mapping[str, Any]) -> None:
+            state = (vmi.get("status") or {}).get("migrationState") or {}
+            if self._pod_name and state.get("targetPod") == self._pod_name:
+                self._on_target_cleanup()
+
+        return self._vmi_command("SignalTargetPodCleanup", request, signal)
+
+    def FinalizeVirtualMachineMigration(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        # No post-migration fix-ups are needed without guest agent or passt bindings.
+        return self._vmi_command("FinalizeVirtualMachineMigration", request, facts_only(self._manager))
+
+    def HotplugHostDevices(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return self._vmi_command("HotplugHostDevices", request, facts_only(self._manager))
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    def GetDomain(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.DomainResponse:  # noqa: N802
+        domain, response = self._run("GetDomain", self._manager.get_domain)
+        return cmd_pb2.DomainResponse(response=response, domain=json.dumps(domain) if domain else "")
+
+    def GetDomainStats(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.DomainStatsResponse:  # noqa: N802
+        stats, response = self._run("GetDomainStats", self._manager.get_domain_stats)
+        return cmd_pb2.DomainStatsResponse(response=response, domainStats=json.dumps(stats) if stats else "")
+
+    def GetGuestInfo(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestInfoResponse:  # noqa: N802
+        info, response = self._run("GetGuestInfo", self._manager.get_guest_info)
+        return cmd_pb2.GuestInfoResponse(response=response, guestInfoResponse=json.dumps(info or {}))
+
+    def GetUsers(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestUserListResponse:  # noqa: N802
+        return cmd_pb2.GuestUserListResponse(
+            response=cmd_pb2.Response(success=True), guestUserListResponse="[]"
+        )
+
+    def GetFilesystems(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestFilesystemsResponse:  # noqa: N802
+        return cmd_pb2.GuestFilesystemsResponse(
+            response=cmd_pb2.Response(success=True), guestFilesystemsResponse="[]"
+        )
+
+    def Ping(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return cmd_pb2.Response(success=True)
+
+    def GetQemuVersion(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.QemuVersionResponse:  # noqa: N802
+        def version() -> str:
+            number = self._manager.conn.getVersion()
+            return f"{number // 1_000_000}.{number // 1000 % 1000}.{number % 1000}"
+
+        value, response = self._run("GetQemuVersion", version)
+        return cmd_pb2.QemuVersionResponse(response=response, version=value or "")
+
+    # -- guest-agent commands: no agent channel is served by this launcher -------------------------
+
+    def FreezeVirtualMachine(self, request: cmd_pb2.FreezeRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return cmd_pb2.Response(success=False, message=f"freezing the guest: {_NO_AGENT}")
+
+    def UnfreezeVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return cmd_pb2.Response(success=False, message=f"unfreezing the guest: {_NO_AGENT}")
+
+    def Exec(self, request: cmd_pb2.ExecRequest, context: Any) -> cmd_pb2.ExecResponse:  # noqa: N802
+        return cmd_pb2.ExecResponse(
+            response=cmd_pb2.Response(success=False, message=f"running {request.Command!r}: {_NO_AGENT}"),
+            exitCode=-1,
+        )
+
+    def GuestPing(self, request: cmd_pb2.GuestPingRequest, context: Any) -> cmd_pb2.GuestPingResponse:  # noqa: N802
+        return cmd_pb2.GuestPingResponse(response=cmd_pb2.Response(success=False, message=_NO_AGENT))
+
+
+def facts_only(manager: DomainManager) -> Callable[[Mapping[str, Any]], None]:
+    """An action that only checks the VMI names an existing domain."""
+
+    def check(vmi: Mapping[str, Any]) -> None:
+        manager.require_domain(facts_of(vmi))
+
+    return check
+
+
+def serve(socket_path: Path, servicer: CommandServer) -> grpc.Server:
+    """Serve the command and version services on ``socket_path``."""
+
+    def register(server: grpc.Server) -> None:
+        cmd_pb2_grpc.add_CmdServicer_to_server(servicer, server)
+        register_cmd_info(server)
+
+    return serve_unix(socket_path, register)

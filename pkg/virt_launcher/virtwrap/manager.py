@@ -1,0 +1,355 @@
+"""The domain manager: carries out virt-handler's commands on the one libvirt domain of this launcher.
+
+It turns a VMI into a domain with an injected converter (VMI -> domain XML), applies the node-side
+adjustments, and defines, starts, pauses, stops and removes the domain through libvirt-python. Every
+command is idempotent where KubeVirt's is (sync is called over and over; stopping an absent domain
+succeeds). Live migration is delegated to :mod:`.migration`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+import libvirt
+from lxml import etree
+
+from kubevirt.log import get_logger
+from kubevirt.virt_launcher.virtwrap import states
+from kubevirt.virt_launcher.virtwrap.domain_json import build_domain_json, metadata_from_domain_xml
+from kubevirt.virt_launcher.virtwrap.errors import (
+    DomainNotFoundError,
+    InvalidRequestError,
+    LibvirtCallError,
+    ManagerError,
+    WrongStateError,
+)
+from kubevirt.virt_launcher.virtwrap.metadata import KUBEVIRT_NS, GracePeriod, KubeVirtMetadata, now
+from kubevirt.virt_launcher.virtwrap.node_adjust import NodeFacts, adjust_domain_xml
+from kubevirt.virt_launcher.virtwrap.stats import domain_stats
+from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, VMIFacts, vmi_facts
+
+
+class Converter(Protocol):
+    """VMI (defaulted JSON object) -> libvirt domain XML. Raises ``ValueError`` naming the bad field."""
+
+    def __call__(self, vmi: Mapping[str, Any], options: Any) -> str: ...
+
+
+_ACTIVE = (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_BLOCKED)
+
+
+@contextmanager
+def libvirt_errors(action: str) -> Iterator[None]:
+    """Report libvirt failures as :class:`LibvirtCallError` naming the action."""
+    try:
+        yield
+    except libvirt.libvirtError as err:
+        raise LibvirtCallError(f"{action}: {err.get_error_message()}") from err
+
+
+class DomainManager:
+    def __init__(
+        self,
+        conn: libvirt.virConnect,
+        converter: Converter,
+        *,
+        node: NodeFacts | None = None,
+        on_domain_change: Callable[[], None] | None = None,
+        pre_start_hooks: Sequence[Callable[[VMIFacts], None]] = (),
+    ) -> None:
+        self._pre_start_hooks = tuple(pre_start_hooks)
+        self.conn = conn
+        self._converter = converter
+        self._node = node or NodeFacts()
+        self._user_paused: set[str] = set()
+        self._lock = threading.RLock()
+        self._notify_change = on_domain_change or (lambda: None)
+        self._log = get_logger()
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    def lookup(self, domain_name: str) -> libvirt.virDomain | None:
+        try:
+            return self.conn.lookupByName(domain_name)
+        except libvirt.libvirtError as err:
+            if err.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return None
+            raise LibvirtCallError(f"looking up domain {domain_name}: {err.get_error_message()}") from err
+
+    def the_domain(self) -> libvirt.virDomain | None:
+        """This launcher's domain (a launcher owns at most one)."""
+        with libvirt_errors("listing domains"):
+            domains = self.conn.listAllDomains()
+        return domains[0] if domains else None
+
+    def get_domain(self) -> dict[str, Any] | None:
+        dom = self.the_domain()
+        return None if dom is None else self.domain_to_json(dom)
+
+    def domain_to_json(self, dom: libvirt.virDomain) -> dict[str, Any]:
+        with libvirt_errors("reading the domain"):
+            state, reason = dom.state()
+            xml = dom.XMLDesc(0)
+            uuid = dom.UUIDString()
+            name = dom.name()
+        root = etree.fromstring(xml.encode())
+        return build_domain_json(
+            domain_name=name,
+            uuid=uuid,
+            domain_type=root.get("type", ""),
+            status=states.state_name(state),
+            reason=states.reason_name(state, reason),
+            metadata=metadata_from_domain_xml(xml),
+        )
+
+    def get_domain_stats(self) -> dict[str, Any] | None:
+        dom = self.the_domain()
+        if dom is None:
+            return None
+        with libvirt_errors("reading domain statistics"):
+            return domain_stats(self.conn, dom)
+
+    def get_guest_info(self) -> dict[str, Any]:
+        # Guest-agent data: none without an agent connected.
+        return {}
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def sync_vmi(self, vmi: Mapping[str, Any], options: Any = None) -> None:
+        facts = facts_of(vmi)
+        with self._lock:
+            dom = self.lookup(facts.domain_name)
+            if dom is None:
+                xml = self.render_domain(vmi, options, facts)
+                for hook in self._pre_start_hooks:
+                    hook(facts)
+                with libvirt_errors(f"defining domain {facts.domain_name}"):
+                    dom = self.conn.defineXML(xml)
+                self._log.info("domain defined", domain=facts.domain_name)
+            with libvirt_errors(f"reading the state of {facts.domain_name}"):
+                state, reason = dom.state()
+            if states.is_down(state) and not facts.running_or_final:
+                flags = libvirt.VIR_DOMAIN_START_PAUSED if facts.start_paused else 0
+                with libvirt_errors(f"starting domain {facts.domain_name}"):
+                    dom.createWithFlags(flags)
+                if facts.start_paused:
+                    self._user_paused.add(facts.domain_name)
+                self._log.info("domain started", domain=facts.domain_name, paused=facts.start_paused)
+            elif (
+                state == libvirt.VIR_DOMAIN_PAUSED
+                and reason not in states.JOB_PAUSE_REASONS
+                and facts.domain_name not in self._user_paused
+            ):
+                with libvirt_errors(f"resuming domain {facts.domain_name}"):
+                    dom.resume()
+            self._sync_grace_period(dom, facts)
+
+    def render_domain(self, vmi: Mapping[str, Any], options: Any, facts: VMIFacts | None = None) -> str:
+        """The domain XML for a VMI on this node, with KubeVirt's metadata filled in."""
+        facts = facts or facts_of(vmi)
+        try:
+            xml = self._converter(vmi, options)
+        except (ValueError, KeyError, TypeError) as err:
+            raise InvalidRequestError(f"converting the VMI to a domain: {err}") from err
+        xml = adjust_domain_xml(xml, self._node)
+        metadata = KubeVirtMetadata(
+            uid=facts.uid, grace_period=GracePeriod(deletion_grace_period_seconds=facts.grace_period_seconds)
+        )
+        return _with_metadata(xml, metadata)
+
+    def pause_vmi(self, vmi: Mapping[str, Any]) -> None:
+        facts = facts_of(vmi)
+        dom = self.require_domain(facts)
+        with self._lock, libvirt_errors(f"pausing domain {facts.domain_name}"):
+            state, _ = dom.state()
+            if state == libvirt.VIR_DOMAIN_RUNNING:
+                dom.suspend()
+            if state in (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED):
+                self._user_paused.add(facts.domain_name)
+
+    def unpause_vmi(self, vmi: Mapping[str, Any]) -> None:
+        facts = facts_of(vmi)
+        dom = self.require_domain(facts)
+        with self._lock, libvirt_errors(f"resuming domain {facts.domain_name}"):
+            state, _ = dom.state()
+            if state == libvirt.VIR_DOMAIN_PAUSED:
+                dom.resume()
+            self._user_paused.discard(facts.domain_name)
+
+    def shutdown_vmi(self, vmi: Mapping[str, Any]) -> None:
+        facts = facts_of(vmi)
+        dom = self.lookup(facts.domain_name)
+        if dom is None:
+            return
+        with self._lock, libvirt_errors(f"shutting down domain {facts.domain_name}"):
+            state, _ = dom.state()
+            if state not in (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED):
+                return
+            self._mark_shutdown_started(dom, facts)
+            try:
+                dom.shutdownFlags(libvirt.VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)
+            except libvirt.libvirtError as err:
+                if err.get_error_code() not in (libvirt.VIR_ERR_INVALID_ARG, libvirt.VIR_ERR_NO_SUPPORT):
+                    raise
+                dom.shutdown()  # drivers without the ACPI flag (the test driver)
+        self._log.info("domain shutdown requested", domain=facts.domain_name)
+
+    def kill_vmi(self, vmi: Mapping[str, Any]) -> None:
+        facts = facts_of(vmi)
+        dom = self.lookup(facts.domain_name)
+        if dom is None:
+            return
+        with self._lock, libvirt_errors(f"destroying domain {facts.domain_name}"):
+            state, _ = dom.state()
+            if state in (*_ACTIVE, libvirt.VIR_DOMAIN_SHUTDOWN, libvirt.VIR_DOMAIN_PMSUSPENDED):
+                dom.destroyFlags(libvirt.VIR_DOMAIN_DESTROY_GRACEFUL)
+            self._user_paused.discard(facts.domain_name)
+        self._log.info("domain killed", domain=facts.domain_name)
+
+    def delete_vmi(self, vmi: Mapping[str, Any]) -> None:
+        facts = facts_of(vmi)
+        dom = self.lookup(facts.domain_name)
+        if dom is None:
+            return
+        with self._lock, libvirt_errors(f"undefining domain {facts.domain_name}"):
+            try:
+                dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_KEEP_NVRAM)
+            except libvirt.libvirtError as err:
+                if err.get_error_code() not in (libvirt.VIR_ERR_INVALID_ARG, libvirt.VIR_ERR_NO_SUPPORT):
+                    raise
+                dom.undefine()
+        self._log.info("domain undefined", domain=facts.domain_name)
+
+    def soft_reboot_vmi(self, vmi: Mapping[str, Any]) -> None:
+        facts = facts_of(vmi)
+        dom = self.require_domain(facts)
+        with libvirt_errors(f"rebooting domain {facts.domain_name}"):
+            state, _ = dom.state()
+            if state != libvirt.VIR_DOMAIN_RUNNING:
+                raise WrongStateError(
+                    f"domain {facts.domain_name} is {states.state_name(state)}: only a running domain reboots"
+                )
+            if not _has_acpi(dom.XMLDesc(0)):
+                raise WrongStateError(
+                    f"VMI {facts.namespace}/{facts.name} has neither a connected guest agent nor ACPI"
+                )
+            try:
+                dom.reboot(libvirt.VIR_DOMAIN_REBOOT_ACPI_POWER_BTN)
+            except libvirt.libvirtError as err:
+                if err.get_error_code() not in (libvirt.VIR_ERR_INVALID_ARG, libvirt.VIR_ERR_NO_SUPPORT):
+                    raise
+                dom.reboot(0)
+
+    def reset_vmi(self, vmi: Mapping[str, Any]) -> None:
+        facts = facts_of(vmi)
+        dom = self.require_domain(facts)
+        with libvirt_errors(f"resetting domain {facts.domain_name}"):
+            state, _ = dom.state()
+            if state not in _ACTIVE:
+                raise WrongStateError(
+                    f"domain {facts.domain_name} is {states.state_name(state)}: only a running domain resets"
+                )
+            dom.reset(0)
+
+    def prepare_migration_target(self, vmi: Mapping[str, Any], options: Any = None) -> None:
+        """Get ready to receive the domain: check it converts here; the source sends the definition."""
+        facts = facts_of(vmi)
+        self.render_domain(vmi, options, facts)
+        for hook in self._pre_start_hooks:
+            hook(facts)
+
+    def mark_for_graceful_shutdown(self) -> None:
+        """Record in the domain that the launcher was asked to stop (virt-handler then shuts it down)."""
+        dom = self.the_domain()
+        if dom is None:
+            return
+        with self._lock:
+            metadata = self._read_metadata(dom)
+            grace = metadata.grace_period or GracePeriod()
+            if grace.marked_for_graceful_shutdown:
+                return
+            grace.marked_for_graceful_shutdown = True
+            metadata.grace_period = grace
+            self.write_metadata(dom, metadata)
+
+    # -- metadata --------------------------------------------------------------------------------
+
+    def read_metadata(self, dom: libvirt.virDomain) -> KubeVirtMetadata:
+        with self._lock:
+            return self._read_metadata(dom)
+
+    def _read_metadata(self, dom: libvirt.virDomain) -> KubeVirtMetadata:
+        with libvirt_errors("reading the domain"):
+            xml = dom.XMLDesc(0)
+        return metadata_from_domain_xml(xml) or KubeVirtMetadata()
+
+    def write_metadata(self, dom: libvirt.virDomain, metadata: KubeVirtMetadata) -> None:
+        with self._lock, libvirt_errors("writing the domain metadata"):
+            flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG if dom.isPersistent() else 0
+            if dom.isActive():
+                flags |= libvirt.VIR_DOMAIN_AFFECT_LIVE
+            dom.setMetadata(
+                libvirt.VIR_DOMAIN_METADATA_ELEMENT, metadata.to_xml(), "kubevirt", KUBEVIRT_NS, flags
+            )
+        self._notify_change()
+
+    def update_metadata(self, dom: libvirt.virDomain, change: Callable[[KubeVirtMetadata], None]) -> None:
+        with self._lock:
+            metadata = self._read_metadata(dom)
+            change(metadata)
+            self.write_metadata(dom, metadata)
+
+    def _mark_shutdown_started(self, dom: libvirt.virDomain, facts: VMIFacts) -> None:
+        metadata = self._read_metadata(dom)
+        grace = metadata.grace_period or GracePeriod(deletion_grace_period_seconds=facts.grace_period_seconds)
+        if grace.deletion_timestamp is not None:
+            return
+        grace.deletion_timestamp = now()
+        metadata.grace_period = grace
+        self.write_metadata(dom, metadata)
+
+    def _sync_grace_period(self, dom: libvirt.virDomain, facts: VMIFacts) -> None:
+        metadata = self._read_metadata(dom)
+        grace = metadata.grace_period or GracePeriod()
+        if (
+            metadata.grace_period is not None
+            and grace.deletion_grace_period_seconds == facts.grace_period_seconds
+        ):
+            return
+        grace.deletion_grace_period_seconds = facts.grace_period_seconds
+        metadata.grace_period = grace
+        self.write_metadata(dom, metadata)
+
+    def require_domain(self, facts: VMIFacts) -> libvirt.virDomain:
+        dom = self.lookup(facts.domain_name)
+        if dom is None:
+            raise DomainNotFoundError()
+        return dom
+
+
+def facts_of(vmi: Mapping[str, Any]) -> VMIFacts:
+    try:
+        return vmi_facts(vmi)
+    except InvalidVMIError as err:
+        raise InvalidRequestError(str(err)) from err
+
+
+def _with_metadata(xml: str, metadata: KubeVirtMetadata) -> str:
+    root = etree.fromstring(xml.encode())
+    container = root.find("metadata")
+    if container is None:
+        container = etree.SubElement(root, "metadata")
+    for old in container.findall(f"{{{KUBEVIRT_NS}}}kubevirt"):
+        container.remove(old)
+    container.append(etree.fromstring(metadata.to_xml().encode()))
+    return etree.tostring(root, encoding="unicode")
+
+
+def _has_acpi(xml: str) -> bool:
+    return etree.fromstring(xml.encode()).find("features/acpi") is not None
+
+
+__all__ = ["Converter", "DomainManager", "ManagerError", "facts_of", "libvirt_errors"]

@@ -1,0 +1,278 @@
+"""Live migration of this launcher's domain (source side) and preparation of an incoming one (target side).
+
+The source libvirt connects peer-to-peer to the target's libvirt through virt-handler's migration proxy
+(``<share>/migrationproxy/<vmi uid>-source.sock``) and sends the guest's memory through the proxy for the
+direct migration port (``<vmi uid>-49152-source.sock``). A monitor thread watches the job: no progress for
+``ProgressTimeout`` seconds, or a run longer than ``CompletionTimeoutPerGiB`` x guest memory, switches to
+post-copy when allowed and otherwise aborts. Outcomes are written to the domain's KubeVirt metadata, which
+reaches virt-handler with the next domain event.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import libvirt
+
+from kubevirt.handler_launcher_com.sockets import migration_source_socket
+from kubevirt.log import get_logger
+from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError, WrongStateError
+from kubevirt.virt_launcher.virtwrap.manager import DomainManager, facts_of, libvirt_errors
+from kubevirt.virt_launcher.virtwrap.metadata import KubeVirtMetadata, Migration, now
+
+DIRECT_MIGRATION_PORT = 49152
+MODE_PRE_COPY = "PreCopy"
+MODE_POST_COPY = "PostCopy"
+ABORT_ABORTING = "Aborting"
+ABORT_SUCCEEDED = "Succeeded"
+ABORT_FAILED = "Failed"
+
+_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?\s*$")
+_UNITS = {
+    None: 1,
+    "m": 0.001,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+
+
+def parse_quantity(value: object, field: str) -> int:
+    """A Kubernetes quantity (``64Mi``, ``1G``, ``0``) in bytes."""
+    if value is None or value == "":
+        return 0
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    match = _QUANTITY.match(str(value))
+    if match is None:
+        raise InvalidRequestError(f"{field}: not a quantity: {value!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationOptions:
+    """The JSON ``options`` of a MigrationRequest (Go field names, as virt-handler sends them)."""
+
+    bandwidth_bytes: int = 0
+    progress_timeout: int = 150
+    completion_timeout_per_gib: int = 150
+    unsafe: bool = False
+    allow_auto_converge: bool = False
+    allow_post_copy: bool = False
+    parallel_threads: int | None = None
+    allow_workload_disruption: bool = False
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> MigrationOptions:
+        if not raw:
+            return cls()
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise InvalidRequestError(f"options: malformed migration options JSON: {err}") from err
+        if not isinstance(data, dict):
+            raise InvalidRequestError("options: the migration options must be a JSON object")
+        return cls(
+            bandwidth_bytes=parse_quantity(data.get("Bandwidth"), "options.Bandwidth"),
+            progress_timeout=_int(data, "ProgressTimeout", cls.progress_timeout),
+            completion_timeout_per_gib=_int(data, "CompletionTimeoutPerGiB", cls.completion_timeout_per_gib),
+            unsafe=_bool(data, "UnsafeMigration"),
+            allow_auto_converge=_bool(data, "AllowAutoConverge"),
+            allow_post_copy=_bool(data, "AllowPostCopy"),
+            parallel_threads=_int(data, "ParallelMigrationThreads", None),
+            allow_workload_disruption=_bool(data, "AllowWorkloadDisruption"),
+        )
+
+    @property
+    def flags(self) -> int:
+        flags: int = (
+            libvirt.VIR_MIGRATE_LIVE | libvirt.VIR_MIGRATE_PEER2PEER | libvirt.VIR_MIGRATE_PERSIST_DEST
+        )
+        if self.unsafe:
+            flags |= libvirt.VIR_MIGRATE_UNSAFE
+        if self.allow_auto_converge:
+            flags |= libvirt.VIR_MIGRATE_AUTO_CONVERGE
+        if self.allow_post_copy:
+            flags |= libvirt.VIR_MIGRATE_POSTCOPY
+        if self.parallel_threads:
+            flags |= libvirt.VIR_MIGRATE_PARALLEL
+        return flags
+
+
+def _int(data: Mapping[str, Any], key: str, default: Any) -> Any:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidRequestError(f"options.{key}: must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _bool(data: Mapping[str, Any], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise InvalidRequestError(f"options.{key}: must be a boolean, got {value!r}")
+    return value
+
+
+class Migrator:
+    def __init__(self, manager: DomainManager, share_dir: Path, *, poll_interval: float = 0.2) -> None:
+        self._manager = manager
+        self._share_dir = share_dir
+        self._poll = poll_interval
+        self._thread: threading.Thread | None = None
+        self._abort_requested = threading.Event()
+        self._log = get_logger()
+
+    @property
+    def in_progress(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def destination_uri(self, vmi_uid: str) -> str:
+        return f"qemu+unix:///system?socket={migration_source_socket(self._share_dir, vmi_uid)}"
+
+    def data_uri(self, vmi_uid: str) -> str:
+        key = f"{vmi_uid}-{DIRECT_MIGRATION_PORT}"
+        return f"unix://{migration_source_socket(self._share_dir, key)}"
+
+    def migrate(self, vmi: Mapping[str, Any], options: MigrationOptions) -> None:
+        facts = facts_of(vmi)
+        if not facts.uid:
+            raise InvalidRequestError("metadata.uid: required to locate the migration proxy")
+        dom = self._manager.require_domain(facts)
+        if self.in_progress:
+            return  # one migration at a time; a repeated request is not an error
+        with libvirt_errors(f"reading the state of {facts.domain_name}"):
+            state, _ = dom.state()
+        if state not in (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED):
+            raise WrongStateError(f"domain {facts.domain_name} is not running: cannot migrate it")
+        existing = self._manager.read_metadata(dom).migration
+        if existing is not None and existing.uid == facts.migration_uid and existing.end_timestamp:
+            return  # this migration already ran; its result is in the metadata
+        started = now()
+
+        def begin(metadata: KubeVirtMetadata) -> None:
+            metadata.migration = Migration(uid=facts.migration_uid, start_timestamp=started)
+
+        self._manager.update_metadata(dom, begin)
+        self._abort_requested.clear()
+        self._thread = threading.Thread(
+            target=self._run, args=(dom, facts.uid, options), name="migration", daemon=True
+        )
+        self._thread.start()
+
+    def cancel(self, vmi: Mapping[str, Any]) -> None:
+        facts = facts_of(vmi)
+        dom = self._manager.require_domain(facts)
+        if not self.in_progress:
+            raise WrongStateError(f"failed to cancel migration: domain {facts.domain_name} is not migrating")
+        self._abort_requested.set()
+        self._set_abort_status(dom, ABORT_ABORTING)
+        try:
+            dom.abortJob()
+        except libvirt.libvirtError as err:
+            self._set_abort_status(dom, ABORT_FAILED)
+            raise WrongStateError(f"failed to cancel migration: {err.get_error_message()}") from err
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _set_abort_status(self, dom: libvirt.virDomain, status: str) -> None:
+        def change(metadata: KubeVirtMetadata) -> None:
+            metadata.migration = metadata.migration or Migration()
+            metadata.migration.abort_status = status
+
+        self._manager.update_metadata(dom, change)
+
+    def _run(self, dom: libvirt.virDomain, vmi_uid: str, options: MigrationOptions) -> None:
+        params: dict[str, Any] = {libvirt.VIR_MIGRATE_PARAM_URI: self.data_uri(vmi_uid)}
+        if options.bandwidth_bytes:
+            params[libvirt.VIR_MIGRATE_PARAM_BANDWIDTH] = max(1, options.bandwidth_bytes // 2**20)
+        if options.parallel_threads:
+            params[libvirt.VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS] = options.parallel_threads
+        mode = {"value": MODE_PRE_COPY}
+        done = threading.Event()
+        monitor = threading.Thread(
+            target=self._monitor, args=(dom, options, mode, done), name="migration-monitor", daemon=True
+        )
+        monitor.start()
+        error = ""
+        try:
+            dom.migrateToURI3(self.destination_uri(vmi_uid), params, options.flags)
+        except libvirt.libvirtError as err:
+            error = err.get_error_message() or str(err)
+        finally:
+            done.set()
+            monitor.join()
+        finished = now()
+        aborted = self._abort_requested.is_set()
+
+        def record(metadata: KubeVirtMetadata) -> None:
+            migration = metadata.migration or Migration()
+            migration.end_timestamp = finished
+            migration.mode = mode["value"]
+            if error:
+                migration.failed = True
+                migration.failure_reason = error
+                if aborted:
+                    migration.abort_status = ABORT_SUCCEEDED
+            else:
+                migration.completed = True
+                if aborted:
+                    migration.abort_status = ABORT_FAILED
+            metadata.migration = migration
+
+        self._manager.update_metadata(dom, record)
+        self._log.info("migration finished", failed=bool(error), reason=error, mode=mode["value"])
+
+    def _monitor(
+        self, dom: libvirt.virDomain, options: MigrationOptions, mode: dict[str, str], done: threading.Event
+    ) -> None:
+        started = time.monotonic()
+        memory_gib = max(1.0, dom.info()[1] / 2**20)  # KiB -> GiB, at least one
+        completion_deadline = started + options.completion_timeout_per_gib * memory_gib
+        best_remaining: int | None = None
+        last_progress = started
+        while not done.wait(self._poll):
+            try:
+                stats = dom.jobStats()
+            except libvirt.libvirtError:
+                continue
+            remaining = int(stats.get("data_remaining", 0))
+            now_ = time.monotonic()
+            if best_remaining is None or remaining < best_remaining:
+                best_remaining, last_progress = remaining, now_
+            stalled = options.progress_timeout and now_ - last_progress > options.progress_timeout
+            too_long = now_ > completion_deadline
+            if not (stalled or too_long) or mode["value"] == MODE_POST_COPY:
+                continue
+            if options.allow_post_copy:
+                try:
+                    dom.migrateStartPostCopy(0)
+                    mode["value"] = MODE_POST_COPY
+                    continue
+                except libvirt.libvirtError as err:
+                    self._log.warning("switching to post-copy failed", reason=err.get_error_message())
+            self._log.warning("aborting migration", stalled=bool(stalled), timed_out=too_long)
+            try:
+                dom.abortJob()
+            except libvirt.libvirtError as err:
+                self._log.warning("aborting the migration failed", reason=err.get_error_message())
+            return

@@ -1,0 +1,96 @@
+"""The few facts the domain manager reads from a VMI, checked with field paths in the errors.
+
+The converter reads the whole VMI; the manager only needs identity and lifecycle hints, so it reads them
+from the JSON object directly rather than building the full typed model on every call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+DEFAULT_GRACE_PERIOD_SECONDS = 30
+_FINAL_PHASES = {"Succeeded", "Failed"}
+
+
+class InvalidVMIError(ValueError):
+    """The request carried no usable VMI."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VMIFacts:
+    name: str
+    namespace: str
+    uid: str
+    phase: str
+    start_paused: bool
+    grace_period_seconds: int
+    migration_uid: str
+
+    @property
+    def domain_name(self) -> str:
+        """KubeVirt names the libvirt domain ``<namespace>_<name>``."""
+        return f"{self.namespace}_{self.name}"
+
+    @property
+    def running_or_final(self) -> bool:
+        return self.phase == "Running" or self.phase in _FINAL_PHASES
+
+
+def parse_vmi_json(raw: bytes) -> dict[str, Any]:
+    if not raw:
+        raise InvalidVMIError("vmi: no VMI in the request")
+    try:
+        vmi = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise InvalidVMIError(f"vmi: malformed VMI JSON: {err}") from err
+    if not isinstance(vmi, dict):
+        raise InvalidVMIError("vmi: the VMI JSON must be an object")
+    return vmi
+
+
+def vmi_facts(vmi: Mapping[str, Any]) -> VMIFacts:
+    metadata = _mapping(vmi, "metadata", "metadata")
+    spec = _mapping(vmi, "spec", "spec")
+    status = _mapping(vmi, "status", "status")
+    name = _string(metadata, "name", "metadata.name", required=True)
+    namespace = _string(metadata, "namespace", "metadata.namespace") or "default"
+    grace = spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_PERIOD_SECONDS)
+    if grace is None:
+        grace = DEFAULT_GRACE_PERIOD_SECONDS
+    if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
+        raise InvalidVMIError(
+            f"spec.terminationGracePeriodSeconds: must be a non-negative integer, got {grace!r}"
+        )
+    migration = _mapping(status, "migrationState", "status.migrationState")
+    return VMIFacts(
+        name=name,
+        namespace=namespace,
+        uid=_string(metadata, "uid", "metadata.uid"),
+        phase=_string(status, "phase", "status.phase"),
+        start_paused=_string(spec, "startStrategy", "spec.startStrategy") == "Paused",
+        grace_period_seconds=grace,
+        migration_uid=_string(migration, "migrationUid", "status.migrationState.migrationUid"),
+    )
+
+
+def _mapping(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidVMIError(f"{path}: must be an object")
+    return value
+
+
+def _string(parent: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str:
+    value = parent.get(key)
+    if value is None or value == "":
+        if required:
+            raise InvalidVMIError(f"{path}: required")
+        return ""
+    if not isinstance(value, str):
+        raise InvalidVMIError(f"{path}: must be a string")
+    return value
