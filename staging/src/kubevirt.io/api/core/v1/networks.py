@@ -16,7 +16,7 @@ __all__ = [
 
 class PodNetwork(ApiModel):
     vm_network_cidr: str | None = Field(default=None, alias="vmNetworkCIDR")
-    vm_i_pv6_network_cidr: str | None = Field(default=None, alias="vmIPv6NetworkCIDR")
+    vm_ipv6_network_cidr: str | None = Field(default=None, alias="vmIPv6NetworkCIDR")
 
 
 class MultusNetwork(ApiModel):

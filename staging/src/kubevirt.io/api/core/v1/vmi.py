@@ -278,14 +278,14 @@ class MigrationConfiguration(ApiModel):
     parallel_migrations_per_cluster: int | None = Field(default=None, alias="parallelMigrationsPerCluster")
     allow_auto_converge: bool | None = Field(default=None, alias="allowAutoConverge")
     bandwidth_per_migration: Quantity | None = Field(default=None, alias="bandwidthPerMigration")
-    completion_timeout_per_gi_b: int | None = Field(default=None, alias="completionTimeoutPerGiB")
+    completion_timeout_per_gib: int | None = Field(default=None, alias="completionTimeoutPerGiB")
     progress_timeout: int | None = Field(default=None, alias="progressTimeout")
     unsafe_migration_override: bool | None = Field(default=None, alias="unsafeMigrationOverride")
     allow_post_copy: bool | None = Field(default=None, alias="allowPostCopy")
     allow_workload_disruption: bool | None = Field(default=None, alias="allowWorkloadDisruption")
     disable_tls: bool | None = Field(default=None, alias="disableTLS")
     network: str | None = None
-    match_se_linux_level_on_migration: bool | None = Field(default=None, alias="matchSELinuxLevelOnMigration")
+    match_selinux_level_on_migration: bool | None = Field(default=None, alias="matchSELinuxLevelOnMigration")
 
 
 class VirtualMachineInstanceCommonMigrationState(ApiModel):
@@ -387,7 +387,7 @@ class StorageMigratedVolumeInfo(ApiModel):
 
 class DeviceAttribute(ApiModel):
     pci_address: str | None = Field(default=None, alias="pciAddress")
-    m_dev_uuid: str | None = Field(default=None, alias="mDevUUID")
+    mdev_uuid: str | None = Field(default=None, alias="mDevUUID")
 
 
 class DeviceResourceClaimStatus(ApiModel):
