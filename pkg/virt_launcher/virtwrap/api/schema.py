@@ -255,6 +255,16 @@ class DiskTarget(XMLElement):
     tray: str | None = attr()
 
 
+@element("iothread")
+class DiskIOThread(XMLElement):
+    id: int | None = attr(as_type=int)
+
+
+@element("iothreads")
+class DiskIOThreads(XMLElement):
+    iothreads: list[DiskIOThread] = children(DiskIOThread)
+
+
 @element("driver")
 class DiskDriver(XMLElement):
     cache: str | None = attr()
@@ -266,6 +276,7 @@ class DiskDriver(XMLElement):
     queues: int | None = attr(as_type=int)
     discard: str | None = attr()
     iommu: str | None = attr()
+    iothreads: DiskIOThreads | None = child(DiskIOThreads)
 
 
 @element("readonly")

@@ -44,14 +44,32 @@ class XMLModelError(ValueError):
     """Raised when XML cannot be read into the model (wrong root, a malformed number)."""
 
 
+# Converted values repeat across conversions (paths, models, names): remember their escaped form.
+_CACHE_LIMIT = 16384
+_attr_cache: dict[str, str] = {}
+_text_cache: dict[str, str] = {}
+
+
 def escape_attr(value: str) -> str:
     """Escape an attribute value the way Go's encoding/xml does."""
-    return value.translate(_ATTR_ESCAPES) if _needs_attr_escape(value) else value
+    escaped = _attr_cache.get(value)
+    if escaped is None:
+        escaped = value.translate(_ATTR_ESCAPES) if _needs_attr_escape(value) else value
+        if len(_attr_cache) >= _CACHE_LIMIT:
+            _attr_cache.clear()
+        _attr_cache[value] = escaped
+    return escaped
 
 
 def escape_text(value: str) -> str:
     """Escape character data the way Go's encoding/xml does (newlines stay literal)."""
-    return value.translate(_TEXT_ESCAPES) if _needs_text_escape(value) else value
+    escaped = _text_cache.get(value)
+    if escaped is None:
+        escaped = value.translate(_TEXT_ESCAPES) if _needs_text_escape(value) else value
+        if len(_text_cache) >= _CACHE_LIMIT:
+            _text_cache.clear()
+        _text_cache[value] = escaped
+    return escaped
 
 
 # Field kinds, kept in the dataclass field metadata under this key.
@@ -163,39 +181,45 @@ def element(tag: str, *, namespace: str | None = None, declare: str = "") -> Cal
     return wrap
 
 
-def _to_str_expr(expr: str, spec: _FieldSpec, escaper: str) -> str:
+def _value_lines(target: str, expr: str, spec: _FieldSpec, cache: str, escaper: str, pad: str) -> list[str]:
+    """Source that appends ``expr`` (escaped, rendered as text) to the local string ``target``."""
     if spec.value_type is str:
-        return f"{escaper}({expr})"
+        return [
+            f"{pad}e = {cache}(v)",
+            f"{pad}if e is None:",
+            f"{pad}    e = {escaper}(v)",
+            f"{pad}{target} += {expr}",
+        ]
     if spec.value_type is bool:
-        return f"('true' if {expr} else 'false')"
-    return f"str({expr})"
+        return [f"{pad}e = 'true' if v else 'false'", f"{pad}{target} += {expr}"]
+    return [f"{pad}e = str(v)", f"{pad}{target} += {expr}"]
 
 
 def _compile_writer(
     name: str, tag: str, declare: str, specs: list[tuple[str, _FieldSpec]]
 ) -> Callable[[Any, list[str], str], None]:
     # ``tag`` is a parameter because one class may serve several element names (FeatureState).
-    lines = [f"def _write(self, out, ind, tag={tag!r}):", "    out.append(ind + '<' + tag)"]
+    lines = [f"def _write(self, out, ind, tag={tag!r}):", "    s = ind + '<' + tag"]
     for field_name, spec in specs:
         if spec.kind == "attr":
             xml_name = spec.xml_name or field_name
-            value = _to_str_expr("v", spec, "escape_attr")
-            lines += [
-                f"    v = self.{field_name}",
-                "    if v is not None:",
-                f"        out.append({' ' + xml_name + '=' + chr(34)!r} + {value} + '\"')",
-            ]
-    lines.append(f"    out.append({declare + '>'!r})")
+            lines += [f"    v = self.{field_name}", "    if v is not None:"]
+            lines += _value_lines(
+                "s",
+                f"{' ' + xml_name + '=' + chr(34)!r} + e + '\"'",
+                spec,
+                "attr_get",
+                "escape_attr",
+                "        ",
+            )
+    lines.append(f"    s += {declare + '>'!r}")
     for field_name, spec in specs:
         if spec.kind == "text":
-            lines += [
-                f"    v = self.{field_name}",
-                "    if v is not None:",
-                f"        out.append({_to_str_expr('v', spec, 'escape_text')})",
-            ]
+            lines += [f"    v = self.{field_name}", "    if v is not None:"]
+            lines += _value_lines("s", "e", spec, "text_get", "escape_text", "        ")
     body = [ln for _, spec in specs for ln in _child_lines(_, spec)]
     if body:
-        lines += ["    cind = ind + '\\t'", "    n = len(out)", *body]
+        lines += ["    out.append(s)", "    cind = ind + '\\t'", "    n = len(out)", *body]
         lines += [
             "    if len(out) != n:",
             "        out.append(ind + '</' + tag + '>')",
@@ -203,8 +227,13 @@ def _compile_writer(
             "        out.append('</' + tag + '>')",
         ]
     else:
-        lines.append("    out.append('</' + tag + '>')")
-    namespace: dict[str, Any] = {"escape_attr": escape_attr, "escape_text": escape_text}
+        lines.append("    out.append(s + '</' + tag + '>')")
+    namespace: dict[str, Any] = {
+        "escape_attr": escape_attr,
+        "escape_text": escape_text,
+        "attr_get": _attr_cache.get,
+        "text_get": _text_cache.get,
+    }
     exec("\n".join(lines), namespace)  # the source is generated from the declarations above
     writer: Callable[[Any, list[str], str], None] = namespace["_write"]
     writer.__qualname__ = f"{name}._write"
@@ -232,11 +261,12 @@ def _child_lines(field_name: str, spec: _FieldSpec) -> list[str]:
             ]
         return [f"    for v in self.{field_name}:", f"        v._write(out, cind{tag_arg})"]
     if spec.kind == "text_child":
-        value = _to_str_expr("v", spec, "escape_text")
         return [
             f"    v = self.{field_name}",
             "    if v is not None:",
-            f"        out.append(cind + {'<' + xml_name + '>'!r} + {value} + {'</' + xml_name + '>'!r})",
+            f"        t = cind + {'<' + xml_name + '>'!r}",
+            *_value_lines("t", "e", spec, "text_get", "escape_text", "        "),
+            f"        out.append(t + {'</' + xml_name + '>'!r})",
         ]
     return []
 

@@ -26,7 +26,45 @@ R = TypeVar("R")
 _NO_AGENT = "the guest agent is not connected"
 
 
-class CommandServer(cmd_pb2_grpc.CmdServicer):
+def _unsupported(what: str) -> cmd_pb2.Response:
+    return cmd_pb2.Response(success=False, message=f"{what} is not supported by this virt-launcher")
+
+
+class _UnsupportedCommands(cmd_pb2_grpc.CmdServicer):
+    """Commands for features this launcher does not offer (SEV, hotplug of CPUs and memory, dumps)."""
+
+    def SyncVirtualMachineCPUs(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return _unsupported("CPU hotplug")
+
+    def SyncVirtualMachineMemory(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return _unsupported("memory hotplug")
+
+    def VirtualMachineMemoryDump(self, request: cmd_pb2.MemoryDumpRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+        return _unsupported("memory dump")
+
+    def GetSEVInfo(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.SEVInfoResponse:  # noqa: N802
+        return cmd_pb2.SEVInfoResponse(response=_unsupported("SEV"))
+
+    def GetLaunchMeasurement(
+        self, request: cmd_pb2.VMIRequest, context: Any
+    ) -> cmd_pb2.LaunchMeasurementResponse:  # noqa: N802
+        return cmd_pb2.LaunchMeasurementResponse(response=_unsupported("SEV"))
+
+    def InjectLaunchSecret(
+        self, request: cmd_pb2.InjectLaunchSecretRequest, context: Any
+    ) -> cmd_pb2.Response:  # noqa: N802
+        return _unsupported("SEV")
+
+    def GetDomainDirtyRateStats(
+        self, request: cmd_pb2.EmptyRequest, context: Any
+    ) -> cmd_pb2.DirtyRateStatsResponse:  # noqa: N802
+        return cmd_pb2.DirtyRateStatsResponse(response=_unsupported("dirty rate measurement"))
+
+    def GetScreenshot(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.ScreenshotResponse:  # noqa: N802
+        return cmd_pb2.ScreenshotResponse(response=_unsupported("screenshot"))
+
+
+class CommandServer(_UnsupportedCommands):
     def __init__(
         self,
         manager: DomainManager,

@@ -1,0 +1,57 @@
+"""The converter: an ordered list of configurators, each filling one part of the domain."""
+
+from __future__ import annotations
+
+from kubevirt_api.core.v1 import VirtualMachineInstance
+
+from ..api import schema as api
+from .clock import configure_clock
+from .context import ConverterContext
+from .conversion import Configurator, Conversion
+from .cpu import configure_cpu
+from .devices import (
+    configure_channels,
+    configure_controllers,
+    configure_graphics,
+    configure_inputs,
+    configure_memballoon,
+    configure_misc_devices,
+    configure_serial_console,
+)
+from .disks import configure_disks, configure_iothreads
+from .features import configure_features
+from .firmware import configure_os, configure_sysinfo
+from .interfaces import configure_interfaces
+from .memory import configure_memory, configure_memory_backing
+from .qemu_cmd import configure_qemu_commandline
+
+# Order matters where one step reads what another wrote: hugepage NUMA cells need the vCPU count,
+# the SCSI controller must exist before IO threads are assigned, controllers look at the disks.
+CONFIGURATORS: tuple[Configurator, ...] = (
+    configure_memory,
+    configure_cpu,
+    configure_memory_backing,
+    configure_os,
+    configure_sysinfo,
+    configure_interfaces,
+    configure_channels,
+    configure_disks,
+    configure_controllers,
+    configure_iothreads,
+    configure_graphics,
+    configure_memballoon,
+    configure_inputs,
+    configure_serial_console,
+    configure_misc_devices,
+    configure_clock,
+    configure_features,
+    configure_qemu_commandline,
+)
+
+
+def convert_vmi_to_domain(vmi: VirtualMachineInstance, context: ConverterContext | None = None) -> api.Domain:
+    """The libvirt domain for a defaulted VMI. Raises :class:`ConversionError` naming the VMI field."""
+    conversion = Conversion(vmi, context or ConverterContext())
+    for configure in CONFIGURATORS:
+        configure(conversion)
+    return conversion.domain

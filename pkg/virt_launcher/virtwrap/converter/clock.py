@@ -1,0 +1,64 @@
+"""``<clock>``: UTC offset or timezone, timers, and the TSC frequency the VMI was scheduled with."""
+
+from __future__ import annotations
+
+from ..api import schema as api
+from .conversion import Conversion
+
+
+def _present(enabled: bool | None) -> str:
+    return "no" if enabled is False else "yes"
+
+
+def configure_clock(c: Conversion) -> None:
+    spec = c.vmi.spec.domain.clock
+    clock: api.Clock | None = None
+    if spec is not None:
+        clock = api.Clock()
+        if spec.utc is not None:
+            clock.offset = "utc"
+            if spec.utc.offset_seconds is not None:
+                clock.adjustment = str(spec.utc.offset_seconds)
+            else:
+                clock.adjustment = "reset"
+        elif spec.timezone is not None:
+            clock.offset = "timezone"
+            clock.timezone = spec.timezone
+        timer = spec.timer
+        if timer is not None:
+            if timer.rtc is not None:
+                clock.timers.append(
+                    api.Timer(
+                        name="rtc",
+                        tickpolicy=timer.rtc.tick_policy or None,
+                        present=_present(timer.rtc.present),
+                        track=timer.rtc.track or None,
+                    )
+                )
+            if timer.pit is not None:
+                clock.timers.append(
+                    api.Timer(
+                        name="pit",
+                        tickpolicy=timer.pit.tick_policy or None,
+                        present=_present(timer.pit.present),
+                    )
+                )
+            if timer.kvm is not None:
+                clock.timers.append(api.Timer(name="kvmclock", present=_present(timer.kvm.present)))
+            if timer.hpet is not None:
+                clock.timers.append(
+                    api.Timer(
+                        name="hpet",
+                        tickpolicy=timer.hpet.tick_policy or None,
+                        present=_present(timer.hpet.present),
+                    )
+                )
+            if timer.hyperv is not None:
+                clock.timers.append(api.Timer(name="hypervclock", present=_present(timer.hyperv.present)))
+    status = c.vmi.status
+    hints = status.topology_hints if status else None
+    if hints is not None and hints.tsc_frequency:
+        if clock is None:
+            clock = api.Clock()
+        clock.timers.append(api.Timer(name="tsc", frequency=str(hints.tsc_frequency)))
+    c.domain.clock = clock

@@ -1,0 +1,64 @@
+"""Everything the converter needs that is not in the VMI: facts about the node, the cluster and the pod."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+DEFAULT_OVMF_DIR = "/usr/share/OVMF"
+
+
+@dataclass(frozen=True, slots=True)
+class EFIConfiguration:
+    """Firmware images for EFI boot, with and without SecureBoot."""
+
+    code: str = f"{DEFAULT_OVMF_DIR}/OVMF_CODE.fd"
+    vars: str = f"{DEFAULT_OVMF_DIR}/OVMF_VARS.fd"
+    secure_boot_code: str = f"{DEFAULT_OVMF_DIR}/OVMF_CODE.secboot.fd"
+    secure_boot_vars: str = f"{DEFAULT_OVMF_DIR}/OVMF_VARS.secboot.fd"
+
+    def paths(self, *, secure_boot: bool) -> tuple[str, str]:
+        """The (code, vars template) pair for the requested boot mode."""
+        if secure_boot:
+            return self.secure_boot_code, self.secure_boot_vars
+        return self.code, self.vars
+
+
+@dataclass(frozen=True, slots=True)
+class SMBIOS:
+    """The SMBIOS system values the node is configured with (KubeVirt's cluster config)."""
+
+    manufacturer: str = "KubeVirt"
+    family: str = "KubeVirt"
+    product: str = "None"
+    sku: str = ""
+    version: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConverterContext:
+    """Inputs of one conversion besides the (already defaulted) VMI.
+
+    ``domain_type`` is ``kvm`` on a node with usable hardware virtualisation and ``qemu`` (TCG) where
+    emulation is allowed instead. ``block_volumes`` names the volumes whose PVC or DataVolume is in
+    block mode. ``container_disk_formats`` maps a containerDisk volume to its image format (``qcow2``
+    or ``raw``); ``None`` means every image is qcow2. ``free_page_reporting``,
+    ``use_virtio_transitional`` and ``serial_console_log`` are taken from the VMI when ``None``.
+    ``cpu_set`` lists the host CPUs the pod may pin to (dedicated CPU placement).
+    ``network_binding_plugins`` maps each configured binding plugin to its domain attachment type
+    (``tap``, ``managedTap`` or empty when the plugin attaches the NIC itself).
+    """
+
+    architecture: str = "amd64"
+    domain_type: str = "kvm"
+    block_volumes: frozenset[str] = frozenset()
+    container_disk_formats: Mapping[str, str] | None = None
+    efi: EFIConfiguration = field(default_factory=EFIConfiguration)
+    smbios: SMBIOS = field(default_factory=SMBIOS)
+    feature_gates: frozenset[str] = frozenset()
+    free_page_reporting: bool | None = None
+    use_virtio_transitional: bool | None = None
+    serial_console_log: bool | None = None
+    cpu_set: tuple[int, ...] = ()
+    memballoon_stats_period: int = 10
+    network_binding_plugins: Mapping[str, str] = field(default_factory=dict)

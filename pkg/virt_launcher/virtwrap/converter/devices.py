@@ -1,0 +1,186 @@
+"""The fixed and simple devices: controllers, guest agent channel, serial console, graphics, inputs,
+memory balloon, rng, watchdog, sound, TPM, vsock, panic, USB redirection and virtiofs shares."""
+
+from __future__ import annotations
+
+from ..api import schema as api
+from .conversion import Conversion
+from .errors import ConversionError
+
+GUEST_AGENT_CHANNEL = "org.qemu.guest_agent.0"
+DOWNWARD_METRICS_CHANNEL = "org.github.vhostmd.1"
+DOWNWARD_METRICS_SOCKET = "/var/run/kubevirt-private/downwardmetrics-channel/downwardmetrics.sock"
+VIRTIOFS_SOCKET_DIR = "/var/run/kubevirt/virtiofs-containers"
+PRIVATE_DIR = "/var/run/kubevirt-private"
+USB_REDIRECT_DEVICES = 4
+VGA_VRAM_KIB = 16384
+
+
+def _uses_usb(c: Conversion) -> bool:
+    devices = c.vmi.spec.domain.devices
+    if devices.client_passthrough is not None:
+        return True
+    if any((i.bus or "usb") == "usb" for i in devices.inputs or []):
+        return True
+    for disk in devices.disks or []:
+        target = disk.disk or disk.cdrom or disk.lun
+        if target is not None and target.bus == "usb":
+            return True
+    return False
+
+
+def configure_controllers(c: Conversion) -> None:
+    devices = c.vmi.spec.domain.devices
+    controllers = c.domain.devices.controllers
+    controllers.append(api.Controller(type="usb", index="0", model="qemu-xhci" if _uses_usb(c) else "none"))
+    has_scsi = any(d.target.bus == "scsi" for d in c.domain.devices.disks)
+    if not devices.disable_hotplug or has_scsi:
+        controllers.append(api.Controller(type="scsi", index="0", model=c.virtio_model))
+    controllers.append(api.Controller(type="virtio-serial", index="0", model=c.virtio_model))
+
+
+def configure_channels(c: Conversion) -> None:
+    channels = c.domain.devices.channels
+    channels.append(
+        api.Channel(type="unix", target=api.ChannelTarget(name=GUEST_AGENT_CHANNEL, type="virtio"))
+    )
+    if c.vmi.spec.domain.devices.downward_metrics is not None:
+        channels.append(
+            api.Channel(
+                type="unix",
+                source=api.ChannelSource(mode="bind", path=DOWNWARD_METRICS_SOCKET),
+                target=api.ChannelTarget(name=DOWNWARD_METRICS_CHANNEL, type="virtio"),
+            )
+        )
+
+
+def configure_serial_console(c: Conversion) -> None:
+    devices = c.vmi.spec.domain.devices
+    if devices.autoattach_serial_console is False:
+        return
+    socket = f"{PRIVATE_DIR}/{c.uid}/virt-serial0"
+    serial = api.Serial(
+        type="unix", target=api.SerialTarget(port=0), source=api.SerialSource(mode="bind", path=socket)
+    )
+    log = c.context.serial_console_log
+    if log is None:
+        log = devices.log_serial_console is not False
+    if log:
+        serial.log = api.SerialLog(file=f"{socket}-log", append="on")
+    c.domain.devices.serials.append(serial)
+    c.domain.devices.consoles.append(api.Console(type="pty", target=api.ConsoleTarget(type="serial", port=0)))
+
+
+def configure_graphics(c: Conversion) -> None:
+    domain_spec = c.vmi.spec.domain
+    devices = domain_spec.devices
+    if devices.autoattach_graphics_device is False:
+        return
+    firmware = domain_spec.firmware
+    efi = firmware is not None and firmware.bootloader is not None and firmware.bootloader.efi is not None
+    if devices.video is not None and devices.video.type:
+        model = api.VideoModel(type=devices.video.type, heads=1, vram=VGA_VRAM_KIB)
+    elif efi:
+        model = api.VideoModel(type="bochs", heads=1)  # EFI framebuffer; VGA needs a legacy BIOS
+    else:
+        model = api.VideoModel(type="vga", heads=1, vram=VGA_VRAM_KIB)
+    c.domain.devices.video.append(api.Video(model=model))
+    c.domain.devices.graphics.append(
+        api.Graphics(
+            type="vnc", listen=api.GraphicsListen(type="socket", socket=f"{PRIVATE_DIR}/{c.uid}/virt-vnc")
+        )
+    )
+
+
+def configure_inputs(c: Conversion) -> None:
+    for index, spec in enumerate(c.vmi.spec.domain.devices.inputs or []):
+        field = f"spec.domain.devices.inputs[{index}]"
+        bus = spec.bus or "usb"
+        if bus not in ("usb", "virtio"):
+            raise ConversionError(f"{field}.bus", f"input contains unsupported bus {bus}")
+        if spec.type != "tablet":
+            raise ConversionError(f"{field}.type", f"input contains unsupported type {spec.type}")
+        c.domain.devices.inputs.append(
+            api.Input(
+                type=spec.type,
+                bus=bus,
+                model="virtio" if bus == "virtio" else None,
+                alias=api.Alias.user_defined(spec.name),
+            )
+        )
+
+
+def free_page_reporting(c: Conversion) -> bool:
+    """Free page reporting stays off where guest memory must stay put (hugepages, dedicated CPUs)."""
+    if c.context.free_page_reporting is not None:
+        return c.context.free_page_reporting
+    domain_spec = c.vmi.spec.domain
+    if domain_spec.memory is not None and domain_spec.memory.hugepages is not None:
+        return False
+    cpu = domain_spec.cpu
+    if cpu is not None and (cpu.dedicated_cpu_placement or cpu.realtime is not None):
+        return False
+    annotations = (c.vmi.metadata.annotations if c.vmi.metadata else None) or {}
+    return annotations.get("kubevirt.io/free-page-reporting-disabled") != "true"
+
+
+def configure_memballoon(c: Conversion) -> None:
+    if c.vmi.spec.domain.devices.autoattach_mem_balloon is False:
+        c.domain.devices.ballooning = api.MemBalloon(model="none")
+        return
+    c.domain.devices.ballooning = api.MemBalloon(
+        model=c.virtio_model,
+        free_page_reporting="on" if free_page_reporting(c) else "off",
+        stats=api.Stats(period=c.context.memballoon_stats_period),
+    )
+
+
+def configure_misc_devices(c: Conversion) -> None:
+    """rng, watchdog, sound, TPM, vsock, panic devices, USB redirection, virtiofs."""
+    devices = c.vmi.spec.domain.devices
+    out = c.domain.devices
+    if devices.rng is not None:
+        out.rng = api.Rng(model=c.virtio_model, backend=api.RngBackend(model="random", source="/dev/urandom"))
+    watchdog = devices.watchdog
+    if watchdog is not None:
+        if watchdog.i6300esb is not None:
+            model, action = "i6300esb", watchdog.i6300esb.action
+        elif watchdog.diag288 is not None:
+            model, action = "diag288", watchdog.diag288.action
+        else:
+            raise ConversionError(
+                "spec.domain.devices.watchdog",
+                f"watchdog {watchdog.name} can't be mapped, no watchdog type specified",
+            )
+        out.watchdogs.append(
+            api.Watchdog(model=model, action=action or None, alias=api.Alias.user_defined(watchdog.name))
+        )
+    if devices.sound is not None:
+        model = "ac97" if devices.sound.model == "ac97" else "ich9"
+        out.sound_cards.append(api.SoundCard(model=model, alias=api.Alias.user_defined(devices.sound.name)))
+    tpm = devices.tpm
+    if tpm is not None and tpm.enabled is not False:
+        if tpm.persistent:
+            backend = api.TPMBackend(type="emulator", version="2.0", persistent_state="yes")
+            out.tpms.append(api.TPM(model="tpm-crb", backend=backend))
+        else:
+            out.tpms.append(api.TPM(model="tpm-tis", backend=api.TPMBackend(type="emulator", version="2.0")))
+    status = c.vmi.status
+    if devices.autoattach_vsock and status is not None and status.vsockcid is not None:
+        out.vsock = api.VSOCK(model=c.virtio_model, cid=api.CID(auto="no", address=status.vsockcid))
+    for panic in devices.panic_devices or []:
+        out.panic_devices.append(api.PanicDevice(model=panic.model or None))
+    if devices.client_passthrough is not None:
+        for i in range(USB_REDIRECT_DEVICES):
+            source = api.RedirectedDeviceSource(mode="bind", path=f"{PRIVATE_DIR}/{c.uid}/virt-usbredir-{i}")
+            out.redirs.append(api.RedirectedDevice(type="unix", bus="usb", source=source))
+    for share in devices.filesystems or []:
+        out.filesystems.append(
+            api.FilesystemDevice(
+                type="mount",
+                access_mode="passthrough",
+                driver=api.FilesystemDriver(type="virtiofs", queue="1024"),
+                source=api.FilesystemSource(socket=f"{VIRTIOFS_SOCKET_DIR}/{share.name}.sock"),
+                target=api.FilesystemTarget(dir=share.name),
+            )
+        )

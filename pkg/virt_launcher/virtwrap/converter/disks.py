@@ -1,0 +1,298 @@
+"""``<disk>`` devices: target naming, driver options, and where each kind of volume lives in the pod."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from kubevirt_api.core.v1 import Disk, Volume
+
+from ..api import schema as api
+from .conversion import Conversion, resource_quantity
+from .errors import ConversionError
+
+CONTAINER_DISK_DIR = "/var/run/kubevirt/container-disks"
+EPHEMERAL_DISK_DIR = "/var/run/kubevirt-ephemeral-disks/disk-data"
+CLOUD_INIT_DIR = "/var/run/kubevirt-ephemeral-disks/cloud-init-data"
+PVC_DISK_DIR = "/var/run/kubevirt-private/vmi-disks"
+EMPTY_DISK_DIR = "/var/run/libvirt/empty-disks"
+PRIVATE_DIR = "/var/run/kubevirt-private"
+PR_HELPER_SOCKET = "/var/run/kubevirt/daemons/pr/pr-helper.sock"
+ERROR_POLICIES = frozenset({"stop", "ignore", "report", "enospace"})
+_BUS_PREFIX = {"virtio": "vd", "sata": "sd", "scsi": "sd", "usb": "sd", "ide": "hd"}
+_PCI_ADDRESS = re.compile(r"^([\da-fA-F]{4}):([\da-fA-F]{2}):([\da-fA-F]{2})\.([0-7])$")
+
+
+def device_suffix(index: int) -> str:
+    """0 → a, 25 → z, 26 → aa: the Linux sd naming scheme."""
+    suffix = ""
+    index += 1
+    while index > 0:
+        index, rest = divmod(index - 1, 26)
+        suffix = chr(ord("a") + rest) + suffix
+    return suffix
+
+
+class _DeviceNamer:
+    """Hands out target device names per prefix; a repeated disk name keeps its first device."""
+
+    __slots__ = ("_by_disk", "_next")
+
+    def __init__(self) -> None:
+        self._next: dict[str, int] = {}
+        self._by_disk: dict[tuple[str, str], int] = {}
+
+    def name(self, prefix: str, disk_name: str) -> tuple[str, int]:
+        key = (prefix, disk_name)
+        index = self._by_disk.get(key)
+        if index is None:
+            index = self._next.get(prefix, 0)
+            self._next[prefix] = index + 1
+            self._by_disk[key] = index
+        return prefix + device_suffix(index), index
+
+
+def pci_address(text: str) -> api.Address | None:
+    """``0000:05:00.0`` → a libvirt PCI address, or ``None`` when it does not parse."""
+    match = _PCI_ADDRESS.match(text)
+    if match is None:
+        return None
+    domain, bus, slot, function = match.groups()
+    return api.Address(
+        type="pci", domain=f"0x{domain}", bus=f"0x{bus}", slot=f"0x{slot}", function=f"0x{function}"
+    )
+
+
+def configure_disks(c: Conversion) -> None:
+    spec = c.vmi.spec
+    volumes: dict[str, tuple[int, Volume]] = {}
+    for index, volume in enumerate(spec.volumes or []):
+        volumes[volume.name] = (index, volume)  # a repeated name: the last one wins, as in KubeVirt
+    namer = _DeviceNamer()
+    devices = c.domain.devices.disks
+    for index, disk in enumerate(spec.domain.devices.disks or []):
+        devices.append(_convert_disk(c, disk, f"spec.domain.devices.disks[{index}]", volumes, namer))
+
+
+def _convert_disk(
+    c: Conversion, disk: Disk, field: str, volumes: dict[str, tuple[int, Volume]], namer: _DeviceNamer
+) -> api.Disk:
+    readonly = False
+    tray: str | None = None
+    pci: str | None = None
+    if disk.lun is not None:
+        device, bus, readonly = "lun", disk.lun.bus, bool(disk.lun.readonly)
+    elif disk.cdrom is not None:
+        device, bus, tray = "cdrom", disk.cdrom.bus, disk.cdrom.tray
+        readonly = disk.cdrom.readonly is None or disk.cdrom.readonly
+    else:
+        target = disk.disk
+        device, bus = "disk", target.bus if target else None
+        readonly = bool(target and target.readonly)
+        pci = target.pci_address if target else None
+    bus = bus or ""
+    dev, index = namer.name(_BUS_PREFIX.get(bus, ""), disk.name)
+    out = api.Disk(device=device, target=api.DiskTarget(bus=bus or None, dev=dev, tray=tray or None))
+    if bus == "virtio":
+        out.model = c.virtio_model
+    if pci:
+        if bus != "virtio":
+            raise ConversionError(
+                f"{field}.disk.pciAddress",
+                f"setting a pci address is not allowed for non-virtio bus types, for disk {disk.name}",
+            )
+        out.address = pci_address(pci)
+        if out.address is None:
+            raise ConversionError(
+                f"{field}.disk.pciAddress",
+                f"failed to configure disk {disk.name}: failed to parse pci address {pci}",
+            )
+    elif bus == "scsi":
+        out.address = api.Address(type="drive", bus="0", controller="0", unit=str(index))
+    policy = disk.error_policy or "stop"
+    if policy not in ERROR_POLICIES:
+        raise ConversionError(f"{field}.errorPolicy", f"error policy {policy} not recognized")
+    driver = api.DiskDriver(name="qemu", error_policy=policy, cache=disk.cache or None, io=disk.io or None)
+    out.driver = driver
+    if readonly:
+        out.readonly = api.ReadOnly()
+    out.serial = disk.serial or None
+    if disk.boot_order is not None:
+        out.boot = api.BootOrder(order=disk.boot_order)
+    out.alias = api.Alias.user_defined(disk.name)
+    if disk.block_size is not None and disk.block_size.custom is not None:
+        out.blockio = api.BlockIO(
+            logical_block_size=disk.block_size.custom.logical,
+            physical_block_size=disk.block_size.custom.physical,
+        )
+    if disk.shareable:
+        if disk.cache and disk.cache != "none":
+            raise ConversionError(
+                f"{field}.cache", f"a sharable disk requires cache = none got: {disk.cache}"
+            )
+        driver.cache = "none"
+        out.shareable = api.Shareable()
+    if bus == "virtio" and c.vmi.spec.domain.devices.block_multi_queue:
+        driver.queues = c.requested_vcpus
+    if disk.lun is not None and disk.lun.reservation:
+        out.source.reservations = api.Reservations(
+            managed="no", source=api.SourceReservations(type="unix", path=PR_HELPER_SOCKET, mode="client")
+        )
+    found = volumes.get(disk.name)
+    if found is None:
+        if device != "cdrom":
+            raise ConversionError(field, f"no matching volume with name {disk.name} found")
+        out.type = "block"  # an empty tray: a block device without media
+        driver.type = "raw"
+        driver.discard = "unmap"
+        return out
+    volume_index, volume = found
+    discard = _set_source(c, out, volume, volume_index, field, disk.name)
+    if device != "cdrom" or discard:
+        driver.discard = "unmap"
+    return out
+
+
+def _set_source(
+    c: Conversion, disk: api.Disk, volume: Volume, volume_index: int, field: str, disk_name: str
+) -> bool:
+    """Point the disk at the volume's file or device. Returns whether a CD-ROM gets ``discard``."""
+    name = volume.name
+    driver = disk.driver
+    assert driver is not None
+    if volume.container_disk is not None:
+        formats = c.context.container_disk_formats
+        image_format = "qcow2" if formats is None else formats.get(name)
+        if image_format is None:
+            raise ConversionError(field, f"no disk info provided for volume {name}")
+        _overlay(disk, driver, name)
+        disk.backing_store = api.BackingStore(
+            type="file",
+            format=api.BackingStoreFormat(type=image_format),
+            source=api.DiskSource(file=f"{CONTAINER_DISK_DIR}/disk_{volume_index}.img"),
+        )
+        return True
+    if volume.cloud_init_no_cloud is not None or volume.cloud_init_config_drive is not None:
+        iso = "noCloud.iso" if volume.cloud_init_no_cloud is not None else "configdrive.iso"
+        _raw_file(disk, driver, f"{CLOUD_INIT_DIR}/{c.namespace}/{c.vmi_name}/{iso}")
+        return False
+    if volume.sysprep is not None:
+        _raw_file(disk, driver, f"{PRIVATE_DIR}/sysprep-disks/{name}.iso")
+        return False
+    if volume.host_disk is not None:
+        _raw_file(disk, driver, f"{PVC_DISK_DIR}/{name}/{posixpath.basename(volume.host_disk.path)}")
+        return False
+    if volume.persistent_volume_claim is not None or volume.data_volume is not None:
+        if name in c.context.block_volumes:
+            disk.type = "block"
+            disk.source.dev = f"/dev/{name}"
+            driver.type = "raw"
+        else:
+            _raw_file(disk, driver, f"{PVC_DISK_DIR}/{name}/disk.img")
+        return False
+    if volume.ephemeral is not None:
+        _overlay(disk, driver, name)
+        if name in c.context.block_volumes:
+            backing = api.BackingStore(type="block", source=api.DiskSource(dev=f"/dev/{name}"))
+        else:
+            backing = api.BackingStore(
+                type="file", source=api.DiskSource(file=f"{PVC_DISK_DIR}/{name}/disk.img")
+            )
+        backing.format = api.BackingStoreFormat(type="raw")
+        disk.backing_store = backing
+        return True
+    if volume.empty_disk is not None:
+        disk.type = "file"
+        disk.source.file = f"{EMPTY_DISK_DIR}/{name}.qcow2"
+        driver.type = "qcow2"
+        return True
+    if volume.config_map is not None:
+        _raw_file(disk, driver, f"{PRIVATE_DIR}/config-map-disks/{name}.iso")
+        return False
+    if volume.secret is not None:
+        _raw_file(disk, driver, f"{PRIVATE_DIR}/secret-disks/{name}.iso")
+        return False
+    if volume.downward_api is not None:
+        _raw_file(disk, driver, f"{PRIVATE_DIR}/downwardapi-disks/{name}.iso")
+        return False
+    if volume.service_account is not None:
+        _raw_file(disk, driver, f"{PRIVATE_DIR}/service-account-disk/service-account.iso")
+        return False
+    if volume.downward_metrics is not None:
+        _raw_file(disk, driver, f"{PRIVATE_DIR}/downwardapi-disks/vhostmd0")
+        return False
+    raise ConversionError(field, f"disk {disk_name} references an unsupported source")
+
+
+def _raw_file(disk: api.Disk, driver: api.DiskDriver, path: str) -> None:
+    disk.type = "file"
+    disk.source.file = path
+    driver.type = "raw"
+
+
+def _overlay(disk: api.Disk, driver: api.DiskDriver, name: str) -> None:
+    """A qcow2 overlay in the pod's ephemeral storage, over a read-only backing image."""
+    disk.type = "file"
+    disk.source.file = f"{EPHEMERAL_DISK_DIR}/{name}/disk.qcow2"
+    driver.type = "qcow2"
+
+
+# ---------------------------------------------------------------- IO threads
+
+
+def _thread_pool_limit(c: Conversion) -> int:
+    domain = c.vmi.spec.domain
+    policy = domain.io_threads_policy
+    if policy is None or policy == "shared":
+        return 1
+    if policy == "auto":
+        cpu = domain.cpu
+        if cpu is not None and cpu.dedicated_cpu_placement and cpu.isolate_emulator_thread:
+            return 1
+        quantity = resource_quantity(c.vmi, "requests", "cpu") or resource_quantity(c.vmi, "limits", "cpu")
+        return 2 * (quantity.value() if quantity is not None else 1)
+    return 0
+
+
+def configure_iothreads(c: Conversion) -> None:
+    """``<iothreads>`` and each virtio disk's thread: shared, auto (round-robin) or dedicated."""
+    domain_spec = c.vmi.spec.domain
+    disks = domain_spec.devices.disks or []
+    if domain_spec.io_threads_policy is None and not any(d.dedicated_io_thread for d in disks):
+        return
+    out_disks = c.domain.devices.disks
+    pool = domain_spec.io_threads.supplemental_pool_thread_count if domain_spec.io_threads else None
+    if domain_spec.io_threads_policy == "supplementalPool" and pool is not None:
+        if pool:
+            c.domain.iothreads = api.IOThreads(count=pool)
+        for out in out_disks:
+            if out.target.bus == "virtio" and out.driver is not None:
+                out.driver.iothreads = api.DiskIOThreads(
+                    iothreads=[api.DiskIOThread(id=i) for i in range(1, pool + 1)]
+                )
+        return
+    dedicated = sum(1 for d in disks if d.dedicated_io_thread)
+    auto = len(disks) - dedicated
+    limit = _thread_pool_limit(c)
+    if auto + dedicated > limit:
+        auto = max(limit - dedicated, 1)
+    if auto + dedicated:
+        c.domain.iothreads = api.IOThreads(count=auto + dedicated)
+    current_auto = 1
+    current_dedicated = auto + 1
+    for disk, out in zip(disks, out_disks, strict=True):
+        if out.target.bus != "virtio" or out.driver is None:
+            continue
+        if disk.dedicated_io_thread:
+            out.driver.iothread = current_dedicated
+            current_dedicated += 1
+        else:
+            out.driver.iothread = current_auto
+            current_auto = current_auto % auto + 1
+    scsi_dedicated = any(
+        d.dedicated_io_thread and o.target.bus == "scsi" for d, o in zip(disks, out_disks, strict=True)
+    )
+    if scsi_dedicated:
+        for controller in c.domain.devices.controllers:
+            if controller.type == "scsi":
+                controller.driver = api.ControllerDriver(iothread=current_auto, queues=c.requested_vcpus)

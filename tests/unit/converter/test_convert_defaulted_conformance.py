@@ -1,0 +1,42 @@
+"""KubeVirt's own defaulted VMIs convert to KubeVirt's domains (converter alone, no defaulting)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kubevirt.virt_launcher.virtwrap.api.equivalence import domain_differences
+from kubevirt.virt_launcher.virtwrap.converter import ConverterContext, convert_vmi_to_domain
+from kubevirt_api.core.v1 import VirtualMachineInstance
+
+VALID = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi" / "valid"
+DEFAULTED = sorted(VALID.glob("*.defaults*.json"))
+
+
+def _context(case: str) -> ConverterContext:
+    gates: frozenset[str] = frozenset()
+    block: frozenset[str] = frozenset()
+    flags = VALID / f"{case}.flags"
+    if flags.exists():
+        for token in flags.read_text().split():
+            key, _, value = token.partition("=")
+            if key == "--feature-gates":
+                gates = frozenset(value.split(","))
+            elif key == "--block-volumes":
+                block = frozenset(value.split(","))
+    return ConverterContext(feature_gates=gates, block_volumes=block)
+
+
+def test_every_valid_case_has_both_defaulted_forms() -> None:
+    assert len(DEFAULTED) == 2 * len(list(VALID.glob("*.validate.json")))
+
+
+@pytest.mark.parametrize("path", DEFAULTED, ids=lambda p: p.name)
+def test_defaulted_vmi_converts_to_reference_domain(path: Path) -> None:
+    case, _, rest = path.name.partition(".")
+    expected = VALID / (f"{case}.domain.nohotplug.xml" if "nohotplug" in rest else f"{case}.domain.xml")
+    vmi = VirtualMachineInstance.from_dict(json.loads(path.read_text()))
+    domain = convert_vmi_to_domain(vmi, _context(case))
+    assert domain_differences(expected.read_text(), domain.to_xml()) == []
