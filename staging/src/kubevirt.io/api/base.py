@@ -19,11 +19,17 @@ Known differences from Go's marshalling: a zero ``metav1.Time`` is dumped as abs
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
-__all__ = ["ApiModel", "ApiParseError", "FieldCause", "TypeMeta", "format_path"]
+__all__ = ["ApiModel", "ApiParseError", "FieldCause", "Int32", "Int64", "Time", "TypeMeta", "format_path"]
+
+# Go's integer widths and metav1.Time only matter for the OpenAPI schema; in Python they are int and str
+# (times stay RFC 3339 strings, so they round-trip byte for byte).
+Int32 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int32"})]
+Int64 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
+Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 
 
 class FieldCause:

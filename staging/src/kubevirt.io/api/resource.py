@@ -17,7 +17,7 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-__all__ = ["BINARY_SI", "DECIMAL_EXPONENT", "DECIMAL_SI", "Quantity", "QuantityError"]
+__all__ = ["BINARY_SI", "DECIMAL_EXPONENT", "DECIMAL_SI", "QUANTITY_PATTERN", "Quantity", "QuantityError"]
 
 Format = Literal["BinarySI", "DecimalSI", "DecimalExponent"]
 BINARY_SI: Final = "BinarySI"
@@ -47,6 +47,8 @@ _BINARY_BY_EXPONENT: Final = {0: "", **{exponent: suffix for suffix, exponent in
 _SUFFIX_CHARS: Final = frozenset("eEinumkKMGTP")
 _DIGITS: Final = frozenset("0123456789")
 
+# The pattern Kubernetes' OpenAPI schemas give every quantity (stricter than the parser below).
+QUANTITY_PATTERN: Final = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 _REGEX_TEXT: Final = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 
 
@@ -325,7 +327,11 @@ class Quantity:
     def __get_pydantic_json_schema__(
         cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        return {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+        return {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": True,
+        }
 
 
 def _round_to_nanos(value: Fraction) -> int:

@@ -128,7 +128,9 @@ class DataVolumeSpec(ApiModel):
     pvc: core_v1.PersistentVolumeClaimSpec | None = None
     storage: StorageSpec | None = None
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
-    content_type: str | None = Field(default=None, alias="contentType")
+    content_type: str | None = Field(
+        default=None, alias="contentType", json_schema_extra={"enum": ["kubevirt", "archive"]}
+    )
     checkpoints: list[DataVolumeCheckpoint] | None = None
     final_checkpoint: bool | None = Field(default=None, alias="finalCheckpoint")
     preallocation: bool | None = None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
-from kubevirt_api.base import ApiModel
+from kubevirt_api.base import ApiModel, Int32, Int64
 from kubevirt_api.k8s import meta_v1
 from kubevirt_api.resource import Quantity
 
@@ -46,29 +46,32 @@ class PersistentVolumeClaimVolumeSource(ApiModel):
 
 
 class LocalObjectReference(ApiModel):
-    name: str | None = None
+    name: str | None = Field(default=None, json_schema_extra={"default": ""})
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-map-type": "atomic"})
 
 
 class ObjectFieldSelector(ApiModel):
     api_version: str | None = Field(default=None, alias="apiVersion")
     field_path: str = Field(alias="fieldPath")
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-map-type": "atomic"})
 
 
 class ResourceFieldSelector(ApiModel):
     container_name: str | None = Field(default=None, alias="containerName")
     resource: str
     divisor: Quantity | None = None
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-map-type": "atomic"})
 
 
 class DownwardAPIVolumeFile(ApiModel):
     path: str
     field_ref: ObjectFieldSelector | None = Field(default=None, alias="fieldRef")
     resource_field_ref: ResourceFieldSelector | None = Field(default=None, alias="resourceFieldRef")
-    mode: int | None = None
+    mode: Int32 | None = None
 
 
 class ExecAction(ApiModel):
-    command: list[str] | None = None
+    command: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
 
 
 class HTTPHeader(ApiModel):
@@ -81,7 +84,9 @@ class HTTPGetAction(ApiModel):
     port: int | str
     host: str | None = None
     scheme: str | None = None
-    http_headers: list[HTTPHeader] | None = Field(default=None, alias="httpHeaders")
+    http_headers: list[HTTPHeader] | None = Field(
+        default=None, alias="httpHeaders", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class TCPSocketAction(ApiModel):
@@ -92,20 +97,28 @@ class TCPSocketAction(ApiModel):
 class NodeSelectorRequirement(ApiModel):
     key: str
     operator: str
-    values: list[str] | None = None
+    values: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
 
 
 class NodeSelectorTerm(ApiModel):
-    match_expressions: list[NodeSelectorRequirement] | None = Field(default=None, alias="matchExpressions")
-    match_fields: list[NodeSelectorRequirement] | None = Field(default=None, alias="matchFields")
+    match_expressions: list[NodeSelectorRequirement] | None = Field(
+        default=None, alias="matchExpressions", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    match_fields: list[NodeSelectorRequirement] | None = Field(
+        default=None, alias="matchFields", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-map-type": "atomic"})
 
 
 class NodeSelector(ApiModel):
-    node_selector_terms: list[NodeSelectorTerm] = Field(alias="nodeSelectorTerms")
+    node_selector_terms: list[NodeSelectorTerm] = Field(
+        alias="nodeSelectorTerms", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-map-type": "atomic"})
 
 
 class PreferredSchedulingTerm(ApiModel):
-    weight: int
+    weight: Int32
     preference: NodeSelectorTerm
 
 
@@ -114,39 +127,53 @@ class NodeAffinity(ApiModel):
         default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
     )
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = Field(
-        default=None, alias="preferredDuringSchedulingIgnoredDuringExecution"
+        default=None,
+        alias="preferredDuringSchedulingIgnoredDuringExecution",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
     )
 
 
 class PodAffinityTerm(ApiModel):
     label_selector: meta_v1.LabelSelector | None = Field(default=None, alias="labelSelector")
-    namespaces: list[str] | None = None
+    namespaces: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
     topology_key: str = Field(alias="topologyKey")
     namespace_selector: meta_v1.LabelSelector | None = Field(default=None, alias="namespaceSelector")
-    match_label_keys: list[str] | None = Field(default=None, alias="matchLabelKeys")
-    mismatch_label_keys: list[str] | None = Field(default=None, alias="mismatchLabelKeys")
+    match_label_keys: list[str] | None = Field(
+        default=None, alias="matchLabelKeys", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    mismatch_label_keys: list[str] | None = Field(
+        default=None, alias="mismatchLabelKeys", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class WeightedPodAffinityTerm(ApiModel):
-    weight: int
+    weight: Int32
     pod_affinity_term: PodAffinityTerm = Field(alias="podAffinityTerm")
 
 
 class PodAffinity(ApiModel):
     required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
-        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
+        default=None,
+        alias="requiredDuringSchedulingIgnoredDuringExecution",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
     )
     preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = Field(
-        default=None, alias="preferredDuringSchedulingIgnoredDuringExecution"
+        default=None,
+        alias="preferredDuringSchedulingIgnoredDuringExecution",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
     )
 
 
 class PodAntiAffinity(ApiModel):
     required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
-        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
+        default=None,
+        alias="requiredDuringSchedulingIgnoredDuringExecution",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
     )
     preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = Field(
-        default=None, alias="preferredDuringSchedulingIgnoredDuringExecution"
+        default=None,
+        alias="preferredDuringSchedulingIgnoredDuringExecution",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
     )
 
 
@@ -161,18 +188,20 @@ class Toleration(ApiModel):
     operator: str | None = None
     value: str | None = None
     effect: str | None = None
-    toleration_seconds: int | None = Field(default=None, alias="tolerationSeconds")
+    toleration_seconds: Int64 | None = Field(default=None, alias="tolerationSeconds")
 
 
 class TopologySpreadConstraint(ApiModel):
-    max_skew: int = Field(alias="maxSkew")
+    max_skew: Int32 = Field(alias="maxSkew")
     topology_key: str = Field(alias="topologyKey")
     when_unsatisfiable: str = Field(alias="whenUnsatisfiable")
     label_selector: meta_v1.LabelSelector | None = Field(default=None, alias="labelSelector")
-    min_domains: int | None = Field(default=None, alias="minDomains")
+    min_domains: Int32 | None = Field(default=None, alias="minDomains")
     node_affinity_policy: str | None = Field(default=None, alias="nodeAffinityPolicy")
     node_taints_policy: str | None = Field(default=None, alias="nodeTaintsPolicy")
-    match_label_keys: list[str] | None = Field(default=None, alias="matchLabelKeys")
+    match_label_keys: list[str] | None = Field(
+        default=None, alias="matchLabelKeys", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class PodDNSConfigOption(ApiModel):
@@ -181,9 +210,13 @@ class PodDNSConfigOption(ApiModel):
 
 
 class PodDNSConfig(ApiModel):
-    nameservers: list[str] | None = None
-    searches: list[str] | None = None
-    options: list[PodDNSConfigOption] | None = None
+    nameservers: list[str] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    searches: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
+    options: list[PodDNSConfigOption] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class PodResourceClaim(ApiModel):
@@ -201,6 +234,7 @@ class TypedLocalObjectReference(ApiModel):
     api_group: str | None = Field(default=None, alias="apiGroup")
     kind: str
     name: str
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-map-type": "atomic"})
 
 
 class TypedObjectReference(ApiModel):
@@ -211,7 +245,9 @@ class TypedObjectReference(ApiModel):
 
 
 class PersistentVolumeClaimSpec(ApiModel):
-    access_modes: list[str] | None = Field(default=None, alias="accessModes")
+    access_modes: list[str] | None = Field(
+        default=None, alias="accessModes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     selector: meta_v1.LabelSelector | None = None
     resources: VolumeResourceRequirements | None = None
     volume_name: str | None = Field(default=None, alias="volumeName")

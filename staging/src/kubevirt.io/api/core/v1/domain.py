@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
-from kubevirt_api.base import ApiModel
+from kubevirt_api.base import ApiModel, Int32
 from kubevirt_api.resource import Quantity
 
 __all__ = [
@@ -250,10 +250,10 @@ class Realtime(ApiModel):
 
 
 class CPU(ApiModel):
-    cores: int | None = None
-    sockets: int | None = None
-    max_sockets: int | None = Field(default=None, alias="maxSockets")
-    threads: int | None = None
+    cores: Int32 | None = None
+    sockets: Int32 | None = None
+    max_sockets: Int32 | None = Field(default=None, alias="maxSockets")
+    threads: Int32 | None = None
     model: str | None = None
     features: list[CPUFeature] | None = None
     dedicated_cpu_placement: bool | None = Field(default=None, alias="dedicatedCpuPlacement")
@@ -359,6 +359,7 @@ class Timer(ApiModel):
 
 class Clock(ClockOffset):
     timer: Timer | None = None
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
 
 
 class FeatureState(ApiModel):
@@ -376,7 +377,7 @@ class HyperVPassthrough(ApiModel):
 
 class FeatureSpinlocks(ApiModel):
     enabled: bool | None = None
-    spinlocks: int | None = None
+    spinlocks: Int32 | None = None
 
 
 class SyNICTimer(ApiModel):
@@ -524,7 +525,7 @@ class PluginBinding(ApiModel):
 class Port(ApiModel):
     name: str | None = None
     protocol: str | None = None
-    port: int
+    port: Int32
 
 
 class DHCPPrivateOptions(ApiModel):
@@ -628,9 +629,9 @@ class VideoDevice(ApiModel):
 class Devices(ApiModel):
     use_virtio_transitional: bool | None = Field(default=None, alias="useVirtioTransitional")
     disable_hotplug: bool | None = Field(default=None, alias="disableHotplug")
-    disks: list[Disk] | None = None
+    disks: list[Disk] | None = Field(default=None, json_schema_extra={"maxItems": 256})
     watchdog: Watchdog | None = None
-    interfaces: list[Interface] | None = None
+    interfaces: list[Interface] | None = Field(default=None, json_schema_extra={"maxItems": 256})
     inputs: list[Input] | None = None
     autoattach_pod_interface: bool | None = Field(default=None, alias="autoattachPodInterface")
     autoattach_graphics_device: bool | None = Field(default=None, alias="autoattachGraphicsDevice")
@@ -642,11 +643,15 @@ class Devices(ApiModel):
     rng: Rng | None = None
     block_multi_queue: bool | None = Field(default=None, alias="blockMultiQueue")
     network_interface_multiqueue: bool | None = Field(default=None, alias="networkInterfaceMultiqueue")
-    gpus: list[GPU] | None = None
+    gpus: list[GPU] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
     downward_metrics: DownwardMetrics | None = Field(default=None, alias="downwardMetrics")
     panic_devices: list[PanicDevice] | None = Field(default=None, alias="panicDevices")
-    filesystems: list[Filesystem] | None = None
-    host_devices: list[HostDevice] | None = Field(default=None, alias="hostDevices")
+    filesystems: list[Filesystem] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    host_devices: list[HostDevice] | None = Field(
+        default=None, alias="hostDevices", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     client_passthrough: ClientPassthroughDevices | None = Field(default=None, alias="clientPassthrough")
     sound: SoundDevice | None = None
     tpm: TPMDevice | None = None
@@ -654,7 +659,7 @@ class Devices(ApiModel):
 
 
 class DiskIOThreads(ApiModel):
-    supplemental_pool_thread_count: int | None = Field(default=None, alias="supplementalPoolThreadCount")
+    supplemental_pool_thread_count: Int32 | None = Field(default=None, alias="supplementalPoolThreadCount")
 
 
 class Chassis(ApiModel):

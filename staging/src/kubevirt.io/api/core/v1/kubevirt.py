@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.base import ApiModel, Int32, Int64, Time, TypeMeta
 from kubevirt_api.core.v1.vmi import MigrationConfiguration
 from kubevirt_api.k8s import core_v1, meta_v1
 from kubevirt_api.resource import Quantity
@@ -172,7 +172,9 @@ class WorkloadUpdateMethod:
 
 
 class KubeVirtWorkloadUpdateStrategy(ApiModel):
-    workload_update_methods: list[str] | None = Field(default=None, alias="workloadUpdateMethods")
+    workload_update_methods: list[str] | None = Field(
+        default=None, alias="workloadUpdateMethods", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     batch_eviction_size: int | None = Field(default=None, alias="batchEvictionSize")
     batch_eviction_interval: str | None = Field(default=None, alias="batchEvictionInterval")
 
@@ -213,12 +215,12 @@ class DeveloperConfiguration(ApiModel):
     pvc_tolerate_less_space_up_to_percent: int | None = Field(
         default=None, alias="pvcTolerateLessSpaceUpToPercent"
     )
-    minimum_reserve_pvc_bytes: int | None = Field(default=None, alias="minimumReservePVCBytes")
+    minimum_reserve_pvc_bytes: Int64 | None = Field(default=None, alias="minimumReservePVCBytes")
     memory_overcommit: int | None = Field(default=None, alias="memoryOvercommit")
     node_selectors: dict[str, str] | None = Field(default=None, alias="nodeSelectors")
     use_emulation: bool | None = Field(default=None, alias="useEmulation")
     cpu_allocation_ratio: int | None = Field(default=None, alias="cpuAllocationRatio")
-    minimum_cluster_tsc_frequency: int | None = Field(default=None, alias="minimumClusterTSCFrequency")
+    minimum_cluster_tsc_frequency: Int64 | None = Field(default=None, alias="minimumClusterTSCFrequency")
     disk_verification: DiskVerification | None = Field(default=None, alias="diskVerification")
     log_verbosity: LogVerbosity | None = Field(default=None, alias="logVerbosity")
     cluster_profiler: bool | None = Field(default=None, alias="clusterProfiler")
@@ -263,7 +265,9 @@ class SMBiosConfiguration(ApiModel):
 
 class ArchSpecificConfiguration(ApiModel):
     ovmf_path: str | None = Field(default=None, alias="ovmfPath")
-    emulated_machines: list[str] | None = Field(default=None, alias="emulatedMachines")
+    emulated_machines: list[str] | None = Field(
+        default=None, alias="emulatedMachines", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     machine_type: str | None = Field(default=None, alias="machineType")
 
 
@@ -298,27 +302,43 @@ class USBSelector(ApiModel):
 
 class USBHostDevice(ApiModel):
     resource_name: str = Field(alias="resourceName")
-    selectors: list[USBSelector] | None = None
+    selectors: list[USBSelector] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     external_resource_provider: bool | None = Field(default=None, alias="externalResourceProvider")
 
 
 class PermittedHostDevices(ApiModel):
-    pci_host_devices: list[PciHostDevice] | None = Field(default=None, alias="pciHostDevices")
-    mediated_devices: list[MediatedHostDevice] | None = Field(default=None, alias="mediatedDevices")
-    usb: list[USBHostDevice] | None = None
+    pci_host_devices: list[PciHostDevice] | None = Field(
+        default=None, alias="pciHostDevices", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    mediated_devices: list[MediatedHostDevice] | None = Field(
+        default=None, alias="mediatedDevices", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    usb: list[USBHostDevice] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class NodeMediatedDeviceTypesConfig(ApiModel):
     node_selector: dict[str, str] = Field(alias="nodeSelector")
-    mediated_devices_types: list[str] | None = Field(default=None, alias="mediatedDevicesTypes")
-    mediated_device_types: list[str] | None = Field(default=None, alias="mediatedDeviceTypes")
+    mediated_devices_types: list[str] | None = Field(
+        default=None, alias="mediatedDevicesTypes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    mediated_device_types: list[str] | None = Field(
+        default=None, alias="mediatedDeviceTypes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class MediatedDevicesConfiguration(ApiModel):
-    mediated_devices_types: list[str] | None = Field(default=None, alias="mediatedDevicesTypes")
-    mediated_device_types: list[str] | None = Field(default=None, alias="mediatedDeviceTypes")
+    mediated_devices_types: list[str] | None = Field(
+        default=None, alias="mediatedDevicesTypes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    mediated_device_types: list[str] | None = Field(
+        default=None, alias="mediatedDeviceTypes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     node_mediated_device_types: list[NodeMediatedDeviceTypesConfig] | None = Field(
-        default=None, alias="nodeMediatedDeviceTypes"
+        default=None, alias="nodeMediatedDeviceTypes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
 
 
@@ -342,8 +362,12 @@ class ReloadableComponentConfiguration(ApiModel):
 
 
 class TLSConfiguration(ApiModel):
-    min_tls_version: str | None = Field(default=None, alias="minTLSVersion")
-    ciphers: list[str] | None = None
+    min_tls_version: str | None = Field(
+        default=None,
+        alias="minTLSVersion",
+        json_schema_extra={"enum": ["VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13"]},
+    )
+    ciphers: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "set"})
 
 
 class CustomProfile(ApiModel):
@@ -383,17 +407,21 @@ class KSMConfiguration(ApiModel):
 
 
 class LiveUpdateConfiguration(ApiModel):
-    max_hotplug_ratio: int | None = Field(default=None, alias="maxHotplugRatio")
-    max_cpu_sockets: int | None = Field(default=None, alias="maxCpuSockets")
+    max_hotplug_ratio: Int32 | None = Field(default=None, alias="maxHotplugRatio")
+    max_cpu_sockets: Int32 | None = Field(default=None, alias="maxCpuSockets")
     max_guest: Quantity | None = Field(default=None, alias="maxGuest")
 
 
 class CommonInstancetypesDeployment(ApiModel):
-    enabled: bool | None = None
+    enabled: bool | None = Field(default=None, json_schema_extra={"nullable": True})
 
 
 class InstancetypeConfiguration(ApiModel):
-    reference_policy: str | None = Field(default=None, alias="referencePolicy")
+    reference_policy: str | None = Field(
+        default=None,
+        alias="referencePolicy",
+        json_schema_extra={"nullable": True, "enum": ["reference", "expand", "expandAll"]},
+    )
 
 
 class KubeVirtConfiguration(ApiModel):
@@ -419,12 +447,14 @@ class KubeVirtConfiguration(ApiModel):
         default=None, alias="additionalGuestMemoryOverheadRatio"
     )
     support_container_resources: list[SupportContainerResources] | None = Field(
-        default=None, alias="supportContainerResources"
+        default=None,
+        alias="supportContainerResources",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     supported_guest_agent_versions: list[str] | None = Field(
         default=None, alias="supportedGuestAgentVersions"
     )
-    mem_balloon_stats_period: int | None = Field(default=None, alias="memBalloonStatsPeriod")
+    mem_balloon_stats_period: Int32 | None = Field(default=None, alias="memBalloonStatsPeriod")
     permitted_host_devices: PermittedHostDevices | None = Field(default=None, alias="permittedHostDevices")
     mediated_devices_configuration: MediatedDevicesConfiguration | None = Field(
         default=None, alias="mediatedDevicesConfiguration"
@@ -455,11 +485,15 @@ class KubeVirtConfiguration(ApiModel):
     live_update_configuration: LiveUpdateConfiguration | None = Field(
         default=None, alias="liveUpdateConfiguration"
     )
-    vm_rollout_strategy: str | None = Field(default=None, alias="vmRolloutStrategy")
-    common_instancetypes_deployment: CommonInstancetypesDeployment | None = Field(
-        default=None, alias="commonInstancetypesDeployment"
+    vm_rollout_strategy: str | None = Field(
+        default=None,
+        alias="vmRolloutStrategy",
+        json_schema_extra={"nullable": True, "enum": ["Stage", "LiveUpdate"]},
     )
-    instancetype: InstancetypeConfiguration | None = None
+    common_instancetypes_deployment: CommonInstancetypesDeployment | None = Field(
+        default=None, alias="commonInstancetypesDeployment", json_schema_extra={"nullable": True}
+    )
+    instancetype: InstancetypeConfiguration | None = Field(default=None, json_schema_extra={"nullable": True})
 
 
 class NodePlacement(ApiModel):
@@ -474,8 +508,8 @@ class ComponentConfig(ApiModel):
 
 
 class CustomizeComponentsPatch(ApiModel):
-    resource_name: str = Field(alias="resourceName")
-    resource_type: str = Field(alias="resourceType")
+    resource_name: str = Field(alias="resourceName", json_schema_extra={"minLength": 1})
+    resource_type: str = Field(alias="resourceType", json_schema_extra={"minLength": 1})
     patch: str
     type: str
 
@@ -487,7 +521,9 @@ class Flags(ApiModel):
 
 
 class CustomizeComponents(ApiModel):
-    patches: list[CustomizeComponentsPatch] | None = None
+    patches: list[CustomizeComponentsPatch] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     flags: Flags | None = None
 
 
@@ -496,7 +532,7 @@ class KubeVirtSpec(ApiModel):
     image_registry: str | None = Field(default=None, alias="imageRegistry")
     image_pull_policy: str | None = Field(default=None, alias="imagePullPolicy")
     image_pull_secrets: list[core_v1.LocalObjectReference] | None = Field(
-        default=None, alias="imagePullSecrets"
+        default=None, alias="imagePullSecrets", json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
     monitor_namespace: str | None = Field(default=None, alias="monitorNamespace")
     service_monitor_namespace: str | None = Field(default=None, alias="serviceMonitorNamespace")
@@ -521,8 +557,12 @@ class KubeVirtSpec(ApiModel):
 class KubeVirtCondition(ApiModel):
     type: str
     status: str
-    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(
+        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
+    )
+    last_transition_time: Time | None = Field(
+        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
+    )
     reason: str | None = None
     message: str | None = None
 
@@ -532,7 +572,7 @@ class GenerationStatus(ApiModel):
     resource: str
     namespace: str | None = None
     name: str
-    last_generation: int = Field(alias="lastGeneration")
+    last_generation: Int64 = Field(alias="lastGeneration")
     hash: str | None = None
 
 
@@ -551,10 +591,14 @@ class KubeVirtStatus(ApiModel):
     outdated_virtual_machine_instance_workloads: int | None = Field(
         default=None, alias="outdatedVirtualMachineInstanceWorkloads"
     )
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
+    observed_generation: Int64 | None = Field(default=None, alias="observedGeneration")
     default_architecture: str | None = Field(default=None, alias="defaultArchitecture")
-    generations: list[GenerationStatus] | None = None
-    synchronization_addresses: list[str] | None = Field(default=None, alias="synchronizationAddresses")
+    generations: list[GenerationStatus] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    synchronization_addresses: list[str] | None = Field(
+        default=None, alias="synchronizationAddresses", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class KubeVirt(TypeMeta):

@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.base import ApiModel, Time, TypeMeta
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceMigrationState
 from kubevirt_api.k8s import meta_v1
 
@@ -66,25 +66,33 @@ class VirtualMachineInstanceMigrationSpec(ApiModel):
 class VirtualMachineInstanceMigrationCondition(ApiModel):
     type: str
     status: str
-    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(
+        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
+    )
+    last_transition_time: Time | None = Field(
+        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
+    )
     reason: str | None = None
     message: str | None = None
 
 
 class VirtualMachineInstanceMigrationPhaseTransitionTimestamp(ApiModel):
     phase: str | None = None
-    phase_transition_timestamp: str | None = Field(default=None, alias="phaseTransitionTimestamp")
+    phase_transition_timestamp: Time | None = Field(default=None, alias="phaseTransitionTimestamp")
 
 
 class VirtualMachineInstanceMigrationStatus(ApiModel):
     phase: str | None = None
     conditions: list[VirtualMachineInstanceMigrationCondition] | None = None
     phase_transition_timestamps: list[VirtualMachineInstanceMigrationPhaseTransitionTimestamp] | None = Field(
-        default=None, alias="phaseTransitionTimestamps"
+        default=None,
+        alias="phaseTransitionTimestamps",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
     )
     migration_state: VirtualMachineInstanceMigrationState | None = Field(default=None, alias="migrationState")
-    synchronization_addresses: list[str] | None = Field(default=None, alias="synchronizationAddresses")
+    synchronization_addresses: list[str] | None = Field(
+        default=None, alias="synchronizationAddresses", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class VirtualMachineInstanceMigration(TypeMeta):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel
+from kubevirt_api.base import ApiModel, Int32
 from kubevirt_api.k8s import core_v1
 
 __all__ = [
@@ -26,8 +26,8 @@ class Handler(ApiModel):
 
 
 class Probe(Handler):
-    initial_delay_seconds: int | None = Field(default=None, alias="initialDelaySeconds")
-    timeout_seconds: int | None = Field(default=None, alias="timeoutSeconds")
-    period_seconds: int | None = Field(default=None, alias="periodSeconds")
-    success_threshold: int | None = Field(default=None, alias="successThreshold")
-    failure_threshold: int | None = Field(default=None, alias="failureThreshold")
+    initial_delay_seconds: Int32 | None = Field(default=None, alias="initialDelaySeconds")
+    timeout_seconds: Int32 | None = Field(default=None, alias="timeoutSeconds")
+    period_seconds: Int32 | None = Field(default=None, alias="periodSeconds")
+    success_threshold: Int32 | None = Field(default=None, alias="successThreshold")
+    failure_threshold: Int32 | None = Field(default=None, alias="failureThreshold")

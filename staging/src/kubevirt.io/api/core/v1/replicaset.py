@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.base import ApiModel, Int32, Time, TypeMeta
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceTemplateSpec
 from kubevirt_api.k8s import meta_v1
 
@@ -28,7 +28,7 @@ class VirtualMachineInstanceReplicaSetConditionType:
 
 
 class VirtualMachineInstanceReplicaSetSpec(ApiModel):
-    replicas: int | None = None
+    replicas: Int32 | None = None
     selector: meta_v1.LabelSelector
     template: VirtualMachineInstanceTemplateSpec
     paused: bool | None = None
@@ -37,15 +37,19 @@ class VirtualMachineInstanceReplicaSetSpec(ApiModel):
 class VirtualMachineInstanceReplicaSetCondition(ApiModel):
     type: str
     status: str
-    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(
+        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
+    )
+    last_transition_time: Time | None = Field(
+        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
+    )
     reason: str | None = None
     message: str | None = None
 
 
 class VirtualMachineInstanceReplicaSetStatus(ApiModel):
-    replicas: int | None = None
-    ready_replicas: int | None = Field(default=None, alias="readyReplicas")
+    replicas: Int32 | None = None
+    ready_replicas: Int32 | None = Field(default=None, alias="readyReplicas")
     conditions: list[VirtualMachineInstanceReplicaSetCondition] | None = None
     label_selector: str | None = Field(default=None, alias="labelSelector")
 
@@ -53,7 +57,9 @@ class VirtualMachineInstanceReplicaSetStatus(ApiModel):
 class VirtualMachineInstanceReplicaSet(TypeMeta):
     metadata: meta_v1.ObjectMeta | None = None
     spec: VirtualMachineInstanceReplicaSetSpec
-    status: VirtualMachineInstanceReplicaSetStatus | None = None
+    status: VirtualMachineInstanceReplicaSetStatus | None = Field(
+        default=None, json_schema_extra={"nullable": True}
+    )
 
 
 class VirtualMachineInstanceReplicaSetList(TypeMeta):

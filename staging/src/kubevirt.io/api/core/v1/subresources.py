@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.base import ApiModel, Int32, Int64, TypeMeta
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceGuestOSInfo
 from kubevirt_api.k8s import core_v1, meta_v1
 
@@ -37,30 +37,42 @@ __all__ = [
 
 class StartOptions(TypeMeta):
     paused: bool | None = None
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    dry_run: list[str] | None = Field(
+        default=None, alias="dryRun", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class StopOptions(TypeMeta):
-    grace_period: int | None = Field(default=None, alias="gracePeriod")
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    grace_period: Int64 | None = Field(default=None, alias="gracePeriod")
+    dry_run: list[str] | None = Field(
+        default=None, alias="dryRun", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class RestartOptions(TypeMeta):
-    grace_period_seconds: int | None = Field(default=None, alias="gracePeriodSeconds")
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    grace_period_seconds: Int64 | None = Field(default=None, alias="gracePeriodSeconds")
+    dry_run: list[str] | None = Field(
+        default=None, alias="dryRun", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class MigrateOptions(TypeMeta):
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    dry_run: list[str] | None = Field(
+        default=None, alias="dryRun", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     added_node_selector: dict[str, str] | None = Field(default=None, alias="addedNodeSelector")
 
 
 class PauseOptions(TypeMeta):
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    dry_run: list[str] | None = Field(
+        default=None, alias="dryRun", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class UnpauseOptions(TypeMeta):
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    dry_run: list[str] | None = Field(
+        default=None, alias="dryRun", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class FreezeUnfreezeTimeout(ApiModel):
@@ -98,7 +110,9 @@ class VirtualMachineInstanceFileSystemInfo(ApiModel):
 
 class VirtualMachineInstanceGuestAgentInfo(TypeMeta):
     guest_agent_version: str | None = Field(default=None, alias="guestAgentVersion")
-    supported_commands: list[GuestAgentCommandInfo] | None = Field(default=None, alias="supportedCommands")
+    supported_commands: list[GuestAgentCommandInfo] | None = Field(
+        default=None, alias="supportedCommands", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     hostname: str | None = None
     os: VirtualMachineInstanceGuestOSInfo | None = None
     timezone: str | None = None
@@ -122,7 +136,7 @@ class ScreenshotOptions(ApiModel):
 
 
 class VSOCKOptions(ApiModel):
-    target_port: int = Field(alias="targetPort")
+    target_port: Int32 = Field(alias="targetPort")
     use_tls: bool | None = Field(default=None, alias="useTLS")
 
 
@@ -159,4 +173,6 @@ class ObjectGraphNode(TypeMeta):
     object_reference: core_v1.TypedObjectReference = Field(alias="objectReference")
     labels: dict[str, str] | None = None
     optional: bool | None = None
-    children: list[ObjectGraphNode] | None = None
+    children: list[ObjectGraphNode] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )

@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.base import ApiModel, Int64, Time, TypeMeta
 from kubevirt_api.cdi import v1beta1 as cdi_v1beta1
 from kubevirt_api.core.v1.domain import Disk
 from kubevirt_api.core.v1.vmi import StorageMigratedVolumeInfo, VirtualMachineInstanceTemplateSpec
@@ -141,9 +141,11 @@ class DataVolumeTemplateDummyStatus(ApiModel):
 
 
 class DataVolumeTemplateSpec(TypeMeta):
-    metadata: meta_v1.ObjectMeta | None = None
+    metadata: meta_v1.ObjectMeta | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True, "nullable": True}
+    )
     spec: cdi_v1beta1.DataVolumeSpec
-    status: DataVolumeTemplateDummyStatus | None = None
+    status: DataVolumeTemplateDummyStatus | None = Field(default=None, json_schema_extra={"nullable": True})
 
 
 class VirtualMachineSpec(ApiModel):
@@ -161,8 +163,12 @@ class VirtualMachineSpec(ApiModel):
 class VirtualMachineCondition(ApiModel):
     type: str
     status: str
-    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(
+        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
+    )
+    last_transition_time: Time | None = Field(
+        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
+    )
     reason: str | None = None
     message: str | None = None
 
@@ -177,12 +183,16 @@ class AddVolumeOptions(ApiModel):
     name: str
     disk: Disk
     volume_source: HotplugVolumeSource = Field(alias="volumeSource")
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    dry_run: list[str] | None = Field(
+        default=None, alias="dryRun", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class RemoveVolumeOptions(ApiModel):
     name: str
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
+    dry_run: list[str] | None = Field(
+        default=None, alias="dryRun", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class VirtualMachineVolumeRequest(ApiModel):
@@ -199,21 +209,23 @@ class VolumeSnapshotStatus(ApiModel):
 class VirtualMachineStartFailure(ApiModel):
     consecutive_fail_count: int | None = Field(default=None, alias="consecutiveFailCount")
     last_failed_vmiuid: str | None = Field(default=None, alias="lastFailedVMIUID")
-    retry_after_timestamp: str | None = Field(default=None, alias="retryAfterTimestamp")
+    retry_after_timestamp: Time | None = Field(default=None, alias="retryAfterTimestamp")
 
 
 class VirtualMachineMemoryDumpRequest(ApiModel):
     claim_name: str = Field(alias="claimName")
     phase: str
     remove: bool | None = None
-    start_timestamp: str | None = Field(default=None, alias="startTimestamp")
-    end_timestamp: str | None = Field(default=None, alias="endTimestamp")
+    start_timestamp: Time | None = Field(default=None, alias="startTimestamp")
+    end_timestamp: Time | None = Field(default=None, alias="endTimestamp")
     file_name: str | None = Field(default=None, alias="fileName")
     message: str | None = None
 
 
 class VolumeMigrationState(ApiModel):
-    migrated_volumes: list[StorageMigratedVolumeInfo] | None = Field(default=None, alias="migratedVolumes")
+    migrated_volumes: list[StorageMigratedVolumeInfo] | None = Field(
+        default=None, alias="migratedVolumes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class VolumeUpdateState(ApiModel):
@@ -237,25 +249,35 @@ class VirtualMachineStatus(ApiModel):
     restore_in_progress: str | None = Field(default=None, alias="restoreInProgress")
     created: bool | None = None
     ready: bool | None = None
-    printable_status: str | None = Field(default=None, alias="printableStatus")
+    printable_status: str | None = Field(
+        default=None, alias="printableStatus", json_schema_extra={"default": "Stopped"}
+    )
     conditions: list[VirtualMachineCondition] | None = None
     state_change_requests: list[VirtualMachineStateChangeRequest] | None = Field(
         default=None, alias="stateChangeRequests"
     )
-    volume_requests: list[VirtualMachineVolumeRequest] | None = Field(default=None, alias="volumeRequests")
+    volume_requests: list[VirtualMachineVolumeRequest] | None = Field(
+        default=None, alias="volumeRequests", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     volume_snapshot_statuses: list[VolumeSnapshotStatus] | None = Field(
         default=None, alias="volumeSnapshotStatuses"
     )
-    start_failure: VirtualMachineStartFailure | None = Field(default=None, alias="startFailure")
-    memory_dump_request: VirtualMachineMemoryDumpRequest | None = Field(
-        default=None, alias="memoryDumpRequest"
+    start_failure: VirtualMachineStartFailure | None = Field(
+        default=None, alias="startFailure", json_schema_extra={"nullable": True}
     )
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    desired_generation: int | None = Field(default=None, alias="desiredGeneration")
+    memory_dump_request: VirtualMachineMemoryDumpRequest | None = Field(
+        default=None, alias="memoryDumpRequest", json_schema_extra={"nullable": True}
+    )
+    observed_generation: Int64 | None = Field(default=None, alias="observedGeneration")
+    desired_generation: Int64 | None = Field(default=None, alias="desiredGeneration")
     run_strategy: str | None = Field(default=None, alias="runStrategy")
     volume_update_state: VolumeUpdateState | None = Field(default=None, alias="volumeUpdateState")
-    instancetype_ref: InstancetypeStatusRef | None = Field(default=None, alias="instancetypeRef")
-    preference_ref: InstancetypeStatusRef | None = Field(default=None, alias="preferenceRef")
+    instancetype_ref: InstancetypeStatusRef | None = Field(
+        default=None, alias="instancetypeRef", json_schema_extra={"nullable": True}
+    )
+    preference_ref: InstancetypeStatusRef | None = Field(
+        default=None, alias="preferenceRef", json_schema_extra={"nullable": True}
+    )
 
 
 class VirtualMachine(TypeMeta):

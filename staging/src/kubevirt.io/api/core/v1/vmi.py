@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.base import ApiModel, Int32, Int64, Time, TypeMeta
 from kubevirt_api.core.v1.domain import DomainSpec, Machine
 from kubevirt_api.core.v1.networks import Network
 from kubevirt_api.core.v1.probes import Probe
@@ -165,7 +165,7 @@ class NoCloudSSHPublicKeyAccessCredentialPropagation(ApiModel):
 
 
 class QemuGuestAgentSSHPublicKeyAccessCredentialPropagation(ApiModel):
-    users: list[str]
+    users: list[str] = Field(json_schema_extra={"x-kubernetes-list-type": "set"})
 
 
 class SSHPublicKeyAccessCredentialPropagationMethod(ApiModel):
@@ -215,36 +215,55 @@ class VirtualMachineInstanceSpec(ApiModel):
     scheduler_name: str | None = Field(default=None, alias="schedulerName")
     tolerations: list[core_v1.Toleration] | None = None
     topology_spread_constraints: list[core_v1.TopologySpreadConstraint] | None = Field(
-        default=None, alias="topologySpreadConstraints"
+        default=None,
+        alias="topologySpreadConstraints",
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["topologyKey", "whenUnsatisfiable"],
+        },
     )
     eviction_strategy: str | None = Field(default=None, alias="evictionStrategy")
     start_strategy: str | None = Field(default=None, alias="startStrategy")
-    termination_grace_period_seconds: int | None = Field(default=None, alias="terminationGracePeriodSeconds")
-    volumes: list[Volume] | None = None
+    termination_grace_period_seconds: Int64 | None = Field(
+        default=None, alias="terminationGracePeriodSeconds"
+    )
+    volumes: list[Volume] | None = Field(default=None, json_schema_extra={"maxItems": 256})
     liveness_probe: Probe | None = Field(default=None, alias="livenessProbe")
     readiness_probe: Probe | None = Field(default=None, alias="readinessProbe")
     hostname: str | None = None
     subdomain: str | None = None
-    networks: list[Network] | None = None
+    networks: list[Network] | None = Field(default=None, json_schema_extra={"maxItems": 256})
     dns_policy: str | None = Field(default=None, alias="dnsPolicy")
     dns_config: core_v1.PodDNSConfig | None = Field(default=None, alias="dnsConfig")
-    access_credentials: list[AccessCredential] | None = Field(default=None, alias="accessCredentials")
+    access_credentials: list[AccessCredential] | None = Field(
+        default=None,
+        alias="accessCredentials",
+        json_schema_extra={"x-kubernetes-list-type": "atomic", "maxItems": 256},
+    )
     architecture: str | None = None
-    resource_claims: list[core_v1.PodResourceClaim] | None = Field(default=None, alias="resourceClaims")
+    resource_claims: list[core_v1.PodResourceClaim] | None = Field(
+        default=None,
+        alias="resourceClaims",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
 
 
 class VirtualMachineInstanceCondition(ApiModel):
     type: str
     status: str
-    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(
+        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
+    )
+    last_transition_time: Time | None = Field(
+        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
+    )
     reason: str | None = None
     message: str | None = None
 
 
 class VirtualMachineInstancePhaseTransitionTimestamp(ApiModel):
     phase: str | None = None
-    phase_transition_timestamp: str | None = Field(default=None, alias="phaseTransitionTimestamp")
+    phase_transition_timestamp: Time | None = Field(default=None, alias="phaseTransitionTimestamp")
 
 
 class VirtualMachineInstanceNetworkInterface(ApiModel):
@@ -255,7 +274,7 @@ class VirtualMachineInstanceNetworkInterface(ApiModel):
     pod_interface_name: str | None = Field(default=None, alias="podInterfaceName")
     interface_name: str | None = Field(default=None, alias="interfaceName")
     info_source: str | None = Field(default=None, alias="infoSource")
-    queue_count: int | None = Field(default=None, alias="queueCount")
+    queue_count: Int32 | None = Field(default=None, alias="queueCount")
     link_state: str | None = Field(default=None, alias="linkState")
 
 
@@ -272,14 +291,14 @@ class VirtualMachineInstanceGuestOSInfo(ApiModel):
 
 class MigrationConfiguration(ApiModel):
     node_drain_taint_key: str | None = Field(default=None, alias="nodeDrainTaintKey")
-    parallel_outbound_migrations_per_node: int | None = Field(
+    parallel_outbound_migrations_per_node: Int32 | None = Field(
         default=None, alias="parallelOutboundMigrationsPerNode"
     )
-    parallel_migrations_per_cluster: int | None = Field(default=None, alias="parallelMigrationsPerCluster")
+    parallel_migrations_per_cluster: Int32 | None = Field(default=None, alias="parallelMigrationsPerCluster")
     allow_auto_converge: bool | None = Field(default=None, alias="allowAutoConverge")
     bandwidth_per_migration: Quantity | None = Field(default=None, alias="bandwidthPerMigration")
-    completion_timeout_per_gib: int | None = Field(default=None, alias="completionTimeoutPerGiB")
-    progress_timeout: int | None = Field(default=None, alias="progressTimeout")
+    completion_timeout_per_gib: Int64 | None = Field(default=None, alias="completionTimeoutPerGiB")
+    progress_timeout: Int64 | None = Field(default=None, alias="progressTimeout")
     unsafe_migration_override: bool | None = Field(default=None, alias="unsafeMigrationOverride")
     allow_post_copy: bool | None = Field(default=None, alias="allowPostCopy")
     allow_workload_disruption: bool | None = Field(default=None, alias="allowWorkloadDisruption")
@@ -305,19 +324,25 @@ class VirtualMachineInstanceMigrationSourceState(VirtualMachineInstanceCommonMig
 
 
 class VirtualMachineInstanceMigrationTargetState(VirtualMachineInstanceCommonMigrationState):
-    domain_ready_timestamp: str | None = Field(default=None, alias="domainReadyTimestamp")
+    domain_ready_timestamp: Time | None = Field(default=None, alias="domainReadyTimestamp")
     domain_detected: bool | None = Field(default=None, alias="domainDetected")
     node_address: str | None = Field(default=None, alias="nodeAddress")
     direct_migration_node_ports: dict[str, int] | None = Field(default=None, alias="directMigrationNodePorts")
     attachment_pod_uid: str | None = Field(default=None, alias="attachmentPodUID")
-    cpu_set: list[int] | None = Field(default=None, alias="cpuSet")
+    cpu_set: list[int] | None = Field(
+        default=None, alias="cpuSet", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     node_topology: str | None = Field(default=None, alias="nodeTopology")
 
 
 class VirtualMachineInstanceMigrationState(ApiModel):
-    start_timestamp: str | None = Field(default=None, alias="startTimestamp")
-    end_timestamp: str | None = Field(default=None, alias="endTimestamp")
-    target_node_domain_ready_timestamp: str | None = Field(
+    start_timestamp: Time | None = Field(
+        default=None, alias="startTimestamp", json_schema_extra={"nullable": True}
+    )
+    end_timestamp: Time | None = Field(
+        default=None, alias="endTimestamp", json_schema_extra={"nullable": True}
+    )
+    target_node_domain_ready_timestamp: Time | None = Field(
         default=None, alias="targetNodeDomainReadyTimestamp"
     )
     target_node_domain_detected: bool | None = Field(default=None, alias="targetNodeDomainDetected")
@@ -341,7 +366,9 @@ class VirtualMachineInstanceMigrationState(ApiModel):
     migration_configuration: MigrationConfiguration | None = Field(
         default=None, alias="migrationConfiguration"
     )
-    target_cpu_set: list[int] | None = Field(default=None, alias="targetCPUSet")
+    target_cpu_set: list[int] | None = Field(
+        default=None, alias="targetCPUSet", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     target_node_topology: str | None = Field(default=None, alias="targetNodeTopology")
     source_persistent_state_pvc_name: str | None = Field(default=None, alias="sourcePersistentStatePVCName")
     target_persistent_state_pvc_name: str | None = Field(default=None, alias="targetPersistentStatePVCName")
@@ -351,11 +378,11 @@ class VirtualMachineInstanceMigrationState(ApiModel):
 
 
 class KernelInfo(ApiModel):
-    checksum: int | None = None
+    checksum: Int32 | None = None
 
 
 class InitrdInfo(ApiModel):
-    checksum: int | None = None
+    checksum: Int32 | None = None
 
 
 class KernelBootStatus(ApiModel):
@@ -364,13 +391,13 @@ class KernelBootStatus(ApiModel):
 
 
 class TopologyHints(ApiModel):
-    tsc_frequency: int | None = Field(default=None, alias="tscFrequency")
+    tsc_frequency: Int64 | None = Field(default=None, alias="tscFrequency")
 
 
 class CPUTopology(ApiModel):
-    cores: int | None = None
-    sockets: int | None = None
-    threads: int | None = None
+    cores: Int32 | None = None
+    sockets: Int32 | None = None
+    threads: Int32 | None = None
 
 
 class MemoryStatus(ApiModel):
@@ -404,8 +431,12 @@ class DeviceStatusInfo(ApiModel):
 
 
 class DeviceStatus(ApiModel):
-    gpu_statuses: list[DeviceStatusInfo] | None = Field(default=None, alias="gpuStatuses")
-    host_device_statuses: list[DeviceStatusInfo] | None = Field(default=None, alias="hostDeviceStatuses")
+    gpu_statuses: list[DeviceStatusInfo] | None = Field(
+        default=None, alias="gpuStatuses", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    host_device_statuses: list[DeviceStatusInfo] | None = Field(
+        default=None, alias="hostDeviceStatuses", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class VirtualMachineInstanceStatus(ApiModel):
@@ -414,7 +445,9 @@ class VirtualMachineInstanceStatus(ApiModel):
     conditions: list[VirtualMachineInstanceCondition] | None = None
     phase: str | None = None
     phase_transition_timestamps: list[VirtualMachineInstancePhaseTransitionTimestamp] | None = Field(
-        default=None, alias="phaseTransitionTimestamps"
+        default=None,
+        alias="phaseTransitionTimestamps",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
     )
     interfaces: list[VirtualMachineInstanceNetworkInterface] | None = None
     guest_os_info: VirtualMachineInstanceGuestOSInfo | None = Field(default=None, alias="guestOSInfo")
@@ -425,18 +458,22 @@ class VirtualMachineInstanceStatus(ApiModel):
     launcher_container_image_version: str | None = Field(default=None, alias="launcherContainerImageVersion")
     evacuation_node_name: str | None = Field(default=None, alias="evacuationNodeName")
     active_pods: dict[str, str] | None = Field(default=None, alias="activePods")
-    volume_status: list[VolumeStatus] | None = Field(default=None, alias="volumeStatus")
+    volume_status: list[VolumeStatus] | None = Field(
+        default=None, alias="volumeStatus", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     kernel_boot_status: KernelBootStatus | None = Field(default=None, alias="kernelBootStatus")
     fs_freeze_status: str | None = Field(default=None, alias="fsFreezeStatus")
     topology_hints: TopologyHints | None = Field(default=None, alias="topologyHints")
     virtual_machine_revision_name: str | None = Field(default=None, alias="virtualMachineRevisionName")
-    runtime_user: int | None = Field(default=None, alias="runtimeUser")
-    vsockcid: int | None = Field(default=None, alias="VSOCKCID")
+    runtime_user: Int64 | None = Field(default=None, alias="runtimeUser")
+    vsockcid: Int32 | None = Field(default=None, alias="VSOCKCID")
     selinux_context: str | None = Field(default=None, alias="selinuxContext")
     machine: Machine | None = None
     current_cpu_topology: CPUTopology | None = Field(default=None, alias="currentCPUTopology")
     memory: MemoryStatus | None = None
-    migrated_volumes: list[StorageMigratedVolumeInfo] | None = Field(default=None, alias="migratedVolumes")
+    migrated_volumes: list[StorageMigratedVolumeInfo] | None = Field(
+        default=None, alias="migratedVolumes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     device_status: DeviceStatus | None = Field(default=None, alias="deviceStatus")
 
 
@@ -452,5 +489,7 @@ class VirtualMachineInstanceList(TypeMeta):
 
 
 class VirtualMachineInstanceTemplateSpec(ApiModel):
-    metadata: meta_v1.ObjectMeta | None = None
+    metadata: meta_v1.ObjectMeta | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True, "nullable": True}
+    )
     spec: VirtualMachineInstanceSpec | None = None

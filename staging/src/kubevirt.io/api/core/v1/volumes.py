@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel
+from kubevirt_api.base import ApiModel, Int32, Int64, Time
 from kubevirt_api.k8s import core_v1
 from kubevirt_api.resource import Quantity
 
@@ -177,12 +177,16 @@ class Volume(VolumeSource):
 
 class PersistentVolumeClaimInfo(ApiModel):
     claim_name: str | None = Field(default=None, alias="claimName")
-    access_modes: list[str] | None = Field(default=None, alias="accessModes")
+    access_modes: list[str] | None = Field(
+        default=None, alias="accessModes", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     volume_mode: str | None = Field(default=None, alias="volumeMode")
     capacity: dict[str, Quantity] | None = None
     requests: dict[str, Quantity] | None = None
     preallocated: bool | None = None
-    filesystem_overhead: str | None = Field(default=None, alias="filesystemOverhead")
+    filesystem_overhead: str | None = Field(
+        default=None, alias="filesystemOverhead", json_schema_extra={"pattern": "^(0(?:\\.\\d{1,3})?|1)$"}
+    )
 
 
 class HotplugVolumeStatus(ApiModel):
@@ -191,14 +195,14 @@ class HotplugVolumeStatus(ApiModel):
 
 
 class DomainMemoryDumpInfo(ApiModel):
-    start_timestamp: str | None = Field(default=None, alias="startTimestamp")
-    end_timestamp: str | None = Field(default=None, alias="endTimestamp")
+    start_timestamp: Time | None = Field(default=None, alias="startTimestamp")
+    end_timestamp: Time | None = Field(default=None, alias="endTimestamp")
     claim_name: str | None = Field(default=None, alias="claimName")
     target_file_name: str | None = Field(default=None, alias="targetFileName")
 
 
 class ContainerDiskInfo(ApiModel):
-    checksum: int | None = None
+    checksum: Int32 | None = None
 
 
 class VolumeStatus(ApiModel):
@@ -211,7 +215,7 @@ class VolumeStatus(ApiModel):
         default=None, alias="persistentVolumeClaimInfo"
     )
     hotplug_volume: HotplugVolumeStatus | None = Field(default=None, alias="hotplugVolume")
-    size: int | None = None
+    size: Int64 | None = None
     memory_dump_volume: DomainMemoryDumpInfo | None = Field(default=None, alias="memoryDumpVolume")
     container_disk_volume: ContainerDiskInfo | None = Field(default=None, alias="containerDiskVolume")
 

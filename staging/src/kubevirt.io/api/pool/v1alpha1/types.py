@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, TypeMeta
+from kubevirt_api.base import ApiModel, Int32, Time, TypeMeta
 from kubevirt_api.core.v1.vm import VirtualMachineSpec
 from kubevirt_api.k8s import meta_v1
 
@@ -41,7 +41,9 @@ class VirtualMachinePoolConditionType:
 
 
 class VirtualMachineTemplateSpec(ApiModel):
-    metadata: meta_v1.ObjectMeta | None = None
+    metadata: meta_v1.ObjectMeta | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True, "nullable": True}
+    )
     spec: VirtualMachineSpec | None = None
 
 
@@ -51,7 +53,9 @@ class VirtualMachinePoolNameGeneration(ApiModel):
 
 
 class VirtualMachinePoolSelectionPolicy(ApiModel):
-    base_policy: str | None = Field(default=None, alias="basePolicy")
+    base_policy: str | None = Field(
+        default=None, alias="basePolicy", json_schema_extra={"enum": ["Random", "DescendingOrder"]}
+    )
 
 
 class VirtualMachinePoolProactiveScaleInStrategy(ApiModel):
@@ -63,7 +67,7 @@ class VirtualMachinePoolScaleInStrategy(ApiModel):
 
 
 class VirtualMachinePoolSpec(ApiModel):
-    replicas: int | None = None
+    replicas: Int32 | None = None
     selector: meta_v1.LabelSelector
     virtual_machine_template: VirtualMachineTemplateSpec = Field(alias="virtualMachineTemplate")
     paused: bool | None = None
@@ -75,16 +79,22 @@ class VirtualMachinePoolSpec(ApiModel):
 class VirtualMachinePoolCondition(ApiModel):
     type: str
     status: str
-    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(
+        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
+    )
+    last_transition_time: Time | None = Field(
+        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
+    )
     reason: str | None = None
     message: str | None = None
 
 
 class VirtualMachinePoolStatus(ApiModel):
-    replicas: int | None = None
-    ready_replicas: int | None = Field(default=None, alias="readyReplicas")
-    conditions: list[VirtualMachinePoolCondition] | None = None
+    replicas: Int32 | None = None
+    ready_replicas: Int32 | None = Field(default=None, alias="readyReplicas")
+    conditions: list[VirtualMachinePoolCondition] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     label_selector: str | None = Field(default=None, alias="labelSelector")
 
 
