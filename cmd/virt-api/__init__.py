@@ -1,11 +1,67 @@
 """Entrypoint of virt-api: parse flags, wire the application from ``kubevirt.virt_api``, run."""
 
 import sys
+from pathlib import Path
 
+import click
+
+from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 from kubevirt.service import binary
 from kubevirt.virt_api import app
+from kubevirt.virt_api.webhooks.server import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ServerLimits
+
+CERT_DIR = Path("/etc/virt-api/certificates")
 
 
+@click.option("--listen", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8443, show_default=True, type=click.IntRange(0, 65535), help="HTTPS port.")
+@click.option("--console-server-port", default=8186, show_default=True, type=int, help="Console server port.")
+@click.option(
+    "--subresources-only", is_flag=True, help="Accepted for compatibility with KubeVirt's virt-api."
+)
+@click.option(
+    "--tls-cert-file", default=str(CERT_DIR / "tls.crt"), show_default=True, type=click.Path(path_type=Path)
+)
+@click.option(
+    "--tls-key-file", default=str(CERT_DIR / "tls.key"), show_default=True, type=click.Path(path_type=Path)
+)
+@click.option(
+    "--cert-reload-interval", default=2.0, show_default=True, type=float, help="Seconds between checks."
+)
+@click.option("--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster.")
+@click.option(
+    "--rollout-strategy",
+    default=ROLLOUT_LIVE_UPDATE,
+    show_default=True,
+    type=click.Choice(ROLLOUT_STRATEGIES),
+    help="The cluster's VM rollout strategy.",
+)
+@click.option(
+    "--max-request-bytes", default=DEFAULT_MAX_BODY_BYTES, show_default=True, type=click.IntRange(1)
+)
+@click.option("--request-timeout", default=DEFAULT_BODY_TIMEOUT, show_default=True, type=float)
 @binary("virt-api", "KubeVirt's aggregated API server: admission webhooks and subresources.kubevirt.io.")
-def main() -> None:
-    sys.exit(app.run())
+def main(
+    listen: str,
+    port: int,
+    console_server_port: int,
+    subresources_only: bool,
+    tls_cert_file: Path,
+    tls_key_file: Path,
+    cert_reload_interval: float,
+    feature_gates: str,
+    rollout_strategy: str,
+    max_request_bytes: int,
+    request_timeout: float,
+) -> None:
+    del console_server_port, subresources_only  # no console server or subresource API yet
+    options = app.Options(
+        listen=listen,
+        port=port,
+        tls_cert_file=tls_cert_file,
+        tls_key_file=tls_key_file,
+        config=ClusterConfig.build(feature_gates=feature_gates.split(","), rollout_strategy=rollout_strategy),
+        limits=ServerLimits(max_body_bytes=max_request_bytes, body_timeout=request_timeout),
+        cert_reload_interval=cert_reload_interval,
+    )
+    sys.exit(app.run(options))

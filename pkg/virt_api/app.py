@@ -1,13 +1,88 @@
-"""virt-api's application object: what runs once the flags are parsed."""
+"""virt-api's application object: what runs once the flags are parsed.
+
+It serves the admission webhooks (and ``/healthz``) over HTTPS on ``--port``; the certificate and key
+are read from files and re-read when they change.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from kubevirt.admission import defaulting
+from kubevirt.admission.config import ClusterConfig
 from kubevirt.log import get_logger
+from kubevirt.virt_api.webhooks.requests import WebhookContext
+from kubevirt.virt_api.webhooks.routes import webhook_handlers
+from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
+from kubevirt.virt_api.webhooks.tls import ReloadingCertificate
 
 
-def run() -> int:
-    """Start virt-api. Returns the process exit code."""
+@dataclass(frozen=True)
+class Options:
+    listen: str
+    port: int
+    tls_cert_file: Path
+    tls_key_file: Path
+    config: ClusterConfig
+    limits: ServerLimits
+    cert_reload_interval: float = 2.0
+
+
+def build_context(config: ClusterConfig) -> WebhookContext:
+    return WebhookContext(
+        config=config, vmi_defaulter=defaulting.vmi_defaults, vm_defaulter=defaulting.vm_defaults
+    )
+
+
+async def serve(options: Options, stop: asyncio.Event) -> None:
     log = get_logger()
-    log.info("virt-api starting")
-    log.error("virt-api has no running mode yet")
-    return 1
+    certificate = ReloadingCertificate(
+        options.tls_cert_file, options.tls_key_file, interval=options.cert_reload_interval
+    )
+    server = WebhookServer(webhook_handlers(build_context(options.config)), limits=options.limits)
+    runner = web.AppRunner(server.application(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, options.listen, options.port, ssl_context=certificate.server_context)
+    await site.start()
+    certificate.start()
+    log.info(
+        "virt-api serving admission webhooks",
+        address=options.listen,
+        port=options.port,
+        feature_gates=sorted(options.config.feature_gates),
+        rollout_strategy=options.config.rollout_strategy,
+    )
+    try:
+        await stop.wait()
+    finally:
+        log.info("virt-api shutting down")
+        await certificate.stop()
+        await runner.cleanup()
+
+
+def run(options: Options) -> int:
+    """Serve until SIGTERM or SIGINT. Returns the process exit code."""
+    log = get_logger()
+    for path in (options.tls_cert_file, options.tls_key_file):
+        if not path.is_file():
+            log.error("TLS file not found", path=str(path))
+            return 2
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(options, stop)
+
+    try:
+        asyncio.run(main())
+    except OSError as err:
+        log.error("virt-api cannot serve", reason=str(err))
+        return 1
+    return 0

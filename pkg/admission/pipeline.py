@@ -1,0 +1,117 @@
+"""What KubeVirt does to an object between the API server and the answer, as plain functions.
+
+For a VMI create (conformance README §4): schema check on the raw object, decode, defaulting (the
+mutating webhook), schema check on the result, then the create admitter's causes. The schema check and
+the cluster-aware defaulting are supplied by the caller, so this module depends on neither.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kubevirt.admission import causes as c
+from kubevirt.admission import vm as vm_rules
+from kubevirt.admission._json import JSON
+from kubevirt.admission.causes import StatusCause
+from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.review import CREATE
+from kubevirt.admission.vmi_create import admit_vmi_create
+from kubevirt_api.base import ApiParseError
+from kubevirt_api.core.v1.vm import VirtualMachine
+from kubevirt_api.core.v1.vmi import VirtualMachineInstance
+
+# kind, object -> causes (message only), e.g. an OpenAPI check against the CRD's schema.
+SchemaCheck = Callable[[str, JSON], list[StatusCause]]
+# The webhook's cluster-aware defaulting of a decoded VMI (SetDefaultVirtualMachineInstance), in place.
+VMIDefaulter = Callable[[VirtualMachineInstance, ClusterConfig], None]
+# The same for a VM's template (SetDefaultVirtualMachine), in place.
+VMDefaulter = Callable[[VirtualMachine, ClusterConfig], None]
+
+_PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def no_schema_check(_kind: str, _obj: JSON) -> list[StatusCause]:
+    return []
+
+
+def decode_causes(err: ApiParseError) -> list[StatusCause]:
+    """A decode failure as KubeVirt reports it: one message-only cause (Go stops at the first error)."""
+    if not err.causes:
+        return [c.message_only(str(err))]
+    message = err.causes[0].message
+    for prefix in _PYDANTIC_PREFIXES:
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+    return [c.message_only(message)]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The causes (empty when accepted) and, when defaulting ran, the defaulted object."""
+
+    causes: list[StatusCause]
+    defaulted: JSON | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return not self.causes
+
+
+def default_vmi(raw: JSON, config: ClusterConfig, defaulter: VMIDefaulter) -> JSON:
+    """Decode and default a VMI; raises :class:`ApiParseError` on a decode failure."""
+    model = VirtualMachineInstance.from_dict(raw)
+    defaulter(model, config)
+    return model.to_dict()
+
+
+def default_vm(raw: JSON, config: ClusterConfig, defaulter: VMDefaulter) -> JSON:
+    model = VirtualMachine.from_dict(raw)
+    defaulter(model, config)
+    return model.to_dict()
+
+
+def validate_vmi_create(
+    raw: JSON,
+    config: ClusterConfig,
+    *,
+    defaulter: VMIDefaulter,
+    schema: SchemaCheck = no_schema_check,
+    kubevirt_account: bool = False,
+) -> Outcome:
+    causes = schema("VirtualMachineInstance", raw)
+    if causes:
+        return Outcome(causes)
+    try:
+        defaulted = default_vmi(copy.deepcopy(raw), config, defaulter)
+    except ApiParseError as err:
+        return Outcome(decode_causes(err))
+    causes = schema("VirtualMachineInstance", defaulted)
+    if causes:
+        return Outcome(causes, defaulted)
+    return Outcome(admit_vmi_create(defaulted, config, kubevirt_account=kubevirt_account), defaulted)
+
+
+def validate_vm(
+    raw: JSON,
+    config: ClusterConfig,
+    *,
+    defaulter: VMDefaulter,
+    schema: SchemaCheck = no_schema_check,
+    operation: str = CREATE,
+    kubevirt_account: bool = False,
+) -> Outcome:
+    """VM admission: the mutating webhook (decode), then the validating one on a defaulted copy."""
+    causes = schema("VirtualMachine", raw)
+    if causes:
+        return Outcome(causes)
+    try:
+        VirtualMachine.from_dict(raw)
+        defaulted = default_vm(copy.deepcopy(raw), config, defaulter)
+    except ApiParseError as err:
+        return Outcome(decode_causes(err))
+    return Outcome(
+        vm_rules.admit_vm(defaulted, config, operation=operation, kubevirt_account=kubevirt_account),
+        defaulted,
+    )

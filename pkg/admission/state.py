@@ -1,0 +1,79 @@
+"""Cluster state some admitters consult, passed in so the rules stay pure and testable."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+JSON = dict[str, Any]
+
+
+class ClusterStateError(RuntimeError):
+    """The state could not be read (API server unreachable, no client configured, ...)."""
+
+
+class ClusterState(Protocol):
+    def get_vmi(self, namespace: str, name: str) -> JSON | None:
+        """The VMI, or ``None`` when it does not exist; raises :class:`ClusterStateError`."""
+        ...
+
+    def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
+        """Migrations labelled ``kubevirt.io/vmi-name=<vmi_name>`` in the namespace."""
+        ...
+
+    def get_pod(self, namespace: str, name: str) -> JSON | None:
+        """The pod, or ``None`` when it does not exist."""
+        ...
+
+
+class StaticClusterState:
+    """A fixed set of objects; what tests and offline tools use."""
+
+    def __init__(
+        self,
+        vmis: list[JSON] | None = None,
+        migrations: list[JSON] | None = None,
+        pods: list[JSON] | None = None,
+    ) -> None:
+        self._vmis = list(vmis or [])
+        self._migrations = list(migrations or [])
+        self._pods = list(pods or [])
+
+    @staticmethod
+    def _meta(obj: JSON) -> JSON:
+        meta = obj.get("metadata")
+        return meta if isinstance(meta, dict) else {}
+
+    def _find(self, objects: list[JSON], namespace: str, name: str) -> JSON | None:
+        for candidate in objects:
+            meta = self._meta(candidate)
+            if meta.get("name") == name and meta.get("namespace", "") == namespace:
+                return candidate
+        return None
+
+    def get_vmi(self, namespace: str, name: str) -> JSON | None:
+        return self._find(self._vmis, namespace, name)
+
+    def get_pod(self, namespace: str, name: str) -> JSON | None:
+        return self._find(self._pods, namespace, name)
+
+    def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
+        found = []
+        for migration in self._migrations:
+            meta = self._meta(migration)
+            labels = meta.get("labels") or {}
+            if meta.get("namespace", "") == namespace and labels.get("kubevirt.io/vmi-name") == vmi_name:
+                found.append(migration)
+        return found
+
+
+class NoClusterState:
+    """virt-api without a Kubernetes client: lookups fail with a clear reason."""
+
+    def get_vmi(self, namespace: str, name: str) -> JSON | None:
+        raise ClusterStateError("no Kubernetes API configured to look up VirtualMachineInstances")
+
+    def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
+        raise ClusterStateError("no Kubernetes API configured to look up migrations")
+
+    def get_pod(self, namespace: str, name: str) -> JSON | None:
+        raise ClusterStateError("no Kubernetes API configured to look up pods")

@@ -1,0 +1,199 @@
+"""The VirtualMachine validating admitter (``vms-admitter.go``) on a defaulted VM.
+
+Unlike the VMI admitter it stops at the first group of checks that fails, as KubeVirt does.
+"""
+
+from __future__ import annotations
+
+from kubevirt.admission import causes as c
+from kubevirt.admission import vmi_network as network
+from kubevirt.admission import vmi_spec
+from kubevirt.admission._json import JSON, has, items, obj, opt_obj, opt_text, text
+from kubevirt.admission.causes import StatusCause
+from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.field import Path
+from kubevirt.admission.quantity import parse_or_zero
+from kubevirt.admission.review import CREATE
+
+RUN_STRATEGIES = ("Halted", "Manual", "Always", "RerunOnFailure", "Once")
+WAIT_AS_RECEIVER = "WaitAsReceiver"
+# virtio-mem needs guest memory in 2 MiB blocks.
+MEMORY_HOTPLUG_ALIGNMENT = 2 * 1024 * 1024
+
+
+def _data_volume_templates(field: Path, spec: JSON) -> list[StatusCause]:
+    out: list[StatusCause] = []
+    volumes = items(obj(obj(spec, "template"), "spec"), "volumes")
+    for i, template in enumerate(items(spec, "dataVolumeTemplates")):
+        where = field.child("dataVolumeTemplate").index(i)
+        name = text(obj(template, "metadata"), "name")
+        if not name:
+            out.append(
+                c.required(
+                    where.child("name"),
+                    f"'name' field must not be empty for DataVolumeTemplate entry {where}.",
+                )
+            )
+        referenced = any(
+            text(obj(v, "persistentVolumeClaim"), "claimName") == name
+            or text(obj(v, "dataVolume"), "name") == name
+            for v in volumes
+            if has(v, "persistentVolumeClaim") or has(v, "dataVolume")
+        )
+        if not referenced:
+            message = (
+                f"DataVolumeTemplate entry {where} must be referenced in the VMI template's 'volumes' list"
+            )
+            out.append(c.required(where, message))
+    return out
+
+
+def _run_strategy(field: Path, spec: JSON, config: ClusterConfig) -> list[StatusCause]:
+    out: list[StatusCause] = []
+    running = has(spec, "running")
+    strategy = opt_text(spec, "runStrategy")
+    if running and strategy is not None:
+        message = (
+            "Running and RunStrategy are mutually exclusive. "
+            "Note that Running is deprecated, please use RunStrategy instead"
+        )
+        out.append(c.invalid(field.child("running"), message))
+    if not running and strategy is None:
+        out.append(c.invalid(field.child("running"), "RunStrategy must be specified"))
+    if strategy is not None:
+        if strategy == WAIT_AS_RECEIVER:
+            if not config.enabled("DecentralizedLiveMigration"):
+                message = (
+                    "Invalid RunStrategy (WaitAsReceiver), DecentralizedLiveMigration feature gate "
+                    "is not enabled in kubevirt resource"
+                )
+                out.append(c.invalid(field.child("runStrategy"), message))
+        elif strategy not in RUN_STRATEGIES:
+            out.append(c.invalid(field.child("runStrategy"), f"Invalid RunStrategy ({strategy})"))
+    return out
+
+
+def _live_update(field: Path, spec: JSON, config: ClusterConfig) -> list[StatusCause]:
+    if not config.live_update:
+        return []
+    template_spec = obj(obj(spec, "template"), "spec")
+    domain = obj(template_spec, "domain")
+    cpu = obj(domain, "cpu")
+    out: list[StatusCause] = []
+    base = field.child("template", "spec")
+    sockets, max_sockets = cpu.get("sockets") or 0, cpu.get("maxSockets") or 0
+    if (
+        isinstance(sockets, int)
+        and isinstance(max_sockets, int)
+        and sockets
+        and max_sockets
+        and sockets > max_sockets
+    ):
+        out.append(
+            c.invalid(
+                base.child("domain", "cpu", "sockets"),
+                "Number of sockets in CPU topology is greater than the maximum sockets allowed",
+            )
+        )
+    memory = obj(domain, "memory")
+    if has(memory, "maxGuest"):
+        out.extend(_live_update_memory(base, template_spec))
+    if has(spec, "updateVolumesStrategy"):
+        if not config.enabled("VolumesUpdateStrategy"):
+            out.append(
+                c.invalid(
+                    "updateVolumesStrategy",
+                    "VolumesUpdateStrategy feature gate is not enabled in kubevirt-config",
+                )
+            )
+        if text(spec, "updateVolumesStrategy") == "Migration" and not config.enabled("VolumeMigration"):
+            out.append(
+                c.invalid(
+                    "updateVolumesStrategy", "VolumeMigration feature gate is not enabled in kubevirt-config"
+                )
+            )
+    return out
+
+
+def _live_update_memory(base: Path, template_spec: JSON) -> list[StatusCause]:
+    domain = obj(template_spec, "domain")
+    cpu = obj(domain, "cpu")
+    memory = obj(domain, "memory")
+    out: list[StatusCause] = []
+    if has(cpu, "realtime"):
+        out.append(
+            c.invalid(
+                base.child("domain", "cpu", "realtime"), "Memory hotplug is not compatible with realtime VMs"
+            )
+        )
+    if has(obj(cpu, "numa"), "guestMappingPassthrough"):
+        out.append(
+            c.invalid(
+                base.child("domain", "cpu", "numa", "guestMappingPassthrough"),
+                "Memory hotplug is not compatible with guest mapping passthrough",
+            )
+        )
+    if has(domain, "launchSecurity"):
+        out.append(
+            c.invalid(
+                base.child("domain", "launchSecurity"), "Memory hotplug is not compatible with encrypted VMs"
+            )
+        )
+    if cpu.get("dedicatedCpuPlacement") is True:
+        out.append(
+            c.invalid(
+                base.child("domain", "cpu", "dedicatedCpuPlacement"),
+                "Memory hotplug is not compatible with dedicated CPUs",
+            )
+        )
+    guest_field = base.child("domain", "memory", "guest")
+    max_guest = parse_or_zero(memory.get("maxGuest"))
+    if not has(memory, "guest"):
+        out.append(c.invalid(guest_field, "Guest memory must be configured when memory hotplug is enabled"))
+    else:
+        guest = parse_or_zero(memory.get("guest"))
+        if guest.cmp(max_guest) > 0:
+            out.append(c.invalid(guest_field, "Guest memory is greater than the configured maxGuest memory"))
+        elif guest.value() % MEMORY_HOTPLUG_ALIGNMENT != 0:
+            out.append(c.invalid(guest_field, "Guest memory must be 2Mi aligned"))
+    if max_guest.value() % MEMORY_HOTPLUG_ALIGNMENT != 0:
+        out.append(c.invalid(base.child("domain", "memory", "maxGuest"), "MaxGuest must be 2Mi aligned"))
+    if text(template_spec, "architecture") != "amd64":
+        out.append(c.invalid(base.child("architecture"), "Memory hotplug is only available for x86_64 VMs"))
+    return out
+
+
+def validate_vm_spec(
+    field: Path, spec: JSON, config: ClusterConfig, *, kubevirt_account: bool
+) -> list[StatusCause]:
+    """``ValidateVirtualMachineSpec``: the template, its data volumes, the run strategy, hotplug limits."""
+    template = opt_obj(spec, "template")
+    if template is None:
+        return [c.required(field.child("template"), "missing virtual machine template.")]
+    out: list[StatusCause] = []
+    out.extend(
+        vmi_spec.validate_metadata(
+            field.child("template", "metadata"),
+            obj(template, "metadata"),
+            config,
+            kubevirt_account=kubevirt_account,
+        )
+    )
+    out.extend(vmi_spec.validate_spec(field.child("template", "spec"), obj(template, "spec"), config))
+    out.extend(_data_volume_templates(field, spec))
+    out.extend(_run_strategy(field, spec, config))
+    out.extend(_live_update(field, spec, config))
+    return out
+
+
+def admit_vm(
+    vm: JSON, config: ClusterConfig, *, operation: str, kubevirt_account: bool = False
+) -> list[StatusCause]:
+    """The causes for a (defaulted) VM; the first failing group is returned alone, as KubeVirt does."""
+    spec = obj(vm, "spec")
+    if operation == CREATE:
+        # KubeVirt checks the template's creation rules with the VM's own root path ("spec").
+        creation = network.validate_creation(Path("spec"), obj(obj(spec, "template"), "spec"))
+        if creation:
+            return creation
+    return validate_vm_spec(Path("spec"), spec, config, kubevirt_account=kubevirt_account)

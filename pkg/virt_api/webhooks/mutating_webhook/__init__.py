@@ -1,0 +1,1 @@
+"""virt-api's mutating webhooks (KubeVirt's ``pkg/virt-api/webhooks/mutating-webhook``)."""

@@ -1,0 +1,1 @@
+"""One mutator per KubeVirt mutating webhook path; each answers with a JSONPatch."""

@@ -1,0 +1,33 @@
+"""``/virtualmachines-mutate``: the template's architecture and machine type."""
+
+from __future__ import annotations
+
+from kubevirt.admission import jsonpatch, response
+from kubevirt.admission.mutation import default_vm_object
+from kubevirt.admission.pipeline import default_vm
+from kubevirt.admission.response import AdmissionResponse
+from kubevirt.admission.review import AdmissionRequest
+from kubevirt.virt_api.webhooks.requests import (
+    KUBEVIRT_GROUP,
+    Admit,
+    WebhookContext,
+    check_schema,
+    guarded,
+    new_object,
+    require_resource,
+)
+
+PATCHED_FIELDS = ("metadata", "spec")
+
+
+def mutator(ctx: WebhookContext) -> Admit:
+    def mutate(request: AdmissionRequest) -> AdmissionResponse:
+        require_resource(request, KUBEVIRT_GROUP, "virtualmachines")
+        vm = new_object(request)
+        check_schema(ctx, "VirtualMachine", vm)
+        # Decoding first reports bad values (a malformed quantity) the way KubeVirt does.
+        default_vm(vm, ctx.config, lambda _vm, _config: None)
+        mutated = default_vm_object(vm, ctx.config)
+        return response.patched(jsonpatch.top_level(vm, mutated, PATCHED_FIELDS))
+
+    return guarded(mutate)

@@ -1,0 +1,81 @@
+"""Checks every webhook makes before its rules: the resource, the object, the schema."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubevirt.admission import response
+from kubevirt.admission._json import JSON
+from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.pipeline import SchemaCheck, VMDefaulter, VMIDefaulter, decode_causes, no_schema_check
+from kubevirt.admission.response import AdmissionResponse
+from kubevirt.admission.review import AdmissionRequest
+from kubevirt.admission.state import ClusterState, NoClusterState
+from kubevirt_api.base import ApiParseError
+
+Admit = Callable[[AdmissionRequest], AdmissionResponse]
+# Applies a JSON patch to a VMI: (namespace, name, patch).
+VMIPatcher = Callable[[str, str, list[JSON]], None]
+
+KUBEVIRT_GROUP = "kubevirt.io"
+POOL_GROUP = "pool.kubevirt.io"
+
+
+class RequestRefusedError(Exception):
+    """The request cannot be admitted as asked; carries the answer."""
+
+    def __init__(self, answer: AdmissionResponse) -> None:
+        super().__init__(answer.status.get("message") if answer.status else "refused")
+        self.answer = answer
+
+
+def require_resource(request: AdmissionRequest, group: str, resource: str) -> None:
+    if request.resource.group != group or request.resource.resource != resource:
+        raise RequestRefusedError(response.error(f"expect resource to be '{resource}'"))
+
+
+def new_object(request: AdmissionRequest) -> JSON:
+    if request.object is None:
+        raise RequestRefusedError(response.error("the admission request carries no object"))
+    return request.object
+
+
+def old_object(request: AdmissionRequest) -> JSON:
+    if request.old_object is None:
+        raise RequestRefusedError(response.error("the admission request carries no old object"))
+    return request.old_object
+
+
+@dataclass(frozen=True)
+class WebhookContext:
+    """Everything the webhooks share: cluster settings, cluster state, defaulting and schema check."""
+
+    config: ClusterConfig
+    vmi_defaulter: VMIDefaulter
+    vm_defaulter: VMDefaulter
+    schema: SchemaCheck = no_schema_check
+    state: ClusterState = field(default_factory=NoClusterState)
+
+    def is_kubevirt_account(self, request: AdmissionRequest) -> bool:
+        return request.username in self.config.kubevirt_service_accounts
+
+
+def check_schema(ctx: WebhookContext, kind: str, document: JSON) -> None:
+    causes = ctx.schema(kind, document)
+    if causes:
+        raise RequestRefusedError(response.invalid(causes))
+
+
+def guarded(admit: Admit) -> Admit:
+    """Turns refusals and decode failures raised inside ``admit`` into answers."""
+
+    def run(request: AdmissionRequest) -> AdmissionResponse:
+        try:
+            return admit(request)
+        except RequestRefusedError as refused:
+            return refused.answer
+        except ApiParseError as err:
+            return response.error(decode_causes(err)[0].message)
+
+    return run

@@ -1,0 +1,1 @@
+"""virt-api's validating webhooks (KubeVirt's ``pkg/virt-api/webhooks/validating-webhook``)."""

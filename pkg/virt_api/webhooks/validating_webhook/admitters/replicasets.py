@@ -1,0 +1,41 @@
+"""``/virtualmachinereplicaset-validate`` and ``/virtualmachinepool-validate``."""
+
+from __future__ import annotations
+
+from kubevirt.admission import response
+from kubevirt.admission.replicaset import admit_pool, admit_replicaset
+from kubevirt.admission.response import AdmissionResponse
+from kubevirt.admission.review import UPDATE, AdmissionRequest
+from kubevirt.virt_api.webhooks.requests import (
+    KUBEVIRT_GROUP,
+    POOL_GROUP,
+    Admit,
+    WebhookContext,
+    check_schema,
+    guarded,
+    new_object,
+    require_resource,
+)
+
+
+def replicaset_admitter(ctx: WebhookContext) -> Admit:
+    def admit(request: AdmissionRequest) -> AdmissionResponse:
+        require_resource(request, KUBEVIRT_GROUP, "virtualmachineinstancereplicasets")
+        rs = new_object(request)
+        check_schema(ctx, "VirtualMachineInstanceReplicaSet", rs)
+        return response.from_causes(admit_replicaset(rs, ctx.config))
+
+    return guarded(admit)
+
+
+def pool_admitter(ctx: WebhookContext) -> Admit:
+    def admit(request: AdmissionRequest) -> AdmissionResponse:
+        require_resource(request, POOL_GROUP, "virtualmachinepools")
+        pool = new_object(request)
+        check_schema(ctx, "VirtualMachinePool", pool)
+        old = request.old_object if request.operation == UPDATE else None
+        account = ctx.is_kubevirt_account(request)
+        causes = admit_pool(pool, ctx.config, operation=request.operation, old=old, kubevirt_account=account)
+        return response.from_causes(causes)
+
+    return guarded(admit)

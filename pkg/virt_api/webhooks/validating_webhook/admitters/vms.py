@@ -1,0 +1,37 @@
+"""``/virtualmachines-validate``: the VM's template and run strategy, on a defaulted copy."""
+
+from __future__ import annotations
+
+import copy
+
+from kubevirt.admission import response
+from kubevirt.admission._json import obj
+from kubevirt.admission.pipeline import default_vm
+from kubevirt.admission.response import AdmissionResponse
+from kubevirt.admission.review import AdmissionRequest
+from kubevirt.admission.vm import admit_vm
+from kubevirt.virt_api.webhooks.requests import (
+    KUBEVIRT_GROUP,
+    Admit,
+    WebhookContext,
+    check_schema,
+    guarded,
+    new_object,
+    require_resource,
+)
+
+
+def admitter(ctx: WebhookContext) -> Admit:
+    def admit(request: AdmissionRequest) -> AdmissionResponse:
+        require_resource(request, KUBEVIRT_GROUP, "virtualmachines")
+        vm = new_object(request)
+        check_schema(ctx, "VirtualMachine", vm)
+        # A VM being deleted is let through so it never races other deletions.
+        if obj(vm, "metadata").get("deletionTimestamp") is not None:
+            return response.allowed()
+        defaulted = default_vm(copy.deepcopy(vm), ctx.config, ctx.vm_defaulter)
+        account = ctx.is_kubevirt_account(request)
+        causes = admit_vm(defaulted, ctx.config, operation=request.operation, kubevirt_account=account)
+        return response.from_causes(causes)
+
+    return guarded(admit)

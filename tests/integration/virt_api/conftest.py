@@ -1,0 +1,166 @@
+"""A real virt-api process serving HTTPS with a certificate the test made."""
+
+from __future__ import annotations
+
+import datetime
+import http.client
+import ipaddress
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+
+def make_certificate(cert_file: Path, key_file: Path, common_name: str) -> bytes:
+    """A self-signed certificate for 127.0.0.1; returns its DER bytes."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    # Key first, then the certificate: a reader in between sees a mismatched pair and must cope.
+    key_file.write_bytes(key_pem)
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return cert.public_bytes(serialization.Encoding.DER)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class VirtApi:
+    port: int
+    cert_file: Path
+    key_file: Path
+    process: subprocess.Popen[bytes]
+    log_file: Path
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+
+    def connection(self, timeout: float = 10.0) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context(), timeout=timeout)
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, content_type: str = "application/json"
+    ) -> tuple[int, bytes]:
+        conn = self.connection()
+        try:
+            headers = {"Content-Type": content_type} if body is not None else {}
+            conn.request(method, path, body=body, headers=headers)
+            reply = conn.getresponse()
+            return reply.status, reply.read()
+        finally:
+            conn.close()
+
+    def review(self, path: str, request: dict[str, Any]) -> dict[str, Any]:
+        document = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+        status, body = self.request("POST", path, json.dumps(document).encode())
+        assert status == 200, body
+        answer: dict[str, Any] = json.loads(body)
+        assert answer["apiVersion"] == "admission.k8s.io/v1"
+        assert answer["kind"] == "AdmissionReview"
+        assert answer["response"]["uid"] == request["uid"]
+        return dict(answer["response"])
+
+    def peer_certificate(self) -> bytes:
+        with (
+            socket.create_connection(("127.0.0.1", self.port), timeout=5) as raw,
+            self.context().wrap_socket(raw) as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+            assert der is not None
+            return der
+
+    def alive(self) -> bool:
+        status, _ = self.request("GET", "/healthz")
+        return status == 200 and self.process.poll() is None
+
+
+@pytest.fixture(scope="module")
+def virt_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtApi]:
+    # The console script sits beside the interpreter running the tests.
+    exe = shutil.which("virt-api") or shutil.which("virt-api", path=str(Path(sys.executable).parent))
+    assert exe, "virt-api is not installed"
+    workdir = tmp_path_factory.mktemp("virt-api")
+    cert_file, key_file = workdir / "tls.crt", workdir / "tls.key"
+    make_certificate(cert_file, key_file, "virt-api-1")
+    port = free_port()
+    log_file = workdir / "virt-api.log"
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                exe,
+                "--listen=127.0.0.1",
+                f"--port={port}",
+                f"--tls-cert-file={cert_file}",
+                f"--tls-key-file={key_file}",
+                "--cert-reload-interval=0.2",
+                "--request-timeout=1.5",
+                f"--max-request-bytes={2 * 1024 * 1024}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    api = VirtApi(port, cert_file, key_file, process, log_file)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if api.alive():
+                break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"virt-api did not come up:\n{log_file.read_text()}")
+        time.sleep(0.1)
+    yield api
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture
+def write_certificate() -> Any:
+    """Writes a fresh self-signed certificate and key; returns the certificate's DER bytes."""
+    return make_certificate
