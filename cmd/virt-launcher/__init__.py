@@ -1,11 +1,94 @@
 """Entrypoint of virt-launcher: parse flags, wire the application from ``kubevirt.virt_launcher``, run."""
 
+import os
 import sys
+from pathlib import Path
+
+import click
 
 from kubevirt.service import binary
 from kubevirt.virt_launcher import app
+from kubevirt.virt_launcher.domain_converter import make_converter
+from kubevirt.virt_launcher.virtwrap.node_adjust import kvm_usable
 
 
+def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    try:
+        return app.parse_duration(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from err
+
+
+@click.option("--name", required=True, help="Name of the VirtualMachineInstance.")
+@click.option("--namespace", required=True, help="Namespace of the VirtualMachineInstance.")
+@click.option("--uid", required=True, help="UID of the VirtualMachineInstance.")
+@click.option("--kubevirt-share-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt"))
+@click.option(
+    "--ephemeral-disk-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt-ephemeral-disks")
+)
+@click.option(
+    "--container-disk-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt/container-disks")
+)
+@click.option(
+    "--hotplug-disk-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt/hotplug-disks")
+)
+@click.option("--grace-period-seconds", type=click.IntRange(min=0), default=30, show_default=True)
+@click.option("--qemu-timeout", default="3m", show_default=True, callback=_duration, help="Go duration.")
+@click.option("--allow-emulation", is_flag=True, help="Use QEMU's TCG emulation when /dev/kvm is unusable.")
+@click.option(
+    "--force-emulation",
+    is_flag=True,
+    help="Always emulate (TCG), even where /dev/kvm opens but does not work.",
+)
+@click.option(
+    "--libvirt-uri", default=None, help="Use this libvirt instead of starting a libvirtd of our own (tests)."
+)
+@click.option(
+    "--libvirt-runtime-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="State of our own libvirtd (default: <private dir>/libvirt).",
+)
+@click.option(
+    "--libvirt-capabilities-cache",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Seed and keep libvirt's QEMU capabilities here (spares a slow probe at start).",
+)
+@click.option(
+    "--kubevirt-private-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt-private")
+)
+@click.option(
+    "--hook-sidecars", type=click.IntRange(min=0), default=0, help="Accepted; hook sidecars are not used."
+)
+@click.option("--keep-after-failure", is_flag=True, help="Accepted for compatibility (a monitor's concern).")
 @binary("virt-launcher", "Runs in each VMI's pod and owns the libvirt domain there.")
-def main() -> None:
-    sys.exit(app.run())
+def main(**flags: object) -> None:
+    use_emulation = bool(flags["force_emulation"]) or (bool(flags["allow_emulation"]) and not kvm_usable())
+    config = app.LauncherConfig(
+        name=str(flags["name"]),
+        namespace=str(flags["namespace"]),
+        uid=str(flags["uid"]),
+        share_dir=Path(str(flags["kubevirt_share_dir"])),
+        private_dir=Path(str(flags["kubevirt_private_dir"])),
+        ephemeral_disk_dir=Path(str(flags["ephemeral_disk_dir"])),
+        container_disk_dir=Path(str(flags["container_disk_dir"])),
+        hotplug_disk_dir=Path(str(flags["hotplug_disk_dir"])),
+        grace_period_seconds=int(str(flags["grace_period_seconds"])),
+        qemu_timeout=float(str(flags["qemu_timeout"])),
+        libvirt_uri=None if flags["libvirt_uri"] is None else str(flags["libvirt_uri"]),
+        libvirt_runtime_dir=None
+        if flags["libvirt_runtime_dir"] is None
+        else Path(str(flags["libvirt_runtime_dir"])),
+        libvirt_capabilities_cache=(
+            None
+            if flags["libvirt_capabilities_cache"] is None
+            else Path(str(flags["libvirt_capabilities_cache"]))
+        ),
+        allow_emulation=bool(flags["allow_emulation"]),
+        force_emulation=bool(flags["force_emulation"]),
+        pod_name=os.environ.get("POD_NAME", ""),
+    )
+    launcher = app.Launcher(config, make_converter(use_emulation=use_emulation))
+    launcher.install_signal_handlers()
+    sys.exit(launcher.run())

@@ -1,13 +1,292 @@
-"""virt-launcher's application object: what runs once the flags are parsed."""
+"""virt-launcher's process: libvirt (its own libvirtd unless told otherwise), the command server, domain
+events to virt-handler, and the watch that decides when the launcher's work is over.
+
+The launcher exits, and says why, when its domain stopped (shut down, killed or migrated away) and the
+final event went out, when a stop signal's grace period ran out and the domain was killed, when libvirt
+died, when virt-handler released a migration target, or when no domain started within ``qemu_timeout``.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import libvirt
+
+from kubevirt.handler_launcher_com.cmd.client import LauncherClient, LauncherClientError
+from kubevirt.handler_launcher_com.sockets import cmd_socket_path, init_socket_path, notify_socket_path
 from kubevirt.log import get_logger
+from kubevirt.virt_launcher import reaper
+from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
+from kubevirt.virt_launcher.libvirtd import Libvirtd
+from kubevirt.virt_launcher.notify_client import NotifyClient
+from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
+from kubevirt.virt_launcher.virtwrap.errors import ManagerError
+from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
+from kubevirt.virt_launcher.virtwrap.migration import Migrator
+from kubevirt.virt_launcher.virtwrap.node_adjust import NodeFacts, kvm_usable
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+FINAL_EVENT_WAIT = 15.0
 
 
-def run() -> int:
-    """Start virt-launcher. Returns the process exit code."""
-    log = get_logger()
-    log.info("virt-launcher starting")
-    log.error("virt-launcher has no running mode yet")
-    return 1
+@dataclasses.dataclass(frozen=True)
+class LauncherConfig:
+    name: str
+    namespace: str
+    uid: str
+    share_dir: Path = Path("/var/run/kubevirt")
+    private_dir: Path = Path("/var/run/kubevirt-private")
+    ephemeral_disk_dir: Path = Path("/var/run/kubevirt-ephemeral-disks")
+    container_disk_dir: Path = Path("/var/run/kubevirt/container-disks")
+    hotplug_disk_dir: Path = Path("/var/run/kubevirt/hotplug-disks")
+    grace_period_seconds: int = 30
+    qemu_timeout: float = 180.0
+    libvirt_uri: str | None = None
+    libvirt_runtime_dir: Path | None = None
+    libvirt_capabilities_cache: Path | None = None
+    allow_emulation: bool = False
+    force_emulation: bool = False
+    pod_name: str = ""
+
+    @property
+    def vmi_private_dir(self) -> Path:
+        return self.private_dir / self.uid
+
+
+class Launcher:
+    def __init__(self, config: LauncherConfig, converter: Converter) -> None:
+        self.config = config
+        self._converter = converter
+        self._stop = threading.Event()
+        self._signal_name = ""
+        self._target_released = threading.Event()
+        self._changed = threading.Event()
+        self._libvirt_closed = threading.Event()
+        self._log = get_logger(
+            name=config.name, namespace=config.namespace, uid=config.uid, kind="VirtualMachineInstance"
+        )
+
+    # -- signals -----------------------------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if not self._stop.is_set():
+            self._signal_name = signal.Signals(signum).name
+        self._stop.set()
+        self._changed.set()
+
+    # -- run ---------------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        cfg = self.config
+        if reaper.become_subreaper():
+            reaper.start_reaping()
+        self._prepare_directories()
+        start_event_loop()
+        libvirtd: Libvirtd | None = None
+        uri = cfg.libvirt_uri
+        if uri is None:
+            runtime = cfg.libvirt_runtime_dir or (cfg.private_dir / "libvirt")
+            libvirtd = Libvirtd(runtime, capabilities_cache=cfg.libvirt_capabilities_cache)
+            libvirtd.start()
+            uri = libvirtd.uri
+        try:
+            conn = self._connect(uri)
+        except libvirt.libvirtError as err:
+            self._log.error("cannot connect to libvirt", uri=uri, reason=err.get_error_message())
+            if libvirtd is not None:
+                libvirtd.stop()
+            return EXIT_FAILURE
+        try:
+            return self._serve(conn, libvirtd)
+        finally:
+            with contextlib.suppress(libvirt.libvirtError):
+                conn.close()
+            if libvirtd is not None:
+                libvirtd.stop()
+
+    def _serve(self, conn: libvirt.virConnect, libvirtd: Libvirtd | None) -> int:
+        cfg = self.config
+        use_emulation = cfg.force_emulation or (cfg.allow_emulation and not kvm_usable())
+        forwarder: DomainEventForwarder | None = None
+
+        def changed() -> None:
+            if forwarder is not None:
+                forwarder.poke()
+
+        manager = DomainManager(
+            conn,
+            self._converter,
+            node=NodeFacts(use_emulation=use_emulation),
+            on_domain_change=changed,
+            pre_start_hooks=[self._pre_start],
+        )
+        migrator = Migrator(manager, cfg.share_dir)
+        servicer = CommandServer(
+            manager, migrator, pod_name=cfg.pod_name, on_target_cleanup=self._release_target
+        )
+        init_socket = init_socket_path(cfg.share_dir)
+        server = serve(init_socket, servicer)
+        try:
+            self._ping(init_socket)
+            notify_path = notify_socket_path(cfg.share_dir)
+            notifier = NotifyClient(notify_path) if notify_path.exists() else None
+            if notifier is None:
+                self._log.info("no notify socket: domain events stay local", path=str(notify_path))
+            forwarder = DomainEventForwarder(manager, notifier)
+            forwarder.add_listener(lambda *_: self._changed.set())
+            forwarder.start()
+            os.rename(init_socket, cmd_socket_path(cfg.share_dir))
+            self._log.info("Marked as ready", socket=str(cmd_socket_path(cfg.share_dir)))
+            code, reason = self._watch(manager, forwarder, libvirtd)
+            self._log.info("Exiting...", reason=reason, code=code)
+            forwarder.stop()
+            if notifier is not None:
+                notifier.close()
+            return code
+        finally:
+            server.stop(grace=1).wait()
+            for path in (init_socket, cmd_socket_path(cfg.share_dir)):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
+    def _watch(
+        self, manager: DomainManager, forwarder: DomainEventForwarder, libvirtd: Libvirtd | None
+    ) -> tuple[int, str]:
+        cfg = self.config
+        started = time.monotonic()
+        grace_deadline: float | None = None
+        seen_active = False
+        while True:
+            self._changed.clear()
+            if self._libvirt_closed.is_set() or (libvirtd is not None and not libvirtd.alive()):
+                return EXIT_FAILURE, "libvirt died"
+            if self._target_released.is_set():
+                return EXIT_OK, "released as migration target by virt-handler"
+            active = self._domain_active(manager)
+            seen_active = seen_active or active
+            if self._stop.is_set() and grace_deadline is None:
+                grace_deadline = time.monotonic() + cfg.grace_period_seconds
+                self._log.info(
+                    "stop signal received", signal=self._signal_name, grace=cfg.grace_period_seconds
+                )
+                with contextlib.suppress(ManagerError, libvirt.libvirtError):
+                    manager.mark_for_graceful_shutdown()
+            if seen_active and not active:
+                self._await_final_event(manager, forwarder)
+                if grace_deadline is not None and time.monotonic() >= grace_deadline:
+                    return EXIT_OK, f"{self._signal_name}: grace period expired, the domain was killed"
+                return EXIT_OK, "the domain is gone (shut down, killed or migrated away)"
+            if not active and self._stop.is_set():
+                return EXIT_OK, f"{self._signal_name} before the domain started"
+            if not seen_active and time.monotonic() - started > cfg.qemu_timeout:
+                return EXIT_FAILURE, f"timed out waiting for the domain to start ({cfg.qemu_timeout:.0f}s)"
+            if active and grace_deadline is not None and time.monotonic() >= grace_deadline:
+                self._log.info("grace period expired: killing the domain")
+                self._kill(manager)
+                continue
+            self._changed.wait(1.0)
+
+    def _await_final_event(self, manager: DomainManager, forwarder: DomainEventForwarder) -> None:
+        """Give virt-handler a moment to delete the stopped domain, so the final event goes out."""
+        deadline = time.monotonic() + FINAL_EVENT_WAIT
+        while time.monotonic() < deadline and not forwarder.domain_gone.is_set():
+            if self._stop.is_set() and manager.the_domain() is None:
+                break
+            forwarder.domain_gone.wait(0.2)
+        if forwarder.domain_gone.is_set():
+            forwarder.final_event_delivered.wait(max(0.0, deadline - time.monotonic()))
+
+    def _domain_active(self, manager: DomainManager) -> bool:
+        try:
+            dom = manager.the_domain()
+            return bool(dom is not None and dom.isActive())
+        except (ManagerError, libvirt.libvirtError):
+            return False
+
+    def _kill(self, manager: DomainManager) -> None:
+        dom = manager.the_domain()
+        if dom is None:
+            return
+        with contextlib.suppress(libvirt.libvirtError):
+            dom.destroyFlags(libvirt.VIR_DOMAIN_DESTROY_GRACEFUL)
+        with contextlib.suppress(libvirt.libvirtError):
+            if dom.isActive():
+                dom.destroy()
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _release_target(self) -> None:
+        self._target_released.set()
+        self._changed.set()
+
+    def _pre_start(self, facts: VMIFacts) -> None:
+        private = self.config.private_dir / facts.uid if facts.uid else self.config.vmi_private_dir
+        private.mkdir(parents=True, exist_ok=True)
+
+    def _prepare_directories(self) -> None:
+        cfg = self.config
+        for path in (cfg.share_dir / "sockets", cfg.vmi_private_dir):
+            path.mkdir(parents=True, exist_ok=True)
+
+    def _connect(self, uri: str, timeout: float = 10.0) -> libvirt.virConnect:
+        libvirt.registerErrorHandler(lambda *_: None, None)  # errors are raised, not printed
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                conn = libvirt.open(uri)
+                break
+            except libvirt.libvirtError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+        def closed(connection: Any, reason: int, opaque: Any) -> None:
+            self._libvirt_closed.set()
+            self._changed.set()
+
+        with contextlib.suppress(libvirt.libvirtError):
+            conn.registerCloseCallback(closed, None)
+        self._log.info("connected to libvirt", uri=uri)
+        return conn
+
+    def _ping(self, socket_path: Path, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        with LauncherClient(socket_path) as client:
+            while True:
+                try:
+                    client.ping()
+                    return
+                except LauncherClientError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration (``3m``, ``240s``, ``1m30s``) or plain seconds, in seconds."""
+    text = text.strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return float(text)
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        raise ValueError(f"not a duration: {text!r} (examples: 3m, 240s, 1m30s)")
+    return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)

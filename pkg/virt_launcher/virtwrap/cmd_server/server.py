@@ -1,3 +1,4 @@
+# ruff: noqa: N802  (gRPC method names are fixed by the protocol)
 """The ``kubevirt.cmd.v1.Cmd`` servicer: each RPC calls the domain manager and reports the outcome.
 
 As in KubeVirt, a command that fails answers ``success=false`` with a message (the gRPC call itself
@@ -33,34 +34,34 @@ def _unsupported(what: str) -> cmd_pb2.Response:
 class _UnsupportedCommands(cmd_pb2_grpc.CmdServicer):
     """Commands for features this launcher does not offer (SEV, hotplug of CPUs and memory, dumps)."""
 
-    def SyncVirtualMachineCPUs(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def SyncVirtualMachineCPUs(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return _unsupported("CPU hotplug")
 
-    def SyncVirtualMachineMemory(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def SyncVirtualMachineMemory(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return _unsupported("memory hotplug")
 
-    def VirtualMachineMemoryDump(self, request: cmd_pb2.MemoryDumpRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def VirtualMachineMemoryDump(self, request: cmd_pb2.MemoryDumpRequest, context: Any) -> cmd_pb2.Response:
         return _unsupported("memory dump")
 
-    def GetSEVInfo(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.SEVInfoResponse:  # noqa: N802
+    def GetSEVInfo(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.SEVInfoResponse:
         return cmd_pb2.SEVInfoResponse(response=_unsupported("SEV"))
 
     def GetLaunchMeasurement(
         self, request: cmd_pb2.VMIRequest, context: Any
-    ) -> cmd_pb2.LaunchMeasurementResponse:  # noqa: N802
+    ) -> cmd_pb2.LaunchMeasurementResponse:
         return cmd_pb2.LaunchMeasurementResponse(response=_unsupported("SEV"))
 
     def InjectLaunchSecret(
         self, request: cmd_pb2.InjectLaunchSecretRequest, context: Any
-    ) -> cmd_pb2.Response:  # noqa: N802
+    ) -> cmd_pb2.Response:
         return _unsupported("SEV")
 
     def GetDomainDirtyRateStats(
         self, request: cmd_pb2.EmptyRequest, context: Any
-    ) -> cmd_pb2.DirtyRateStatsResponse:  # noqa: N802
+    ) -> cmd_pb2.DirtyRateStatsResponse:
         return cmd_pb2.DirtyRateStatsResponse(response=_unsupported("dirty rate measurement"))
 
-    def GetScreenshot(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.ScreenshotResponse:  # noqa: N802
+    def GetScreenshot(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.ScreenshotResponse:
         return cmd_pb2.ScreenshotResponse(response=_unsupported("screenshot"))
 
 
@@ -102,52 +103,52 @@ class CommandServer(_UnsupportedCommands):
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def SyncVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def SyncVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command(
             "SyncVirtualMachine", request, lambda vmi: self._manager.sync_vmi(vmi, request.options)
         )
 
-    def PauseVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def PauseVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("PauseVirtualMachine", request, self._manager.pause_vmi)
 
-    def UnpauseVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def UnpauseVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("UnpauseVirtualMachine", request, self._manager.unpause_vmi)
 
-    def ShutdownVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def ShutdownVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("ShutdownVirtualMachine", request, self._manager.shutdown_vmi)
 
-    def KillVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def KillVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("KillVirtualMachine", request, self._manager.kill_vmi)
 
-    def DeleteVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def DeleteVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("DeleteVirtualMachine", request, self._manager.delete_vmi)
 
-    def SoftRebootVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def SoftRebootVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("SoftRebootVirtualMachine", request, self._manager.soft_reboot_vmi)
 
-    def ResetVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def ResetVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("ResetVirtualMachine", request, self._manager.reset_vmi)
 
     # -- migration -------------------------------------------------------------------------------
 
-    def MigrateVirtualMachine(self, request: cmd_pb2.MigrationRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def MigrateVirtualMachine(self, request: cmd_pb2.MigrationRequest, context: Any) -> cmd_pb2.Response:
         def migrate() -> None:
             vmi = parse_vmi_json(request.vmi.vmiJson)
             self._migrator.migrate(vmi, MigrationOptions.from_json(request.options))
 
         return self._run("MigrateVirtualMachine", migrate)[1]
 
-    def CancelVirtualMachineMigration(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def CancelVirtualMachineMigration(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("CancelVirtualMachineMigration", request, self._migrator.cancel)
 
-    def SyncMigrationTarget(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def SyncMigrationTarget(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command(
             "SyncMigrationTarget",
             request,
             lambda vmi: self._manager.prepare_migration_target(vmi, request.options),
         )
 
-    def SignalTargetPodCleanup(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def SignalTargetPodCleanup(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         def signal(vmi: Mapping[str, Any]) -> None:
             state = (vmi.get("status") or {}).get("migrationState") or {}
             if self._pod_name and state.get("targetPod") == self._pod_name:
@@ -155,41 +156,41 @@ class CommandServer(_UnsupportedCommands):
 
         return self._vmi_command("SignalTargetPodCleanup", request, signal)
 
-    def FinalizeVirtualMachineMigration(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def FinalizeVirtualMachineMigration(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         # No post-migration fix-ups are needed without guest agent or passt bindings.
         return self._vmi_command("FinalizeVirtualMachineMigration", request, facts_only(self._manager))
 
-    def HotplugHostDevices(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def HotplugHostDevices(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("HotplugHostDevices", request, facts_only(self._manager))
 
     # -- queries ---------------------------------------------------------------------------------
 
-    def GetDomain(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.DomainResponse:  # noqa: N802
+    def GetDomain(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.DomainResponse:
         domain, response = self._run("GetDomain", self._manager.get_domain)
         return cmd_pb2.DomainResponse(response=response, domain=json.dumps(domain) if domain else "")
 
-    def GetDomainStats(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.DomainStatsResponse:  # noqa: N802
+    def GetDomainStats(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.DomainStatsResponse:
         stats, response = self._run("GetDomainStats", self._manager.get_domain_stats)
         return cmd_pb2.DomainStatsResponse(response=response, domainStats=json.dumps(stats) if stats else "")
 
-    def GetGuestInfo(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestInfoResponse:  # noqa: N802
+    def GetGuestInfo(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestInfoResponse:
         info, response = self._run("GetGuestInfo", self._manager.get_guest_info)
         return cmd_pb2.GuestInfoResponse(response=response, guestInfoResponse=json.dumps(info or {}))
 
-    def GetUsers(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestUserListResponse:  # noqa: N802
+    def GetUsers(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestUserListResponse:
         return cmd_pb2.GuestUserListResponse(
             response=cmd_pb2.Response(success=True), guestUserListResponse="[]"
         )
 
-    def GetFilesystems(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestFilesystemsResponse:  # noqa: N802
+    def GetFilesystems(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestFilesystemsResponse:
         return cmd_pb2.GuestFilesystemsResponse(
             response=cmd_pb2.Response(success=True), guestFilesystemsResponse="[]"
         )
 
-    def Ping(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def Ping(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.Response:
         return cmd_pb2.Response(success=True)
 
-    def GetQemuVersion(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.QemuVersionResponse:  # noqa: N802
+    def GetQemuVersion(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.QemuVersionResponse:
         def version() -> str:
             number = self._manager.conn.getVersion()
             return f"{number // 1_000_000}.{number // 1000 % 1000}.{number % 1000}"
@@ -199,19 +200,19 @@ class CommandServer(_UnsupportedCommands):
 
     # -- guest-agent commands: no agent channel is served by this launcher -------------------------
 
-    def FreezeVirtualMachine(self, request: cmd_pb2.FreezeRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def FreezeVirtualMachine(self, request: cmd_pb2.FreezeRequest, context: Any) -> cmd_pb2.Response:
         return cmd_pb2.Response(success=False, message=f"freezing the guest: {_NO_AGENT}")
 
-    def UnfreezeVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:  # noqa: N802
+    def UnfreezeVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return cmd_pb2.Response(success=False, message=f"unfreezing the guest: {_NO_AGENT}")
 
-    def Exec(self, request: cmd_pb2.ExecRequest, context: Any) -> cmd_pb2.ExecResponse:  # noqa: N802
+    def Exec(self, request: cmd_pb2.ExecRequest, context: Any) -> cmd_pb2.ExecResponse:
         return cmd_pb2.ExecResponse(
             response=cmd_pb2.Response(success=False, message=f"running {request.Command!r}: {_NO_AGENT}"),
             exitCode=-1,
         )
 
-    def GuestPing(self, request: cmd_pb2.GuestPingRequest, context: Any) -> cmd_pb2.GuestPingResponse:  # noqa: N802
+    def GuestPing(self, request: cmd_pb2.GuestPingRequest, context: Any) -> cmd_pb2.GuestPingResponse:
         return cmd_pb2.GuestPingResponse(response=cmd_pb2.Response(success=False, message=_NO_AGENT))
 
 

@@ -1,0 +1,54 @@
+"""The converter as the domain manager calls it: VMI JSON + virt-handler's options -> domain XML.
+
+virt-handler sends node and cluster facts with each sync (``VirtualMachineOptions``); they become the
+converter's :class:`ConverterContext` together with what the launcher knows itself (emulation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
+from kubevirt.virt_launcher.virtwrap.converter import SMBIOS, ConverterContext, convert_vmi_to_domain
+from kubevirt.virt_launcher.virtwrap.manager import Converter
+from kubevirt_api.core.v1 import VirtualMachineInstance
+
+
+def context_from_options(
+    options: cmd_pb2.VirtualMachineOptions | None, *, use_emulation: bool
+) -> ConverterContext:
+    domain_type = "qemu" if use_emulation else "kvm"
+    if options is None:
+        return ConverterContext(domain_type=domain_type)
+    settings: dict[str, Any] = {"domain_type": domain_type}
+    if options.HasField("VirtualMachineSMBios"):
+        smbios = options.VirtualMachineSMBios
+        settings["smbios"] = SMBIOS(
+            manufacturer=smbios.manufacturer,
+            family=smbios.family,
+            product=smbios.product,
+            sku=smbios.sku,
+            version=smbios.version,
+        )
+    if options.MemBalloonStatsPeriod:
+        settings["memballoon_stats_period"] = options.MemBalloonStatsPeriod
+    if options.DisksInfo:
+        settings["container_disk_formats"] = {name: info.format for name, info in options.DisksInfo.items()}
+    if options.interfaceDomainAttachment:
+        settings["network_binding_plugins"] = dict(options.interfaceDomainAttachment)
+    if options.HasField("clusterConfig"):
+        if options.clusterConfig.FreePageReportingDisabled:
+            settings["free_page_reporting"] = False
+        if options.clusterConfig.SerialConsoleLogDisabled:
+            settings["serial_console_log"] = False
+    return ConverterContext(**settings)
+
+
+def make_converter(*, use_emulation: bool) -> Converter:
+    def convert(vmi: Mapping[str, Any], options: Any) -> str:
+        typed = VirtualMachineInstance.from_dict(vmi)
+        context = context_from_options(options, use_emulation=use_emulation)
+        return convert_vmi_to_domain(typed, context).to_xml()
+
+    return convert

@@ -1,0 +1,185 @@
+"""A libvirtd of our own, as virt-launcher runs one inside each VMI pod.
+
+The daemon gets private copies of libvirt's system directories (a private mount namespace binds
+``<runtime>/{etc,run,lib,cache,log}`` over ``/etc/libvirt``, ``/run/libvirt``, ``/var/lib/libvirt``,
+``/var/cache/libvirt``, ``/var/log/libvirt``), so several launchers on one host never share state, and
+its socket lives in ``<runtime>/sock`` where the launcher (and a migration peer) can reach it. QEMU runs
+as root with plain-file stdio logs; each daemon has its own host UUID (libvirt refuses to migrate to a
+host with the same UUID). A capabilities cache can be seeded, which spares the ~8 s QEMU probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from kubevirt.log import get_logger
+from kubevirt.virt_launcher import reaper
+
+SYSTEM_DIRS = {
+    "etc": "/etc/libvirt",
+    "run": "/run/libvirt",
+    "lib": "/var/lib/libvirt",
+    "cache": "/var/cache/libvirt",
+    "log": "/var/log/libvirt",
+}
+_CAPS = Path("qemu/capabilities")
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    # libvirtd must not outlive the launcher that owns it (a killed pod takes its daemon along).
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+class LibvirtdError(Exception):
+    """libvirtd could not be started."""
+
+
+class Libvirtd:
+    def __init__(
+        self,
+        runtime_dir: Path,
+        *,
+        capabilities_cache: Path | None = None,
+        migration_ports: tuple[int, int] = (49152, 49215),
+        binary: str = "libvirtd",
+    ) -> None:
+        self.runtime_dir = runtime_dir
+        self.capabilities_cache = capabilities_cache
+        self.migration_ports = migration_ports
+        self.binary = binary
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log = get_logger()
+
+    @property
+    def socket(self) -> Path:
+        return self.runtime_dir / "sock" / "libvirt-sock"
+
+    @property
+    def uri(self) -> str:
+        return f"qemu+unix:///system?socket={self.socket}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.runtime_dir / "libvirtd.log"
+
+    def start(self, timeout: float = 15.0) -> None:
+        self._write_config()
+        self._seed_capabilities()
+        mounts = " && ".join(
+            f"mkdir -p {target} && mount --bind {self.runtime_dir / name} {target}"
+            for name, target in SYSTEM_DIRS.items()
+        )
+        config = self.runtime_dir / "etc" / "libvirtd.conf"
+        pid_file = self.runtime_dir / "libvirtd.pid"
+        script = f"{mounts} && exec {self.binary} --config {config} --pid-file {pid_file}"
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()
+        log = self.log_file.open("ab")
+        self.process = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
+        log.close()
+        reaper.keep_status_of(self.process.pid)
+        deadline = time.monotonic() + timeout
+        while not self.socket.exists():
+            if self.process.poll() is not None:
+                raise LibvirtdError(f"libvirtd exited with {self.process.returncode}: {self._log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise LibvirtdError(
+                    f"libvirtd did not open {self.socket} within {timeout}s: {self._log_tail()}"
+                )
+            time.sleep(0.02)
+        self._log.info("libvirtd started", pid=self.process.pid, socket=str(self.socket))
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        reaper.forget(self.process.pid)
+        self._save_capabilities()
+
+    def _write_config(self) -> None:
+        for name in (*SYSTEM_DIRS, "sock"):
+            (self.runtime_dir / name).mkdir(parents=True, exist_ok=True)
+        etc = self.runtime_dir / "etc"
+        (etc / "libvirtd.conf").write_text(
+            "\n".join(
+                [
+                    f'unix_sock_dir = "{self.runtime_dir / "sock"}"',
+                    'unix_sock_group = "root"',
+                    'unix_sock_rw_perms = "0770"',
+                    'auth_unix_ro = "none"',
+                    'auth_unix_rw = "none"',
+                    f'host_uuid = "{uuid.uuid4()}"',
+                    'log_outputs = "3:stderr"',
+                    "",
+                ]
+            )
+        )
+        low, high = self.migration_ports
+        (etc / "qemu.conf").write_text(
+            "\n".join(
+                [
+                    'user = "root"',
+                    'group = "root"',
+                    'stdio_handler = "file"',
+                    "cgroup_controllers = [ ]",
+                    "remember_owner = 0",
+                    f"migration_port_min = {low}",
+                    f"migration_port_max = {high}",
+                    "",
+                ]
+            )
+        )
+
+    def _seed_capabilities(self) -> None:
+        if self.capabilities_cache is None or not self.capabilities_cache.is_dir():
+            return
+        target = self.runtime_dir / "cache" / _CAPS
+        target.mkdir(parents=True, exist_ok=True)
+        for entry in self.capabilities_cache.glob("*.xml"):
+            shutil.copy2(entry, target / entry.name)
+
+    def _save_capabilities(self) -> None:
+        if self.capabilities_cache is None:
+            return
+        source = self.runtime_dir / "cache" / _CAPS
+        if not source.is_dir():
+            return
+        with contextlib.suppress(OSError):
+            self.capabilities_cache.mkdir(parents=True, exist_ok=True)
+            for entry in source.glob("*.xml"):
+                destination = self.capabilities_cache / entry.name
+                if not destination.exists():
+                    tmp = destination.with_suffix(f".{os.getpid()}.tmp")
+                    shutil.copy2(entry, tmp)
+                    tmp.rename(destination)
+
+    def _log_tail(self, lines: int = 15) -> str:
+        try:
+            return " | ".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""

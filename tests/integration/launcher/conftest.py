@@ -1,0 +1,343 @@
+"""Harness for virt-launcher on real QEMU: a tiny test guest, and launchers started like in a pod.
+
+The guest is Debian's kernel (``linux-image-amd64``, its ``vmlinux`` unpacked from the compressed image)
+and a busybox initramfs whose ``/init`` prints a marker and then a numbered tick every second to the
+serial port. Both are built once and cached under ``${KUBEVIRT_CACHE:-/var/cache/kubevirt-py}/test-guest``.
+
+Each launcher runs in its own mount namespace, as in a pod: its share directory (a temporary directory of
+the test, reachable from here like virt-handler reaches the pod's emptyDir) is mounted at
+``/var/run/kubevirt``, a tmpfs at ``/var/run/kubevirt-private``, and the guest's kernel where a kernel-boot
+container disk would be. The test plays virt-handler through the command socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import io
+import lzma
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.handler_launcher_com.sockets import cmd_socket_path
+
+CACHE = Path(os.environ.get("KUBEVIRT_CACHE", "/var/cache/kubevirt-py"))
+GUEST_DIR = CACHE / "test-guest"
+CAPS_CACHE = CACHE / "libvirt-qemu-capabilities"
+MARKER = "KUBEVIRT-PY-GUEST-UP"
+GUEST_INIT = f"""#!/bin/busybox sh
+/bin/busybox echo {MARKER} > /dev/ttyS0
+i=0
+while true; do
+  i=$((i+1))
+  /bin/busybox echo "tick $i" > /dev/ttyS0
+  /bin/busybox sleep 1
+done
+"""
+LAUNCHER = shutil.which("virt-launcher") or str(Path(sys.executable).parent / "virt-launcher")
+
+
+# -- the test guest ------------------------------------------------------------------------------
+
+
+def _apt_download(package: str, into: Path) -> Path:
+    def download() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["apt-get", "download", package], cwd=into, capture_output=True, text=True, check=False
+        )
+
+    if download().returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
+        result = download()
+        if result.returncode != 0:
+            raise RuntimeError(f"apt-get download {package}: {result.stderr}")
+    found = sorted(into.glob(f"{package}_*.deb"))
+    if not found:
+        raise RuntimeError(f"apt-get download {package} produced no .deb")
+    return found[-1]
+
+
+def _kernel_package() -> str:
+    out = subprocess.run(
+        ["apt-cache", "depends", "linux-image-amd64"], capture_output=True, text=True, check=True
+    ).stdout
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("Depends: linux-image-"):
+            return line.split()[1]
+    raise RuntimeError("linux-image-amd64 depends on no kernel package")
+
+
+def _extract_vmlinux(vmlinuz: bytes) -> bytes:
+    """The uncompressed ELF kernel inside a bzImage (it boots faster, via PVH)."""
+    for magic, decompress in ((b"\xfd7zXZ\x00", "xz"), (b"\x1f\x8b\x08", "gzip")):
+        offset = vmlinuz.find(magic)
+        while offset != -1:
+            with contextlib.suppress(lzma.LZMAError, OSError, EOFError):
+                if decompress == "xz":
+                    data = lzma.LZMADecompressor().decompress(vmlinuz[offset:])
+                else:
+                    data = gzip.GzipFile(fileobj=io.BytesIO(vmlinuz[offset:])).read()
+                if data.startswith(b"\x7fELF"):
+                    return data
+            offset = vmlinuz.find(magic, offset + 1)
+    raise RuntimeError("no compressed ELF kernel found in vmlinuz")
+
+
+def _cpio_newc(entries: list[tuple[str, int, bytes, int, int]]) -> bytes:
+    """A newc cpio archive from (name, mode, data, devmajor, devminor) entries."""
+    out = io.BytesIO()
+
+    def pad(length: int) -> None:
+        out.write(b"\0" * ((4 - length % 4) % 4))
+
+    for ino, (name, mode, data, rmajor, rminor) in enumerate([*entries, ("TRAILER!!!", 0, b"", 0, 0)], 1):
+        encoded = name.encode() + b"\0"
+        header = "070701" + "".join(
+            f"{value:08x}"
+            for value in (ino, mode, 0, 0, 1, 0, len(data), 0, 0, rmajor, rminor, len(encoded), 0)
+        )
+        out.write(header.encode() + encoded)
+        pad(110 + len(encoded))
+        out.write(data)
+        pad(len(data))
+    return out.getvalue()
+
+
+def build_test_guest(target: Path = GUEST_DIR) -> Path:
+    """Build (once) ``vmlinux`` and ``initrd.gz`` in ``target``; returns ``target``."""
+    if (target / "vmlinux").exists() and (target / "initrd.gz").exists():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target) as work_dir:
+        work = Path(work_dir)
+        os.chmod(work, 0o755)  # apt's sandbox user must write here
+        kernel_deb = _apt_download(_kernel_package(), work)
+        busybox_deb = _apt_download("busybox-static", work)
+        for deb, name in ((kernel_deb, "kernel"), (busybox_deb, "busybox")):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(work / name)], check=True)
+        vmlinuz = next(iter(glob.glob(str(work / "kernel/boot/vmlinuz-*"))))
+        vmlinux = _extract_vmlinux(Path(vmlinuz).read_bytes())
+        busybox = (work / "busybox/bin/busybox").read_bytes()
+        initramfs = _cpio_newc(
+            [
+                ("bin", 0o40755, b"", 0, 0),
+                ("dev", 0o40755, b"", 0, 0),
+                ("dev/console", 0o20600, b"", 5, 1),
+                ("dev/ttyS0", 0o20600, b"", 4, 64),
+                ("bin/busybox", 0o100755, busybox, 0, 0),
+                ("init", 0o100755, GUEST_INIT.encode(), 0, 0),
+            ]
+        )
+        (work / "vmlinux").write_bytes(vmlinux)
+        (work / "initrd.gz").write_bytes(gzip.compress(initramfs, 6))
+        for name in ("vmlinux", "initrd.gz"):
+            os.replace(work / name, target / name)
+    return target
+
+
+@pytest.fixture(scope="session")
+def test_guest() -> Path:
+    return build_test_guest()
+
+
+def kernel_boot_vmi(name: str, *, uid: str | None = None, **spec_extra: Any) -> dict[str, Any]:
+    """A defaulted VMI booting the test guest's kernel and initramfs from a kernel-boot container."""
+    spec: dict[str, Any] = {
+        "domain": {
+            "resources": {"requests": {"memory": "128Mi"}},
+            "cpu": {"cores": 1, "sockets": 1, "threads": 1, "maxSockets": 4, "model": "host-model"},
+            "memory": {"guest": "128Mi"},
+            "machine": {"type": "q35"},
+            "firmware": {
+                "uuid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
+                "kernelBoot": {
+                    "kernelArgs": "console=ttyS0 quiet panic=-1",
+                    "container": {
+                        "image": "registry.invalid/test-guest:1",
+                        "kernelPath": "/boot/vmlinux",
+                        "initrdPath": "/boot/initrd.gz",
+                    },
+                },
+            },
+            "features": {"acpi": {"enabled": True}},
+            "devices": {"autoattachPodInterface": False},
+        },
+        "terminationGracePeriodSeconds": 5,
+        "evictionStrategy": "None",
+        "architecture": "amd64",
+    }
+    spec.update(spec_extra)
+    return {
+        "kind": "VirtualMachineInstance",
+        "apiVersion": "kubevirt.io/v1",
+        "metadata": {"name": name, "namespace": "default", "uid": uid or str(uuid.uuid4())},
+        "spec": spec,
+        "status": {"phase": "Scheduled", "runtimeUser": 0},
+    }
+
+
+# -- launchers in pod-like mount namespaces -----------------------------------------------------
+
+
+@dataclass
+class LauncherPod:
+    share_dir: Path
+    vmi: dict[str, Any]
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    client: LauncherClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client = LauncherClient(cmd_socket_path(self.share_dir))
+
+    @property
+    def uid(self) -> str:
+        return str(self.vmi["metadata"]["uid"])
+
+    def in_pod(self, path: str) -> Path:
+        """A path inside the launcher's mount namespace, seen from here.
+
+        ``/var/run`` is an absolute symlink to ``/run``, which would resolve in our namespace, not the pod's.
+        """
+        if path.startswith("/var/run/"):
+            path = path.removeprefix("/var")
+        return Path(f"/proc/{self.process.pid}/root") / path.lstrip("/")
+
+    @property
+    def serial_log(self) -> Path:
+        return self.in_pod(f"/var/run/kubevirt-private/{self.uid}/virt-serial0-log")
+
+    @property
+    def libvirt_socket(self) -> Path:
+        return self.in_pod("/var/run/kubevirt-private/libvirt/sock/libvirt-sock")
+
+    def serial_text(self) -> str:
+        try:
+            return self.serial_log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def wait_for_serial(self, text: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            content = self.serial_text()
+            if text in content:
+                return content
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise AssertionError(
+            f"{text!r} not in the serial log after {timeout}s: {self.serial_text()[-500:]!r}\n{self.logs()}"
+        )
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def wait_exit(self, timeout: float) -> int:
+        return self.process.wait(timeout)
+
+
+def start_launcher_pod(
+    tmp: Path, guest: Path, vmi: dict[str, Any], *, grace_period: int = 5, extra: tuple[str, ...] = ()
+) -> LauncherPod:
+    share = tmp / "share"
+    (share / "migrationproxy").mkdir(parents=True, exist_ok=True)
+    log_path = tmp / "launcher.log"
+    metadata = vmi["metadata"]
+    command = [
+        LAUNCHER,
+        "--name", metadata["name"],
+        "--namespace", metadata["namespace"],
+        "--uid", metadata["uid"],
+        "--grace-period-seconds", str(grace_period),
+        "--qemu-timeout", "60s",
+        "--force-emulation",
+        "--libvirt-capabilities-cache", str(CAPS_CACHE),
+        *extra,
+    ]  # fmt: skip
+    script = " && ".join(
+        [
+            "mkdir -p /run/kubevirt /run/kubevirt-private",
+            f"mount --bind {share} /run/kubevirt",
+            "mount -t tmpfs tmpfs /run/kubevirt-private",
+            "mkdir -p /run/kubevirt/container-disks/kernel-boot",
+            f"mount --bind -o ro {guest} /run/kubevirt/container-disks/kernel-boot",
+            'exec "$@"',
+        ]
+    )
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "launcher", *command],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    pod = LauncherPod(share, vmi, process, log_path)
+    deadline = time.monotonic() + 30
+    while not cmd_socket_path(share).exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop_launcher_pod(pod)
+            raise AssertionError(f"the launcher did not become ready:\n{pod.logs()}")
+        time.sleep(0.05)
+    return pod
+
+
+def stop_launcher_pod(pod: LauncherPod) -> None:
+    pod.client.close()
+    if pod.process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pod.process.pid, signal.SIGKILL)
+        pod.process.wait(10)
+    # libvirt daemonises QEMU out of the launcher's process group: find this VMI's guests by name.
+    for pid in guest_pids(f"guest={pod.vmi['metadata']['namespace']}_{pod.vmi['metadata']['name']},"):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def guest_pids(name_argument: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (
+            argv
+            and argv[0].endswith(b"qemu-system-x86_64")
+            and any(name_argument.encode() in a for a in argv)
+        ):
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture
+def launcher_pods(tmp_path: Path, test_guest: Path) -> Iterator[Any]:
+    started: list[LauncherPod] = []
+
+    def start(vmi: dict[str, Any], name: str = "pod", **options: Any) -> LauncherPod:
+        directory = tmp_path / name
+        directory.mkdir()
+        pod = start_launcher_pod(directory, test_guest, vmi, **options)
+        started.append(pod)
+        return pod
+
+    yield start
+    for pod in started:
+        stop_launcher_pod(pod)
