@@ -6,6 +6,7 @@ import click
 
 from kubevirt.log import configure as configure_logging
 from kubevirt.version import get_version
+from kubevirt.virtctl.render import render
 
 
 @click.group(name="virtctl", context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,3 +20,6 @@ def root() -> None:
 def version() -> None:
     """Print the client version."""
     click.echo(f"Client Version: {get_version()}")
+
+
+root.add_command(render)

@@ -16,7 +16,6 @@ from .errors import ConversionError
 MAX_VCPUS = 16384
 VIRTIO_NON_TRANSITIONAL = "virtio-non-transitional"
 VIRTIO_TRANSITIONAL = "virtio-transitional"
-ROOT_USER = 0
 _UINT32 = 0xFFFFFFFF
 
 
@@ -54,8 +53,9 @@ class Conversion:
 
     @property
     def is_root(self) -> bool:
+        """KubeVirt's test: a VMI runs as root unless its status names another user."""
         status = self.vmi.status
-        return status is not None and status.runtime_user == ROOT_USER
+        return status is None or not status.runtime_user
 
     def feature_gate(self, name: str) -> bool:
         return name in self.context.feature_gates

@@ -19,7 +19,7 @@ EMPTY_DISK_DIR = "/var/run/libvirt/empty-disks"
 PRIVATE_DIR = "/var/run/kubevirt-private"
 PR_HELPER_SOCKET = "/var/run/kubevirt/daemons/pr/pr-helper.sock"
 ERROR_POLICIES = frozenset({"stop", "ignore", "report", "enospace"})
-_BUS_PREFIX = {"virtio": "vd", "sata": "sd", "scsi": "sd", "usb": "sd", "ide": "hd"}
+_BUS_PREFIX = {"virtio": "vd", "sata": "sd", "scsi": "sd", "usb": "sd"}  # any other bus: no prefix
 _PCI_ADDRESS = re.compile(r"^([\da-fA-F]{4}):([\da-fA-F]{2}):([\da-fA-F]{2})\.([0-7])$")
 
 

@@ -17,12 +17,17 @@ MAX_QUEUES = 256
 TAP_ATTACHMENTS = frozenset({"tap", "managedTap"})
 
 
-def _attaches_as_tap(c: Conversion, iface: Interface) -> bool:
+def _attachment(c: Conversion, iface: Interface) -> str | None:
+    """``tap`` for NICs libvirt plugs into a tap device, ``""`` for the removed bindings (slirp,
+    macvtap, passt: KubeVirt still writes them, typeless), ``None`` for NICs attached otherwise."""
     if iface.masquerade is not None or iface.bridge is not None:
-        return True
+        return "tap"
     if iface.binding is not None:
-        return c.context.network_binding_plugins.get(iface.binding.name, "") in TAP_ATTACHMENTS
-    return False
+        plugin = c.context.network_binding_plugins.get(iface.binding.name, "")
+        return "tap" if plugin in TAP_ATTACHMENTS else None
+    if iface.sriov is not None:
+        return None
+    return ""
 
 
 def configure_interfaces(c: Conversion) -> None:
@@ -33,9 +38,10 @@ def configure_interfaces(c: Conversion) -> None:
         field = f"spec.domain.devices.interfaces[{index}]"
         if iface.name not in networks:
             raise ConversionError(f"{field}.name", f"failed to find network {iface.name}")
-        if not _attaches_as_tap(c, iface):
+        attachment = _attachment(c, iface)
+        if attachment is None:
             continue
-        out = api.Interface(type="ethernet", alias=api.Alias.user_defined(iface.name))
+        out = api.Interface(type="ethernet" if attachment else "", alias=api.Alias.user_defined(iface.name))
         model = iface.model or "virtio"
         out.model = api.Model(type=c.virtio_model if model == "virtio" else model)
         if iface.pci_address:
@@ -48,9 +54,9 @@ def configure_interfaces(c: Conversion) -> None:
                 )
         if iface.state == "down":
             out.link = api.LinkState(state="down")
-        if iface.boot_order is not None:
+        if attachment and iface.boot_order is not None:
             out.boot = api.BootOrder(order=iface.boot_order)
-        else:
+        elif attachment:
             out.rom = api.Rom(enabled="no")  # no boot from this NIC: skip loading its option ROM
         if multiqueue and model == "virtio":
             out.driver = api.InterfaceDriver(name="vhost", queues=min(c.requested_vcpus, MAX_QUEUES))

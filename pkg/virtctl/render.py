@@ -1,0 +1,207 @@
+"""``virtctl render``: the libvirt domain a VMI manifest would run with, computed offline.
+
+The pipeline (:func:`render_domain`) is a library function so that other callers (admission checks,
+tests, benchmarks) run exactly the same steps: deterministic stand-ins for what the cluster would
+assign, the mutating webhook's defaults, then the converter.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, get_args, get_origin
+
+import click
+import yaml
+from pydantic import BaseModel
+
+from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
+from kubevirt.defaults import DefaultingError, set_vmi_defaults
+from kubevirt.virt_launcher.virtwrap.api.schema import Domain
+from kubevirt.virt_launcher.virtwrap.converter import ConversionError, ConverterContext, convert_vmi_to_domain
+from kubevirt_api.base import ApiParseError
+from kubevirt_api.core.v1 import VirtualMachineInstance
+
+# Stand-ins for values a cluster assigns (the namespace of the request, the VM controller's firmware
+# UUID, the API server's object UID), so that rendering is reproducible.
+DEFAULT_NAMESPACE = "default"
+FIRMWARE_UUID_NAMESPACE = uuid.UUID("6a1a24a1-4061-4607-8bf4-a3963d0c5895")
+STAND_IN_UID = "00000000-0000-4000-8000-000000000001"
+DOMAIN_TYPES = ("kvm", "qemu")
+
+
+class RenderError(ValueError):
+    """The VMI cannot be rendered; the message names the field at fault."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderOptions:
+    rollout_strategy: str = ROLLOUT_LIVE_UPDATE
+    feature_gates: frozenset[str] = frozenset()
+    block_volumes: frozenset[str] = frozenset()
+    domain_type: str = "kvm"
+
+
+def options_from_flags(args: Iterable[str], *, rollout_strategy: str = ROLLOUT_LIVE_UPDATE) -> RenderOptions:
+    """Options from ``--name=value`` flags as the command takes them (``--rollout`` is accepted as a
+    short form of ``--rollout-strategy``); ``rollout_strategy`` applies when no flag sets one."""
+    values: dict[str, str] = {}
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if not sep or not name.startswith("--"):
+            raise RenderError(f"expected --name=value, got {arg!r}")
+        values[name[2:]] = value
+    strategy = values.pop("rollout-strategy", values.pop("rollout", rollout_strategy))
+    if strategy not in ROLLOUT_STRATEGIES:
+        raise RenderError(f"unknown rollout strategy {strategy!r}")
+    options = RenderOptions(
+        rollout_strategy=strategy,
+        feature_gates=_split(values.pop("feature-gates", "")),
+        block_volumes=_split(values.pop("block-volumes", "")),
+        domain_type=values.pop("domain-type", "kvm"),
+    )
+    if values:
+        raise RenderError(f"unknown flag --{next(iter(values))}")
+    return options
+
+
+def apply_stand_ins(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest with the namespace and firmware UUID a cluster would have given it (the input is
+    not changed; only the few mappings on the way to the new values are copied)."""
+    manifest = dict(raw)
+    metadata = raw.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    manifest["metadata"] = metadata
+    if not metadata.get("namespace"):
+        metadata["namespace"] = DEFAULT_NAMESPACE
+    spec = raw.get("spec")
+    domain = spec.get("domain") if isinstance(spec, Mapping) else None
+    if isinstance(spec, Mapping) and isinstance(domain, Mapping):
+        firmware = domain.get("firmware", {})
+        if isinstance(firmware, Mapping) and not firmware.get("uuid"):
+            name = str(metadata.get("name") or "")
+            firmware = {**firmware, "uuid": str(uuid.uuid5(FIRMWARE_UUID_NAMESPACE, name))}
+            manifest["spec"] = {**spec, "domain": {**domain, "firmware": firmware}}
+    return manifest
+
+
+def unknown_fields(model: type[BaseModel], data: Any, path: str = "") -> list[str]:
+    """JSON paths of keys the API type does not declare (the CRD schema rejects those)."""
+    found: list[str] = []
+    if not isinstance(data, Mapping):
+        return found
+    by_name = {(f.alias or name): f for name, f in model.model_fields.items()}
+    for key, value in data.items():
+        if not path and key == "metadata":
+            continue  # object metadata is checked by the API server, not by the CRD schema
+        field = by_name.get(key)
+        child_path = f"{path}.{key}" if path else key
+        if field is None:
+            found.append(child_path)
+            continue
+        for inner, item_path in _nested(field.annotation, value, child_path):
+            found += unknown_fields(inner, item_path[0], item_path[1])
+    return found
+
+
+def _nested(annotation: Any, value: Any, path: str) -> Iterable[tuple[type[BaseModel], tuple[Any, str]]]:
+    for candidate in (annotation, *get_args(annotation)):
+        origin = get_origin(candidate)
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            yield candidate, (value, path)
+            return
+        if origin is list and isinstance(value, list):
+            (item_type,) = get_args(candidate) or (Any,)
+            if isinstance(item_type, type) and issubclass(item_type, BaseModel):
+                for index, item in enumerate(value):
+                    yield item_type, (item, f"{path}[{index}]")
+            return
+
+
+def default_vmi(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()) -> VirtualMachineInstance:
+    """Parse a VMI manifest and default it as virt-api would on CREATE (with the stand-ins above)."""
+    manifest = apply_stand_ins(raw)
+    unknown = unknown_fields(VirtualMachineInstance, manifest)
+    if unknown:
+        raise RenderError(f"{unknown[0]}: unknown field")
+    try:
+        vmi = VirtualMachineInstance.from_dict(manifest)
+    except ApiParseError as err:
+        raise RenderError(str(err.causes[0]) if err.causes else str(err)) from None
+    cluster = ClusterConfig.build(
+        feature_gates=options.feature_gates, rollout_strategy=options.rollout_strategy
+    )
+    try:
+        set_vmi_defaults(vmi, cluster)
+    except DefaultingError as err:
+        raise RenderError(str(err)) from None
+    assert vmi.metadata is not None  # set by the defaults
+    if not vmi.metadata.uid:
+        vmi.metadata.uid = STAND_IN_UID
+    return vmi
+
+
+def converter_context(options: RenderOptions) -> ConverterContext:
+    return ConverterContext(
+        domain_type=options.domain_type,
+        feature_gates=options.feature_gates,
+        block_volumes=options.block_volumes,
+    )
+
+
+def render_domain(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()) -> Domain:
+    """Manifest → defaulted VMI → domain. Raises :class:`RenderError` or :class:`ConversionError`."""
+    return convert_vmi_to_domain(default_vmi(raw, options), converter_context(options))
+
+
+def _split(value: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+def _read_manifest(path: str) -> Any:
+    if path == "-":
+        text = sys.stdin.read()
+    else:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    return yaml.safe_load(text)
+
+
+@click.command(name="render")
+@click.option("-f", "--filename", "filename", required=True, help="VMI manifest (YAML or JSON); - for stdin.")
+@click.option(
+    "--rollout-strategy",
+    type=click.Choice(ROLLOUT_STRATEGIES),
+    default=ROLLOUT_LIVE_UPDATE,
+    show_default=True,
+    help="The cluster's VM rollout strategy (LiveUpdate turns on CPU and memory hotplug defaults).",
+)
+@click.option("--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster.")
+@click.option("--block-volumes", default="", help="Comma-separated volumes whose PVC is in block mode.")
+@click.option("--domain-type", type=click.Choice(DOMAIN_TYPES), default="kvm", show_default=True)
+def render(
+    filename: str, rollout_strategy: str, feature_gates: str, block_volumes: str, domain_type: str
+) -> None:
+    """Print the libvirt domain XML a VirtualMachineInstance would run with."""
+    try:
+        manifest = _read_manifest(filename)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
+        sys.exit(2)
+    if not isinstance(manifest, dict):
+        click.echo(f"error: {filename} does not hold a VirtualMachineInstance object", err=True)
+        sys.exit(2)
+    options = RenderOptions(
+        rollout_strategy=rollout_strategy,
+        feature_gates=_split(feature_gates),
+        block_volumes=_split(block_volumes),
+        domain_type=domain_type,
+    )
+    try:
+        domain = render_domain(manifest, options)
+    except (RenderError, ConversionError) as err:
+        click.echo(f"error: {err}".splitlines()[0], err=True)
+        sys.exit(1)
+    click.echo(domain.to_xml())

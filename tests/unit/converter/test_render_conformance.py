@@ -1,0 +1,81 @@
+"""Raw VMI → defaults → converter gives KubeVirt's domain, or KubeVirt's conversion error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kubevirt.virt_launcher.virtwrap.api.equivalence import domain_differences
+from kubevirt.virt_launcher.virtwrap.converter import ConversionError
+from kubevirt.virtctl.render import RenderError, options_from_flags, render_domain
+
+CONFORMANCE = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi"
+WEBHOOK_REJECTION = "rejected by VMI mutating webhook: "
+# The reference's own guard against topologies KubeVirt would try to allocate (not KubeVirt's words).
+GUARD_PREFIX, GUARD_SUFFIX = "oracle guard: ", "; KubeVirt's converter would try"
+
+
+def _cases() -> list[tuple[Path, str, Path]]:
+    cases = []
+    for source in sorted(CONFORMANCE.glob("*/*.json")):
+        if source.name.count(".") != 1:
+            continue
+        case = source.name.removesuffix(".json")
+        for strategy, suffix in (("LiveUpdate", ""), ("Stage", ".nohotplug")):
+            for kind in (f".domain{suffix}.xml", f".convert{suffix}.err"):
+                expected = source.parent / f"{case}{kind}"
+                if expected.exists():
+                    cases.append((source, strategy, expected))
+    return cases
+
+
+CASES = _cases()
+
+
+def test_every_valid_case_and_every_convertible_invalid_case_is_covered() -> None:
+    valid = len(list((CONFORMANCE / "valid").glob("*.validate.json")))
+    assert sum(1 for source, _, _ in CASES if source.parent.name == "valid") == 2 * valid
+    assert sum(1 for _, _, expected in CASES if expected.suffix == ".err") >= 20
+
+
+def _render(source: Path, strategy: str) -> str:
+    flags = source.with_name(source.name.removesuffix(".json") + ".flags")
+    options = options_from_flags(
+        flags.read_text().split() if flags.exists() else [], rollout_strategy=strategy
+    )
+    return render_domain(json.loads(source.read_text()), options).to_xml()
+
+
+@pytest.mark.parametrize(("source", "strategy", "expected"), CASES, ids=lambda v: getattr(v, "name", v))
+def test_rendering_matches_kubevirt(source: Path, strategy: str, expected: Path) -> None:
+    if expected.suffix == ".xml":
+        assert domain_differences(expected.read_text(), _render(source, strategy)) == []
+        return
+    message = expected.read_text().strip()
+    if message.startswith(WEBHOOK_REJECTION):
+        # The webhook's schema check: we must refuse too, naming the same field.
+        cause = json.loads(message.removeprefix(WEBHOOK_REJECTION))[0]["message"]
+        field_path = cause.split(" in body ")[0]
+        with pytest.raises(RenderError) as refused:
+            _render(source, strategy)
+        our_field = str(refused.value).split(":")[0]
+        assert _without_indexes(our_field) == field_path
+        return
+    with pytest.raises(ConversionError) as failed:
+        _render(source, strategy)
+    if message.startswith(GUARD_PREFIX):
+        message = message.removeprefix(GUARD_PREFIX).removesuffix(GUARD_SUFFIX)
+    assert failed.value.message == message
+    assert failed.value.field.startswith("spec.")
+
+
+def _without_indexes(path: str) -> str:
+    out, depth = [], 0
+    for ch in path:
+        depth += ch == "["
+        if depth == 0:
+            out.append(ch)
+        depth -= ch == "]"
+    return "".join(out)
