@@ -48,7 +48,10 @@ _SUFFIX_CHARS: Final = frozenset("eEinumkKMGTP")
 _DIGITS: Final = frozenset("0123456789")
 
 # The pattern Kubernetes' OpenAPI schemas give every quantity (stricter than the parser below).
-QUANTITY_PATTERN: Final = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+QUANTITY_PATTERN: Final = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 _REGEX_TEXT: Final = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 
 

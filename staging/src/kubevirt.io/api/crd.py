@@ -1,0 +1,220 @@
+"""The CustomResourceDefinitions KubeVirt installs for its kinds: names, versions, columns, subresources.
+
+``custom_resource_definition(kind)`` returns the ``apiextensions.k8s.io/v1`` object as plain JSON, with the
+structural schema from :mod:`kubevirt_api.openapi` on every version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME, POOL_GROUP_NAME
+from kubevirt_api.openapi import crd_schema
+
+__all__ = ["CRDS", "CrdFacts", "custom_resource_definition"]
+
+JSON = dict[str, Any]
+
+_AGE: Final = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+_PHASE: Final = {"name": "Phase", "type": "string", "jsonPath": ".status.phase"}
+
+
+def _condition_column(name: str, condition: str, priority: int = 0) -> JSON:
+    column: JSON = {
+        "name": name,
+        "type": "string",
+        "jsonPath": f".status.conditions[?(@.type=='{condition}')].status",
+    }
+    if priority:
+        column["priority"] = priority
+    return column
+
+
+def _replica_columns(what: str) -> list[JSON]:
+    return [
+        {
+            "name": "Desired",
+            "type": "integer",
+            "jsonPath": ".spec.replicas",
+            "description": f"Number of desired {what}",
+        },
+        {
+            "name": "Current",
+            "type": "integer",
+            "jsonPath": ".status.replicas",
+            "description": f"Number of managed and not final or deleted {what}",
+        },
+        {
+            "name": "Ready",
+            "type": "integer",
+            "jsonPath": ".status.readyReplicas",
+            "description": f"Number of managed {what} which are ready to receive traffic",
+        },
+        _AGE,
+    ]
+
+
+_SCALE: Final = {
+    "specReplicasPath": ".spec.replicas",
+    "statusReplicasPath": ".status.replicas",
+    "labelSelectorPath": ".status.labelSelector",
+}
+
+# kubevirt.io serves v1 (stored) and the deprecated v1alpha3 with the same schema.
+_CORE_VERSIONS: Final = (
+    {"name": "v1", "served": True, "storage": True},
+    {
+        "name": "v1alpha3",
+        "served": True,
+        "storage": False,
+        "deprecated": True,
+        "deprecationWarning": (
+            "kubevirt.io/v1alpha3 is now deprecated and will be removed in a future release."
+        ),
+    },
+)
+_POOL_VERSIONS: Final = ({"name": "v1alpha1", "served": True, "storage": True},)
+
+
+@dataclass(frozen=True)
+class CrdFacts:
+    kind: str
+    group: str
+    plural: str
+    singular: str
+    short_names: tuple[str, ...]
+    columns: list[JSON]
+    versions: tuple[JSON, ...] = _CORE_VERSIONS
+    status_subresource: bool = True
+    scale_subresource: bool = False
+    labels: dict[str, str] = field(default_factory=lambda: {APP_LABEL: ""})
+    categories: tuple[str, ...] = ("all",)
+
+    @property
+    def name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+
+CRDS: Final[dict[str, CrdFacts]] = {
+    facts.kind: facts
+    for facts in (
+        CrdFacts(
+            kind="VirtualMachineInstance",
+            group=GROUP_NAME,
+            plural="virtualmachineinstances",
+            singular="virtualmachineinstance",
+            short_names=("vmi", "vmis"),
+            columns=[
+                _AGE,
+                _PHASE,
+                {"name": "IP", "type": "string", "jsonPath": ".status.interfaces[0].ipAddress"},
+                {"name": "NodeName", "type": "string", "jsonPath": ".status.nodeName"},
+                _condition_column("Ready", "Ready"),
+                _condition_column("Live-Migratable", "LiveMigratable", priority=1),
+                _condition_column("Paused", "Paused", priority=1),
+            ],
+            # The VMI has no status subresource: its status is written with the object.
+            status_subresource=False,
+        ),
+        CrdFacts(
+            kind="VirtualMachine",
+            group=GROUP_NAME,
+            plural="virtualmachines",
+            singular="virtualmachine",
+            short_names=("vm", "vms"),
+            columns=[
+                _AGE,
+                {
+                    "name": "Status",
+                    "type": "string",
+                    "jsonPath": ".status.printableStatus",
+                    "description": "Human Readable Status",
+                },
+                _condition_column("Ready", "Ready"),
+            ],
+        ),
+        CrdFacts(
+            kind="VirtualMachineInstanceMigration",
+            group=GROUP_NAME,
+            plural="virtualmachineinstancemigrations",
+            singular="virtualmachineinstancemigration",
+            short_names=("vmim", "vmims"),
+            columns=[
+                {**_PHASE, "description": "The current phase of VM instance migration"},
+                {
+                    "name": "VMI",
+                    "type": "string",
+                    "jsonPath": ".spec.vmiName",
+                    "description": "The name of the VMI to perform the migration on",
+                },
+            ],
+        ),
+        CrdFacts(
+            kind="VirtualMachineInstanceReplicaSet",
+            group=GROUP_NAME,
+            plural="virtualmachineinstancereplicasets",
+            singular="virtualmachineinstancereplicaset",
+            short_names=("vmirs", "vmirss"),
+            columns=_replica_columns("VirtualMachineInstances"),
+            scale_subresource=True,
+        ),
+        CrdFacts(
+            kind="VirtualMachinePool",
+            group=POOL_GROUP_NAME,
+            plural="virtualmachinepools",
+            singular="virtualmachinepool",
+            short_names=("vmpool", "vmpools"),
+            columns=_replica_columns("VirtualMachines"),
+            versions=_POOL_VERSIONS,
+            scale_subresource=True,
+        ),
+        CrdFacts(
+            kind="KubeVirt",
+            group=GROUP_NAME,
+            plural="kubevirts",
+            singular="kubevirt",
+            short_names=("kv", "kvs"),
+            columns=[_AGE, _PHASE],
+            labels={"operator.kubevirt.io": ""},
+        ),
+    )
+}
+
+
+def custom_resource_definition(kind: str) -> JSON:
+    """The CRD object for ``kind``, as the operator installs it."""
+    facts = CRDS[kind]
+    schema = crd_schema(kind)
+    subresources: JSON = {}
+    if facts.status_subresource:
+        subresources["status"] = {}
+    if facts.scale_subresource:
+        subresources["scale"] = dict(_SCALE)
+    versions = []
+    for version in facts.versions:
+        entry: JSON = {
+            **version,
+            "schema": {"openAPIV3Schema": schema},
+            "additionalPrinterColumns": [dict(column) for column in facts.columns],
+        }
+        if subresources:
+            entry["subresources"] = subresources
+        versions.append(entry)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": facts.name, "labels": dict(facts.labels)},
+        "spec": {
+            "group": facts.group,
+            "names": {
+                "categories": list(facts.categories),
+                "kind": facts.kind,
+                "plural": facts.plural,
+                "shortNames": list(facts.short_names),
+                "singular": facts.singular,
+            },
+            "scope": "Namespaced",
+            "versions": versions,
+        },
+    }
