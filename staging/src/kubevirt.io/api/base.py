@@ -23,7 +23,17 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
-__all__ = ["ApiModel", "ApiParseError", "FieldCause", "Int32", "Int64", "Time", "TypeMeta", "format_path"]
+__all__ = [
+    "ApiModel",
+    "ApiParseError",
+    "Condition",
+    "FieldCause",
+    "Int32",
+    "Int64",
+    "Time",
+    "TypeMeta",
+    "format_path",
+]
 
 # Go's integer widths and metav1.Time only matter for the OpenAPI schema; in Python they are int and str
 # (times stay RFC 3339 strings, so they round-trip byte for byte).
@@ -132,3 +142,18 @@ class TypeMeta(ApiModel):
 
     kind: str | None = None
     api_version: str | None = Field(default=None, alias="apiVersion")
+
+
+class Condition(ApiModel):
+    """The fields every KubeVirt condition type shares (VMI, VM, migration, replica set, pool, KubeVirt)."""
+
+    type: str
+    status: str
+    last_probe_time: Time | None = Field(
+        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
+    )
+    last_transition_time: Time | None = Field(
+        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
+    )
+    reason: str | None = None
+    message: str | None = None

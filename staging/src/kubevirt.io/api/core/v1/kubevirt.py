@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Int32, Int64, Time, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Int32, Int64, TypeMeta
 from kubevirt_api.core.v1.vmi import MigrationConfiguration
 from kubevirt_api.k8s import core_v1, meta_v1
 from kubevirt_api.resource import Quantity
@@ -554,17 +554,8 @@ class KubeVirtSpec(ApiModel):
     customize_components: CustomizeComponents | None = Field(default=None, alias="customizeComponents")
 
 
-class KubeVirtCondition(ApiModel):
-    type: str
-    status: str
-    last_probe_time: Time | None = Field(
-        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
-    )
-    last_transition_time: Time | None = Field(
-        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
-    )
-    reason: str | None = None
-    message: str | None = None
+class KubeVirtCondition(Condition):
+    pass
 
 
 class GenerationStatus(ApiModel):

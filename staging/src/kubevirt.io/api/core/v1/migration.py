@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Time, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Time, TypeMeta
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceMigrationState
 from kubevirt_api.k8s import meta_v1
 
@@ -63,17 +63,8 @@ class VirtualMachineInstanceMigrationSpec(ApiModel):
     receive: VirtualMachineInstanceMigrationTarget | None = None
 
 
-class VirtualMachineInstanceMigrationCondition(ApiModel):
-    type: str
-    status: str
-    last_probe_time: Time | None = Field(
-        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
-    )
-    last_transition_time: Time | None = Field(
-        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
-    )
-    reason: str | None = None
-    message: str | None = None
+class VirtualMachineInstanceMigrationCondition(Condition):
+    pass
 
 
 class VirtualMachineInstanceMigrationPhaseTransitionTimestamp(ApiModel):

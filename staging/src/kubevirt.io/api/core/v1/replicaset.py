@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Int32, Time, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Int32, TypeMeta
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceTemplateSpec
 from kubevirt_api.k8s import meta_v1
 
@@ -34,17 +34,8 @@ class VirtualMachineInstanceReplicaSetSpec(ApiModel):
     paused: bool | None = None
 
 
-class VirtualMachineInstanceReplicaSetCondition(ApiModel):
-    type: str
-    status: str
-    last_probe_time: Time | None = Field(
-        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
-    )
-    last_transition_time: Time | None = Field(
-        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
-    )
-    reason: str | None = None
-    message: str | None = None
+class VirtualMachineInstanceReplicaSetCondition(Condition):
+    pass
 
 
 class VirtualMachineInstanceReplicaSetStatus(ApiModel):

@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Int64, Time, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Int64, Time, TypeMeta
 from kubevirt_api.cdi import v1beta1 as cdi_v1beta1
 from kubevirt_api.core.v1.domain import Disk
 from kubevirt_api.core.v1.vmi import StorageMigratedVolumeInfo, VirtualMachineInstanceTemplateSpec
@@ -160,17 +160,8 @@ class VirtualMachineSpec(ApiModel):
     update_volumes_strategy: str | None = Field(default=None, alias="updateVolumesStrategy")
 
 
-class VirtualMachineCondition(ApiModel):
-    type: str
-    status: str
-    last_probe_time: Time | None = Field(
-        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
-    )
-    last_transition_time: Time | None = Field(
-        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
-    )
-    reason: str | None = None
-    message: str | None = None
+class VirtualMachineCondition(Condition):
+    pass
 
 
 class VirtualMachineStateChangeRequest(ApiModel):

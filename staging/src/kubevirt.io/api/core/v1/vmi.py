@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Int32, Int64, Time, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Int32, Int64, Time, TypeMeta
 from kubevirt_api.core.v1.domain import DomainSpec, Machine
 from kubevirt_api.core.v1.networks import Network
 from kubevirt_api.core.v1.probes import Probe
@@ -248,17 +248,8 @@ class VirtualMachineInstanceSpec(ApiModel):
     )
 
 
-class VirtualMachineInstanceCondition(ApiModel):
-    type: str
-    status: str
-    last_probe_time: Time | None = Field(
-        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
-    )
-    last_transition_time: Time | None = Field(
-        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
-    )
-    reason: str | None = None
-    message: str | None = None
+class VirtualMachineInstanceCondition(Condition):
+    pass
 
 
 class VirtualMachineInstancePhaseTransitionTimestamp(ApiModel):

@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Int32, Time, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Int32, TypeMeta
 from kubevirt_api.core.v1.vm import VirtualMachineSpec
 from kubevirt_api.k8s import meta_v1
 
@@ -76,17 +76,8 @@ class VirtualMachinePoolSpec(ApiModel):
     scale_in_strategy: VirtualMachinePoolScaleInStrategy | None = Field(default=None, alias="scaleInStrategy")
 
 
-class VirtualMachinePoolCondition(ApiModel):
-    type: str
-    status: str
-    last_probe_time: Time | None = Field(
-        default=None, alias="lastProbeTime", json_schema_extra={"nullable": True}
-    )
-    last_transition_time: Time | None = Field(
-        default=None, alias="lastTransitionTime", json_schema_extra={"nullable": True}
-    )
-    reason: str | None = None
-    message: str | None = None
+class VirtualMachinePoolCondition(Condition):
+    pass
 
 
 class VirtualMachinePoolStatus(ApiModel):
