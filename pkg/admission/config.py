@@ -17,6 +17,9 @@ DEFAULT_EMULATED_MACHINES: dict[str, tuple[str, ...]] = {
     "ppc64le": ("pseries*",),
 }
 
+# Gates that became GA: KubeVirt treats them as enabled whatever the configuration says.
+GRADUATED_FEATURE_GATES = frozenset({"NUMA", "CPUManager", "HotplugVolumes", "Snapshot", "GPU"})
+
 DEFAULT_INSTALL_NAMESPACE = "kubevirt"
 KUBEVIRT_SERVICE_ACCOUNT_NAMES = (
     "kubevirt-apiserver",
@@ -52,7 +55,7 @@ class ClusterConfig:
         return cls(feature_gates=gates, rollout_strategy=rollout_strategy)
 
     def enabled(self, gate: str) -> bool:
-        return gate in self.feature_gates
+        return gate in self.feature_gates or gate in GRADUATED_FEATURE_GATES
 
     @property
     def live_update(self) -> bool:

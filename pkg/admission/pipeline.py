@@ -18,6 +18,7 @@ from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.review import CREATE
 from kubevirt.admission.vmi_create import admit_vmi_create
+from kubevirt.defaults import DefaultingError
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1.vm import VirtualMachine
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance
@@ -34,6 +35,10 @@ _PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
 
 def no_schema_check(_kind: str, _obj: JSON) -> list[StatusCause]:
     return []
+
+
+def defaulting_causes(err: DefaultingError) -> list[StatusCause]:
+    return [c.invalid(err.field, err.message)]
 
 
 def decode_causes(err: ApiParseError) -> list[StatusCause]:
@@ -87,6 +92,8 @@ def validate_vmi_create(
         defaulted = default_vmi(copy.deepcopy(raw), config, defaulter)
     except ApiParseError as err:
         return Outcome(decode_causes(err))
+    except DefaultingError as err:
+        return Outcome(defaulting_causes(err))
     causes = schema("VirtualMachineInstance", defaulted)
     if causes:
         return Outcome(causes, defaulted)
@@ -107,10 +114,11 @@ def validate_vm(
     if causes:
         return Outcome(causes)
     try:
-        VirtualMachine.from_dict(raw)
         defaulted = default_vm(copy.deepcopy(raw), config, defaulter)
     except ApiParseError as err:
         return Outcome(decode_causes(err))
+    except DefaultingError as err:
+        return Outcome(defaulting_causes(err))
     return Outcome(
         vm_rules.admit_vm(defaulted, config, operation=operation, kubevirt_account=kubevirt_account),
         defaulted,

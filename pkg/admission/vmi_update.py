@@ -30,8 +30,9 @@ def _without_hotplug(spec: JSON) -> JSON:
     stripped = {k: v for k, v in spec.items() if k != "volumes"}
     domain = dict(obj(spec, "domain"))
     devices = {k: v for k, v in obj(domain, "devices").items() if k != "disks"}
-    cpu = {k: v for k, v in obj(domain, "cpu").items() if k != "sockets"}
-    memory = {k: v for k, v in obj(domain, "memory").items() if k != "guest"}
+    # The limits are compared on their own, with their own causes.
+    cpu = {k: v for k, v in obj(domain, "cpu").items() if k not in ("sockets", "maxSockets")}
+    memory = {k: v for k, v in obj(domain, "memory").items() if k not in ("guest", "maxGuest")}
     resources = {k: v for k, v in obj(domain, "resources").items() if k not in ("requests", "limits")}
     for key, value in zip(_HOTPLUG_DOMAIN_KEYS, (devices, cpu, memory, resources), strict=True):
         if value or key in domain:

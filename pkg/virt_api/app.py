@@ -15,6 +15,7 @@ from aiohttp import web
 
 from kubevirt.admission import defaulting
 from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.schema import schema_check
 from kubevirt.log import get_logger
 from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
@@ -35,7 +36,10 @@ class Options:
 
 def build_context(config: ClusterConfig) -> WebhookContext:
     return WebhookContext(
-        config=config, vmi_defaulter=defaulting.vmi_defaults, vm_defaulter=defaulting.vm_defaults
+        config=config,
+        vmi_defaulter=defaulting.vmi_defaults,
+        vm_defaulter=defaulting.vm_defaults,
+        schema=schema_check,
     )
 
 

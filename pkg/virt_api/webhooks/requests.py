@@ -8,10 +8,18 @@ from dataclasses import dataclass, field
 from kubevirt.admission import response
 from kubevirt.admission._json import JSON
 from kubevirt.admission.config import ClusterConfig
-from kubevirt.admission.pipeline import SchemaCheck, VMDefaulter, VMIDefaulter, decode_causes, no_schema_check
+from kubevirt.admission.pipeline import (
+    SchemaCheck,
+    VMDefaulter,
+    VMIDefaulter,
+    decode_causes,
+    defaulting_causes,
+    no_schema_check,
+)
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
 from kubevirt.admission.state import ClusterState, NoClusterState
+from kubevirt.defaults import DefaultingError
 from kubevirt_api.base import ApiParseError
 
 Admit = Callable[[AdmissionRequest], AdmissionResponse]
@@ -77,5 +85,7 @@ def guarded(admit: Admit) -> Admit:
             return refused.answer
         except ApiParseError as err:
             return response.error(decode_causes(err)[0].message)
+        except DefaultingError as err:
+            return response.invalid(defaulting_causes(err))
 
     return run

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 from kubevirt.admission import jsonpatch, response
-from kubevirt.admission.mutation import finish_vmi_create
 from kubevirt.admission.pipeline import default_vmi
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import CREATE, AdmissionRequest
@@ -29,8 +28,7 @@ def mutator(ctx: WebhookContext) -> Admit:
         if request.operation != CREATE:
             return response.allowed()
         check_schema(ctx, "VirtualMachineInstance", vmi)
-        defaulted = default_vmi(copy.deepcopy(vmi), ctx.config, ctx.vmi_defaulter)
-        mutated = finish_vmi_create(defaulted, ctx.config)
+        mutated = default_vmi(copy.deepcopy(vmi), ctx.config, ctx.vmi_defaulter)
         return response.patched(jsonpatch.top_level(vmi, mutated, PATCHED_FIELDS))
 
     return guarded(mutate)

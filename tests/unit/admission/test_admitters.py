@@ -1,0 +1,335 @@
+"""Admitters needing cluster state or old objects: migrations, VMI updates, eviction, pools, status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubevirt.admission import kubevirt_cr, vm
+from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.eviction import decide_eviction
+from kubevirt.admission.migration import admit_migration_create, admit_migration_update, mutate_migration
+from kubevirt.admission.replicaset import admit_pool, admit_replicaset
+from kubevirt.admission.response import AdmissionResponse
+from kubevirt.admission.review import CREATE, UPDATE
+from kubevirt.admission.selectors import SelectorError, matches
+from kubevirt.admission.state import NoClusterState, StaticClusterState
+from kubevirt.admission.status import admit_vm_status
+from kubevirt.admission.vmi_update import admit_vmi_update
+
+CONFIG = ClusterConfig()
+HANDLER = "system:serviceaccount:kubevirt:kubevirt-handler"
+
+
+def _message(answer: AdmissionResponse) -> str:
+    assert answer.status is not None
+    return str(answer.status["message"])
+
+
+def _vmi(name: str = "vm1", **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"domain": {"devices": {}}},
+        "status": {"phase": "Running", **status},
+    }
+
+
+def _migration(uid: str = "m1", phase: str = "") -> dict[str, Any]:
+    return {
+        "metadata": {"name": uid, "namespace": "ns", "uid": uid, "labels": {"kubevirt.io/vmi-name": "vm1"}},
+        "spec": {"vmiName": "vm1"},
+        "status": {"phase": phase},
+    }
+
+
+def test_migration_create_needs_vmi_name() -> None:
+    answer = admit_migration_create({"spec": {}}, "ns", CONFIG, StaticClusterState())
+    assert answer.status is not None
+    assert answer.status["code"] == 422
+    assert answer.status["details"]["causes"] == [
+        {"type": "FieldValueRequired", "message": "vmiName is missing", "field": "spec.vmiName"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("vmis", "migrations", "message"),
+    [
+        ([], [], 'the VMI "ns/vm1" does not exist'),
+        ([_vmi(phase="Succeeded")], [], "Cannot migrate VMI in finalized state."),
+        (
+            [_vmi(conditions=[{"type": "LiveMigratable", "status": "False", "reason": "R", "message": "M"}])],
+            [],
+            "Cannot migrate VMI, Reason: R, Message: M",
+        ),
+        (
+            [_vmi()],
+            [_migration("done", "Succeeded"), _migration("busy", "Running")],
+            "in-flight migration detected. Active migration job (busy) is currently already in progress "
+            "for VMI vm1.",
+        ),
+    ],
+)
+def test_migration_create_refusals(vmis: list[Any], migrations: list[Any], message: str) -> None:
+    state = StaticClusterState(vmis=vmis, migrations=migrations)
+    answer = admit_migration_create({"spec": {"vmiName": "vm1"}}, "ns", CONFIG, state)
+    assert not answer.allowed
+    assert _message(answer) == message
+
+
+def test_migration_create_allowed_when_only_final_migrations_exist() -> None:
+    state = StaticClusterState(vmis=[_vmi()], migrations=[_migration("old", "Failed")])
+    assert admit_migration_create({"spec": {"vmiName": "vm1"}}, "ns", CONFIG, state).allowed
+
+
+def test_migration_create_without_cluster_explains() -> None:
+    answer = admit_migration_create({"spec": {"vmiName": "vm1"}}, "ns", CONFIG, NoClusterState())
+    assert "no Kubernetes API" in _message(answer)
+
+
+def test_decentralized_migration_needs_its_gate() -> None:
+    body = {"spec": {"vmiName": "vm1", "receive": {"migrationID": "x"}}}
+    answer = admit_migration_create(body, "ns", CONFIG, StaticClusterState(vmis=[_vmi()]))
+    assert "DecentralizedLiveMigration" in _message(answer)
+    gated = ClusterConfig.build(feature_gates=["DecentralizedLiveMigration"])
+    assert admit_migration_create(body, "ns", gated, StaticClusterState(vmis=[_vmi()])).allowed
+
+
+def test_migration_mutation_labels_and_finalizes() -> None:
+    mutated = mutate_migration({"spec": {"vmiName": "vm1"}})
+    assert mutated["metadata"] == {
+        "labels": {"kubevirt.io/vmi-name": "vm1"},
+        "finalizers": ["kubevirt.io/migrationJobFinalize"],
+    }
+
+
+def test_migration_update_rules() -> None:
+    old = _migration()
+    changed = _migration()
+    changed["spec"]["vmiName"] = "other"
+    assert _message(admit_migration_update(changed, old)) == "update of Migration object's spec is restricted"
+    relabelled = _migration()
+    relabelled["metadata"]["labels"]["kubevirt.io/vmi-name"] = "x"
+    assert (
+        _message(admit_migration_update(relabelled, old))
+        == "selector label can't be modified on an in-flight migration"
+    )
+    unlabelled = _migration()
+    del unlabelled["metadata"]["labels"]
+    assert (
+        _message(admit_migration_update(unlabelled, old))
+        == "selector label can't be removed from an in-flight migration"
+    )
+    finished = _migration(phase="Succeeded")
+    del finished["metadata"]["labels"]
+    assert admit_migration_update(finished, old).allowed
+
+
+def test_users_cannot_change_a_vmi_spec_or_reserved_labels() -> None:
+    old = _vmi()
+    new = _vmi()
+    new["spec"]["domain"]["cpu"] = {"sockets": 2}
+    assert (
+        _message(admit_vmi_update(new, old, CONFIG, username="alice")) == "update of VMI object is restricted"
+    )
+    labelled = _vmi()
+    labelled["metadata"]["labels"] = {"kubevirt.io/nodeName": "n1"}
+    answer = admit_vmi_update(labelled, old, CONFIG, username="alice")
+    assert answer.status is not None
+    assert answer.status["details"]["causes"][0]["field"] == "metadata.labels"
+    other = _vmi()
+    other["metadata"]["labels"] = {"app": "x"}
+    assert admit_vmi_update(other, old, CONFIG, username="alice").allowed
+
+
+def test_kubevirt_accounts_may_hotplug_but_not_change_limits() -> None:
+    old = _vmi()
+    old["spec"]["domain"]["cpu"] = {"sockets": 1, "maxSockets": 4}
+    hotplug = _vmi()
+    hotplug["spec"]["domain"]["cpu"] = {"sockets": 2, "maxSockets": 4}
+    hotplug["spec"]["volumes"] = [{"name": "hp", "persistentVolumeClaim": {"claimName": "c"}}]
+    assert admit_vmi_update(hotplug, old, CONFIG, username=HANDLER).allowed
+    limit = _vmi()
+    limit["spec"]["domain"]["cpu"] = {"sockets": 1, "maxSockets": 8}
+    assert (
+        _message(admit_vmi_update(limit, old, CONFIG, username=HANDLER)) == "CPU topology maxSockets changed"
+    )
+
+
+def test_node_restriction_limits_handlers_to_their_vmis() -> None:
+    gated = ClusterConfig.build(feature_gates=["NodeRestriction"])
+    old = _vmi(nodeName="node-a")
+    mine = {"authentication.kubernetes.io/node-name": ["node-a"]}
+    theirs = {"authentication.kubernetes.io/node-name": ["node-b"]}
+    assert admit_vmi_update(old, old, gated, username=HANDLER, extra=mine).allowed
+    refused = admit_vmi_update(old, old, gated, username=HANDLER, extra=theirs)
+    assert _message(refused) == "Node restriction, virt-handler is only allowed to modify VMIs it owns"
+
+
+def _pod(node: str = "node-a") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "virt-launcher-vm1-x",
+            "namespace": "ns",
+            "labels": {"kubevirt.io": "virt-launcher"},
+            "annotations": {"kubevirt.io/domain": "vm1"},
+        },
+        "spec": {"nodeName": node},
+    }
+
+
+def _migratable(strategy: str | None, migratable: bool, **status: Any) -> dict[str, Any]:
+    vmi = _vmi(
+        nodeName="node-a",
+        conditions=[{"type": "LiveMigratable", "status": "True" if migratable else "False"}],
+        **status,
+    )
+    if strategy is not None:
+        vmi["spec"]["evictionStrategy"] = strategy
+    return vmi
+
+
+def test_eviction_of_a_live_migrating_vmi_marks_it_and_denies_with_429() -> None:
+    decision = decide_eviction(_pod(), _migratable("LiveMigrate", True), CONFIG)
+    assert not decision.response.allowed
+    assert decision.response.status is not None
+    assert decision.response.status["code"] == 429
+    assert _message(decision.response) == 'Eviction triggered evacuation of VMI "ns/vm1"'
+    assert decision.vmi_patch == [{"op": "add", "path": "/status/evacuationNodeName", "value": "node-a"}]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "migratable", "allowed", "message"),
+    [
+        (None, True, True, None),
+        ("None", True, True, None),
+        ("LiveMigrateIfPossible", False, True, None),
+        (
+            "LiveMigrate",
+            False,
+            False,
+            "VMI vm1 is configured with an eviction strategy but is not live-migratable",
+        ),
+    ],
+)
+def test_eviction_strategies(
+    strategy: str | None, migratable: bool, allowed: bool, message: str | None
+) -> None:
+    decision = decide_eviction(_pod(), _migratable(strategy, migratable), CONFIG)
+    assert decision.response.allowed is allowed
+    assert decision.vmi_patch is None
+    if message is not None:
+        assert _message(decision.response) == message
+
+
+def test_eviction_in_progress_and_target_pod() -> None:
+    marked = _migratable("External", False, evacuationNodeName="node-a")
+    decision = decide_eviction(_pod(), marked, CONFIG)
+    assert (
+        _message(decision.response) == 'Evacuation in progress: Eviction triggered evacuation of VMI "ns/vm1"'
+    )
+    target = decide_eviction(_pod("node-b"), _migratable("External", False), CONFIG)
+    assert _message(target.response) == "Eviction request for target Pod"
+
+
+def test_non_launcher_pods_are_evictable() -> None:
+    pod = _pod()
+    pod["metadata"]["labels"] = {"app": "web"}
+    assert decide_eviction(pod, None, CONFIG).response.allowed
+
+
+def test_label_selectors() -> None:
+    labels = {"app": "web", "tier": "front"}
+    assert matches({"matchLabels": {"app": "web"}}, labels)
+    assert not matches({"matchLabels": {"app": "db"}}, labels)
+    assert matches({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]}, labels)
+    assert not matches({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
+    assert matches({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, labels)
+    assert not matches(None, labels)
+    with pytest.raises(SelectorError):
+        matches({"matchExpressions": [{"key": "x", "operator": "Near"}]}, labels)
+
+
+def _template(labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": labels},
+        "spec": {
+            "architecture": "amd64",
+            "domain": {"memory": {"guest": "128Mi"}, "devices": {}},
+        },
+    }
+
+
+def test_replicaset_template_and_selector() -> None:
+    assert admit_replicaset({"spec": {}}, CONFIG)[0].message == "missing virtual machine template."
+    ok = {"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": _template({"app": "a"})}}
+    assert admit_replicaset(ok, CONFIG) == []
+    wrong = {"spec": {"selector": {"matchLabels": {"app": "b"}}, "template": _template({"app": "a"})}}
+    causes = admit_replicaset(wrong, CONFIG)
+    assert [(c.field, c.message) for c in causes] == [("spec.selector", "selector does not match labels.")]
+
+
+def test_pool_validates_its_vm_template_and_keeps_the_selector() -> None:
+    vm_spec = {"runStrategy": "Bogus", "template": _template({"app": "a"})}
+    pool = {
+        "spec": {
+            "selector": {"matchLabels": {"app": "a"}},
+            "virtualMachineTemplate": {"metadata": {"labels": {"app": "a"}}, "spec": vm_spec},
+        }
+    }
+    causes = admit_pool(pool, CONFIG, operation=CREATE)
+    assert [(c.field, c.message) for c in causes] == [
+        ("spec.virtualMachineTemplate.spec.runStrategy", "Invalid RunStrategy (Bogus)")
+    ]
+    old = {"spec": {"selector": {"matchLabels": {"app": "z"}}}}
+    updated = admit_pool(pool, CONFIG, operation=UPDATE, old=old)
+    assert updated[-1].message == "selector is immutable after creation."
+
+
+def test_wait_as_receiver_needs_its_gate() -> None:
+    spec = {"runStrategy": "WaitAsReceiver", "template": _template({})}
+    causes = vm.validate_vm_spec(vm.Path("spec"), spec, CONFIG, kubevirt_account=False)
+    assert causes[-1].message.startswith("Invalid RunStrategy (WaitAsReceiver), DecentralizedLiveMigration")
+    gated = ClusterConfig.build(feature_gates=["DecentralizedLiveMigration"])
+    assert vm.validate_vm_spec(vm.Path("spec"), spec, gated, kubevirt_account=False) == []
+
+
+def _vm_with_requests(*requests: dict[str, Any]) -> dict[str, Any]:
+    return {"spec": {"template": _template({})}, "status": {"volumeRequests": list(requests)}}
+
+
+def test_volume_requests_on_vm_status() -> None:
+    add = {
+        "addVolumeOptions": {
+            "name": "hp",
+            "disk": {"disk": {"bus": "scsi"}},
+            "volumeSource": {"persistentVolumeClaim": {"claimName": "c"}},
+        }
+    }
+    assert admit_vm_status(_vm_with_requests(add), CONFIG) == []
+    twice = admit_vm_status(_vm_with_requests(add, add), CONFIG)
+    assert twice[0].message == "AddVolume request for [hp] aleady exists"
+    virtio = {"addVolumeOptions": {"name": "v", "disk": {"disk": {"bus": "virtio"}}, "volumeSource": {}}}
+    assert admit_vm_status(_vm_with_requests(virtio), CONFIG)[0].message == (
+        "AddVolume request for [v] requires disk bus to be 'scsi'. [virtio] is not permitted"
+    )
+    both = {"addVolumeOptions": add["addVolumeOptions"], "removeVolumeOptions": {"name": "hp"}}
+    assert "not both" in admit_vm_status(_vm_with_requests(both), CONFIG)[0].message
+    migrating = admit_vm_status(_vm_with_requests(add), CONFIG, vmi_migrating=True)
+    assert migrating[0].message == "Cannot handle volume requests while VMI migration is in progress"
+
+
+def test_kubevirt_cr_rules() -> None:
+    assert not kubevirt_cr.admit_kubevirt_create(existing=1).allowed
+    assert kubevirt_cr.admit_kubevirt_create(existing=0).allowed
+    blocking = {
+        "spec": {"uninstallStrategy": "BlockUninstallIfWorkloadsExist"},
+        "status": {"phase": "Deployed"},
+    }
+    refused = kubevirt_cr.admit_kubevirt_delete(blocking, {"VirtualMachines": 2})
+    assert _message(refused).startswith(
+        "Rejecting the uninstall request, since there are still VirtualMachines present."
+    )
+    assert kubevirt_cr.admit_kubevirt_delete(blocking, {"VirtualMachines": 0}).allowed
+    bad = {"spec": {"workloadUpdateStrategy": {"workloadUpdateMethods": ["Teleport"]}}}
+    assert not kubevirt_cr.admit_kubevirt_update(bad).allowed
