@@ -30,7 +30,6 @@ from kubevirt.virt_launcher.virtwrap.metadata import KubeVirtMetadata, Migration
 DIRECT_MIGRATION_PORT = 49152
 MODE_PRE_COPY = "PreCopy"
 MODE_POST_COPY = "PostCopy"
-ABORT_ABORTING = "Aborting"
 ABORT_SUCCEEDED = "Succeeded"
 ABORT_FAILED = "Failed"
 
@@ -138,6 +137,7 @@ class Migrator:
         self._poll = poll_interval
         self._thread: threading.Thread | None = None
         self._abort_requested = threading.Event()
+        self._abort_failed = threading.Event()
         self._log = get_logger()
 
     @property
@@ -172,6 +172,7 @@ class Migrator:
 
         self._manager.update_metadata(dom, begin)
         self._abort_requested.clear()
+        self._abort_failed.clear()
         self._thread = threading.Thread(
             target=self._run, args=(dom, facts.uid, options), name="migration", daemon=True
         )
@@ -182,24 +183,18 @@ class Migrator:
         dom = self._manager.require_domain(facts)
         if not self.in_progress:
             raise WrongStateError(f"failed to cancel migration: domain {facts.domain_name} is not migrating")
+        # libvirt refuses metadata changes while the migration job runs: the abort outcome is recorded
+        # with the migration's result when the job ends.
         self._abort_requested.set()
-        self._set_abort_status(dom, ABORT_ABORTING)
         try:
             dom.abortJob()
         except libvirt.libvirtError as err:
-            self._set_abort_status(dom, ABORT_FAILED)
+            self._abort_failed.set()
             raise WrongStateError(f"failed to cancel migration: {err.get_error_message()}") from err
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
-
-    def _set_abort_status(self, dom: libvirt.virDomain, status: str) -> None:
-        def change(metadata: KubeVirtMetadata) -> None:
-            metadata.migration = metadata.migration or Migration()
-            metadata.migration.abort_status = status
-
-        self._manager.update_metadata(dom, change)
 
     def _run(self, dom: libvirt.virDomain, vmi_uid: str, options: MigrationOptions) -> None:
         params: dict[str, Any] = {libvirt.VIR_MIGRATE_PARAM_URI: self.data_uri(vmi_uid)}
@@ -231,12 +226,11 @@ class Migrator:
             if error:
                 migration.failed = True
                 migration.failure_reason = error
-                if aborted:
-                    migration.abort_status = ABORT_SUCCEEDED
             else:
                 migration.completed = True
-                if aborted:
-                    migration.abort_status = ABORT_FAILED
+            if aborted:
+                succeeded = bool(error) and not self._abort_failed.is_set()
+                migration.abort_status = ABORT_SUCCEEDED if succeeded else ABORT_FAILED
             metadata.migration = migration
 
         self._manager.update_metadata(dom, record)

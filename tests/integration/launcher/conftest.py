@@ -16,13 +16,16 @@ import contextlib
 import glob
 import gzip
 import io
+import json
 import lzma
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,10 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
-from kubevirt.handler_launcher_com.sockets import cmd_socket_path
+from kubevirt.handler_launcher_com.notify.v1 import notify_pb2, notify_pb2_grpc
+from kubevirt.handler_launcher_com.server import register_notify_info, serve_unix
+from kubevirt.handler_launcher_com.sockets import NOTIFY_PIPE_SOCKET, cmd_socket_path
 
 CACHE = Path(os.environ.get("KUBEVIRT_CACHE", "/var/cache/kubevirt-py"))
 GUEST_DIR = CACHE / "test-guest"
@@ -191,6 +197,48 @@ def kernel_boot_vmi(name: str, *, uid: str | None = None, **spec_extra: Any) -> 
     }
 
 
+# -- virt-handler's notify server, recording what the launcher reports -----------------------------
+
+
+class NotifyRecorder(notify_pb2_grpc.NotifyServicer):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self.server: grpc.Server | None = None
+
+    def HandleDomainEvent(self, request: Any, context: Any) -> Any:  # noqa: N802
+        with self._lock:
+            self.events.append((request.eventType, json.loads(request.domainJSON)))
+        return notify_pb2.Response(success=True)
+
+    def HandleK8sEvent(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return notify_pb2.Response(success=True)
+
+    def snapshot(self) -> list[tuple[str, dict[str, Any]]]:
+        with self._lock:
+            return list(self.events)
+
+    def wait_for(self, predicate: Any, timeout: float) -> tuple[str, dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for event in self.snapshot():
+                if predicate(*event):
+                    return event
+            time.sleep(0.05)
+        raise AssertionError(f"no matching domain event in {timeout}s: {[e[0] for e in self.snapshot()]}")
+
+
+def serve_notify(share_dir: Path) -> NotifyRecorder:
+    recorder = NotifyRecorder()
+
+    def register(server: grpc.Server) -> None:
+        notify_pb2_grpc.add_NotifyServicer_to_server(recorder, server)
+        register_notify_info(server)
+
+    recorder.server = serve_unix(share_dir / NOTIFY_PIPE_SOCKET, register)
+    return recorder
+
+
 # -- launchers in pod-like mount namespaces -----------------------------------------------------
 
 
@@ -200,6 +248,7 @@ class LauncherPod:
     vmi: dict[str, Any]
     process: subprocess.Popen[bytes]
     log_path: Path
+    notify: NotifyRecorder | None = None
     client: LauncherClient = field(init=False)
 
     def __post_init__(self) -> None:
@@ -245,6 +294,30 @@ class LauncherPod:
             f"{text!r} not in the serial log after {timeout}s: {self.serial_text()[-500:]!r}\n{self.logs()}"
         )
 
+    def last_tick(self) -> int:
+        ticks = re.findall(r"tick (\d+)", self.serial_text())
+        return int(ticks[-1]) if ticks else 0
+
+    def wait_for_tick_after(self, tick: int, timeout: float = 10.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            current = self.last_tick()
+            if current > tick:
+                return current
+            time.sleep(0.2)
+        raise AssertionError(f"the guest printed nothing after tick {tick} in {timeout}s")
+
+    def status(self) -> tuple[str, str]:
+        domain = self.client.get_domain()
+        assert domain is not None, "the launcher has no domain"
+        return domain["status"]["status"], domain["status"]["reason"]
+
+    def kubevirt_metadata(self) -> dict[str, Any]:
+        domain = self.client.get_domain()
+        assert domain is not None, "the launcher has no domain"
+        result: dict[str, Any] = domain["spec"]["metadata"]["kubevirt"]
+        return result
+
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
@@ -253,10 +326,17 @@ class LauncherPod:
 
 
 def start_launcher_pod(
-    tmp: Path, guest: Path, vmi: dict[str, Any], *, grace_period: int = 5, extra: tuple[str, ...] = ()
+    tmp: Path,
+    guest: Path,
+    vmi: dict[str, Any],
+    *,
+    grace_period: int = 5,
+    notify: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> LauncherPod:
     share = tmp / "share"
     (share / "migrationproxy").mkdir(parents=True, exist_ok=True)
+    recorder = serve_notify(share) if notify else None
     log_path = tmp / "launcher.log"
     metadata = vmi["metadata"]
     command = [
@@ -287,7 +367,7 @@ def start_launcher_pod(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    pod = LauncherPod(share, vmi, process, log_path)
+    pod = LauncherPod(share, vmi, process, log_path, recorder)
     deadline = time.monotonic() + 30
     while not cmd_socket_path(share).exists():
         if process.poll() is not None or time.monotonic() > deadline:
@@ -299,6 +379,8 @@ def start_launcher_pod(
 
 def stop_launcher_pod(pod: LauncherPod) -> None:
     pod.client.close()
+    if pod.notify is not None and pod.notify.server is not None:
+        pod.notify.server.stop(grace=0)
     if pod.process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pod.process.pid, signal.SIGKILL)
@@ -325,6 +407,16 @@ def guest_pids(name_argument: str) -> list[int]:
         ):
             pids.append(int(entry.name))
     return pids
+
+
+@pytest.fixture
+def make_vmi() -> Any:
+    return kernel_boot_vmi
+
+
+@pytest.fixture
+def guest_marker() -> str:
+    return MARKER
 
 
 @pytest.fixture
