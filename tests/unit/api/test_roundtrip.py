@@ -8,12 +8,21 @@ from typing import Any
 
 import pytest
 
-from kubevirt_api.base import ApiParseError
-from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
+from kubevirt_api import core
+from kubevirt_api.base import ApiModel, ApiParseError
+from kubevirt_api.core.v1 import (
+    KubeVirt,
+    VirtualMachine,
+    VirtualMachineInstance,
+    VirtualMachineInstanceMigration,
+    VirtualMachineInstanceReplicaSet,
+)
+from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
 
 TESTDATA = Path(__file__).parents[2] / "testdata"
 VMI_CASES = TESTDATA / "conformance" / "vmi"
 VM_CASES = TESTDATA / "api" / "vm"
+OBJECTS = TESTDATA / "api" / "objects"
 
 
 def load(path: Path) -> Any:
@@ -109,3 +118,55 @@ def test_attribute_and_json_names_both_populate() -> None:
     assert (
         by_name.to_dict()["spec"]["domain"]["devices"]["interfaces"][0]["macAddress"] == "02:00:00:00:00:01"
     )
+
+
+def without_nulls(value: Any) -> Any:
+    """Go writes zero times as ``null`` (conditions' ``lastProbeTime``); the models leave them out."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("vmim-running", VirtualMachineInstanceMigration),
+        ("vmirs", VirtualMachineInstanceReplicaSet),
+        ("vmpool", VirtualMachinePool),
+        ("kubevirt", KubeVirt),
+        ("vm-status", VirtualMachine),
+    ],
+)
+def test_other_kinds_round_trip(name: str, model: type[ApiModel]) -> None:
+    data = load(OBJECTS / f"{name}.json")
+    assert model.from_dict(data).to_dict() == without_nulls(data)
+
+
+SUBRESOURCE_BODIES = load(OBJECTS / "subresources.json")
+
+
+@pytest.mark.parametrize("kind", sorted(SUBRESOURCE_BODIES))
+def test_subresource_bodies_round_trip(kind: str) -> None:
+    model: type[ApiModel] = getattr(core.v1, kind)
+    data = SUBRESOURCE_BODIES[kind]
+    assert model.from_dict(data).to_dict() == data
+
+
+def test_typed_access_to_other_kinds() -> None:
+    migration = VirtualMachineInstanceMigration.from_dict(load(OBJECTS / "vmim-running.json"))
+    assert migration.status is not None
+    assert migration.status.migration_state is not None
+    assert migration.status.migration_state.migration_uid == "5d0b6a6c-8a11-4a8b-9a0a-0a4b1b3bd6f1"
+    assert migration.status.migration_state.target_direct_migration_node_ports == {"38113": 49152, "44211": 0}
+    kubevirt = KubeVirt.from_dict(load(OBJECTS / "kubevirt.json"))
+    configuration = kubevirt.spec.configuration
+    assert configuration is not None
+    assert configuration.migrations is not None
+    assert str(configuration.migrations.bandwidth_per_migration) == "64Mi"
+    assert configuration.developer_configuration is not None
+    assert configuration.developer_configuration.feature_gates == ["HostDisk", "Snapshot"]
+    pool = VirtualMachinePool.from_dict(load(OBJECTS / "vmpool.json"))
+    assert pool.spec.max_unavailable == "25%"
+    assert pool.spec.virtual_machine_template.spec.run_strategy == "Always"

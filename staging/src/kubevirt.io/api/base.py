@@ -21,13 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, ValidationError, WithJsonSchema
 
 __all__ = [
     "ApiModel",
     "ApiParseError",
     "Condition",
     "FieldCause",
+    "Float",
     "Int32",
     "Int64",
     "Time",
@@ -40,6 +41,14 @@ __all__ = [
 Int32 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int32"})]
 Int64 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
 Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+def _go_float(value: float) -> float | int:
+    # Go's encoder writes a whole float32/float64 without a fraction: 5, not 5.0.
+    return int(value) if value.is_integer() and abs(value) < 1e21 else value
+
+
+Float = Annotated[float, PlainSerializer(_go_float, when_used="json")]
 
 
 class FieldCause:

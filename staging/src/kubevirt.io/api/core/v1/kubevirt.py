@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Condition, Int32, Int64, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Float, Int32, Int64, TypeMeta
 from kubevirt_api.core.v1.vmi import MigrationConfiguration
 from kubevirt_api.k8s import core_v1, meta_v1
 from kubevirt_api.resource import Quantity
@@ -343,7 +343,7 @@ class MediatedDevicesConfiguration(ApiModel):
 
 
 class TokenBucketRateLimiter(ApiModel):
-    qps: float
+    qps: Float
     burst: int
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Int32, Int64, TypeMeta
+from kubevirt_api.base import ApiModel, Float, Int32, Int64, TypeMeta
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceGuestOSInfo
 from kubevirt_api.k8s import core_v1, meta_v1
 
@@ -87,7 +87,7 @@ class GuestAgentCommandInfo(ApiModel):
 class VirtualMachineInstanceGuestOSUser(ApiModel):
     user_name: str = Field(alias="userName")
     domain: str | None = None
-    login_time: float | None = Field(default=None, alias="loginTime")
+    login_time: Float | None = Field(default=None, alias="loginTime")
 
 
 class VirtualMachineInstanceFileSystemDisk(ApiModel):
