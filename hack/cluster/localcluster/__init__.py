@@ -1,0 +1,1 @@
+"""A single-node Kubernetes cluster on this machine: etcd, the control plane, a kubelet with containerd."""

@@ -1,0 +1,205 @@
+"""cluster-up and cluster-down: start the recorded processes in order, stop exactly those, undo the host
+changes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from . import components, hostfs, hostnet, images, pki, processes, readiness
+from .layout import BRIDGE, Layout
+
+STEP_TIMEOUT = 120.0
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, float]] = []
+        self.started = time.monotonic()
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        began = time.monotonic()
+        yield
+        elapsed = time.monotonic() - began
+        self.steps.append((name, elapsed))
+        print(f"  {name:<40} {elapsed:6.1f} s", flush=True)
+
+    @property
+    def total(self) -> float:
+        return time.monotonic() - self.started
+
+
+def running(layout: Layout) -> bool:
+    """Whether every recorded process is alive and the apiserver answers."""
+    records = processes.recorded(layout.pids)
+    names = {record.name for record in records}
+    expected = {component.name for component in components.processes(layout)}
+    if names != expected or not all(processes.alive(record) for record in records):
+        return False
+    return readiness.url_ok(f"{components.APISERVER_URL}/readyz", layout.pki)
+
+
+def up(layout: Layout) -> None:
+    if running(layout):
+        print(f"cluster already running; KUBECONFIG={layout.admin_kubeconfig}")
+        return
+    if processes.recorded(layout.pids) or layout.run.exists():
+        print("cleaning up a previous, incomplete cluster first")
+        down(layout)
+    timer = Timer()
+    print(f"starting a Kubernetes {layout.kubernetes_version} cluster in {layout.state}", flush=True)
+    layout.run.mkdir(parents=True, exist_ok=True)
+    layout.logs.mkdir(parents=True, exist_ok=True)
+    if not layout.host_before.exists():
+        layout.host_before.write_text(json.dumps(hostnet.snapshot()))
+    with timer.step("certificates and configuration"):
+        pki.generate(layout.pki, components.certificates(layout), components.AUTHORITIES)
+        components.write_configuration(layout)
+    with timer.step(f"network (bridge {BRIDGE})"):
+        hostnet.prepare()
+    kubectl = layout.kubernetes_bin / "kubectl"
+    for component in components.processes(layout):
+        with timer.step(component.name):
+            _start(layout, component)
+        if component.name == "containerd":
+            with timer.step("import images"):
+                imported = images.import_cached(layout)
+            print(f"    imported: {', '.join(imported) or 'nothing new'}")
+    with timer.step(f"node {layout.node_name} Ready"):
+        readiness.wait_for(
+            "node Ready",
+            lambda: (
+                readiness.node_ready(kubectl, layout.admin_kubeconfig, layout.node_name)
+                and readiness.default_service_account(kubectl, layout.admin_kubeconfig)
+            ),
+            timeout=STEP_TIMEOUT,
+            alive=lambda: all(processes.alive(r) for r in processes.recorded(layout.pids)),
+        )
+    print(f"cluster up in {timer.total:.1f} s; processes:")
+    for record in processes.recorded(layout.pids):
+        print(f"  {record.name:<24} pid {record.pid}")
+    print(f"export KUBECONFIG={layout.admin_kubeconfig}")
+
+
+def _start(layout: Layout, component: components.Component) -> None:
+    log = layout.logs / f"{component.name}.log"
+    log.unlink(missing_ok=True)
+    record = processes.start(component.name, component.argv, pid_dir=layout.pids, log_dir=layout.logs)
+    url, socket = component.ready_url, component.ready_socket
+
+    def ready() -> bool:
+        if url:
+            return readiness.url_ok(url, layout.pki)
+        return bool(socket and socket.exists())
+
+    readiness.wait_for(
+        f"{component.name} (log: {log})", ready, timeout=STEP_TIMEOUT, alive=lambda: processes.alive(record)
+    )
+
+
+def _remove_containers(layout: Layout) -> int:
+    """Kills and deletes every container task through containerd, so shims and rootfs mounts go too."""
+    if not layout.containerd_socket.exists():
+        return 0
+    ctr = ["ctr", f"--address={layout.containerd_socket}", "--namespace=k8s.io"]
+    listing = subprocess.run([*ctr, "tasks", "ls", "-q"], capture_output=True, text=True, check=False)
+    tasks = listing.stdout.split() if listing.returncode == 0 else []
+    for task in tasks:
+        subprocess.run([*ctr, "tasks", "kill", "--signal=SIGKILL", task], capture_output=True, check=False)
+    for task in tasks:
+        for _ in range(50):
+            if (
+                subprocess.run([*ctr, "tasks", "rm", "-f", task], capture_output=True, check=False).returncode
+                == 0
+            ):
+                break
+            time.sleep(0.1)
+    listing = subprocess.run([*ctr, "containers", "ls", "-q"], capture_output=True, text=True, check=False)
+    for container in listing.stdout.split() if listing.returncode == 0 else []:
+        subprocess.run([*ctr, "containers", "rm", container], capture_output=True, check=False)
+    return len(tasks)
+
+
+STOP_ORDER = ("kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "containerd", "etcd")
+
+
+def down(layout: Layout) -> list[str]:
+    """Stops what cluster-up started and undoes its host changes; returns what is still left over."""
+    timer = Timer()
+    records = {record.name: record for record in processes.recorded(layout.pids)}
+    with timer.step("stop the kubelet and the control plane"):
+        for name in STOP_ORDER[:4]:
+            if name in records:
+                processes.stop(records[name])
+    with timer.step("remove containers"):
+        removed = _remove_containers(layout)
+    print(f"    {removed} container tasks")
+    with timer.step("stop containerd and etcd"):
+        for name in STOP_ORDER[4:]:
+            if name in records:
+                processes.stop(records[name])
+        # Container shims and their children outlive containerd; they name our state directory.
+        for pid in processes.processes_mentioning(layout.run) + hostfs.pod_processes():
+            subprocess.run(["kill", "-KILL", str(pid)], capture_output=True, check=False)
+        _wait_gone(layout)
+    with timer.step("unmount"):
+        unmounted = hostfs.unmount_all(layout.run)
+    print(f"    {len(unmounted)} mounts")
+    with timer.step("network and cgroups"):
+        before = hostnet.load(layout.host_before) if layout.host_before.exists() else hostnet.snapshot()
+        for change in hostnet.restore(before):
+            print(f"    undid {change}")
+        hostfs.remove_pod_cgroups()
+        _remove_host_paths(layout, before)
+    left = leftovers(layout, before)
+    if not left:
+        shutil.rmtree(layout.run, ignore_errors=True)
+        layout.admin_kubeconfig.unlink(missing_ok=True)
+        layout.host_before.unlink(missing_ok=True)
+    print(f"cluster down in {timer.total:.1f} s")
+    return left
+
+
+def _wait_gone(layout: Layout, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while processes.processes_mentioning(layout.run) or hostfs.pod_processes():
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
+def _remove_host_paths(layout: Layout, before: dict[str, object]) -> None:
+    logs = Path("/var/log/containers")
+    if logs.is_dir():
+        for link in logs.iterdir():
+            if link.is_symlink() and str(link.readlink()).startswith(str(layout.state)):
+                link.unlink()
+    existed = before.get("host_paths", {})
+    assert isinstance(existed, dict)
+    for path in hostnet.HOST_PATHS:
+        if not existed.get(path, True) and Path(path).is_dir() and not any(Path(path).iterdir()):
+            Path(path).rmdir()
+
+
+def leftovers(layout: Layout, before: dict[str, object]) -> list[str]:
+    """Everything of this cluster still on the host: processes, mounts, network changes, cgroups."""
+    left = [f"process {r.name} (pid {r.pid})" for r in processes.recorded(layout.pids) if processes.alive(r)]
+    left += [f"process {pid} mentions {layout.run}" for pid in processes.processes_mentioning(layout.run)]
+    left += [f"process {pid} in a pod cgroup" for pid in hostfs.pod_processes()]
+    left += [f"mount {mount}" for mount in hostfs.mounts_under(layout.state)]
+    left += hostnet.differences(before)
+    left += [f"cgroup {path}" for path in hostfs.pod_cgroups()]
+    existed = before.get("host_paths", {})
+    assert isinstance(existed, dict)
+    left += [
+        f"directory {path}"
+        for path in hostnet.HOST_PATHS
+        if not existed.get(path, True) and Path(path).exists()
+    ]
+    return left

@@ -1,0 +1,70 @@
+"""Mounts and cgroups the cluster leaves on the host: found by where they are, removed at cluster-down."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+# The kubelet (cgroupfs driver) puts every pod under this cgroup in each hierarchy.
+POD_CGROUP = "kubepods"
+
+
+def mounts_under(directory: Path) -> list[Path]:
+    """Mount points at or below ``directory``, deepest first."""
+    prefix = str(directory.resolve()) if directory.exists() else str(directory)
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        mount_point = line.split()[4].encode().decode("unicode_escape")
+        if mount_point == prefix or mount_point.startswith(prefix + "/"):
+            found.append(Path(mount_point))
+    return sorted(set(found), key=lambda path: len(path.parts), reverse=True)
+
+
+def unmount_all(directory: Path) -> list[Path]:
+    unmounted = []
+    for _ in range(5):  # stacked mounts need several rounds
+        mounts = mounts_under(directory)
+        if not mounts:
+            break
+        for mount in mounts:
+            result = subprocess.run(["umount", str(mount)], capture_output=True, check=False)
+            if result.returncode != 0:
+                subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+            unmounted.append(mount)
+    return unmounted
+
+
+def pod_cgroups() -> list[Path]:
+    return sorted(path for path in CGROUP_ROOT.glob(f"*/{POD_CGROUP}") if path.is_dir())
+
+
+def remove_pod_cgroups() -> list[Path]:
+    """Removes the (empty by now) pod cgroup trees, leaves first."""
+    removed = []
+    for top in pod_cgroups():
+        for directory in sorted(
+            (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+        ):
+            try:
+                directory.rmdir()
+            except OSError:
+                continue
+        try:
+            top.rmdir()
+            removed.append(top)
+        except OSError:
+            pass
+    return removed
+
+
+def pod_processes() -> list[int]:
+    """PIDs still in the kubelet's pod cgroups (containers whose runtime is gone)."""
+    pids: set[int] = set()
+    for top in pod_cgroups():
+        for procs in top.rglob("cgroup.procs"):
+            try:
+                pids.update(int(pid) for pid in procs.read_text().split())
+            except OSError:
+                continue
+    return sorted(pids)

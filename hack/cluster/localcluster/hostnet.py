@@ -1,0 +1,144 @@
+"""The host network changes the cluster needs, and undoing them: the pod bridge, IP forwarding (the
+bridge plugin turns it on), iptables chains and rules (ours and the kubelet's)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from .layout import APISERVER_PORT, BRIDGE, KUBERNETES_SERVICE_IP, NODE_IP, POD_SUBNET, SERVICE_CHAIN
+
+IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+FAMILIES = ("iptables", "ip6tables")
+# Directories the kubelet and containerd create outside the state directory (container log links,
+# shim sockets), deepest first; cluster-down removes the ones that were not there before, once empty.
+HOST_PATHS = ("/var/log/containers", "/run/containerd/s", "/run/containerd")
+TABLES = ("filter", "nat", "mangle", "raw")
+
+
+def _run(*argv: str, check: bool = True) -> str:
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def iptables_rules(family: str, table: str) -> list[str]:
+    """``iptables-save`` lines of one table: chain declarations (``:NAME``) and rules (``-A ...``)."""
+    output = _run(f"{family}-save", "-t", table, check=False)
+    lines = []
+    for line in output.splitlines():
+        if line.startswith(":"):
+            lines.append(" ".join(line.split()[:2]))  # without the packet counters
+        elif line.startswith("-A "):
+            lines.append(line)
+    return lines
+
+
+def _chains(lines: list[str]) -> set[str]:
+    return {line[1:].split()[0] for line in lines if line.startswith(":")}
+
+
+def snapshot() -> dict[str, object]:
+    return {
+        "ip_forward": IP_FORWARD.read_text().strip(),
+        "iptables": {f: {t: iptables_rules(f, t) for t in TABLES} for f in FAMILIES},
+        "host_paths": {path: Path(path).exists() for path in HOST_PATHS},
+    }
+
+
+def bridge_exists() -> bool:
+    return Path(f"/sys/class/net/{BRIDGE}").exists()
+
+
+def prepare() -> None:
+    """The bridge with the node address (the control plane and the pods meet there), and a DNAT rule
+    that gives pods the kubernetes Service without kube-proxy."""
+    if not bridge_exists():
+        _run("ip", "link", "add", BRIDGE, "type", "bridge")
+    prefix = POD_SUBNET.split("/")[1]
+    if f"{NODE_IP}/{prefix}" not in _run("ip", "-4", "-o", "addr", "show", "dev", BRIDGE):
+        _run("ip", "addr", "add", f"{NODE_IP}/{prefix}", "dev", BRIDGE)
+    _run("ip", "link", "set", BRIDGE, "up")
+    if SERVICE_CHAIN not in _chains(iptables_rules("iptables", "nat")):
+        _run("iptables", "-t", "nat", "-N", SERVICE_CHAIN)
+        dnat = ["-d", f"{KUBERNETES_SERVICE_IP}/32", "-p", "tcp", "--dport", "443"]
+        _run(
+            "iptables",
+            "-t",
+            "nat",
+            "-A",
+            SERVICE_CHAIN,
+            *dnat,
+            "-j",
+            "DNAT",
+            "--to-destination",
+            f"{NODE_IP}:{APISERVER_PORT}",
+        )
+        for hook in ("PREROUTING", "OUTPUT"):
+            _run("iptables", "-t", "nat", "-A", hook, "-j", SERVICE_CHAIN)
+
+
+def restore(before: dict[str, object]) -> list[str]:
+    """Undoes what changed since ``snapshot``; returns what it undid, for the log."""
+    undone = []
+    if bridge_exists():
+        _run("ip", "link", "delete", BRIDGE)
+        undone.append(f"bridge {BRIDGE}")
+    iptables_before = before.get("iptables", {})
+    assert isinstance(iptables_before, dict)
+    for family in FAMILIES:
+        for table in TABLES:
+            old = iptables_before.get(family, {}).get(table, [])
+            undone += _restore_table(family, table, old)
+    ip_forward = str(before.get("ip_forward", "0"))
+    if IP_FORWARD.read_text().strip() != ip_forward:
+        IP_FORWARD.write_text(ip_forward)
+        undone.append(f"net.ipv4.ip_forward={ip_forward}")
+    return undone
+
+
+def _restore_table(family: str, table: str, old: list[str]) -> list[str]:
+    now = iptables_rules(family, table)
+    old_chains = _chains(old)
+    new_chains = _chains(now) - old_chains
+    old_rules = set(old)
+    undone = []
+    for rule in now:
+        if not rule.startswith("-A "):
+            continue
+        chain = rule.split()[1]
+        if chain in old_chains and rule not in old_rules:
+            _run(family, "-t", table, "-D", *rule.split()[1:])
+            undone.append(f"{family} -t {table} {rule}")
+    for chain in sorted(new_chains):
+        _run(family, "-t", table, "-F", chain)
+    for chain in sorted(new_chains):
+        _run(family, "-t", table, "-X", chain)
+        undone.append(f"{family} -t {table} chain {chain}")
+    return undone
+
+
+def differences(before: dict[str, object]) -> list[str]:
+    """What is still different from ``snapshot`` (empty when the host is back as it was)."""
+    left = []
+    if bridge_exists():
+        left.append(f"bridge {BRIDGE} exists")
+    if IP_FORWARD.read_text().strip() != str(before.get("ip_forward")):
+        left.append("net.ipv4.ip_forward changed")
+    iptables_before = before.get("iptables", {})
+    assert isinstance(iptables_before, dict)
+    for family in FAMILIES:
+        for table in TABLES:
+            old = set(iptables_before.get(family, {}).get(table, []))
+            left += [
+                f"{family} -t {table}: {line}" for line in iptables_rules(family, table) if line not in old
+            ]
+    return left
+
+
+def load(path: Path) -> dict[str, object]:
+    loaded = json.loads(path.read_text())
+    assert isinstance(loaded, dict)
+    return loaded

@@ -1,0 +1,308 @@
+"""hack/build-images: the recipe's images built without a container engine.
+
+Layers are overlayfs upper directories: ``debootstrap`` makes the Debian root filesystem (what the
+Dockerfile's ``FROM debian`` stands for), then each stage's commands run in a chroot on an overlay of the
+layers below. Every layer is cached under ``$KUBEVIRT_CACHE/images/layers/<key>``, the key hashing its
+parent, its commands and its inputs, so an unchanged stage is never rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import oci, recipe
+from .layout import PAUSE_IMAGE, REPO, Layout, image_name
+
+CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class BuiltLayer:
+    key: str
+    fs: Path
+    layer: oci.Layer
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    name: str
+    archive: Path
+    digest: str
+    size: int
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+def _run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        raise RuntimeError(f"{' '.join(argv)[:200]} failed ({result.returncode}):\n{tail}")
+
+
+def debian_mirror() -> str | None:
+    """The host's Debian mirror, so debootstrap uses what apt on this machine uses."""
+    for source in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        for match in re.finditer(r"^URIs:\s*(\S+)", source.read_text(), re.MULTILINE):
+            if match.group(1).rstrip("/").endswith("/debian"):
+                return match.group(1)
+    legacy = Path("/etc/apt/sources.list")
+    if legacy.exists():
+        match = re.search(r"^deb\s+(\S+/debian)\s+", legacy.read_text(), re.MULTILINE)
+        if match:
+            return match.group(1)
+    return None
+
+
+class Builder:
+    def __init__(self, layout: Layout, *, log: bool = True) -> None:
+        self.root = layout.cache / "images"
+        self.layers = self.root / "layers"
+        self.archives = self.root / "archives"
+        self.log = log
+        self.timings: list[tuple[str, float]] = []
+
+    def _say(self, message: str) -> None:
+        if self.log:
+            print(message, flush=True)
+
+    @contextmanager
+    def _timed(self, what: str) -> Iterator[None]:
+        began = time.monotonic()
+        yield
+        elapsed = time.monotonic() - began
+        self.timings.append((what, elapsed))
+        self._say(f"  {what:<44} {elapsed:6.1f} s")
+
+    def _cached(self, key: str) -> BuiltLayer | None:
+        meta = self.layers / key / "layer.json"
+        if not meta.exists():
+            return None
+        loaded = json.loads(meta.read_text())
+        layer = oci.Layer(path=self.layers / key / "layer.tar", digest=loaded["digest"], size=loaded["size"])
+        return BuiltLayer(key=key, fs=self.layers / key / "fs", layer=layer)
+
+    def _finish(self, key: str, fs_partial: Path) -> BuiltLayer:
+        directory = self.layers / key
+        layer = oci.write_layer(fs_partial, directory / "layer.tar")
+        fs_partial.rename(directory / "fs")
+        (directory / "layer.json").write_text(json.dumps({"digest": layer.digest, "size": layer.size}))
+        return BuiltLayer(key=key, fs=directory / "fs", layer=layer)
+
+    def debian(self) -> BuiltLayer:
+        mirror = debian_mirror()
+        key = _key("debootstrap", "minbase", recipe.DEBIAN_SUITE, mirror or "")
+        if cached := self._cached(key):
+            return cached
+        directory = self.layers / key
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        fs = directory / "fs.partial"
+        with self._timed(f"debootstrap {recipe.DEBIAN_SUITE}"):
+            _run(
+                [
+                    "debootstrap",
+                    "--variant=minbase",
+                    recipe.DEBIAN_SUITE,
+                    str(fs),
+                    *([mirror] if mirror else []),
+                ]
+            )
+            # What a container runtime provides at run time is not part of the image.
+            shutil.rmtree(fs / "var/cache/apt/archives", ignore_errors=True)
+            (fs / "var/cache/apt/archives/partial").mkdir(parents=True)
+            for leftover in ("var/lib/apt/lists",):
+                shutil.rmtree(fs / leftover, ignore_errors=True)
+                (fs / leftover / "partial").mkdir(parents=True)
+            (fs / "etc/resolv.conf").write_text("")
+            (fs / "etc/hostname").write_text("")
+            return self._finish(key, fs)
+
+    def run_stage(
+        self,
+        name: str,
+        parents: list[BuiltLayer],
+        steps: tuple[str, ...],
+        *,
+        binds: dict[str, Path] | None = None,
+        inputs: str = "",
+    ) -> BuiltLayer:
+        """The layer that ``steps`` add on top of ``parents`` (cached by parents, steps and inputs)."""
+        binds = binds or {}
+        key = _key(name, *(parent.key for parent in parents), *steps, inputs)
+        if cached := self._cached(key):
+            return cached
+        directory = self.layers / key
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        upper, work, merged = directory / "fs.partial", directory / "work", directory / "merged"
+        for path in (upper, work, merged):
+            path.mkdir()
+        created_mount_points = []
+        with self._timed(f"stage {name}"), ExitStack() as mounts:
+            lower = ":".join(str(parent.fs) for parent in reversed(parents))
+            options = f"lowerdir={lower},upperdir={upper},workdir={work}"
+            _run(["mount", "-t", "overlay", "overlay", "-o", options, str(merged)])
+            mounts.callback(_run, ["umount", str(merged)])
+            _run(["mount", "-t", "proc", "proc", str(merged / "proc")])
+            mounts.callback(_run, ["umount", str(merged / "proc")])
+            _run(["mount", "--bind", "/dev", str(merged / "dev")])
+            mounts.callback(_run, ["umount", str(merged / "dev")])
+            _run(["mount", "--bind", "/etc/resolv.conf", str(merged / "etc/resolv.conf")])
+            mounts.callback(_run, ["umount", str(merged / "etc/resolv.conf")])
+            for target, source in binds.items():
+                point = merged / target.lstrip("/")
+                if not point.exists():
+                    point.mkdir(parents=True)
+                    created_mount_points.append(target.lstrip("/"))
+                _run(["mount", "--bind", "-o", "ro", str(source), str(point)])
+                mounts.callback(_run, ["umount", str(point)])
+            env = {"PATH": CHROOT_PATH, "HOME": "/root", "LANG": "C.UTF-8"}
+            for step in steps:
+                _run(["chroot", str(merged), "/bin/sh", "-ec", step], env=env)
+        for point in created_mount_points:
+            (upper / point).rmdir()
+        shutil.rmtree(work)
+        merged.rmdir()
+        return self._finish(key, upper)
+
+    def wheels(self) -> tuple[Path, str]:
+        """The wheelhouse: dependencies cached by the packaging files, the project's wheel always fresh.
+        Returns its directory and a digest of its contents."""
+        packaging = hashlib.sha256((REPO / "pyproject.toml").read_bytes() + (REPO / "setup.py").read_bytes())
+        house = self.root / "wheels" / packaging.hexdigest()[:24]
+        builder = self.root / "wheel-builder"
+        with self._timed("wheels"):
+            if not house.exists():
+                partial = house.with_suffix(".partial")
+                shutil.rmtree(partial, ignore_errors=True)
+                command = recipe.WHEEL_COMMAND.format(builder=builder, wheels=partial, options="")
+                _run(["sh", "-ec", command], cwd=REPO)
+                partial.rename(house)
+            project = recipe.PROJECT.replace("-", "_")
+            for old in house.glob(f"{project}-*.whl"):
+                old.unlink()
+            with tempfile.TemporaryDirectory() as fresh:
+                command = recipe.WHEEL_COMMAND.format(builder=builder, wheels=fresh, options="--no-deps ")
+                _run(["sh", "-ec", command], cwd=REPO)
+                for wheel in Path(fresh).glob("*.whl"):
+                    shutil.copy(wheel, house / wheel.name)
+        digest = hashlib.sha256()
+        for wheel in sorted(house.glob("*.whl")):
+            digest.update(wheel.name.encode() + hashlib.sha256(wheel.read_bytes()).digest())
+        return house, digest.hexdigest()
+
+    def pause_layer(self) -> BuiltLayer:
+        source = REPO / "hack" / "cluster" / "pause"
+        key = _key("pause", *(path.read_text() for path in sorted(source.iterdir())))
+        if cached := self._cached(key):
+            return cached
+        directory = self.layers / key
+        shutil.rmtree(directory, ignore_errors=True)
+        (directory / "fs.partial").mkdir(parents=True)
+        with self._timed("pause"):
+            env_script = REPO / "hack" / "cluster" / "go-env.sh"
+            target = directory / "fs.partial" / "pause"
+            build = f'source "{env_script}" && go build -trimpath -ldflags "-s -w" -o "{target}" .'
+            _run(["bash", "-c", build], cwd=source)
+            return self._finish(key, directory / "fs.partial")
+
+    def archive(
+        self, name: str, file_stem: str, layers: list[BuiltLayer], config: oci.ImageConfig
+    ) -> BuiltImage:
+        self.archives.mkdir(parents=True, exist_ok=True)
+        target = self.archives / f"{file_stem}.tar"
+        meta = self.archives / f"{file_stem}.json"
+        identity = _key(name, *(layer.layer.digest for layer in layers), json.dumps(config.__dict__))
+        if meta.exists() and target.exists():
+            loaded = json.loads(meta.read_text())
+            if loaded.get("identity") == identity:
+                return BuiltImage(name, target, loaded["digest"], target.stat().st_size)
+        with self._timed(f"archive {file_stem}"):
+            digest = oci.write_archive(target, name, [layer.layer for layer in layers], config)
+        meta.write_text(json.dumps({"identity": identity, "name": name, "digest": digest}))
+        return BuiltImage(name, target, digest, target.stat().st_size)
+
+    def build(self, binaries: list[str] | None = None) -> list[BuiltImage]:
+        built = [
+            self.archive(PAUSE_IMAGE, "pause", [self.pause_layer()], oci.ImageConfig(["/pause"], [], []))
+        ]
+        targets = [t for t in recipe.TARGETS if binaries is None or t.binary in binaries]
+        if not targets:
+            return built
+        debian = self.debian()
+        base = self.run_stage("base", [debian], recipe.BASE_STEPS)
+        house, wheels_digest = self.wheels()
+        binds = {recipe.WHEELS: house}
+        deps = self.run_stage(
+            "python-deps", [debian, base], recipe.PYTHON_STEPS[:1], binds=binds, inputs=_deps_inputs(house)
+        )
+        project = self.run_stage(
+            "python-project", [debian, base, deps], recipe.PYTHON_STEPS[1:], binds=binds, inputs=wheels_digest
+        )
+        stages = {"python": [debian, base, deps, project]}
+        if any(target.stage == "launcher" for target in targets):
+            launcher = self.run_stage("launcher", [debian, base], recipe.LAUNCHER_STEPS)
+            # The venv layers only add /opt/kubevirt, so they stack on the launcher layer unchanged
+            # (the Dockerfile's COPY --from=python).
+            stages["launcher"] = [debian, base, launcher, deps, project]
+        for target in targets:
+            config = oci.ImageConfig(entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV))
+            built.append(self.archive(image_name(target.binary), target.binary, stages[target.stage], config))
+        return built
+
+
+def _deps_inputs(house: Path) -> str:
+    project = recipe.PROJECT.replace("-", "_")
+    return " ".join(sorted(wheel.name for wheel in house.glob("*.whl") if not wheel.name.startswith(project)))
+
+
+def _ctr(layout: Layout) -> list[str]:
+    return ["ctr", f"--address={layout.containerd_socket}", "--namespace=k8s.io"]
+
+
+def present(layout: Layout) -> dict[str, str]:
+    """Image name -> manifest digest of what the cluster's containerd holds."""
+    result = subprocess.run([*_ctr(layout), "images", "ls"], capture_output=True, text=True, check=False)
+    found = {}
+    for line in result.stdout.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 3:
+            found[fields[0]] = fields[2]
+    return found
+
+
+def import_archives(layout: Layout, archives: list[tuple[str, Path, str]]) -> list[str]:
+    """Imports each (name, archive, digest) the cluster's containerd does not hold at that digest."""
+    held = present(layout)
+    imported = []
+    for name, archive, digest in archives:
+        if held.get(name) == digest:
+            continue
+        _run([*_ctr(layout), "images", "import", str(archive)])
+        imported.append(name)
+    return imported
+
+
+def import_cached(layout: Layout) -> list[str]:
+    """Imports every archive hack/build-images left in the cache (the pause image is built if missing)."""
+    builder = Builder(layout, log=False)
+    if not (builder.archives / "pause.json").exists():
+        builder.build(binaries=[])
+    archives = []
+    for meta in sorted(builder.archives.glob("*.json")):
+        loaded = json.loads(meta.read_text())
+        archives.append((loaded["name"], meta.with_suffix(".tar"), loaded["digest"]))
+    return import_archives(layout, archives)

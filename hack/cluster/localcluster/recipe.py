@@ -1,0 +1,112 @@
+"""The image recipe: one description that both ``Dockerfile.build`` (for container engines) and
+``hack/build-images`` (debootstrap + overlayfs, no engine) are made from, so the two cannot drift.
+
+Stages run shell commands in order. ``base`` starts from Debian bookworm; ``python`` installs the project's
+wheels (built by the ``wheels`` stage) into ``/opt/kubevirt``; ``launcher`` adds libvirt and QEMU and takes
+``/opt/kubevirt`` from ``python``. Every binary's image is one of those plus its entrypoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEBIAN_SUITE = "bookworm"
+DEBIAN_IMAGE = f"debian:{DEBIAN_SUITE}-slim"
+VENV = "/opt/kubevirt"
+WHEELS = "/wheels"
+PROJECT = "kubevirt-py"
+
+_APT = "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends"
+_APT_CLEAN = "apt-get clean && rm -rf /var/lib/apt/lists/*"
+
+BASE_PACKAGES = ("python3", "python3-venv", "libvirt0", "ca-certificates")
+WHEEL_BUILD_PACKAGES = ("gcc", "pkg-config", "libvirt-dev", "python3-dev")
+LAUNCHER_PACKAGES = (
+    "libvirt-daemon",
+    "libvirt-daemon-driver-qemu",
+    "libvirt-clients",
+    "qemu-system-x86",
+    "qemu-utils",
+)
+
+BASE_STEPS = (
+    # Like the official images: no service starts while packages install.
+    "printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d",
+    f"{_APT} {' '.join(BASE_PACKAGES)} && {_APT_CLEAN}",
+)
+WHEEL_BUILD_STEPS = (f"{_APT} {' '.join(WHEEL_BUILD_PACKAGES)}",)
+# Run in the source tree: wheels of the project and of every dependency land in the wheel directory.
+# SOURCE_DATE_EPOCH makes the project's wheel (and so its image layer) depend only on the sources.
+WHEEL_COMMAND = (
+    "python3 -m venv {builder} && "
+    "SOURCE_DATE_EPOCH=315532800 {builder}/bin/pip wheel {options}--wheel-dir {wheels} ."
+)
+WHEEL_BUILDER_VENV = "/tmp/wheel-builder"
+# Dependencies first (they change rarely), the project itself in a layer of its own.
+PYTHON_STEPS = (
+    f"python3 -m venv {VENV} && {VENV}/bin/pip install --no-cache-dir --no-index --find-links {WHEELS} "
+    f"$(ls {WHEELS}/*.whl | grep -v '/{PROJECT.replace('-', '_')}-')",
+    f"{VENV}/bin/pip install --no-cache-dir --no-index --no-deps {WHEELS}/{PROJECT.replace('-', '_')}-*.whl",
+)
+LAUNCHER_STEPS = (
+    f"{_APT} {' '.join(LAUNCHER_PACKAGES)} && {_APT_CLEAN}",
+    # libvirt's QEMU driver needs the users Debian's libvirt-daemon-system would create.
+    "(getent group kvm || groupadd --system kvm) && "
+    "(getent group libvirt-qemu || groupadd --system --gid 64055 libvirt-qemu) && "
+    "(getent passwd libvirt-qemu || useradd --system --uid 64055 --gid libvirt-qemu --groups kvm "
+    "--home-dir /var/lib/libvirt --no-create-home --shell /usr/sbin/nologin libvirt-qemu)",
+)
+ENV = (f"PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",)
+
+
+@dataclass(frozen=True)
+class Target:
+    binary: str
+    stage: str  # "python" or "launcher"
+
+    @property
+    def entrypoint(self) -> list[str]:
+        return [f"{VENV}/bin/{self.binary}"]
+
+
+TARGETS = (
+    Target("virt-operator", "python"),
+    Target("virt-api", "python"),
+    Target("virt-controller", "python"),
+    Target("virt-handler", "python"),
+    Target("virt-launcher", "launcher"),
+    Target("virtctl", "python"),
+)
+
+
+def dockerfile() -> str:
+    """``Dockerfile.build``: the same stages and commands for engines with BuildKit."""
+    out = [
+        "# syntax=docker/dockerfile:1",
+        "# Generated from hack/cluster/localcluster/recipe.py by hack/generate; do not edit.",
+        "# One target per binary: docker build -f Dockerfile.build --target virt-api .",
+        "",
+        f"FROM {DEBIAN_IMAGE} AS base",
+        *(f"RUN {step}" for step in BASE_STEPS),
+        f"ENV {ENV[0]}",
+        "",
+        "FROM base AS wheels",
+        *(f"RUN {step}" for step in WHEEL_BUILD_STEPS),
+        "COPY . /src",
+        "WORKDIR /src",
+        f"RUN {WHEEL_COMMAND.format(builder=WHEEL_BUILDER_VENV, wheels=WHEELS, options='')}",
+        "",
+        "FROM base AS python",
+        *(
+            f"RUN --mount=type=bind,from=wheels,source={WHEELS},target={WHEELS} {step}"
+            for step in PYTHON_STEPS
+        ),
+        "",
+        "FROM base AS launcher",
+        *(f"RUN {step}" for step in LAUNCHER_STEPS),
+        f"COPY --from=python {VENV} {VENV}",
+    ]
+    for target in TARGETS:
+        entrypoint = ", ".join(f'"{part}"' for part in target.entrypoint)
+        out += ["", f"FROM {target.stage} AS {target.binary}", f"ENTRYPOINT [{entrypoint}]"]
+    return "\n".join(out) + "\n"

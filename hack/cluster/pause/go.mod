@@ -1,0 +1,3 @@
+module kubevirt.io/hack/cluster/pause
+
+go 1.21

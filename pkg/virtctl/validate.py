@@ -1,0 +1,129 @@
+"""``virtctl validate``: KubeVirt's admission answer for a VMI or VM manifest, computed offline.
+
+The same steps as virt-api's webhooks (schema check, defaulting, schema check, the admitter's rules),
+with the same cluster options as ``virtctl render``. Prints the causes as a JSON list; exits 0 when the
+object would be accepted, 1 when refused, 2 when the input cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import click
+import yaml
+
+from kubevirt.admission import defaulting, pipeline
+from kubevirt.admission.causes import StatusCause
+from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
+from kubevirt.admission.schema import schema_check
+from kubevirt.virtctl.render import RenderOptions, _read_manifest, _split, apply_stand_ins
+
+VMI_KIND = "VirtualMachineInstance"
+VM_KIND = "VirtualMachine"
+EXIT_ACCEPTED, EXIT_REFUSED, EXIT_UNREADABLE = 0, 1, 2
+
+
+class UnsupportedKindError(ValueError):
+    """The manifest is neither a VirtualMachineInstance nor a VirtualMachine."""
+
+
+def manifest_kind(manifest: Mapping[str, Any]) -> str:
+    """The manifest's kind; a manifest without one is read as a VMI, as ``render`` does."""
+    kind = manifest.get("kind") or VMI_KIND
+    if kind not in (VMI_KIND, VM_KIND):
+        raise UnsupportedKindError(f"kind {kind!r} is not supported, expected {VMI_KIND} or {VM_KIND}")
+    return str(kind)
+
+
+def admission_causes(manifest: Mapping[str, Any], options: RenderOptions) -> list[StatusCause]:
+    """What KubeVirt's webhooks would answer for creating ``manifest`` (empty when accepted)."""
+    config = ClusterConfig.build(
+        feature_gates=options.feature_gates, rollout_strategy=options.rollout_strategy
+    )
+    if manifest_kind(manifest) == VM_KIND:
+        outcome = pipeline.validate_vm(
+            dict(manifest), config, defaulter=defaulting.vm_defaults, schema=schema_check
+        )
+    else:
+        outcome = pipeline.validate_vmi_create(
+            apply_stand_ins(manifest), config, defaulter=defaulting.vmi_defaults, schema=schema_check
+        )
+    return outcome.causes
+
+
+def vmi_of_vm(vm: Mapping[str, Any]) -> dict[str, Any]:
+    """The VMI a VM's template describes, named after the VM (what the VM controller creates)."""
+    spec = vm.get("spec") if isinstance(vm.get("spec"), dict) else {}
+    template = (
+        spec.get("template") if isinstance(spec, dict) and isinstance(spec.get("template"), dict) else {}
+    )
+    vm_meta = vm.get("metadata") if isinstance(vm.get("metadata"), dict) else {}
+    metadata = dict(template.get("metadata") or {}) if isinstance(template.get("metadata"), dict) else {}
+    for key in ("name", "namespace"):
+        if isinstance(vm_meta, dict) and vm_meta.get(key):
+            metadata[key] = vm_meta[key]
+    return {
+        "apiVersion": vm.get("apiVersion", "kubevirt.io/v1"),
+        "kind": VMI_KIND,
+        "metadata": metadata,
+        "spec": template.get("spec") or {},
+    }
+
+
+def renderable_vmi(
+    manifest: Mapping[str, Any], options: RenderOptions
+) -> tuple[dict[str, Any], list[StatusCause]]:
+    """The VMI ``render`` would convert, and the causes that refuse it.
+
+    A VM must pass the VM webhook, and then the VMI made from its template must pass VMI admission
+    (a VM without memory is accepted, its VMI is not).
+    """
+    causes = admission_causes(manifest, options)
+    if causes or manifest_kind(manifest) == VMI_KIND:
+        return dict(manifest), causes
+    vmi = vmi_of_vm(manifest)
+    return vmi, admission_causes(vmi, options)
+
+
+def causes_json(causes: list[StatusCause]) -> str:
+    return json.dumps([cause.to_dict() for cause in causes], indent=2, ensure_ascii=False)
+
+
+@click.command(name="validate")
+@click.option(
+    "-f", "--filename", "filename", required=True, help="VMI or VM manifest (YAML or JSON); - for stdin."
+)
+@click.option(
+    "--rollout-strategy",
+    type=click.Choice(ROLLOUT_STRATEGIES),
+    default=ROLLOUT_LIVE_UPDATE,
+    show_default=True,
+    help="The cluster's VM rollout strategy (LiveUpdate turns on CPU and memory hotplug defaults).",
+)
+@click.option("--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster.")
+@click.option("--block-volumes", default="", help="Comma-separated volumes whose PVC is in block mode.")
+def validate(filename: str, rollout_strategy: str, feature_gates: str, block_volumes: str) -> None:
+    """Print KubeVirt's admission causes for creating a VirtualMachineInstance or VirtualMachine."""
+    try:
+        manifest = _read_manifest(filename)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if not isinstance(manifest, dict):
+        click.echo(f"error: {filename} does not hold a Kubernetes object", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    options = RenderOptions(
+        rollout_strategy=rollout_strategy,
+        feature_gates=_split(feature_gates),
+        block_volumes=_split(block_volumes),
+    )
+    try:
+        causes = admission_causes(manifest, options)
+    except UnsupportedKindError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    click.echo(causes_json(causes))
+    sys.exit(EXIT_REFUSED if causes else EXIT_ACCEPTED)

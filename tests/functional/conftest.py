@@ -1,0 +1,102 @@
+"""The functional tier runs against a real single-node cluster (hack/cluster-up).
+
+The session fixture uses a cluster that is already running, or brings one up and tears it down at the end
+(also when tests fail), and then checks that cluster-down left nothing behind. The project's images are
+(re)built from the cache and imported either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HACK = REPO / "hack"
+sys.path.insert(0, str(HACK / "cluster"))
+
+from localcluster import cluster as localcluster  # noqa: E402
+from localcluster.layout import Layout, image_name  # noqa: E402
+
+# Images the functional tests run (built from the cache; a cold build takes a few minutes).
+TEST_IMAGES = ("virt-api",)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    layout: Layout
+    kubeconfig: Path
+    kubectl_path: Path
+
+    def kubectl(
+        self, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result
+
+    def kubectl_json(self, *args: str) -> dict[str, object]:
+        loaded = json.loads(self.kubectl(*args, "-o", "json").stdout)
+        assert isinstance(loaded, dict)
+        return loaded
+
+    def image(self, binary: str) -> str:
+        return image_name(binary)
+
+
+def _run_hack(script: str, *args: str) -> None:
+    began = time.monotonic()
+    result = subprocess.run([str(HACK / script), *args], capture_output=True, text=True, check=False)
+    sys.stderr.write(result.stdout + result.stderr)
+    sys.stderr.write(f"{script}: {time.monotonic() - began:.1f} s\n")
+    if result.returncode != 0:
+        raise RuntimeError(f"hack/{script} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    layout = Layout.from_environment()
+    started_here = not localcluster.running(layout)
+    if started_here:
+        try:
+            _run_hack("cluster-up")
+        except RuntimeError:
+            _run_hack("cluster-down")
+            raise
+    try:
+        _run_hack("build-images", *TEST_IMAGES)
+        yield Cluster(layout, layout.admin_kubeconfig, layout.kubernetes_bin / "kubectl")
+    finally:
+        if started_here and not os.environ.get("KUBEVIRT_KEEP_CLUSTER"):
+            before = json.loads(layout.host_before.read_text()) if layout.host_before.exists() else None
+            _run_hack("cluster-down")
+            if before is not None:
+                assert localcluster.leftovers(layout, before) == []
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of its own per test, deleted afterwards (without waiting)."""
+    name = f"ft-{request.node.name.lower().replace('_', '-')[:40].rstrip('-')}-{os.getpid() % 10000}"
+    cluster.kubectl("create", "namespace", name)
+    deadline = time.monotonic() + 30
+    while cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode != 0:
+        assert time.monotonic() < deadline, f"namespace {name}: no default service account"
+        time.sleep(0.2)
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)

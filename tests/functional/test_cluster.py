@@ -1,0 +1,38 @@
+"""The cluster itself: one Ready node, and pods reach the apiserver through the kubernetes Service."""
+
+from __future__ import annotations
+
+import time
+
+from conftest import Cluster
+
+
+def test_one_node_is_ready(cluster: Cluster) -> None:
+    nodes = cluster.kubectl_json("get", "nodes")["items"]
+    assert isinstance(nodes, list)
+    assert len(nodes) == 1
+    conditions = {c["type"]: c["status"] for c in nodes[0]["status"]["conditions"]}
+    assert conditions["Ready"] == "True"
+    assert nodes[0]["status"]["nodeInfo"]["kubeletVersion"] == cluster.layout.kubernetes_version
+
+
+def test_pod_reaches_apiserver_through_kubernetes_service(cluster: Cluster, namespace: str) -> None:
+    # The image's own Python and kubernetes client, with the pod's service account, in-cluster config.
+    script = (
+        "from kubernetes import client, config; config.load_incluster_config(); "
+        "print('server-version', client.VersionApi().get_code().git_version)"
+    )
+    cluster.kubectl(
+        "run", "whoami", "-n", namespace, f"--image={cluster.image('virt-api')}", "--image-pull-policy=Never",
+        "--restart=Never", "--command", "--", "/opt/kubevirt/bin/python", "-c", script,
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    phase = ""
+    while time.monotonic() < deadline:
+        phase = str(cluster.kubectl_json("get", "pod", "whoami", "-n", namespace)["status"].get("phase", ""))
+        if phase in ("Succeeded", "Failed"):
+            break
+        time.sleep(0.5)
+    logs = cluster.kubectl("logs", "whoami", "-n", namespace).stdout
+    assert phase == "Succeeded", logs
+    assert f"server-version {cluster.layout.kubernetes_version}" in logs
