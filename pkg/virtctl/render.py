@@ -199,6 +199,17 @@ def render(
         block_volumes=_split(block_volumes),
         domain_type=domain_type,
     )
+    # Imported here: validate builds on this module's reading and options.
+    from kubevirt.virtctl.validate import UnsupportedKindError, causes_json, renderable_vmi
+
+    try:
+        manifest, causes = renderable_vmi(manifest, options)
+    except UnsupportedKindError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(2)
+    if causes:
+        click.echo(causes_json(causes), err=True)
+        sys.exit(1)
     try:
         domain = render_domain(manifest, options)
     except (RenderError, ConversionError) as err:

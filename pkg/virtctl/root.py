@@ -7,6 +7,7 @@ import click
 from kubevirt.log import configure as configure_logging
 from kubevirt.version import get_version
 from kubevirt.virtctl.render import render
+from kubevirt.virtctl.validate import validate
 
 
 @click.group(name="virtctl", context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,3 +24,4 @@ def version() -> None:
 
 
 root.add_command(render)
+root.add_command(validate)

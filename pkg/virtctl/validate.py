@@ -16,6 +16,7 @@ import click
 import yaml
 
 from kubevirt.admission import defaulting, pipeline
+from kubevirt.admission._json import obj
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 from kubevirt.admission.schema import schema_check
@@ -56,20 +57,17 @@ def admission_causes(manifest: Mapping[str, Any], options: RenderOptions) -> lis
 
 def vmi_of_vm(vm: Mapping[str, Any]) -> dict[str, Any]:
     """The VMI a VM's template describes, named after the VM (what the VM controller creates)."""
-    spec = vm.get("spec") if isinstance(vm.get("spec"), dict) else {}
-    template = (
-        spec.get("template") if isinstance(spec, dict) and isinstance(spec.get("template"), dict) else {}
-    )
-    vm_meta = vm.get("metadata") if isinstance(vm.get("metadata"), dict) else {}
-    metadata = dict(template.get("metadata") or {}) if isinstance(template.get("metadata"), dict) else {}
+    template = obj(obj(vm, "spec"), "template")
+    metadata = dict(obj(template, "metadata"))
     for key in ("name", "namespace"):
-        if isinstance(vm_meta, dict) and vm_meta.get(key):
-            metadata[key] = vm_meta[key]
+        value = obj(vm, "metadata").get(key)
+        if value:
+            metadata[key] = value
     return {
         "apiVersion": vm.get("apiVersion", "kubevirt.io/v1"),
         "kind": VMI_KIND,
         "metadata": metadata,
-        "spec": template.get("spec") or {},
+        "spec": obj(template, "spec"),
     }
 
 
