@@ -132,9 +132,8 @@ class DomainManager:
             with libvirt_errors(f"reading the state of {facts.domain_name}"):
                 state, reason = dom.state()
             if states.is_down(state) and not facts.running_or_final:
-                flags = libvirt.VIR_DOMAIN_START_PAUSED if facts.start_paused else 0
                 with libvirt_errors(f"starting domain {facts.domain_name}"):
-                    dom.createWithFlags(flags)
+                    _start(dom, paused=facts.start_paused)
                 if facts.start_paused:
                     self._user_paused.add(facts.domain_name)
                 self._log.info("domain started", domain=facts.domain_name, paused=facts.start_paused)
@@ -335,6 +334,19 @@ def facts_of(vmi: Mapping[str, Any]) -> VMIFacts:
         return vmi_facts(vmi)
     except InvalidVMIError as err:
         raise InvalidRequestError(str(err)) from err
+
+
+def _start(dom: libvirt.virDomain, *, paused: bool) -> None:
+    if not paused:
+        dom.createWithFlags(0)
+        return
+    try:
+        dom.createWithFlags(libvirt.VIR_DOMAIN_START_PAUSED)
+    except libvirt.libvirtError as err:
+        if err.get_error_code() not in (libvirt.VIR_ERR_INVALID_ARG, libvirt.VIR_ERR_NO_SUPPORT):
+            raise
+        dom.createWithFlags(0)  # drivers that cannot start paused (the test driver): pause at once
+        dom.suspend()
 
 
 def _with_metadata(xml: str, metadata: KubeVirtMetadata) -> str:

@@ -43,6 +43,7 @@ def test_absent_fields_are_not_written_and_required_children_are() -> None:
 
 def test_special_characters_are_escaped_and_read_back() -> None:
     domain = Domain(type="kvm", name="a&b")
+    domain.os.type.os = "hvm"
     domain.os.cmdline = 'console=ttyS0 x="<1>"'
     domain.devices.disks.append(api.Disk(device="disk", serial="s'1", source=api.DiskSource(file='/a"b&c')))
     xml = domain.to_xml()

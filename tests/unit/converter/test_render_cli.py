@@ -56,7 +56,7 @@ def test_block_volumes_and_feature_gates_reach_the_pipeline() -> None:
     assert disk.source.dev == "/dev/root"
 
 
-def test_conversion_error_is_one_line_naming_the_field(tmp_path: Path) -> None:
+def test_refusal_exits_1_naming_the_field(tmp_path: Path) -> None:
     vmi = json.loads(MINIMAL.read_text())
     vmi["spec"]["domain"]["devices"]["disks"].append({"name": "ghost", "disk": {"bus": "virtio"}})
     path = tmp_path / "vmi.json"
@@ -64,16 +64,16 @@ def test_conversion_error_is_one_line_naming_the_field(tmp_path: Path) -> None:
     code, out, err = _run("-f", str(path))
     assert code == 1
     assert out == ""
-    assert err.strip() == "error: spec.domain.devices.disks[1]: no matching volume with name ghost found"
+    assert "spec.domain.devices.disks[1]" in err
 
 
-def test_bad_field_type_is_a_field_error(tmp_path: Path) -> None:
+def test_bad_field_type_exits_1_naming_the_field(tmp_path: Path) -> None:
     path = tmp_path / "vmi.yaml"
     path.write_text("metadata: {name: x}\nspec:\n  domain:\n    devices:\n      disks: {}\n")
-    code, _, err = _run("-f", str(path))
+    code, out, err = _run("-f", str(path))
     assert code == 1
-    assert err.startswith("error: spec.domain.devices.disks:")
-    assert len(err.strip().splitlines()) == 1
+    assert out == ""
+    assert "spec.domain.devices.disks" in err
 
 
 def test_unreadable_input_exits_2(tmp_path: Path) -> None:

@@ -79,3 +79,11 @@ def _without_indexes(path: str) -> str:
             out.append(ch)
         depth -= ch == "]"
     return "".join(out)
+
+
+def test_conversion_error_names_the_field_in_one_line() -> None:
+    raw = json.loads((CONFORMANCE / "valid" / "001-minimal-containerdisk.json").read_text())
+    raw["spec"]["domain"]["devices"]["disks"].append({"name": "ghost", "disk": {"bus": "virtio"}})
+    with pytest.raises(ConversionError) as failed:
+        render_domain(raw, options_from_flags([]))
+    assert str(failed.value) == "spec.domain.devices.disks[1]: no matching volume with name ghost found"

@@ -321,8 +321,11 @@ def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str
             raw = get(xml_name)
             if raw is not None:
                 values[field_name] = _convert(raw, value_type, f"<{tag} {xml_name}>")
-        if text_field is not None and el.text is not None:
-            values[text_field[0]] = _convert(el.text, text_field[1], f"<{tag}>")
+        if text_field is not None:
+            if el.text is not None:
+                values[text_field[0]] = _convert(el.text, text_field[1], f"<{tag}>")
+            elif text_field[1] is str:
+                values[text_field[0]] = ""  # <x></x> holds the empty string, as Go reads it
         if by_tag or wrappers:
             for sub in el:
                 target = by_tag.get(sub.tag)
