@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from lxml import etree
@@ -18,10 +19,21 @@ from lxml import etree
 _HOST_CPU_MODES = {"host-model", "host-passthrough"}
 
 
+def supports_direct_io(path: str) -> bool:
+    flags = os.O_RDONLY | getattr(os, "O_DIRECT", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
 @dataclasses.dataclass(frozen=True)
 class NodeFacts:
     use_emulation: bool = False
     sys_class_net: Path = Path("/sys/class/net")
+    direct_io: Callable[[str], bool] = supports_direct_io
 
 
 def kvm_usable(device: Path = Path("/dev/kvm")) -> bool:
@@ -39,7 +51,7 @@ def adjust_domain_xml(xml: str, facts: NodeFacts) -> str:
     if facts.use_emulation:
         _use_emulation(root)
     for disk in root.iterfind("devices/disk"):
-        _choose_cache_mode(disk)
+        _choose_cache_mode(disk, facts.direct_io)
     for interface in root.iterfind("devices/interface"):
         _adopt_tap_mtu(interface, facts.sys_class_net)
     return etree.tostring(root, encoding="unicode")
@@ -56,7 +68,7 @@ def _use_emulation(root: etree._Element) -> None:
             cpu.remove(model)
 
 
-def _choose_cache_mode(disk: etree._Element) -> None:
+def _choose_cache_mode(disk: etree._Element, direct_io: Callable[[str], bool]) -> None:
     source = disk.find("source")
     driver = disk.find("driver")
     if source is None or driver is None:
@@ -64,23 +76,13 @@ def _choose_cache_mode(disk: etree._Element) -> None:
     path = source.get("file") or source.get("dev")
     if path is None or not os.path.exists(path):
         return
-    if driver.get("cache") in (None, "none") and not supports_direct_io(path):
+    if driver.get("cache") in (None, "none") and not direct_io(path):
         # cache=none opens with O_DIRECT, which tmpfs and some overlay set-ups refuse.
         driver.set("cache", "writethrough")
         if driver.get("io") == "native":
             del driver.attrib["io"]
     elif driver.get("cache") is None:
         driver.set("cache", "none")
-
-
-def supports_direct_io(path: str) -> bool:
-    flags = os.O_RDONLY | getattr(os, "O_DIRECT", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return False
-    os.close(fd)
-    return True
 
 
 def _adopt_tap_mtu(interface: etree._Element, sys_class_net: Path) -> None:

@@ -410,6 +410,21 @@ def guest_pids(name_argument: str) -> list[int]:
 
 
 @pytest.fixture
+def notify_server_factory() -> Iterator[Any]:
+    recorders: list[NotifyRecorder] = []
+
+    def start(share_dir: Path) -> NotifyRecorder:
+        recorder = serve_notify(share_dir)
+        recorders.append(recorder)
+        return recorder
+
+    yield start
+    for recorder in recorders:
+        if recorder.server is not None:
+            recorder.server.stop(grace=0)
+
+
+@pytest.fixture
 def make_vmi() -> Any:
     return kernel_boot_vmi
 

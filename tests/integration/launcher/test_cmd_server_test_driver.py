@@ -1,0 +1,413 @@
+"""Every command of the launcher's gRPC server, over a real unix socket, against libvirt's test driver.
+
+The converter is injected: a small one producing test-driver domains keeps these tests about the server
+and the domain manager (the real converter is exercised by the real-guest tests).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import grpc
+import libvirt
+import pytest
+
+from kubevirt.handler_launcher_com.cmd.client import CommandFailedError, LauncherClient
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2, cmd_pb2_grpc
+from kubevirt.handler_launcher_com.sockets import cmd_socket_path, notify_socket_path
+from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
+from kubevirt.virt_launcher.notify_client import NotifyClient
+from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
+from kubevirt.virt_launcher.virtwrap.manager import DomainManager
+from kubevirt.virt_launcher.virtwrap.migration import Migrator
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def driver_domain_xml(vmi: Mapping[str, Any], options: Any) -> str:
+    metadata = vmi["metadata"]
+    if vmi.get("spec", {}).get("domain", {}).get("explode"):
+        raise RuntimeError("converter bug")
+    if vmi.get("spec", {}).get("domain", {}).get("memory") == "bad":
+        raise ValueError("spec.domain.memory.guest: bad quantity")
+    acpi = "" if vmi.get("spec", {}).get("domain", {}).get("noACPI") else "<features><acpi/></features>"
+    return (
+        f'<domain type="test"><name>{metadata.get("namespace", "default")}_{metadata["name"]}</name>'
+        f'<memory unit="KiB">131072</memory><os><type arch="x86_64">hvm</type></os>{acpi}'
+        '<metadata><kubevirt xmlns="http://kubevirt.io"><uid></uid></kubevirt></metadata></domain>'
+    )
+
+
+def vmi(name: str = "testvm", **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns1", "uid": f"uid-{name}"},
+        "spec": {"terminationGracePeriodSeconds": 7, **spec},
+        "status": {"phase": "Scheduled"},
+    }
+
+
+class Launcher:
+    def __init__(self, share: Path, conn: libvirt.virConnect) -> None:
+        self.cleanup_signals = 0
+        self.manager = DomainManager(conn, driver_domain_xml)
+        self.migrator = Migrator(self.manager, share)
+        self.servicer = CommandServer(
+            self.manager, self.migrator, pod_name="target-pod", on_target_cleanup=self._cleanup
+        )
+        self.server = serve(cmd_socket_path(share), self.servicer)
+        self.client = LauncherClient(cmd_socket_path(share))
+        self.stub = cmd_pb2_grpc.CmdStub(grpc.insecure_channel(f"unix://{cmd_socket_path(share)}"))
+
+    def _cleanup(self) -> None:
+        self.cleanup_signals += 1
+
+    def raw(self, command: str, payload: bytes, options: bytes | None = None) -> Any:
+        request: Any
+        if options is not None:
+            request = cmd_pb2.MigrationRequest(vmi=cmd_pb2.VMI(vmiJson=payload), options=options)
+        else:
+            request = cmd_pb2.VMIRequest(vmi=cmd_pb2.VMI(vmiJson=payload))
+        return getattr(self.stub, command)(request, timeout=10)
+
+    def failure(self, command: str, the_vmi: Mapping[str, Any]) -> str:
+        with pytest.raises(CommandFailedError) as caught:
+            self.client.vmi_command(command, the_vmi)
+        return caught.value.reason
+
+    def state(self) -> tuple[str, str]:
+        domain = self.client.get_domain()
+        assert domain is not None
+        return domain["status"]["status"], domain["status"]["reason"]
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[libvirt.virConnect]:
+    start_event_loop()
+    libvirt.registerErrorHandler(lambda *_: None, None)
+    node = tmp_path / "node.xml"
+    node.write_text("<node/>")  # a node of its own: fresh state for every test
+    connection = libvirt.open(f"test://{node}")
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def launcher(tmp_path: Path, conn: libvirt.virConnect) -> Iterator[Launcher]:
+    result = Launcher(tmp_path, conn)
+    yield result
+    result.client.close()
+    result.server.stop(grace=0)
+
+
+def test_version_negotiation_and_ping(launcher: Launcher) -> None:
+    assert launcher.client.negotiate_version() == 1
+    launcher.client.ping()
+
+
+def test_sync_defines_and_starts_once(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    domain = launcher.client.get_domain()
+    assert domain is not None
+    assert domain["metadata"] == {"name": "testvm", "namespace": "ns1", "uid": "uid-testvm"}
+    assert domain["spec"]["name"] == "ns1_testvm"
+    assert domain["spec"]["metadata"]["kubevirt"] == {
+        "uid": "uid-testvm",
+        "graceperiod": {"deletionGracePeriodSeconds": 7},
+    }
+    assert domain["status"]["status"] == "Running"
+    launcher.client.sync_vmi(vmi())
+    again = launcher.client.get_domain()
+    assert again is not None
+    assert again["spec"]["uuid"] == domain["spec"]["uuid"]
+    assert len(launcher.manager.conn.listAllDomains()) == 1
+
+
+def test_sync_updates_the_grace_period(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    launcher.client.sync_vmi(vmi(terminationGracePeriodSeconds=60))
+    domain = launcher.client.get_domain()
+    assert domain is not None
+    assert domain["spec"]["metadata"]["kubevirt"]["graceperiod"]["deletionGracePeriodSeconds"] == 60
+
+
+def test_sync_does_not_restart_a_vmi_that_already_ran(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    launcher.client.vmi_command("KillVirtualMachine", vmi())
+    ran = vmi()
+    ran["status"]["phase"] = "Running"
+    launcher.client.sync_vmi(ran)
+    assert launcher.state() == ("Shutoff", "Destroyed")
+
+
+def test_start_strategy_paused_is_kept_paused(launcher: Launcher) -> None:
+    paused = vmi(startStrategy="Paused")
+    launcher.client.sync_vmi(paused)
+    assert launcher.state() == ("Paused", "User")
+    launcher.client.sync_vmi(paused)
+    assert launcher.state() == ("Paused", "User")
+    launcher.client.vmi_command("UnpauseVirtualMachine", paused)
+    assert launcher.state() == ("Running", "Unpaused")
+
+
+def test_sync_resumes_a_domain_not_paused_by_the_user(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    launcher.manager.conn.lookupByName("ns1_testvm").suspend()
+    launcher.client.sync_vmi(vmi())
+    assert launcher.state()[0] == "Running"
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"{not json", "vmi: malformed VMI JSON"),
+        (b"", "vmi: no VMI in the request"),
+        (b"[1, 2]", "vmi: the VMI JSON must be an object"),
+        (b'{"metadata": {"namespace": "x"}}', "metadata.name: required"),
+        (b'{"metadata": {"name": 5}}', "metadata.name: must be a string"),
+        (b'{"metadata": {"name": "a"}, "spec": []}', "spec: must be an object"),
+        (
+            b'{"metadata": {"name": "a"}, "spec": {"terminationGracePeriodSeconds": -1}}',
+            "spec.terminationGracePeriodSeconds: must be a non-negative integer",
+        ),
+        (
+            b'{"metadata": {"name": "a"}, "spec": {"domain": {"memory": "bad"}}}',
+            "converting the VMI to a domain: spec.domain.memory.guest: bad quantity",
+        ),
+        (
+            b'{"metadata": {"name": "a"}, "spec": {"domain": {"explode": true}}}',
+            "internal error: converter bug",
+        ),
+    ],
+)
+def test_bad_sync_requests_fail_with_a_message(launcher: Launcher, payload: bytes, message: str) -> None:
+    reply = launcher.raw("SyncVirtualMachine", payload)
+    assert reply.success is False
+    assert message in reply.message
+    launcher.client.ping()  # still serving
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "PauseVirtualMachine",
+        "UnpauseVirtualMachine",
+        "SoftRebootVirtualMachine",
+        "ResetVirtualMachine",
+        "FinalizeVirtualMachineMigration",
+        "HotplugHostDevices",
+    ],
+)
+def test_commands_on_an_unknown_domain_fail(launcher: Launcher, command: str) -> None:
+    assert launcher.failure(command, vmi("nosuchvm")) == "Domain not found."
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ShutdownVirtualMachine", "KillVirtualMachine", "DeleteVirtualMachine"],
+)
+def test_stopping_an_absent_domain_succeeds(launcher: Launcher, command: str) -> None:
+    launcher.client.vmi_command(command, vmi("nosuchvm"))
+
+
+def test_pause_and_unpause(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    launcher.client.vmi_command("PauseVirtualMachine", vmi())
+    assert launcher.state() == ("Paused", "User")
+    launcher.client.vmi_command("PauseVirtualMachine", vmi())  # already paused: no-op
+    launcher.client.vmi_command("UnpauseVirtualMachine", vmi())
+    assert launcher.state() == ("Running", "Unpaused")
+    launcher.client.vmi_command("UnpauseVirtualMachine", vmi())  # already running: no-op
+
+
+def test_shutdown_records_when_the_grace_period_started(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    launcher.client.vmi_command("ShutdownVirtualMachine", vmi())
+    domain = launcher.client.get_domain()
+    assert domain is not None
+    grace = domain["spec"]["metadata"]["kubevirt"]["graceperiod"]
+    assert grace["deletionGracePeriodSeconds"] == 7
+    assert grace["deletionTimestamp"].endswith("Z")
+    assert domain["status"]["status"] == "Shutoff"
+    assert domain["status"]["reason"] == "Shutdown"
+    launcher.client.vmi_command("ShutdownVirtualMachine", vmi())  # already off: no-op
+
+
+def test_kill_then_delete(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    launcher.client.vmi_command("KillVirtualMachine", vmi())
+    assert launcher.state() == ("Shutoff", "Destroyed")
+    launcher.client.vmi_command("DeleteVirtualMachine", vmi())
+    assert launcher.client.get_domain() is None
+
+
+def test_soft_reboot_and_reset(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    launcher.client.vmi_command("SoftRebootVirtualMachine", vmi())
+    launcher.client.vmi_command("ResetVirtualMachine", vmi())
+    assert launcher.state()[0] == "Running"
+    launcher.client.vmi_command("KillVirtualMachine", vmi())
+    assert "only a running domain reboots" in launcher.failure("SoftRebootVirtualMachine", vmi())
+    assert "only a running domain resets" in launcher.failure("ResetVirtualMachine", vmi())
+
+
+def test_soft_reboot_needs_acpi_or_an_agent(launcher: Launcher) -> None:
+    no_acpi = vmi("noacpi", domain={"noACPI": True})
+    launcher.client.sync_vmi(no_acpi)
+    assert "neither a connected guest agent nor ACPI" in launcher.failure("SoftRebootVirtualMachine", no_acpi)
+
+
+def test_queries_without_a_domain(launcher: Launcher) -> None:
+    assert launcher.client.get_domain() is None
+    assert launcher.client.get_domain_stats() is None
+    assert launcher.client.get_guest_info() == {}
+
+
+def test_queries_with_a_domain(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    stats = launcher.client.get_domain_stats()
+    assert stats is not None
+    assert stats["Name"] == "ns1_testvm"
+    assert stats["NrVirtCpu"] == 1
+    assert stats["Memory"]["ActualBalloon"] == 131072
+    empty = cmd_pb2.EmptyRequest()
+    assert json.loads(launcher.stub.GetUsers(empty).guestUserListResponse) == []
+    assert json.loads(launcher.stub.GetFilesystems(empty).guestFilesystemsResponse) == []
+    version = launcher.stub.GetQemuVersion(empty)
+    assert version.response.success
+    assert version.version.count(".") == 2
+
+
+def test_guest_agent_commands_report_the_missing_agent(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    payload = cmd_pb2.VMI(vmiJson=json.dumps(vmi()).encode())
+    replies = [
+        launcher.stub.FreezeVirtualMachine(cmd_pb2.FreezeRequest(vmi=payload, unfreezeTimeoutSeconds=5)),
+        launcher.stub.UnfreezeVirtualMachine(cmd_pb2.VMIRequest(vmi=payload)),
+        launcher.stub.Exec(cmd_pb2.ExecRequest(domainName="ns1_testvm", Command="true")).response,
+        launcher.stub.GuestPing(cmd_pb2.GuestPingRequest(domainName="ns1_testvm")).response,
+    ]
+    for reply in replies:
+        assert reply.success is False
+        assert "guest agent is not connected" in reply.message
+
+
+def test_unsupported_features_say_so(launcher: Launcher) -> None:
+    payload = cmd_pb2.VMIRequest(vmi=cmd_pb2.VMI(vmiJson=json.dumps(vmi()).encode()))
+    empty = cmd_pb2.EmptyRequest()
+    replies = [
+        launcher.stub.SyncVirtualMachineCPUs(payload),
+        launcher.stub.SyncVirtualMachineMemory(payload),
+        launcher.stub.VirtualMachineMemoryDump(cmd_pb2.MemoryDumpRequest(vmi=payload.vmi, dumpPath="/x")),
+        launcher.stub.GetSEVInfo(empty).response,
+        launcher.stub.GetLaunchMeasurement(payload).response,
+        launcher.stub.InjectLaunchSecret(cmd_pb2.InjectLaunchSecretRequest(vmi=payload.vmi)),
+        launcher.stub.GetDomainDirtyRateStats(empty).response,
+        launcher.stub.GetScreenshot(payload).response,
+    ]
+    for reply in replies:
+        assert reply.success is False
+        assert "is not supported by this virt-launcher" in reply.message
+
+
+def test_migration_requests(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    bad = launcher.raw("MigrateVirtualMachine", json.dumps(vmi()).encode(), b"{oops")
+    assert bad.success is False
+    assert "options: malformed migration options JSON" in bad.message
+    wrong_type = launcher.raw(
+        "MigrateVirtualMachine", json.dumps(vmi()).encode(), b'{"AllowPostCopy": "yes"}'
+    )
+    assert "options.AllowPostCopy: must be a boolean" in wrong_type.message
+    bad_quantity = launcher.raw("MigrateVirtualMachine", json.dumps(vmi()).encode(), b'{"Bandwidth": "fast"}')
+    assert "options.Bandwidth: not a quantity" in bad_quantity.message
+    with pytest.raises(CommandFailedError, match=r"Domain not found\."):
+        launcher.client.migrate_vmi(vmi("nosuchvm"), {})
+    assert "is not migrating" in launcher.failure("CancelVirtualMachineMigration", vmi())
+
+    # The test driver cannot migrate: the attempt ends as a recorded failure, not a crash.
+    moving = vmi()
+    moving["status"]["migrationState"] = {"migrationUid": "mig-1"}
+    launcher.client.migrate_vmi(moving, {"Bandwidth": "64Mi", "AllowAutoConverge": True})
+    launcher.migrator.wait(10)
+    domain = launcher.client.get_domain()
+    assert domain is not None
+    migration = domain["spec"]["metadata"]["kubevirt"]["migration"]
+    assert migration["uid"] == "mig-1"
+    assert migration["failed"] is True
+    assert migration["failureReason"]
+    assert migration["completed"] is False
+    assert "startTimestamp" in migration
+    assert "endTimestamp" in migration
+    assert launcher.state()[0] == "Running"
+
+
+def test_migration_target_preparation_and_release(launcher: Launcher) -> None:
+    launcher.client.vmi_command("SyncMigrationTarget", vmi())
+    assert launcher.client.get_domain() is None  # the source sends the domain; nothing is defined here
+    bad = launcher.raw("SyncMigrationTarget", b"{nope")
+    assert bad.success is False
+    assert "malformed VMI JSON" in bad.message
+
+    other = vmi()
+    other["status"]["migrationState"] = {"targetPod": "another-pod"}
+    launcher.client.vmi_command("SignalTargetPodCleanup", other)
+    assert launcher.cleanup_signals == 0
+    ours = vmi()
+    ours["status"]["migrationState"] = {"targetPod": "target-pod"}
+    launcher.client.vmi_command("SignalTargetPodCleanup", ours)
+    assert launcher.cleanup_signals == 1
+
+
+def test_domain_events_reach_the_notify_server(
+    tmp_path: Path, conn: libvirt.virConnect, request: Any
+) -> None:
+    serve_notify = request.getfixturevalue("notify_server_factory")
+    share = tmp_path / "share"
+    share.mkdir()
+    manager = DomainManager(conn, driver_domain_xml)
+    # The handler is not there yet: events wait (retrying) until it appears.
+    forwarder = DomainEventForwarder(manager, NotifyClient(notify_socket_path(share), give_up_after=20))
+    notify_path = notify_socket_path(share)
+    notify_path.touch()  # a stale socket file: the client must keep retrying through failures
+    forwarder.start()
+    try:
+        manager.sync_vmi(vmi())
+        time.sleep(0.5)
+        notify_path.unlink()
+        recorder = serve_notify(share)
+        added = recorder.wait_for(lambda kind, domain: kind == "ADDED", 10)
+        assert added[1]["spec"]["name"] == "ns1_testvm"
+        recorder.wait_for(lambda kind, domain: domain["status"]["status"] == "Running", 10)
+        manager.kill_vmi(vmi())
+        manager.delete_vmi(vmi())
+        final = recorder.wait_for(lambda kind, domain: "deletionTimestamp" in domain["metadata"], 10)
+        assert final[0] == "MODIFIED"
+        assert final[1]["status"]["reason"] == "NonExistent"
+        assert final[1]["metadata"]["uid"] == "uid-testvm"
+        assert forwarder.final_event_delivered.wait(5)
+    finally:
+        forwarder.stop()
+
+
+def test_commands_are_served_concurrently(launcher: Launcher) -> None:
+    launcher.client.sync_vmi(vmi())
+    errors: list[BaseException] = []
+
+    def query() -> None:
+        try:
+            for _ in range(20):
+                assert launcher.client.get_domain() is not None
+        except BaseException as err:  # collected for the assertion below
+            errors.append(err)
+
+    threads = [threading.Thread(target=query) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

@@ -1,0 +1,248 @@
+"""The launcher's pure pieces: metadata XML, node adjustments, VMI facts, options, names and versions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import libvirt
+import pytest
+from lxml import etree
+
+from kubevirt.handler_launcher_com.sockets import (
+    cmd_socket_path,
+    init_socket_path,
+    migration_source_socket,
+    notify_socket_path,
+)
+from kubevirt.handler_launcher_com.versions import NoCommonVersionError, highest_common_version
+from kubevirt.virt_launcher.app import parse_duration
+from kubevirt.virt_launcher.events import ADDED, MODIFIED, event_type_for
+from kubevirt.virt_launcher.virtwrap import states
+from kubevirt.virt_launcher.virtwrap.domain_json import (
+    gone_domain_json,
+    metadata_from_domain_xml,
+    split_domain_name,
+)
+from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError
+from kubevirt.virt_launcher.virtwrap.metadata import GracePeriod, KubeVirtMetadata, Migration
+from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, parse_quantity
+from kubevirt.virt_launcher.virtwrap.node_adjust import NodeFacts, adjust_domain_xml
+from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, parse_vmi_json, vmi_facts
+
+STAMP = datetime(2026, 11, 30, 12, 0, 1, 250000, tzinfo=UTC)
+
+
+def test_metadata_round_trips_through_xml() -> None:
+    metadata = KubeVirtMetadata(
+        uid="u-1",
+        grace_period=GracePeriod(30, STAMP, True),
+        migration=Migration(
+            uid="m-1",
+            start_timestamp=STAMP,
+            end_timestamp=STAMP,
+            failed=True,
+            failure_reason="x",
+            mode="PreCopy",
+        ),
+    )
+    xml = metadata.to_xml()
+    root = etree.fromstring(xml.encode())
+    assert root.tag == "{http://kubevirt.io}kubevirt"
+    assert root.findtext("{http://kubevirt.io}graceperiod/{http://kubevirt.io}deletionTimestamp") == (
+        "2026-11-30T12:00:01.25Z"
+    )
+    assert root.find("{http://kubevirt.io}migration/{http://kubevirt.io}completed") is None  # omitempty
+    assert KubeVirtMetadata.from_xml(xml) == metadata
+
+
+def test_metadata_json_uses_kubevirt_names() -> None:
+    metadata = KubeVirtMetadata(uid="u", grace_period=GracePeriod(5, STAMP), migration=Migration(uid="m"))
+    assert metadata.to_json() == {
+        "uid": "u",
+        "graceperiod": {"deletionGracePeriodSeconds": 5, "deletionTimestamp": "2026-11-30T12:00:01Z"},
+        "migration": {
+            "uid": "m",
+            "completed": False,
+            "failed": False,
+            "failureReason": "",
+            "abortStatus": "",
+            "mode": "",
+        },
+    }
+
+
+def test_metadata_is_found_in_a_domain() -> None:
+    xml = (
+        '<domain type="qemu"><name>ns_vm</name><metadata>'
+        '<kubevirt:kubevirt xmlns:kubevirt="http://kubevirt.io"><kubevirt:uid>abc</kubevirt:uid>'
+        "</kubevirt:kubevirt></metadata></domain>"
+    )
+    found = metadata_from_domain_xml(xml)
+    assert found is not None
+    assert found.uid == "abc"
+    assert metadata_from_domain_xml("<domain><name>x</name></domain>") is None
+
+
+def test_gone_domain_carries_deletion_timestamp_and_reason() -> None:
+    domain = gone_domain_json("ns_vm", "u-1", STAMP)
+    assert domain["metadata"] == {
+        "name": "vm",
+        "namespace": "ns",
+        "uid": "u-1",
+        "deletionTimestamp": "2026-11-30T12:00:01Z",
+    }
+    assert domain["status"]["status"] == "NoState"
+    assert domain["status"]["reason"] == "NonExistent"
+    assert split_domain_name("a_b_c") == ("a", "b_c")
+
+
+def test_emulation_makes_a_tcg_domain_with_an_emulated_cpu() -> None:
+    xml = '<domain type="kvm"><cpu mode="host-model" check="partial"><topology sockets="1"/></cpu></domain>'
+    root = etree.fromstring(adjust_domain_xml(xml, NodeFacts(use_emulation=True)).encode())
+    assert root.get("type") == "qemu"
+    cpu = root.find("cpu")
+    assert cpu is not None
+    assert cpu.get("mode") == "maximum"
+    assert cpu.get("check") is None
+    assert cpu.find("topology") is not None
+    untouched = etree.fromstring(adjust_domain_xml(xml, NodeFacts(use_emulation=False)).encode())
+    assert untouched.get("type") == "kvm"
+
+
+@pytest.mark.parametrize(
+    ("cache", "direct_io", "expected_cache", "expected_io"),
+    [
+        ("none", False, "writethrough", None),  # cache=none needs O_DIRECT
+        (None, True, "none", "native"),
+        (None, False, "writethrough", None),
+        ("writeback", False, "writeback", "native"),
+    ],
+)
+def test_disk_cache_mode_follows_direct_io_support(
+    tmp_path: Path, cache: str | None, direct_io: bool, expected_cache: str, expected_io: str | None
+) -> None:
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"\0" * 512)
+    cache_attr = f' cache="{cache}"' if cache else ""
+    xml = (
+        f'<domain><devices><disk type="file"><driver name="qemu"{cache_attr} io="native"/>'
+        f'<source file="{image}"/></disk></devices></domain>'
+    )
+    facts = NodeFacts(direct_io=lambda path: direct_io)
+    driver = etree.fromstring(adjust_domain_xml(xml, facts).encode()).find("devices/disk/driver")
+    assert driver is not None
+    assert driver.get("cache") == expected_cache
+    assert driver.get("io") == expected_io
+
+
+def test_tap_mtu_is_adopted(tmp_path: Path) -> None:
+    (tmp_path / "tap0").mkdir()
+    (tmp_path / "tap0" / "mtu").write_text("1400\n")
+    xml = (
+        '<domain><devices><interface type="ethernet"><target dev="tap0" managed="no"/>'
+        "</interface></devices></domain>"
+    )
+    root = etree.fromstring(adjust_domain_xml(xml, NodeFacts(sys_class_net=tmp_path)).encode())
+    mtu = root.find("devices/interface/mtu")
+    assert mtu is not None
+    assert mtu.get("size") == "1400"
+
+
+def test_vmi_facts() -> None:
+    facts = vmi_facts(
+        {
+            "metadata": {"name": "vm", "uid": "u"},
+            "spec": {"startStrategy": "Paused"},
+            "status": {"phase": "Running", "migrationState": {"migrationUid": "m"}},
+        }
+    )
+    assert facts.domain_name == "default_vm"
+    assert facts.start_paused
+    assert facts.grace_period_seconds == 30
+    assert facts.running_or_final
+    assert facts.migration_uid == "m"
+    with pytest.raises(InvalidVMIError, match=r"status.migrationState: must be an object"):
+        vmi_facts({"metadata": {"name": "vm"}, "status": {"migrationState": "x"}})
+    with pytest.raises(InvalidVMIError, match=r"malformed VMI JSON"):
+        parse_vmi_json(b"\xff\xfe")
+
+
+def test_migration_options_from_virt_handler_json() -> None:
+    options = MigrationOptions.from_json(
+        b'{"Bandwidth": "64Mi", "ProgressTimeout": 10, "CompletionTimeoutPerGiB": 20, "AllowPostCopy": true,'
+        b' "AllowAutoConverge": true, "UnsafeMigration": true, "ParallelMigrationThreads": 4}'
+    )
+    assert options.bandwidth_bytes == 64 * 2**20
+    assert options.progress_timeout == 10
+    assert options.completion_timeout_per_gib == 20
+    for flag in (
+        libvirt.VIR_MIGRATE_LIVE,
+        libvirt.VIR_MIGRATE_PEER2PEER,
+        libvirt.VIR_MIGRATE_PERSIST_DEST,
+        libvirt.VIR_MIGRATE_POSTCOPY,
+        libvirt.VIR_MIGRATE_AUTO_CONVERGE,
+        libvirt.VIR_MIGRATE_UNSAFE,
+        libvirt.VIR_MIGRATE_PARALLEL,
+    ):
+        assert options.flags & flag
+    assert MigrationOptions.from_json(b"").flags & libvirt.VIR_MIGRATE_POSTCOPY == 0
+    with pytest.raises(InvalidRequestError, match=r"options.ProgressTimeout: must be a non-negative integer"):
+        MigrationOptions.from_json(b'{"ProgressTimeout": -1}')
+    with pytest.raises(InvalidRequestError, match=r"must be a JSON object"):
+        MigrationOptions.from_json(b"[]")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("0", 0), ("1Ki", 1024), ("1.5M", 1_500_000), ("2Gi", 2 * 2**30)]
+)
+def test_quantities(text: str, expected: int) -> None:
+    assert parse_quantity(text, "f") == expected
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("3m", 180.0), ("240s", 240.0), ("1m30s", 90.0), ("45", 45.0)])
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "3 minutes", "m", "1x"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration(text)
+
+
+def test_states_and_reasons() -> None:
+    assert states.state_name(libvirt.VIR_DOMAIN_PAUSED) == "Paused"
+    assert states.reason_name(libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_USER) == "User"
+    assert states.reason_name(libvirt.VIR_DOMAIN_SHUTOFF, libvirt.VIR_DOMAIN_SHUTOFF_MIGRATED) == "Migrated"
+    assert states.reason_name(libvirt.VIR_DOMAIN_CRASHED, libvirt.VIR_DOMAIN_CRASHED_PANICKED) == "Panicked"
+    assert states.reason_name(libvirt.VIR_DOMAIN_SHUTOFF, 999) == "Unknown"
+    assert states.state_name(libvirt.VIR_DOMAIN_SHUTDOWN) == "ShuttingDown"
+
+
+def test_event_types() -> None:
+    assert event_type_for(libvirt.VIR_DOMAIN_EVENT_DEFINED, libvirt.VIR_DOMAIN_EVENT_DEFINED_ADDED) == ADDED
+    assert (
+        event_type_for(libvirt.VIR_DOMAIN_EVENT_STARTED, libvirt.VIR_DOMAIN_EVENT_STARTED_MIGRATED) == ADDED
+    )
+    assert (
+        event_type_for(libvirt.VIR_DOMAIN_EVENT_STARTED, libvirt.VIR_DOMAIN_EVENT_STARTED_BOOTED) == MODIFIED
+    )
+    assert (
+        event_type_for(libvirt.VIR_DOMAIN_EVENT_DEFINED, libvirt.VIR_DOMAIN_EVENT_DEFINED_UPDATED) == MODIFIED
+    )
+
+
+def test_socket_paths(tmp_path: Path) -> None:
+    assert init_socket_path(tmp_path) == tmp_path / "sockets" / "launcher-init-sock"
+    assert cmd_socket_path(tmp_path) == tmp_path / "sockets" / "launcher-sock"
+    assert notify_socket_path(tmp_path) == tmp_path / "domain-notify-pipe.sock"
+    (tmp_path / "domain-notify.sock").touch()
+    assert notify_socket_path(tmp_path) == tmp_path / "domain-notify.sock"
+    assert migration_source_socket(tmp_path, "u-49152") == tmp_path / "migrationproxy" / "u-49152-source.sock"
+
+
+def test_version_negotiation() -> None:
+    assert highest_common_version([1, 2], [2, 3]) == 2
+    with pytest.raises(NoCommonVersionError, match=r"we support \[1\], the peer \[2\]"):
+        highest_common_version([1], [2])
