@@ -9,6 +9,7 @@ keeps that exact string (so ``+1Gi`` stays ``+1Gi``); everything else prints can
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from functools import total_ordering
 from typing import Any, Final, Literal
@@ -45,6 +46,10 @@ _BINARY_SUFFIXES: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei
 _DECIMAL_BY_EXPONENT: Final = {exponent: suffix for suffix, exponent in _DECIMAL_SUFFIXES.items()}
 _BINARY_BY_EXPONENT: Final = {0: "", **{exponent: suffix for suffix, exponent in _BINARY_SUFFIXES.items()}}
 _SUFFIX_CHARS: Final = frozenset("eEinumkKMGTP")
+# Text the scanner below would accept with a known suffix: sign, digits (leading zeros apart), fraction.
+_WELL_FORMED: Final = re.compile(
+    r"([+-]?)0*([0-9]*)(?:\.([0-9]*))?([numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+|)\Z"
+)
 _DIGITS: Final = frozenset("0123456789")
 
 # The pattern Kubernetes' OpenAPI schemas give every quantity (stricter than the parser below).
@@ -135,6 +140,12 @@ def _keeps_text(positive: bool, num: str, denom: str, base: int, exponent: int) 
     return value <= _MAX_INT64 and (value << exponent) <= _MAX_INT64 and value & 0x07 != 0
 
 
+def _ceil_div_pow10(value: int, power: int) -> int:
+    """``value * 10**power`` for a non-negative value, rounded up to a whole number."""
+    scale: int = 10 ** abs(power)
+    return value * scale if power >= 0 else -(-value // scale)
+
+
 def _remove_factors(value: int, base: int) -> tuple[int, int]:
     times = 0
     while value != 0 and value % base == 0:
@@ -188,11 +199,18 @@ class Quantity:
             raise QuantityError(_ERR_FORMAT)
         if text == "0":
             return 0, DECIMAL_SI, "0"
-        positive, num, denom, suffix = _scan(text)
+        match = _WELL_FORMED.match(text)
+        if match is not None:  # the common case, without the character-by-character scan
+            sign, num, denom, suffix = match.groups()
+            positive, num, denom = sign != "-", num or "0", denom or ""
+        else:
+            positive, num, denom, suffix = _scan(text)
         base, exponent, fmt = _interpret_suffix(suffix)
-        magnitude = Fraction(int(num + denom), 10 ** len(denom))
-        magnitude *= Fraction(10) ** exponent if base == 10 else 2**exponent
-        nanos = _round_to_nanos(magnitude)
+        digits = int(num + denom)
+        if base == 10:
+            nanos = _ceil_div_pow10(digits, exponent - len(denom) + 9)
+        else:
+            nanos = -((-(digits << exponent) * _NANO) // 10 ** len(denom))
         if fmt == BINARY_SI and nanos > _MAX_INT64 * _NANO:
             nanos = _MAX_INT64 * _NANO
         if fmt == BINARY_SI and 0 < nanos < _NANO:
