@@ -181,3 +181,31 @@ def test_canonical_text_parses_back_to_the_same_value(units: int, fmt: str) -> N
 def test_milli_canonical_round_trip(milli: int) -> None:
     quantity = Quantity.from_milli(milli)
     assert Quantity(str(quantity)).milli_value() == milli
+
+
+SUFFIX_VALUES = {
+    **{s: Fraction(10) ** e for s, e in {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9}.items()},
+    **{s: Fraction(10) ** e for s, e in {"T": 12, "P": 15, "E": 18}.items()},
+    **{s: Fraction(2) ** e for s, e in {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}.items()},
+}
+
+
+@given(
+    st.sampled_from(["", "+", "-"]),
+    st.text("0123456789", max_size=12),
+    st.one_of(st.none(), st.text("0123456789", max_size=12)),
+    st.one_of(st.sampled_from(sorted(SUFFIX_VALUES)), st.integers(-20, 20).map(lambda e: f"e{e}")),
+)
+def test_value_is_the_exact_number_rounded_up_to_a_nano(
+    sign: str, num: str, denom: str | None, suffix: str
+) -> None:
+    text = sign + num + ("" if denom is None else "." + denom) + suffix
+    if text in {"", "+", "-"} or (not num and not denom and suffix):
+        return
+    exact = Fraction(int(num or "0") * 10 ** len(denom or "") + int(denom or "0"), 10 ** len(denom or ""))
+    exact *= Fraction(10) ** int(suffix[1:]) if suffix.startswith("e") else SUFFIX_VALUES[suffix]
+    nanos = -((-exact.numerator * 10**9) // exact.denominator)
+    if suffix.endswith("i"):
+        nanos = min(nanos, (2**63 - 1) * 10**9)
+    expected = Fraction(-nanos if sign == "-" else nanos, 10**9)
+    assert Quantity(text).as_fraction() == expected
