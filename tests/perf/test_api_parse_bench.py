@@ -13,7 +13,7 @@ from typing import Any
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
 CASE = Path(__file__).parents[1] / "testdata" / "conformance" / "vmi" / "valid"
-ROUNDS = 2000
+ROUNDS = 500
 
 
 def _per_call_us(func: Any, arg: Any, rounds: int = ROUNDS) -> float:

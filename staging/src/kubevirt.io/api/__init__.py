@@ -1,1 +1,14 @@
-"""KubeVirt's API types (``kubevirt.io/api``), importable on their own as ``kubevirt_api``."""
+"""KubeVirt's API types (``kubevirt.io/api``), importable on their own as ``kubevirt_api``.
+
+* ``kubevirt_api.core.v1`` — every ``kubevirt.io/v1`` type (VirtualMachineInstance, VirtualMachine,
+  VirtualMachineInstanceMigration, VirtualMachineInstanceReplicaSet, KubeVirt, subresource bodies…) as
+  pydantic models with KubeVirt's JSON names; ``Model.from_dict(json)`` parses (errors name the JSON field
+  path), ``obj.to_dict()`` dumps. ``core.v1.constants`` holds the well-known labels, annotations and
+  finalizers; ``core.v1.defaults`` the API-level defaults (``SetObjectDefaults_*``).
+* ``kubevirt_api.pool.v1alpha1`` — VirtualMachinePool.
+* ``kubevirt_api.resource.Quantity`` — Kubernetes quantities with Go's exact semantics.
+* ``kubevirt_api.openapi.crd_schema(kind)`` — the structural OpenAPI schema of a kind's CRD;
+  ``kubevirt_api.crd.custom_resource_definition(kind)`` — the whole CRD (``hack/generate`` writes them to
+  ``manifests/generated/``).
+* ``kubevirt_api.k8s`` / ``kubevirt_api.cdi`` — the Kubernetes and CDI types those objects embed.
+"""
