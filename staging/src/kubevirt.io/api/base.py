@@ -127,6 +127,8 @@ class ApiModel(BaseModel):
         arbitrary_types_allowed=False,
         protected_namespaces=(),
         ser_json_inf_nan="constants",
+        # Validators are built on first use: importing the ~300 types stays cheap for tools that need few.
+        defer_build=True,
     )
 
     @classmethod
