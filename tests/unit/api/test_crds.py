@@ -166,7 +166,14 @@ def test_kubevirt_names_versions_and_subresources() -> None:
         "VirtualMachineInstanceReplicaSet": ["vmirs", "vmirss"],
         "VirtualMachinePool": ["vmpool", "vmpools"],
         "KubeVirt": ["kv", "kvs"],
+        "VirtualMachineInstancePreset": ["vmipreset", "vmipresets"],
     }
+    presets = crd("VirtualMachineInstancePreset")["spec"]["versions"]
+    assert [(v["name"], v["storage"], v["deprecated"]) for v in presets] == [
+        ("v1", False, True),
+        ("v1alpha3", True, True),
+    ]
+    assert all("subresources" not in v and "additionalPrinterColumns" not in v for v in presets)
     assert crd("VirtualMachinePool")["metadata"]["name"] == "virtualmachinepools.pool.kubevirt.io"
     assert [v["name"] for v in crd("VirtualMachinePool")["spec"]["versions"]] == ["v1alpha1"]
     vmi_versions = crd("VirtualMachineInstance")["spec"]["versions"]
@@ -254,6 +261,7 @@ def test_vm_inputs_pass_the_schema_exactly_when_kubevirt_s_does(path: Path) -> N
         ("vmpool", "VirtualMachinePool"),
         ("kubevirt", "KubeVirt"),
         ("vm-status", "VirtualMachine"),
+        ("vmipreset", "VirtualMachineInstancePreset"),
     ],
 )
 def test_realistic_objects_with_status_pass_the_schema(name: str, kind: str) -> None:

@@ -15,6 +15,7 @@ from kubevirt_api.core.v1 import (
     VirtualMachine,
     VirtualMachineInstance,
     VirtualMachineInstanceMigration,
+    VirtualMachineInstancePreset,
     VirtualMachineInstanceReplicaSet,
 )
 from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
@@ -137,6 +138,7 @@ def without_nulls(value: Any) -> Any:
         ("vmpool", VirtualMachinePool),
         ("kubevirt", KubeVirt),
         ("vm-status", VirtualMachine),
+        ("vmipreset", VirtualMachineInstancePreset),
     ],
 )
 def test_other_kinds_round_trip(name: str, model: type[ApiModel]) -> None:

@@ -75,6 +75,20 @@ _CORE_VERSIONS: Final = (
     },
 )
 _POOL_VERSIONS: Final = ({"name": "v1alpha1", "served": True, "storage": True},)
+# The deprecated presets are stored as v1alpha3 and also served as v1.
+_PRESET_VERSIONS: Final = tuple(
+    {
+        "name": version,
+        "served": True,
+        "storage": version == "v1alpha3",
+        "deprecated": True,
+        "deprecationWarning": (
+            f"kubevirt.io/{version} VirtualMachineInstancePresets is now deprecated "
+            "and will be removed in v2."
+        ),
+    }
+    for version in ("v1", "v1alpha3")
+)
 
 
 @dataclass(frozen=True)
@@ -178,6 +192,16 @@ CRDS: Final[dict[str, CrdFacts]] = {
             columns=[_AGE, _PHASE],
             labels={"operator.kubevirt.io": ""},
         ),
+        CrdFacts(
+            kind="VirtualMachineInstancePreset",
+            group=GROUP_NAME,
+            plural="virtualmachineinstancepresets",
+            singular="virtualmachineinstancepreset",
+            short_names=("vmipreset", "vmipresets"),
+            columns=[],
+            versions=_PRESET_VERSIONS,
+            status_subresource=False,
+        ),
     )
 }
 
@@ -196,8 +220,9 @@ def custom_resource_definition(kind: str) -> JSON:
         entry: JSON = {
             **version,
             "schema": {"openAPIV3Schema": schema},
-            "additionalPrinterColumns": [dict(column) for column in facts.columns],
         }
+        if facts.columns:
+            entry["additionalPrinterColumns"] = [dict(column) for column in facts.columns]
         if subresources:
             entry["subresources"] = subresources
         versions.append(entry)

@@ -23,6 +23,7 @@ from kubevirt_api.core.v1 import (
     VirtualMachine,
     VirtualMachineInstance,
     VirtualMachineInstanceMigration,
+    VirtualMachineInstancePreset,
     VirtualMachineInstanceReplicaSet,
 )
 from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
@@ -39,6 +40,7 @@ KIND_MODELS: Final[dict[str, type[BaseModel]]] = {
     "VirtualMachineInstanceReplicaSet": VirtualMachineInstanceReplicaSet,
     "VirtualMachinePool": VirtualMachinePool,
     "KubeVirt": KubeVirt,
+    "VirtualMachineInstancePreset": VirtualMachineInstancePreset,
 }
 
 # Model names whose schema is reduced to a bare object, like controller-gen does for ObjectMeta.
