@@ -25,10 +25,13 @@ from kubevirt_api.core.v1.domain import (
     FeatureVendorID,
     Firmware,
     Input,
+    InputBus,
+    InputType,
     Interface,
     InterfaceBridge,
     InterfaceMasquerade,
     SyNICTimer,
+    TrayState,
 )
 from kubevirt_api.core.v1.domain import Disk as DiskModel
 from kubevirt_api.core.v1.networks import Network, PodNetwork
@@ -69,10 +72,8 @@ __all__ = [
     "set_object_defaults_virtual_machine_list",
 ]
 
-CD_ROM_TRAY_CLOSED = "closed"
+CD_ROM_TRAY_CLOSED = TrayState.CLOSED
 DEFAULT_SPINLOCK_RETRIES = 4096
-INPUT_BUS_USB = "usb"
-INPUT_TYPE_TABLET = "tablet"
 
 UuidFactory = Callable[[], str]
 
@@ -151,9 +152,9 @@ def set_defaults_probe(probe: Probe | None) -> None:
 
 def _set_defaults_input(obj: Input) -> None:
     if not obj.bus:
-        obj.bus = INPUT_BUS_USB
+        obj.bus = InputBus.USB
     if not obj.type:
-        obj.type = INPUT_TYPE_TABLET
+        obj.type = InputType.TABLET
 
 
 def _set_defaults_disk(disk: DiskModel) -> None:

@@ -128,16 +128,16 @@ class DiskErrorPolicy:
 class DriverCache:
     """Values of the string field typed ``DriverCache``."""
 
-    CACHE_NONE: Final = "none"
-    CACHE_WRITE_THROUGH: Final = "writethrough"
-    CACHE_WRITE_BACK: Final = "writeback"
+    NONE: Final = "none"
+    WRITE_THROUGH: Final = "writethrough"
+    WRITE_BACK: Final = "writeback"
 
 
 class DriverIO:
     """Values of the string field typed ``DriverIO``."""
 
-    IO_THREADS: Final = "threads"
-    IO_NATIVE: Final = "native"
+    THREADS: Final = "threads"
+    NATIVE: Final = "native"
 
 
 class HPETTickPolicy:
@@ -205,8 +205,8 @@ class RTCTickPolicy:
 class RTCTimerTrack:
     """Values of the string field typed ``RTCTimerTrack``."""
 
-    TRACK_GUEST: Final = "guest"
-    TRACK_WALL: Final = "wall"
+    GUEST: Final = "guest"
+    WALL: Final = "wall"
 
 
 class TrayState:

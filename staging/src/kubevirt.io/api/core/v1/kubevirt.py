@@ -94,11 +94,11 @@ class InstancetypeReferencePolicy:
 class KubeVirtConditionType:
     """Values of the string field typed ``KubeVirtConditionType``."""
 
-    KUBE_VIRT_CONDITION_SYNCHRONIZED: Final = "Synchronized"
-    KUBE_VIRT_CONDITION_CREATED: Final = "Created"
-    KUBE_VIRT_CONDITION_AVAILABLE: Final = "Available"
-    KUBE_VIRT_CONDITION_PROGRESSING: Final = "Progressing"
-    KUBE_VIRT_CONDITION_DEGRADED: Final = "Degraded"
+    SYNCHRONIZED: Final = "Synchronized"
+    CREATED: Final = "Created"
+    AVAILABLE: Final = "Available"
+    PROGRESSING: Final = "Progressing"
+    DEGRADED: Final = "Degraded"
 
 
 class KubeVirtPhase:
@@ -151,10 +151,10 @@ class SupportContainerType:
 class TLSProtocolVersion:
     """Values of the string field typed ``TLSProtocolVersion``."""
 
-    VERSION_TLS10: Final = "VersionTLS10"
-    VERSION_TLS11: Final = "VersionTLS11"
-    VERSION_TLS12: Final = "VersionTLS12"
-    VERSION_TLS13: Final = "VersionTLS13"
+    TLS10: Final = "VersionTLS10"
+    TLS11: Final = "VersionTLS11"
+    TLS12: Final = "VersionTLS12"
+    TLS13: Final = "VersionTLS13"
 
 
 class VMRolloutStrategy:

@@ -27,24 +27,24 @@ __all__ = [
 class VirtualMachineInstanceMigrationConditionType:
     """Values of the string field typed ``VirtualMachineInstanceMigrationConditionType``."""
 
-    VIRTUAL_MACHINE_INSTANCE_MIGRATION_ABORT_REQUESTED: Final = "migrationAbortRequested"
-    VIRTUAL_MACHINE_INSTANCE_MIGRATION_REJECTED_BY_RESOURCE_QUOTA: Final = "migrationRejectedByResourceQuota"
+    ABORT_REQUESTED: Final = "migrationAbortRequested"
+    REJECTED_BY_RESOURCE_QUOTA: Final = "migrationRejectedByResourceQuota"
 
 
 class VirtualMachineInstanceMigrationPhase:
     """Values of the string field typed ``VirtualMachineInstanceMigrationPhase``."""
 
-    MIGRATION_PHASE_UNSET: Final = ""
-    MIGRATION_PENDING: Final = "Pending"
-    MIGRATION_SCHEDULING: Final = "Scheduling"
-    MIGRATION_SCHEDULED: Final = "Scheduled"
-    MIGRATION_PREPARING_TARGET: Final = "PreparingTarget"
-    MIGRATION_TARGET_READY: Final = "TargetReady"
-    MIGRATION_RUNNING: Final = "Running"
-    MIGRATION_SUCCEEDED: Final = "Succeeded"
-    MIGRATION_FAILED: Final = "Failed"
-    MIGRATION_WAITING_FOR_SYNC: Final = "WaitingForSync"
-    MIGRATION_SYNCHRONIZING: Final = "Synchronizing"
+    PHASE_UNSET: Final = ""
+    PENDING: Final = "Pending"
+    SCHEDULING: Final = "Scheduling"
+    SCHEDULED: Final = "Scheduled"
+    PREPARING_TARGET: Final = "PreparingTarget"
+    TARGET_READY: Final = "TargetReady"
+    RUNNING: Final = "Running"
+    SUCCEEDED: Final = "Succeeded"
+    FAILED: Final = "Failed"
+    WAITING_FOR_SYNC: Final = "WaitingForSync"
+    SYNCHRONIZING: Final = "Synchronizing"
 
 
 class VirtualMachineInstanceMigrationSource(ApiModel):

@@ -23,8 +23,8 @@ __all__ = [
 class VirtualMachineInstanceReplicaSetConditionType:
     """Values of the string field typed ``VirtualMachineInstanceReplicaSetConditionType``."""
 
-    VIRTUAL_MACHINE_INSTANCE_REPLICA_SET_REPLICA_FAILURE: Final = "ReplicaFailure"
-    VIRTUAL_MACHINE_INSTANCE_REPLICA_SET_REPLICA_PAUSED: Final = "ReplicaPaused"
+    FAILURE: Final = "ReplicaFailure"
+    PAUSED: Final = "ReplicaPaused"
 
 
 class VirtualMachineInstanceReplicaSetSpec(ApiModel):

@@ -54,12 +54,12 @@ class InferFromVolumeFailurePolicy:
 class MemoryDumpPhase:
     """Values of the string field typed ``MemoryDumpPhase``."""
 
-    MEMORY_DUMP_ASSOCIATING: Final = "Associating"
-    MEMORY_DUMP_IN_PROGRESS: Final = "InProgress"
-    MEMORY_DUMP_UNMOUNTING: Final = "Unmounting"
-    MEMORY_DUMP_COMPLETED: Final = "Completed"
-    MEMORY_DUMP_DISSOCIATING: Final = "Dissociating"
-    MEMORY_DUMP_FAILED: Final = "Failed"
+    ASSOCIATING: Final = "Associating"
+    IN_PROGRESS: Final = "InProgress"
+    UNMOUNTING: Final = "Unmounting"
+    COMPLETED: Final = "Completed"
+    DISSOCIATING: Final = "Dissociating"
+    FAILED: Final = "Failed"
 
 
 class StateChangeRequestAction:
@@ -79,45 +79,45 @@ class UpdateVolumesStrategy:
 class VirtualMachineConditionType:
     """Values of the string field typed ``VirtualMachineConditionType``."""
 
-    VIRTUAL_MACHINE_FAILURE: Final = "Failure"
-    VIRTUAL_MACHINE_READY: Final = "Ready"
-    VIRTUAL_MACHINE_PAUSED: Final = "Paused"
-    VIRTUAL_MACHINE_RESTART_REQUIRED: Final = "RestartRequired"
-    VIRTUAL_MACHINE_MANUAL_RECOVERY_REQUIRED: Final = "ManualRecoveryRequired"
+    FAILURE: Final = "Failure"
+    READY: Final = "Ready"
+    PAUSED: Final = "Paused"
+    RESTART_REQUIRED: Final = "RestartRequired"
+    MANUAL_RECOVERY_REQUIRED: Final = "ManualRecoveryRequired"
 
 
 class VirtualMachinePrintableStatus:
     """Values of the string field typed ``VirtualMachinePrintableStatus``."""
 
-    VIRTUAL_MACHINE_STATUS_STOPPED: Final = "Stopped"
-    VIRTUAL_MACHINE_STATUS_PROVISIONING: Final = "Provisioning"
-    VIRTUAL_MACHINE_STATUS_STARTING: Final = "Starting"
-    VIRTUAL_MACHINE_STATUS_RUNNING: Final = "Running"
-    VIRTUAL_MACHINE_STATUS_PAUSED: Final = "Paused"
-    VIRTUAL_MACHINE_STATUS_STOPPING: Final = "Stopping"
-    VIRTUAL_MACHINE_STATUS_TERMINATING: Final = "Terminating"
-    VIRTUAL_MACHINE_STATUS_CRASH_LOOP_BACK_OFF: Final = "CrashLoopBackOff"
-    VIRTUAL_MACHINE_STATUS_MIGRATING: Final = "Migrating"
-    VIRTUAL_MACHINE_STATUS_UNKNOWN: Final = "Unknown"
-    VIRTUAL_MACHINE_STATUS_UNSCHEDULABLE: Final = "ErrorUnschedulable"
-    VIRTUAL_MACHINE_STATUS_ERR_IMAGE_PULL: Final = "ErrImagePull"
-    VIRTUAL_MACHINE_STATUS_IMAGE_PULL_BACK_OFF: Final = "ImagePullBackOff"
-    VIRTUAL_MACHINE_STATUS_PVC_NOT_FOUND: Final = "ErrorPvcNotFound"
-    VIRTUAL_MACHINE_STATUS_DATA_VOLUME_ERROR: Final = "DataVolumeError"
-    VIRTUAL_MACHINE_STATUS_WAITING_FOR_VOLUME_BINDING: Final = "WaitingForVolumeBinding"
-    VIRTUAL_MACHINE_STATUS_WAITING_FOR_RECEIVER: Final = "WaitingForReceiver"
+    STOPPED: Final = "Stopped"
+    PROVISIONING: Final = "Provisioning"
+    STARTING: Final = "Starting"
+    RUNNING: Final = "Running"
+    PAUSED: Final = "Paused"
+    STOPPING: Final = "Stopping"
+    TERMINATING: Final = "Terminating"
+    CRASH_LOOP_BACK_OFF: Final = "CrashLoopBackOff"
+    MIGRATING: Final = "Migrating"
+    UNKNOWN: Final = "Unknown"
+    UNSCHEDULABLE: Final = "ErrorUnschedulable"
+    ERR_IMAGE_PULL: Final = "ErrImagePull"
+    IMAGE_PULL_BACK_OFF: Final = "ImagePullBackOff"
+    PVC_NOT_FOUND: Final = "ErrorPvcNotFound"
+    DATA_VOLUME_ERROR: Final = "DataVolumeError"
+    WAITING_FOR_VOLUME_BINDING: Final = "WaitingForVolumeBinding"
+    WAITING_FOR_RECEIVER: Final = "WaitingForReceiver"
 
 
 class VirtualMachineRunStrategy:
     """Values of the string field typed ``VirtualMachineRunStrategy``."""
 
-    RUN_STRATEGY_UNKNOWN: Final = ""
-    RUN_STRATEGY_ALWAYS: Final = "Always"
-    RUN_STRATEGY_HALTED: Final = "Halted"
-    RUN_STRATEGY_MANUAL: Final = "Manual"
-    RUN_STRATEGY_RERUN_ON_FAILURE: Final = "RerunOnFailure"
-    RUN_STRATEGY_ONCE: Final = "Once"
-    RUN_STRATEGY_WAIT_AS_RECEIVER: Final = "WaitAsReceiver"
+    UNKNOWN: Final = ""
+    ALWAYS: Final = "Always"
+    HALTED: Final = "Halted"
+    MANUAL: Final = "Manual"
+    RERUN_ON_FAILURE: Final = "RerunOnFailure"
+    ONCE: Final = "Once"
+    WAIT_AS_RECEIVER: Final = "WaitAsReceiver"
 
 
 class InstancetypeMatcher(ApiModel):

@@ -76,17 +76,17 @@ class EvictionStrategy:
 class MigrationAbortStatus:
     """Values of the string field typed ``MigrationAbortStatus``."""
 
-    MIGRATION_ABORT_SUCCEEDED: Final = "Succeeded"
-    MIGRATION_ABORT_FAILED: Final = "Failed"
-    MIGRATION_ABORT_IN_PROGRESS: Final = "Aborting"
+    SUCCEEDED: Final = "Succeeded"
+    FAILED: Final = "Failed"
+    IN_PROGRESS: Final = "Aborting"
 
 
 class MigrationMode:
     """Values of the string field typed ``MigrationMode``."""
 
-    MIGRATION_PRE_COPY: Final = "PreCopy"
-    MIGRATION_POST_COPY: Final = "PostCopy"
-    MIGRATION_PAUSED: Final = "Paused"
+    PRE_COPY: Final = "PreCopy"
+    POST_COPY: Final = "PostCopy"
+    PAUSED: Final = "Paused"
 
 
 class MigrationNetworkType:
@@ -105,20 +105,20 @@ class StartStrategy:
 class VirtualMachineInstanceConditionType:
     """Values of the string field typed ``VirtualMachineInstanceConditionType``."""
 
-    VIRTUAL_MACHINE_INSTANCE_PROVISIONING: Final = "Provisioning"
-    VIRTUAL_MACHINE_INSTANCE_READY: Final = "Ready"
-    VIRTUAL_MACHINE_INSTANCE_SYNCHRONIZED: Final = "Synchronized"
-    VIRTUAL_MACHINE_INSTANCE_PAUSED: Final = "Paused"
-    VIRTUAL_MACHINE_INSTANCE_AGENT_CONNECTED: Final = "AgentConnected"
-    VIRTUAL_MACHINE_INSTANCE_ACCESS_CREDENTIALS_SYNCHRONIZED: Final = "AccessCredentialsSynchronized"
-    VIRTUAL_MACHINE_INSTANCE_UNSUPPORTED_AGENT: Final = "AgentVersionNotSupported"
-    VIRTUAL_MACHINE_INSTANCE_IS_MIGRATABLE: Final = "LiveMigratable"
-    VIRTUAL_MACHINE_INSTANCE_VCPU_CHANGE: Final = "HotVCPUChange"
-    VIRTUAL_MACHINE_INSTANCE_MEMORY_CHANGE: Final = "HotMemoryChange"
-    VIRTUAL_MACHINE_INSTANCE_VOLUMES_CHANGE: Final = "VolumesChange"
-    VIRTUAL_MACHINE_INSTANCE_DATA_VOLUMES_READY: Final = "DataVolumesReady"
-    VIRTUAL_MACHINE_INSTANCE_IS_STORAGE_LIVE_MIGRATABLE: Final = "StorageLiveMigratable"
-    VIRTUAL_MACHINE_INSTANCE_MIGRATION_REQUIRED: Final = "MigrationRequired"
+    PROVISIONING: Final = "Provisioning"
+    READY: Final = "Ready"
+    SYNCHRONIZED: Final = "Synchronized"
+    PAUSED: Final = "Paused"
+    AGENT_CONNECTED: Final = "AgentConnected"
+    ACCESS_CREDENTIALS_SYNCHRONIZED: Final = "AccessCredentialsSynchronized"
+    UNSUPPORTED_AGENT: Final = "AgentVersionNotSupported"
+    IS_MIGRATABLE: Final = "LiveMigratable"
+    VCPU_CHANGE: Final = "HotVCPUChange"
+    MEMORY_CHANGE: Final = "HotMemoryChange"
+    VOLUMES_CHANGE: Final = "VolumesChange"
+    DATA_VOLUMES_READY: Final = "DataVolumesReady"
+    IS_STORAGE_LIVE_MIGRATABLE: Final = "StorageLiveMigratable"
+    MIGRATION_REQUIRED: Final = "MigrationRequired"
 
 
 class VirtualMachineInstanceMigrationMethod:

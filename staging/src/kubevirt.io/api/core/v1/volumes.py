@@ -42,8 +42,8 @@ __all__ = [
 class HostDiskType:
     """Values of the string field typed ``HostDiskType``."""
 
-    HOST_DISK_EXISTS_OR_CREATE: Final = "DiskOrCreate"
-    HOST_DISK_EXISTS: Final = "Disk"
+    EXISTS_OR_CREATE: Final = "DiskOrCreate"
+    EXISTS: Final = "Disk"
 
 
 class VolumePhase:

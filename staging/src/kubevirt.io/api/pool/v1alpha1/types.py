@@ -36,8 +36,8 @@ class VirtualMachinePoolBasePolicy:
 class VirtualMachinePoolConditionType:
     """Values of the string field typed ``VirtualMachinePoolConditionType``."""
 
-    VIRTUAL_MACHINE_POOL_REPLICA_FAILURE: Final = "ReplicaFailure"
-    VIRTUAL_MACHINE_POOL_REPLICA_PAUSED: Final = "ReplicaPaused"
+    FAILURE: Final = "ReplicaFailure"
+    PAUSED: Final = "ReplicaPaused"
 
 
 class VirtualMachineTemplateSpec(ApiModel):
