@@ -111,6 +111,7 @@ __all__ = [
 class DiskBus:
     """Values of the string field typed ``DiskBus``."""
 
+    VIRTIO: Final = "virtio"  # declared untyped in Go (``VirtIO``), valid for disks and inputs
     SCSI: Final = "scsi"
     SATA: Final = "sata"
     USB: Final = "usb"
