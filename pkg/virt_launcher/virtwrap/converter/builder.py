@@ -8,7 +8,7 @@ from ..api import schema as api
 from .clock import configure_clock
 from .context import ConverterContext
 from .conversion import Configurator, Conversion
-from .cpu import configure_cpu
+from .cpu import configure_cpu, configure_dedicated_cpus
 from .devices import (
     configure_channels,
     configure_controllers,
@@ -26,7 +26,8 @@ from .memory import configure_memory, configure_memory_backing
 from .qemu_cmd import configure_qemu_commandline
 
 # Order matters where one step reads what another wrote: hugepage NUMA cells need the vCPU count,
-# the SCSI controller must exist before IO threads are assigned, controllers look at the disks.
+# the SCSI controller must exist before IO threads are assigned, controllers look at the disks,
+# dedicated CPUs add a hint to the features.
 CONFIGURATORS: tuple[Configurator, ...] = (
     configure_memory,
     configure_cpu,
@@ -45,6 +46,7 @@ CONFIGURATORS: tuple[Configurator, ...] = (
     configure_misc_devices,
     configure_clock,
     configure_features,
+    configure_dedicated_cpus,
     configure_qemu_commandline,
 )
 

@@ -57,8 +57,20 @@ def configure_clock(c: Conversion) -> None:
                 clock.timers.append(api.Timer(name="hypervclock", present=_present(timer.hyperv.present)))
     status = c.vmi.status
     hints = status.topology_hints if status else None
-    if hints is not None and hints.tsc_frequency:
+    if hints is not None and hints.tsc_frequency is not None and _needs_tsc_frequency(c):
         if clock is None:
             clock = api.Clock()
         clock.timers.append(api.Timer(name="tsc", frequency=str(hints.tsc_frequency)))
     c.domain.clock = clock
+
+
+def _needs_tsc_frequency(c: Conversion) -> bool:
+    """A guest relying on a stable TSC (invtsc required, or Hyper-V re-enlightenment) must get the
+    frequency it was scheduled for, so that it can migrate."""
+    domain = c.vmi.spec.domain
+    if domain.cpu is not None and any(
+        f.name == "invtsc" and f.policy == "require" for f in domain.cpu.features or []
+    ):
+        return True
+    hyperv = domain.features.hyperv if domain.features else None
+    return bool(hyperv and hyperv.reenlightenment and hyperv.reenlightenment.enabled)

@@ -55,12 +55,13 @@ def configure_cpu(c: Conversion) -> None:
                 for i in range(total)
             ]
         )
-    if cpu_spec is not None and cpu_spec.dedicated_cpu_placement:
-        _pin_vcpus(c)
 
 
-def _pin_vcpus(c: Conversion) -> None:
+def configure_dedicated_cpus(c: Conversion) -> None:
     """Dedicated placement: each vCPU on its own host CPU from the pod's CPU set."""
+    cpu_spec = c.vmi.spec.domain.cpu
+    if cpu_spec is None or not cpu_spec.dedicated_cpu_placement:
+        return
     cpu_set = c.context.cpu_set
     needed = c.requested_vcpus
     if len(cpu_set) < needed:
@@ -72,3 +73,8 @@ def _pin_vcpus(c: Conversion) -> None:
     c.domain.cputune = api.CPUTune(
         vcpupin=[api.CPUTuneVCPUPin(vcpu=i, cpuset=str(cpu_set[i])) for i in range(needed)]
     )
+    # tell the guest its vCPUs never wait for a host CPU
+    features = c.domain.features
+    if features is not None:
+        features.kvm = features.kvm or api.FeatureKVM()
+        features.kvm.hint_dedicated = api.FeatureState(state="on")

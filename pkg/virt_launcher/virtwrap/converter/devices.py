@@ -36,7 +36,8 @@ def configure_controllers(c: Conversion) -> None:
     has_scsi = any(d.target.bus == "scsi" for d in c.domain.devices.disks)
     if not devices.disable_hotplug or has_scsi:
         controllers.append(api.Controller(type="scsi", index="0", model=c.virtio_model))
-    controllers.append(api.Controller(type="virtio-serial", index="0", model=c.virtio_model))
+    if devices.autoattach_serial_console is not False:  # the serial console's port lives on it
+        controllers.append(api.Controller(type="virtio-serial", index="0", model=c.virtio_model))
 
 
 def configure_channels(c: Conversion) -> None:
@@ -143,17 +144,18 @@ def configure_misc_devices(c: Conversion) -> None:
         out.rng = api.Rng(model=c.virtio_model, backend=api.RngBackend(model="random", source="/dev/urandom"))
     watchdog = devices.watchdog
     if watchdog is not None:
-        if watchdog.i6300esb is not None:
-            model, action = "i6300esb", watchdog.i6300esb.action
-        elif watchdog.diag288 is not None:
-            model, action = "diag288", watchdog.diag288.action
+        # Each architecture has its one watchdog model: i6300esb on x86, diag288 on s390x.
+        if c.context.architecture == "s390x":
+            model, spec = "diag288", watchdog.diag288.action if watchdog.diag288 else None
         else:
+            model, spec = "i6300esb", watchdog.i6300esb.action if watchdog.i6300esb else None
+        if spec is None and watchdog.i6300esb is None and watchdog.diag288 is None:
             raise ConversionError(
                 "spec.domain.devices.watchdog",
                 f"watchdog {watchdog.name} can't be mapped, no watchdog type specified",
             )
         out.watchdogs.append(
-            api.Watchdog(model=model, action=action or None, alias=api.Alias.user_defined(watchdog.name))
+            api.Watchdog(model=model, action=spec or "", alias=api.Alias.user_defined(watchdog.name))
         )
     if devices.sound is not None:
         model = "ac97" if devices.sound.model == "ac97" else "ich9"
@@ -166,8 +168,11 @@ def configure_misc_devices(c: Conversion) -> None:
         else:
             out.tpms.append(api.TPM(model="tpm-tis", backend=api.TPMBackend(type="emulator", version="2.0")))
     status = c.vmi.status
-    if devices.autoattach_vsock and status is not None and status.vsockcid is not None:
-        out.vsock = api.VSOCK(model=c.virtio_model, cid=api.CID(auto="no", address=status.vsockcid))
+    if status is not None and status.vsockcid is not None:
+        # vhost-vsock only works as a virtio 1.0 device, whatever the VMI asks for
+        out.vsock = api.VSOCK(
+            model="virtio-non-transitional", cid=api.CID(auto="no", address=status.vsockcid)
+        )
     for panic in devices.panic_devices or []:
         out.panic_devices.append(api.PanicDevice(model=panic.model or None))
     if devices.client_passthrough is not None:
@@ -180,7 +185,7 @@ def configure_misc_devices(c: Conversion) -> None:
                 type="mount",
                 access_mode="passthrough",
                 driver=api.FilesystemDriver(type="virtiofs", queue="1024"),
-                source=api.FilesystemSource(socket=f"{VIRTIOFS_SOCKET_DIR}/{share.name}.sock"),
+                source=api.FilesystemSource(dir="", socket=f"{VIRTIOFS_SOCKET_DIR}/{share.name}.sock"),
                 target=api.FilesystemTarget(dir=share.name),
             )
         )

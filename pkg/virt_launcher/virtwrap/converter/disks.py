@@ -18,6 +18,7 @@ PVC_DISK_DIR = "/var/run/kubevirt-private/vmi-disks"
 EMPTY_DISK_DIR = "/var/run/libvirt/empty-disks"
 PRIVATE_DIR = "/var/run/kubevirt-private"
 PR_HELPER_SOCKET = "/var/run/kubevirt/daemons/pr/pr-helper.sock"
+DOWNWARD_METRICS_DISK = "/var/run/kubevirt-private/downwardapi-disks/vhostmd0"
 ERROR_POLICIES = frozenset({"stop", "ignore", "report", "enospace"})
 _BUS_PREFIX = {"virtio": "vd", "sata": "sd", "scsi": "sd", "usb": "sd"}  # any other bus: no prefix
 _PCI_ADDRESS = re.compile(r"^([\da-fA-F]{4}):([\da-fA-F]{2}):([\da-fA-F]{2})\.([0-7])$")
@@ -77,86 +78,100 @@ def configure_disks(c: Conversion) -> None:
 def _convert_disk(
     c: Conversion, disk: Disk, field: str, volumes: dict[str, tuple[int, Volume]], namer: _DeviceNamer
 ) -> api.Disk:
-    readonly = False
-    tray: str | None = None
-    pci: str | None = None
-    if disk.lun is not None:
-        device, bus, readonly = "lun", disk.lun.bus, bool(disk.lun.readonly)
-    elif disk.cdrom is not None:
-        device, bus, tray = "cdrom", disk.cdrom.bus, disk.cdrom.tray
-        readonly = disk.cdrom.readonly is None or disk.cdrom.readonly
+    out = api.Disk(alias=api.Alias.user_defined(disk.name))
+    target = out.target
+    cache = disk.cache or None
+    if disk.disk is not None or (disk.lun is None and disk.cdrom is None):
+        spec = disk.disk
+        out.device = "disk"
+        target.bus = (spec.bus if spec else None) or None
+        target.dev, index = namer.name(_BUS_PREFIX.get(target.bus or "", ""), disk.name)
+        if target.bus == "scsi":
+            out.address = _scsi_address(index)
+        pci = spec.pci_address if spec else None
+        if pci:
+            if target.bus != "virtio":
+                raise ConversionError(
+                    f"{field}.disk.pciAddress",
+                    f"setting a pci address is not allowed for non-virtio bus types, for disk {disk.name}",
+                )
+            out.address = pci_address(pci)
+            if out.address is None:
+                raise ConversionError(
+                    f"{field}.disk.pciAddress",
+                    f"failed to configure disk {disk.name}: failed to parse pci address {pci}",
+                )
+        if target.bus == "virtio":
+            out.model = c.virtio_model
+        if spec is not None and spec.readonly:
+            out.readonly = api.ReadOnly()
+        out.serial = disk.serial or None
+        if disk.shareable:
+            cache = cache or "none"
+            if cache != "none":
+                raise ConversionError(f"{field}.cache", f"a sharable disk requires cache = none got: {cache}")
+            out.shareable = api.Shareable()
+    elif disk.lun is not None:
+        out.device = "lun"
+        target.bus = disk.lun.bus or None
+        target.dev, index = namer.name(_BUS_PREFIX.get(target.bus or "", ""), disk.name)
+        if target.bus == "scsi":
+            out.address = _scsi_address(index)
+        if disk.lun.readonly:
+            out.readonly = api.ReadOnly()
+        if disk.lun.reservation:
+            out.source.reservations = api.Reservations(
+                managed="no", source=api.SourceReservations(type="unix", path=PR_HELPER_SOCKET, mode="client")
+            )
     else:
-        target = disk.disk
-        device, bus = "disk", target.bus if target else None
-        readonly = bool(target and target.readonly)
-        pci = target.pci_address if target else None
-    bus = bus or ""
-    dev, index = namer.name(_BUS_PREFIX.get(bus, ""), disk.name)
-    out = api.Disk(device=device, target=api.DiskTarget(bus=bus or None, dev=dev, tray=tray or None))
-    if bus == "virtio":
-        out.model = c.virtio_model
-    if pci:
-        if bus != "virtio":
-            raise ConversionError(
-                f"{field}.disk.pciAddress",
-                f"setting a pci address is not allowed for non-virtio bus types, for disk {disk.name}",
-            )
-        out.address = pci_address(pci)
-        if out.address is None:
-            raise ConversionError(
-                f"{field}.disk.pciAddress",
-                f"failed to configure disk {disk.name}: failed to parse pci address {pci}",
-            )
-    elif bus == "scsi":
-        out.address = api.Address(type="drive", bus="0", controller="0", unit=str(index))
-    policy = disk.error_policy or "stop"
-    if policy not in ERROR_POLICIES:
-        raise ConversionError(f"{field}.errorPolicy", f"error policy {policy} not recognized")
-    driver = api.DiskDriver(name="qemu", error_policy=policy, cache=disk.cache or None, io=disk.io or None)
+        cdrom = disk.cdrom
+        assert cdrom is not None
+        out.device = "cdrom"
+        target.tray = cdrom.tray or None
+        target.bus = cdrom.bus or None
+        target.dev, _ = namer.name(_BUS_PREFIX.get(target.bus or "", ""), disk.name)
+        if cdrom.readonly is None or cdrom.readonly:
+            out.readonly = api.ReadOnly()
+    driver = api.DiskDriver(name="qemu", cache=cache, io=disk.io or None)
     out.driver = driver
-    if readonly:
-        out.readonly = api.ReadOnly()
-    out.serial = disk.serial or None
+    if out.device != "cdrom":
+        driver.discard = "unmap"
+    if target.bus == "virtio" and c.vmi.spec.domain.devices.block_multi_queue:
+        driver.queues = c.requested_vcpus
     if disk.boot_order is not None:
         out.boot = api.BootOrder(order=disk.boot_order)
-    out.alias = api.Alias.user_defined(disk.name)
+    found = volumes.get(disk.name)
+    if found is None:
+        if out.device != "cdrom":
+            raise ConversionError(field, f"no matching volume with name {disk.name} found")
+        out.type = "block"  # an empty tray: a block device without media
+        driver.type = "raw"
+        driver.discard = "unmap"
+    else:
+        volume_index, volume = found
+        _set_source(c, out, volume, volume_index, field, disk.name)
     if disk.block_size is not None and disk.block_size.custom is not None:
         out.blockio = api.BlockIO(
             logical_block_size=disk.block_size.custom.logical,
             physical_block_size=disk.block_size.custom.physical,
         )
-    if disk.shareable:
-        if disk.cache and disk.cache != "none":
-            raise ConversionError(
-                f"{field}.cache", f"a sharable disk requires cache = none got: {disk.cache}"
-            )
-        driver.cache = "none"
-        out.shareable = api.Shareable()
-    if bus == "virtio" and c.vmi.spec.domain.devices.block_multi_queue:
-        driver.queues = c.requested_vcpus
-    if disk.lun is not None and disk.lun.reservation:
-        out.source.reservations = api.Reservations(
-            managed="no", source=api.SourceReservations(type="unix", path=PR_HELPER_SOCKET, mode="client")
-        )
-    found = volumes.get(disk.name)
-    if found is None:
-        if device != "cdrom":
-            raise ConversionError(field, f"no matching volume with name {disk.name} found")
-        out.type = "block"  # an empty tray: a block device without media
-        driver.type = "raw"
-        driver.discard = "unmap"
-        return out
-    volume_index, volume = found
-    discard = _set_source(c, out, volume, volume_index, field, disk.name)
-    if device != "cdrom" or discard:
-        driver.discard = "unmap"
+    policy = disk.error_policy or "stop"
+    if policy not in ERROR_POLICIES:
+        raise ConversionError(f"{field}.errorPolicy", f"error policy {policy} not recognized")
+    assert out.driver is not None  # a downwardMetrics volume replaces the driver
+    out.driver.error_policy = policy
     return out
+
+
+def _scsi_address(unit: int) -> api.Address:
+    """Drive address on the one virtio-scsi controller (index 0)."""
+    return api.Address(type="drive", bus="0", controller="0", unit=str(unit))
 
 
 def _set_source(
     c: Conversion, disk: api.Disk, volume: Volume, volume_index: int, field: str, disk_name: str
-) -> bool:
-    """Point the disk at the volume's file or device. Returns whether a CD-ROM gets ``discard``."""
+) -> None:
+    """Point the disk at the volume's file or device inside the pod."""
     name = volume.name
     driver = disk.driver
     assert driver is not None
@@ -171,57 +186,52 @@ def _set_source(
             format=api.BackingStoreFormat(type=image_format),
             source=api.DiskSource(file=f"{CONTAINER_DISK_DIR}/disk_{volume_index}.img"),
         )
-        return True
-    if volume.cloud_init_no_cloud is not None or volume.cloud_init_config_drive is not None:
+    elif volume.cloud_init_no_cloud is not None or volume.cloud_init_config_drive is not None:
         iso = "noCloud.iso" if volume.cloud_init_no_cloud is not None else "configdrive.iso"
         _raw_file(disk, driver, f"{CLOUD_INIT_DIR}/{c.namespace}/{c.vmi_name}/{iso}")
-        return False
-    if volume.sysprep is not None:
+    elif volume.sysprep is not None:
         _raw_file(disk, driver, f"{PRIVATE_DIR}/sysprep-disks/{name}.iso")
-        return False
-    if volume.host_disk is not None:
+    elif volume.host_disk is not None:
         _raw_file(disk, driver, f"{PVC_DISK_DIR}/{name}/{posixpath.basename(volume.host_disk.path)}")
-        return False
-    if volume.persistent_volume_claim is not None or volume.data_volume is not None:
+    elif volume.persistent_volume_claim is not None or volume.data_volume is not None:
         if name in c.context.block_volumes:
             disk.type = "block"
             disk.source.dev = f"/dev/{name}"
             driver.type = "raw"
         else:
             _raw_file(disk, driver, f"{PVC_DISK_DIR}/{name}/disk.img")
-        return False
-    if volume.ephemeral is not None:
+        driver.discard = "unmap"
+    elif volume.ephemeral is not None:
         _overlay(disk, driver, name)
         if name in c.context.block_volumes:
             backing = api.BackingStore(type="block", source=api.DiskSource(dev=f"/dev/{name}"))
         else:
-            backing = api.BackingStore(
-                type="file", source=api.DiskSource(file=f"{PVC_DISK_DIR}/{name}/disk.img")
-            )
+            source = api.DiskSource(file=f"{PVC_DISK_DIR}/{name}/disk.img")
+            backing = api.BackingStore(type="file", source=source)
         backing.format = api.BackingStoreFormat(type="raw")
         disk.backing_store = backing
-        return True
-    if volume.empty_disk is not None:
+    elif volume.empty_disk is not None:
         disk.type = "file"
         disk.source.file = f"{EMPTY_DISK_DIR}/{name}.qcow2"
         driver.type = "qcow2"
-        return True
-    if volume.config_map is not None:
+        driver.discard = "unmap"
+    elif volume.config_map is not None:
         _raw_file(disk, driver, f"{PRIVATE_DIR}/config-map-disks/{name}.iso")
-        return False
-    if volume.secret is not None:
+    elif volume.secret is not None:
         _raw_file(disk, driver, f"{PRIVATE_DIR}/secret-disks/{name}.iso")
-        return False
-    if volume.downward_api is not None:
+    elif volume.downward_api is not None:
         _raw_file(disk, driver, f"{PRIVATE_DIR}/downwardapi-disks/{name}.iso")
-        return False
-    if volume.service_account is not None:
+    elif volume.service_account is not None:
         _raw_file(disk, driver, f"{PRIVATE_DIR}/service-account-disk/service-account.iso")
-        return False
-    if volume.downward_metrics is not None:
-        _raw_file(disk, driver, f"{PRIVATE_DIR}/downwardapi-disks/vhostmd0")
-        return False
-    raise ConversionError(field, f"disk {disk_name} references an unsupported source")
+    elif volume.downward_metrics is not None:
+        # The metrics disk is always a read-only virtio file with a plain driver.
+        disk.type = "file"
+        disk.readonly = api.ReadOnly()
+        disk.driver = api.DiskDriver(name="qemu", type="raw")
+        disk.model = c.virtio_model
+        disk.source = api.DiskSource(file=DOWNWARD_METRICS_DISK)
+    else:
+        raise ConversionError(field, f"disk {disk_name} references an unsupported source")
 
 
 def _raw_file(disk: api.Disk, driver: api.DiskDriver, path: str) -> None:
@@ -235,6 +245,7 @@ def _overlay(disk: api.Disk, driver: api.DiskDriver, name: str) -> None:
     disk.type = "file"
     disk.source.file = f"{EPHEMERAL_DISK_DIR}/{name}/disk.qcow2"
     driver.type = "qcow2"
+    driver.discard = "unmap"
 
 
 # ---------------------------------------------------------------- IO threads

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import posixpath
 
+from kubevirt_api.core.v1 import ACPI
+
 from ..api import schema as api
 from .conversion import Conversion
+from .errors import ConversionError
 
 ARCH_NAMES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
 NON_ROOT_NVRAM_DIR = "/var/run/kubevirt-private/libvirt/qemu/nvram"
 ROOT_NVRAM_DIR = "/var/lib/libvirt/qemu/nvram"
 KERNEL_BOOT_DIR = "/var/run/kubevirt/container-disks/kernel-boot"
 BOOT_MENU_TIMEOUT_MS = 10000
+SECRET_SOURCE_DIR = "/var/run/kubevirt-private/secret"
 
 
 def configure_os(c: Conversion) -> None:
@@ -38,14 +42,34 @@ def configure_os(c: Conversion) -> None:
         nvram_dir = ROOT_NVRAM_DIR if c.is_root else NON_ROOT_NVRAM_DIR
         os.nvram = api.NVRam(template=variables, path=f"{nvram_dir}/{c.vmi_name}_VARS.fd")
     kernel_boot = firmware.kernel_boot
-    if kernel_boot is not None and kernel_boot.container is not None:
+    if kernel_boot is not None:
         container = kernel_boot.container
-        if container.kernel_path:
-            os.kernel = f"{KERNEL_BOOT_DIR}/{posixpath.basename(container.kernel_path)}"
-        if container.initrd_path:
-            os.initrd = f"{KERNEL_BOOT_DIR}/{posixpath.basename(container.initrd_path)}"
-        if kernel_boot.kernel_args:
-            os.cmdline = kernel_boot.kernel_args
+        if container is not None and container.image:
+            if container.kernel_path:
+                os.kernel = f"{KERNEL_BOOT_DIR}/{posixpath.basename(container.kernel_path)}"
+            if container.initrd_path:
+                os.initrd = f"{KERNEL_BOOT_DIR}/{posixpath.basename(container.initrd_path)}"
+        os.cmdline = kernel_boot.kernel_args or None
+    if firmware.acpi is not None:
+        os.acpi = _acpi_tables(c, firmware.acpi)
+
+
+def _acpi_tables(c: Conversion, acpi: ACPI) -> api.OSACPI:
+    """ACPI tables (SLIC, MSDM) the guest gets from secret volumes."""
+    field = "spec.domain.firmware.acpi"
+    if not acpi.slic_name_ref and not acpi.msdm_name_ref:
+        raise ConversionError(field, "No ACPI tables were set. Expecting at least one.")
+    tables = api.OSACPI()
+    for table, volume_name in (("slic", acpi.slic_name_ref), ("msdm", acpi.msdm_name_ref)):
+        if not volume_name:
+            continue
+        volume = next((v for v in c.vmi.spec.volumes or [] if v.name == volume_name), None)
+        if volume is None:
+            raise ConversionError(field, f"Firmware's volume for {table} was not found")
+        if volume.secret is None:
+            raise ConversionError(field, f"Firmware's volume type is unsupported for {table}")
+        tables.tables.append(api.ACPITable(type=table, path=f"{SECRET_SOURCE_DIR}/{volume_name}/{table}.bin"))
+    return tables
 
 
 def configure_sysinfo(c: Conversion) -> None:
@@ -65,8 +89,8 @@ def configure_sysinfo(c: Conversion) -> None:
     sysinfo = api.SysInfo(type="smbios", system=system)
     chassis = c.vmi.spec.domain.chassis
     if chassis is not None:
-        for name in ("manufacturer", "version", "serial", "asset", "sku"):
-            value = getattr(chassis, name)
-            if value:
-                sysinfo.chassis.append(api.Entry(name=name, value=value))
+        sysinfo.chassis = [
+            api.Entry(name=name, value=getattr(chassis, name) or "")
+            for name in ("manufacturer", "version", "serial", "asset", "sku")
+        ]
     c.domain.sysinfo = sysinfo

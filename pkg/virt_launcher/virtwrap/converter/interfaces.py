@@ -35,6 +35,8 @@ def configure_interfaces(c: Conversion) -> None:
     networks = {network.name for network in spec.networks or []}
     multiqueue = bool(spec.domain.devices.network_interface_multiqueue)
     for index, iface in enumerate(spec.domain.devices.interfaces or []):
+        if iface.state == "absent":
+            continue  # being unplugged: neither the NIC nor its network is wanted any more
         field = f"spec.domain.devices.interfaces[{index}]"
         if iface.name not in networks:
             raise ConversionError(f"{field}.name", f"failed to find network {iface.name}")
@@ -60,6 +62,6 @@ def configure_interfaces(c: Conversion) -> None:
             out.rom = api.Rom(enabled="no")  # no boot from this NIC: skip loading its option ROM
         if multiqueue and model == "virtio":
             out.driver = api.InterfaceDriver(name="vhost", queues=min(c.requested_vcpus, MAX_QUEUES))
-        if iface.acpi_index is not None:
+        if iface.acpi_index:
             out.acpi = api.ACPI(index=iface.acpi_index)
         c.domain.devices.interfaces.append(out)
