@@ -98,3 +98,35 @@ def test_cancelled_migration_keeps_guest_on_source_then_live_migration_moves_it(
 
     source.client.vmi_command("DeleteVirtualMachine", running)
     assert source.wait_exit(30) == 0
+
+
+def test_slow_migration_is_aborted_or_switched_to_post_copy_at_its_deadline(
+    launcher_pods: Any, make_vmi: Any, guest_marker: str
+) -> None:
+    vmi = make_vmi("postcopy")
+    source = launcher_pods(vmi, name="source")
+    source.client.sync_vmi(vmi)
+    source.wait_for_serial(guest_marker, BOOT_BUDGET)
+    # 128 MiB at 1 MiB/s would take two minutes; the deadline is 2 s (per GiB, at least one GiB).
+    throttled = {"Bandwidth": "1Mi", "CompletionTimeoutPerGiB": 2}
+
+    target = launcher_pods(vmi, name="target-1")
+    target.client.vmi_command("SyncMigrationTarget", vmi)
+    connect_proxies(source, target)
+    source.client.migrate_vmi(migrating(vmi, "too-slow"), throttled)
+    aborted = wait_for_migration_end(source)
+    assert aborted["failed"] is True, aborted
+    assert aborted["mode"] == "PreCopy"
+    assert source.status()[0] == "Running"
+    source.wait_for_tick_after(source.last_tick())
+    assert target.wait_exit(30) == 0
+
+    target = launcher_pods(vmi, name="target-2")
+    target.client.vmi_command("SyncMigrationTarget", vmi)
+    connect_proxies(source, target)
+    source.client.migrate_vmi(migrating(vmi, "post-copy"), {**throttled, "AllowPostCopy": True})
+    switched = wait_for_migration_end(source)
+    assert switched["completed"] is True, switched
+    assert switched["mode"] == "PostCopy"
+    assert target.status()[0] == "Running"
+    target.wait_for_tick_after(source.last_tick())
