@@ -164,6 +164,7 @@ def test_pydantic_accepts_strings_and_numbers_and_dumps_strings() -> None:
     assert Holder.model_validate({"quantity": " 1Gi "}).model_dump(mode="json") == {"quantity": "1Gi"}
     assert Holder.model_validate({"quantity": 2}).model_dump(mode="json") == {"quantity": "2"}
     assert Holder.model_validate({"quantity": 0.5}).model_dump(mode="json") == {"quantity": "500m"}
+    assert Holder.model_validate({"quantity": None}).model_dump(mode="json") == {"quantity": "0"}
     with pytest.raises(ValueError, match="regular expression"):
         Holder.model_validate({"quantity": True})
 

@@ -108,6 +108,24 @@ def test_parse_error_on_wrong_type_and_bad_quantity() -> None:
         VirtualMachineInstance.from_dict(bad)
 
 
+def test_parse_errors_are_one_per_field_without_pydantic_prefixes() -> None:
+    from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
+
+    pool = {
+        "spec": {"selector": {}, "virtualMachineTemplate": {"spec": {"template": {}}}, "maxUnavailable": [1]}
+    }
+    with pytest.raises(ApiParseError) as caught:
+        VirtualMachinePool.from_dict(pool)
+    assert [c.path for c in caught.value.causes] == ["spec.maxUnavailable"]
+    with pytest.raises(ApiParseError) as caught:
+        VirtualMachineInstance.from_dict({"spec": {"domain": {"devices": {}, "memory": {"guest": "1x"}}}})
+    assert str(caught.value).startswith(
+        "spec.domain.memory.guest: quantities must match the regular expression"
+    )
+    with pytest.raises(ApiParseError, match=r"^Input should be a valid dictionary"):
+        VirtualMachineInstance.from_dict([])  # type: ignore[arg-type]
+
+
 def test_attribute_and_json_names_both_populate() -> None:
     by_alias = VirtualMachineInstance.from_dict(
         {"spec": {"domain": {"devices": {"interfaces": [{"name": "a", "macAddress": "02:00:00:00:00:01"}]}}}}

@@ -137,10 +137,12 @@ class ApiModel(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as err:
-            causes = [
-                FieldCause(format_path(_data_path(data, error["loc"])), error["msg"])
-                for error in err.errors(include_url=False)
-            ]
+            # One cause per field: the members of a union (int-or-string) each report the same field.
+            messages: dict[str, list[str]] = {}
+            for error in err.errors(include_url=False):
+                text = error["msg"].removeprefix("Value error, ")
+                messages.setdefault(format_path(_data_path(data, error["loc"])), []).append(text)
+            causes = [FieldCause(path, " or ".join(texts)) for path, texts in messages.items()]
             raise ApiParseError(cls.__name__, causes) from None
 
     def to_dict(self) -> dict[str, Any]:

@@ -323,9 +323,11 @@ class Quantity:
     # -- pydantic ------------------------------------------------------------------------------------
     @classmethod
     def coerce(cls, value: Any) -> Quantity:
-        """Accepts a quantity, its string form, or a JSON number (as Go's UnmarshalJSON does)."""
+        """Accepts a quantity, its string form, a JSON number or null (as Go's UnmarshalJSON does)."""
         if isinstance(value, Quantity):
             return value
+        if value is None:  # JSON null decodes to a zero quantity in Go
+            return cls._make(0, DECIMAL_SI)
         if isinstance(value, str):
             return cls(value.strip())
         if isinstance(value, bool):
