@@ -13,6 +13,7 @@ from kubevirt.virt_api.webhooks.server import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_
 CERT_DIR = Path("/etc/virt-api/certificates")
 
 
+@click.option("--kubeconfig", default=None, help="Kubeconfig file; in a pod the service account is used.")
 @click.option("--listen", default="0.0.0.0", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8443, show_default=True, type=click.IntRange(0, 65535), help="HTTPS port.")
 @click.option("--console-server-port", default=8186, show_default=True, type=int, help="Console server port.")
@@ -42,6 +43,7 @@ CERT_DIR = Path("/etc/virt-api/certificates")
 @click.option("--request-timeout", default=DEFAULT_BODY_TIMEOUT, show_default=True, type=float)
 @binary("virt-api", "KubeVirt's aggregated API server: admission webhooks and subresources.kubevirt.io.")
 def main(
+    kubeconfig: str | None,
     listen: str,
     port: int,
     console_server_port: int,
@@ -63,5 +65,6 @@ def main(
         config=ClusterConfig.build(feature_gates=feature_gates.split(","), rollout_strategy=rollout_strategy),
         limits=ServerLimits(max_body_bytes=max_request_bytes, body_timeout=request_timeout),
         cert_reload_interval=cert_reload_interval,
+        kubeconfig=kubeconfig,
     )
     sys.exit(app.run(options))

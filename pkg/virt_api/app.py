@@ -16,7 +16,9 @@ from aiohttp import web
 from kubevirt.admission import defaulting
 from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
+from kubevirt.admission.state import ClusterState, NoClusterState
 from kubevirt.log import get_logger
+from kubevirt.virt_api.cluster import KubernetesClusterState, connect
 from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
@@ -32,14 +34,16 @@ class Options:
     config: ClusterConfig
     limits: ServerLimits
     cert_reload_interval: float = 2.0
+    kubeconfig: str | None = None
 
 
-def build_context(config: ClusterConfig) -> WebhookContext:
+def build_context(config: ClusterConfig, state: ClusterState | None = None) -> WebhookContext:
     return WebhookContext(
         config=config,
         vmi_defaulter=defaulting.vmi_defaults,
         vm_defaulter=defaulting.vm_defaults,
         schema=schema_check,
+        state=state or NoClusterState(),
     )
 
 
@@ -48,7 +52,10 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
     certificate = ReloadingCertificate(
         options.tls_cert_file, options.tls_key_file, interval=options.cert_reload_interval
     )
-    server = WebhookServer(webhook_handlers(build_context(options.config)), limits=options.limits)
+    state = connect(options.kubeconfig)
+    patch_vmi = state.patch_vmi if isinstance(state, KubernetesClusterState) else None
+    handlers = webhook_handlers(build_context(options.config, state), patch_vmi=patch_vmi)
+    server = WebhookServer(handlers, limits=options.limits)
     runner = web.AppRunner(server.application(), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, options.listen, options.port, ssl_context=certificate.server_context)
@@ -60,6 +67,7 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
         port=options.port,
         feature_gates=sorted(options.config.feature_gates),
         rollout_strategy=options.config.rollout_strategy,
+        cluster=type(state).__name__,
     )
     try:
         await stop.wait()

@@ -102,7 +102,9 @@ class WebhookServer:
             return _status(400, f"cannot decode AdmissionReview: {err}")
         handler = self._handlers[request.path]
         try:
-            answer = handler(review.request)
+            # Off the event loop: admitters may wait on the API server, and a slow one must not
+            # hold up the other requests.
+            answer = await asyncio.to_thread(handler, review.request)
         except Exception as err:  # one bad request must not take the webhook down
             self._log.exception("admission handler failed", path=request.path, uid=review.request.uid)
             answer = responses.error(f"internal error: {err}", code=responses.HTTP_INTERNAL_ERROR)

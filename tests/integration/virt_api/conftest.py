@@ -109,17 +109,19 @@ class VirtApi:
             assert der is not None
             return der
 
+    def stop(self) -> None:
+        stop(self)
+
     def alive(self) -> bool:
         status, _ = self.request("GET", "/healthz")
         return status == 200 and self.process.poll() is None
 
 
-@pytest.fixture(scope="module")
-def virt_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtApi]:
+def launch(workdir: Path, extra_args: list[str] | None = None) -> VirtApi:
+    """Start virt-api with a fresh certificate in ``workdir``; returns once /healthz answers."""
     # The console script sits beside the interpreter running the tests.
     exe = shutil.which("virt-api") or shutil.which("virt-api", path=str(Path(sys.executable).parent))
     assert exe, "virt-api is not installed"
-    workdir = tmp_path_factory.mktemp("virt-api")
     cert_file, key_file = workdir / "tls.crt", workdir / "tls.key"
     make_certificate(cert_file, key_file, "virt-api-1")
     port = free_port()
@@ -135,6 +137,7 @@ def virt_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtApi]:
                 "--cert-reload-interval=0.2",
                 "--request-timeout=1.5",
                 f"--max-request-bytes={2 * 1024 * 1024}",
+                *(extra_args or []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -144,23 +147,38 @@ def virt_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtApi]:
     while True:
         try:
             if api.alive():
-                break
+                return api
         except OSError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             pytest.fail(f"virt-api did not come up:\n{log_file.read_text()}")
         time.sleep(0.1)
-    yield api
-    process.terminate()
+
+
+def stop(api: VirtApi) -> None:
+    api.process.terminate()
     try:
-        process.wait(timeout=10)
+        api.process.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        api.process.kill()
+        api.process.wait()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def virt_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtApi]:
+    api = launch(tmp_path_factory.mktemp("virt-api"))
+    yield api
+    stop(api)
+
+
+@pytest.fixture(scope="session")
+def launch_virt_api() -> Any:
+    """``launch(workdir, extra_args)`` for tests that need their own virt-api; stop it with ``.stop()``."""
+    return launch
+
+
+@pytest.fixture(scope="session")
 def write_certificate() -> Any:
     """Writes a fresh self-signed certificate and key; returns the certificate's DER bytes."""
     return make_certificate

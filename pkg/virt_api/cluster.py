@@ -1,0 +1,106 @@
+"""Cluster state for the admitters, read from the Kubernetes API (VMIs, migrations, pods).
+
+Lookups are plain GET/LIST calls made while a review is being answered (the server runs admitters off
+its event loop); failures become :class:`ClusterStateError` so the admitter answers with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from kubevirt.admission.migration import MIGRATION_SELECTOR_LABEL
+from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
+
+JSON = dict[str, Any]
+GROUP, VERSION = "kubevirt.io", "v1"
+# Each lookup must fit well inside the API server's 10 s webhook timeout.
+REQUEST_TIMEOUT = 3.0
+
+
+class KubernetesClusterState:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._api = api_client
+        self._custom = client.CustomObjectsApi(api_client)
+        self._core = client.CoreV1Api(api_client)
+
+    @staticmethod
+    def _failed(what: str, err: Exception) -> ClusterStateError:
+        reason = f"{err.status} {err.reason}" if isinstance(err, ApiException) else str(err)
+        return ClusterStateError(f"cannot read {what}: {reason}")
+
+    def get_vmi(self, namespace: str, name: str) -> JSON | None:
+        try:
+            found = self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, "virtualmachineinstances", name, _request_timeout=REQUEST_TIMEOUT
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise self._failed(f"VirtualMachineInstance {namespace}/{name}", err) from None
+        except HTTPError as err:
+            raise self._failed(f"VirtualMachineInstance {namespace}/{name}", err) from None
+        return found if isinstance(found, dict) else None
+
+    def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
+        try:
+            listed = self._custom.list_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                "virtualmachineinstancemigrations",
+                label_selector=f"{MIGRATION_SELECTOR_LABEL} in ({vmi_name})",
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except (ApiException, HTTPError) as err:
+            raise self._failed(f"migrations of {namespace}/{vmi_name}", err) from None
+        items = listed.get("items") if isinstance(listed, dict) else None
+        if not isinstance(items, list):
+            return []
+        return [item for item in items if isinstance(item, dict)]
+
+    def get_pod(self, namespace: str, name: str) -> JSON | None:
+        try:
+            pod = self._core.read_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise self._failed(f"pod {namespace}/{name}", err) from None
+        except HTTPError as err:
+            raise self._failed(f"pod {namespace}/{name}", err) from None
+        # The typed pod back to its JSON form, which the rules read.
+        document = self._api.sanitize_for_serialization(pod)  # type: ignore[no-untyped-call]
+        return document if isinstance(document, dict) else None
+
+    def patch_vmi(self, namespace: str, name: str, patch: list[JSON]) -> None:
+        try:
+            self._custom.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                "virtualmachineinstances",
+                name,
+                patch,
+                _content_type="application/json-patch+json",
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except (ApiException, HTTPError) as err:
+            raise self._failed(f"VirtualMachineInstance {namespace}/{name} (patch)", err) from None
+
+
+def connect(kubeconfig: str | None) -> ClusterState:
+    """The API server from ``kubeconfig``, else the in-cluster service account, else no cluster."""
+    configuration = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        return NoClusterState()
+    # No silent retries: the API server waits for the answer, and a refusal with the reason is better.
+    configuration.retries = 0
+    return KubernetesClusterState(client.ApiClient(configuration))
