@@ -18,7 +18,27 @@ DEFAULT_EMULATED_MACHINES: dict[str, tuple[str, ...]] = {
 }
 
 # Gates that became GA: KubeVirt treats them as enabled whatever the configuration says.
-GRADUATED_FEATURE_GATES = frozenset({"NUMA", "CPUManager", "HotplugVolumes", "Snapshot", "GPU"})
+GRADUATED_FEATURE_GATES = frozenset(
+    {
+        "LiveMigration",
+        "SRIOVLiveMigration",
+        "NonRoot",
+        "PSA",
+        "CPUNodeDiscovery",
+        "NUMA",
+        "CommonInstancetypesDeploymentGate",
+        "GPU",
+        "HotplugNICs",
+        "BochsDisplayForEFIGuests",
+        "VMLiveUpdateFeatures",
+        "NetworkBindingPlugins",
+        "DynamicPodInterfaceNaming",
+        "VolumesUpdateStrategy",
+        "VolumeMigration",
+        "DisableCustomSELinuxPolicy",
+        "AutoResourceLimitsGate",
+    }
+)
 
 DEFAULT_INSTALL_NAMESPACE = "kubevirt"
 KUBEVIRT_SERVICE_ACCOUNT_NAMES = (

@@ -8,8 +8,9 @@ from kubevirt.admission import vmi_spec
 from kubevirt.admission._json import JSON, obj, opt_obj, string_map
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.featuregates import validate_feature_gates
 from kubevirt.admission.field import Path
-from kubevirt.admission.review import UPDATE
+from kubevirt.admission.review import CREATE, UPDATE
 from kubevirt.admission.selectors import SelectorError, matches
 
 
@@ -54,4 +55,6 @@ def admit_pool(
     out.extend(_selector(field, spec, string_map(obj(template, "metadata"), "labels")))
     if operation == UPDATE and old is not None and obj(old, "spec").get("selector") != spec.get("selector"):
         out.append(c.invalid(field.child("selector"), "selector is immutable after creation."))
+    if operation == CREATE:
+        out.extend(validate_feature_gates(config, obj(obj(obj(template, "spec"), "template"), "spec")))
     return out

@@ -191,6 +191,8 @@ def admit_vm(
 ) -> list[StatusCause]:
     """The causes for a (defaulted) VM; the first failing group is returned alone, as KubeVirt does."""
     spec = obj(vm, "spec")
+    # KubeVirt computes the discontinued-feature-gate causes here too, but overwrites them before
+    # answering, so they never reach the user.
     if operation == CREATE:
         # KubeVirt checks the template's creation rules with the VM's own root path ("spec").
         creation = network.validate_creation(Path("spec"), obj(obj(spec, "template"), "spec"))

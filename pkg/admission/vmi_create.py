@@ -9,6 +9,7 @@ from kubevirt.admission import vmi_volumes as volumes_rules
 from kubevirt.admission._json import JSON, obj
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.featuregates import validate_feature_gates
 from kubevirt.admission.field import Path
 
 
@@ -18,7 +19,7 @@ def admit_vmi_create(
     """Every cause KubeVirt gives for creating this (mutated) VMI, untruncated and in order."""
     spec = obj(vmi, "spec")
     root = Path("spec")
-    out: list[StatusCause] = []
+    out = validate_feature_gates(config, spec)
     out.extend(network.validate_for_create(root, spec, config))
     out.extend(vmi_spec.validate_spec(root, spec, config))
     out.extend(volumes_rules.volume_disks(root, spec))

@@ -333,3 +333,28 @@ def test_kubevirt_cr_rules() -> None:
     assert kubevirt_cr.admit_kubevirt_delete(blocking, {"VirtualMachines": 0}).allowed
     bad = {"spec": {"workloadUpdateStrategy": {"workloadUpdateMethods": ["Teleport"]}}}
     assert not kubevirt_cr.admit_kubevirt_update(bad).allowed
+
+
+def test_discontinued_gates_refuse_specs_using_their_api() -> None:
+    from kubevirt.admission.vmi_create import admit_vmi_create
+
+    vmi = {
+        "spec": {
+            "architecture": "amd64",
+            "domain": {
+                "memory": {"guest": "128Mi"},
+                "devices": {"interfaces": [{"name": "n", "macvtap": {}}]},
+            },
+            "networks": [{"name": "n", "multus": {"networkName": "x"}}],
+        }
+    }
+    gated = ClusterConfig.build(feature_gates=["Macvtap"])
+    first = admit_vmi_create(vmi, gated)[0]
+    assert (first.type, first.field) == ("FieldValueNotSupported", "")
+    assert first.message.startswith("Macvtap network binding is discontinued since v1.3.")
+    assert all(not c.message.startswith("Macvtap") for c in admit_vmi_create(vmi, CONFIG))
+
+
+def test_graduated_gates_count_as_enabled() -> None:
+    assert CONFIG.enabled("NUMA")
+    assert not CONFIG.enabled("HostDisk")
