@@ -87,37 +87,54 @@ def apply_stand_ins(raw: Mapping[str, Any]) -> dict[str, Any]:
     return manifest
 
 
+# For each API model: JSON key -> (is a list, nested model) for keys holding models, None for leaves.
+_Plan = dict[str, tuple[bool, type[BaseModel]] | None]
+_plans: dict[type[BaseModel], _Plan] = {}
+
+
+def _plan(model: type[BaseModel]) -> _Plan:
+    plan = _plans.get(model)
+    if plan is None:
+        plan = {}
+        for name, field in model.model_fields.items():
+            plan[field.alias or name] = _nested_model(field.annotation)
+        _plans[model] = plan
+    return plan
+
+
+def _nested_model(annotation: Any) -> tuple[bool, type[BaseModel]] | None:
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return False, candidate
+        if get_origin(candidate) is list:
+            (item,) = get_args(candidate) or (Any,)
+            if isinstance(item, type) and issubclass(item, BaseModel):
+                return True, item
+    return None
+
+
 def unknown_fields(model: type[BaseModel], data: Any, path: str = "") -> list[str]:
-    """JSON paths of keys the API type does not declare (the CRD schema rejects those)."""
+    """JSON paths of keys the API type does not declare (the CRD schema rejects those).
+    Object metadata is left to the API server, as the CRD schema does."""
     found: list[str] = []
     if not isinstance(data, Mapping):
         return found
-    by_name = {(f.alias or name): f for name, f in model.model_fields.items()}
+    plan = _plan(model)
     for key, value in data.items():
-        if not path and key == "metadata":
-            continue  # object metadata is checked by the API server, not by the CRD schema
-        field = by_name.get(key)
-        child_path = f"{path}.{key}" if path else key
-        if field is None:
-            found.append(child_path)
+        if key not in plan:
+            found.append(f"{path}.{key}" if path else key)
             continue
-        for inner, item_path in _nested(field.annotation, value, child_path):
-            found += unknown_fields(inner, item_path[0], item_path[1])
+        nested = plan[key]
+        if nested is None or (not path and key == "metadata"):
+            continue
+        is_list, inner = nested
+        child = f"{path}.{key}" if path else key
+        if not is_list:
+            found += unknown_fields(inner, value, child)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                found += unknown_fields(inner, item, f"{child}[{index}]")
     return found
-
-
-def _nested(annotation: Any, value: Any, path: str) -> Iterable[tuple[type[BaseModel], tuple[Any, str]]]:
-    for candidate in (annotation, *get_args(annotation)):
-        origin = get_origin(candidate)
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            yield candidate, (value, path)
-            return
-        if origin is list and isinstance(value, list):
-            (item_type,) = get_args(candidate) or (Any,)
-            if isinstance(item_type, type) and issubclass(item_type, BaseModel):
-                for index, item in enumerate(value):
-                    yield item_type, (item, f"{path}[{index}]")
-            return
 
 
 def default_vmi(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()) -> VirtualMachineInstance:

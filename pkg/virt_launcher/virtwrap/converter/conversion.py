@@ -89,10 +89,18 @@ def resource_quantity(vmi: VirtualMachineInstance, kind: str, name: str) -> Quan
     return values.get(name) if values else None
 
 
+_bytes_by_text: dict[str, int] = {}
+
+
 def quantity_to_bytes(quantity: Quantity, field: str) -> int:
     """KubeVirt's ``QuantityToByte``: exact integers as they are, fractions as ``Value()-1``."""
-    fraction = quantity.as_fraction()
-    size = fraction.numerator if fraction.denominator == 1 else quantity.value() - 1
+    text = str(quantity)
+    size = _bytes_by_text.get(text)
+    if size is None:
+        fraction = quantity.as_fraction()
+        size = fraction.numerator if fraction.denominator == 1 else quantity.value() - 1
+        if len(_bytes_by_text) < 4096:  # the same few sizes come back on every sync
+            _bytes_by_text[text] = size
     if size < 0:
         raise ConversionError(field, f"Memory size '{quantity}' must be greater than or equal to 0")
     return size
