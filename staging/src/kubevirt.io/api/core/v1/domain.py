@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from kubevirt_api.base import ApiModel, Int32
+from kubevirt_api.core.v1.sanitizers import sanitize_ip
 from kubevirt_api.resource import Quantity
 
 __all__ = [
@@ -539,6 +540,11 @@ class DHCPOptions(ApiModel):
     tftp_server_name: str | None = Field(default=None, alias="tftpServerName")
     ntp_servers: list[str] | None = Field(default=None, alias="ntpServers")
     private_options: list[DHCPPrivateOptions] | None = Field(default=None, alias="privateOptions")
+
+    @field_validator("ntp_servers")
+    @classmethod
+    def _sanitize_ntp_servers(cls, servers: list[str] | None) -> list[str] | None:
+        return None if servers is None else [sanitize_ip(server) or server for server in servers]
 
 
 class Interface(InterfaceBindingMethod):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kubevirt_api.base import ApiModel, Condition, Int32, Int64, Time, TypeMeta
 from kubevirt_api.core.v1.domain import DomainSpec, Machine
 from kubevirt_api.core.v1.networks import Network
 from kubevirt_api.core.v1.probes import Probe
+from kubevirt_api.core.v1.sanitizers import sanitize_ip
 from kubevirt_api.core.v1.volumes import PersistentVolumeClaimInfo, Volume, VolumeStatus
 from kubevirt_api.k8s import core_v1, meta_v1
 from kubevirt_api.resource import Quantity
@@ -246,6 +247,13 @@ class VirtualMachineInstanceSpec(ApiModel):
         alias="resourceClaims",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
+
+    @field_validator("dns_config")
+    @classmethod
+    def _sanitize_nameservers(cls, dns: core_v1.PodDNSConfig | None) -> core_v1.PodDNSConfig | None:
+        if dns is not None and dns.nameservers:
+            dns.nameservers = [sanitize_ip(server) or server for server in dns.nameservers]
+        return dns
 
 
 class VirtualMachineInstanceCondition(Condition):
