@@ -1,8 +1,8 @@
 """The VMI update admitter (``vmi-update-admitter.go``).
 
-Users may not change a VMI's spec nor KubeVirt's reserved labels. KubeVirt's own service accounts may,
-but only for hotplug (volumes and disks, CPU sockets, guest memory), and with the NodeRestriction gate
-a virt-handler only touches VMIs on its own node.
+Users may not change a VMI's spec nor KubeVirt's reserved labels. KubeVirt's own service accounts may
+(their changes come through the subresources), except for the hotplug limits (``maxSockets``,
+``maxGuest``); with the NodeRestriction gate a virt-handler only touches VMIs on its own node.
 """
 
 from __future__ import annotations
@@ -18,27 +18,10 @@ from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.vmi_spec import RESERVED_LABELS
 
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
-_HOTPLUG_DOMAIN_KEYS = ("devices", "cpu", "memory", "resources")
 
 
 def _reserved(labels: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in labels.items() if k in RESERVED_LABELS}
-
-
-def _without_hotplug(spec: JSON) -> JSON:
-    """The spec minus what hotplug may change (volumes, disks, sockets, guest memory)."""
-    stripped = {k: v for k, v in spec.items() if k != "volumes"}
-    domain = dict(obj(spec, "domain"))
-    devices = {k: v for k, v in obj(domain, "devices").items() if k != "disks"}
-    # The limits are compared on their own, with their own causes.
-    cpu = {k: v for k, v in obj(domain, "cpu").items() if k not in ("sockets", "maxSockets")}
-    memory = {k: v for k, v in obj(domain, "memory").items() if k not in ("guest", "maxGuest")}
-    resources = {k: v for k, v in obj(domain, "resources").items() if k not in ("requests", "limits")}
-    for key, value in zip(_HOTPLUG_DOMAIN_KEYS, (devices, cpu, memory, resources), strict=True):
-        if value or key in domain:
-            domain[key] = value
-    stripped["domain"] = domain
-    return stripped
 
 
 def _hotplug_causes(new_spec: JSON, old_spec: JSON) -> list[c.StatusCause]:
@@ -49,8 +32,6 @@ def _hotplug_causes(new_spec: JSON, old_spec: JSON) -> list[c.StatusCause]:
     new_mem, old_mem = obj(obj(new_spec, "domain"), "memory"), obj(obj(old_spec, "domain"), "memory")
     if new_mem.get("maxGuest") != old_mem.get("maxGuest"):
         out.append(c.invalid(Path("spec", "domain", "memory", "maxGuest"), "Memory maxGuest changed"))
-    if _without_hotplug(new_spec) != _without_hotplug(old_spec):
-        out.append(c.not_supported("", "update of VMI object is restricted"))
     return out
 
 
