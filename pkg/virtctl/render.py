@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
@@ -186,18 +186,39 @@ def _read_manifest(path: str) -> Any:
     return yaml.safe_load(text)
 
 
+def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options describing the cluster a manifest would be created in (shared by offline commands)."""
+    for option in reversed(
+        (
+            click.option(
+                "--rollout-strategy",
+                type=click.Choice(ROLLOUT_STRATEGIES),
+                default=ROLLOUT_LIVE_UPDATE,
+                show_default=True,
+                help="The cluster's VM rollout strategy (LiveUpdate: CPU and memory hotplug defaults).",
+            ),
+            click.option(
+                "--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster."
+            ),
+            click.option(
+                "--block-volumes", default="", help="Comma-separated volumes whose PVC is in block mode."
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 @click.command(name="render")
 @click.option("-f", "--filename", "filename", required=True, help="VMI manifest (YAML or JSON); - for stdin.")
+@cluster_options
 @click.option(
-    "--rollout-strategy",
-    type=click.Choice(ROLLOUT_STRATEGIES),
-    default=ROLLOUT_LIVE_UPDATE,
+    "--domain-type",
+    type=click.Choice(DOMAIN_TYPES),
+    default="kvm",
     show_default=True,
-    help="The cluster's VM rollout strategy (LiveUpdate turns on CPU and memory hotplug defaults).",
+    help="kvm on a node with hardware virtualisation, qemu for software emulation.",
 )
-@click.option("--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster.")
-@click.option("--block-volumes", default="", help="Comma-separated volumes whose PVC is in block mode.")
-@click.option("--domain-type", type=click.Choice(DOMAIN_TYPES), default="kvm", show_default=True)
 def render(
     filename: str, rollout_strategy: str, feature_gates: str, block_volumes: str, domain_type: str
 ) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from ..api import schema as api
 from .conversion import Conversion
 
+# VMI timer -> libvirt timer, in the order KubeVirt writes them.
+_TIMERS = (("rtc", "rtc"), ("pit", "pit"), ("kvm", "kvmclock"), ("hpet", "hpet"), ("hyperv", "hypervclock"))
+
 
 def _present(enabled: bool | None) -> str:
     return "no" if enabled is False else "yes"
@@ -26,35 +29,17 @@ def configure_clock(c: Conversion) -> None:
             clock.timezone = spec.timezone
         timer = spec.timer
         if timer is not None:
-            if timer.rtc is not None:
-                clock.timers.append(
-                    api.Timer(
-                        name="rtc",
-                        tickpolicy=timer.rtc.tick_policy or None,
-                        present=_present(timer.rtc.present),
-                        track=timer.rtc.track or None,
+            for name, libvirt_name in _TIMERS:
+                source = getattr(timer, name)
+                if source is not None:
+                    clock.timers.append(
+                        api.Timer(
+                            name=libvirt_name,
+                            tickpolicy=getattr(source, "tick_policy", None) or None,
+                            present=_present(source.present),
+                            track=getattr(source, "track", None) or None,
+                        )
                     )
-                )
-            if timer.pit is not None:
-                clock.timers.append(
-                    api.Timer(
-                        name="pit",
-                        tickpolicy=timer.pit.tick_policy or None,
-                        present=_present(timer.pit.present),
-                    )
-                )
-            if timer.kvm is not None:
-                clock.timers.append(api.Timer(name="kvmclock", present=_present(timer.kvm.present)))
-            if timer.hpet is not None:
-                clock.timers.append(
-                    api.Timer(
-                        name="hpet",
-                        tickpolicy=timer.hpet.tick_policy or None,
-                        present=_present(timer.hpet.present),
-                    )
-                )
-            if timer.hyperv is not None:
-                clock.timers.append(api.Timer(name="hypervclock", present=_present(timer.hyperv.present)))
     status = c.vmi.status
     hints = status.topology_hints if status else None
     if hints is not None and hints.tsc_frequency is not None and _needs_tsc_frequency(c):
