@@ -91,6 +91,60 @@ class VirtualMachineInstanceMigration(TypeMeta):
     spec: VirtualMachineInstanceMigrationSpec
     status: VirtualMachineInstanceMigrationStatus | None = None
 
+    # -- the predicates KubeVirt's Go type offers ------------------------------------------------------
+    @property
+    def phase(self) -> str:
+        """``status.phase``, ``""`` while unset."""
+        return (self.status.phase if self.status is not None else None) or ""
+
+    def is_final(self) -> bool:
+        return self.phase in (
+            VirtualMachineInstanceMigrationPhase.FAILED,
+            VirtualMachineInstanceMigrationPhase.SUCCEEDED,
+        )
+
+    def is_running(self) -> bool:
+        return self.phase not in _NOT_RUNNING
+
+    def target_is_created(self) -> bool:
+        return self.phase not in _BEFORE_TARGET_CREATED
+
+    def target_is_handed_off(self) -> bool:
+        return self.phase not in _BEFORE_TARGET_HANDED_OFF
+
+    def is_decentralized(self) -> bool:
+        """Exactly one side of a cross-cluster migration (``sendTo`` or ``receive``)."""
+        return (self.spec.send_to is None) != (self.spec.receive is None)
+
+    def is_decentralized_source(self) -> bool:
+        return self.is_decentralized() and self.spec.send_to is not None
+
+    def is_decentralized_target(self) -> bool:
+        return self.is_decentralized() and self.spec.receive is not None
+
+    def is_local_or_decentralized_source(self) -> bool:
+        return not self.is_decentralized() or self.spec.send_to is not None
+
+    def is_local_or_decentralized_target(self) -> bool:
+        return not self.is_decentralized() or self.spec.receive is not None
+
+
+_Phase = VirtualMachineInstanceMigrationPhase
+_NOT_RUNNING: Final = frozenset(
+    {
+        _Phase.FAILED,
+        _Phase.PENDING,
+        _Phase.PHASE_UNSET,
+        _Phase.SUCCEEDED,
+        _Phase.WAITING_FOR_SYNC,
+        _Phase.SYNCHRONIZING,
+    }
+)
+_BEFORE_TARGET_CREATED: Final = frozenset(
+    {_Phase.PHASE_UNSET, _Phase.PENDING, _Phase.WAITING_FOR_SYNC, _Phase.SYNCHRONIZING}
+)
+_BEFORE_TARGET_HANDED_OFF: Final = _BEFORE_TARGET_CREATED | {_Phase.SCHEDULING, _Phase.SCHEDULED}
+
 
 class VirtualMachineInstanceMigrationList(TypeMeta):
     metadata: meta_v1.ListMeta | None = None

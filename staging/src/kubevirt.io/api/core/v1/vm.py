@@ -276,6 +276,19 @@ class VirtualMachine(TypeMeta):
     spec: VirtualMachineSpec
     status: VirtualMachineStatus | None = None
 
+    def run_strategy(self) -> str:
+        """The effective run strategy: ``running`` true/false map to Always/Halted, nothing set is Halted.
+
+        Raises :class:`ValueError` when both ``running`` and ``runStrategy`` are set.
+        """
+        if self.spec.running is not None and self.spec.run_strategy is not None:
+            raise ValueError("running and runstrategy are mutually exclusive")
+        if self.spec.running is not None:
+            return VirtualMachineRunStrategy.ALWAYS if self.spec.running else VirtualMachineRunStrategy.HALTED
+        if self.spec.run_strategy is not None:
+            return self.spec.run_strategy
+        return VirtualMachineRunStrategy.HALTED
+
 
 class VirtualMachineList(TypeMeta):
     metadata: meta_v1.ListMeta | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pydantic import Field, field_validator
 
@@ -14,6 +14,9 @@ from kubevirt_api.core.v1.sanitizers import sanitize_ip
 from kubevirt_api.core.v1.volumes import PersistentVolumeClaimInfo, Volume, VolumeStatus
 from kubevirt_api.k8s import core_v1, meta_v1
 from kubevirt_api.resource import Quantity
+
+if TYPE_CHECKING:
+    from kubevirt_api.core.v1.migration import VirtualMachineInstanceMigration
 
 __all__ = [
     "AccessCredential",
@@ -480,6 +483,152 @@ class VirtualMachineInstance(TypeMeta):
     metadata: meta_v1.ObjectMeta | None = None
     spec: VirtualMachineInstanceSpec
     status: VirtualMachineInstanceStatus | None = None
+
+    # -- the predicates KubeVirt's Go type offers (``IsFinal()``…) ------------------------------------
+    @property
+    def phase(self) -> str:
+        """``status.phase``, ``""`` while unset."""
+        return (self.status.phase if self.status is not None else None) or ""
+
+    def _migration_state(self) -> VirtualMachineInstanceMigrationState | None:
+        return self.status.migration_state if self.status is not None else None
+
+    def is_scheduling(self) -> bool:
+        return self.phase == VirtualMachineInstancePhase.SCHEDULING
+
+    def is_scheduled(self) -> bool:
+        return self.phase == VirtualMachineInstancePhase.SCHEDULED
+
+    def is_running(self) -> bool:
+        return self.phase == VirtualMachineInstancePhase.RUNNING
+
+    def is_final(self) -> bool:
+        return self.phase in (VirtualMachineInstancePhase.FAILED, VirtualMachineInstancePhase.SUCCEEDED)
+
+    def is_unknown(self) -> bool:
+        return self.phase == VirtualMachineInstancePhase.UNKNOWN
+
+    def is_unprocessed(self) -> bool:
+        return self.phase in (VirtualMachineInstancePhase.PENDING, VirtualMachineInstancePhase.VM_PHASE_UNSET)
+
+    def is_waiting_for_sync(self) -> bool:
+        return self.phase == VirtualMachineInstancePhase.WAITING_FOR_SYNC
+
+    def is_marked_for_deletion(self) -> bool:
+        return self.metadata is not None and self.metadata.deletion_timestamp is not None
+
+    def is_marked_for_eviction(self) -> bool:
+        return bool(self.status is not None and self.status.evacuation_node_name)
+
+    def is_migratable(self) -> bool:
+        conditions = (self.status.conditions if self.status is not None else None) or []
+        return any(
+            c.type == VirtualMachineInstanceConditionType.IS_MIGRATABLE and c.status == "True"
+            for c in conditions
+        )
+
+    def is_block_migration(self) -> bool:
+        status = self.status
+        return status is not None and (
+            status.migration_method == VirtualMachineInstanceMigrationMethod.BLOCK_MIGRATION
+            or bool(status.migrated_volumes)
+        )
+
+    def is_cpu_dedicated(self) -> bool:
+        cpu = self.spec.domain.cpu
+        return cpu is not None and bool(cpu.dedicated_cpu_placement)
+
+    def is_realtime_enabled(self) -> bool:
+        cpu = self.spec.domain.cpu
+        return cpu is not None and cpu.realtime is not None
+
+    def is_high_performance_vmi(self) -> bool:
+        memory = self.spec.domain.memory
+        return (
+            self.is_cpu_dedicated()
+            or self.is_realtime_enabled()
+            or (memory is not None and memory.hugepages is not None)
+        )
+
+    def is_bootloader_efi(self) -> bool:
+        firmware = self.spec.domain.firmware
+        return (
+            firmware is not None and firmware.bootloader is not None and firmware.bootloader.efi is not None
+        )
+
+    def wants_to_have_qos_guaranteed(self) -> bool:
+        """Memory and CPU requests set and equal to their limits."""
+        resources = self.spec.domain.resources
+        requests = (resources.requests if resources is not None else None) or {}
+        limits = (resources.limits if resources is not None else None) or {}
+        zero = Quantity("0")
+        return all(
+            not requests.get(name, zero).is_zero() and requests.get(name, zero) == limits.get(name, zero)
+            for name in ("memory", "cpu")
+        )
+
+    def should_start_paused(self) -> bool:
+        return self.spec.start_strategy == StartStrategy.PAUSED
+
+    def is_migration_target(self) -> bool:
+        """A receiver VMI of a decentralized migration."""
+        annotations = (self.metadata.annotations if self.metadata is not None else None) or {}
+        return annotations.get("kubevirt.io/create-migration-target") == "true"
+
+    def is_migration_target_node_label_set(self) -> bool:
+        labels = (self.metadata.labels if self.metadata is not None else None) or {}
+        return "kubevirt.io/migrationTargetNodeName" in labels
+
+    def is_migration_source(self) -> bool:
+        state = self._migration_state()
+        target = state.target_state if state is not None else None
+        return target is not None and target.sync_address is not None and target.node_address is not None
+
+    def is_migration_source_synchronized(self) -> bool:
+        state = self._migration_state()
+        if state is None or state.source_state is None or state.target_state is None:
+            return False
+        source = state.source_state
+        return bool(source.migration_uid and source.pod and source.node) and source.node_selectors is not None
+
+    def is_migration_completed(self) -> bool:
+        state = self._migration_state()
+        return state is not None and bool(state.completed)
+
+    def is_decentralized_migration(self) -> bool:
+        state = self._migration_state()
+        if state is None or state.source_state is None or state.target_state is None:
+            return False
+        return (state.source_state.sync_address is None) != (state.target_state.sync_address is None)
+
+    def is_migration_synchronized(self, migration: VirtualMachineInstanceMigration) -> bool:
+        state = self._migration_state()
+        if not migration.is_decentralized():
+            return state is not None
+        return (
+            state is not None
+            and state.source_state is not None
+            and state.target_state is not None
+            and bool(state.source_state.migration_uid)
+            and bool(state.target_state.migration_uid)
+        )
+
+    def is_target_preparing(self, migration: VirtualMachineInstanceMigration) -> bool:
+        state = self._migration_state()
+        if migration.is_decentralized():
+            target = state.target_state if state is not None else None
+            return (
+                self.is_migration_synchronized(migration)
+                and target is not None
+                and bool(target.pod)
+                and bool(target.node)
+            )
+        migration_uid = migration.metadata.uid if migration.metadata is not None else None
+        return (
+            state is not None
+            and (state.migration_uid or "") == (migration_uid or "")
+            and bool(state.target_node)
+        )
 
 
 class VirtualMachineInstanceList(TypeMeta):
