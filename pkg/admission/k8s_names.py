@@ -24,6 +24,10 @@ def dns1123_label(value: str) -> list[str]:
     if len(value) > LABEL_MAX:
         errors.append(_max_len(LABEL_MAX))
     if not _LABEL_RE.match(value):
+        if _SUBDOMAIN_RE.match(value):
+            # A valid subdomain that is no label: the length was checked, so it has dots.
+            errors.append("must not contain dots")
+            return errors
         errors.append(
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
             "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
