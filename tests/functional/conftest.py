@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,40 +22,11 @@ HACK = REPO / "hack"
 sys.path.insert(0, str(HACK / "cluster"))
 
 from localcluster import cluster as localcluster  # noqa: E402
-from localcluster.layout import Layout, image_name  # noqa: E402
+from localcluster.handle import Cluster  # noqa: E402
+from localcluster.layout import Layout  # noqa: E402
 
 # Images the functional tests run (built from the cache; a cold build takes a few minutes).
 TEST_IMAGES = ("virt-api",)
-
-
-@dataclass(frozen=True)
-class Cluster:
-    layout: Layout
-    kubeconfig: Path
-    kubectl_path: Path
-
-    def kubectl(
-        self, *args: str, stdin: str | None = None, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
-        return result
-
-    def kubectl_json(self, *args: str) -> dict[str, object]:
-        loaded = json.loads(self.kubectl(*args, "-o", "json").stdout)
-        assert isinstance(loaded, dict)
-        return loaded
-
-    def image(self, binary: str) -> str:
-        return image_name(binary)
 
 
 def _run_hack(script: str, *args: str) -> None:

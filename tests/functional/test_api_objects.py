@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from conftest import REPO, Cluster
 from kubernetes import client, config
+from localcluster.handle import Cluster
+from localcluster.layout import REPO
 
 GROUP = "kubevirt.io"
 GENERATED = REPO / "manifests" / "generated"
@@ -113,12 +114,19 @@ def test_python_client_creates_and_reads_back_vm_and_vmi(
     assert vmi["spec"]["domain"]["devices"]["disks"] == [{"name": "rootdisk", "disk": {"bus": "virtio"}}]
     listed = custom_objects.list_namespaced_custom_object(GROUP, "v1", namespace, "virtualmachineinstances")
     assert [item["metadata"]["name"] for item in listed["items"]] == ["vmi-python"]
-    # A status written through the status subresource sticks (virt-handler depends on it).
-    vmi["status"] = {"phase": "Pending"}
+    # KubeVirt gives VirtualMachines a status subresource (virt-controller writes it there) and
+    # VirtualMachineInstances none (virt-handler updates the whole object).
+    vm["status"] = {"printableStatus": "Stopped"}
     custom_objects.replace_namespaced_custom_object_status(
+        GROUP, "v1", namespace, "virtualmachines", "vm-python", vm
+    )
+    vmi["status"] = {"phase": "Pending"}
+    custom_objects.replace_namespaced_custom_object(
         GROUP, "v1", namespace, "virtualmachineinstances", "vmi-python", vmi
     )
-    again = custom_objects.get_namespaced_custom_object(
+    vm = custom_objects.get_namespaced_custom_object(GROUP, "v1", namespace, "virtualmachines", "vm-python")
+    vmi = custom_objects.get_namespaced_custom_object(
         GROUP, "v1", namespace, "virtualmachineinstances", "vmi-python"
     )
-    assert again["status"]["phase"] == "Pending"
+    assert vm["status"]["printableStatus"] == "Stopped"
+    assert vmi["status"]["phase"] == "Pending"

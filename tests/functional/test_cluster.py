@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from conftest import Cluster
+from localcluster.handle import Cluster
 
 
 def test_one_node_is_ready(cluster: Cluster) -> None:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Cluster
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from localcluster.handle import Cluster
 
 NAME = "reachability"
 NAMESPACE = "reachability-test"

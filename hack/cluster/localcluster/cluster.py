@@ -111,15 +111,8 @@ def _remove_containers(layout: Layout) -> int:
     listing = subprocess.run([*ctr, "tasks", "ls", "-q"], capture_output=True, text=True, check=False)
     tasks = listing.stdout.split() if listing.returncode == 0 else []
     for task in tasks:
-        subprocess.run([*ctr, "tasks", "kill", "--signal=SIGKILL", task], capture_output=True, check=False)
-    for task in tasks:
-        for _ in range(50):
-            if (
-                subprocess.run([*ctr, "tasks", "rm", "-f", task], capture_output=True, check=False).returncode
-                == 0
-            ):
-                break
-            time.sleep(0.1)
+        # Kills the task, waits for it and deletes it (a sandbox may already be gone with its pod).
+        subprocess.run([*ctr, "tasks", "rm", "--force", task], capture_output=True, check=False)
     listing = subprocess.run([*ctr, "containers", "ls", "-q"], capture_output=True, text=True, check=False)
     for container in listing.stdout.split() if listing.returncode == 0 else []:
         subprocess.run([*ctr, "containers", "rm", container], capture_output=True, check=False)

@@ -137,6 +137,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [{cri}.containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = "{layout.containerd_state}/runc"
   [{cri}.cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{layout.cni_config_dir}"

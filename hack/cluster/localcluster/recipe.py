@@ -38,7 +38,7 @@ WHEEL_BUILD_STEPS = (f"{_APT} {' '.join(WHEEL_BUILD_PACKAGES)}",)
 # Run in the source tree: wheels of the project and of every dependency land in the wheel directory.
 # SOURCE_DATE_EPOCH makes the project's wheel (and so its image layer) depend only on the sources.
 WHEEL_COMMAND = (
-    "python3 -m venv {builder} && "
+    "(test -x {builder}/bin/pip || python3 -m venv {builder}) && "
     "SOURCE_DATE_EPOCH=315532800 {builder}/bin/pip wheel {options}--wheel-dir {wheels} ."
 )
 WHEEL_BUILDER_VENV = "/tmp/wheel-builder"
