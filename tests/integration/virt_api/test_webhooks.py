@@ -167,14 +167,14 @@ def test_migration_mutation_and_validation(virt_api: Any) -> None:
     )
 
 
-def test_eviction_without_cluster_is_denied_with_429(virt_api: Any) -> None:
+def test_eviction_without_cluster_state_is_let_through(virt_api: Any) -> None:
+    # Like KubeVirt, a pod that cannot be looked up is not protected by the webhook (its PDB still is).
     eviction = {"kind": "Eviction", "metadata": {"name": "virt-launcher-x"}}
     pods = {"group": "", "version": "v1", "resource": "pods"}
     answer = virt_api.review(
         "/pod-eviction-validate", request(pods, eviction, name="virt-launcher-x", subResource="eviction")
     )
-    assert answer["allowed"] is False
-    assert answer["status"]["code"] == 429
+    assert answer["allowed"] is True
 
 
 def test_wrong_resource_is_a_bad_request(virt_api: Any) -> None:

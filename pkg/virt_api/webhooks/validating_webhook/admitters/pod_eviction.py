@@ -17,8 +17,9 @@ def admitter(ctx: WebhookContext, patch_vmi: VMIPatcher | None = None) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
         try:
             pod = ctx.state.get_pod(request.namespace, request.name)
-        except ClusterStateError as err:
-            return response.too_many_requests(f"kubevirt failed getting the pod: {err}")
+        except ClusterStateError:
+            # Like KubeVirt: a pod that cannot be read is not protected (its PDB still applies).
+            return response.allowed()
         if pod is None:
             return response.allowed()
         vmi = None
