@@ -1,14 +1,19 @@
 """Entrypoint of virt-launcher: parse flags, wire the application from ``kubevirt.virt_launcher``, run."""
+# ruff: noqa: E402  (one statement must run before the imports)
 
 import os
 import sys
 from pathlib import Path
 
+# The launcher logs JSON only: keep structlog from loading its console renderer's pretty-printing
+# library, which would cost the long-lived launcher ~10 MiB for nothing.
+sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+
 import click
 
 from kubevirt.service import binary
 from kubevirt.virt_launcher import app
-from kubevirt.virt_launcher.domain_converter import make_converter
+from kubevirt.virt_launcher.convert_worker import ConversionWorker
 from kubevirt.virt_launcher.virtwrap.node_adjust import kvm_usable
 
 
@@ -89,6 +94,7 @@ def main(**flags: object) -> None:
         force_emulation=bool(flags["force_emulation"]),
         pod_name=os.environ.get("POD_NAME", ""),
     )
-    launcher = app.Launcher(config, make_converter(use_emulation=use_emulation))
+    converter = ConversionWorker(use_emulation=use_emulation)
+    launcher = app.Launcher(config, converter, warm_up=converter.start)
     launcher.install_signal_handlers()
     sys.exit(launcher.run())

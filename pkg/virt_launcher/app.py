@@ -15,6 +15,7 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -65,9 +66,12 @@ class LauncherConfig:
 
 
 class Launcher:
-    def __init__(self, config: LauncherConfig, converter: Converter) -> None:
+    def __init__(
+        self, config: LauncherConfig, converter: Converter, *, warm_up: Callable[[], None] | None = None
+    ) -> None:
         self.config = config
         self._converter = converter
+        self._warm_up = warm_up or (lambda: None)
         self._stop = threading.Event()
         self._signal_name = ""
         self._target_released = threading.Event()
@@ -96,6 +100,7 @@ class Launcher:
         if reaper.become_subreaper():
             reaper.start_reaping()
         self._prepare_directories()
+        self._warm_up()  # the converter's imports overlap with libvirtd's start
         start_event_loop()
         libvirtd: Libvirtd | None = None
         uri = cfg.libvirt_uri
@@ -203,6 +208,8 @@ class Launcher:
 
     def _await_final_event(self, manager: DomainManager, forwarder: DomainEventForwarder) -> None:
         """Give virt-handler a moment to delete the stopped domain, so the final event goes out."""
+        if not forwarder.reports_to_handler:
+            return  # nobody to tell, and nobody who would delete the domain
         deadline = time.monotonic() + FINAL_EVENT_WAIT
         while time.monotonic() < deadline and not forwarder.domain_gone.is_set():
             if self._stop.is_set() and manager.the_domain() is None:

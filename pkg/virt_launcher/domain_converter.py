@@ -7,11 +7,13 @@ converter's :class:`ConverterContext` together with what the launcher knows itse
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.virt_launcher.virtwrap.converter import SMBIOS, ConverterContext, convert_vmi_to_domain
-from kubevirt.virt_launcher.virtwrap.manager import Converter
+
+if TYPE_CHECKING:  # the conversion worker imports this module and needs none of the manager
+    from kubevirt.virt_launcher.virtwrap.manager import Converter
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
 

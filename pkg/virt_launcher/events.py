@@ -69,6 +69,10 @@ class DomainEventForwarder:
         self.final_event_delivered = threading.Event()
         self._log = get_logger()
 
+    @property
+    def reports_to_handler(self) -> bool:
+        return self._notifier is not None
+
     def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
         self._listeners.append(listener)
 

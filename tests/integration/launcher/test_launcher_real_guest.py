@@ -15,7 +15,8 @@ import pytest
 
 pytestmark = pytest.mark.timeout(180)
 
-BOOT_BUDGET = 20.0
+# The guest boots in 3-8 s; the wait allows for a loaded machine.
+BOOT_BUDGET = 30.0
 
 
 def test_boot_pause_unpause_shutdown_kill_delete(

@@ -1,0 +1,119 @@
+"""The converter in a helper process, so the long-lived launcher does not carry it.
+
+Converting needs the whole typed API and the converter (about half of a launcher's memory), but only
+until the domain is defined. The launcher starts this worker early (so the first sync does not wait for
+its imports), asks it for domain XML over a pipe (one JSON line per request and per answer), and stops it
+after the conversion; a later conversion (a re-definition, a migration target's check) starts it again.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kubevirt.virt_launcher import reaper
+
+
+class ConversionWorkerError(RuntimeError):
+    """The worker process failed (not the conversion: that is a ``ValueError``)."""
+
+
+class ConversionWorker:
+    """A callable converter backed by a worker process; thread-safe."""
+
+    def __init__(self, *, use_emulation: bool, stop_after_use: bool = True) -> None:
+        self._use_emulation = use_emulation
+        self._stop_after_use = stop_after_use
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        with self._lock:
+            self._ensure_started()
+
+    def stop(self) -> None:
+        with self._lock:
+            process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        reaper.forget(process.pid)
+
+    def __call__(self, vmi: Mapping[str, Any], options: Any) -> str:
+        request = {
+            "vmi": vmi,
+            "options": base64.b64encode(options.SerializeToString()).decode()
+            if options is not None
+            else None,
+        }
+        with self._lock:
+            for attempt in (1, 2):
+                process = self._ensure_started()
+                try:
+                    assert process.stdin is not None
+                    assert process.stdout is not None
+                    process.stdin.write(json.dumps(request) + "\n")
+                    process.stdin.flush()
+                    line = process.stdout.readline()
+                except (BrokenPipeError, OSError):
+                    line = ""
+                if line:
+                    break
+                self._process = None  # it died: start a fresh one once
+                if attempt == 2:
+                    raise ConversionWorkerError(f"the conversion worker exited with {process.poll()}")
+        if self._stop_after_use:
+            self.stop()
+        answer: dict[str, str] = json.loads(line)
+        if "error" in answer:
+            raise ValueError(answer["error"])
+        return answer["xml"]
+
+    def _ensure_started(self) -> subprocess.Popen[str]:
+        if self._process is None or self._process.poll() is not None:
+            command = [sys.executable, "-m", __name__]
+            if self._use_emulation:
+                command.append("--use-emulation")
+            self._process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+            )
+            reaper.keep_status_of(self._process.pid)
+        return self._process
+
+
+def serve(use_emulation: bool) -> None:
+    """The worker's loop: one JSON request per stdin line, one JSON answer per stdout line."""
+    from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
+    from kubevirt.virt_launcher.domain_converter import make_converter
+
+    convert = make_converter(use_emulation=use_emulation)
+    for line in sys.stdin:
+        request = json.loads(line)
+        options = None
+        if request.get("options") is not None:
+            options = cmd_pb2.VirtualMachineOptions.FromString(base64.b64decode(request["options"]))
+        try:
+            answer = {"xml": convert(request["vmi"], options)}
+        except (ValueError, KeyError, TypeError) as err:
+            answer = {"error": str(err)}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    serve("--use-emulation" in sys.argv[1:])

@@ -1,0 +1,53 @@
+"""The conversion worker process: real converter, errors with field paths, restarts on demand."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lxml import etree
+
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
+from kubevirt.virt_launcher.convert_worker import ConversionWorker
+
+pytestmark = pytest.mark.timeout(120)
+
+CASES = Path(__file__).parents[2] / "testdata" / "conformance" / "vmi" / "valid"
+
+
+def kernel_boot_vmi() -> dict[str, Any]:
+    vmi: dict[str, Any] = json.loads((CASES / "080-kernelboot-kernel-initrd-args.defaults.json").read_text())
+    return vmi
+
+
+def test_worker_converts_and_reports_bad_fields() -> None:
+    worker = ConversionWorker(use_emulation=True, stop_after_use=False)
+    try:
+        options = cmd_pb2.VirtualMachineOptions(
+            VirtualMachineSMBios=cmd_pb2.SMBios(manufacturer="Acme", family="F", product="P")
+        )
+        root = etree.fromstring(worker(kernel_boot_vmi(), options).encode())
+        assert root.get("type") == "qemu"
+        assert root.findtext("name") == "default_kb1"
+        assert root.find("sysinfo/system/entry[@name='manufacturer']").text == "Acme"  # type: ignore[union-attr]
+
+        broken = copy.deepcopy(kernel_boot_vmi())
+        broken["spec"]["domain"]["memory"]["guest"] = "lots"
+        with pytest.raises(ValueError, match=r"spec\.domain\.memory\.guest"):
+            worker(broken, None)
+        # The worker survives a bad VMI and keeps converting.
+        assert "<name>default_kb1</name>" in worker(kernel_boot_vmi(), None)
+    finally:
+        worker.stop()
+
+
+def test_worker_stops_after_use_and_starts_again() -> None:
+    worker = ConversionWorker(use_emulation=False)
+    first = worker(kernel_boot_vmi(), None)
+    assert not worker.running  # released right after the conversion
+    second = worker(kernel_boot_vmi(), None)
+    assert first == second
+    assert 'type="kvm"' in first
