@@ -28,19 +28,20 @@ KUBEVIRT_RANGES = {
 
 
 def per_second(func: Callable[[], Any], seconds: float, clock: Callable[[], float]) -> float:
-    """Best rate over a few timed batches (the machine is shared, the best batch is the least disturbed)."""
+    """Best rate over many short timed batches: the machine is shared, and the best batch is the one
+    least disturbed by other work."""
     func()
     batch = 1
-    while True:  # size the batch to ~1/5 of the budget
+    while True:  # size the batch to ~1/20 of the budget
         start = clock()
         for _ in range(batch):
             func()
         elapsed = clock() - start
-        if elapsed > seconds / 5 or batch > 1_000_000:
+        if elapsed > seconds / 20 or batch > 1_000_000:
             break
         batch *= 2
     best = batch / max(elapsed, 1e-9)
-    for _ in range(4):
+    for _ in range(19):
         start = clock()
         for _ in range(batch):
             func()

@@ -173,6 +173,7 @@ def element(tag: str, *, namespace: str | None = None, declare: str = "") -> Cal
         dc = dataclasses.dataclass(slots=True, kw_only=True)(cls)
         dc.TAG = tag
         dc.NAMESPACE = namespace
+        dc._DECLARE = declare
         specs = [(f.name, f.metadata[_SPEC]) for f in dataclasses.fields(dc) if _SPEC in f.metadata]
         dc._write = _compile_writer(dc.__name__, tag, declare, specs)
         dc._read = staticmethod(_compile_reader(dc, namespace, specs))
@@ -199,35 +200,8 @@ def _compile_writer(
     name: str, tag: str, declare: str, specs: list[tuple[str, _FieldSpec]]
 ) -> Callable[[Any, list[str], str], None]:
     # ``tag`` is a parameter because one class may serve several element names (FeatureState).
-    lines = [f"def _write(self, out, ind, tag={tag!r}):", "    s = ind + '<' + tag"]
-    for field_name, spec in specs:
-        if spec.kind == "attr":
-            xml_name = spec.xml_name or field_name
-            lines += [f"    v = self.{field_name}", "    if v is not None:"]
-            lines += _value_lines(
-                "s",
-                f"{' ' + xml_name + '=' + chr(34)!r} + e + '\"'",
-                spec,
-                "attr_get",
-                "escape_attr",
-                "        ",
-            )
-    lines.append(f"    s += {declare + '>'!r}")
-    for field_name, spec in specs:
-        if spec.kind == "text":
-            lines += [f"    v = self.{field_name}", "    if v is not None:"]
-            lines += _value_lines("s", "e", spec, "text_get", "escape_text", "        ")
-    body = [ln for _, spec in specs for ln in _child_lines(_, spec)]
-    if body:
-        lines += ["    out.append(s)", "    cind = ind + '\\t'", "    n = len(out)", *body]
-        lines += [
-            "    if len(out) != n:",
-            "        out.append(ind + '</' + tag + '>')",
-            "    else:",
-            "        out.append('</' + tag + '>')",
-        ]
-    else:
-        lines.append("    out.append(s + '</' + tag + '>')")
+    lines = [f"def _write(self, out, ind, tag={tag!r}):"]
+    lines += _element_lines("self", "tag", "ind", declare, specs, "    ", 0)
     namespace: dict[str, Any] = {
         "escape_attr": escape_attr,
         "escape_text": escape_text,
@@ -240,33 +214,87 @@ def _compile_writer(
     return writer
 
 
-def _child_lines(field_name: str, spec: _FieldSpec) -> list[str]:
-    xml_name = spec.xml_name or (spec.cls.TAG if spec.cls is not None else field_name)
-    tag_arg = f", {spec.xml_name!r}" if spec.xml_name and spec.cls is not None else ""
+def _is_leaf(cls: Any) -> bool:
+    """An element class without child elements: its writing is inlined into its parent's writer."""
+    specs = [f.metadata[_SPEC] for f in dataclasses.fields(cls) if _SPEC in f.metadata]
+    return not getattr(cls, "_DECLARE", "") and all(spec.kind in ("attr", "text") for spec in specs)
+
+
+def _element_lines(
+    obj: str, tag: str, ind: str, declare: str, specs: list[tuple[str, _FieldSpec]], pad: str, depth: int
+) -> list[str]:
+    """Source writing the element held in ``obj`` (tag and indentation are expressions)."""
+    lines = [f"{pad}s = {ind} + '<' + {tag}"]
+    for field_name, spec in specs:
+        if spec.kind == "attr":
+            xml_name = spec.xml_name or field_name
+            lines += [f"{pad}v = {obj}.{field_name}", f"{pad}if v is not None:"]
+            attr_text = f"{' ' + xml_name + '=' + chr(34)!r} + e + '\"'"
+            lines += _value_lines("s", attr_text, spec, "attr_get", "escape_attr", pad + "    ")
+    lines.append(f"{pad}s += {declare + '>'!r}")
+    for field_name, spec in specs:
+        if spec.kind == "text":
+            lines += [f"{pad}v = {obj}.{field_name}", f"{pad}if v is not None:"]
+            lines += _value_lines("s", "e", spec, "text_get", "escape_text", pad + "    ")
+    cind = f"i{depth}"
+    body = [ln for field_name, spec in specs for ln in _child_lines(obj, field_name, spec, cind, pad, depth)]
+    if not body:
+        return [*lines, f"{pad}out.append(s + '</' + {tag} + '>')"]
+    return [
+        *lines,
+        f"{pad}out.append(s)",
+        f"{pad}{cind} = {ind} + '\\t'",
+        f"{pad}n{depth} = len(out)",
+        *body,
+        f"{pad}if len(out) != n{depth}:",
+        f"{pad}    out.append({ind} + '</' + {tag} + '>')",
+        f"{pad}else:",
+        f"{pad}    out.append('</' + {tag} + '>')",
+    ]
+
+
+def _write_child(item: str, spec: _FieldSpec, cind: str, pad: str, depth: int) -> list[str]:
+    """Source writing one child object held in ``item``: inlined for leaves, a call otherwise."""
+    cls = spec.cls
+    if _is_leaf(cls):
+        child_specs = [(f.name, f.metadata[_SPEC]) for f in dataclasses.fields(cls) if _SPEC in f.metadata]
+        tag = repr(spec.xml_name or cls.TAG)
+        return _element_lines(item, tag, cind, "", child_specs, pad, depth + 1)
+    tag_arg = f", {spec.xml_name!r}" if spec.xml_name else ""
+    return [f"{pad}{item}._write(out, {cind}{tag_arg})"]
+
+
+def _child_lines(obj: str, field_name: str, spec: _FieldSpec, cind: str, pad: str, depth: int) -> list[str]:
+    item = f"c{depth}"
     if spec.kind == "child":
         return [
-            f"    v = self.{field_name}",
-            "    if v is not None:",
-            f"        v._write(out, cind{tag_arg})",
+            f"{pad}{item} = {obj}.{field_name}",
+            f"{pad}if {item} is not None:",
+            *_write_child(item, spec, cind, pad + "    ", depth),
         ]
     if spec.kind == "children":
         if spec.wrapper:
+            gind = f"g{depth}"
             return [
-                f"    if self.{field_name}:",
-                f"        out.append(cind + {'<' + spec.wrapper + '>'!r})",
-                "        gind = cind + '\\t'",
-                f"        for v in self.{field_name}:",
-                f"            v._write(out, gind{tag_arg})",
-                f"        out.append(cind + {'</' + spec.wrapper + '>'!r})",
+                f"{pad}if {obj}.{field_name}:",
+                f"{pad}    out.append({cind} + {'<' + spec.wrapper + '>'!r})",
+                f"{pad}    {gind} = {cind} + '\\t'",
+                f"{pad}    for {item} in {obj}.{field_name}:",
+                *_write_child(item, spec, gind, pad + "        ", depth),
+                f"{pad}    out.append({cind} + {'</' + spec.wrapper + '>'!r})",
             ]
-        return [f"    for v in self.{field_name}:", f"        v._write(out, cind{tag_arg})"]
-    if spec.kind == "text_child":
         return [
-            f"    v = self.{field_name}",
-            "    if v is not None:",
-            f"        t = cind + {'<' + xml_name + '>'!r}",
-            *_value_lines("t", "e", spec, "text_get", "escape_text", "        "),
-            f"        out.append(t + {'</' + xml_name + '>'!r})",
+            f"{pad}for {item} in {obj}.{field_name}:",
+            *_write_child(item, spec, cind, pad + "    ", depth),
+        ]
+    if spec.kind == "text_child":
+        xml_name = spec.xml_name or field_name
+        return [
+            f"{pad}v = {obj}.{field_name}",
+            f"{pad}if v is not None:",
+            f"{pad}    t = {cind} + {'<' + xml_name + '>'!r}",
+            *_value_lines("t", "e", spec, "text_get", "escape_text", pad + "    "),
+            f"{pad}    out.append(t + {'</' + xml_name + '>'!r})",
         ]
     return []
 
