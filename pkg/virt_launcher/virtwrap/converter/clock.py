@@ -5,8 +5,14 @@ from __future__ import annotations
 from ..api import schema as api
 from .conversion import Conversion
 
-# VMI timer -> libvirt timer, in the order KubeVirt writes them.
-_TIMERS = (("rtc", "rtc"), ("pit", "pit"), ("kvm", "kvmclock"), ("hpet", "hpet"), ("hyperv", "hypervclock"))
+# VMI timer -> (libvirt timer, has a tick policy, has a track), in the order KubeVirt writes them.
+_TIMERS = (
+    ("rtc", "rtc", True, True),
+    ("pit", "pit", True, False),
+    ("kvm", "kvmclock", False, False),
+    ("hpet", "hpet", True, False),
+    ("hyperv", "hypervclock", False, False),
+)
 
 
 def _present(enabled: bool | None) -> str:
@@ -29,15 +35,15 @@ def configure_clock(c: Conversion) -> None:
             clock.timezone = spec.timezone
         timer = spec.timer
         if timer is not None:
-            for name, libvirt_name in _TIMERS:
+            for name, libvirt_name, ticks, tracks in _TIMERS:
                 source = getattr(timer, name)
                 if source is not None:
                     clock.timers.append(
                         api.Timer(
                             name=libvirt_name,
-                            tickpolicy=getattr(source, "tick_policy", None) or None,
+                            tickpolicy=(source.tick_policy or None) if ticks else None,
                             present=_present(source.present),
-                            track=getattr(source, "track", None) or None,
+                            track=(source.track or None) if tracks else None,
                         )
                     )
     status = c.vmi.status
