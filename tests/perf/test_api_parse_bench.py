@@ -1,5 +1,7 @@
 """Benchmark: decoding and encoding a large VMI (``069-kitchen-sink``), which happens on every sync.
 
+``to_go_json`` (Go-identical output) is measured too; it is the slower, opt-in encoder.
+
 Run with ``hack/test tests/perf/test_api_parse_bench.py -s`` (or ``python`` on this file) to see the numbers.
 """
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_api.gojson import to_go_json
 
 CASE = Path(__file__).parents[1] / "testdata" / "conformance" / "vmi" / "valid"
 ROUNDS = 500
@@ -37,6 +40,7 @@ def measure() -> dict[str, float]:
         }
         results[f"from_dict {name}"] = _per_call_us(VirtualMachineInstance.from_dict, data)
         results[f"to_dict   {name}"] = _per_call_us(VirtualMachineInstance.to_dict, vmi)
+        results[f"to_go_json {name}"] = _per_call_us(to_go_json, vmi, rounds=ROUNDS // 5)
     return results
 
 
