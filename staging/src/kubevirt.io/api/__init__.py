@@ -6,6 +6,8 @@
   path), ``obj.to_dict()`` dumps. ``core.v1.constants`` holds the well-known labels, annotations and
   finalizers; ``core.v1.defaults`` the API-level defaults (``SetObjectDefaults_*``).
 * ``kubevirt_api.pool.v1alpha1`` — VirtualMachinePool.
+* ``kubevirt_api.gojson.to_go_json(obj)`` — the exact JSON KubeVirt's Go code writes for ``obj`` (fields
+  Go always writes, ``omitempty`` rules, field order), where ``to_dict()`` only writes what is set.
 * ``kubevirt_api.resource.Quantity`` — Kubernetes quantities with Go's exact semantics.
 * ``kubevirt_api.openapi.crd_schema(kind)`` — the structural OpenAPI schema of a kind's CRD;
   ``kubevirt_api.crd.custom_resource_definition(kind)`` — the whole CRD (``hack/generate`` writes them to

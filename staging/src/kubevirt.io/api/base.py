@@ -11,9 +11,10 @@ Conventions shared by all models:
 * enum-like fields are plain ``str`` (with the known values as constants) because KubeVirt accepts unknown
   values at decode time and rejects them in validation.
 
-Known differences from Go's marshalling: a zero ``metav1.Time`` is dumped as absent rather than ``null``
-(``metadata.creationTimestamp: null``), and non-pointer structs that Go always writes (``status: {}``,
-``status.guestOSInfo: {}``) are only written when they were set.
+Known differences of ``to_dict()`` from Go's marshalling: a zero ``metav1.Time`` is left out rather than
+written as ``null`` (``metadata.creationTimestamp: null``), struct values Go always writes (``status: {}``,
+``status.guestOSInfo: {}``, a zero Quantity as ``"0"``) only appear when set, and empty ``omitempty``
+values that were set are kept. ``kubevirt_api.gojson.to_go_json`` writes exactly what Go writes.
 """
 
 from __future__ import annotations
