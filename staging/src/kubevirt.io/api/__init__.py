@@ -4,7 +4,9 @@
   VirtualMachineInstanceMigration, VirtualMachineInstanceReplicaSet, KubeVirt, subresource bodies…) as
   pydantic models with KubeVirt's JSON names; ``Model.from_dict(json)`` parses (errors name the JSON field
   path), ``obj.to_dict()`` dumps. ``core.v1.constants`` holds the well-known labels, annotations and
-  finalizers; ``core.v1.defaults`` the API-level defaults (``SetObjectDefaults_*``).
+  finalizers; ``core.v1.defaults`` the API-level defaults (``SetObjectDefaults_*``); ``core.v1.register``
+  the group versions, kinds and a kind → model scheme (``new_object(VirtualMachine, ...)``). The top-level
+  models carry KubeVirt's predicates (``vmi.is_final()``, ``vm.run_strategy()``, ``migration.is_running()``).
 * ``kubevirt_api.pool.v1alpha1`` — VirtualMachinePool.
 * ``kubevirt_api.gojson.to_go_json(obj)`` — the exact JSON KubeVirt's Go code writes for ``obj`` (fields
   Go always writes, ``omitempty`` rules, field order), where ``to_dict()`` only writes what is set.
