@@ -218,8 +218,9 @@ def _set_mutator_metadata_and_status(
     meta = vmi.metadata or ObjectMeta()
     vmi.metadata = meta
     machine = vmi.spec.domain.machine.type if vmi.spec.domain.machine else None
-    if machine and "q35" in machine:
-        meta.annotations = {**(meta.annotations or {}), PCI_TOPOLOGY_ANNOTATION: PCI_TOPOLOGY_VERSION}
+    annotations = meta.annotations or {}
+    if machine and "q35" in machine and PCI_TOPOLOGY_ANNOTATION not in annotations:
+        meta.annotations = {**annotations, PCI_TOPOLOGY_ANNOTATION: PCI_TOPOLOGY_VERSION}
     finalizers = meta.finalizers or []
     if VMI_FINALIZER not in finalizers:
         meta.finalizers = [*finalizers, VMI_FINALIZER]
