@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 HACK = REPO / "hack"
@@ -24,6 +25,9 @@ sys.path.insert(0, str(HACK / "cluster"))
 from localcluster import cluster as localcluster  # noqa: E402
 from localcluster.handle import Cluster  # noqa: E402
 from localcluster.layout import Layout  # noqa: E402
+
+GENERATED = REPO / "manifests" / "generated"
+REQUIRED_CRDS = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io")
 
 # Images the functional tests run (built from the cache; a cold build takes a few minutes).
 TEST_IMAGES = ("virt-api",)
@@ -70,3 +74,25 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
         time.sleep(0.2)
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def _generated_crds() -> list[dict[str, object]]:
+    crds = []
+    for path in sorted(GENERATED.rglob("*.yaml")) + sorted(GENERATED.rglob("*.json")):
+        text = path.read_text()
+        documents = [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
+        crds += [d for d in documents if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+    return crds
+
+
+@pytest.fixture(scope="module")
+def crds(cluster: Cluster) -> list[str]:
+    """The generated CRDs (manifests/generated), applied and Established; yields their names."""
+    found = _generated_crds()
+    names = [str(crd["metadata"]["name"]) for crd in found]  # type: ignore[index]
+    missing = [name for name in REQUIRED_CRDS if name not in names]
+    assert not missing, f"{GENERATED}: no CustomResourceDefinition for {missing} (hack/generate makes them)"
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(found))
+    for name in names:
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+    return names

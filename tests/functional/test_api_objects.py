@@ -7,35 +7,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
-import yaml
 from kubernetes import client, config
 from localcluster.handle import Cluster
-from localcluster.layout import REPO
 
 GROUP = "kubevirt.io"
-GENERATED = REPO / "manifests" / "generated"
-REQUIRED = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io")
-
-
-def _generated_crds() -> list[dict[str, object]]:
-    crds = []
-    for path in sorted(GENERATED.rglob("*.yaml")) + sorted(GENERATED.rglob("*.json")):
-        text = path.read_text()
-        documents = [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
-        crds += [d for d in documents if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
-    return crds
-
-
-@pytest.fixture(scope="module")
-def crds(cluster: Cluster) -> list[str]:
-    found = _generated_crds()
-    names = [str(crd["metadata"]["name"]) for crd in found]  # type: ignore[index]
-    missing = [name for name in REQUIRED if name not in names]
-    assert not missing, f"{GENERATED}: no CustomResourceDefinition for {missing} (hack/generate makes them)"
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(found))
-    for name in names:
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
-    return names
+REQUIRED_CRDS = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io")
 
 
 def _vmi_spec() -> dict[str, object]:
@@ -71,7 +47,7 @@ def _vm(name: str) -> dict[str, object]:
 
 def test_generated_crds_are_established(cluster: Cluster, crds: list[str]) -> None:
     served = cluster.kubectl("api-resources", f"--api-group={GROUP}", "-o", "name").stdout.split()
-    for name in REQUIRED:
+    for name in REQUIRED_CRDS:
         assert name in served
 
 

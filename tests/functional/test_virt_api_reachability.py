@@ -1,75 +1,27 @@
 """The cluster reaches a server in a pod through its Service, the way it must reach virt-api: the
 apiserver's service proxy (/healthz), a validating webhook, and the subresources.kubevirt.io APIService.
 
-virt-api does not serve yet, so the pod runs a stand-in (reachability_server.py) from the virt-api image
-with a command override. Once virt-api serves /healthz and its webhooks, set SERVER_COMMAND to None to run
-the image's own entrypoint instead.
+virt-api does not serve subresources.kubevirt.io yet, so the pod runs a stand-in (reachability_server.py)
+from the virt-api image with a command override; test_virt_api.py runs virt-api itself. Once virt-api
+serves the subresource API, point these tests at it.
 """
 
 from __future__ import annotations
 
 import base64
-import datetime
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from localcluster.handle import Cluster
+from localcluster.pki import serving_pair
 
 NAME = "reachability"
 NAMESPACE = "reachability-test"
 SERVER_SCRIPT = Path(__file__).with_name("reachability_server.py")
 SERVER_COMMAND: list[str] | None = ["/opt/kubevirt/bin/python", "/etc/reachability-server/server.py"]
 APISERVICE = "v1.subresources.kubevirt.io"
-
-
-def _pem(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _serving_certificate(dns_name: str) -> tuple[bytes, bytes, bytes]:
-    """A throwaway CA and a serving certificate for ``dns_name``: (ca, cert, key) in PEM."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "reachability-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_name)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(dns_name)]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return _pem(ca), _pem(cert), key_pem
-
-
-def _apply(cluster: Cluster, *objects: dict[str, object]) -> None:
-    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
 
 
 def _deployment(image: str) -> dict[str, object]:
@@ -111,26 +63,12 @@ def _deployment(image: str) -> dict[str, object]:
     }
 
 
-def _wait(what: str, check: object, timeout: float = 90) -> None:
-    assert callable(check)
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def server(cluster: Cluster) -> Iterator[bytes]:
     """The stand-in server behind Service reachability-test/reachability; yields its CA bundle."""
-    ca, cert, key = _serving_certificate(f"{NAME}.{NAMESPACE}.svc")
-    cluster.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true")
-    cluster.kubectl("create", "namespace", NAMESPACE)
-    _wait(
-        "default service account",
-        lambda: cluster.kubectl("get", "sa", "default", "-n", NAMESPACE, check=False).returncode == 0,
-    )
-    _apply(
-        cluster,
+    ca, cert, key = serving_pair(f"{NAME}.{NAMESPACE}.svc")
+    cluster.fresh_namespace(NAMESPACE)
+    cluster.apply(
         {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -155,12 +93,7 @@ def server(cluster: Cluster) -> Iterator[bytes]:
             },
         },
     )
-    rollout = cluster.kubectl(
-        "rollout", "status", f"deployment/{NAME}", "-n", NAMESPACE, "--timeout=120s", check=False
-    )
-    if rollout.returncode != 0:
-        pods = cluster.kubectl("describe", "pods", "-n", NAMESPACE, check=False).stdout
-        raise AssertionError(f"deployment not available: {rollout.stderr}\n{pods[-3000:]}")
+    cluster.rollout(NAMESPACE, NAME)
     yield ca
     cluster.kubectl("delete", "validatingwebhookconfiguration", NAME, "--ignore-not-found", check=False)
     cluster.kubectl("delete", "apiservice", APISERVICE, "--ignore-not-found", check=False)
@@ -200,7 +133,7 @@ def test_validating_webhook_reaches_the_pod(cluster: Cluster, server: bytes) -> 
             }
         ],
     }
-    _apply(cluster, webhook)
+    cluster.apply(webhook)
 
     def config_map(name: str, labels: dict[str, str]) -> str:
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}}
@@ -221,8 +154,7 @@ def test_validating_webhook_reaches_the_pod(cluster: Cluster, server: bytes) -> 
 
 
 def test_apiservice_reaches_the_pod_with_front_proxy_identity(cluster: Cluster, server: bytes) -> None:
-    _apply(
-        cluster,
+    cluster.apply(
         {
             "apiVersion": "apiregistration.k8s.io/v1",
             "kind": "APIService",
@@ -242,6 +174,6 @@ def test_apiservice_reaches_the_pod_with_front_proxy_identity(cluster: Cluster, 
         conditions = cluster.kubectl_json("get", "apiservice", APISERVICE)["status"].get("conditions", [])
         return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
 
-    _wait("APIService Available", available)
+    cluster.wait_until("APIService Available", available)
     answer = json.loads(cluster.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1/whoami").stdout)
     assert answer["user"] == "kubernetes-admin"

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from .layout import Layout, image_name
 
@@ -38,3 +42,38 @@ class Cluster:
 
     def image(self, binary: str) -> str:
         return image_name(binary)
+
+    def apply(self, *objects: dict[str, object]) -> None:
+        self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+
+    @staticmethod
+    def wait_until(what: str, check: Callable[[], bool], timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: not within {timeout:.0f} s")
+            time.sleep(0.5)
+
+    def fresh_namespace(self, name: str) -> None:
+        """Creates ``name`` (deleting an older one first) and waits for its default service account."""
+        self.kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=true")
+        self.kubectl("create", "namespace", name)
+        self.wait_until(
+            f"namespace {name}: default service account",
+            lambda: self.kubectl("get", "sa", "default", "-n", name, check=False).returncode == 0,
+        )
+
+    def rollout(self, namespace: str, deployment: str, timeout: int = 120) -> None:
+        """Waits for a Deployment to be available; fails with the pods' description if it is not."""
+        result = self.kubectl(
+            "rollout",
+            "status",
+            f"deployment/{deployment}",
+            "-n",
+            namespace,
+            f"--timeout={timeout}s",
+            check=False,
+        )
+        if result.returncode != 0:
+            pods = self.kubectl("describe", "pods", "-n", namespace, check=False).stdout
+            raise AssertionError(f"deployment {deployment} not available: {result.stderr}\n{pods[-3000:]}")

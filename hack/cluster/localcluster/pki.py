@@ -135,3 +135,18 @@ def generate(directory: Path, leaves: list[Leaf], authorities: tuple[str, ...]) 
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
+
+
+def serving_pair(dns_name: str) -> tuple[bytes, bytes, bytes]:
+    """A throwaway CA and a serving certificate for ``dns_name`` (a webhook's ``<svc>.<ns>.svc``):
+    the CA bundle, the certificate and its key, in PEM."""
+    authority = _new_authority(f"{dns_name}-ca")
+    key, cert = _issue(authority, Leaf(dns_name, dns_name, dns_names=(dns_name,), server=True, client=False))
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return (
+        authority.cert.public_bytes(serialization.Encoding.PEM),
+        cert.public_bytes(serialization.Encoding.PEM),
+        key_pem,
+    )

@@ -1,0 +1,157 @@
+"""virt-api itself in the cluster: a Deployment of the virt-api image with its own entrypoint answers
+/healthz through its Service, and the apiserver calls its VMI admission webhook through that Service and
+returns KubeVirt's causes (the same ones ``virtctl validate`` computes locally)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from localcluster.handle import Cluster
+from localcluster.pki import serving_pair
+
+NAMESPACE = "virt-api-test"
+NAME = "virt-api"
+CERT_DIR = "/etc/virt-api/certificates"
+WEBHOOK = "virt-api-test-validator"
+VMI_VALIDATE_CREATE = "/virtualmachineinstances-validate-create"
+
+
+def _virt_api_objects(image: str, cert: bytes, key: bytes) -> list[dict[str, object]]:
+    labels = {"kubevirt.io": "virt-api"}
+    container = {
+        "name": "virt-api",
+        "image": image,
+        "imagePullPolicy": "Never",
+        "args": ["--port=8443", f"--tls-cert-file={CERT_DIR}/tls.crt", f"--tls-key-file={CERT_DIR}/tls.key"],
+        "ports": [{"containerPort": 8443, "name": "https"}],
+        "readinessProbe": {
+            "httpGet": {"path": "/healthz", "port": 8443, "scheme": "HTTPS"},
+            "periodSeconds": 1,
+        },
+        "volumeMounts": [{"name": "certificates", "mountPath": CERT_DIR, "readOnly": True}],
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
+            "type": "kubernetes.io/tls",
+            "data": {"tls.crt": base64.b64encode(cert).decode(), "tls.key": base64.b64encode(key).decode()},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [container],
+                        "volumes": [{"name": "certificates", "secret": {"secretName": NAME}}],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
+            "spec": {"selector": labels, "ports": [{"port": 443, "targetPort": 8443, "name": "https"}]},
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def virt_api(cluster: Cluster) -> Iterator[bytes]:
+    """virt-api running behind Service virt-api-test/virt-api; yields the CA bundle of its certificate."""
+    ca, cert, key = serving_pair(f"{NAME}.{NAMESPACE}.svc")
+    cluster.fresh_namespace(NAMESPACE)
+    cluster.apply(*_virt_api_objects(cluster.image("virt-api"), cert, key))
+    cluster.rollout(NAMESPACE, NAME)
+    yield ca
+    cluster.kubectl("delete", "validatingwebhookconfiguration", WEBHOOK, "--ignore-not-found", check=False)
+    cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+
+
+def test_virt_api_answers_healthz_through_its_service(cluster: Cluster, virt_api: bytes) -> None:
+    path = f"/api/v1/namespaces/{NAMESPACE}/services/https:{NAME}:443/proxy/healthz"
+    health = json.loads(cluster.kubectl("get", "--raw", path).stdout)
+    # KubeVirt's health answer: virt-api reached the apiserver from its pod (service account, Service IP).
+    assert health["apiserver"]["connectivity"] == "ok"
+    assert health["apiserver"]["version"]["gitVersion"] == cluster.layout.kubernetes_version
+
+
+def _expected_causes(manifest: Path) -> list[dict[str, str]]:
+    virtctl = Path(sys.executable).with_name("virtctl")
+    result = subprocess.run([str(virtctl), "validate", "-f", str(manifest)], capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    causes = json.loads(result.stdout)
+    assert causes
+    return list(causes)
+
+
+def test_apiserver_calls_virt_api_vmi_webhook(
+    cluster: Cluster, crds: list[str], virt_api: bytes, tmp_path: Path
+) -> None:
+    cluster.apply(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": WEBHOOK},
+            "webhooks": [
+                {
+                    "name": "virtualmachineinstances-create-validator.kubevirt.io",
+                    "clientConfig": {
+                        "service": {
+                            "namespace": NAMESPACE,
+                            "name": NAME,
+                            "path": VMI_VALIDATE_CREATE,
+                            "port": 443,
+                        },
+                        "caBundle": base64.b64encode(virt_api).decode(),
+                    },
+                    "rules": [
+                        {
+                            "apiGroups": ["kubevirt.io"],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["virtualmachineinstances"],
+                        }
+                    ],
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+                    "failurePolicy": "Fail",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                }
+            ],
+        }
+    )
+    # A disk without its volume: KubeVirt refuses it.
+    manifest = tmp_path / "vmi.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubevirt.io/v1",
+                "kind": "VirtualMachineInstance",
+                "metadata": {"name": "no-volume", "namespace": NAMESPACE},
+                "spec": {
+                    "domain": {
+                        "resources": {"requests": {"memory": "128Mi"}},
+                        "devices": {"disks": [{"name": "rootdisk", "disk": {}}]},
+                    }
+                },
+            }
+        )
+    )
+    denied = cluster.kubectl("create", "-f", str(manifest), check=False)
+    assert denied.returncode != 0
+    for cause in _expected_causes(manifest):
+        assert cause["message"] in denied.stderr
