@@ -39,6 +39,7 @@ from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 EXIT_OK = 0
 EXIT_FAILURE = 1
 FINAL_EVENT_WAIT = 15.0
+UNOBSERVED_DELETE_WAIT = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,9 +209,9 @@ class Launcher:
 
     def _await_final_event(self, manager: DomainManager, forwarder: DomainEventForwarder) -> None:
         """Give virt-handler a moment to delete the stopped domain, so the final event goes out."""
-        if not forwarder.reports_to_handler:
-            return  # nobody to tell, and nobody who would delete the domain
-        deadline = time.monotonic() + FINAL_EVENT_WAIT
+        # Without virt-handler listening, only allow a caller's kill-then-delete sequence to complete.
+        wait = FINAL_EVENT_WAIT if forwarder.reports_to_handler else UNOBSERVED_DELETE_WAIT
+        deadline = time.monotonic() + wait
         while time.monotonic() < deadline and not forwarder.domain_gone.is_set():
             if self._stop.is_set() and manager.the_domain() is None:
                 break

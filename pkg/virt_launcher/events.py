@@ -9,6 +9,7 @@ deletion timestamp and reason ``NonExistent`` once the domain is gone.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any
 import libvirt
 
 from kubevirt.log import get_logger
+from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.notify_client import NotifyClient, NotifyRejectedError, NotifyUnavailableError
 from kubevirt.virt_launcher.virtwrap.domain_json import gone_domain_json
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
@@ -62,12 +64,14 @@ class DomainEventForwarder:
         self._notifier = notifier
         self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._callback_ids: list[int] = []
-        self._worker = threading.Thread(target=self._work, name="domain-events", daemon=True)
+        self._worker = threading.Thread(
+            target=contextvars.copy_context().run, args=(self._work,), name="domain-events", daemon=True
+        )
         self._known: dict[str, str] = {}  # domain name -> VMI uid, for the final event
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self.domain_gone = threading.Event()
         self.final_event_delivered = threading.Event()
-        self._log = get_logger()
+        self._log = get_logger(component=COMPONENT)
 
     @property
     def reports_to_handler(self) -> bool:

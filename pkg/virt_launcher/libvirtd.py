@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from kubevirt.log import get_logger
-from kubevirt.virt_launcher import reaper
+from kubevirt.virt_launcher import COMPONENT, reaper
 
 SYSTEM_DIRS = {
     "etc": "/etc/libvirt",
@@ -57,7 +57,7 @@ class Libvirtd:
         self.migration_ports = migration_ports
         self.binary = binary
         self.process: subprocess.Popen[bytes] | None = None
-        self._log = get_logger()
+        self._log = get_logger(component=COMPONENT)
 
     @property
     def socket(self) -> Path:

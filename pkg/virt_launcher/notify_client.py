@@ -17,6 +17,7 @@ import tenacity
 from kubevirt.handler_launcher_com.notify.v1 import notify_pb2, notify_pb2_grpc
 from kubevirt.handler_launcher_com.sockets import grpc_target
 from kubevirt.log import get_logger
+from kubevirt.virt_launcher import COMPONENT
 
 SEND_TIMEOUT = 5.0
 
@@ -41,7 +42,7 @@ class NotifyClient:
             stop=tenacity.stop_after_delay(give_up_after),
             reraise=True,
         )
-        self._log = get_logger()
+        self._log = get_logger(component=COMPONENT)
 
     def close(self) -> None:
         with self._lock:

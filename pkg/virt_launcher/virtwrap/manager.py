@@ -17,6 +17,7 @@ import libvirt
 from lxml import etree
 
 from kubevirt.log import get_logger
+from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap import states
 from kubevirt.virt_launcher.virtwrap.domain_json import build_domain_json, metadata_from_domain_xml
 from kubevirt.virt_launcher.virtwrap.errors import (
@@ -67,7 +68,7 @@ class DomainManager:
         self._user_paused: set[str] = set()
         self._lock = threading.RLock()
         self._notify_change = on_domain_change or (lambda: None)
-        self._log = get_logger()
+        self._log = get_logger(component=COMPONENT)
 
     # -- queries ---------------------------------------------------------------------------------
 

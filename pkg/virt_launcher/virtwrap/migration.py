@@ -10,6 +10,7 @@ reaches virt-handler with the next domain event.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 import re
@@ -23,6 +24,7 @@ import libvirt
 
 from kubevirt.handler_launcher_com.sockets import migration_source_socket
 from kubevirt.log import get_logger
+from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError, WrongStateError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager, facts_of, libvirt_errors
 from kubevirt.virt_launcher.virtwrap.metadata import KubeVirtMetadata, Migration, now
@@ -138,7 +140,7 @@ class Migrator:
         self._thread: threading.Thread | None = None
         self._abort_requested = threading.Event()
         self._abort_failed = threading.Event()
-        self._log = get_logger()
+        self._log = get_logger(component=COMPONENT)
 
     @property
     def in_progress(self) -> bool:
@@ -174,7 +176,10 @@ class Migrator:
         self._abort_requested.clear()
         self._abort_failed.clear()
         self._thread = threading.Thread(
-            target=self._run, args=(dom, facts.uid, options), name="migration", daemon=True
+            target=contextvars.copy_context().run,
+            args=(self._run, dom, facts.uid, options),
+            name="migration",
+            daemon=True,
         )
         self._thread.start()
 
@@ -205,7 +210,10 @@ class Migrator:
         mode = {"value": MODE_PRE_COPY}
         done = threading.Event()
         monitor = threading.Thread(
-            target=self._monitor, args=(dom, options, mode, done), name="migration-monitor", daemon=True
+            target=contextvars.copy_context().run,
+            args=(self._monitor, dom, options, mode, done),
+            name="migration-monitor",
+            daemon=True,
         )
         monitor.start()
         error = ""

@@ -18,6 +18,7 @@ import libvirt
 from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2, cmd_pb2_grpc
 from kubevirt.handler_launcher_com.server import register_cmd_info, serve_unix
 from kubevirt.log import get_logger
+from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager, facts_of
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
@@ -78,7 +79,7 @@ class CommandServer(_UnsupportedCommands):
         self._migrator = migrator
         self._pod_name = pod_name
         self._on_target_cleanup = on_target_cleanup or (lambda: None)
-        self._log = get_logger()
+        self._log = get_logger(component=COMPONENT)
 
     # -- helpers ---------------------------------------------------------------------------------
 
