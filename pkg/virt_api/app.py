@@ -53,9 +53,11 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
         options.tls_cert_file, options.tls_key_file, interval=options.cert_reload_interval
     )
     state = connect(options.kubeconfig)
-    patch_vmi = state.patch_vmi if isinstance(state, KubernetesClusterState) else None
+    kubernetes = state if isinstance(state, KubernetesClusterState) else None
+    patch_vmi = kubernetes.patch_vmi if kubernetes else None
     handlers = webhook_handlers(build_context(options.config, state), patch_vmi=patch_vmi)
-    server = WebhookServer(handlers, limits=options.limits)
+    probe = kubernetes.server_version if kubernetes else None
+    server = WebhookServer(handlers, limits=options.limits, version_probe=probe)
     runner = web.AppRunner(server.application(), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, options.listen, options.port, ssl_context=certificate.server_context)

@@ -76,6 +76,15 @@ class KubernetesClusterState:
         document = self._api.sanitize_for_serialization(pod)  # type: ignore[no-untyped-call]
         return document if isinstance(document, dict) else None
 
+    def server_version(self) -> JSON:
+        """The API server's ``/version`` (what virt-api's health check reports)."""
+        try:
+            info = client.VersionApi(self._api).get_code(_request_timeout=REQUEST_TIMEOUT)
+        except (ApiException, HTTPError) as err:
+            raise self._failed("the API server version", err) from None
+        document = self._api.sanitize_for_serialization(info)  # type: ignore[no-untyped-call]
+        return document if isinstance(document, dict) else {}
+
     def patch_vmi(self, namespace: str, name: str, patch: list[JSON]) -> None:
         try:
             self._custom.patch_namespaced_custom_object(

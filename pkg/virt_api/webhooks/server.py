@@ -26,6 +26,8 @@ from kubevirt.admission.review import AdmissionRequest, ReviewDecodeError, decod
 from kubevirt.log import get_logger
 
 Handler = Callable[[AdmissionRequest], AdmissionResponse]
+# Reads the API server's /version; raises when it is unreachable.
+VersionProbe = Callable[[], Any]
 
 # An AdmissionReview carries the object and the old object; Kubernetes objects are at most ~1.5 MiB.
 DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -54,9 +56,17 @@ def _status(code: int, message: str) -> web.Response:
 class WebhookServer:
     """Routes AdmissionReviews to admitters/mutators by path."""
 
-    def __init__(self, handlers: Mapping[str, Handler], *, limits: ServerLimits | None = None) -> None:
+    def __init__(
+        self,
+        handlers: Mapping[str, Handler],
+        *,
+        limits: ServerLimits | None = None,
+        version_probe: VersionProbe | None = None,
+    ) -> None:
         self._handlers = dict(handlers)
         self._limits = limits or ServerLimits()
+        self._version_probe = version_probe
+        self._api_version: Any = None
         self._log = get_logger()
 
     @property
@@ -72,7 +82,20 @@ class WebhookServer:
         return app
 
     async def _healthz(self, _request: web.Request) -> web.Response:
-        return web.json_response({"apiserver": {"connectivity": "ok"}, "webhooks": self.paths})
+        """KubeVirt's health answer: the API server is reachable (its version is cached once read)."""
+        if self._version_probe is None:
+            return web.json_response(
+                {"apiserver": {"connectivity": "not configured"}, "webhooks": self.paths}
+            )
+        if self._api_version is None:
+            try:
+                self._api_version = await asyncio.to_thread(self._version_probe)
+            except Exception as err:  # any failure to reach the API server makes virt-api unhealthy
+                body = {"apiserver": {"connectivity": "failed", "error": str(err)}}
+                return web.json_response(body, status=500)
+        healthy: dict[str, Any] = {"apiserver": {"connectivity": "ok", "version": self._api_version}}
+        healthy["webhooks"] = self.paths
+        return web.json_response(healthy)
 
     async def _read_body(self, request: web.Request) -> bytes:
         declared = request.content_length

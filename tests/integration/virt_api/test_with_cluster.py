@@ -37,6 +37,19 @@ POD = {
 }
 
 
+VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.2",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.23.6",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+
 class FakeApi:
     """Answers the few reads virt-api makes and records the patches it sends."""
 
@@ -68,6 +81,8 @@ class FakeApi:
                     self._send(200, {"kind": "List", "items": api.migrations})
                 elif url.path == "/api/v1/namespaces/ns/pods/virt-launcher-vm1-abcde":
                     self._send(200, POD)
+                elif url.path in ("/version", "/version/"):
+                    self._send(200, VERSION)
                 else:
                     self._send(
                         404, {"kind": "Status", "code": 404, "reason": "NotFound", "message": "not found"}
@@ -123,6 +138,13 @@ def _request(resource: dict[str, str], obj: dict[str, Any], **extra: Any) -> dic
     }
     base.update(extra)
     return base
+
+
+def test_healthz_reports_api_server_connectivity(cluster: tuple[FakeApi, Any]) -> None:
+    _, api = cluster
+    status, body = api.request("GET", "/healthz")
+    assert status == 200
+    assert json.loads(body)["apiserver"] == {"connectivity": "ok", "version": VERSION}
 
 
 def test_migration_of_an_existing_vmi_is_allowed(cluster: tuple[FakeApi, Any]) -> None:
@@ -189,8 +211,11 @@ def test_an_unreachable_api_is_a_stated_refusal(launch_virt_api: Any, tmp_path: 
             }
         )
     )
-    api = launch_virt_api(tmp_path, [f"--kubeconfig={kubeconfig}"])
+    api = launch_virt_api(tmp_path, [f"--kubeconfig={kubeconfig}"], expect_healthy=False)
     try:
+        status, body = api.request("GET", "/healthz")
+        assert status == 500
+        assert json.loads(body)["apiserver"]["connectivity"] == "failed"
         started = time.monotonic()
         migration = {"metadata": {"name": "m", "namespace": "ns"}, "spec": {"vmiName": "vm1"}}
         answer = api.review("/migration-validate-create", _request(VMIM, migration))
