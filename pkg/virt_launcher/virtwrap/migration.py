@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import json
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -35,35 +34,20 @@ MODE_POST_COPY = "PostCopy"
 ABORT_SUCCEEDED = "Succeeded"
 ABORT_FAILED = "Failed"
 
-_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?\s*$")
-_UNITS = {
-    None: 1,
-    "m": 0.001,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
-
 
 def parse_quantity(value: object, field: str) -> int:
     """A Kubernetes quantity (``64Mi``, ``1G``, ``0``) in bytes."""
     if value is None or value == "":
         return 0
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value)
-    match = _QUANTITY.match(str(value))
-    if match is None:
-        raise InvalidRequestError(f"{field}: not a quantity: {value!r}")
-    return int(float(match.group(1)) * _UNITS[match.group(2)])
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    # Imported here: the typed API is heavy and a launcher needs it only when asked to migrate.
+    from kubevirt_api.resource import Quantity
+
+    try:
+        return Quantity(str(value)).value()
+    except ValueError as err:
+        raise InvalidRequestError(f"{field}: not a quantity: {value!r}") from err
 
 
 @dataclasses.dataclass(frozen=True)
