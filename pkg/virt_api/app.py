@@ -18,7 +18,7 @@ from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.state import ClusterState, NoClusterState
 from kubevirt.log import get_logger
-from kubevirt.virt_api.cluster import KubernetesClusterState, connect
+from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect
 from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
@@ -96,6 +96,9 @@ def run(options: Options) -> int:
 
     try:
         asyncio.run(main())
+    except ClusterConfigError as err:
+        log.error("virt-api cannot reach the cluster", reason=str(err))
+        return 2
     except OSError as err:
         log.error("virt-api cannot serve", reason=str(err))
         return 1

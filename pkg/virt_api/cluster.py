@@ -15,11 +15,16 @@ from urllib3.exceptions import HTTPError
 
 from kubevirt.admission.migration import MIGRATION_SELECTOR_LABEL
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
+from kubevirt.log import get_logger
 
 JSON = dict[str, Any]
 GROUP, VERSION = "kubevirt.io", "v1"
 # Each lookup must fit well inside the API server's 10 s webhook timeout.
 REQUEST_TIMEOUT = 3.0
+
+
+class ClusterConfigError(ValueError):
+    """The given kubeconfig cannot be used."""
 
 
 class KubernetesClusterState:
@@ -105,9 +110,17 @@ def connect(kubeconfig: str | None) -> ClusterState:
     """The API server from ``kubeconfig``, else the in-cluster service account, else no cluster."""
     configuration = client.Configuration()
     if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        try:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except (OSError, config.ConfigException) as err:
+            raise ClusterConfigError(f"cannot use kubeconfig {kubeconfig}: {err}") from None
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException as err:
+            # A pod without a service account token: serve what needs no cluster state.
+            get_logger().warning("no in-cluster credentials, serving without cluster state", reason=str(err))
+            return NoClusterState()
     else:
         return NoClusterState()
     # No silent retries: the API server waits for the answer, and a refusal with the reason is better.
