@@ -190,3 +190,21 @@ def test_typed_access_to_other_kinds() -> None:
     pool = VirtualMachinePool.from_dict(load(OBJECTS / "vmpool.json"))
     assert pool.spec.max_unavailable == "25%"
     assert pool.spec.virtual_machine_template.spec.run_strategy == "Always"
+
+
+@pytest.mark.parametrize(
+    ("cpu", "message"),
+    [
+        ({"cores": "2"}, "spec.domain.cpu.cores: Input should be a valid integer"),
+        ({"cores": 2.0}, "spec.domain.cpu.cores: Input should be a valid integer"),
+        (
+            {"dedicatedCpuPlacement": "true"},
+            "spec.domain.cpu.dedicatedCpuPlacement: Input should be a valid boolean",
+        ),
+        ({"model": 5}, "spec.domain.cpu.model: Input should be a valid string"),
+    ],
+)
+def test_json_types_are_checked_like_go_decodes_them(cpu: dict[str, Any], message: str) -> None:
+    with pytest.raises(ApiParseError) as caught:
+        VirtualMachineInstance.from_dict({"spec": {"domain": {"devices": {}, "cpu": cpu}}})
+    assert str(caught.value) == message

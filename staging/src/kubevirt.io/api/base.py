@@ -5,6 +5,7 @@ Conventions shared by all models:
 * attributes are snake_case; the JSON (camelCase, or whatever KubeVirt spells) name is the alias, and
   both are accepted on input (``populate_by_name``);
 * optional fields default to ``None`` and ``None`` is never dumped, like Go's ``omitempty``;
+* values must have the JSON type Go expects (strict: no ``"2"`` for an integer, no ``1.0`` for an int32);
 * unknown JSON fields are dropped, as Go's decoder does. Every field KubeVirt v1.6 declares is modelled,
   so nothing the project reads is lost; rejecting unknown fields is the job of the OpenAPI schema check
   (``kubevirt_api.openapi``), exactly where KubeVirt does it;
@@ -124,6 +125,8 @@ class ApiModel(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
         extra="ignore",
+        # JSON types as Go decodes them: no "2" for an integer, no 1.0 for an int32, no "true" for a bool.
+        strict=True,
         validate_assignment=False,
         arbitrary_types_allowed=False,
         protected_namespaces=(),
