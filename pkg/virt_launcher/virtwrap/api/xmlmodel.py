@@ -214,16 +214,22 @@ def _compile_writer(
     return writer
 
 
-def _is_leaf(cls: Any) -> bool:
-    """An element class without child elements: its writing is inlined into its parent's writer."""
-    specs = [f.metadata[_SPEC] for f in dataclasses.fields(cls) if _SPEC in f.metadata]
-    return not getattr(cls, "_DECLARE", "") and all(spec.kind in ("attr", "text") for spec in specs)
+def _specs_of(cls: Any) -> list[tuple[str, _FieldSpec]]:
+    return [(f.name, f.metadata[_SPEC]) for f in dataclasses.fields(cls) if _SPEC in f.metadata]
 
 
 def _element_lines(
-    obj: str, tag: str, ind: str, declare: str, specs: list[tuple[str, _FieldSpec]], pad: str, depth: int
+    obj: str,
+    tag: str,
+    ind: str,
+    declare: str,
+    specs: list[tuple[str, _FieldSpec]],
+    pad: str,
+    depth: int,
+    inlined: frozenset[type] = frozenset(),
 ) -> list[str]:
-    """Source writing the element held in ``obj`` (tag and indentation are expressions)."""
+    """Source writing the element held in ``obj`` (tag and indentation are expressions). Child
+    elements are written inline, so that writing a whole domain makes no per-element calls."""
     lines = [f"{pad}s = {ind} + '<' + {tag}"]
     for field_name, spec in specs:
         if spec.kind == "attr":
@@ -237,7 +243,11 @@ def _element_lines(
             lines += [f"{pad}v = {obj}.{field_name}", f"{pad}if v is not None:"]
             lines += _value_lines("s", "e", spec, "text_get", "escape_text", pad + "    ")
     cind = f"i{depth}"
-    body = [ln for field_name, spec in specs for ln in _child_lines(obj, field_name, spec, cind, pad, depth)]
+    body = [
+        line
+        for field_name, spec in specs
+        for line in _child_lines(obj, field_name, spec, cind, pad, depth, inlined)
+    ]
     if not body:
         return [*lines, f"{pad}out.append(s + '</' + {tag} + '>')"]
     return [
@@ -253,24 +263,29 @@ def _element_lines(
     ]
 
 
-def _write_child(item: str, spec: _FieldSpec, cind: str, pad: str, depth: int) -> list[str]:
-    """Source writing one child object held in ``item``: inlined for leaves, a call otherwise."""
+def _write_child(
+    item: str, spec: _FieldSpec, cind: str, pad: str, depth: int, inlined: frozenset[type]
+) -> list[str]:
+    """Source writing one child object held in ``item``: inline, or by a call for a class that is
+    already being inlined further up (a recursive model)."""
     cls = spec.cls
-    if _is_leaf(cls):
-        child_specs = [(f.name, f.metadata[_SPEC]) for f in dataclasses.fields(cls) if _SPEC in f.metadata]
-        tag = repr(spec.xml_name or cls.TAG)
-        return _element_lines(item, tag, cind, "", child_specs, pad, depth + 1)
-    tag_arg = f", {spec.xml_name!r}" if spec.xml_name else ""
-    return [f"{pad}{item}._write(out, {cind}{tag_arg})"]
+    if cls in inlined:
+        tag_arg = f", {spec.xml_name!r}" if spec.xml_name else ""
+        return [f"{pad}{item}._write(out, {cind}{tag_arg})"]
+    tag = repr(spec.xml_name or cls.TAG)
+    declare = getattr(cls, "_DECLARE", "")
+    return _element_lines(item, tag, cind, declare, _specs_of(cls), pad, depth + 1, inlined | {cls})
 
 
-def _child_lines(obj: str, field_name: str, spec: _FieldSpec, cind: str, pad: str, depth: int) -> list[str]:
+def _child_lines(
+    obj: str, field_name: str, spec: _FieldSpec, cind: str, pad: str, depth: int, inlined: frozenset[type]
+) -> list[str]:
     item = f"c{depth}"
     if spec.kind == "child":
         return [
             f"{pad}{item} = {obj}.{field_name}",
             f"{pad}if {item} is not None:",
-            *_write_child(item, spec, cind, pad + "    ", depth),
+            *_write_child(item, spec, cind, pad + "    ", depth, inlined),
         ]
     if spec.kind == "children":
         if spec.wrapper:
@@ -280,12 +295,12 @@ def _child_lines(obj: str, field_name: str, spec: _FieldSpec, cind: str, pad: st
                 f"{pad}    out.append({cind} + {'<' + spec.wrapper + '>'!r})",
                 f"{pad}    {gind} = {cind} + '\\t'",
                 f"{pad}    for {item} in {obj}.{field_name}:",
-                *_write_child(item, spec, gind, pad + "        ", depth),
+                *_write_child(item, spec, gind, pad + "        ", depth, inlined),
                 f"{pad}    out.append({cind} + {'</' + spec.wrapper + '>'!r})",
             ]
         return [
             f"{pad}for {item} in {obj}.{field_name}:",
-            *_write_child(item, spec, cind, pad + "    ", depth),
+            *_write_child(item, spec, cind, pad + "    ", depth, inlined),
         ]
     if spec.kind == "text_child":
         xml_name = spec.xml_name or field_name
