@@ -149,10 +149,8 @@ class Launcher:
         server = serve(init_socket, servicer)
         try:
             self._ping(init_socket)
-            notify_path = notify_socket_path(cfg.share_dir)
-            notifier = NotifyClient(notify_path) if notify_path.exists() else None
-            if notifier is None:
-                self._log.info("no notify socket: domain events stay local", path=str(notify_path))
+            # Events go to virt-handler whenever its notify socket exists (it may appear later).
+            notifier = NotifyClient(notify_socket_path(cfg.share_dir))
             forwarder = DomainEventForwarder(manager, notifier)
             forwarder.add_listener(lambda *_: self._changed.set())
             forwarder.start()
@@ -161,8 +159,7 @@ class Launcher:
             code, reason = self._watch(manager, forwarder, libvirtd)
             self._log.info("Exiting...", reason=reason, code=code)
             forwarder.stop()
-            if notifier is not None:
-                notifier.close()
+            notifier.close()
             return code
         finally:
             server.stop(grace=1).wait()

@@ -75,7 +75,7 @@ class DomainEventForwarder:
 
     @property
     def reports_to_handler(self) -> bool:
-        return self._notifier is not None
+        return self._notifier is not None and self._notifier.available
 
     def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
         self._listeners.append(listener)
@@ -128,8 +128,8 @@ class DomainEventForwarder:
     def _deliver(self, event_type: str, domain: dict[str, Any]) -> bool:
         for listener in self._listeners:
             listener(event_type, domain)
-        if self._notifier is None:
-            return True
+        if self._notifier is None or not self._notifier.available:
+            return True  # no virt-handler listening: nothing to deliver
         try:
             self._notifier.send_domain_event(event_type, domain)
         except (NotifyUnavailableError, NotifyRejectedError) as err:

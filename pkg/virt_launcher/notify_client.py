@@ -44,6 +44,11 @@ class NotifyClient:
         )
         self._log = get_logger(component=COMPONENT)
 
+    @property
+    def available(self) -> bool:
+        """virt-handler created the notify socket (events are then delivered, retrying if needed)."""
+        return self.socket_path.exists()
+
     def close(self) -> None:
         with self._lock:
             if self._channel is not None:
