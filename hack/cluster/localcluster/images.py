@@ -60,9 +60,9 @@ def debian_mirror() -> str | None:
                 return match.group(1)
     legacy = Path("/etc/apt/sources.list")
     if legacy.exists():
-        match = re.search(r"^deb\s+(\S+/debian)\s+", legacy.read_text(), re.MULTILINE)
-        if match:
-            return match.group(1)
+        found = re.search(r"^deb\s+(\S+/debian)\s+", legacy.read_text(), re.MULTILINE)
+        if found:
+            return found.group(1)
     return None
 
 
@@ -162,18 +162,18 @@ class Builder:
             mounts.callback(_run, ["umount", str(merged / "dev")])
             _run(["mount", "--bind", "/etc/resolv.conf", str(merged / "etc/resolv.conf")])
             mounts.callback(_run, ["umount", str(merged / "etc/resolv.conf")])
-            for target, source in binds.items():
+            for target, bound in binds.items():
                 point = merged / target.lstrip("/")
                 if not point.exists():
                     point.mkdir(parents=True)
                     created_mount_points.append(target.lstrip("/"))
-                _run(["mount", "--bind", "-o", "ro", str(source), str(point)])
+                _run(["mount", "--bind", "-o", "ro", str(bound), str(point)])
                 mounts.callback(_run, ["umount", str(point)])
             env = {"PATH": CHROOT_PATH, "HOME": "/root", "LANG": "C.UTF-8"}
             for step in steps:
                 _run(["chroot", str(merged), "/bin/sh", "-ec", step], env=env)
-        for point in created_mount_points:
-            (upper / point).rmdir()
+        for created in created_mount_points:
+            (upper / created).rmdir()
         shutil.rmtree(work)
         merged.rmdir()
         return self._finish(key, upper)

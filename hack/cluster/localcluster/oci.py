@@ -152,8 +152,9 @@ def write_archive(target: Path, name: str, layers: list[Layer], config: ImageCon
                 }
             ],
         }
-        for file_name, content in (("oci-layout", {"imageLayoutVersion": "1.0.0"}), ("index.json", index)):
-            data = json.dumps(content).encode()
+        layout_files: dict[str, object] = {"oci-layout": {"imageLayoutVersion": "1.0.0"}, "index.json": index}
+        for file_name, document in layout_files.items():
+            data = json.dumps(document).encode()
             entry = tarfile.TarInfo(file_name)
             entry.size = len(data)
             entry.mtime = EPOCH
