@@ -1,0 +1,142 @@
+"""The virt-launcher process on libvirt's test driver: readiness, and each way its work ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.handler_launcher_com.sockets import cmd_socket_path, init_socket_path
+
+pytestmark = pytest.mark.timeout(60)
+
+LAUNCHER = shutil.which("virt-launcher") or str(Path(sys.executable).parent / "virt-launcher")
+VMI_FILE = (
+    Path(__file__).parents[2]
+    / "testdata/conformance/vmi/valid/080-kernelboot-kernel-initrd-args.defaults.nohotplug.json"
+)
+
+
+class Process:
+    def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.vmi: dict[str, Any] = json.loads(VMI_FILE.read_text())
+        self.share = root / "share"
+        node = root / "node.xml"
+        node.write_text("<node/>")
+        self.log = root / "launcher.log"
+        metadata = self.vmi["metadata"]
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    LAUNCHER,
+                    *(
+                        "--name",
+                        metadata["name"],
+                        "--namespace",
+                        metadata["namespace"],
+                        "--uid",
+                        metadata["uid"],
+                    ),
+                    *(
+                        "--kubevirt-share-dir",
+                        str(self.share),
+                        "--kubevirt-private-dir",
+                        str(root / "private"),
+                    ),
+                    *("--libvirt-uri", f"test://{node}", "--force-emulation"),
+                    *args,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+            )
+        deadline = time.monotonic() + 30
+        while not cmd_socket_path(self.share).exists():
+            assert self.process.poll() is None, self.logs()
+            assert time.monotonic() < deadline, self.logs()
+            time.sleep(0.05)
+        self.client = LauncherClient(cmd_socket_path(self.share))
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def exit_reason(self) -> str:
+        for line in self.logs().splitlines():
+            if line.startswith("{") and json.loads(line).get("msg") == "Exiting...":
+                return str(json.loads(line)["reason"])
+        return ""
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Any]:
+    started: list[Process] = []
+
+    def run(*args: str, env: dict[str, str] | None = None) -> Process:
+        directory = tmp_path / f"launcher{len(started)}"
+        directory.mkdir()
+        process = Process(directory, *args, env=env)
+        started.append(process)
+        return process
+
+    yield run
+    for process in started:
+        process.stop()
+
+
+def test_ready_means_the_socket_was_renamed_and_answers(start: Any) -> None:
+    launcher = start()
+    assert not init_socket_path(launcher.share).exists()
+    assert launcher.client.negotiate_version() == 1
+    launcher.client.ping()
+    lines = [json.loads(line) for line in launcher.logs().splitlines() if line.startswith("{")]
+    ready = next(line for line in lines if line["msg"] == "Marked as ready")
+    assert ready["component"] == "virt-launcher"
+    assert ready["name"] == launcher.vmi["metadata"]["name"]
+
+
+def test_exits_when_no_domain_starts_in_time(start: Any) -> None:
+    launcher = start("--qemu-timeout", "1s")
+    assert launcher.process.wait(20) == 1
+    assert launcher.exit_reason() == "timed out waiting for the domain to start (1s)"
+    assert not cmd_socket_path(launcher.share).exists()  # the socket goes with the process
+
+
+def test_exits_when_released_as_migration_target(start: Any) -> None:
+    launcher = start(env={"POD_NAME": "target-pod"})
+    vmi = launcher.vmi
+    vmi["status"]["migrationState"] = {"targetPod": "target-pod"}
+    launcher.client.vmi_command("SignalTargetPodCleanup", vmi)
+    assert launcher.process.wait(20) == 0
+    assert launcher.exit_reason() == "released as migration target by virt-handler"
+
+
+def test_sigterm_before_any_domain_exits_at_once(start: Any) -> None:
+    launcher = start()
+    launcher.process.send_signal(signal.SIGTERM)
+    assert launcher.process.wait(20) == 0
+    assert launcher.exit_reason() == "SIGTERM before the domain started"
+
+
+def test_domain_stopped_and_deleted_ends_the_launcher(start: Any) -> None:
+    launcher = start()
+    launcher.client.sync_vmi(launcher.vmi)
+    launcher.client.vmi_command("ShutdownVirtualMachine", launcher.vmi)  # the test driver powers off
+    launcher.client.vmi_command("DeleteVirtualMachine", launcher.vmi)
+    assert launcher.process.wait(20) == 0
+    assert launcher.exit_reason() == "the domain is gone (shut down, killed or migrated away)"
