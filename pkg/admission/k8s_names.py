@@ -63,3 +63,54 @@ def port_name(value: str) -> list[str]:
     if value.startswith("-") or value.endswith("-"):
         errors.append("must not begin or end with a hyphen")
     return errors
+
+
+_QUALIFIED_NAME = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME}$")
+_QUALIFIED_NAME_ERROR = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+    f"regex used for validation is '{_QUALIFIED_NAME}')"
+)
+_LABEL_VALUE = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE}$")
+QUALIFIED_NAME_MAX = 63
+
+
+def qualified_name(value: str) -> list[str]:
+    """``IsQualifiedName``: an optional DNS subdomain prefix and ``/``, then a name part."""
+    errors: list[str] = []
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            f"a qualified name {_QUALIFIED_NAME_ERROR} with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors.extend(f"prefix part {message}" for message in dns1123_subdomain(prefix))
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > QUALIFIED_NAME_MAX:
+        errors.append(f"name part {_max_len(QUALIFIED_NAME_MAX)}")
+    if not _QUALIFIED_NAME_RE.match(name):
+        errors.append(f"name part {_QUALIFIED_NAME_ERROR}")
+    return errors
+
+
+def label_value(value: str) -> list[str]:
+    """``IsValidLabelValue``."""
+    errors: list[str] = []
+    if len(value) > LABEL_MAX:
+        errors.append(_max_len(LABEL_MAX))
+    if not _LABEL_VALUE_RE.match(value):
+        errors.append(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+            f"'12345', regex used for validation is '{_LABEL_VALUE}')"
+        )
+    return errors

@@ -11,6 +11,7 @@ import ipaddress
 import re
 
 from kubevirt.admission import causes as c
+from kubevirt.admission import k8s_scheduling as scheduling
 from kubevirt.admission import vmi_compute as compute
 from kubevirt.admission import vmi_devices as devices_rules
 from kubevirt.admission import vmi_network as network
@@ -365,6 +366,8 @@ def validate_spec(field: Path, spec: JSON, config: ClusterConfig) -> list[Status
     out.extend(compute.cpu_hotplug(field, domain))
     out.extend(_start_strategy(field, spec))
     out.extend(compute.realtime(field, domain))
+    out.extend(scheduling.affinity(field, spec))
+    out.extend(scheduling.topology_spread_constraints(field, spec))
     out.extend(_architecture(field, spec, config))
     out.extend(network.validate(field, spec, config))
     out.extend(devices_rules.boot_order(field, spec, config))

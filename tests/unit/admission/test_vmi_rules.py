@@ -453,3 +453,166 @@ def test_rule(edit: Edit, expected: tuple[str, str, str]) -> None:
 
 def test_the_base_is_valid() -> None:
     assert admit_vmi_create(copy.deepcopy(BASE), ClusterConfig()) == []
+
+
+# KubeVirt validates the affinity with the spec path itself, so "affinity" is not in the paths.
+NODE_TERMS = "spec.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+SCHEDULING_CASES: list[tuple[str, dict[str, Any], tuple[str, str]]] = [
+    (
+        "node selector operator",
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}
+                        ]
+                    }
+                }
+            }
+        },
+        (
+            f"{NODE_TERMS}[0].matchExpressions[0].operator",
+            f"{NODE_TERMS}[0].matchExpressions[0].operator: "
+            'Invalid value: "Near": not a valid selector operator',
+        ),
+    ),
+    (
+        "In without values",
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In"}]}]
+                    }
+                }
+            }
+        },
+        (
+            f"{NODE_TERMS}[0].matchExpressions[0].values",
+            f"{NODE_TERMS}[0].matchExpressions[0].values: Required "
+            "value: must be specified when `operator` is "
+            "'In' or 'NotIn'",
+        ),
+    ),
+    (
+        "no node selector terms",
+        {
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}
+            }
+        },
+        (NODE_TERMS, f"{NODE_TERMS}: Required value: must have at least one node selector term"),
+    ),
+    (
+        "preferred weight",
+        {
+            "affinity": {
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 0, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}
+                    ]
+                }
+            }
+        },
+        (
+            "spec.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+            "spec.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: "
+            "0: must be in the range 1-100",
+        ),
+    ),
+    (
+        "pod affinity without topology key",
+        {
+            "affinity": {
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}
+            }
+        },
+        (
+            "spec.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+            "spec.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: "
+            "can not be empty",
+        ),
+    ),
+    (
+        "spread skew",
+        {
+            "topologySpreadConstraints": [
+                {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+            ]
+        },
+        (
+            "spec.topologySpreadConstraints[0].maxSkew",
+            "spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+        ),
+    ),
+    (
+        "spread action",
+        {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Maybe"}]},
+        (
+            "spec.topologySpreadConstraints[0].whenUnsatisfiable",
+            "spec.topologySpreadConstraints[0].whenUnsatisfiable: "
+            'Unsupported value: "Maybe": supported values: '
+            '"DoNotSchedule", "ScheduleAnyway"',
+        ),
+    ),
+    (
+        "spread duplicate",
+        {
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+                {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+            ]
+        },
+        (
+            "spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}",
+            "spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}: Duplicate value: "
+            '"{zone, DoNotSchedule}"',
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"), [(e, x) for _, e, x in SCHEDULING_CASES], ids=[n for n, _, _ in SCHEDULING_CASES]
+)
+def test_scheduling_rule(extra: dict[str, Any], expected: tuple[str, str]) -> None:
+    vmi = copy.deepcopy(BASE)
+    _spec(vmi).update(extra)
+    causes = [(c.type, c.field, c.message) for c in admit_vmi_create(vmi, ClusterConfig())]
+    assert ("FieldValueInvalid", *expected) in causes
+
+
+def test_valid_scheduling_is_accepted() -> None:
+    vmi = copy.deepcopy(BASE)
+    _spec(vmi).update(
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+                            ]
+                        }
+                    ]
+                }
+            },
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 50,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {"app": "db"}},
+                        },
+                    }
+                ]
+            },
+        },
+        topologySpreadConstraints=[
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+        ],
+    )
+    assert admit_vmi_create(vmi, ClusterConfig()) == []
