@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 
+from localcluster import processes
 from localcluster.handle import Cluster
+from localcluster.layout import REPO
 
 
 def test_one_node_is_ready(cluster: Cluster) -> None:
@@ -36,3 +39,20 @@ def test_pod_reaches_apiserver_through_kubernetes_service(cluster: Cluster, name
     logs = cluster.kubectl("logs", "whoami", "-n", namespace).stdout
     assert phase == "Succeeded", logs
     assert f"server-version {cluster.layout.kubernetes_version}" in logs
+
+
+def test_cluster_up_again_keeps_the_running_cluster(cluster: Cluster) -> None:
+    before = {record.name: record.pid for record in processes.recorded(cluster.layout.pids)}
+    result = subprocess.run([str(REPO / "hack" / "cluster-up")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "already running" in result.stdout
+    after = {record.name: record.pid for record in processes.recorded(cluster.layout.pids)}
+    assert after == before
+    assert set(after) == {
+        "etcd",
+        "containerd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubelet",
+    }
