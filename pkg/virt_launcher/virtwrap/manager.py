@@ -28,7 +28,11 @@ from kubevirt.virt_launcher.virtwrap.errors import (
     WrongStateError,
 )
 from kubevirt.virt_launcher.virtwrap.metadata import KUBEVIRT_NS, GracePeriod, KubeVirtMetadata, now
-from kubevirt.virt_launcher.virtwrap.node_adjust import NodeFacts, adjust_domain_xml
+from kubevirt.virt_launcher.virtwrap.node_adjust import (
+    NodeFacts,
+    adjust_domain_xml,
+    without_slotless_max_memory,
+)
 from kubevirt.virt_launcher.virtwrap.stats import domain_stats
 from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, VMIFacts, vmi_facts
 
@@ -128,7 +132,7 @@ class DomainManager:
                 for hook in self._pre_start_hooks:
                     hook(facts)
                 with libvirt_errors(f"defining domain {facts.domain_name}"):
-                    dom = self.conn.defineXML(xml)
+                    dom = self._define(xml)
                 self._log.info("domain defined", domain=facts.domain_name)
             with libvirt_errors(f"reading the state of {facts.domain_name}"):
                 state, reason = dom.state()
@@ -146,6 +150,16 @@ class DomainManager:
                 with libvirt_errors(f"resuming domain {facts.domain_name}"):
                     dom.resume()
             self._sync_grace_period(dom, facts)
+
+    def _define(self, xml: str) -> libvirt.virDomain:
+        try:
+            return self.conn.defineXML(xml)
+        except libvirt.libvirtError as err:
+            fallback = without_slotless_max_memory(xml)
+            if fallback is None or "memory slot count" not in (err.get_error_message() or ""):
+                raise
+            self._log.warning("this libvirt cannot reserve memory for hotplug: defining without it")
+            return self.conn.defineXML(fallback)
 
     def render_domain(self, vmi: Mapping[str, Any], options: Any, facts: VMIFacts | None = None) -> str:
         """The domain XML for a VMI on this node, with KubeVirt's metadata filled in."""

@@ -97,3 +97,19 @@ def _adopt_tap_mtu(interface: etree._Element, sys_class_net: Path) -> None:
         mtu = (sys_class_net / device / "mtu").read_text().strip()
     if mtu.isdigit():
         etree.SubElement(interface, "mtu", size=mtu)
+
+
+def without_slotless_max_memory(xml: str) -> str | None:
+    """The domain without ``<maxMemory slots="0">``, or None if it has none.
+
+    KubeVirt declares virtio-mem hotplug room as a slotless maximum; libvirt before 10 refuses that
+    ("both maximum memory size and memory slot count must be specified"). Such a libvirt runs the guest
+    without memory hotplug rather than not at all.
+    """
+    root = etree.fromstring(xml.encode())
+    found = [element for element in root.findall("maxMemory") if element.get("slots") in (None, "0")]
+    if not found:
+        return None
+    for element in found:
+        root.remove(element)
+    return etree.tostring(root, encoding="unicode")

@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import libvirt
 import pytest
+from lxml import etree
 
 from kubevirt.handler_launcher_com.cmd.client import CommandFailedError, LauncherClient
 from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2, cmd_pb2_grpc
@@ -411,3 +412,19 @@ def test_commands_are_served_concurrently(launcher: Launcher) -> None:
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def test_memory_hotplug_room_is_dropped_where_libvirt_refuses_it(conn: libvirt.virConnect) -> None:
+    from kubevirt.virt_launcher.domain_converter import make_converter
+
+    case = Path(__file__).parents[2] / "testdata/conformance/vmi/valid/003-memory-guest-only.defaults.json"
+    the_vmi = json.loads(case.read_text())
+    manager = DomainManager(conn, make_converter(use_emulation=True))
+    rendered = etree.fromstring(manager.render_domain(the_vmi, None).encode())
+    assert rendered.find("maxMemory").get("slots") == "0"  # type: ignore[union-attr]  # KubeVirt's virtio-mem room
+    manager.sync_vmi(the_vmi)
+    domain = manager.get_domain()
+    assert domain is not None
+    assert domain["status"]["status"] == "Running"
+    dom = conn.lookupByName(domain["spec"]["name"])
+    assert "<maxMemory" not in dom.XMLDesc(0)

@@ -27,7 +27,11 @@ from kubevirt.virt_launcher.virtwrap.domain_json import (
 from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError
 from kubevirt.virt_launcher.virtwrap.metadata import GracePeriod, KubeVirtMetadata, Migration
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, parse_quantity
-from kubevirt.virt_launcher.virtwrap.node_adjust import NodeFacts, adjust_domain_xml
+from kubevirt.virt_launcher.virtwrap.node_adjust import (
+    NodeFacts,
+    adjust_domain_xml,
+    without_slotless_max_memory,
+)
 from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, parse_vmi_json, vmi_facts
 
 STAMP = datetime(2026, 11, 30, 12, 0, 1, 250000, tzinfo=UTC)
@@ -246,3 +250,13 @@ def test_version_negotiation() -> None:
     assert highest_common_version([1, 2], [2, 3]) == 2
     with pytest.raises(NoCommonVersionError, match=r"we support \[1\], the peer \[2\]"):
         highest_common_version([1], [2])
+
+
+def test_slotless_max_memory_is_removed_only_when_present() -> None:
+    with_room = '<domain><maxMemory slots="0" unit="b">1</maxMemory><memory unit="b">1</memory></domain>'
+    stripped = without_slotless_max_memory(with_room)
+    assert stripped is not None
+    assert "maxMemory" not in stripped
+    assert "<memory" in stripped
+    assert without_slotless_max_memory('<domain><maxMemory slots="4" unit="b">1</maxMemory></domain>') is None
+    assert without_slotless_max_memory("<domain/>") is None
