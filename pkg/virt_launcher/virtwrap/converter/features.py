@@ -7,21 +7,6 @@ from kubevirt_api.core.v1 import FeatureHyperv, FeatureState
 from ..api import schema as api
 from .conversion import Conversion
 
-# VMI hyperv field -> domain field, for the plain on/off enlightenments.
-_PLAIN_HYPERV = (
-    "relaxed",
-    "vapic",
-    "vpindex",
-    "runtime",
-    "synic",
-    "reset",
-    "frequencies",
-    "reenlightenment",
-    "tlbflush",
-    "ipi",
-    "evmcs",
-)
-
 
 def _on_off(enabled: bool | None) -> str:
     return "off" if enabled is False else "on"
@@ -56,19 +41,28 @@ def configure_features(c: Conversion) -> None:
 
 
 def _hyperv(spec: FeatureHyperv) -> api.FeatureHyperv:
-    hyperv = api.FeatureHyperv()
-    for name in _PLAIN_HYPERV:
-        setattr(hyperv, name, _state(getattr(spec, name)))
-    if spec.spinlocks is not None:
-        hyperv.spinlocks = api.FeatureSpinlocks(
-            state=_on_off(spec.spinlocks.enabled), retries=spec.spinlocks.spinlocks
-        )
-    if spec.synictimer is not None:
-        hyperv.synic_timer = api.SyNICTimer(
-            state=_on_off(spec.synictimer.enabled), direct=_state(spec.synictimer.direct)
-        )
-    if spec.vendorid is not None:
-        hyperv.vendor_id = api.FeatureVendorID(
-            state=_on_off(spec.vendorid.enabled), value=spec.vendorid.vendorid or None
-        )
-    return hyperv
+    spinlocks = spec.spinlocks
+    timer = spec.synictimer
+    vendor = spec.vendorid
+    return api.FeatureHyperv(
+        relaxed=_state(spec.relaxed),
+        vapic=_state(spec.vapic),
+        spinlocks=None
+        if spinlocks is None
+        else api.FeatureSpinlocks(state=_on_off(spinlocks.enabled), retries=spinlocks.spinlocks),
+        vpindex=_state(spec.vpindex),
+        runtime=_state(spec.runtime),
+        synic=_state(spec.synic),
+        synic_timer=None
+        if timer is None
+        else api.SyNICTimer(state=_on_off(timer.enabled), direct=_state(timer.direct)),
+        reset=_state(spec.reset),
+        vendor_id=None
+        if vendor is None
+        else api.FeatureVendorID(state=_on_off(vendor.enabled), value=vendor.vendorid or None),
+        frequencies=_state(spec.frequencies),
+        reenlightenment=_state(spec.reenlightenment),
+        tlbflush=_state(spec.tlbflush),
+        ipi=_state(spec.ipi),
+        evmcs=_state(spec.evmcs),
+    )
