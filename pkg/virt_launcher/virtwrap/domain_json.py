@@ -1,8 +1,10 @@
 """The launcher's view of its domain as JSON, the payload of GetDomain and of Notify's domain events.
 
 Shape (KubeVirt's ``Domain`` object): ``metadata`` (name, namespace, uid of the VMI, and a
-``deletionTimestamp`` once the domain is gone), ``spec`` (the domain's name, uuid, type and the KubeVirt
-metadata) and ``status`` (``status``/``reason`` as in :mod:`.states`, interfaces, OS info, freeze status).
+``deletionTimestamp`` once the domain is gone), ``spec`` (the domain's name, uuid, type, the KubeVirt
+metadata, and what virt-handler reports in the VMI status: machine type, memory, interfaces and disks, with
+the XML's element and attribute names as keys) and ``status`` (``status``/``reason`` as in :mod:`.states`,
+interfaces, OS info, freeze status).
 """
 
 from __future__ import annotations
@@ -30,6 +32,45 @@ def metadata_from_domain_xml(xml: str) -> KubeVirtMetadata | None:
     return KubeVirtMetadata.from_xml(etree.tostring(node, encoding="unicode"))
 
 
+def spec_from_domain_xml(root: etree._Element) -> dict[str, Any]:
+    """The parts of the live domain virt-handler reads into the VMI status."""
+    spec: dict[str, Any] = {}
+    os_type = root.find("os/type")
+    if os_type is not None:
+        spec["os"] = {"type": {**dict(os_type.attrib), "os": (os_type.text or "").strip()}}
+    for tag in ("memory", "currentMemory"):
+        element = root.find(tag)
+        if element is not None and (element.text or "").strip().isdigit():
+            spec[tag] = {"value": int((element.text or "").strip()), "unit": element.get("unit", "KiB")}
+    interfaces = [
+        {
+            "type": interface.get("type", ""),
+            "mac": _attribute(interface, "mac", "address"),
+            "alias": _attribute(interface, "alias", "name"),
+            "model": _attribute(interface, "model", "type"),
+            "target": _attribute(interface, "target", "dev"),
+        }
+        for interface in root.iterfind("devices/interface")
+    ]
+    disks = [
+        {
+            "device": disk.get("device", "disk"),
+            "target": _attribute(disk, "target", "dev"),
+            "bus": _attribute(disk, "target", "bus"),
+            "alias": _attribute(disk, "alias", "name"),
+            "source": _attribute(disk, "source", "file") or _attribute(disk, "source", "dev"),
+        }
+        for disk in root.iterfind("devices/disk")
+    ]
+    spec["devices"] = {"interfaces": interfaces, "disks": disks}
+    return spec
+
+
+def _attribute(parent: etree._Element, child: str, name: str) -> str:
+    element = parent.find(child)
+    return element.get(name, "") if element is not None else ""
+
+
 def build_domain_json(
     *,
     domain_name: str,
@@ -39,6 +80,7 @@ def build_domain_json(
     reason: str,
     metadata: KubeVirtMetadata | None,
     deleted_at: datetime | None = None,
+    details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     namespace, name = split_domain_name(domain_name)
     object_meta: dict[str, Any] = {"name": name, "namespace": namespace}
@@ -46,7 +88,7 @@ def build_domain_json(
         object_meta["uid"] = metadata.uid
     if deleted_at is not None:
         object_meta["deletionTimestamp"] = json_time(deleted_at)
-    spec: dict[str, Any] = {"name": domain_name, "type": domain_type}
+    spec: dict[str, Any] = {"name": domain_name, "type": domain_type, **(details or {})}
     if uuid:
         spec["uuid"] = uuid
     if metadata is not None:

@@ -19,7 +19,11 @@ from lxml import etree
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap import states
-from kubevirt.virt_launcher.virtwrap.domain_json import build_domain_json, metadata_from_domain_xml
+from kubevirt.virt_launcher.virtwrap.domain_json import (
+    build_domain_json,
+    metadata_from_domain_xml,
+    spec_from_domain_xml,
+)
 from kubevirt.virt_launcher.virtwrap.errors import (
     DomainNotFoundError,
     InvalidRequestError,
@@ -108,6 +112,7 @@ class DomainManager:
             status=states.state_name(state),
             reason=states.reason_name(state, reason),
             metadata=metadata_from_domain_xml(xml),
+            details=spec_from_domain_xml(root),
         )
 
     def get_domain_stats(self) -> dict[str, Any] | None:

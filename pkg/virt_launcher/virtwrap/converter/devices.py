@@ -17,16 +17,13 @@ VGA_VRAM_KIB = 16384
 
 
 def _uses_usb(c: Conversion) -> bool:
+    """KubeVirt's test for a USB controller on x86: a USB input, a USB disk, or USB redirection."""
     devices = c.vmi.spec.domain.devices
     if devices.client_passthrough is not None:
         return True
-    if any((i.bus or "usb") == "usb" for i in devices.inputs or []):
+    if any(i.bus == "usb" for i in devices.inputs or []):
         return True
-    for disk in devices.disks or []:
-        target = disk.disk or disk.cdrom or disk.lun
-        if target is not None and target.bus == "usb":
-            return True
-    return False
+    return any(d.disk is not None and d.disk.bus == "usb" for d in devices.disks or [])
 
 
 def configure_controllers(c: Conversion) -> None:

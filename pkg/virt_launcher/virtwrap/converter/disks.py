@@ -21,7 +21,8 @@ PR_HELPER_SOCKET = "/var/run/kubevirt/daemons/pr/pr-helper.sock"
 DOWNWARD_METRICS_DISK = "/var/run/kubevirt-private/downwardapi-disks/vhostmd0"
 ERROR_POLICIES = frozenset({"stop", "ignore", "report", "enospace"})
 _BUS_PREFIX = {"virtio": "vd", "sata": "sd", "scsi": "sd", "usb": "sd"}  # any other bus: no prefix
-_PCI_ADDRESS = re.compile(r"^([\da-fA-F]{4}):([\da-fA-F]{2}):([\da-fA-F]{2})\.([0-7])$")
+# KubeVirt's pattern, whose unescaped dot accepts any separator before the function
+_PCI_ADDRESS = re.compile(r"^([\da-fA-F]{4}):([\da-fA-F]{2}):([\da-fA-F]{2}).([0-7])$")
 
 
 def device_suffix(index: int) -> str:

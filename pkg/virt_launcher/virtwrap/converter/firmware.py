@@ -75,9 +75,11 @@ def _acpi_tables(c: Conversion, acpi: ACPI) -> api.OSACPI:
 def configure_sysinfo(c: Conversion) -> None:
     """SMBIOS system table (firmware UUID and serial, node SMBIOS values) and the chassis table."""
     firmware = c.vmi.spec.domain.firmware
-    system = [api.Entry(name="uuid", value=(firmware.uuid if firmware else None) or "")]
-    if firmware is not None and firmware.serial:
-        system.append(api.Entry(name="serial", value=firmware.serial))
+    system = []
+    if firmware is not None:  # the defaults always give one, with the UUID
+        system.append(api.Entry(name="uuid", value=firmware.uuid or ""))
+        if firmware.serial:
+            system.append(api.Entry(name="serial", value=firmware.serial))
     smbios = c.context.smbios
     system += [
         api.Entry(name="manufacturer", value=smbios.manufacturer),
