@@ -50,6 +50,26 @@ def _label_name(name: str, field: Path) -> list[StatusCause]:
     return [invalid(field, name, message) for message in qualified_name(name)]
 
 
+def _set_operator(
+    field: Path, operator: str, values: list[str], *, extra_operators: tuple[str, ...]
+) -> list[StatusCause]:
+    """The operator/values rules shared by label and node selector requirements (Gt/Lt: nodes only)."""
+    if operator in ("In", "NotIn"):
+        if not values:
+            return [required(field.child("values"), "must be specified when `operator` is 'In' or 'NotIn'")]
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            return [forbidden(field.child("values"), detail)]
+    elif operator in extra_operators:
+        if len(values) != 1:
+            detail = "must be specified single value when `operator` is 'Lt' or 'Gt'"
+            return [required(field.child("values"), detail)]
+    else:
+        return [invalid(field.child("operator"), operator, "not a valid selector operator")]
+    return []
+
+
 def label_selector(selector: JSON | None, field: Path) -> list[StatusCause]:
     """``metav1validation.ValidateLabelSelector``."""
     if selector is None:
@@ -63,21 +83,7 @@ def label_selector(selector: JSON | None, field: Path) -> list[StatusCause]:
     for i, requirement in enumerate(items(selector, "matchExpressions")):
         where = field.child("matchExpressions").index(i)
         operator, values = text(requirement, "operator"), _values(requirement)
-        if operator in ("In", "NotIn"):
-            if not values:
-                out.append(
-                    required(where.child("values"), "must be specified when `operator` is 'In' or 'NotIn'")
-                )
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                out.append(
-                    forbidden(
-                        where.child("values"),
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    )
-                )
-        else:
-            out.append(invalid(where.child("operator"), operator, "not a valid selector operator"))
+        out.extend(_set_operator(where, operator, values, extra_operators=()))
         out.extend(_label_name(text(requirement, "key"), where.child("key")))
         for j, value in enumerate(values):
             out.extend(invalid(where.child("values").index(j), value, m) for m in label_value(value))
@@ -86,29 +92,7 @@ def label_selector(selector: JSON | None, field: Path) -> list[StatusCause]:
 
 def _node_selector_requirement(requirement: JSON, field: Path) -> list[StatusCause]:
     operator, values = text(requirement, "operator"), _values(requirement)
-    out: list[StatusCause] = []
-    if operator in ("In", "NotIn"):
-        if not values:
-            out.append(
-                required(field.child("values"), "must be specified when `operator` is 'In' or 'NotIn'")
-            )
-    elif operator in ("Exists", "DoesNotExist"):
-        if values:
-            out.append(
-                forbidden(
-                    field.child("values"),
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                )
-            )
-    elif operator in ("Gt", "Lt"):
-        if len(values) != 1:
-            out.append(
-                required(
-                    field.child("values"), "must be specified single value when `operator` is 'Lt' or 'Gt'"
-                )
-            )
-    else:
-        out.append(invalid(field.child("operator"), operator, "not a valid selector operator"))
+    out = _set_operator(field, operator, values, extra_operators=("Gt", "Lt"))
     out.extend(_label_name(text(requirement, "key"), field.child("key")))
     return out
 

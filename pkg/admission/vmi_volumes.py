@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import posixpath
+from dataclasses import dataclass
 
 from kubevirt.admission import causes as c
 from kubevirt.admission._json import JSON, has, items, obj, opt_obj, text
@@ -42,54 +43,57 @@ def _decode_base64(value: str) -> bytes | None:
         return None
 
 
-def _cloud_init(where: Path, kind: str, source: JSON) -> list[StatusCause]:
+@dataclass(frozen=True)
+class _DataKind:
+    """User data or network data: their keys and the words KubeVirt's messages use for them."""
+
+    prefix: str  # "user" or "network"
+    max_len: int
+    too_many: str
+    too_long: str
+
+
+_USER_DATA = _DataKind("user", CLOUD_INIT_USER_MAX_LEN, "must have only one userdatasource set.", "userdata")
+_NETWORK_DATA = _DataKind(
+    "network", CLOUD_INIT_NETWORK_MAX_LEN, "must have only one networkdata source set.", "networkdata"
+)
+
+
+def _cloud_init_data(where: Path, kind: str, source: JSON, data: _DataKind) -> tuple[int, list[StatusCause]]:
+    """How many sources of this data the volume sets, and the causes about them."""
     out: list[StatusCause] = []
     here = where.child(kind)
-    user_sources = network_sources = 0
-    user_len = network_len = 0
-    if text(obj(source, "userDataSecretRef"), "name"):
-        user_sources += 1
-    if text(source, "userDataBase64"):
-        user_sources += 1
-        decoded = _decode_base64(text(source, "userDataBase64"))
+    sources = length = 0
+    if text(obj(source, f"{data.prefix}DataSecretRef"), "name"):
+        sources += 1
+    encoded = text(source, f"{data.prefix}DataBase64")
+    if encoded:
+        sources += 1
+        decoded = _decode_base64(encoded)
         if decoded is None:
-            bad = where.child(kind, "userDataBase64")
-            out.append(c.invalid(bad, f"{bad}.{kind}.userDataBase64 is not a valid base64 value."))
+            bad = where.child(kind, f"{data.prefix}DataBase64")
+            out.append(c.invalid(bad, f"{bad}.{kind}.{data.prefix}DataBase64 is not a valid base64 value."))
             decoded = b""
-        user_len = len(decoded)
-    if text(source, "userData"):
-        user_sources += 1
-        user_len = len(text(source, "userData").encode())
-    if user_sources > 1:
-        out.append(c.invalid(here, f"{here} must have only one userdatasource set."))
-    if user_len > CLOUD_INIT_USER_MAX_LEN:
-        message = (
-            f"{here} userdata exceeds {CLOUD_INIT_USER_MAX_LEN} byte "
-            "limit. Should use UserDataSecretRef for larger data."
-        )
-        out.append(c.invalid(here, message))
-    if text(obj(source, "networkDataSecretRef"), "name"):
-        network_sources += 1
-    if text(source, "networkDataBase64"):
-        network_sources += 1
-        decoded = _decode_base64(text(source, "networkDataBase64"))
-        if decoded is None:
-            bad = where.child(kind, "networkDataBase64")
-            out.append(c.invalid(bad, f"{bad}.{kind}.networkDataBase64 is not a valid base64 value."))
-            decoded = b""
-        network_len = len(decoded)
-    if text(source, "networkData"):
-        network_sources += 1
-        network_len = len(text(source, "networkData").encode())
-    if network_sources > 1:
-        out.append(c.invalid(here, f"{here} must have only one networkdata source set."))
-    if network_len > CLOUD_INIT_NETWORK_MAX_LEN:
-        message = (
-            f"{here} networkdata exceeds {CLOUD_INIT_NETWORK_MAX_LEN} byte limit. "
-            "Should use NetworkDataSecretRef for larger data."
-        )
-        out.append(c.invalid(here, message))
+        length = len(decoded)
+    plain = text(source, f"{data.prefix}Data")
+    if plain:
+        sources += 1
+        length = len(plain.encode())
+    if sources > 1:
+        out.append(c.invalid(here, f"{here} {data.too_many}"))
+    if length > data.max_len:
+        secret_ref = f"{data.prefix.capitalize()}DataSecretRef"
+        message = f"{here} {data.too_long} exceeds {data.max_len} byte limit."
+        out.append(c.invalid(here, f"{message} Should use {secret_ref} for larger data."))
+    return sources, out
+
+
+def _cloud_init(where: Path, kind: str, source: JSON) -> list[StatusCause]:
+    user_sources, out = _cloud_init_data(where, kind, source, _USER_DATA)
+    network_sources, network_causes = _cloud_init_data(where, kind, source, _NETWORK_DATA)
+    out.extend(network_causes)
     if user_sources == 0 and network_sources == 0:
+        here = where.child(kind)
         out.append(
             c.invalid(here, f"{here} must have at least one userdatasource or one networkdatasource set.")
         )
