@@ -121,6 +121,8 @@ def test_sync_defines_and_starts_once(launcher: Launcher) -> None:
         "graceperiod": {"deletionGracePeriodSeconds": 7},
     }
     assert domain["status"]["status"] == "Running"
+    assert domain["spec"]["memory"] == {"value": 131072, "unit": "KiB"}
+    assert domain["spec"]["devices"] == {"interfaces": [], "disks": []}
     launcher.client.sync_vmi(vmi())
     again = launcher.client.get_domain()
     assert again is not None

@@ -34,6 +34,10 @@ def test_boot_pause_unpause_shutdown_kill_delete(
     print(f"guest marker after {boot_seconds:.1f}s")
     assert guest_marker in serial
     assert pod.status() == ("Running", "Booted")
+    live = pod.client.get_domain()
+    assert live is not None
+    assert live["spec"]["type"] == "qemu"  # emulated: /dev/kvm does not work everywhere
+    assert live["spec"]["os"]["type"]["machine"].startswith("pc-q35-")  # what libvirt made of "q35"
     assert pod.kubevirt_metadata()["uid"] == vmi["metadata"]["uid"]
     assert pod.kubevirt_metadata()["graceperiod"]["deletionGracePeriodSeconds"] == 5
     pod.notify.wait_for(lambda kind, domain: kind == "ADDED", 5)
