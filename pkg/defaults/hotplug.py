@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubevirt_api.core.v1 import VirtualMachineInstance
-from kubevirt_api.resource import Quantity
+from kubevirt_api.resource import BINARY_SI, Quantity
 
 from .settings import MAX_HOTPLUG_RATIO, MAX_HOTPLUG_VCPUS
 
@@ -50,4 +50,4 @@ def set_memory_hotplug_defaults(vmi: VirtualMachineInstance) -> None:
     if memory is None or memory.guest is None or memory.max_guest is not None:
         return
     if supports_memory_hotplug(vmi):
-        memory.max_guest = Quantity.from_int(memory.guest.value() * MAX_HOTPLUG_RATIO, memory.guest.format)
+        memory.max_guest = Quantity.from_int(memory.guest.value() * MAX_HOTPLUG_RATIO, BINARY_SI)
