@@ -140,6 +140,7 @@ class Launcher:
             node=NodeFacts(use_emulation=use_emulation),
             on_domain_change=changed,
             pre_start_hooks=[self._pre_start],
+            own_domain=f"{cfg.namespace}_{cfg.name}",
         )
         migrator = Migrator(manager, cfg.share_dir)
         servicer = CommandServer(

@@ -68,7 +68,10 @@ class DomainManager:
         node: NodeFacts | None = None,
         on_domain_change: Callable[[], None] | None = None,
         pre_start_hooks: Sequence[Callable[[VMIFacts], None]] = (),
+        own_domain: str = "",
     ) -> None:
+        # The domain of this launcher's VMI (``<namespace>_<name>``); when empty, the libvirt's only one.
+        self._own_domain = own_domain
         self._pre_start_hooks = tuple(pre_start_hooks)
         self.conn = conn
         self._converter = converter
@@ -90,6 +93,8 @@ class DomainManager:
 
     def the_domain(self) -> libvirt.virDomain | None:
         """This launcher's domain (a launcher owns at most one)."""
+        if self._own_domain:
+            return self.lookup(self._own_domain)
         with libvirt_errors("listing domains"):
             domains = self.conn.listAllDomains()
         return domains[0] if domains else None

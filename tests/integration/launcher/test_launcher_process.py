@@ -28,11 +28,14 @@ VMI_FILE = (
 
 
 class Process:
-    def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, root: Path, *args: str, env: dict[str, str] | None = None, uri: str | None = None
+    ) -> None:
         self.vmi: dict[str, Any] = json.loads(VMI_FILE.read_text())
         self.share = root / "share"
         node = root / "node.xml"
         node.write_text("<node/>")
+        uri = uri or f"test://{node}"
         self.log = root / "launcher.log"
         metadata = self.vmi["metadata"]
         with self.log.open("wb") as log:
@@ -53,7 +56,7 @@ class Process:
                         "--kubevirt-private-dir",
                         str(root / "private"),
                     ),
-                    *("--libvirt-uri", f"test://{node}", "--force-emulation"),
+                    *("--libvirt-uri", uri, "--force-emulation"),
                     *args,
                 ],
                 stdout=log,
@@ -87,10 +90,10 @@ class Process:
 def start(tmp_path: Path) -> Iterator[Any]:
     started: list[Process] = []
 
-    def run(*args: str, env: dict[str, str] | None = None) -> Process:
+    def run(*args: str, env: dict[str, str] | None = None, uri: str | None = None) -> Process:
         directory = tmp_path / f"launcher{len(started)}"
         directory.mkdir()
-        process = Process(directory, *args, env=env)
+        process = Process(directory, *args, env=env, uri=uri)
         started.append(process)
         return process
 
@@ -140,3 +143,12 @@ def test_domain_stopped_and_deleted_ends_the_launcher(start: Any) -> None:
     launcher.client.vmi_command("DeleteVirtualMachine", launcher.vmi)
     assert launcher.process.wait(20) == 0
     assert launcher.exit_reason() == "the domain is gone (shut down, killed or migrated away)"
+
+
+def test_a_shared_libvirt_with_other_domains_serves_only_this_vmi(start: Any) -> None:
+    launcher = start(uri="test:///default")  # holds a domain named "test" already
+    assert launcher.client.get_domain() is None
+    launcher.client.sync_vmi(launcher.vmi)
+    domain = launcher.client.get_domain()
+    assert domain is not None
+    assert domain["spec"]["name"] == "default_kb1"
