@@ -207,4 +207,4 @@ def test_watchdog_and_buses() -> None:
 def test_memory_hotplug_ceiling_is_written_in_binary_units() -> None:
     vmi = defaulted({"memory": {"guest": "2097152k"}})  # a decimal quantity, 2Mi-aligned, above 1Gi
     assert vmi.spec.domain.memory is not None
-    assert str(vmi.spec.domain.memory.max_guest) == "8192000Ki"
+    assert str(vmi.spec.domain.memory.max_guest) == "8000Mi"
