@@ -1,7 +1,8 @@
 """The webhook configurations that route admission to virt-api (``components/webhooks.go``).
 
 virt-operator installs these; they name exactly the paths virt-api serves, with KubeVirt's webhook names,
-rules and settings (``failurePolicy: Fail``, ``timeoutSeconds: 10``, review versions v1 and v1beta1).
+rules and settings (``failurePolicy: Fail`` but ``Ignore`` for the eviction interceptors, ``timeoutSeconds:
+10``, review versions v1 and v1beta1).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Hook:
     versions: tuple[str, ...] = tuple(KUBEVIRT_VERSIONS)
     side_effects: str = "None"
     match_conditions: tuple[JSON, ...] = ()
+    failure_policy: str = "Fail"
 
 
 MUTATING_HOOKS = (
@@ -61,6 +63,9 @@ def _eviction_hook(name: str, prefix: str) -> Hook:
         versions=("v1",),
         side_effects="NoneOnDryRun",
         match_conditions=(condition,),
+        # Every eviction in the cluster passes here: if virt-api is down, evictions go on (the launcher
+        # pods' PodDisruptionBudgets still protect them).
+        failure_policy="Ignore",
     )
 
 
@@ -128,7 +133,7 @@ def _webhook(hook: Hook, namespace: str, service: str, ca_bundle: bytes) -> JSON
     webhook: JSON = {
         "name": hook.name,
         "admissionReviewVersions": ["v1", "v1beta1"],
-        "failurePolicy": "Fail",
+        "failurePolicy": hook.failure_policy,
         "sideEffects": hook.side_effects,
         "timeoutSeconds": 10,
         "rules": [

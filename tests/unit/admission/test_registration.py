@@ -55,6 +55,7 @@ def test_kubevirt_settings() -> None:
     }
     eviction = by_name["virt-launcher-eviction-interceptor.kubevirt.io"]
     assert eviction["sideEffects"] == "NoneOnDryRun"
+    assert eviction["failurePolicy"] == "Ignore"
     assert eviction["rules"][0]["resources"] == ["pods/eviction"]
     assert 'startsWith("virt-launcher")' in eviction["matchConditions"][0]["expression"]
     pool = by_name["virtualmachinepool-validator.kubevirt.io"]
