@@ -476,3 +476,15 @@ def test_fractional_memory_rounds_down_and_negative_memory_fails() -> None:
 
 def test_domain_type_comes_from_the_context() -> None:
     assert render(ConverterContext(domain_type="qemu")).type == "qemu"
+
+
+def test_absurd_topologies_are_refused_not_built() -> None:
+    assert (
+        convert_raw(domain={"cpu": {"sockets": 100_000}}).vcpu
+        == Domain.from_xml('<domain><vcpu placement="static">100000</vcpu></domain>').vcpu
+    )
+    with pytest.raises(ConversionError) as refused:
+        convert_raw(domain={"cpu": {"sockets": 1, "maxSockets": 100_001}})
+    assert refused.value.message == (
+        "refusing to convert a topology of 100001 vCPUs (sockets=1 maxSockets=100001 cores=1 threads=1)"
+    )

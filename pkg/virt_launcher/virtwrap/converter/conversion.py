@@ -11,9 +11,9 @@ from ..api import schema as api
 from .context import ConverterContext
 from .errors import ConversionError
 
-# KubeVirt's converter allocates whatever topology it is given; a few thousand vCPUs is already far
-# beyond what QEMU accepts, so bigger topologies are refused instead of built.
-MAX_VCPUS = 16384
+# KubeVirt's converter allocates whatever topology it is given (a negative CPU request becomes 2^32-1
+# sockets); far beyond anything QEMU accepts, such topologies are refused instead of built.
+MAX_VCPUS = 100_000
 VIRTIO_NON_TRANSITIONAL = "virtio-non-transitional"
 VIRTIO_TRANSITIONAL = "virtio-transitional"
 _UINT32 = 0xFFFFFFFF

@@ -34,10 +34,11 @@ def configure_cpu(c: Conversion) -> None:
     max_sockets = (cpu_spec.max_sockets if cpu_spec else None) or 0
     sockets = max_sockets or c.sockets
     total = sockets * c.cores * c.threads
-    if total > MAX_VCPUS or c.requested_vcpus > MAX_VCPUS:
+    largest = max(c.sockets, max_sockets) * c.cores * c.threads
+    if largest > MAX_VCPUS:
         raise ConversionError(
             "spec.domain.cpu",
-            f"refusing to convert a topology of {max(total, c.requested_vcpus)} vCPUs (sockets={c.sockets} "
+            f"refusing to convert a topology of {largest} vCPUs (sockets={c.sockets} "
             f"maxSockets={max_sockets} cores={c.cores} threads={c.threads})",
         )
     cpu.topology = api.CPUTopology(sockets=sockets, cores=c.cores, threads=c.threads)
