@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kubevirt.admission import causes as c
 from kubevirt.admission._json import JSON, flag, has, integer, items, obj, opt_obj, text
 from kubevirt.admission.causes import StatusCause
@@ -12,6 +14,17 @@ from kubevirt.admission.quantity import FORMAT_ERROR, Quantity, QuantityError, p
 _CPU_FEATURE_POLICIES = {"", "force", "require", "optional", "disable", "forbid"}
 _ONE_MEGA = 1_000_000
 _MUST_BE_POSITIVE = "{} '{}': must be greater than or equal to 0."
+
+
+@lru_cache(maxsize=4096)
+def _value(quantity: Quantity) -> int:
+    # Every rule reads the same few quantities; Go's rounding is exact but not cheap.
+    return quantity.value()
+
+
+@lru_cache(maxsize=4096)
+def _milli(quantity: Quantity) -> int:
+    return quantity.milli_value()
 
 
 class Resources:
@@ -49,7 +62,7 @@ def vcpus(cpu: JSON) -> int:
 
 def memory_requests(field: Path, res: Resources) -> list[StatusCause]:
     req, _, _, _ = _paths(field)
-    value = res.requests_memory.value()
+    value = _value(res.requests_memory)
     if value < 0:
         return [c.invalid(req, _MUST_BE_POSITIVE.format(req, res.requests_memory))]
     if value > 0 and res.requests_memory.as_fraction() < _ONE_MEGA:
@@ -60,9 +73,9 @@ def memory_requests(field: Path, res: Resources) -> list[StatusCause]:
 def memory_limits(field: Path, res: Resources) -> list[StatusCause]:
     req, lim, _, _ = _paths(field)
     out: list[StatusCause] = []
-    if res.limits_memory.value() < 0:
+    if _value(res.limits_memory) < 0:
         out.append(c.invalid(lim, _MUST_BE_POSITIVE.format(lim, res.limits_memory)))
-    if res.limits_memory.value() > 0 and res.requests_memory.value() > res.limits_memory.value():
+    if _value(res.limits_memory) > 0 and _value(res.requests_memory) > _value(res.limits_memory):
         out.append(
             c.invalid(req, f"{req} '{res.requests_memory}' is greater than {lim} '{res.limits_memory}'")
         )
@@ -80,7 +93,7 @@ def hugepages_requests(field: Path, domain: JSON, res: Resources) -> list[Status
         size = parse(page_size).value()
     except QuantityError:
         return [c.invalid(size_field, f"{size_field} '{page_size}': {FORMAT_ERROR}")]
-    memory = res.requests_memory.value()
+    memory = _value(res.requests_memory)
     if memory < size:
         message = (
             f"{req} '{res.requests_memory}' must be equal to or "
@@ -102,7 +115,7 @@ def guest_memory_limit(field: Path, domain: JSON, res: Resources, config: Cluste
     if not has(memory, "guest"):
         return []
     guest = parse_or_zero(memory.get("guest"))
-    limit = res.limits_memory.value()
+    limit = _value(res.limits_memory)
     if limit < guest.value() and limit != 0:
         guest_field = field.child("domain", "memory", "guest")
         _, lim, _, _ = _paths(field)
@@ -117,17 +130,17 @@ def guest_memory_limit(field: Path, domain: JSON, res: Resources, config: Cluste
 def cpu_requests_and_limits(field: Path, res: Resources) -> list[StatusCause]:
     _, _, req, lim = _paths(field)
     out: list[StatusCause] = []
-    if res.requests_cpu.milli_value() < 0:
+    if _milli(res.requests_cpu) < 0:
         out.append(c.invalid(req, _MUST_BE_POSITIVE.format(req, res.requests_cpu)))
-    if res.limits_cpu.milli_value() < 0:
+    if _milli(res.limits_cpu) < 0:
         out.append(c.invalid(lim, _MUST_BE_POSITIVE.format(lim, res.limits_cpu)))
-    if res.limits_cpu.milli_value() > 0 and res.requests_cpu.milli_value() > res.limits_cpu.milli_value():
+    if _milli(res.limits_cpu) > 0 and _milli(res.requests_cpu) > _milli(res.limits_cpu):
         out.append(c.invalid(req, f"{req} '{res.requests_cpu}' is greater than {lim} '{res.limits_cpu}'"))
     return out
 
 
 def _is_integer_cpu(quantity: Quantity) -> bool:
-    return quantity.value() * 1000 == quantity.milli_value()
+    return _value(quantity) * 1000 == _milli(quantity)
 
 
 def cpu_pinning(field: Path, spec: JSON, res: Resources, config: ClusterConfig) -> list[StatusCause]:
@@ -139,19 +152,19 @@ def cpu_pinning(field: Path, spec: JSON, res: Resources, config: ClusterConfig) 
     dedicated = field.child("domain", "cpu", "dedicatedCpuPlacement")
     cores = field.child("domain", "cpu", "cores")
     out: list[StatusCause] = []
-    if res.limits_memory.value() == 0 and res.requests_memory.value() == 0:
+    if _value(res.limits_memory) == 0 and _value(res.requests_memory) == 0:
         out.append(c.invalid(mem_lim, f"{mem_req} or {mem_lim} should be provided"))
-    if res.requests_cpu.value() > 0 and not _is_integer_cpu(res.requests_cpu):
+    if _value(res.requests_cpu) > 0 and not _is_integer_cpu(res.requests_cpu):
         out.append(c.invalid(cpu_req, "provided resources CPU requests must be an interger"))
-    if res.limits_cpu.value() > 0 and not _is_integer_cpu(res.limits_cpu):
+    if _value(res.limits_cpu) > 0 and not _is_integer_cpu(res.limits_cpu):
         out.append(c.invalid(cpu_lim, "provided resources CPU limits must be an interger"))
     if (
-        res.requests_memory.value() > 0
-        and res.limits_memory.value() > 0
-        and res.requests_memory.value() != res.limits_memory.value()
+        _value(res.requests_memory) > 0
+        and _value(res.limits_memory) > 0
+        and _value(res.requests_memory) != _value(res.limits_memory)
     ):
         out.append(c.invalid(mem_req, f"{mem_req} must be equal to {mem_lim}"))
-    requested, limited, count = res.requests_cpu.value(), res.limits_cpu.value(), vcpus(cpu)
+    requested, limited, count = _value(res.requests_cpu), _value(res.limits_cpu), vcpus(cpu)
     if requested == 0 and limited == 0 and count == 0:
         message = (
             f"either {cpu_req} or {cpu_lim} or {cores} must be provided when DedicatedCPUPlacement is true "
@@ -267,7 +280,7 @@ def realtime(field: Path, domain: JSON) -> list[StatusCause]:
 
 def mandatory_memory(field: Path, domain: JSON, res: Resources) -> list[StatusCause]:
     """``ValidateVirtualMachineInstanceMandatoryFields``: some memory must be asked for."""
-    if res.requests_memory.value() != 0:
+    if _value(res.requests_memory) != 0:
         return []
     memory = opt_obj(domain, "memory")
     if memory is None or (not has(memory, "guest") and not has(memory, "hugepages")):
