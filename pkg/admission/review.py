@@ -78,7 +78,7 @@ def decode_review(body: bytes) -> AdmissionReview:
     """Parse an AdmissionReview; raise :class:`ReviewDecodeError` with a readable reason."""
     try:
         document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except ValueError as err:  # JSONDecodeError, bad UTF-8, integers beyond Python's digit limit
         raise ReviewDecodeError(f"request body is not valid JSON: {err}") from None
     except RecursionError:
         raise ReviewDecodeError("request body is nested too deeply") from None

@@ -114,6 +114,8 @@ def test_decode_review_reads_the_request() -> None:
         (_review(object=[1, 2]), "request.object must be an object"),
         (_review(userInfo={"groups": "admins"}), "groups must be a list"),
         (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
+        (b'{"kind": ' + b"9" * 5000 + b"}", "not valid JSON"),
+        (b"\xff\xfe{}", "not valid JSON"),
     ],
 )
 def test_decode_review_refuses_with_a_reason(body: bytes, reason: str) -> None:
