@@ -84,7 +84,7 @@ def up(layout: Layout) -> None:
     print(f"cluster up in {timer.total:.1f} s; processes:")
     for record in processes.recorded(layout.pids):
         print(f"  {record.name:<24} pid {record.pid}")
-    print(f"export KUBECONFIG={layout.admin_kubeconfig}")
+    print(f"export KUBECONFIG={layout.admin_kubeconfig} PATH={layout.kubernetes_bin}:$PATH")
 
 
 def _start(layout: Layout, component: components.Component) -> None:
