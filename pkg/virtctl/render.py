@@ -225,7 +225,7 @@ def render(
     """Print the libvirt domain XML a VirtualMachineInstance would run with."""
     try:
         manifest = _read_manifest(filename)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+    except (OSError, ValueError, yaml.YAMLError) as err:  # ValueError: bad UTF-8, oversized integers
         click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
         sys.exit(2)
     if not isinstance(manifest, dict):

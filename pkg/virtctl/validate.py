@@ -107,7 +107,7 @@ def validate(filename: str, rollout_strategy: str, feature_gates: str, block_vol
     """Print KubeVirt's admission causes for creating a VirtualMachineInstance or VirtualMachine."""
     try:
         manifest = _read_manifest(filename)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+    except (OSError, ValueError, yaml.YAMLError) as err:  # ValueError: bad UTF-8, oversized integers
         click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
         sys.exit(EXIT_UNREADABLE)
     if not isinstance(manifest, dict):

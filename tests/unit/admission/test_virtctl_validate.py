@@ -67,6 +67,8 @@ def test_unreadable_input_exits_two() -> None:
     assert run("validate", "-f", "/nonexistent/vmi.yaml")[0] == 2
     assert run("validate", "-f", "-", stdin="{not: [valid")[0] == 2
     assert run("validate", "-f", "-", stdin="- a list\n")[0] == 2
+    assert run("validate", "-f", "-", stdin='{"kind": ' + "9" * 5000 + "}")[0] == 2
+    assert run("render", "-f", "-", stdin='{"kind": ' + "9" * 5000 + "}")[0] == 2
     code, _, err = run("validate", "-f", "-", stdin='{"kind": "Pod"}')
     assert code == 2
     assert "not supported" in err
