@@ -50,26 +50,24 @@ _attr_cache: dict[str, str] = {}
 _text_cache: dict[str, str] = {}
 
 
+def _escaped(value: str, cache: dict[str, str], table: dict[int, str], needs: Callable[[str], object]) -> str:
+    escaped = cache.get(value)
+    if escaped is None:
+        escaped = value.translate(table) if needs(value) else value
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[value] = escaped
+    return escaped
+
+
 def escape_attr(value: str) -> str:
     """Escape an attribute value the way Go's encoding/xml does."""
-    escaped = _attr_cache.get(value)
-    if escaped is None:
-        escaped = value.translate(_ATTR_ESCAPES) if _needs_attr_escape(value) else value
-        if len(_attr_cache) >= _CACHE_LIMIT:
-            _attr_cache.clear()
-        _attr_cache[value] = escaped
-    return escaped
+    return _escaped(value, _attr_cache, _ATTR_ESCAPES, _needs_attr_escape)
 
 
 def escape_text(value: str) -> str:
     """Escape character data the way Go's encoding/xml does (newlines stay literal)."""
-    escaped = _text_cache.get(value)
-    if escaped is None:
-        escaped = value.translate(_TEXT_ESCAPES) if _needs_text_escape(value) else value
-        if len(_text_cache) >= _CACHE_LIMIT:
-            _text_cache.clear()
-        _text_cache[value] = escaped
-    return escaped
+    return _escaped(value, _text_cache, _TEXT_ESCAPES, _needs_text_escape)
 
 
 # Field kinds, kept in the dataclass field metadata under this key.
