@@ -426,3 +426,62 @@ def amd64_settings(field: Path, devices: JSON) -> list[StatusCause]:
             )
         )
     return out
+
+
+def arm64_settings(field: Path, spec: JSON) -> list[StatusCause]:
+    """``ValidateVirtualMachineInstanceArm64Setting``: UEFI without SecureBoot, host-passthrough, virtio/scsi."""
+    domain = obj(spec, "domain")
+    devices = obj(domain, "devices")
+    out: list[StatusCause] = []
+    bootloader = opt_obj(obj(domain, "firmware"), "bootloader")
+    if bootloader is not None:
+        if has(bootloader, "bios"):
+            out.append(
+                c.not_supported(
+                    field.child("domain", "firmware", "bootloader", "bios"),
+                    "Arm64 does not support bios boot, please change to uefi boot",
+                )
+            )
+        efi = opt_obj(bootloader, "efi")
+        if efi is not None and opt_flag(efi, "secureBoot") is not False:
+            out.append(
+                c.not_supported(
+                    field.child("domain", "firmware", "bootloader", "efi", "secureboot"),
+                    "UEFI secure boot is currently not supported on aarch64 Arch",
+                )
+            )
+    model = text(obj(domain, "cpu"), "model")
+    if model and model != "host-passthrough":
+        out.append(
+            c.not_supported(
+                field.child("domain", "cpu", "model"),
+                "currently, host-passthrough is the only model supported on Arm64",
+            )
+        )
+    for i, disk in enumerate(items(devices, "disks")):
+        for kind in _TARGETS:
+            target = opt_obj(disk, kind)
+            if target is not None and text(target, "bus") not in ("", "virtio", "scsi"):
+                out.append(
+                    c.not_supported(
+                        field.child("domain", "devices", "disks").index(i).child(kind, "bus"),
+                        "Arm64 not support this disk bus type, please use virtio or scsi",
+                    )
+                )
+    if has(devices, "watchdog"):
+        out.append(
+            c.not_supported(field.child("domain", "devices", "watchdog"), "Arm64 not support Watchdog device")
+        )
+    if has(devices, "sound"):
+        out.append(
+            c.not_supported(field.child("domain", "devices", "sound"), "Arm64 not support sound device")
+        )
+    video_dev = opt_obj(devices, "video")
+    if video_dev is not None and text(video_dev, "type") not in ("virtio", "ramfb"):
+        out.append(
+            c.not_supported(
+                field.child("domain", "devices", "video", "type"),
+                f"video model '{text(video_dev, 'type')}' is not supported on arm64 architecture",
+            )
+        )
+    return out

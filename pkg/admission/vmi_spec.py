@@ -484,6 +484,9 @@ def validate_per_arch(field: Path, spec: JSON) -> list[StatusCause]:
     devices = obj(obj(spec, "domain"), "devices")
     if architecture == "amd64":
         return devices_rules.amd64_settings(field, devices)
+    if architecture == "arm64":
+        return devices_rules.arm64_settings(field, spec)
     if architecture in _SUPPORTED_ARCHITECTURES:
+        # s390x's own settings checks are not reproduced.
         return []
     return [c.invalid(field.child("architecture"), f"unsupported architecture: {architecture}")]

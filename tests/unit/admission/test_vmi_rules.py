@@ -616,3 +616,26 @@ def test_valid_scheduling_is_accepted() -> None:
         ],
     )
     assert admit_vmi_create(vmi, ClusterConfig()) == []
+
+
+def test_arm64_settings() -> None:
+    vmi = copy.deepcopy(BASE)
+    _spec(vmi)["architecture"] = "arm64"
+    _spec(vmi)["domain"]["firmware"]["bootloader"] = {"efi": {}}
+    _spec(vmi)["domain"]["devices"]["sound"] = {"name": "s"}
+    gated = ClusterConfig.build(feature_gates=["MultiArchitecture"])
+    causes = [
+        (c.field, c.message) for c in admit_vmi_create(vmi, gated) if c.type == "FieldValueNotSupported"
+    ]
+    assert causes == [
+        (
+            "spec.domain.firmware.bootloader.efi.secureboot",
+            "UEFI secure boot is currently not supported on aarch64 Arch",
+        ),
+        ("spec.domain.cpu.model", "currently, host-passthrough is the only model supported on Arm64"),
+        (
+            "spec.domain.devices.disks[0].disk.bus",
+            "Arm64 not support this disk bus type, please use virtio or scsi",
+        ),
+        ("spec.domain.devices.sound", "Arm64 not support sound device"),
+    ]
