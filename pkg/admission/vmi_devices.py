@@ -429,7 +429,7 @@ def amd64_settings(field: Path, devices: JSON) -> list[StatusCause]:
 
 
 def arm64_settings(field: Path, spec: JSON) -> list[StatusCause]:
-    """``ValidateVirtualMachineInstanceArm64Setting``: UEFI without SecureBoot, host-passthrough, virtio/scsi."""
+    """KubeVirt's arm64 settings checks: UEFI without SecureBoot, host-passthrough, virtio or scsi disks."""
     domain = obj(spec, "domain")
     devices = obj(domain, "devices")
     out: list[StatusCause] = []
