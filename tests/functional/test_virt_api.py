@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from localcluster import manifests
 from localcluster.handle import Cluster
 from localcluster.pki import serving_pair
 
@@ -24,48 +25,17 @@ VMI_VALIDATE_CREATE = "/virtualmachineinstances-validate-create"
 
 def _virt_api_objects(image: str, cert: bytes, key: bytes) -> list[dict[str, object]]:
     labels = {"kubevirt.io": "virt-api"}
-    container = {
-        "name": "virt-api",
-        "image": image,
-        "imagePullPolicy": "Never",
-        "args": ["--port=8443", f"--tls-cert-file={CERT_DIR}/tls.crt", f"--tls-key-file={CERT_DIR}/tls.key"],
-        "ports": [{"containerPort": 8443, "name": "https"}],
-        "readinessProbe": {
-            "httpGet": {"path": "/healthz", "port": 8443, "scheme": "HTTPS"},
-            "periodSeconds": 1,
-        },
-        "volumeMounts": [{"name": "certificates", "mountPath": CERT_DIR, "readOnly": True}],
-    }
+    container = manifests.https_container("virt-api", image, 8443, {"certificates": CERT_DIR})
+    container["args"] = [
+        "--port=8443",
+        f"--tls-cert-file={CERT_DIR}/tls.crt",
+        f"--tls-key-file={CERT_DIR}/tls.key",
+    ]
+    volumes: list[dict[str, object]] = [{"name": "certificates", "secret": {"secretName": NAME}}]
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": NAME, "namespace": NAMESPACE},
-            "type": "kubernetes.io/tls",
-            "data": {"tls.crt": base64.b64encode(cert).decode(), "tls.key": base64.b64encode(key).decode()},
-        },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": NAME, "namespace": NAMESPACE},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "containers": [container],
-                        "volumes": [{"name": "certificates", "secret": {"secretName": NAME}}],
-                    },
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": NAME, "namespace": NAMESPACE},
-            "spec": {"selector": labels, "ports": [{"port": 443, "targetPort": 8443, "name": "https"}]},
-        },
+        manifests.tls_secret(NAME, NAMESPACE, cert, key),
+        manifests.deployment(NAME, NAMESPACE, labels, container, volumes),
+        manifests.service(NAME, NAMESPACE, labels, 8443),
     ]
 
 

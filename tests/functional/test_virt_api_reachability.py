@@ -14,53 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from localcluster import manifests
 from localcluster.handle import Cluster
 from localcluster.pki import serving_pair
 
 NAME = "reachability"
 NAMESPACE = "reachability-test"
 SERVER_SCRIPT = Path(__file__).with_name("reachability_server.py")
-SERVER_COMMAND: list[str] | None = ["/opt/kubevirt/bin/python", "/etc/reachability-server/server.py"]
+SERVER_COMMAND = ["/opt/kubevirt/bin/python", "/etc/reachability-server/server.py"]
 APISERVICE = "v1.subresources.kubevirt.io"
-
-
-def _deployment(image: str) -> dict[str, object]:
-    container: dict[str, object] = {
-        "name": "server",
-        "image": image,
-        "imagePullPolicy": "Never",
-        "ports": [{"containerPort": 8443, "name": "https"}],
-        "readinessProbe": {
-            "httpGet": {"path": "/healthz", "port": 8443, "scheme": "HTTPS"},
-            "periodSeconds": 1,
-        },
-        "volumeMounts": [
-            {"name": "tls", "mountPath": "/etc/reachability", "readOnly": True},
-            {"name": "script", "mountPath": "/etc/reachability-server", "readOnly": True},
-        ],
-    }
-    if SERVER_COMMAND:
-        container["command"] = SERVER_COMMAND
-    labels = {"app": NAME}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": NAME, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "tls", "secret": {"secretName": NAME}},
-                        {"name": "script", "configMap": {"name": f"{NAME}-server"}},
-                    ],
-                },
-            },
-        },
-    }
 
 
 @pytest.fixture(scope="module")
@@ -68,30 +30,28 @@ def server(cluster: Cluster) -> Iterator[bytes]:
     """The stand-in server behind Service reachability-test/reachability; yields its CA bundle."""
     ca, cert, key = serving_pair(f"{NAME}.{NAMESPACE}.svc")
     cluster.fresh_namespace(NAMESPACE)
+    labels = {"app": NAME}
+    container = manifests.https_container(
+        "server",
+        cluster.image("virt-api"),
+        8443,
+        {"tls": "/etc/reachability", "script": "/etc/reachability-server"},
+    )
+    container["command"] = SERVER_COMMAND
+    volumes: list[dict[str, object]] = [
+        {"name": "tls", "secret": {"secretName": NAME}},
+        {"name": "script", "configMap": {"name": f"{NAME}-server"}},
+    ]
     cluster.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": NAME, "namespace": NAMESPACE},
-            "type": "kubernetes.io/tls",
-            "data": {"tls.crt": base64.b64encode(cert).decode(), "tls.key": base64.b64encode(key).decode()},
-        },
+        manifests.tls_secret(NAME, NAMESPACE, cert, key),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": f"{NAME}-server", "namespace": NAMESPACE},
             "data": {"server.py": SERVER_SCRIPT.read_text()},
         },
-        _deployment(cluster.image("virt-api")),
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": NAME, "namespace": NAMESPACE},
-            "spec": {
-                "selector": {"app": NAME},
-                "ports": [{"port": 443, "targetPort": 8443, "name": "https"}],
-            },
-        },
+        manifests.deployment(NAME, NAMESPACE, labels, container, volumes),
+        manifests.service(NAME, NAMESPACE, labels, 8443),
     )
     cluster.rollout(NAMESPACE, NAME)
     yield ca
