@@ -101,3 +101,12 @@ def test_unknown_elements_are_ignored_when_reading() -> None:
 def test_bad_documents_raise_model_errors(xml: str, message: str) -> None:
     with pytest.raises(XMLModelError, match=message):
         Domain.from_xml(xml)
+
+
+def test_documents_are_read_in_parallel_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [path.read_text() for path in DOMAIN_FILES[:40]]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        names = list(pool.map(lambda text: Domain.from_xml(text).name, texts * 3))
+    assert names == [Domain.from_xml(text).name for text in texts] * 3

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
@@ -139,7 +140,7 @@ class XMLElement:
     def from_xml(cls: type[_E], xml: str | bytes) -> _E:
         """Parse a document whose root is this element."""
         try:
-            root = etree.fromstring(xml.encode() if isinstance(xml, str) else xml, _PARSER)
+            root = etree.fromstring(xml.encode() if isinstance(xml, str) else xml, _parser())
         except etree.XMLSyntaxError as err:
             raise XMLModelError(f"malformed XML: {err}") from err
         expected = _qualified(cls.TAG, cls.NAMESPACE)
@@ -149,7 +150,17 @@ class XMLElement:
 
 
 _E = TypeVar("_E", bound=XMLElement)
-_PARSER = etree.XMLParser(remove_blank_text=True, resolve_entities=False, no_network=True)
+_parsers = threading.local()
+
+
+def _parser() -> Any:
+    """An lxml parser for the calling thread (lxml parser objects must not be shared across threads)."""
+    parser = getattr(_parsers, "parser", None)
+    if parser is None:
+        parser = _parsers.parser = etree.XMLParser(
+            remove_blank_text=True, resolve_entities=False, no_network=True
+        )
+    return parser
 
 
 def _qualified(tag: str, namespace: str | None) -> str:
