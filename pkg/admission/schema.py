@@ -69,9 +69,10 @@ class _Walker:
 
     def node(self, schema: JSON, value: Any, path: str) -> None:
         if value is None:
-            if schema.get("nullable"):
-                return
-            # An explicit null where an object is expected reads as absent, as Go's decoder does.
+            # go-openapi: null only where the schema allows it (the API server would have pruned it).
+            expected_type = schema.get("type")
+            if isinstance(expected_type, str) and not schema.get("nullable"):
+                self.fail(path, f'must be of type {expected_type}: "null"')
             return
         int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
         expected = schema.get("type")

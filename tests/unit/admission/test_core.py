@@ -151,3 +151,29 @@ def test_top_level_patch_replaces_whole_fields() -> None:
 def test_apply_refuses_bad_paths() -> None:
     with pytest.raises(jsonpatch.PatchError):
         jsonpatch.apply({"a": 1}, [{"op": "replace", "path": "/b", "value": 1}])
+
+
+def test_schema_findings_are_worded_like_go_openapi() -> None:
+    from kubevirt.admission.schema import schema_check
+
+    def messages(document: dict[str, object]) -> list[str]:
+        return [cause.message for cause in schema_check("VirtualMachineInstance", document)]
+
+    assert messages({"spec": {"domain": {"devices": {"disks": {}}}}}) == [
+        'spec.domain.devices.disks in body must be of type array: "object"'
+    ]
+    assert messages({"spec": {"domain": {"devices": {"disks": None}}}}) == [
+        'spec.domain.devices.disks in body must be of type array: "null"'
+    ]
+    assert messages({"spec": {"domain": {"devices": {"disks": [{"name": "a", "turbo": True}]}}}}) == [
+        "spec.domain.devices.disks.turbo in body is a forbidden property"
+    ]
+    assert messages({"spec": {}}) == ["spec.domain in body is required"]
+    # Quantities are only type-checked; their syntax is left to decoding.
+    assert (
+        messages({"spec": {"domain": {"devices": {}, "resources": {"requests": {"memory": "lots"}}}}}) == []
+    )
+    # Object metadata belongs to the API server.
+    assert (
+        messages({"metadata": {"creationTimestamp": None, "x": 1}, "spec": {"domain": {"devices": {}}}}) == []
+    )
