@@ -7,32 +7,13 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from . import components, hostfs, hostnet, images, pki, processes, readiness
 from .layout import BRIDGE, Layout
+from .timing import Timer
 
 STEP_TIMEOUT = 120.0
-
-
-class Timer:
-    def __init__(self) -> None:
-        self.steps: list[tuple[str, float]] = []
-        self.started = time.monotonic()
-
-    @contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        began = time.monotonic()
-        yield
-        elapsed = time.monotonic() - began
-        self.steps.append((name, elapsed))
-        print(f"  {name:<40} {elapsed:6.1f} s", flush=True)
-
-    @property
-    def total(self) -> float:
-        return time.monotonic() - self.started
 
 
 def running(layout: Layout) -> bool:

@@ -14,14 +14,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import oci, recipe
 from .layout import PAUSE_IMAGE, REPO, Layout, image_name
+from .timing import Timer
 
 CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -71,20 +70,7 @@ class Builder:
         self.root = layout.cache / "images"
         self.layers = self.root / "layers"
         self.archives = self.root / "archives"
-        self.log = log
-        self.timings: list[tuple[str, float]] = []
-
-    def _say(self, message: str) -> None:
-        if self.log:
-            print(message, flush=True)
-
-    @contextmanager
-    def _timed(self, what: str) -> Iterator[None]:
-        began = time.monotonic()
-        yield
-        elapsed = time.monotonic() - began
-        self.timings.append((what, elapsed))
-        self._say(f"  {what:<44} {elapsed:6.1f} s")
+        self.timer = Timer(quiet=not log)
 
     def _cached(self, key: str) -> BuiltLayer | None:
         meta = self.layers / key / "layer.json"
@@ -110,7 +96,7 @@ class Builder:
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
         fs = directory / "fs.partial"
-        with self._timed(f"debootstrap {recipe.DEBIAN_SUITE}"):
+        with self.timer.step(f"debootstrap {recipe.DEBIAN_SUITE}"):
             _run(
                 [
                     "debootstrap",
@@ -151,7 +137,7 @@ class Builder:
         for path in (upper, work, merged):
             path.mkdir()
         created_mount_points = []
-        with self._timed(f"stage {name}"), ExitStack() as mounts:
+        with self.timer.step(f"stage {name}"), ExitStack() as mounts:
             lower = ":".join(str(parent.fs) for parent in reversed(parents))
             options = f"lowerdir={lower},upperdir={upper},workdir={work}"
             _run(["mount", "-t", "overlay", "overlay", "-o", options, str(merged)])
@@ -184,7 +170,7 @@ class Builder:
         packaging = hashlib.sha256((REPO / "pyproject.toml").read_bytes() + (REPO / "setup.py").read_bytes())
         house = self.root / "wheels" / packaging.hexdigest()[:24]
         builder = self.root / "wheel-builder"
-        with self._timed("wheels"):
+        with self.timer.step("wheels"):
             if not house.exists():
                 partial = house.with_suffix(".partial")
                 shutil.rmtree(partial, ignore_errors=True)
@@ -212,7 +198,7 @@ class Builder:
         directory = self.layers / key
         shutil.rmtree(directory, ignore_errors=True)
         (directory / "fs.partial").mkdir(parents=True)
-        with self._timed("pause"):
+        with self.timer.step("pause"):
             env_script = REPO / "hack" / "cluster" / "go-env.sh"
             target = directory / "fs.partial" / "pause"
             build = f'source "{env_script}" && go build -trimpath -ldflags "-s -w" -o "{target}" .'
@@ -230,7 +216,7 @@ class Builder:
             loaded = json.loads(meta.read_text())
             if loaded.get("identity") == identity:
                 return BuiltImage(name, target, loaded["digest"], target.stat().st_size)
-        with self._timed(f"archive {file_stem}"):
+        with self.timer.step(f"archive {file_stem}"):
             digest = oci.write_archive(target, name, [layer.layer for layer in layers], config)
         meta.write_text(json.dumps({"identity": identity, "name": name, "digest": digest}))
         return BuiltImage(name, target, digest, target.stat().st_size)
