@@ -57,9 +57,6 @@ class Conversion:
         status = self.vmi.status
         return status is None or not status.runtime_user
 
-    def feature_gate(self, name: str) -> bool:
-        return name in self.context.feature_gates
-
 
 Configurator = Callable[[Conversion], None]
 
