@@ -180,9 +180,9 @@ class Builder:
             project = recipe.PROJECT.replace("-", "_")
             for old in house.glob(f"{project}-*.whl"):
                 old.unlink()
-            with tempfile.TemporaryDirectory() as fresh:
+            with tempfile.TemporaryDirectory() as fresh, tempfile.TemporaryDirectory() as source:
                 command = recipe.WHEEL_COMMAND.format(builder=builder, wheels=fresh, options="--no-deps ")
-                _run(["sh", "-ec", command], cwd=REPO)
+                _run(["sh", "-ec", command], cwd=_source_copy(Path(source)))
                 for wheel in Path(fresh).glob("*.whl"):
                     shutil.copy(wheel, house / wheel.name)
         digest = hashlib.sha256()
@@ -248,6 +248,23 @@ class Builder:
             config = oci.ImageConfig(entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV))
             built.append(self.archive(image_name(target.binary), target.binary, stages[target.stage], config))
         return built
+
+
+def _source_copy(target: Path) -> Path:
+    """The repository's files as ``git`` sees them (tracked and new, not ignored) copied to ``target``, so
+    a stale setuptools ``build/`` directory or other local leftovers never reach the project's wheel."""
+    listing = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    )
+    for name in sorted(set(listing.stdout.decode().split("\0")) - {""}):
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
 
 
 def _deps_inputs(house: Path) -> str:
