@@ -13,7 +13,8 @@ from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.field import Path
 from kubevirt.admission.quantity import parse_or_zero
-from kubevirt.admission.review import CREATE
+from kubevirt.admission.review import CREATE, UPDATE
+from kubevirt.admission.status import admit_vm_status
 
 RUN_STRATEGIES = ("Halted", "Manual", "Always", "RerunOnFailure", "Once")
 WAIT_AS_RECEIVER = "WaitAsReceiver"
@@ -186,10 +187,40 @@ def validate_vm_spec(
     return out
 
 
+def run_strategy(spec: JSON) -> str:
+    """``VirtualMachine.RunStrategy()``: the strategy, or what the deprecated ``running`` means."""
+    strategy = opt_text(spec, "runStrategy")
+    if strategy is not None:
+        return strategy
+    return "Always" if spec.get("running") is True else "Halted"
+
+
+def _snapshot_and_restore(vm: JSON, old: JSON) -> list[StatusCause]:
+    """A VM's spec is frozen while a snapshot runs, and it cannot start while a restore runs."""
+    status, spec_changed = obj(vm, "status"), obj(vm, "spec") != obj(old, "spec")
+    snapshot = opt_text(status, "snapshotInProgress")
+    if snapshot is not None and spec_changed:
+        return [c.not_supported(Path("spec"), f'Cannot update VM spec until snapshot "{snapshot}" completes')]
+    restore = opt_text(status, "restoreInProgress")
+    if restore is not None and spec_changed and run_strategy(obj(vm, "spec")) != "Halted":
+        return [c.not_supported(Path("spec"), f'Cannot start VM until restore "{restore}" completes')]
+    return []
+
+
 def admit_vm(
-    vm: JSON, config: ClusterConfig, *, operation: str, kubevirt_account: bool = False
+    vm: JSON,
+    config: ClusterConfig,
+    *,
+    operation: str,
+    kubevirt_account: bool = False,
+    old: JSON | None = None,
+    vmi_migrating: bool = False,
 ) -> list[StatusCause]:
-    """The causes for a (defaulted) VM; the first failing group is returned alone, as KubeVirt does."""
+    """The causes for a (defaulted) VM; the first failing group is returned alone, as KubeVirt does.
+
+    ``old`` is the stored VM on updates; ``vmi_migrating`` says whether the VM's VMI is migrating (it
+    matters for volume requests only).
+    """
     spec = obj(vm, "spec")
     # KubeVirt computes the discontinued-feature-gate causes here too, but overwrites them before
     # answering, so they never reach the user.
@@ -198,4 +229,10 @@ def admit_vm(
         creation = network.validate_creation(Path("spec"), obj(obj(spec, "template"), "spec"))
         if creation:
             return creation
-    return validate_vm_spec(Path("spec"), spec, config, kubevirt_account=kubevirt_account)
+    causes = validate_vm_spec(Path("spec"), spec, config, kubevirt_account=kubevirt_account)
+    if causes:
+        return causes
+    causes = admit_vm_status(vm, config, vmi_migrating=vmi_migrating)
+    if causes or operation != UPDATE or old is None:
+        return causes
+    return _snapshot_and_restore(vm, old)

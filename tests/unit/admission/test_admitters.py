@@ -358,3 +358,25 @@ def test_discontinued_gates_refuse_specs_using_their_api() -> None:
 def test_graduated_gates_count_as_enabled() -> None:
     assert CONFIG.enabled("NUMA")
     assert not CONFIG.enabled("HostDisk")
+
+
+def test_vm_spec_is_frozen_during_snapshot_and_cannot_start_during_restore() -> None:
+    old = {"spec": {"runStrategy": "Halted", "template": _template({})}}
+    new = {
+        "spec": {"runStrategy": "Always", "template": _template({})},
+        "status": {"snapshotInProgress": "snap"},
+    }
+    causes = vm.admit_vm(new, CONFIG, operation=UPDATE, old=old)
+    assert [(c.type, c.field, c.message) for c in causes] == [
+        ("FieldValueNotSupported", "spec", 'Cannot update VM spec until snapshot "snap" completes')
+    ]
+    restoring = {
+        "spec": {"runStrategy": "Always", "template": _template({})},
+        "status": {"restoreInProgress": "r"},
+    }
+    assert vm.admit_vm(restoring, CONFIG, operation=UPDATE, old=old)[0].message == (
+        'Cannot start VM until restore "r" completes'
+    )
+    halted = {"spec": {"running": False, "template": _template({})}, "status": {"restoreInProgress": "r"}}
+    assert vm.admit_vm(halted, CONFIG, operation=UPDATE, old=old) == []
+    assert vm.admit_vm(new, CONFIG, operation=CREATE) == []

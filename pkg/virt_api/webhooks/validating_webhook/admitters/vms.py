@@ -31,7 +31,13 @@ def admitter(ctx: WebhookContext) -> Admit:
             return response.allowed()
         defaulted = default_vm(copy.deepcopy(vm), ctx.config, ctx.vm_defaulter)
         account = ctx.is_kubevirt_account(request)
-        causes = admit_vm(defaulted, ctx.config, operation=request.operation, kubevirt_account=account)
+        causes = admit_vm(
+            defaulted,
+            ctx.config,
+            operation=request.operation,
+            kubevirt_account=account,
+            old=request.old_object,
+        )
         return response.from_causes(causes)
 
     return guarded(admit)
