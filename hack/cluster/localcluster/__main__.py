@@ -1,10 +1,10 @@
-"""python -m localcluster up|down|status|kubeconfig|build-images [BINARY...]"""
+"""python -m localcluster up|down|status|kubeconfig|bench|build-images [BINARY...]"""
 
 from __future__ import annotations
 
 import sys
 
-from . import cluster, images
+from . import bench, cluster, images
 from .layout import Layout
 
 
@@ -29,6 +29,8 @@ def main(argv: list[str]) -> int:
         return 0 if is_running else 3
     if command == "build-images":
         return _build_images(layout, argv[1:])
+    if command == "bench":
+        return bench.run(layout)
     if command == "kubeconfig":
         print(layout.admin_kubeconfig)
         return 0
