@@ -40,8 +40,8 @@ def test_boot_pause_unpause_shutdown_kill_delete(
     assert live["spec"]["os"]["type"]["machine"].startswith("pc-q35-")  # what libvirt made of "q35"
     assert pod.kubevirt_metadata()["uid"] == vmi["metadata"]["uid"]
     assert pod.kubevirt_metadata()["graceperiod"]["deletionGracePeriodSeconds"] == 5
-    pod.notify.wait_for(lambda kind, domain: kind == "ADDED", 5)
-    pod.notify.wait_for(lambda kind, domain: domain["status"]["status"] == "Running", 5)
+    pod.notify.wait_for(lambda kind, domain: kind == "ADDED", 15)
+    pod.notify.wait_for(lambda kind, domain: domain["status"]["status"] == "Running", 15)
 
     tick = pod.wait_for_tick_after(0)
     pod.client.vmi_command("PauseVirtualMachine", vmi)
@@ -51,7 +51,7 @@ def test_boot_pause_unpause_shutdown_kill_delete(
     time.sleep(2.5)
     assert pod.last_tick() <= frozen + 1
     assert pod.status() == ("Paused", "User")
-    pod.notify.wait_for(lambda kind, domain: domain["status"]["status"] == "Paused", 5)
+    pod.notify.wait_for(lambda kind, domain: domain["status"]["status"] == "Paused", 15)
 
     pod.client.vmi_command("UnpauseVirtualMachine", vmi)
     assert pod.status()[0] == "Running"
@@ -68,7 +68,7 @@ def test_boot_pause_unpause_shutdown_kill_delete(
 
     pod.client.vmi_command("DeleteVirtualMachine", vmi)
     assert pod.client.get_domain() is None
-    final = pod.notify.wait_for(lambda kind, domain: "deletionTimestamp" in domain["metadata"], 10)
+    final = pod.notify.wait_for(lambda kind, domain: "deletionTimestamp" in domain["metadata"], 15)
     assert final[0] == "MODIFIED"
     assert final[1]["status"] == {**final[1]["status"], "status": "NoState", "reason": "NonExistent"}
     assert final[1]["metadata"]["uid"] == vmi["metadata"]["uid"]
