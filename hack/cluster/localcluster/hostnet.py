@@ -4,6 +4,7 @@ bridge plugin turns it on), iptables chains and rules (ours and the kubelet's)."
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from .layout import APISERVER_PORT, BRIDGE, KUBERNETES_SERVICE_IP, NODE_IP, POD_
 
 IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 FAMILIES = ("iptables", "ip6tables")
+# Chains of the kubelet (KUBE-), the CNI plugins (CNI-) and cluster-up itself.
+CHAIN_PREFIXES = ("KUBE-", "CNI-", "KUBEVIRT-PY-")
 # Directories the kubelet and containerd create outside the state directory (container log links,
 # shim sockets), deepest first; cluster-down removes the ones that were not there before, once empty.
 HOST_PATHS = ("/var/log/containers", "/run/containerd/s", "/run/containerd")
@@ -99,19 +102,40 @@ def restore(before: dict[str, object]) -> list[str]:
     return undone
 
 
-def _restore_table(family: str, table: str, old: list[str]) -> list[str]:
-    now = iptables_rules(family, table)
+def _our_chain(chain: str) -> bool:
+    return chain.startswith(CHAIN_PREFIXES)
+
+
+def _our_rule(rule: str) -> bool:
+    """A rule the kubelet, the CNI plugins or cluster-up adds: it jumps to one of their chains or names
+    the pod network. Rules of anything else on the host are never touched."""
+    words = shlex.split(rule)
+    targets = [words[i + 1] for i, word in enumerate(words[:-1]) if word in ("-j", "-g", "--jump", "--goto")]
+    return any(_our_chain(target) for target in targets) or BRIDGE in words or POD_SUBNET in words
+
+
+def _stale(old: list[str], now: list[str]) -> tuple[list[str], list[str]]:
+    """The cluster's rules (in chains that existed before) and chains that are new since ``old``."""
     old_chains = _chains(old)
-    new_chains = _chains(now) - old_chains
     old_rules = set(old)
+    rules = [
+        rule
+        for rule in now
+        if rule.startswith("-A ")
+        and rule.split()[1] in old_chains
+        and rule not in old_rules
+        and _our_rule(rule)
+    ]
+    chains = sorted(chain for chain in _chains(now) - old_chains if _our_chain(chain))
+    return rules, chains
+
+
+def _restore_table(family: str, table: str, old: list[str]) -> list[str]:
+    rules, new_chains = _stale(old, iptables_rules(family, table))
     undone = []
-    for rule in now:
-        if not rule.startswith("-A "):
-            continue
-        chain = rule.split()[1]
-        if chain in old_chains and rule not in old_rules:
-            _run(family, "-t", table, "-D", *rule.split()[1:])
-            undone.append(f"{family} -t {table} {rule}")
+    for rule in rules:
+        _run(family, "-t", table, "-D", *shlex.split(rule)[1:])
+        undone.append(f"{family} -t {table} {rule}")
     for chain in sorted(new_chains):
         _run(family, "-t", table, "-F", chain)
     for chain in sorted(new_chains):
@@ -131,10 +155,9 @@ def differences(before: dict[str, object]) -> list[str]:
     assert isinstance(iptables_before, dict)
     for family in FAMILIES:
         for table in TABLES:
-            old = set(iptables_before.get(family, {}).get(table, []))
-            left += [
-                f"{family} -t {table}: {line}" for line in iptables_rules(family, table) if line not in old
-            ]
+            old = iptables_before.get(family, {}).get(table, [])
+            rules, chains = _stale(old, iptables_rules(family, table))
+            left += [f"{family} -t {table}: {line}" for line in rules + [f"chain {c}" for c in chains]]
     return left
 
 
