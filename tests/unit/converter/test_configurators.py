@@ -488,3 +488,8 @@ def test_absurd_topologies_are_refused_not_built() -> None:
     assert refused.value.message == (
         "refusing to convert a topology of 100001 vCPUs (sockets=1 maxSockets=100001 cores=1 threads=1)"
     )
+
+
+def test_machine_type_falls_back_to_the_architecture_default() -> None:
+    assert convert_raw().os.type.machine == "q35"
+    assert convert_raw(domain={"machine": {"type": "pc-q35-rhel9.4.0"}}).os.type.machine == "pc-q35-rhel9.4.0"

@@ -11,6 +11,7 @@ from .conversion import Conversion
 from .errors import ConversionError
 
 ARCH_NAMES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
+DEFAULT_MACHINES = {"amd64": "q35", "arm64": "virt", "ppc64le": "pseries", "s390x": "s390-ccw-virtio"}
 NON_ROOT_NVRAM_DIR = "/var/run/kubevirt-private/libvirt/qemu/nvram"
 ROOT_NVRAM_DIR = "/var/lib/libvirt/qemu/nvram"
 KERNEL_BOOT_DIR = "/var/run/kubevirt/container-disks/kernel-boot"
@@ -23,7 +24,10 @@ def configure_os(c: Conversion) -> None:
     machine = spec.domain.machine.type if spec.domain.machine else None
     os = c.domain.os
     os.type = api.OSType(
-        arch=ARCH_NAMES.get(c.context.architecture, c.context.architecture), machine=machine or None, os="hvm"
+        arch=ARCH_NAMES.get(c.context.architecture, c.context.architecture),
+        # KubeVirt's domain defaulter names the architecture's default machine when the VMI has none
+        machine=machine or DEFAULT_MACHINES.get(c.context.architecture),
+        os="hvm",
     )
     if c.context.architecture != "s390x":
         os.smbios = api.SMBios(mode="sysinfo")
