@@ -41,6 +41,9 @@ CERT_DIR = Path("/etc/virt-api/certificates")
     "--max-request-bytes", default=DEFAULT_MAX_BODY_BYTES, show_default=True, type=click.IntRange(1)
 )
 @click.option("--request-timeout", default=DEFAULT_BODY_TIMEOUT, show_default=True, type=float)
+@click.option(
+    "--config-refresh-interval", default=5.0, show_default=True, type=float, help="KubeVirt CR reads, s."
+)
 @binary("virt-api", "KubeVirt's aggregated API server: admission webhooks and subresources.kubevirt.io.")
 def main(
     kubeconfig: str | None,
@@ -53,6 +56,7 @@ def main(
     cert_reload_interval: float,
     feature_gates: str,
     rollout_strategy: str,
+    config_refresh_interval: float,
     max_request_bytes: int,
     request_timeout: float,
 ) -> None:
@@ -66,5 +70,6 @@ def main(
         limits=ServerLimits(max_body_bytes=max_request_bytes, body_timeout=request_timeout),
         cert_reload_interval=cert_reload_interval,
         kubeconfig=kubeconfig,
+        config_refresh_interval=config_refresh_interval,
     )
     sys.exit(app.run(options))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 ROLLOUT_LIVE_UPDATE = "LiveUpdate"
 ROLLOUT_STAGE = "Stage"
@@ -74,6 +75,42 @@ class ClusterConfig:
         gates = frozenset(g.strip() for g in feature_gates if g.strip())
         return cls(feature_gates=gates, rollout_strategy=rollout_strategy)
 
+    @classmethod
+    def from_kubevirt(
+        cls, kubevirt: Mapping[str, Any], *, install_namespace: str | None = None
+    ) -> ClusterConfig:
+        """The settings a KubeVirt CR's ``spec.configuration`` gives (KubeVirt's defaults elsewhere)."""
+        configuration = _mapping(_mapping(kubevirt.get("spec")).get("configuration"))
+        developer = _mapping(configuration.get("developerConfiguration"))
+        raw_gates = developer.get("featureGates")
+        gates = (
+            frozenset(g for g in raw_gates if isinstance(g, str))
+            if isinstance(raw_gates, list)
+            else frozenset()
+        )
+        strategy = configuration.get("vmRolloutStrategy")
+        eviction = configuration.get("evictionStrategy")
+        architectures = _mapping(configuration.get("architectureConfiguration"))
+        machines = dict(DEFAULT_EMULATED_MACHINES)
+        for arch in machines:
+            globs = _mapping(architectures.get(arch)).get("emulatedMachines")
+            if isinstance(globs, list) and globs:
+                machines[arch] = tuple(str(g) for g in globs)
+        default_arch = architectures.get("defaultArchitecture")
+        bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
+        namespace = install_namespace or _mapping(kubevirt.get("metadata")).get("namespace")
+        return cls(
+            feature_gates=gates,
+            rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
+            eviction_strategy=eviction if isinstance(eviction, str) else None,
+            default_architecture=default_arch if isinstance(default_arch, str) and default_arch else "amd64",
+            emulated_machines=machines,
+            permit_bridge_interface_on_pod_network=bridge if isinstance(bridge, bool) else True,
+            install_namespace=namespace
+            if isinstance(namespace, str) and namespace
+            else DEFAULT_INSTALL_NAMESPACE,
+        )
+
     def enabled(self, gate: str) -> bool:
         return gate in self.feature_gates or gate in GRADUATED_FEATURE_GATES
 
@@ -92,3 +129,7 @@ class ClusterConfig:
             f"system:serviceaccount:{self.install_namespace}:{name}"
             for name in KUBEVIRT_SERVICE_ACCOUNT_NAMES
         )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

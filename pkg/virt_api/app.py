@@ -16,9 +16,9 @@ from aiohttp import web
 from kubevirt.admission import defaulting
 from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
-from kubevirt.admission.state import ClusterState, NoClusterState
+from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.log import get_logger
-from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect
+from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect, own_namespace
 from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
@@ -35,6 +35,45 @@ class Options:
     limits: ServerLimits
     cert_reload_interval: float = 2.0
     kubeconfig: str | None = None
+    config_refresh_interval: float = 5.0
+
+
+class ConfigFollower:
+    """Keeps the webhooks' cluster settings equal to the KubeVirt CR's configuration.
+
+    Until a KubeVirt CR is found (or without a cluster) the settings given by flags stay in force.
+    """
+
+    def __init__(self, ctx: WebhookContext, state: KubernetesClusterState, namespace: str | None) -> None:
+        self._ctx = ctx
+        self._state = state
+        self._namespace = namespace
+        self._log = get_logger()
+
+    def refresh(self) -> bool:
+        """Read the CR once; returns whether the settings changed."""
+        try:
+            kubevirts = self._state.list_kubevirts(self._namespace)
+        except ClusterStateError as err:
+            self._log.warning("cannot read the KubeVirt configuration", reason=str(err))
+            return False
+        if not kubevirts:
+            return False
+        config = ClusterConfig.from_kubevirt(kubevirts[0], install_namespace=self._namespace)
+        if config == self._ctx.config:
+            return False
+        self._ctx.config = config
+        self._log.info(
+            "cluster configuration updated",
+            feature_gates=sorted(config.feature_gates),
+            rollout_strategy=config.rollout_strategy,
+        )
+        return True
+
+    async def follow(self, interval: float) -> None:
+        while True:
+            await asyncio.to_thread(self.refresh)
+            await asyncio.sleep(interval)
 
 
 def build_context(config: ClusterConfig, state: ClusterState | None = None) -> WebhookContext:
@@ -55,7 +94,14 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
     state = connect(options.kubeconfig)
     kubernetes = state if isinstance(state, KubernetesClusterState) else None
     patch_vmi = kubernetes.patch_vmi if kubernetes else None
-    handlers = webhook_handlers(build_context(options.config, state), patch_vmi=patch_vmi)
+    ctx = build_context(options.config, state)
+    handlers = webhook_handlers(ctx, patch_vmi=patch_vmi)
+    follower_task: asyncio.Task[None] | None = None
+    if kubernetes is not None:
+        follower = ConfigFollower(ctx, kubernetes, own_namespace())
+        follower_task = asyncio.get_running_loop().create_task(
+            follower.follow(options.config_refresh_interval)
+        )
     probe = kubernetes.server_version if kubernetes else None
     server = WebhookServer(handlers, limits=options.limits, version_probe=probe)
     runner = web.AppRunner(server.application(), access_log=None, handle_signals=False)
@@ -75,6 +121,8 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
         await stop.wait()
     finally:
         log.info("virt-api shutting down")
+        if follower_task is not None:
+            follower_task.cancel()
         await certificate.stop()
         await runner.cleanup()
 

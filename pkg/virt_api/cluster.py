@@ -90,6 +90,22 @@ class KubernetesClusterState:
         document = self._api.sanitize_for_serialization(info)  # type: ignore[no-untyped-call]
         return document if isinstance(document, dict) else {}
 
+    def list_kubevirts(self, namespace: str | None) -> list[JSON]:
+        """The KubeVirt CRs in ``namespace`` (all namespaces when ``None``)."""
+        try:
+            if namespace:
+                listed = self._custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "kubevirts", _request_timeout=REQUEST_TIMEOUT
+                )
+            else:
+                listed = self._custom.list_cluster_custom_object(
+                    GROUP, VERSION, "kubevirts", _request_timeout=REQUEST_TIMEOUT
+                )
+        except (ApiException, HTTPError) as err:
+            raise self._failed("the KubeVirt configuration", err) from None
+        items = listed.get("items") if isinstance(listed, dict) else None
+        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
     def patch_vmi(self, namespace: str, name: str, patch: list[JSON]) -> None:
         try:
             self._custom.patch_namespaced_custom_object(
@@ -126,3 +142,18 @@ def connect(kubeconfig: str | None) -> ClusterState:
     # No silent retries: the API server waits for the answer, and a refusal with the reason is better.
     configuration.retries = 0
     return KubernetesClusterState(client.ApiClient(configuration))
+
+
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def own_namespace() -> str | None:
+    """The namespace virt-api runs in (``POD_NAMESPACE`` or the service account's), if known."""
+    namespace = os.environ.get("POD_NAMESPACE")
+    if namespace:
+        return namespace
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None

@@ -55,9 +55,12 @@ def old_object(request: AdmissionRequest) -> JSON:
     return request.old_object
 
 
-@dataclass(frozen=True)
+@dataclass
 class WebhookContext:
-    """Everything the webhooks share: cluster settings, cluster state, defaulting and schema check."""
+    """Everything the webhooks share: cluster settings, cluster state, defaulting and schema check.
+
+    ``config`` is replaced whole when the KubeVirt CR changes; admitters read it once per request.
+    """
 
     config: ClusterConfig
     vmi_defaulter: VMIDefaulter

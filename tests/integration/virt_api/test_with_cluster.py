@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -55,6 +56,7 @@ class FakeApi:
 
     def __init__(self) -> None:
         self.migrations: list[dict[str, Any]] = []
+        self.kubevirts: list[dict[str, Any]] = []
         self.patches: list[tuple[str, str, Any]] = []
         self.selectors: list[str] = []
         api = self
@@ -81,6 +83,8 @@ class FakeApi:
                     self._send(200, {"kind": "List", "items": api.migrations})
                 elif url.path == "/api/v1/namespaces/ns/pods/virt-launcher-vm1-abcde":
                     self._send(200, POD)
+                elif url.path == "/apis/kubevirt.io/v1/kubevirts":
+                    self._send(200, {"kind": "KubeVirtList", "items": api.kubevirts})
                 elif url.path in ("/version", "/version/"):
                     self._send(200, VERSION)
                 else:
@@ -117,7 +121,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, launch_virt_api: Any) -> I
             }
         )
     )
-    api = launch_virt_api(workdir, [f"--kubeconfig={kubeconfig}"])
+    api = launch_virt_api(workdir, [f"--kubeconfig={kubeconfig}", "--config-refresh-interval=0.2"])
     yield fake, api
     api.stop()
     fake.server.shutdown()
@@ -224,3 +228,40 @@ def test_an_unreachable_api_is_a_stated_refusal(launch_virt_api: Any, tmp_path: 
         assert time.monotonic() - started < 9
     finally:
         api.stop()
+
+
+def test_feature_gates_follow_the_kubevirt_cr(cluster: tuple[FakeApi, Any]) -> None:
+    fake, api = cluster
+    vmi = json.loads(
+        (
+            Path(__file__).parents[2]
+            / "testdata"
+            / "conformance"
+            / "vmi"
+            / "valid"
+            / "001-minimal-containerdisk.defaults.json"
+        ).read_text()
+    )
+    vmi["spec"]["volumes"].append({"name": "host", "hostDisk": {"path": "/data/disk.img", "type": "Disk"}})
+    vmi["spec"]["domain"]["devices"]["disks"].append({"name": "host", "disk": {"bus": "virtio"}})
+    vmis = {"group": "kubevirt.io", "version": "v1", "resource": "virtualmachineinstances"}
+
+    def gate_refused() -> bool:
+        answer = api.review("/virtualmachineinstances-validate-create", _request(vmis, vmi))
+        messages = [c["message"] for c in answer.get("status", {}).get("details", {}).get("causes", [])]
+        return "HostDisk feature gate is not enabled" in messages
+
+    assert gate_refused()
+    fake.kubevirts = [
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "KubeVirt",
+            "metadata": {"name": "kubevirt", "namespace": "kubevirt"},
+            "spec": {"configuration": {"developerConfiguration": {"featureGates": ["HostDisk"]}}},
+        }
+    ]
+    deadline = time.monotonic() + 10
+    while gate_refused():
+        assert time.monotonic() < deadline, "the KubeVirt CR's feature gates were not picked up"
+        time.sleep(0.2)
+    fake.kubevirts = []

@@ -380,3 +380,26 @@ def test_vm_spec_is_frozen_during_snapshot_and_cannot_start_during_restore() -> 
     halted = {"spec": {"running": False, "template": _template({})}, "status": {"restoreInProgress": "r"}}
     assert vm.admit_vm(halted, CONFIG, operation=UPDATE, old=old) == []
     assert vm.admit_vm(new, CONFIG, operation=CREATE) == []
+
+
+def test_cluster_config_from_the_kubevirt_cr() -> None:
+    kubevirt = {
+        "metadata": {"namespace": "kv"},
+        "spec": {
+            "configuration": {
+                "developerConfiguration": {"featureGates": ["HostDisk", "VSOCK"]},
+                "vmRolloutStrategy": "Stage",
+                "evictionStrategy": "LiveMigrate",
+                "architectureConfiguration": {"amd64": {"emulatedMachines": ["q35*", "pc-q35-rhel*"]}},
+                "network": {"permitBridgeInterfaceOnPodNetwork": False},
+            }
+        },
+    }
+    config = ClusterConfig.from_kubevirt(kubevirt)
+    assert config.feature_gates == frozenset({"HostDisk", "VSOCK"})
+    assert not config.live_update
+    assert config.eviction_strategy == "LiveMigrate"
+    assert config.machines_for("amd64") == ("q35*", "pc-q35-rhel*")
+    assert config.permit_bridge_interface_on_pod_network is False
+    assert "system:serviceaccount:kv:kubevirt-handler" in config.kubevirt_service_accounts
+    assert ClusterConfig.from_kubevirt({}) == ClusterConfig()
