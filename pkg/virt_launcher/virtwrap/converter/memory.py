@@ -13,7 +13,7 @@ MEMFD_ANNOTATION = "kubevirt.io/memfd"
 def configure_memory(c: Conversion) -> None:
     """``<memory>`` from the guest memory (else requests, else limits) and ``<maxMemory>`` for hotplug."""
     memory = c.vmi.spec.domain.memory
-    guest = virtual_memory(c)[0]
+    guest, field = virtual_memory(c)
     max_guest = memory.max_guest if memory else None
     if (
         max_guest is not None
@@ -24,9 +24,7 @@ def configure_memory(c: Conversion) -> None:
         c.domain.max_memory = api.MaxMemory(
             unit="b", slots=0, value=quantity_to_bytes(max_guest, "spec.domain.memory.maxGuest")
         )
-    c.domain.memory = api.Memory(
-        unit="b", value=quantity_to_bytes(guest, virtual_memory(c)[1]) if guest else 0
-    )
+    c.domain.memory = api.Memory(unit="b", value=quantity_to_bytes(guest, field) if guest is not None else 0)
 
 
 def virtual_memory(c: Conversion) -> tuple[Quantity | None, str]:
