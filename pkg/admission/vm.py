@@ -214,12 +214,14 @@ def admit_vm(
     operation: str,
     kubevirt_account: bool = False,
     old: JSON | None = None,
+    submitted: JSON | None = None,
     vmi_migrating: bool = False,
 ) -> list[StatusCause]:
     """The causes for a (defaulted) VM; the first failing group is returned alone, as KubeVirt does.
 
-    ``old`` is the stored VM on updates; ``vmi_migrating`` says whether the VM's VMI is migrating (it
-    matters for volume requests only).
+    ``submitted`` is the VM as sent, before the copy was defaulted (``vm`` when not given): volume
+    requests and the snapshot/restore checks look at it, as KubeVirt's do, and compare it with ``old``,
+    the stored VM on updates. ``vmi_migrating`` says whether the VM's VMI is migrating.
     """
     spec = obj(vm, "spec")
     # KubeVirt computes the discontinued-feature-gate causes here too, but overwrites them before
@@ -232,7 +234,8 @@ def admit_vm(
     causes = validate_vm_spec(Path("spec"), spec, config, kubevirt_account=kubevirt_account)
     if causes:
         return causes
-    causes = admit_vm_status(vm, config, vmi_migrating=vmi_migrating)
+    as_sent = vm if submitted is None else submitted
+    causes = admit_vm_status(as_sent, config, vmi_migrating=vmi_migrating)
     if causes or operation != UPDATE or old is None:
         return causes
-    return _snapshot_and_restore(vm, old)
+    return _snapshot_and_restore(as_sent, old)

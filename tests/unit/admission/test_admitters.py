@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -403,3 +404,12 @@ def test_cluster_config_from_the_kubevirt_cr() -> None:
     assert config.permit_bridge_interface_on_pod_network is False
     assert "system:serviceaccount:kv:kubevirt-handler" in config.kubevirt_service_accounts
     assert ClusterConfig.from_kubevirt({}) == ClusterConfig()
+
+
+def test_snapshot_check_compares_the_vm_as_sent_not_its_defaulted_copy() -> None:
+    stored = {"spec": {"runStrategy": "Always", "template": {"spec": {"domain": {"devices": {}}}}}}
+    sent = copy.deepcopy(stored)
+    sent["status"] = {"snapshotInProgress": "snap"}
+    defaulted = copy.deepcopy(sent)
+    defaulted["spec"]["template"] = _template({})
+    assert vm.admit_vm(defaulted, CONFIG, operation=UPDATE, old=stored, submitted=sent) == []

@@ -37,6 +37,7 @@ def admitter(ctx: WebhookContext) -> Admit:
             operation=request.operation,
             kubevirt_account=account,
             old=request.old_object,
+            submitted=vm,
         )
         return response.from_causes(causes)
 
