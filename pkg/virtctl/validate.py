@@ -96,6 +96,8 @@ def causes_json(causes: list[StatusCause]) -> str:
 )
 @click.option(
     "--rollout-strategy",
+    "--rollout",
+    "rollout_strategy",
     type=click.Choice(ROLLOUT_STRATEGIES),
     default=ROLLOUT_LIVE_UPDATE,
     show_default=True,

@@ -46,6 +46,8 @@ def test_rollout_strategy_flag_changes_the_answer() -> None:
     assert run("validate", "-f", str(case))[0] == 0
     code, out, _ = run("validate", "-f", str(case), "--rollout-strategy=Stage")
     assert code == 1
+    # The conformance cases' .flags files spell it --rollout.
+    assert run("validate", "-f", str(case), "--rollout=Stage")[1] == out
     assert json.loads(out)[0]["field"] == "spec.domain.memory.guest"
 
 
