@@ -67,6 +67,23 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
     "--hook-sidecars", type=click.IntRange(min=0), default=0, help="Accepted; hook sidecars are not used."
 )
 @click.option("--keep-after-failure", is_flag=True, help="Accepted for compatibility (a monitor's concern).")
+@click.option("--ovmf-path", default="/usr/share/OVMF", show_default=True, help="Where the EFI firmware is.")
+@click.option("--libvirt-log-filters", default="", help="libvirt's log_filters for our own libvirtd.")
+@click.option(
+    "--simulate-crash", is_flag=True, help="Exit at once with a failure (for testing crash handling)."
+)
+@click.option("--run-as-nonroot", is_flag=True, help="Accepted for compatibility; QEMU runs as root here.")
+@click.option("--disk-memory-limit", type=int, default=0, help="Accepted for compatibility.")
+@click.option("--image-volume", is_flag=True, help="Accepted for compatibility.")
+@click.option("--qemu-agent-sys-interval", type=int, default=120, help="Accepted; no guest agent polling.")
+@click.option("--qemu-agent-file-interval", type=int, default=300, help="Accepted; no guest agent polling.")
+@click.option("--qemu-agent-user-interval", type=int, default=10, help="Accepted; no guest agent polling.")
+@click.option(
+    "--qemu-agent-version-interval", type=int, default=300, help="Accepted; no guest agent polling."
+)
+@click.option(
+    "--qemu-fsfreeze-status-interval", type=int, default=5, help="Accepted; no guest agent polling."
+)
 @binary("virt-launcher", "Runs in each VMI's pod and owns the libvirt domain there.")
 def main(**flags: object) -> None:
     use_emulation = bool(flags["force_emulation"]) or (bool(flags["allow_emulation"]) and not kvm_usable())
@@ -93,8 +110,11 @@ def main(**flags: object) -> None:
         allow_emulation=bool(flags["allow_emulation"]),
         force_emulation=bool(flags["force_emulation"]),
         pod_name=os.environ.get("POD_NAME", ""),
+        libvirt_log_filters=str(flags["libvirt_log_filters"]),
     )
-    converter = ConversionWorker(use_emulation=use_emulation)
+    if flags["simulate_crash"]:
+        sys.exit("virt-launcher: simulated crash (--simulate-crash)")
+    converter = ConversionWorker(use_emulation=use_emulation, ovmf_path=str(flags["ovmf_path"]))
     launcher = app.Launcher(config, converter, warm_up=converter.start)
     launcher.install_signal_handlers()
     sys.exit(launcher.run())

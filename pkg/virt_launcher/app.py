@@ -60,6 +60,7 @@ class LauncherConfig:
     allow_emulation: bool = False
     force_emulation: bool = False
     pod_name: str = ""
+    libvirt_log_filters: str = ""
 
     @property
     def vmi_private_dir(self) -> Path:
@@ -107,7 +108,11 @@ class Launcher:
         uri = cfg.libvirt_uri
         if uri is None:
             runtime = cfg.libvirt_runtime_dir or (cfg.private_dir / "libvirt")
-            libvirtd = Libvirtd(runtime, capabilities_cache=cfg.libvirt_capabilities_cache)
+            libvirtd = Libvirtd(
+                runtime,
+                capabilities_cache=cfg.libvirt_capabilities_cache,
+                log_filters=cfg.libvirt_log_filters,
+            )
             libvirtd.start()
             uri = libvirtd.uri
         try:

@@ -26,8 +26,9 @@ class ConversionWorkerError(RuntimeError):
 class ConversionWorker:
     """A callable converter backed by a worker process; thread-safe."""
 
-    def __init__(self, *, use_emulation: bool, stop_after_use: bool = True) -> None:
+    def __init__(self, *, use_emulation: bool, ovmf_path: str = "", stop_after_use: bool = True) -> None:
         self._use_emulation = use_emulation
+        self._ovmf_path = ovmf_path
         self._stop_after_use = stop_after_use
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
@@ -89,6 +90,8 @@ class ConversionWorker:
             command = [sys.executable, "-m", __name__]
             if self._use_emulation:
                 command.append("--use-emulation")
+            if self._ovmf_path:
+                command += ["--ovmf-path", self._ovmf_path]
             self._process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
             )
@@ -96,12 +99,12 @@ class ConversionWorker:
         return self._process
 
 
-def serve(use_emulation: bool) -> None:
+def serve(use_emulation: bool, ovmf_path: str = "") -> None:
     """The worker's loop: one JSON request per stdin line, one JSON answer per stdout line."""
     from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
     from kubevirt.virt_launcher.domain_converter import make_converter
 
-    convert = make_converter(use_emulation=use_emulation)
+    convert = make_converter(use_emulation=use_emulation, ovmf_path=ovmf_path)
     for line in sys.stdin:
         request = json.loads(line)
         options = None
@@ -116,4 +119,6 @@ def serve(use_emulation: bool) -> None:
 
 
 if __name__ == "__main__":
-    serve("--use-emulation" in sys.argv[1:])
+    arguments = sys.argv[1:]
+    ovmf = arguments[arguments.index("--ovmf-path") + 1] if "--ovmf-path" in arguments else ""
+    serve("--use-emulation" in arguments, ovmf)

@@ -10,7 +10,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
-from kubevirt.virt_launcher.virtwrap.converter import SMBIOS, ConverterContext, convert_vmi_to_domain
+from kubevirt.virt_launcher.virtwrap.converter import (
+    SMBIOS,
+    ConverterContext,
+    EFIConfiguration,
+    convert_vmi_to_domain,
+)
 
 if TYPE_CHECKING:  # the conversion worker imports this module and needs none of the manager
     from kubevirt.virt_launcher.virtwrap.manager import Converter
@@ -18,12 +23,18 @@ from kubevirt_api.core.v1 import VirtualMachineInstance
 
 
 def context_from_options(
-    options: cmd_pb2.VirtualMachineOptions | None, *, use_emulation: bool
+    options: cmd_pb2.VirtualMachineOptions | None, *, use_emulation: bool, ovmf_path: str = ""
 ) -> ConverterContext:
-    domain_type = "qemu" if use_emulation else "kvm"
+    settings: dict[str, Any] = {"domain_type": "qemu" if use_emulation else "kvm"}
+    if ovmf_path:
+        settings["efi"] = EFIConfiguration(
+            code=f"{ovmf_path}/OVMF_CODE.fd",
+            vars=f"{ovmf_path}/OVMF_VARS.fd",
+            secure_boot_code=f"{ovmf_path}/OVMF_CODE.secboot.fd",
+            secure_boot_vars=f"{ovmf_path}/OVMF_VARS.secboot.fd",
+        )
     if options is None:
-        return ConverterContext(domain_type=domain_type)
-    settings: dict[str, Any] = {"domain_type": domain_type}
+        return ConverterContext(**settings)
     if options.HasField("VirtualMachineSMBios"):
         smbios = options.VirtualMachineSMBios
         settings["smbios"] = SMBIOS(
@@ -47,10 +58,10 @@ def context_from_options(
     return ConverterContext(**settings)
 
 
-def make_converter(*, use_emulation: bool) -> Converter:
+def make_converter(*, use_emulation: bool, ovmf_path: str = "") -> Converter:
     def convert(vmi: Mapping[str, Any], options: Any) -> str:
         typed = VirtualMachineInstance.from_dict(vmi)
-        context = context_from_options(options, use_emulation=use_emulation)
+        context = context_from_options(options, use_emulation=use_emulation, ovmf_path=ovmf_path)
         return convert_vmi_to_domain(typed, context).to_xml()
 
     return convert

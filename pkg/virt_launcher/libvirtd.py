@@ -51,7 +51,9 @@ class Libvirtd:
         capabilities_cache: Path | None = None,
         migration_ports: tuple[int, int] = (49152, 49215),
         binary: str = "libvirtd",
+        log_filters: str = "",
     ) -> None:
+        self.log_filters = log_filters
         self.runtime_dir = runtime_dir
         self.capabilities_cache = capabilities_cache
         self.migration_ports = migration_ports
@@ -135,6 +137,7 @@ class Libvirtd:
                     'auth_unix_rw = "none"',
                     f'host_uuid = "{uuid.uuid4()}"',
                     'log_outputs = "3:stderr"',
+                    *([f'log_filters = "{self.log_filters}"'] if self.log_filters else []),
                     "",
                 ]
             )

@@ -51,3 +51,11 @@ def test_worker_stops_after_use_and_starts_again() -> None:
     second = worker(kernel_boot_vmi(), None)
     assert first == second
     assert 'type="kvm"' in first
+
+
+def test_worker_uses_the_firmware_directory_it_was_given() -> None:
+    vmi = json.loads((CASES / "040-firmware-efi-no-secureboot.defaults.json").read_text())
+    worker = ConversionWorker(use_emulation=True, ovmf_path="/opt/firmware")
+    root = etree.fromstring(worker(vmi, None).encode())
+    assert root.findtext("os/loader") == "/opt/firmware/OVMF_CODE.fd"
+    assert root.find("os/nvram").get("template") == "/opt/firmware/OVMF_VARS.fd"  # type: ignore[union-attr]

@@ -152,3 +152,28 @@ def test_a_shared_libvirt_with_other_domains_serves_only_this_vmi(start: Any) ->
     domain = launcher.client.get_domain()
     assert domain is not None
     assert domain["spec"]["name"] == "default_kb1"
+
+
+def test_accepts_the_flags_virt_controller_renders(start: Any) -> None:
+    launcher = start(
+        *("--qemu-timeout", "245s", "--ephemeral-disk-dir", "/var/run/kubevirt-ephemeral-disks"),
+        *("--container-disk-dir", "/var/run/kubevirt/container-disks", "--grace-period-seconds", "45"),
+        *("--hook-sidecars", "0", "--ovmf-path", "/usr/share/OVMF", "--disk-memory-limit", "2097152000"),
+        *("--run-as-nonroot", "--allow-emulation", "--keep-after-failure", "--image-volume"),
+        *("--libvirt-log-filters", "3:remote 4:event", "--qemu-agent-sys-interval", "120"),
+    )
+    launcher.client.ping()
+    launcher.process.send_signal(signal.SIGTERM)
+    assert launcher.process.wait(20) == 0
+
+
+def test_simulated_crash_fails_at_once(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [LAUNCHER, "--name", "a", "--namespace", "b", "--uid", "c", "--simulate-crash"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "simulated crash" in result.stderr
