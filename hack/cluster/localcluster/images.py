@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import oci, recipe
+from .hostfs import mounts_under, unmount_all
 from .layout import PAUSE_IMAGE, REPO, Layout, image_name
 from .timing import Timer
 
@@ -80,11 +81,12 @@ class Builder:
         layer = oci.Layer(path=self.layers / key / "layer.tar", digest=loaded["digest"], size=loaded["size"])
         return BuiltLayer(key=key, fs=self.layers / key / "fs", layer=layer)
 
-    def _finish(self, key: str, fs_partial: Path) -> BuiltLayer:
+    def _finish(self, key: str, fs_partial: Path, stage: str) -> BuiltLayer:
         directory = self.layers / key
         layer = oci.write_layer(fs_partial, directory / "layer.tar")
         fs_partial.rename(directory / "fs")
-        (directory / "layer.json").write_text(json.dumps({"digest": layer.digest, "size": layer.size}))
+        meta = {"digest": layer.digest, "size": layer.size, "stage": stage}
+        (directory / "layer.json").write_text(json.dumps(meta))
         return BuiltLayer(key=key, fs=directory / "fs", layer=layer)
 
     def debian(self) -> BuiltLayer:
@@ -93,7 +95,7 @@ class Builder:
         if cached := self._cached(key):
             return cached
         directory = self.layers / key
-        shutil.rmtree(directory, ignore_errors=True)
+        _discard(directory)
         directory.mkdir(parents=True)
         fs = directory / "fs.partial"
         with self.timer.step(f"debootstrap {recipe.DEBIAN_SUITE}"):
@@ -114,7 +116,7 @@ class Builder:
                 (fs / leftover / "partial").mkdir(parents=True)
             (fs / "etc/resolv.conf").write_text("")
             (fs / "etc/hostname").write_text("")
-            return self._finish(key, fs)
+            return self._finish(key, fs, "debian")
 
     def run_stage(
         self,
@@ -131,7 +133,7 @@ class Builder:
         if cached := self._cached(key):
             return cached
         directory = self.layers / key
-        shutil.rmtree(directory, ignore_errors=True)
+        _discard(directory)
         directory.mkdir(parents=True)
         upper, work, merged = directory / "fs.partial", directory / "work", directory / "merged"
         for path in (upper, work, merged):
@@ -162,7 +164,7 @@ class Builder:
             (upper / created).rmdir()
         shutil.rmtree(work)
         merged.rmdir()
-        return self._finish(key, upper)
+        return self._finish(key, upper, name)
 
     def wheels(self) -> tuple[Path, str]:
         """The wheelhouse: dependencies cached by the packaging files, the project's wheel always fresh.
@@ -177,6 +179,9 @@ class Builder:
                 command = recipe.WHEEL_COMMAND.format(builder=builder, wheels=partial, options="")
                 _run(["sh", "-ec", command], cwd=REPO)
                 partial.rename(house)
+                for other in house.parent.iterdir():
+                    if other != house:
+                        shutil.rmtree(other)
             project = recipe.PROJECT.replace("-", "_")
             for old in house.glob(f"{project}-*.whl"):
                 old.unlink()
@@ -196,14 +201,14 @@ class Builder:
         if cached := self._cached(key):
             return cached
         directory = self.layers / key
-        shutil.rmtree(directory, ignore_errors=True)
+        _discard(directory)
         (directory / "fs.partial").mkdir(parents=True)
         with self.timer.step("pause"):
             env_script = REPO / "hack" / "cluster" / "go-env.sh"
             target = directory / "fs.partial" / "pause"
             build = f'source "{env_script}" && go build -trimpath -ldflags "-s -w" -o "{target}" .'
             _run(["bash", "-c", build], cwd=source)
-            return self._finish(key, directory / "fs.partial")
+            return self._finish(key, directory / "fs.partial", "pause")
 
     def archive(
         self, name: str, file_stem: str, layers: list[BuiltLayer], config: oci.ImageConfig
@@ -222,9 +227,8 @@ class Builder:
         return BuiltImage(name, target, digest, target.stat().st_size)
 
     def build(self, binaries: list[str] | None = None) -> list[BuiltImage]:
-        built = [
-            self.archive(PAUSE_IMAGE, "pause", [self.pause_layer()], oci.ImageConfig(["/pause"], [], []))
-        ]
+        pause = self.pause_layer()
+        built = [self.archive(PAUSE_IMAGE, "pause", [pause], oci.ImageConfig(["/pause"], [], []))]
         targets = [t for t in recipe.TARGETS if binaries is None or t.binary in binaries]
         if not targets:
             return built
@@ -247,7 +251,19 @@ class Builder:
         for target in targets:
             config = oci.ImageConfig(entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV))
             built.append(self.archive(image_name(target.binary), target.binary, stages[target.stage], config))
+        self._prune({pause.key} | {layer.key for layers in stages.values() for layer in layers})
         return built
+
+    def _prune(self, used: set[str]) -> None:
+        """Drops layers superseded by this build: other versions of the stages it used (a stage it did
+        not need, like the launcher's, keeps its layer)."""
+        stages = set()
+        for key in used:
+            stages.add(json.loads((self.layers / key / "layer.json").read_text()).get("stage"))
+        for meta in self.layers.glob("*/layer.json"):
+            key = meta.parent.name
+            if key not in used and json.loads(meta.read_text()).get("stage") in stages | {None}:
+                _discard(meta.parent)
 
 
 def _source_copy(target: Path) -> Path:
@@ -265,6 +281,16 @@ def _source_copy(target: Path) -> Path:
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
     return target
+
+
+def _discard(directory: Path) -> None:
+    """Removes a layer directory left by an interrupted build, unmounting first: a stage's merged view
+    has the host's /dev and /proc bound into it, which must never be deleted through."""
+    if mounts_under(directory):
+        unmount_all(directory)
+        if mounts_under(directory):
+            raise RuntimeError(f"{directory}: cannot unmount what an interrupted build left there")
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def _deps_inputs(house: Path) -> str:
