@@ -11,8 +11,6 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiohttp import web
-
 from kubevirt.admission import defaulting
 from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
@@ -104,10 +102,7 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
         )
     probe = kubernetes.server_version if kubernetes else None
     server = WebhookServer(handlers, limits=options.limits, version_probe=probe)
-    runner = web.AppRunner(server.application(), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, options.listen, options.port, ssl_context=certificate.server_context)
-    await site.start()
+    listening = await server.listen(options.listen, options.port, certificate.server_context)
     certificate.start()
     log.info(
         "virt-api serving admission webhooks",
@@ -124,7 +119,7 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
         if follower_task is not None:
             follower_task.cancel()
         await certificate.stop()
-        await runner.cleanup()
+        await listening.close()
 
 
 def run(options: Options) -> int:

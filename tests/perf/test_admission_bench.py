@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -73,11 +72,8 @@ async def _served_per_second(review: bytes, requests: int, concurrency: int) -> 
     with tempfile.TemporaryDirectory() as tmp:
         certificate = ReloadingCertificate(*_certificate(Path(tmp)))
         server = WebhookServer(webhook_handlers(build_context(CONFIG)))
-        runner = web.AppRunner(server.application(), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certificate.server_context)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        listening = await server.listen("127.0.0.1", 0, certificate.server_context)
+        port = listening.port
         client_tls = ssl.create_default_context()
         client_tls.check_hostname = False
         client_tls.verify_mode = ssl.CERT_NONE
@@ -94,7 +90,7 @@ async def _served_per_second(review: bytes, requests: int, concurrency: int) -> 
             start = time.perf_counter()
             await asyncio.gather(*(worker(requests // concurrency) for _ in range(concurrency)))
             elapsed = time.perf_counter() - start
-        await runner.cleanup()
+        await listening.close()
     return requests / elapsed
 
 

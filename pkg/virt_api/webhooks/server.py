@@ -5,7 +5,8 @@ apiVersion. Requests that cannot be answered get a ``metav1.Status`` body with t
 
 - 400 for a wrong content type, a body that is not an AdmissionReview, or a review for another path;
 - 405 for methods other than POST, 404 for unknown paths;
-- 413 for bodies above ``max_body_bytes``; 408 when the body does not arrive within ``body_timeout``.
+- 413 for bodies above ``max_body_bytes``; 408 when the body does not arrive within ``body_timeout``;
+  a connection whose request headers take longer than that is closed.
 
 An admitter that raises answers ``allowed: false`` with code 500; the server keeps serving.
 """
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+import ssl
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +26,7 @@ from kubevirt.admission import response as responses
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest, ReviewDecodeError, decode_review
 from kubevirt.log import get_logger
+from kubevirt.virt_api.webhooks.deadline import HeaderDeadline
 
 Handler = Callable[[AdmissionRequest], AdmissionResponse]
 # Reads the API server's /version; raises when it is unreachable.
@@ -53,6 +56,22 @@ def _status(code: int, message: str) -> web.Response:
     return web.json_response(body, status=code)
 
 
+class Listening:
+    """A serving webhook server: where it listens, and how to stop it."""
+
+    def __init__(self, runner: web.AppRunner, server: asyncio.Server) -> None:
+        self._runner = runner
+        self._server = server
+
+    @property
+    def port(self) -> int:
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        self._server.close()
+        await self._runner.cleanup()
+
+
 class WebhookServer:
     """Routes AdmissionReviews to admitters/mutators by path."""
 
@@ -73,13 +92,32 @@ class WebhookServer:
     def paths(self) -> list[str]:
         return sorted(self._handlers)
 
-    def application(self) -> web.Application:
+    def application(self, *, middlewares: Sequence[Any] = ()) -> web.Application:
         # aiohttp enforces client_max_size itself when the body is read (413).
-        app = web.Application(client_max_size=self._limits.max_body_bytes)
+        app = web.Application(client_max_size=self._limits.max_body_bytes, middlewares=list(middlewares))
         app.router.add_get("/healthz", self._healthz)
         for path in self._handlers:
             app.router.add_route("*", path, self._admit)
         return app
+
+    async def listen(self, host: str, port: int, ssl_context: ssl.SSLContext | None) -> Listening:
+        """Serve on ``host:port`` (0 picks a free port) until :meth:`Listening.close`."""
+        deadline = HeaderDeadline(self._limits.body_timeout)
+        app = self.application(middlewares=[deadline.middleware])
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        if runner.server is None:
+            raise RuntimeError("aiohttp runner has no server after setup")
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(
+            deadline.protocol_factory(runner.server),
+            host,
+            port,
+            ssl=ssl_context,
+            backlog=128,
+            reuse_address=True,
+        )
+        return Listening(runner, server)
 
     async def _healthz(self, _request: web.Request) -> web.Response:
         """KubeVirt's health answer: the API server is reachable (its version is cached once read)."""

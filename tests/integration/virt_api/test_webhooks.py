@@ -246,6 +246,20 @@ def test_slow_client_is_cut_off_without_blocking_others(virt_api: Any) -> None:
     assert virt_api.alive()
 
 
+def test_trickled_headers_get_the_connection_closed(virt_api: Any) -> None:
+    raw = socket.create_connection(("127.0.0.1", virt_api.port), timeout=10)
+    tls = virt_api.context().wrap_socket(raw)
+    try:
+        started = time.monotonic()
+        tls.sendall(b"POST /virtualmachineinstances-validate-create HTTP/1.1\r\nHost: x\r\n")
+        # Headers never finish: the server closes the connection after the request timeout (1.5 s here).
+        assert tls.recv(65536) == b""
+        assert time.monotonic() - started < 8
+    finally:
+        tls.close()
+    assert virt_api.alive()
+
+
 def test_renewed_certificate_is_served_without_restart(virt_api: Any, write_certificate: Any) -> None:
     before = virt_api.peer_certificate()
     renewed = write_certificate(virt_api.cert_file, virt_api.key_file, "virt-api-2")
