@@ -114,6 +114,8 @@ class WebhookServer:
             host,
             port,
             ssl=ssl_context,
+            # A client that never finishes its TLS handshake is dropped as soon as a slow one would be.
+            ssl_handshake_timeout=self._limits.body_timeout if ssl_context is not None else None,
             backlog=128,
             reuse_address=True,
         )

@@ -260,6 +260,15 @@ def test_trickled_headers_get_the_connection_closed(virt_api: Any) -> None:
     assert virt_api.alive()
 
 
+def test_a_stalled_tls_handshake_is_dropped(virt_api: Any) -> None:
+    with socket.create_connection(("127.0.0.1", virt_api.port), timeout=10) as raw:
+        started = time.monotonic()
+        # A TCP connection that never starts TLS: closed after the request timeout (1.5 s here).
+        assert raw.recv(1024) == b""
+        assert time.monotonic() - started < 8
+    assert virt_api.alive()
+
+
 def test_renewed_certificate_is_served_without_restart(virt_api: Any, write_certificate: Any) -> None:
     before = virt_api.peer_certificate()
     renewed = write_certificate(virt_api.cert_file, virt_api.key_file, "virt-api-2")
