@@ -332,8 +332,13 @@ def test_kubevirt_cr_rules() -> None:
         "Rejecting the uninstall request, since there are still VirtualMachines present."
     )
     assert kubevirt_cr.admit_kubevirt_delete(blocking, {"VirtualMachines": 0}).allowed
-    bad = {"spec": {"workloadUpdateStrategy": {"workloadUpdateMethods": ["Teleport"]}}}
-    assert not kubevirt_cr.admit_kubevirt_update(bad).allowed
+    old = {"spec": {"workloads": {"nodePlacement": {"nodeSelector": {"a": "b"}}}}}
+    moved = {"spec": {"workloads": {"nodePlacement": {"nodeSelector": {"a": "c"}}}}}
+    assert _message(kubevirt_cr.admit_kubevirt_update(moved, old, vmi_count=3)) == (
+        "can't placement of workload pods while there are running vms"
+    )
+    assert kubevirt_cr.admit_kubevirt_update(moved, old, vmi_count=0).allowed
+    assert kubevirt_cr.admit_kubevirt_update(old, old, vmi_count=3).allowed
 
 
 def test_discontinued_gates_refuse_specs_using_their_api() -> None:
