@@ -48,7 +48,10 @@ def decide_eviction(pod: JSON, vmi: JSON | None, config: ClusterConfig) -> Evict
     if DOMAIN_ANNOTATION not in string_map(metadata, "annotations"):
         return EvictionDecision(response.allowed())
     if vmi is None:
-        return EvictionDecision(response.too_many_requests("kubevirt failed getting the vmi: not found"))
+        # What the Kubernetes client's NotFound error reads like.
+        name = string_map(metadata, "annotations")[DOMAIN_ANNOTATION]
+        missing = f'virtualmachineinstance.kubevirt.io "{name}" not found'
+        return EvictionDecision(response.too_many_requests(f"kubevirt failed getting the vmi: {missing}"))
     strategy = effective_strategy(vmi, config)
     name = text(obj(vmi, "metadata"), "name")
     namespace = text(obj(vmi, "metadata"), "namespace")
