@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -32,7 +33,9 @@ def up(layout: Layout) -> None:
         return
     if processes.recorded(layout.pids) or layout.run.exists():
         print("cleaning up a previous, incomplete cluster first")
-        down(layout)
+        left = down(layout)
+        if left:
+            raise RuntimeError(f"the previous cluster left {', '.join(left)}")
     timer = Timer()
     print(f"starting a Kubernetes {layout.kubernetes_version} cluster in {layout.state}", flush=True)
     layout.run.mkdir(parents=True, exist_ok=True)
@@ -72,12 +75,12 @@ def _start(layout: Layout, component: components.Component) -> None:
     log = layout.logs / f"{component.name}.log"
     log.unlink(missing_ok=True)
     record = processes.start(component.name, component.argv, pid_dir=layout.pids, log_dir=layout.logs)
-    url, socket = component.ready_url, component.ready_socket
+    url, ready_socket = component.ready_url, component.ready_socket
 
     def ready() -> bool:
         if url:
             return readiness.url_ok(url, layout.pki)
-        return bool(socket and socket.exists())
+        return bool(ready_socket and ready_socket.exists() and _answers(ready_socket))
 
     readiness.wait_for(
         f"{component.name} (log: {log})", ready, timeout=STEP_TIMEOUT, alive=lambda: processes.alive(record)
@@ -154,11 +157,27 @@ def _remove_host_paths(layout: Layout, before: dict[str, object]) -> None:
         for link in logs.iterdir():
             if link.is_symlink() and str(link.readlink()).startswith(str(layout.state)):
                 link.unlink()
+    # Shims killed without warning leave their sockets behind; nothing answers on those any more.
+    shim_sockets = Path("/run/containerd/s")
+    if shim_sockets.is_dir():
+        for entry in shim_sockets.iterdir():
+            if entry.is_socket() and not _answers(entry):
+                entry.unlink()
     existed = before.get("host_paths", {})
     assert isinstance(existed, dict)
     for path in hostnet.HOST_PATHS:
         if not existed.get(path, True) and Path(path).is_dir() and not any(Path(path).iterdir()):
             Path(path).rmdir()
+
+
+def _answers(path: Path) -> bool:
+    """Whether a process listens on the unix socket at ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def leftovers(layout: Layout, before: dict[str, object]) -> list[str]:
