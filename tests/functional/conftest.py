@@ -1,8 +1,8 @@
 """The functional tier runs against a real single-node cluster (hack/cluster-up).
 
-The session fixture uses a cluster that is already running, or brings one up and tears it down at the end
-(also when tests fail), and then checks that cluster-down left nothing behind. The project's images are
-(re)built from the cache and imported either way.
+The session fixture uses a cluster that is already running, or brings one up; a cluster that test sessions
+brought up is torn down by the last session to finish (also when tests fail), which then checks that
+nothing of it is left on the host. The project's images are (re)built from the cache and imported either way.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ HACK = REPO / "hack"
 sys.path.insert(0, str(HACK / "cluster"))
 
 from localcluster import cluster as localcluster  # noqa: E402
+from localcluster import sharing  # noqa: E402
 from localcluster.handle import Cluster  # noqa: E402
 from localcluster.layout import Layout  # noqa: E402
 
@@ -35,32 +36,42 @@ TEST_IMAGES = ("virt-api", "virt-launcher")
 
 def _run_hack(script: str, *args: str) -> None:
     began = time.monotonic()
-    result = subprocess.run([str(HACK / script), *args], capture_output=True, text=True, check=False)
+    result = subprocess.run(["bash", str(HACK / script), *args], capture_output=True, text=True, check=False)
     sys.stderr.write(result.stdout + result.stderr)
     sys.stderr.write(f"{script}: {time.monotonic() - began:.1f} s\n")
     if result.returncode != 0:
         raise RuntimeError(f"hack/{script} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
 
 
+def _leave(layout: Layout) -> None:
+    """Stops the cluster if test sessions started it and this is the last one using it, and checks that
+    nothing of it is left on the host."""
+    with sharing.locked(sharing.cluster_lock(layout)):
+        if not sharing.leave(layout) or os.environ.get("KUBEVIRT_KEEP_CLUSTER"):
+            return
+        left = localcluster.down(layout)
+    assert left == [], f"cluster-down left {left}"
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     layout = Layout.from_environment()
-    started_here = not localcluster.running(layout)
-    if started_here:
-        try:
-            _run_hack("cluster-up")
-        except RuntimeError:
-            _run_hack("cluster-down")
-            raise
+    _run_hack("setup.d/30-cluster.sh")
+    _run_hack("cluster/build-kubernetes")
+    with sharing.locked(sharing.cluster_lock(layout)):
+        if not localcluster.running(layout):
+            try:
+                localcluster.up(layout)
+            except RuntimeError:
+                localcluster.down(layout)
+                raise
+            sharing.mark_started_by_tests(layout)
+        sharing.join(layout)
     try:
         _run_hack("build-images", *TEST_IMAGES)
         yield Cluster(layout, layout.admin_kubeconfig, layout.kubernetes_bin / "kubectl")
     finally:
-        if started_here and not os.environ.get("KUBEVIRT_KEEP_CLUSTER"):
-            before = json.loads(layout.host_before.read_text()) if layout.host_before.exists() else None
-            _run_hack("cluster-down")
-            if before is not None:
-                assert localcluster.leftovers(layout, before) == []
+        _leave(layout)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,10 +17,11 @@ from localcluster import manifests
 from localcluster.handle import Cluster
 from localcluster.pki import serving_pair
 
-NAMESPACE = "virt-api-test"
+# Per session: concurrent sessions share one cluster.
+NAMESPACE = f"virt-api-test-{os.getpid()}"
 NAME = "virt-api"
 CERT_DIR = "/etc/virt-api/certificates"
-WEBHOOK = "virt-api-test-validator"
+WEBHOOK = f"{NAMESPACE}-validator"
 VMI_VALIDATE_CREATE = "/virtualmachineinstances-validate-create"
 
 

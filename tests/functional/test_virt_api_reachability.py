@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +20,12 @@ from localcluster.handle import Cluster
 from localcluster.pki import serving_pair
 
 NAME = "reachability"
-NAMESPACE = "reachability-test"
+# Per session: concurrent sessions share one cluster.
+NAMESPACE = f"reachability-test-{os.getpid()}"
 SERVER_SCRIPT = Path(__file__).with_name("reachability_server.py")
 SERVER_COMMAND = ["/opt/kubevirt/bin/python", "/etc/reachability-server/server.py"]
 APISERVICE = "v1.subresources.kubevirt.io"
+WEBHOOK = NAMESPACE
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +58,7 @@ def server(cluster: Cluster) -> Iterator[bytes]:
     )
     cluster.rollout(NAMESPACE, NAME)
     yield ca
-    cluster.kubectl("delete", "validatingwebhookconfiguration", NAME, "--ignore-not-found", check=False)
+    cluster.kubectl("delete", "validatingwebhookconfiguration", WEBHOOK, "--ignore-not-found", check=False)
     cluster.kubectl("delete", "apiservice", APISERVICE, "--ignore-not-found", check=False)
     cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
 
@@ -69,7 +72,7 @@ def test_validating_webhook_reaches_the_pod(cluster: Cluster, server: bytes) -> 
     webhook = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": NAME},
+        "metadata": {"name": WEBHOOK},
         "webhooks": [
             {
                 "name": "reachability.kubevirt.io",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import bench, cluster, images
+from . import bench, cluster, images, sharing
 from .layout import Layout
 
 
@@ -13,13 +13,15 @@ def main(argv: list[str]) -> int:
     command = argv[0] if argv else "status"
     if command == "up":
         try:
-            cluster.up(layout)
+            with sharing.locked(sharing.cluster_lock(layout)):
+                cluster.up(layout)
         except RuntimeError as error:
             print(f"cluster-up failed: {error}", file=sys.stderr)
             return 1
         return 0
     if command == "down":
-        left = cluster.down(layout)
+        with sharing.locked(sharing.cluster_lock(layout)):
+            left = cluster.down(layout)
         for item in left:
             print(f"LEFT OVER: {item}", file=sys.stderr)
         return 1 if left else 0

@@ -21,6 +21,7 @@ from pathlib import Path
 from . import oci, recipe
 from .hostfs import mounts_under, unmount_all
 from .layout import PAUSE_IMAGE, REPO, Layout, image_name
+from .sharing import locked
 from .timing import Timer
 
 CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -227,6 +228,11 @@ class Builder:
         return BuiltImage(name, target, digest, target.stat().st_size)
 
     def build(self, binaries: list[str] | None = None) -> list[BuiltImage]:
+        """Builds the images of ``binaries`` (default: all) and the pause image; one build at a time."""
+        with locked(self.root / "lock"):
+            return self._build(binaries)
+
+    def _build(self, binaries: list[str] | None) -> list[BuiltImage]:
         pause = self.pause_layer()
         built = [self.archive(PAUSE_IMAGE, "pause", [pause], oci.ImageConfig(["/pause"], [], []))]
         targets = [t for t in recipe.TARGETS if binaries is None or t.binary in binaries]
