@@ -69,7 +69,7 @@ def cluster() -> Iterator[Cluster]:
         sharing.join(layout)
     try:
         _run_hack("build-images", *TEST_IMAGES)
-        yield Cluster(layout, layout.admin_kubeconfig, layout.kubernetes_bin / "kubectl")
+        yield Cluster(layout)
     finally:
         _leave(layout)
 

@@ -47,7 +47,7 @@ def up(layout: Layout) -> None:
         components.write_configuration(layout)
     with timer.step(f"network (bridge {BRIDGE})"):
         hostnet.prepare()
-    kubectl = layout.kubernetes_bin / "kubectl"
+    kubectl = layout.kubectl()
     for component in components.processes(layout):
         with timer.step(component.name):
             _start(layout, component)
@@ -59,8 +59,7 @@ def up(layout: Layout) -> None:
         readiness.wait_for(
             "node Ready",
             lambda: (
-                readiness.node_ready(kubectl, layout.admin_kubeconfig, layout.node_name)
-                and readiness.default_service_account(kubectl, layout.admin_kubeconfig)
+                readiness.node_ready(kubectl, layout.node_name) and readiness.default_service_account(kubectl)
             ),
             timeout=STEP_TIMEOUT,
             alive=lambda: all(processes.alive(r) for r in processes.recorded(layout.pids)),
@@ -166,8 +165,22 @@ def _remove_host_paths(layout: Layout, before: dict[str, object]) -> None:
     existed = before.get("host_paths", {})
     assert isinstance(existed, dict)
     for path in hostnet.HOST_PATHS:
-        if not existed.get(path, True) and Path(path).is_dir() and not any(Path(path).iterdir()):
-            Path(path).rmdir()
+        if not existed.get(path, True) and Path(path).is_dir():
+            # Created by this cluster's kubelet or runtime (nothing else ran them): all of it is ours.
+            shutil.rmtree(path)
+    cni_results = Path("/var/lib/cni/results")
+    if cni_results.is_dir():
+        _remove_cni_results(cni_results)
+
+
+def _remove_cni_results(results: Path) -> None:
+    """The CNI library's cached results of this cluster's pods: its network's and their loopback's."""
+    prefix = f"{components.CNI_NETWORK}-"
+    ours = {entry.name[len(prefix) :].rsplit("-", 1)[0] for entry in results.glob(f"{prefix}*")}
+    for entry in results.iterdir():
+        container = entry.name.rsplit("-", 1)[0].removeprefix("cni-loopback-")
+        if entry.name.startswith(prefix) or container in ours:
+            entry.unlink()
 
 
 def _answers(path: Path) -> bool:

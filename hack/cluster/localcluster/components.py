@@ -75,6 +75,7 @@ def certificates(layout: Layout) -> list[Leaf]:
 
 
 AUTHORITIES = ("ca", "front-proxy-ca")
+CNI_NETWORK = "kubevirt-py"
 KUBECONFIG_USERS = {
     "admin": "admin",
     "controller-manager": "controller-manager",
@@ -148,7 +149,7 @@ def cni_config(layout: Layout) -> str:
     gateway = NODE_IP
     network = {
         "cniVersion": "0.4.0",
-        "name": "kubevirt-py",
+        "name": CNI_NETWORK,
         "plugins": [
             {
                 "type": "bridge",
@@ -279,6 +280,7 @@ def processes(layout: Layout) -> list[Component]:
                 f"--cluster-signing-key-file={pki / 'ca.key'}",
                 f"--service-cluster-ip-range={SERVICE_SUBNET}",
                 f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
+                f"--flex-volume-plugin-dir={layout.run / 'kubelet-plugins'}",
                 "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
             ],
             ready_url="https://127.0.0.1:10257/healthz",
@@ -302,6 +304,7 @@ def processes(layout: Layout) -> list[Component]:
                 f"--config={layout.run / 'kubelet.yaml'}",
                 f"--kubeconfig={layout.kubeconfig('kubelet')}",
                 f"--root-dir={layout.kubelet_root}",
+                f"--volume-plugin-dir={layout.run / 'kubelet-plugins'}",
                 f"--node-ip={NODE_IP}",
                 f"--hostname-override={layout.node_name}",
             ],

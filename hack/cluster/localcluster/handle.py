@@ -17,14 +17,16 @@ from .layout import Layout, image_name
 @dataclass(frozen=True)
 class Cluster:
     layout: Layout
-    kubeconfig: Path
-    kubectl_path: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.layout.admin_kubeconfig
 
     def kubectl(
         self, *args: str, stdin: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
-            [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args],
+            [*self.layout.kubectl(), *args],
             input=stdin,
             capture_output=True,
             text=True,

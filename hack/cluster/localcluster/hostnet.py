@@ -14,9 +14,16 @@ IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 FAMILIES = ("iptables", "ip6tables")
 # Chains of the kubelet (KUBE-), the CNI plugins (CNI-) and cluster-up itself.
 CHAIN_PREFIXES = ("KUBE-", "CNI-", "KUBEVIRT-PY-")
-# Directories the kubelet and containerd create outside the state directory (container log links,
-# shim sockets), deepest first; cluster-down removes the ones that were not there before, once empty.
-HOST_PATHS = ("/var/log/containers", "/run/containerd/s", "/run/containerd")
+# Directories the kubelet, containerd and the CNI library create at fixed places outside the state
+# directory (container log links, shim sockets, the device plugin socket, CNI result cache), deepest
+# first; cluster-down removes the ones that were not there before.
+HOST_PATHS = (
+    "/var/log/containers",
+    "/run/containerd/s",
+    "/run/containerd",
+    "/var/lib/kubelet",
+    "/var/lib/cni",
+)
 TABLES = ("filter", "nat", "mangle", "raw")
 
 

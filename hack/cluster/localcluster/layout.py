@@ -130,5 +130,13 @@ class Layout:
     def kubernetes_bin(self) -> Path:
         return self.cache / "kubernetes" / self.kubernetes_version / "bin"
 
+    def kubectl(self) -> list[str]:
+        """kubectl with the admin kubeconfig, its discovery cache kept in the state directory."""
+        return [
+            str(self.kubernetes_bin / "kubectl"),
+            f"--kubeconfig={self.admin_kubeconfig}",
+            f"--cache-dir={self.run / 'kubectl-cache'}",
+        ]
+
     def kubeconfig(self, user: str) -> Path:
         return self.kubeconfigs / f"{user}.kubeconfig"

@@ -41,9 +41,9 @@ def wait_for(what: str, check: Callable[[], bool], *, timeout: float, alive: Cal
         time.sleep(0.1)
 
 
-def kubectl_json(kubectl: Path, kubeconfig: Path, *args: str) -> dict[str, object] | None:
+def kubectl_json(kubectl: list[str], *args: str) -> dict[str, object] | None:
     result = subprocess.run(
-        [str(kubectl), f"--kubeconfig={kubeconfig}", *args, "-o", "json"],
+        [*kubectl, *args, "-o", "json"],
         capture_output=True,
         text=True,
         check=False,
@@ -54,8 +54,8 @@ def kubectl_json(kubectl: Path, kubeconfig: Path, *args: str) -> dict[str, objec
     return loaded if isinstance(loaded, dict) else None
 
 
-def node_ready(kubectl: Path, kubeconfig: Path, node: str) -> bool:
-    obj = kubectl_json(kubectl, kubeconfig, "get", "node", node)
+def node_ready(kubectl: list[str], node: str) -> bool:
+    obj = kubectl_json(kubectl, "get", "node", node)
     if obj is None:
         return False
     status = obj.get("status", {})
@@ -63,5 +63,5 @@ def node_ready(kubectl: Path, kubeconfig: Path, node: str) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions", []))
 
 
-def default_service_account(kubectl: Path, kubeconfig: Path) -> bool:
-    return kubectl_json(kubectl, kubeconfig, "get", "serviceaccount", "default", "-n", "default") is not None
+def default_service_account(kubectl: list[str]) -> bool:
+    return kubectl_json(kubectl, "get", "serviceaccount", "default", "-n", "default") is not None
