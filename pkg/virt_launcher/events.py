@@ -20,7 +20,7 @@ import libvirt
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.notify_client import NotifyClient, NotifyRejectedError, NotifyUnavailableError
-from kubevirt.virt_launcher.virtwrap.domain_json import gone_domain_json
+from kubevirt.virt_launcher.virtwrap.domain_json import domain_uid, gone_domain_json
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.metadata import now
 
@@ -113,9 +113,9 @@ class DomainEventForwarder:
     def _report(self, name: str, event_type: str) -> None:
         dom = self._manager.lookup(name) if name else self._manager.the_domain()
         if dom is not None:
-            domain = self._manager.domain_to_json(dom)
-            name = domain["spec"]["name"]
-            self._known[name] = domain["metadata"].get("uid", "")
+            domain = self._manager.domain_to_json(dom, for_event=True)
+            name = domain["Spec"]["Name"]
+            self._known[name] = domain_uid(domain)
             self._deliver(event_type, domain)
             return
         if not name or name not in self._known:

@@ -1,10 +1,11 @@
 """The launcher's view of its domain as JSON, the payload of GetDomain and of Notify's domain events.
 
-Shape (KubeVirt's ``Domain`` object): ``metadata`` (name, namespace, uid of the VMI, and a
-``deletionTimestamp`` once the domain is gone), ``spec`` (the domain's name, uuid, type, the KubeVirt
-metadata, and what virt-handler reports in the VMI status: machine type, memory, interfaces and disks, with
-the XML's element and attribute names as keys) and ``status`` (``status``/``reason`` as in :mod:`.states`,
-interfaces, OS info, freeze status).
+It is KubeVirt's Go ``api.Domain`` as ``encoding/json`` writes it. That struct and everything in it
+carry no json tags, so the keys are Go field names and nothing is omitted: ``kind``/``apiVersion``
+(from the embedded ``TypeMeta``), ``ObjectMeta`` (name and namespace split from the domain name; the
+VMI UID only on events, as KubeVirt's notifier sets it; ``deletionTimestamp`` once the domain is
+gone), ``Spec`` (the domain model read from libvirt's XML, see :meth:`XMLElement.to_json_dict`) and
+``Status`` (``Status``/``Reason`` as in :mod:`.states`, guest interfaces, OS info, freeze status).
 """
 
 from __future__ import annotations
@@ -15,13 +16,29 @@ from typing import Any
 from lxml import etree
 
 from kubevirt.virt_launcher.virtwrap import states
+from kubevirt.virt_launcher.virtwrap.api import schema
 from kubevirt.virt_launcher.virtwrap.metadata import KUBEVIRT_NS, KubeVirtMetadata, json_time
+
+# What KubeVirt's NewDomainReferenceFromName puts into the TypeMeta of every domain it sends.
+DOMAIN_KIND = "Domain"
+DOMAIN_API_VERSION = "1.2.2"
+
+_GUEST_OS_INFO_FIELDS = (
+    "Name",
+    "KernelRelease",
+    "Version",
+    "PrettyName",
+    "VersionId",
+    "KernelVersion",
+    "Machine",
+    "Id",
+)
 
 
 def split_domain_name(domain_name: str) -> tuple[str, str]:
-    """``<namespace>_<name>`` back into (namespace, name); namespaces cannot contain ``_``."""
+    """``<namespace>_<name>`` back into (namespace, name); a name without ``_`` is in ``default``."""
     namespace, sep, name = domain_name.partition("_")
-    return (namespace, name) if sep else ("", domain_name)
+    return (namespace, name) if sep else ("default", domain_name)
 
 
 def metadata_from_domain_xml(xml: str) -> KubeVirtMetadata | None:
@@ -32,84 +49,81 @@ def metadata_from_domain_xml(xml: str) -> KubeVirtMetadata | None:
     return KubeVirtMetadata.from_xml(etree.tostring(node, encoding="unicode"))
 
 
-def spec_from_domain_xml(root: etree._Element) -> dict[str, Any]:
-    """The parts of the live domain virt-handler reads into the VMI status."""
-    spec: dict[str, Any] = {}
-    os_type = root.find("os/type")
-    if os_type is not None:
-        spec["os"] = {"type": {**dict(os_type.attrib), "os": (os_type.text or "").strip()}}
-    for tag in ("memory", "currentMemory"):
-        element = root.find(tag)
-        if element is not None and (element.text or "").strip().isdigit():
-            spec[tag] = {"value": int((element.text or "").strip()), "unit": element.get("unit", "KiB")}
-    interfaces = [
-        {
-            "type": interface.get("type", ""),
-            "mac": _attribute(interface, "mac", "address"),
-            "alias": _attribute(interface, "alias", "name"),
-            "model": _attribute(interface, "model", "type"),
-            "target": _attribute(interface, "target", "dev"),
-        }
-        for interface in root.iterfind("devices/interface")
-    ]
-    disks = [
-        {
-            "device": disk.get("device", "disk"),
-            "target": _attribute(disk, "target", "dev"),
-            "bus": _attribute(disk, "target", "bus"),
-            "alias": _attribute(disk, "alias", "name"),
-            "source": _attribute(disk, "source", "file") or _attribute(disk, "source", "dev"),
-        }
-        for disk in root.iterfind("devices/disk")
-    ]
-    spec["devices"] = {"interfaces": interfaces, "disks": disks}
-    return spec
+def empty_guest_os_info() -> dict[str, str]:
+    """``GuestOSInfo`` with nothing reported by a guest agent."""
+    return dict.fromkeys(_GUEST_OS_INFO_FIELDS, "")
 
 
-def _attribute(parent: etree._Element, child: str, name: str) -> str:
-    element = parent.find(child)
-    return element.get(name, "") if element is not None else ""
+def domain_status(
+    status: str,
+    reason: str,
+    *,
+    interfaces: list[dict[str, Any]] | None = None,
+    os_info: dict[str, str] | None = None,
+    fs_freeze_status: str = "",
+) -> dict[str, Any]:
+    """``DomainStatus``: interfaces stay ``null`` until a guest agent reports some."""
+    return {
+        "Status": status,
+        "Reason": reason,
+        "Interfaces": interfaces,
+        "OSInfo": os_info if os_info is not None else empty_guest_os_info(),
+        "FSFreezeStatus": {"Status": fs_freeze_status},
+        "ServiceStatus": {"VNCSessionConnected": 0},
+    }
 
 
 def build_domain_json(
     *,
     domain_name: str,
-    uuid: str,
-    domain_type: str,
-    status: str,
-    reason: str,
-    metadata: KubeVirtMetadata | None,
+    spec: dict[str, Any],
+    status: dict[str, Any],
+    uid: str = "",
     deleted_at: datetime | None = None,
-    details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The whole ``Domain`` object around an already serialised ``Spec`` and ``Status``."""
     namespace, name = split_domain_name(domain_name)
     object_meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if metadata is not None and metadata.uid:
-        object_meta["uid"] = metadata.uid
+    if uid:
+        object_meta["uid"] = uid
+    object_meta["creationTimestamp"] = None  # metav1.Time's zero value marshals as null
     if deleted_at is not None:
         object_meta["deletionTimestamp"] = json_time(deleted_at)
-    spec: dict[str, Any] = {"name": domain_name, "type": domain_type, **(details or {})}
-    if uuid:
-        spec["uuid"] = uuid
-    if metadata is not None:
-        spec["metadata"] = {"kubevirt": metadata.to_json()}
     return {
-        "kind": "Domain",
-        "apiVersion": "kubevirt.io/v1",
-        "metadata": object_meta,
-        "spec": spec,
-        "status": {"status": status, "reason": reason, "interfaces": [], "osInfo": {}, "fsFreezeStatus": {}},
+        "kind": DOMAIN_KIND,
+        "apiVersion": DOMAIN_API_VERSION,
+        "ObjectMeta": object_meta,
+        "Spec": spec,
+        "Status": status,
     }
 
 
+def live_domain_json(xml: str, state: int, reason: int, *, for_event: bool = False) -> dict[str, Any]:
+    """A domain libvirt knows: its XML read into the model, with libvirt's state and reason. KubeVirt's
+    notifier names the VMI UID in ``ObjectMeta`` of the events it sends; GetDomain leaves it out."""
+    spec = schema.Domain.from_xml(xml)
+    return build_domain_json(
+        domain_name=spec.name or "",
+        spec=spec.to_json_dict(),
+        status=domain_status(states.state_name(state), states.reason_name(state, reason)),
+        uid=(spec.metadata.kubevirt.uid or "") if for_event else "",
+    )
+
+
+def domain_uid(domain: dict[str, Any]) -> str:
+    """The VMI UID a domain JSON carries in its KubeVirt metadata."""
+    uid: str = domain["Spec"]["Metadata"]["KubeVirt"]["UID"]
+    return uid
+
+
 def gone_domain_json(domain_name: str, uid: str, deleted_at: datetime) -> dict[str, Any]:
-    """The final notification for a domain that no longer exists."""
+    """The final notification for a domain that no longer exists: a spec holding only the VMI UID."""
+    spec = schema.Domain(metadata=schema.Metadata(kubevirt=schema.KubeVirtMetadata(uid=uid))).to_json_dict()
+    spec["XMLName"] = {"Space": "", "Local": ""}  # never read from XML
     return build_domain_json(
         domain_name=domain_name,
-        uuid="",
-        domain_type="",
-        status=states.NO_STATE,
-        reason=states.REASON_NON_EXISTENT,
-        metadata=KubeVirtMetadata(uid=uid),
+        spec=spec,
+        status=domain_status(states.NO_STATE, states.REASON_NON_EXISTENT),
+        uid=uid,
         deleted_at=deleted_at,
     )

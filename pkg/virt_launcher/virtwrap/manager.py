@@ -20,9 +20,8 @@ from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap import states
 from kubevirt.virt_launcher.virtwrap.domain_json import (
-    build_domain_json,
+    live_domain_json,
     metadata_from_domain_xml,
-    spec_from_domain_xml,
 )
 from kubevirt.virt_launcher.virtwrap.errors import (
     DomainNotFoundError,
@@ -103,22 +102,12 @@ class DomainManager:
         dom = self.the_domain()
         return None if dom is None else self.domain_to_json(dom)
 
-    def domain_to_json(self, dom: libvirt.virDomain) -> dict[str, Any]:
+    def domain_to_json(self, dom: libvirt.virDomain, *, for_event: bool = False) -> dict[str, Any]:
+        """The domain as KubeVirt sends it; events also carry the VMI UID in ``ObjectMeta``."""
         with libvirt_errors("reading the domain"):
             state, reason = dom.state()
             xml = dom.XMLDesc(0)
-            uuid = dom.UUIDString()
-            name = dom.name()
-        root = etree.fromstring(xml.encode())
-        return build_domain_json(
-            domain_name=name,
-            uuid=uuid,
-            domain_type=root.get("type", ""),
-            status=states.state_name(state),
-            reason=states.reason_name(state, reason),
-            metadata=metadata_from_domain_xml(xml),
-            details=spec_from_domain_xml(root),
-        )
+        return live_domain_json(xml, state, reason, for_event=for_event)
 
     def get_domain_stats(self) -> dict[str, Any] | None:
         dom = self.the_domain()

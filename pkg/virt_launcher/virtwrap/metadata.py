@@ -113,35 +113,6 @@ class KubeVirtMetadata:
             )
         return result
 
-    def to_json(self) -> dict[str, object]:
-        """The metadata as it appears in the domain JSON (``spec.metadata.kubevirt``), XML names as keys."""
-        out: dict[str, object] = {"uid": self.uid}
-        if self.grace_period is not None:
-            grace: dict[str, object] = {
-                "deletionGracePeriodSeconds": self.grace_period.deletion_grace_period_seconds
-            }
-            if self.grace_period.deletion_timestamp is not None:
-                grace["deletionTimestamp"] = json_time(self.grace_period.deletion_timestamp)
-            if self.grace_period.marked_for_graceful_shutdown is not None:
-                grace["markedForGracefulShutdown"] = self.grace_period.marked_for_graceful_shutdown
-            out["graceperiod"] = grace
-        if self.migration is not None:
-            m = self.migration
-            migration: dict[str, object] = {
-                "uid": m.uid,
-                "completed": m.completed,
-                "failed": m.failed,
-                "failureReason": m.failure_reason,
-                "abortStatus": m.abort_status,
-                "mode": m.mode,
-            }
-            if m.start_timestamp is not None:
-                migration["startTimestamp"] = json_time(m.start_timestamp)
-            if m.end_timestamp is not None:
-                migration["endTimestamp"] = json_time(m.end_timestamp)
-            out["migration"] = migration
-        return out
-
 
 def json_time(moment: datetime) -> str:
     # metav1.Time marshals to JSON with second precision.

@@ -27,20 +27,11 @@ _STATES = {
     libvirt.VIR_DOMAIN_PMSUSPENDED: PM_SUSPENDED,
 }
 
+# KubeVirt translates reasons only for these states (every other state reports "Unknown"); a reason
+# missing from a state's table is Go's zero value, the empty string.
 _REASONS: dict[int, dict[int, str]] = {
-    libvirt.VIR_DOMAIN_RUNNING: {
-        libvirt.VIR_DOMAIN_RUNNING_BOOTED: "Booted",
-        libvirt.VIR_DOMAIN_RUNNING_MIGRATED: "Migrated",
-        libvirt.VIR_DOMAIN_RUNNING_RESTORED: "Restored",
-        libvirt.VIR_DOMAIN_RUNNING_FROM_SNAPSHOT: "FromSnapshot",
-        libvirt.VIR_DOMAIN_RUNNING_UNPAUSED: "Unpaused",
-        libvirt.VIR_DOMAIN_RUNNING_MIGRATION_CANCELED: "MigrationCanceled",
-        libvirt.VIR_DOMAIN_RUNNING_SAVE_CANCELED: "SaveCanceled",
-        libvirt.VIR_DOMAIN_RUNNING_WAKEUP: "Wakeup",
-        libvirt.VIR_DOMAIN_RUNNING_CRASHED: "Crashed",
-        libvirt.VIR_DOMAIN_RUNNING_POSTCOPY: "Postcopy",
-    },
     libvirt.VIR_DOMAIN_PAUSED: {
+        libvirt.VIR_DOMAIN_PAUSED_UNKNOWN: REASON_UNKNOWN,
         libvirt.VIR_DOMAIN_PAUSED_USER: "User",
         libvirt.VIR_DOMAIN_PAUSED_MIGRATION: "Migration",
         libvirt.VIR_DOMAIN_PAUSED_SAVE: "Save",
@@ -55,8 +46,12 @@ _REASONS: dict[int, dict[int, str]] = {
         libvirt.VIR_DOMAIN_PAUSED_POSTCOPY: "Postcopy",
         libvirt.VIR_DOMAIN_PAUSED_POSTCOPY_FAILED: "PostcopyFailed",
     },
-    libvirt.VIR_DOMAIN_SHUTDOWN: {libvirt.VIR_DOMAIN_SHUTDOWN_USER: "User"},
+    libvirt.VIR_DOMAIN_SHUTDOWN: {
+        libvirt.VIR_DOMAIN_SHUTDOWN_UNKNOWN: REASON_UNKNOWN,
+        libvirt.VIR_DOMAIN_SHUTDOWN_USER: "User",
+    },
     libvirt.VIR_DOMAIN_SHUTOFF: {
+        libvirt.VIR_DOMAIN_SHUTOFF_UNKNOWN: REASON_UNKNOWN,
         libvirt.VIR_DOMAIN_SHUTOFF_SHUTDOWN: "Shutdown",
         libvirt.VIR_DOMAIN_SHUTOFF_DESTROYED: "Destroyed",
         libvirt.VIR_DOMAIN_SHUTOFF_CRASHED: "Crashed",
@@ -65,7 +60,10 @@ _REASONS: dict[int, dict[int, str]] = {
         libvirt.VIR_DOMAIN_SHUTOFF_FAILED: "Failed",
         libvirt.VIR_DOMAIN_SHUTOFF_FROM_SNAPSHOT: "FromSnapshot",
     },
-    libvirt.VIR_DOMAIN_CRASHED: {libvirt.VIR_DOMAIN_CRASHED_PANICKED: "Panicked"},
+    libvirt.VIR_DOMAIN_CRASHED: {
+        libvirt.VIR_DOMAIN_CRASHED_UNKNOWN: REASON_UNKNOWN,
+        libvirt.VIR_DOMAIN_CRASHED_PANICKED: "Panicked",
+    },
 }
 
 # Paused for one of libvirt's own jobs: never resumed by a sync.
@@ -88,7 +86,10 @@ def state_name(state: int) -> str:
 
 
 def reason_name(state: int, reason: int) -> str:
-    return _REASONS.get(state, {}).get(reason, REASON_UNKNOWN)
+    table = _REASONS.get(state)
+    if table is None:
+        return REASON_UNKNOWN
+    return table.get(reason, "")
 
 
 def is_down(state: int) -> bool:

@@ -310,12 +310,12 @@ class LauncherPod:
     def status(self) -> tuple[str, str]:
         domain = self.client.get_domain()
         assert domain is not None, "the launcher has no domain"
-        return domain["status"]["status"], domain["status"]["reason"]
+        return domain["Status"]["Status"], domain["Status"]["Reason"]
 
     def kubevirt_metadata(self) -> dict[str, Any]:
         domain = self.client.get_domain()
         assert domain is not None, "the launcher has no domain"
-        result: dict[str, Any] = domain["spec"]["metadata"]["kubevirt"]
+        result: dict[str, Any] = domain["Spec"]["Metadata"]["KubeVirt"]
         return result
 
     def logs(self) -> str:

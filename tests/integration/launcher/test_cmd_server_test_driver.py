@@ -83,7 +83,7 @@ class Launcher:
     def state(self) -> tuple[str, str]:
         domain = self.client.get_domain()
         assert domain is not None
-        return domain["status"]["status"], domain["status"]["reason"]
+        return domain["Status"]["Status"], domain["Status"]["Reason"]
 
 
 @pytest.fixture
@@ -114,19 +114,28 @@ def test_sync_defines_and_starts_once(launcher: Launcher) -> None:
     launcher.client.sync_vmi(vmi())
     domain = launcher.client.get_domain()
     assert domain is not None
-    assert domain["metadata"] == {"name": "testvm", "namespace": "ns1", "uid": "uid-testvm"}
-    assert domain["spec"]["name"] == "ns1_testvm"
-    assert domain["spec"]["metadata"]["kubevirt"] == {
-        "uid": "uid-testvm",
-        "graceperiod": {"deletionGracePeriodSeconds": 7},
+    # GetDomain names no UID in ObjectMeta (KubeVirt's ListAllDomains leaves it empty).
+    assert domain["ObjectMeta"] == {"name": "testvm", "namespace": "ns1", "creationTimestamp": None}
+    assert domain["Spec"]["Name"] == "ns1_testvm"
+    assert domain["Spec"]["Metadata"]["KubeVirt"] == {
+        "UID": "uid-testvm",
+        "GracePeriod": {
+            "DeletionGracePeriodSeconds": 7,
+            "DeletionTimestamp": None,
+            "MarkedForGracefulShutdown": None,
+        },
+        "Migration": None,
+        "AccessCredential": None,
+        "MemoryDump": None,
     }
-    assert domain["status"]["status"] == "Running"
-    assert domain["spec"]["memory"] == {"value": 131072, "unit": "KiB"}
-    assert domain["spec"]["devices"] == {"interfaces": [], "disks": []}
+    assert (domain["Status"]["Status"], domain["Status"]["Reason"]) == ("Running", "Unknown")
+    assert domain["Spec"]["Memory"] == {"Value": 131072, "Unit": "KiB"}
+    assert domain["Spec"]["Devices"]["Interfaces"] is None
+    assert domain["Spec"]["Devices"]["Disks"] is None
     launcher.client.sync_vmi(vmi())
     again = launcher.client.get_domain()
     assert again is not None
-    assert again["spec"]["uuid"] == domain["spec"]["uuid"]
+    assert again["Spec"]["UUID"] == domain["Spec"]["UUID"]
     assert len(launcher.manager.conn.listAllDomains()) == 1
 
 
@@ -135,7 +144,7 @@ def test_sync_updates_the_grace_period(launcher: Launcher) -> None:
     launcher.client.sync_vmi(vmi(terminationGracePeriodSeconds=60))
     domain = launcher.client.get_domain()
     assert domain is not None
-    assert domain["spec"]["metadata"]["kubevirt"]["graceperiod"]["deletionGracePeriodSeconds"] == 60
+    assert domain["Spec"]["Metadata"]["KubeVirt"]["GracePeriod"]["DeletionGracePeriodSeconds"] == 60
 
 
 def test_sync_does_not_restart_a_vmi_that_already_ran(launcher: Launcher) -> None:
@@ -154,7 +163,7 @@ def test_start_strategy_paused_is_kept_paused(launcher: Launcher) -> None:
     launcher.client.sync_vmi(paused)
     assert launcher.state() == ("Paused", "User")
     launcher.client.vmi_command("UnpauseVirtualMachine", paused)
-    assert launcher.state() == ("Running", "Unpaused")
+    assert launcher.state() == ("Running", "Unknown")
 
 
 def test_sync_resumes_a_domain_not_paused_by_the_user(launcher: Launcher) -> None:
@@ -223,7 +232,7 @@ def test_pause_and_unpause(launcher: Launcher) -> None:
     assert launcher.state() == ("Paused", "User")
     launcher.client.vmi_command("PauseVirtualMachine", vmi())  # already paused: no-op
     launcher.client.vmi_command("UnpauseVirtualMachine", vmi())
-    assert launcher.state() == ("Running", "Unpaused")
+    assert launcher.state() == ("Running", "Unknown")
     launcher.client.vmi_command("UnpauseVirtualMachine", vmi())  # already running: no-op
 
 
@@ -232,11 +241,11 @@ def test_shutdown_records_when_the_grace_period_started(launcher: Launcher) -> N
     launcher.client.vmi_command("ShutdownVirtualMachine", vmi())
     domain = launcher.client.get_domain()
     assert domain is not None
-    grace = domain["spec"]["metadata"]["kubevirt"]["graceperiod"]
-    assert grace["deletionGracePeriodSeconds"] == 7
-    assert grace["deletionTimestamp"].endswith("Z")
-    assert domain["status"]["status"] == "Shutoff"
-    assert domain["status"]["reason"] == "Shutdown"
+    grace = domain["Spec"]["Metadata"]["KubeVirt"]["GracePeriod"]
+    assert grace["DeletionGracePeriodSeconds"] == 7
+    assert grace["DeletionTimestamp"].endswith("Z")
+    assert domain["Status"]["Status"] == "Shutoff"
+    assert domain["Status"]["Reason"] == "Shutdown"
     launcher.client.vmi_command("ShutdownVirtualMachine", vmi())  # already off: no-op
 
 
@@ -339,13 +348,13 @@ def test_migration_requests(launcher: Launcher) -> None:
     launcher.migrator.wait(10)
     domain = launcher.client.get_domain()
     assert domain is not None
-    migration = domain["spec"]["metadata"]["kubevirt"]["migration"]
-    assert migration["uid"] == "mig-1"
-    assert migration["failed"] is True
-    assert migration["failureReason"]
-    assert migration["completed"] is False
-    assert "startTimestamp" in migration
-    assert "endTimestamp" in migration
+    migration = domain["Spec"]["Metadata"]["KubeVirt"]["Migration"]
+    assert migration["UID"] == "mig-1"
+    assert migration["Failed"] is True
+    assert migration["FailureReason"]
+    assert migration["Completed"] is False
+    assert migration["StartTimestamp"].endswith("Z")
+    assert migration["EndTimestamp"].endswith("Z")
     assert launcher.state()[0] == "Running"
 
 
@@ -384,14 +393,16 @@ def test_domain_events_reach_the_notify_server(
         notify_path.unlink()
         recorder = serve_notify(share)
         added = recorder.wait_for(lambda kind, domain: kind == "ADDED", 10)
-        assert added[1]["spec"]["name"] == "ns1_testvm"
-        recorder.wait_for(lambda kind, domain: domain["status"]["status"] == "Running", 10)
+        assert added[1]["Spec"]["Name"] == "ns1_testvm"
+        assert added[1]["ObjectMeta"]["uid"] == "uid-testvm"  # events name the VMI UID
+        recorder.wait_for(lambda kind, domain: domain["Status"]["Status"] == "Running", 10)
         manager.kill_vmi(vmi())
         manager.delete_vmi(vmi())
-        final = recorder.wait_for(lambda kind, domain: "deletionTimestamp" in domain["metadata"], 10)
+        final = recorder.wait_for(lambda kind, domain: "deletionTimestamp" in domain["ObjectMeta"], 10)
         assert final[0] == "MODIFIED"
-        assert final[1]["status"]["reason"] == "NonExistent"
-        assert final[1]["metadata"]["uid"] == "uid-testvm"
+        assert final[1]["Status"]["Reason"] == "NonExistent"
+        assert final[1]["ObjectMeta"]["uid"] == "uid-testvm"
+        assert final[1]["Spec"]["Metadata"]["KubeVirt"]["UID"] == "uid-testvm"
         assert forwarder.final_event_delivered.wait(5)
     finally:
         forwarder.stop()
@@ -427,6 +438,6 @@ def test_memory_hotplug_room_is_dropped_where_libvirt_refuses_it(conn: libvirt.v
     manager.sync_vmi(the_vmi)
     domain = manager.get_domain()
     assert domain is not None
-    assert domain["status"]["status"] == "Running"
-    dom = conn.lookupByName(domain["spec"]["name"])
+    assert domain["Status"]["Status"] == "Running"
+    dom = conn.lookupByName(domain["Spec"]["Name"])
     assert "<maxMemory" not in dom.XMLDesc(0)

@@ -151,7 +151,7 @@ def test_a_shared_libvirt_with_other_domains_serves_only_this_vmi(start: Any) ->
     launcher.client.sync_vmi(launcher.vmi)
     domain = launcher.client.get_domain()
     assert domain is not None
-    assert domain["spec"]["name"] == "default_kb1"
+    assert domain["Spec"]["Name"] == "default_kb1"
 
 
 def test_accepts_the_flags_virt_controller_renders(start: Any) -> None:

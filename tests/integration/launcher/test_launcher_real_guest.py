@@ -33,15 +33,15 @@ def test_boot_pause_unpause_shutdown_kill_delete(
     boot_seconds = time.monotonic() - started
     print(f"guest marker after {boot_seconds:.1f}s")
     assert guest_marker in serial
-    assert pod.status() == ("Running", "Booted")
+    assert pod.status() == ("Running", "Unknown")  # KubeVirt names no reason for a running domain
     live = pod.client.get_domain()
     assert live is not None
-    assert live["spec"]["type"] == "qemu"  # emulated: /dev/kvm does not work everywhere
-    assert live["spec"]["os"]["type"]["machine"].startswith("pc-q35-")  # what libvirt made of "q35"
-    assert pod.kubevirt_metadata()["uid"] == vmi["metadata"]["uid"]
-    assert pod.kubevirt_metadata()["graceperiod"]["deletionGracePeriodSeconds"] == 5
+    assert live["Spec"]["Type"] == "qemu"  # emulated: /dev/kvm does not work everywhere
+    assert live["Spec"]["OS"]["Type"]["Machine"].startswith("pc-q35-")  # what libvirt made of "q35"
+    assert pod.kubevirt_metadata()["UID"] == vmi["metadata"]["uid"]
+    assert pod.kubevirt_metadata()["GracePeriod"]["DeletionGracePeriodSeconds"] == 5
     pod.notify.wait_for(lambda kind, domain: kind == "ADDED", 15)
-    pod.notify.wait_for(lambda kind, domain: domain["status"]["status"] == "Running", 15)
+    pod.notify.wait_for(lambda kind, domain: domain["Status"]["Status"] == "Running", 15)
 
     tick = pod.wait_for_tick_after(0)
     pod.client.vmi_command("PauseVirtualMachine", vmi)
@@ -51,7 +51,7 @@ def test_boot_pause_unpause_shutdown_kill_delete(
     time.sleep(2.5)
     assert pod.last_tick() <= frozen + 1
     assert pod.status() == ("Paused", "User")
-    pod.notify.wait_for(lambda kind, domain: domain["status"]["status"] == "Paused", 15)
+    pod.notify.wait_for(lambda kind, domain: domain["Status"]["Status"] == "Paused", 15)
 
     pod.client.vmi_command("UnpauseVirtualMachine", vmi)
     assert pod.status()[0] == "Running"
@@ -59,7 +59,7 @@ def test_boot_pause_unpause_shutdown_kill_delete(
 
     # The busybox guest ignores the ACPI button; the request is still recorded for the grace period.
     pod.client.vmi_command("ShutdownVirtualMachine", vmi)
-    assert "deletionTimestamp" in pod.kubevirt_metadata()["graceperiod"]
+    assert pod.kubevirt_metadata()["GracePeriod"]["DeletionTimestamp"] is not None
     assert pod.status()[0] == "Running"
 
     pod.client.vmi_command("KillVirtualMachine", vmi)
@@ -68,10 +68,10 @@ def test_boot_pause_unpause_shutdown_kill_delete(
 
     pod.client.vmi_command("DeleteVirtualMachine", vmi)
     assert pod.client.get_domain() is None
-    final = pod.notify.wait_for(lambda kind, domain: "deletionTimestamp" in domain["metadata"], 15)
+    final = pod.notify.wait_for(lambda kind, domain: "deletionTimestamp" in domain["ObjectMeta"], 15)
     assert final[0] == "MODIFIED"
-    assert final[1]["status"] == {**final[1]["status"], "status": "NoState", "reason": "NonExistent"}
-    assert final[1]["metadata"]["uid"] == vmi["metadata"]["uid"]
+    assert final[1]["Status"] == {**final[1]["Status"], "Status": "NoState", "Reason": "NonExistent"}
+    assert final[1]["ObjectMeta"]["uid"] == vmi["metadata"]["uid"]
 
     assert pod.wait_exit(20) == 0
     assert "the domain is gone" in pod.logs()
@@ -91,7 +91,7 @@ def test_start_paused_then_sigterm_kills_after_grace_period(
 
     pod.process.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + 5
-    while not pod.kubevirt_metadata().get("graceperiod", {}).get("markedForGracefulShutdown"):
+    while not (pod.kubevirt_metadata()["GracePeriod"] or {}).get("MarkedForGracefulShutdown"):
         assert time.monotonic() < deadline, "the launcher did not mark the domain for graceful shutdown"
         time.sleep(0.1)
     # Nobody shuts the guest down: the launcher kills it when its own grace period ends, then exits.

@@ -60,22 +60,6 @@ def test_metadata_round_trips_through_xml() -> None:
     assert KubeVirtMetadata.from_xml(xml) == metadata
 
 
-def test_metadata_json_uses_kubevirt_names() -> None:
-    metadata = KubeVirtMetadata(uid="u", grace_period=GracePeriod(5, STAMP), migration=Migration(uid="m"))
-    assert metadata.to_json() == {
-        "uid": "u",
-        "graceperiod": {"deletionGracePeriodSeconds": 5, "deletionTimestamp": "2026-11-30T12:00:01Z"},
-        "migration": {
-            "uid": "m",
-            "completed": False,
-            "failed": False,
-            "failureReason": "",
-            "abortStatus": "",
-            "mode": "",
-        },
-    }
-
-
 def test_metadata_is_found_in_a_domain() -> None:
     xml = (
         '<domain type="qemu"><name>ns_vm</name><metadata>'
@@ -90,15 +74,32 @@ def test_metadata_is_found_in_a_domain() -> None:
 
 def test_gone_domain_carries_deletion_timestamp_and_reason() -> None:
     domain = gone_domain_json("ns_vm", "u-1", STAMP)
-    assert domain["metadata"] == {
+    assert (domain["kind"], domain["apiVersion"]) == ("Domain", "1.2.2")
+    assert domain["ObjectMeta"] == {
         "name": "vm",
         "namespace": "ns",
         "uid": "u-1",
+        "creationTimestamp": None,
         "deletionTimestamp": "2026-11-30T12:00:01Z",
     }
-    assert domain["status"]["status"] == "NoState"
-    assert domain["status"]["reason"] == "NonExistent"
+    assert (domain["Status"]["Status"], domain["Status"]["Reason"]) == ("NoState", "NonExistent")
+    assert domain["Status"]["Interfaces"] is None
+    assert domain["Status"]["FSFreezeStatus"] == {"Status": ""}
+    # Go's zero DomainSpec around the UID: empty strings, zero numbers, nulls, zero structs.
+    spec = domain["Spec"]
+    assert spec["Metadata"]["KubeVirt"] == {
+        "UID": "u-1",
+        "GracePeriod": None,
+        "Migration": None,
+        "AccessCredential": None,
+        "MemoryDump": None,
+    }
+    assert (spec["Name"], spec["UUID"], spec["XMLName"]) == ("", "", {"Space": "", "Local": ""})
+    assert spec["Memory"] == {"Value": 0, "Unit": ""}
+    assert spec["Devices"]["Disks"] is None
+    assert spec["CurrentMemory"] is None
     assert split_domain_name("a_b_c") == ("a", "b_c")
+    assert split_domain_name("lonely") == ("default", "lonely")
 
 
 def test_emulation_makes_a_tcg_domain_with_an_emulated_cpu() -> None:
@@ -220,7 +221,11 @@ def test_states_and_reasons() -> None:
     assert states.reason_name(libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_USER) == "User"
     assert states.reason_name(libvirt.VIR_DOMAIN_SHUTOFF, libvirt.VIR_DOMAIN_SHUTOFF_MIGRATED) == "Migrated"
     assert states.reason_name(libvirt.VIR_DOMAIN_CRASHED, libvirt.VIR_DOMAIN_CRASHED_PANICKED) == "Panicked"
-    assert states.reason_name(libvirt.VIR_DOMAIN_SHUTOFF, 999) == "Unknown"
+    assert states.reason_name(libvirt.VIR_DOMAIN_SHUTOFF, libvirt.VIR_DOMAIN_SHUTOFF_UNKNOWN) == "Unknown"
+    assert states.reason_name(libvirt.VIR_DOMAIN_SHUTOFF, 999) == ""  # Go's zero value: not in its table
+    # KubeVirt translates no reason of a running domain.
+    assert states.reason_name(libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_RUNNING_BOOTED) == "Unknown"
+    assert states.reason_name(libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_RUNNING_MIGRATED) == "Unknown"
     assert states.state_name(libvirt.VIR_DOMAIN_SHUTDOWN) == "ShuttingDown"
 
 

@@ -7,6 +7,8 @@ the converter emits or a component reads is modelled; everything else is ignored
 
 from __future__ import annotations
 
+from typing import Any
+
 from .xmlmodel import (
     KUBEVIRT_NS,
     QEMU_NS,
@@ -33,6 +35,13 @@ class Alias(XMLElement):
         """The alias KubeVirt gives a device named by the user (``ua-<name>``)."""
         return cls(name=USER_ALIAS_PREFIX + name)
 
+    def _go_json(self) -> dict[str, Any]:
+        # KubeVirt's Alias marshals itself: the name without the user prefix, and whether it had one.
+        name = self.name or ""
+        if name.startswith(USER_ALIAS_PREFIX):
+            return {"Name": name[len(USER_ALIAS_PREFIX) :], "UserDefined": True}
+        return {"Name": name, "UserDefined": False}
+
 
 @element("address")
 class Address(XMLElement):
@@ -44,11 +53,11 @@ class Address(XMLElement):
     controller: str | None = attr()
     target: str | None = attr()
     unit: str | None = attr()
-    uuid: str | None = attr()
+    uuid: str | None = attr(go="UUID")
     device: str | None = attr()
-    cssid: str | None = attr()
-    ssid: str | None = attr()
-    devno: str | None = attr()
+    cssid: str | None = attr(go="CSSID")
+    ssid: str | None = attr(go="SSID")
+    devno: str | None = attr(go="DevNo")
 
 
 @element("boot")
@@ -87,12 +96,12 @@ class MaxMemory(XMLElement):
 class HugePage(XMLElement):
     size: str | None = attr()
     unit: str | None = attr()
-    nodeset: str | None = attr()
+    nodeset: str | None = attr(go="NodeSet")
 
 
 @element("hugepages")
 class HugePages(XMLElement):
-    pages: list[HugePage] = children(HugePage)
+    pages: list[HugePage] = children(HugePage, go="HugePage")
 
 
 @element("source")
@@ -117,11 +126,11 @@ class NoSharePages(XMLElement):
 
 @element("memoryBacking")
 class MemoryBacking(XMLElement):
-    hugepages: HugePages | None = child(HugePages)
+    hugepages: HugePages | None = child(HugePages, go="HugePages")
     source: MemoryBackingSource | None = child(MemoryBackingSource)
     access: MemoryBackingAccess | None = child(MemoryBackingAccess)
     allocation: MemoryAllocation | None = child(MemoryAllocation)
-    nosharepages: NoSharePages | None = child(NoSharePages)
+    nosharepages: NoSharePages | None = child(NoSharePages, go="NoSharePages")
 
 
 # ---------------------------------------------------------------- os
@@ -131,7 +140,7 @@ class MemoryBacking(XMLElement):
 class OSType(XMLElement):
     arch: str | None = attr()
     machine: str | None = attr()
-    os: str | None = text()
+    os: str | None = text(go="OS")
 
 
 @element("table")
@@ -142,7 +151,7 @@ class ACPITable(XMLElement):
 
 @element("acpi")
 class OSACPI(XMLElement):
-    tables: list[ACPITable] = children(ACPITable)
+    tables: list[ACPITable] = children(ACPITable, go="Table")
 
 
 @element("smbios")
@@ -158,17 +167,17 @@ class Boot(XMLElement):
 @element("bootmenu")
 class BootMenu(XMLElement):
     enable: str | None = attr()
-    timeout: int | None = attr(as_type=int)
+    timeout: int | None = attr(as_type=int, go_pointer=True)
 
 
 @element("bios")
 class BIOS(XMLElement):
-    useserial: str | None = attr()
+    useserial: str | None = attr(go="UseSerial")
 
 
 @element("loader")
 class Loader(XMLElement):
-    readonly: str | None = attr()
+    readonly: str | None = attr(go="ReadOnly")
     secure: str | None = attr()
     type: str | None = attr()
     path: str | None = text()
@@ -177,22 +186,22 @@ class Loader(XMLElement):
 @element("nvram")
 class NVRam(XMLElement):
     template: str | None = attr()
-    path: str | None = text()
+    path: str | None = text(go="NVRam")
 
 
 @element("os")
 class OS(XMLElement):
     type: OSType = child(OSType, required=True)
-    acpi: OSACPI | None = child(OSACPI)
-    smbios: SMBios | None = child(SMBios)
+    acpi: OSACPI | None = child(OSACPI, go="ACPI")
+    smbios: SMBios | None = child(SMBios, go="SMBios")
     boot_order: list[Boot] = children(Boot)
-    bootmenu: BootMenu | None = child(BootMenu)
-    bios: BIOS | None = child(BIOS)
-    loader: Loader | None = child(Loader)
-    nvram: NVRam | None = child(NVRam)
+    bootmenu: BootMenu | None = child(BootMenu, go="BootMenu")
+    bios: BIOS | None = child(BIOS, go="BIOS")
+    loader: Loader | None = child(Loader, go="BootLoader")
+    nvram: NVRam | None = child(NVRam, go="NVRam")
     kernel: str | None = text_child()
     initrd: str | None = text_child()
-    cmdline: str | None = text_child()
+    cmdline: str | None = text_child(go="KernelArgs")
 
 
 # ---------------------------------------------------------------- sysinfo
@@ -210,8 +219,8 @@ class SysInfo(XMLElement):
 
     type: str | None = attr()
     system: list[Entry] = children(Entry, wrapper="system")
-    bios: list[Entry] = children(Entry, wrapper="bios")
-    baseboard: list[Entry] = children(Entry, wrapper="baseBoard")
+    bios: list[Entry] = children(Entry, wrapper="bios", go="BIOS")
+    baseboard: list[Entry] = children(Entry, wrapper="baseBoard", go="BaseBoard")
     chassis: list[Entry] = children(Entry, wrapper="chassis")
 
 
@@ -234,10 +243,10 @@ class SourceReservations(XMLElement):
 @element("reservations")
 class Reservations(XMLElement):
     managed: str | None = attr()
-    source: SourceReservations | None = child(SourceReservations)
+    source: SourceReservations | None = child(SourceReservations, go="SourceReservations")
 
 
-@element("source")
+@element("source", go_extra={"Slices": None, "DataStore": None})
 class DiskSource(XMLElement):
     dev: str | None = attr()
     file: str | None = attr()
@@ -251,7 +260,7 @@ class DiskSource(XMLElement):
 @element("target")
 class DiskTarget(XMLElement):
     bus: str | None = attr()
-    dev: str | None = attr()
+    dev: str | None = attr(go="Device")
     tray: str | None = attr()
 
 
@@ -262,21 +271,21 @@ class DiskIOThread(XMLElement):
 
 @element("iothreads")
 class DiskIOThreads(XMLElement):
-    iothreads: list[DiskIOThread] = children(DiskIOThread)
+    iothreads: list[DiskIOThread] = children(DiskIOThread, go="IOThread")
 
 
 @element("driver")
 class DiskDriver(XMLElement):
     cache: str | None = attr()
     error_policy: str | None = attr()
-    io: str | None = attr()
+    io: str | None = attr(go="IO")
     name: str | None = attr()
     type: str | None = attr()
-    iothread: int | None = attr(as_type=int)
-    queues: int | None = attr(as_type=int)
+    iothread: int | None = attr(as_type=int, go="IOThread", go_pointer=True)
+    queues: int | None = attr(as_type=int, go_pointer=True)
     discard: str | None = attr()
-    iommu: str | None = attr()
-    iothreads: DiskIOThreads | None = child(DiskIOThreads)
+    iommu: str | None = attr(go="IOMMU")
+    iothreads: DiskIOThreads | None = child(DiskIOThreads, go="IOThreads")
 
 
 @element("readonly")
@@ -305,10 +314,12 @@ class BackingStore(XMLElement):
 class BlockIO(XMLElement):
     logical_block_size: int | None = attr(as_type=int)
     physical_block_size: int | None = attr(as_type=int)
-    discard_granularity: int | None = attr(as_type=int)
+    discard_granularity: int | None = attr(as_type=int, go_pointer=True)
 
 
-@element("disk")
+@element(
+    "disk", go_extra={"Auth": None, "FilesystemOverhead": None, "Capacity": None, "ExpandDisksEnabled": False}
+)
 class Disk(XMLElement):
     device: str | None = attr()
     snapshot: str | None = attr()
@@ -318,12 +329,12 @@ class Disk(XMLElement):
     target: DiskTarget = child(DiskTarget, required=True)
     serial: str | None = text_child()
     driver: DiskDriver | None = child(DiskDriver)
-    readonly: ReadOnly | None = child(ReadOnly)
+    readonly: ReadOnly | None = child(ReadOnly, go="ReadOnly")
     alias: Alias | None = child(Alias)
     backing_store: BackingStore | None = child(BackingStore)
-    boot: BootOrder | None = child(BootOrder)
+    boot: BootOrder | None = child(BootOrder, go="BootOrder")
     address: Address | None = child(Address)
-    blockio: BlockIO | None = child(BlockIO)
+    blockio: BlockIO | None = child(BlockIO, go="BlockIO")
     shareable: Shareable | None = child(Shareable)
 
 
@@ -333,7 +344,7 @@ class Disk(XMLElement):
 @element("source")
 class InterfaceSource(XMLElement):
     network: str | None = attr()
-    dev: str | None = attr()
+    dev: str | None = attr(go="Device")
     bridge: str | None = attr()
     mode: str | None = attr()
     address: Address | None = child(Address)
@@ -341,13 +352,13 @@ class InterfaceSource(XMLElement):
 
 @element("target")
 class InterfaceTarget(XMLElement):
-    dev: str | None = attr()
+    dev: str | None = attr(go="Device")
     managed: str | None = attr()
 
 
 @element("mac")
 class MAC(XMLElement):
-    address: str | None = attr()
+    address: str | None = attr(go="MAC")
 
 
 @element("mtu")
@@ -368,8 +379,8 @@ class FilterRef(XMLElement):
 @element("driver")
 class InterfaceDriver(XMLElement):
     name: str | None = attr()
-    queues: int | None = attr(as_type=int)
-    iommu: str | None = attr()
+    queues: int | None = attr(as_type=int, go_pointer=True)
+    iommu: str | None = attr(go="IOMMU")
 
 
 @element("rom")
@@ -388,25 +399,25 @@ class InterfaceBackend(XMLElement):
     log_file: str | None = attr("logFile")
 
 
-@element("interface")
+@element("interface", go_xml_name=True, go_extra={"BandWidth": None, "PortForward": None})
 class Interface(XMLElement):
     """A NIC. The converter leaves ``source`` empty; libvirt's schema forbids that, so it is optional."""
 
     type: str | None = attr()
     trust_guest_rx_filters: str | None = attr("trustGuestRxFilters")
     address: Address | None = child(Address)
-    source: InterfaceSource | None = child(InterfaceSource)
+    source: InterfaceSource | None = child(InterfaceSource, go_pointer=False)
     target: InterfaceTarget | None = child(InterfaceTarget)
     model: Model | None = child(Model)
-    mac: MAC | None = child(MAC)
-    mtu: MTU | None = child(MTU)
-    boot: BootOrder | None = child(BootOrder)
-    link: LinkState | None = child(LinkState)
-    filterref: FilterRef | None = child(FilterRef)
+    mac: MAC | None = child(MAC, go="MAC")
+    mtu: MTU | None = child(MTU, go="MTU")
+    boot: BootOrder | None = child(BootOrder, go="BootOrder")
+    link: LinkState | None = child(LinkState, go="LinkState")
+    filterref: FilterRef | None = child(FilterRef, go="FilterRef")
     alias: Alias | None = child(Alias)
     driver: InterfaceDriver | None = child(InterfaceDriver)
     rom: Rom | None = child(Rom)
-    acpi: ACPI | None = child(ACPI)
+    acpi: ACPI | None = child(ACPI, go="ACPI")
     backend: InterfaceBackend | None = child(InterfaceBackend)
 
 
@@ -437,7 +448,7 @@ class Channel(XMLElement):
 
 @element("target")
 class SerialTarget(XMLElement):
-    port: int | None = attr(as_type=int)
+    port: int | None = attr(as_type=int, go_pointer=True)
 
 
 @element("source")
@@ -463,8 +474,8 @@ class Serial(XMLElement):
 
 @element("target")
 class ConsoleTarget(XMLElement):
-    type: str | None = attr()
-    port: int | None = attr(as_type=int)
+    type: str | None = attr(go_pointer=True)
+    port: int | None = attr(as_type=int, go_pointer=True)
 
 
 @element("source")
@@ -489,33 +500,33 @@ class HostDeviceSource(XMLElement):
     address: Address | None = child(Address)
 
 
-@element("hostdev")
+@element("hostdev", go_xml_name=True)
 class HostDevice(XMLElement):
     type: str | None = attr()
     managed: str | None = attr()
     mode: str | None = attr()
     model: str | None = attr()
     display: str | None = attr()
-    ramfb: str | None = attr()
+    ramfb: str | None = attr(go="RamFB")
     source: HostDeviceSource = child(HostDeviceSource, required=True)
-    boot: BootOrder | None = child(BootOrder)
+    boot: BootOrder | None = child(BootOrder, go="BootOrder")
     address: Address | None = child(Address)
     alias: Alias | None = child(Alias)
 
 
 @element("panic")
 class PanicDevice(XMLElement):
-    model: str | None = attr()
+    model: str | None = attr(go_pointer=True)
 
 
 @element("driver")
 class ControllerDriver(XMLElement):
-    iothread: int | None = attr(as_type=int)
-    queues: int | None = attr(as_type=int)
-    iommu: str | None = attr()
+    iothread: int | None = attr(as_type=int, go="IOThread", go_pointer=True)
+    queues: int | None = attr(as_type=int, go_pointer=True)
+    iommu: str | None = attr(go="IOMMU")
 
 
-@element("controller")
+@element("controller", go_extra={"PCIHole64": None})
 class Controller(XMLElement):
     type: str | None = attr()
     index: str | None = attr()
@@ -528,10 +539,10 @@ class Controller(XMLElement):
 @element("model")
 class VideoModel(XMLElement):
     type: str | None = attr()
-    heads: int | None = attr(as_type=int)
-    ram: int | None = attr(as_type=int)
-    vram: int | None = attr(as_type=int)
-    vgamem: int | None = attr(as_type=int)
+    heads: int | None = attr(as_type=int, go_pointer=True)
+    ram: int | None = attr(as_type=int, go_pointer=True)
+    vram: int | None = attr(as_type=int, go="VRam", go_pointer=True)
+    vgamem: int | None = attr(as_type=int, go="VGAMem", go_pointer=True)
 
 
 @element("video")
@@ -549,11 +560,11 @@ class GraphicsListen(XMLElement):
 
 @element("graphics")
 class Graphics(XMLElement):
-    autoport: str | None = attr()
+    autoport: str | None = attr(go="AutoPort")
     default_mode: str | None = attr("defaultMode")
     passwd_valid_to: str | None = attr("passwdValidTo")
     port: int | None = attr(as_type=int)
-    tls_port: int | None = attr("tlsPort", as_type=int)
+    tls_port: int | None = attr("tlsPort", as_type=int, go="TLSPort")
     type: str | None = attr()
     listen: GraphicsListen | None = child(GraphicsListen)
 
@@ -565,7 +576,7 @@ class Stats(XMLElement):
 
 @element("driver")
 class IOMMUDriver(XMLElement):
-    iommu: str | None = attr()
+    iommu: str | None = attr(go="IOMMU")
 
 
 @element("memballoon")
@@ -625,7 +636,7 @@ class FilesystemDriver(XMLElement):
     queue: str | None = attr()
 
 
-@element("filesystem")
+@element("filesystem", go_extra={"Binary": None})
 class FilesystemDevice(XMLElement):
     type: str | None = attr()
     access_mode: str | None = attr("accessMode")
@@ -675,10 +686,10 @@ class CID(XMLElement):
 @element("vsock")
 class VSOCK(XMLElement):
     model: str | None = attr()
-    cid: CID = child(CID, required=True)
+    cid: CID = child(CID, required=True, go="CID")
 
 
-@element("devices")
+@element("devices", go_extra={"Memory": None})
 class Devices(XMLElement):
     emulator: str | None = text_child()
     interfaces: list[Interface] = children(Interface)
@@ -698,8 +709,8 @@ class Devices(XMLElement):
     filesystems: list[FilesystemDevice] = children(FilesystemDevice)
     redirs: list[RedirectedDevice] = children(RedirectedDevice)
     sound_cards: list[SoundCard] = children(SoundCard)
-    tpms: list[TPM] = children(TPM)
-    vsock: VSOCK | None = child(VSOCK)
+    tpms: list[TPM] = children(TPM, go="TPMs")
+    vsock: VSOCK | None = child(VSOCK, go="VSOCK")
 
 
 # ---------------------------------------------------------------- clock, resource, qemu, metadata
@@ -708,7 +719,7 @@ class Devices(XMLElement):
 @element("timer")
 class Timer(XMLElement):
     name: str | None = attr()
-    tickpolicy: str | None = attr()
+    tickpolicy: str | None = attr(go="TickPolicy")
     present: str | None = attr()
     track: str | None = attr()
     frequency: str | None = attr()
@@ -719,7 +730,7 @@ class Clock(XMLElement):
     offset: str | None = attr()
     timezone: str | None = attr()
     adjustment: str | None = attr()
-    timers: list[Timer] = children(Timer)
+    timers: list[Timer] = children(Timer, go="Timer")
 
 
 @element("resource")
@@ -740,22 +751,26 @@ class QEMUArg(XMLElement):
 
 @element("qemu:commandline", namespace=QEMU_NS)
 class Commandline(XMLElement):
-    env: list[QEMUEnv] = children(QEMUEnv)
-    args: list[QEMUArg] = children(QEMUArg)
+    env: list[QEMUEnv] = children(QEMUEnv, go="QEMUEnv")
+    args: list[QEMUArg] = children(QEMUArg, go="QEMUArg")
 
 
 @element("graceperiod", namespace=KUBEVIRT_NS)
 class GracePeriodMetadata(XMLElement):
     deletion_grace_period_seconds: int | None = text_child("deletionGracePeriodSeconds", as_type=int)
-    deletion_timestamp: str | None = text_child("deletionTimestamp")
-    marked_for_graceful_shutdown: bool | None = text_child("markedForGracefulShutdown", as_type=bool)
+    deletion_timestamp: str | None = text_child("deletionTimestamp", go_time=True)
+    marked_for_graceful_shutdown: bool | None = text_child(
+        "markedForGracefulShutdown", as_type=bool, go_pointer=True
+    )
 
 
 @element("migration", namespace=KUBEVIRT_NS)
 class MigrationMetadata(XMLElement):
-    uid: str | None = text_child()
-    start_timestamp: str | None = text_child("startTimestamp")
-    end_timestamp: str | None = text_child("endTimestamp")
+    uid: str | None = text_child(go="UID")
+    start_timestamp: str | None = text_child("startTimestamp", go_time=True)
+    end_timestamp: str | None = text_child("endTimestamp", go_time=True)
+    # Older KubeVirt releases carry ``completed`` (a JSON key newer virt-handlers ignore).
+    completed: bool | None = text_child(as_type=bool)
     failed: bool | None = text_child(as_type=bool)
     failure_reason: str | None = text_child("failureReason")
     abort_status: str | None = text_child("abortStatus")
@@ -771,8 +786,8 @@ class AccessCredentialMetadata(XMLElement):
 @element("memoryDump", namespace=KUBEVIRT_NS)
 class MemoryDumpMetadata(XMLElement):
     file_name: str | None = text_child("fileName")
-    start_timestamp: str | None = text_child("startTimestamp")
-    end_timestamp: str | None = text_child("endTimestamp")
+    start_timestamp: str | None = text_child("startTimestamp", go_time=True)
+    end_timestamp: str | None = text_child("endTimestamp", go_time=True)
     completed: bool | None = text_child(as_type=bool)
     failed: bool | None = text_child(as_type=bool)
     failure_reason: str | None = text_child("failureReason")
@@ -780,7 +795,7 @@ class MemoryDumpMetadata(XMLElement):
 
 @element("kubevirt", namespace=KUBEVIRT_NS, declare=f' xmlns="{KUBEVIRT_NS}"')
 class KubeVirtMetadata(XMLElement):
-    uid: str | None = text_child(default="")
+    uid: str | None = text_child(default="", go="UID")
     grace_period: GracePeriodMetadata | None = child(GracePeriodMetadata)
     migration: MigrationMetadata | None = child(MigrationMetadata)
     access_credential: AccessCredentialMetadata | None = child(AccessCredentialMetadata)
@@ -789,7 +804,7 @@ class KubeVirtMetadata(XMLElement):
 
 @element("metadata")
 class Metadata(XMLElement):
-    kubevirt: KubeVirtMetadata = child(KubeVirtMetadata, required=True)
+    kubevirt: KubeVirtMetadata = child(KubeVirtMetadata, required=True, go="KubeVirt")
 
 
 # ---------------------------------------------------------------- features
@@ -810,7 +825,7 @@ class FeatureEnabled(XMLElement):
 @element("spinlocks")
 class FeatureSpinlocks(XMLElement):
     state: str | None = attr()
-    retries: int | None = attr(as_type=int)
+    retries: int | None = attr(as_type=int, go_pointer=True)
 
 
 @element("stimer")
@@ -829,19 +844,19 @@ class FeatureVendorID(XMLElement):
 class FeatureHyperv(XMLElement):
     mode: str | None = attr()
     relaxed: FeatureState | None = child(FeatureState, "relaxed")
-    vapic: FeatureState | None = child(FeatureState, "vapic")
+    vapic: FeatureState | None = child(FeatureState, "vapic", go="VAPIC")
     spinlocks: FeatureSpinlocks | None = child(FeatureSpinlocks)
-    vpindex: FeatureState | None = child(FeatureState, "vpindex")
+    vpindex: FeatureState | None = child(FeatureState, "vpindex", go="VPIndex")
     runtime: FeatureState | None = child(FeatureState, "runtime")
-    synic: FeatureState | None = child(FeatureState, "synic")
-    synic_timer: SyNICTimer | None = child(SyNICTimer)
+    synic: FeatureState | None = child(FeatureState, "synic", go="SyNIC")
+    synic_timer: SyNICTimer | None = child(SyNICTimer, go="SyNICTimer")
     reset: FeatureState | None = child(FeatureState, "reset")
-    vendor_id: FeatureVendorID | None = child(FeatureVendorID)
+    vendor_id: FeatureVendorID | None = child(FeatureVendorID, go="VendorID")
     frequencies: FeatureState | None = child(FeatureState, "frequencies")
     reenlightenment: FeatureState | None = child(FeatureState, "reenlightenment")
-    tlbflush: FeatureState | None = child(FeatureState, "tlbflush")
-    ipi: FeatureState | None = child(FeatureState, "ipi")
-    evmcs: FeatureState | None = child(FeatureState, "evmcs")
+    tlbflush: FeatureState | None = child(FeatureState, "tlbflush", go="TLBFlush")
+    ipi: FeatureState | None = child(FeatureState, "ipi", go="IPI")
+    evmcs: FeatureState | None = child(FeatureState, "evmcs", go="EVMCS")
 
 
 @element("kvm")
@@ -852,14 +867,14 @@ class FeatureKVM(XMLElement):
 
 @element("features")
 class Features(XMLElement):
-    acpi: FeatureEnabled | None = child(FeatureEnabled, "acpi")
-    apic: FeatureEnabled | None = child(FeatureEnabled, "apic")
+    acpi: FeatureEnabled | None = child(FeatureEnabled, "acpi", go="ACPI")
+    apic: FeatureEnabled | None = child(FeatureEnabled, "apic", go="APIC")
     hyperv: FeatureHyperv | None = child(FeatureHyperv)
-    smm: FeatureEnabled | None = child(FeatureEnabled, "smm")
-    kvm: FeatureKVM | None = child(FeatureKVM)
-    pvspinlock: FeatureState | None = child(FeatureState, "pvspinlock")
-    pmu: FeatureState | None = child(FeatureState, "pmu")
-    vmport: FeatureState | None = child(FeatureState, "vmport")
+    smm: FeatureEnabled | None = child(FeatureEnabled, "smm", go="SMM")
+    kvm: FeatureKVM | None = child(FeatureKVM, go="KVM")
+    pvspinlock: FeatureState | None = child(FeatureState, "pvspinlock", go="PVSpinlock")
+    pmu: FeatureState | None = child(FeatureState, "pmu", go="PMU")
+    vmport: FeatureState | None = child(FeatureState, "vmport", go="VMPort")
 
 
 # ---------------------------------------------------------------- cpu
@@ -880,11 +895,11 @@ class CPUTopology(XMLElement):
 
 @element("cell")
 class NUMACell(XMLElement):
-    id: str | None = attr()
-    cpus: str | None = attr()
+    id: str | None = attr(go="ID")
+    cpus: str | None = attr(go="CPUs")
     memory: int | None = attr(as_type=int)
     unit: str | None = attr()
-    mem_access: str | None = attr("memAccess")
+    mem_access: str | None = attr("memAccess", go="MemoryAccess")
 
 
 @element("numa")
@@ -898,18 +913,18 @@ class CPU(XMLElement):
     model: str | None = text_child()
     features: list[CPUFeature] = children(CPUFeature)
     topology: CPUTopology | None = child(CPUTopology)
-    numa: NUMA | None = child(NUMA)
+    numa: NUMA | None = child(NUMA, go="NUMA")
 
 
 @element("vcpu")
 class VCPU(XMLElement):
     placement: str | None = attr()
-    cpus: int | None = text(as_type=int)
+    cpus: int | None = text(as_type=int, go="CPUs")
 
 
 @element("vcpu")
 class VCPUsVCPU(XMLElement):
-    id: int | None = attr(as_type=int)
+    id: int | None = attr(as_type=int, go="ID")
     enabled: str | None = attr()
     hotpluggable: str | None = attr()
     order: int | None = attr(as_type=int)
@@ -917,61 +932,61 @@ class VCPUsVCPU(XMLElement):
 
 @element("vcpus")
 class VCPUs(XMLElement):
-    vcpus: list[VCPUsVCPU] = children(VCPUsVCPU)
+    vcpus: list[VCPUsVCPU] = children(VCPUsVCPU, go="VCPU")
 
 
 @element("vcpupin")
 class CPUTuneVCPUPin(XMLElement):
-    vcpu: int | None = attr(as_type=int)
-    cpuset: str | None = attr()
+    vcpu: int | None = attr(as_type=int, go="VCPU")
+    cpuset: str | None = attr(go="CPUSet")
 
 
 @element("iothreadpin")
 class CPUTuneIOThreadPin(XMLElement):
-    iothread: int | None = attr(as_type=int)
-    cpuset: str | None = attr()
+    iothread: int | None = attr(as_type=int, go="IOThread")
+    cpuset: str | None = attr(go="CPUSet")
 
 
 @element("emulatorpin")
 class CPUEmulatorPin(XMLElement):
-    cpuset: str | None = attr()
+    cpuset: str | None = attr(go="CPUSet")
 
 
 @element("cputune")
 class CPUTune(XMLElement):
-    vcpupin: list[CPUTuneVCPUPin] = children(CPUTuneVCPUPin)
-    iothreadpin: list[CPUTuneIOThreadPin] = children(CPUTuneIOThreadPin)
-    emulatorpin: CPUEmulatorPin | None = child(CPUEmulatorPin)
+    vcpupin: list[CPUTuneVCPUPin] = children(CPUTuneVCPUPin, go="VCPUPin")
+    iothreadpin: list[CPUTuneIOThreadPin] = children(CPUTuneIOThreadPin, go="IOThreadPin")
+    emulatorpin: CPUEmulatorPin | None = child(CPUEmulatorPin, go="EmulatorPin")
 
 
 @element("memory")
 class NumaTuneMemory(XMLElement):
     mode: str | None = attr()
-    nodeset: str | None = attr()
+    nodeset: str | None = attr(go="NodeSet")
 
 
 @element("memnode")
 class MemNode(XMLElement):
-    cellid: int | None = attr(as_type=int)
+    cellid: int | None = attr(as_type=int, go="CellID")
     mode: str | None = attr()
-    nodeset: str | None = attr()
+    nodeset: str | None = attr(go="NodeSet")
 
 
 @element("numatune")
 class NUMATune(XMLElement):
-    memory: NumaTuneMemory | None = child(NumaTuneMemory)
-    memnodes: list[MemNode] = children(MemNode)
+    memory: NumaTuneMemory | None = child(NumaTuneMemory, go_pointer=False)
+    memnodes: list[MemNode] = children(MemNode, go="MemNodes")
 
 
 @element("iothreads")
 class IOThreads(XMLElement):
-    count: int | None = text(as_type=int)
+    count: int | None = text(as_type=int, go="IOThreads")
 
 
 @element("launchSecurity")
 class LaunchSecurity(XMLElement):
     type: str | None = attr()
-    dh_cert: str | None = text_child("dhCert")
+    dh_cert: str | None = text_child("dhCert", go="DHCert")
     session: str | None = text_child()
     cbitpos: str | None = text_child()
     reduced_phys_bits: str | None = text_child("reducedPhysBits")
@@ -981,29 +996,29 @@ class LaunchSecurity(XMLElement):
 # ---------------------------------------------------------------- the domain
 
 
-@element("domain", declare=f' xmlns:qemu="{QEMU_NS}"')
+@element("domain", declare=f' xmlns:qemu="{QEMU_NS}"', go_xml_name=True, go_extra={"XmlNS": ""})
 class Domain(XMLElement):
     """``<domain>``: what the converter produces and what is read back from libvirt."""
 
     type: str | None = attr()
     name: str | None = text_child()
-    uuid: str | None = text_child()
+    uuid: str | None = text_child(go="UUID")
     memory: Memory = child(Memory, required=True)
     current_memory: CurrentMemory | None = child(CurrentMemory)
     max_memory: MaxMemory | None = child(MaxMemory)
     memory_backing: MemoryBacking | None = child(MemoryBacking)
-    os: OS = child(OS, required=True)
-    sysinfo: SysInfo | None = child(SysInfo)
+    os: OS = child(OS, required=True, go="OS")
+    sysinfo: SysInfo | None = child(SysInfo, go="SysInfo")
     devices: Devices = child(Devices, required=True)
     clock: Clock | None = child(Clock)
     resource: Resource | None = child(Resource)
-    qemu_commandline: Commandline | None = child(Commandline)
+    qemu_commandline: Commandline | None = child(Commandline, go="QEMUCmd", go_unread=True)
     metadata: Metadata = child(Metadata, required=True)
     features: Features | None = child(Features)
-    cpu: CPU = child(CPU, required=True)
-    vcpu: VCPU | None = child(VCPU)
-    vcpus: VCPUs | None = child(VCPUs)
-    cputune: CPUTune | None = child(CPUTune)
-    numatune: NUMATune | None = child(NUMATune)
-    iothreads: IOThreads | None = child(IOThreads)
+    cpu: CPU = child(CPU, required=True, go="CPU")
+    vcpu: VCPU | None = child(VCPU, go="VCPU")
+    vcpus: VCPUs | None = child(VCPUs, go="VCPUs")
+    cputune: CPUTune | None = child(CPUTune, go="CPUTune")
+    numatune: NUMATune | None = child(NUMATune, go="NUMATune")
+    iothreads: IOThreads | None = child(IOThreads, go="IOThreads")
     launch_security: LaunchSecurity | None = child(LaunchSecurity)

@@ -6,6 +6,11 @@ per class, a writer (generated Python source, so writing does no per-call intros
 reader table for lxml. Output follows Go's ``xml.MarshalIndent(v, "", "\\t")``: tab indentation,
 attributes before children, ``<x></x>`` for empty elements, fields in declaration order. ``None``
 means "absent": such attributes and children are not written and stay ``None`` when not read.
+
+The same declarations give the element's JSON as Go's ``encoding/json`` writes KubeVirt's Go structs
+(:meth:`XMLElement.to_json_dict`): those structs carry no json tags, so keys are the Go field names and
+nothing is omitted; an absent value is ``null`` where Go holds a pointer, slice or map, and the Go
+zero value (``""``, ``0``, ``false``, an all-zero object) otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import dataclasses
 import re
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from lxml import etree
@@ -76,40 +82,84 @@ _SPEC = "kubevirt.xml"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class _GoField:
+    """How a field appears in the Go struct KubeVirt marshals to JSON."""
+
+    name: str | None = None  # the Go field name; by default the Python name in CamelCase
+    pointer: bool = False  # a Go pointer: absent is ``null`` instead of the zero value
+    time: bool = False  # a ``*metav1.Time``: RFC 3339 in UTC, to the second
+    unread: bool = False  # Go's XML decoder never fills it (a prefixed tag name): always absent
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class _FieldSpec:
     kind: str  # "attr" | "text" | "child" | "children" | "text_child"
     xml_name: str | None
     value_type: type = str
     cls: Any = None
     wrapper: str | None = None
+    go: _GoField = _GoField()
 
 
-def attr(xml_name: str | None = None, *, as_type: type = str, default: Any = None) -> Any:
-    """An XML attribute; ``None`` is not written. ``as_type`` is ``str`` or ``int``."""
-    return dataclasses.field(default=default, metadata={_SPEC: _FieldSpec("attr", xml_name, as_type)})
+def attr(
+    xml_name: str | None = None,
+    *,
+    as_type: type = str,
+    default: Any = None,
+    go: str | None = None,
+    go_pointer: bool = False,
+) -> Any:
+    """An XML attribute; ``None`` is not written. ``as_type`` is ``str`` or ``int``. ``go`` names the Go
+    field when it is not the CamelCase of the Python name; ``go_pointer`` marks a Go pointer."""
+    spec = _FieldSpec("attr", xml_name, as_type, go=_GoField(go, go_pointer))
+    return dataclasses.field(default=default, metadata={_SPEC: spec})
 
 
-def text(*, as_type: type = str, default: Any = None) -> Any:
+def text(*, as_type: type = str, default: Any = None, go: str | None = None) -> Any:
     """The element's character data."""
-    return dataclasses.field(default=default, metadata={_SPEC: _FieldSpec("text", None, as_type)})
+    spec = _FieldSpec("text", None, as_type, go=_GoField(go))
+    return dataclasses.field(default=default, metadata={_SPEC: spec})
 
 
-def text_child(xml_name: str | None = None, *, as_type: type = str, default: Any = None) -> Any:
+def text_child(
+    xml_name: str | None = None,
+    *,
+    as_type: type = str,
+    default: Any = None,
+    go: str | None = None,
+    go_pointer: bool = False,
+    go_time: bool = False,
+) -> Any:
     """A child element that holds only text (``<name>x</name>``); ``None`` is not written."""
-    return dataclasses.field(default=default, metadata={_SPEC: _FieldSpec("text_child", xml_name, as_type)})
+    go_field = _GoField(go, go_pointer or go_time, go_time)
+    spec = _FieldSpec("text_child", xml_name, as_type, go=go_field)
+    return dataclasses.field(default=default, metadata={_SPEC: spec})
 
 
-def child(cls: Any, xml_name: str | None = None, *, required: bool = False) -> Any:
-    """One child element; optional ones default to ``None``, required ones to an empty instance."""
-    spec = _FieldSpec("child", xml_name, cls=cls)
+def child(
+    cls: Any,
+    xml_name: str | None = None,
+    *,
+    required: bool = False,
+    go: str | None = None,
+    go_pointer: bool | None = None,
+    go_unread: bool = False,
+) -> Any:
+    """One child element; optional ones default to ``None``, required ones to an empty instance. In Go
+    an optional child is a pointer unless ``go_pointer=False`` (absent then reads as the zero struct)."""
+    pointer = not required if go_pointer is None else go_pointer
+    spec = _FieldSpec("child", xml_name, cls=cls, go=_GoField(go, pointer, unread=go_unread))
     if required:
         return dataclasses.field(default_factory=cls, metadata={_SPEC: spec})
     return dataclasses.field(default=None, metadata={_SPEC: spec})
 
 
-def children(cls: Any, xml_name: str | None = None, *, wrapper: str | None = None) -> Any:
-    """Repeated child elements, optionally inside a ``wrapper`` element written only when non-empty."""
-    spec = _FieldSpec("children", xml_name, cls=cls, wrapper=wrapper)
+def children(
+    cls: Any, xml_name: str | None = None, *, wrapper: str | None = None, go: str | None = None
+) -> Any:
+    """Repeated child elements, optionally inside a ``wrapper`` element written only when non-empty.
+    In Go a slice: ``null`` when there are none (as Go's XML decoder leaves it)."""
+    spec = _FieldSpec("children", xml_name, cls=cls, wrapper=wrapper, go=_GoField(go, True))
     return dataclasses.field(default_factory=list, metadata={_SPEC: spec})
 
 
@@ -123,6 +173,13 @@ class XMLElement:
 
     def _write(self, out: list[str], indent: str, tag: str = "") -> None:
         raise NotImplementedError  # replaced by the compiled writer of each @element class
+
+    def _go_json(self) -> dict[str, Any]:
+        raise NotImplementedError  # replaced by the compiled JSON writer of each @element class
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The element as Go's ``json.Marshal`` writes the KubeVirt struct read from the same XML."""
+        return self._go_json()
 
     def to_xml(self) -> str:
         """Serialise like Go's ``xml.MarshalIndent(v, "", "\\t")`` (no declaration, no newline)."""
@@ -171,14 +228,24 @@ def _qualified(tag: str, namespace: str | None) -> str:
 
 
 @dataclass_transform(kw_only_default=True)
-def element(tag: str, *, namespace: str | None = None, declare: str = "") -> Callable[[type[Any]], type[Any]]:
+def element(
+    tag: str,
+    *,
+    namespace: str | None = None,
+    declare: str = "",
+    go_xml_name: bool = False,
+    go_extra: dict[str, Any] | None = None,
+) -> Callable[[type[Any]], type[Any]]:
     """Turn a class into a slotted, keyword-only dataclass bound to the XML element ``tag``.
 
     ``namespace`` is the namespace the element and its descendants live in when read; ``declare`` is
     extra text written into the start tag (namespace declarations such as ``xmlns="..."``).
+    ``go_xml_name`` says the Go struct has an ``XMLName`` field (filled with the tag when read);
+    ``go_extra`` lists Go fields not modelled here with the value they hold (their zero value).
     """
 
     def wrap(cls: type[Any]) -> type[Any]:
+        custom_json = "_go_json" in cls.__dict__
         dc = dataclasses.dataclass(slots=True, kw_only=True)(cls)
         dc.TAG = tag
         dc.NAMESPACE = namespace
@@ -187,6 +254,9 @@ def element(tag: str, *, namespace: str | None = None, declare: str = "") -> Cal
         dc.__init__ = _compile_init(dc)
         dc._write = _compile_writer(dc.__name__, tag, declare, specs)
         dc._read = staticmethod(_compile_reader(dc, namespace, specs))
+        if not custom_json:
+            xml_name = tag.partition(":")[2] or tag if go_xml_name else None
+            dc._go_json = _compile_go_json(dc.__name__, specs, xml_name, go_extra or {})
         return dc
 
     return wrap
@@ -424,3 +494,67 @@ def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str
         return cls(**values)
 
     return read
+
+
+# ---------------------------------------------------------------- JSON as Go writes the structs
+
+_GO_ZERO: dict[type, Any] = {str: "", int: 0, bool: False}
+
+
+def go_field_name(field_name: str) -> str:
+    """The Go name a Python field has unless declared otherwise (``startup_policy`` -> ``StartupPolicy``)."""
+    return "".join(part[:1].upper() + part[1:] for part in field_name.split("_"))
+
+
+def go_time(value: str) -> str:
+    """A timestamp as ``metav1.Time`` marshals it: UTC, RFC 3339, whole seconds."""
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _go_zero_struct(cls: Any) -> dict[str, Any]:
+    """The JSON of a Go struct left at its zero value (a non-pointer field the XML did not fill)."""
+    result: dict[str, Any] = cls()._go_json()
+    return result
+
+
+def _go_value_lines(key: str, field_name: str, spec: _FieldSpec, namespace: dict[str, Any]) -> list[str]:
+    go = spec.go
+    if go.pointer or spec.kind == "children":
+        absent = "None"
+    elif spec.kind == "child":
+        namespace[f"_zero_{field_name}"] = lambda cls=spec.cls: _go_zero_struct(cls)
+        absent = f"_zero_{field_name}()"
+    else:
+        absent = repr(_GO_ZERO[spec.value_type])
+    if go.unread:
+        return [f"    d[{key}] = {absent}"]
+    lines = [f"    v = self.{field_name}"]
+    if spec.kind == "children":
+        return [*lines, f"    d[{key}] = [c._go_json() for c in v] if v else None"]
+    present = "v._go_json()" if spec.kind == "child" else "go_time(v)" if go.time else "v"
+    return [*lines, f"    d[{key}] = {absent} if v is None else {present}"]
+
+
+def _compile_go_json(
+    name: str, specs: list[tuple[str, _FieldSpec]], xml_name: str | None, extra: dict[str, Any]
+) -> Callable[[Any], dict[str, Any]]:
+    namespace: dict[str, Any] = {"go_time": go_time}
+    lines = ["def _go_json(self):", "    d = {}"]
+    if xml_name is not None:
+        lines.append(f"    d['XMLName'] = {{'Space': '', 'Local': {xml_name!r}}}")
+    for field_name, spec in specs:
+        key = repr(spec.go.name or go_field_name(field_name))
+        lines += _go_value_lines(key, field_name, spec, namespace)
+    for go_name, value in extra.items():
+        lines.append(f"    d[{go_name!r}] = {value!r}")  # literals: a fresh object on every call
+    lines.append("    return d")
+    exec("\n".join(lines), namespace)  # generated from the declarations above
+    writer: Callable[[Any], dict[str, Any]] = namespace["_go_json"]
+    writer.__qualname__ = f"{name}._go_json"
+    return writer
