@@ -292,18 +292,20 @@ def _compile_init(cls: type[Any]) -> Callable[..., None]:
     return init
 
 
-def _value_lines(target: str, expr: str, spec: _FieldSpec, cache: str, escaper: str, pad: str) -> list[str]:
-    """Source that appends ``expr`` (escaped, rendered as text) to the local string ``target``."""
+def _rendered(spec: _FieldSpec, cache: str, escaper: str, pad: str) -> tuple[list[str], str]:
+    """Source computing the text of the value in ``v`` (escaped), and the expression naming it."""
     if spec.value_type is str:
-        return [
-            f"{pad}e = {cache}(v)",
-            f"{pad}if e is None:",
-            f"{pad}    e = {escaper}(v)",
-            f"{pad}{target} += {expr}",
-        ]
+        # ``or``: a cached empty string is falsy, and escaping "" again gives "" again
+        return [], f"({cache}(v) or {escaper}(v))"
     if spec.value_type is bool:
-        return [f"{pad}e = 'true' if v else 'false'", f"{pad}{target} += {expr}"]
-    return [f"{pad}e = str(v)", f"{pad}{target} += {expr}"]
+        return [f"{pad}e = 'true' if v else 'false'"], "e"
+    return [], "v"  # an int renders as str(v) in an f-string
+
+
+def _text_value_lines(target: str, spec: _FieldSpec, pad: str) -> list[str]:
+    """Source that appends the character data in ``v`` to the local string ``target``."""
+    setup, expr = _rendered(spec, "text_get", "escape_text", pad)
+    return [*setup, f"{pad}{target} += {expr if spec.value_type is not int else 'str(v)'}"]
 
 
 def _compile_writer(
@@ -311,7 +313,7 @@ def _compile_writer(
 ) -> Callable[[Any, list[str], str], None]:
     # ``tag`` is a parameter because one class may serve several element names (FeatureState).
     lines = [f"def _write(self, out, ind, tag={tag!r}):"]
-    lines += _element_lines("self", "tag", "ind", declare, specs, "    ", 0)
+    lines += _element_lines("self", None, "ind", declare, specs, "    ", 0)
     namespace: dict[str, Any] = {
         "escape_attr": escape_attr,
         "escape_text": escape_text,
@@ -328,9 +330,17 @@ def _specs_of(cls: Any) -> list[tuple[str, _FieldSpec]]:
     return [(f.name, f.metadata[_SPEC]) for f in dataclasses.fields(cls) if _SPEC in f.metadata]
 
 
+def _tag_exprs(tag: str | None, declare: str) -> tuple[str, str, str]:
+    """Expressions for ``<tag``, ``>`` + ``</tag>`` and ``</tag>``: constants for a known tag, else
+    built from the writer's ``tag`` parameter."""
+    if tag is None:
+        return "'<' + tag", f"{declare + '></'!r} + tag + '>'", "'</' + tag + '>'"
+    return repr("<" + tag), repr(f"{declare}></{tag}>"), repr(f"</{tag}>")
+
+
 def _element_lines(
     obj: str,
-    tag: str,
+    tag: str | None,
     ind: str,
     declare: str,
     specs: list[tuple[str, _FieldSpec]],
@@ -338,38 +348,54 @@ def _element_lines(
     depth: int,
     inlined: frozenset[type] = frozenset(),
 ) -> list[str]:
-    """Source writing the element held in ``obj`` (tag and indentation are expressions). Child
-    elements are written inline, so that writing a whole domain makes no per-element calls."""
-    lines = [f"{pad}s = {ind} + '<' + {tag}"]
+    """Source writing the element held in ``obj`` (``tag`` None: the writer's parameter; indentation
+    is an expression). Child elements are written inline, so that writing a whole domain makes no
+    per-element calls; tags are constants and values are joined by f-strings, in as few steps as
+    the generated code can take."""
+    open_tag, empty_close, close_tag = _tag_exprs(tag, declare)
+    lines = [f"{pad}s = {ind} + {open_tag}"]
     for field_name, spec in specs:
         if spec.kind == "attr":
             xml_name = spec.xml_name or field_name
-            lines += [f"{pad}v = {obj}.{field_name}", f"{pad}if v is not None:"]
-            attr_text = f"{' ' + xml_name + '=' + chr(34)!r} + e + '\"'"
-            lines += _value_lines("s", attr_text, spec, "attr_get", "escape_attr", pad + "    ")
-    lines.append(f"{pad}s += {declare + '>'!r}")
-    for field_name, spec in specs:
-        if spec.kind == "text":
-            lines += [f"{pad}v = {obj}.{field_name}", f"{pad}if v is not None:"]
-            lines += _value_lines("s", "e", spec, "text_get", "escape_text", pad + "    ")
+            setup, expr = _rendered(spec, "attr_get", "escape_attr", pad + "    ")
+            lines += [
+                f"{pad}v = {obj}.{field_name}",
+                f"{pad}if v is not None:",
+                *setup,
+                f"{pad}    s += f' {xml_name}=\"{{{expr}}}\"'",
+            ]
+    texts = [
+        line
+        for field_name, spec in specs
+        if spec.kind == "text"
+        for line in (
+            f"{pad}v = {obj}.{field_name}",
+            f"{pad}if v is not None:",
+            *_text_value_lines("s", spec, pad + "    "),
+        )
+    ]
     cind = f"i{depth}"
     body = [
         line
         for field_name, spec in specs
         for line in _child_lines(obj, field_name, spec, cind, pad, depth, inlined)
     ]
+    if not body and not texts:
+        return [*lines, f"{pad}out.append(s + {empty_close})"]
+    lines.append(f"{pad}s += {declare + '>'!r}")
     if not body:
-        return [*lines, f"{pad}out.append(s + '</' + {tag} + '>')"]
+        return [*lines, *texts, f"{pad}out.append(s + {close_tag})"]
     return [
         *lines,
+        *texts,
         f"{pad}out.append(s)",
         f"{pad}{cind} = {ind} + '\\t'",
         f"{pad}n{depth} = len(out)",
         *body,
         f"{pad}if len(out) != n{depth}:",
-        f"{pad}    out.append({ind} + '</' + {tag} + '>')",
+        f"{pad}    out.append({ind} + {close_tag})",
         f"{pad}else:",
-        f"{pad}    out.append('</' + {tag} + '>')",
+        f"{pad}    out.append({close_tag})",
     ]
 
 
@@ -382,8 +408,8 @@ def _write_child(
     if cls in inlined:
         tag_arg = f", {spec.xml_name!r}" if spec.xml_name else ""
         return [f"{pad}{item}._write(out, {cind}{tag_arg})"]
-    tag = repr(spec.xml_name or cls.TAG)
     declare = getattr(cls, "_DECLARE", "")
+    tag = spec.xml_name or cls.TAG
     return _element_lines(item, tag, cind, declare, _specs_of(cls), pad, depth + 1, inlined | {cls})
 
 
@@ -414,12 +440,12 @@ def _child_lines(
         ]
     if spec.kind == "text_child":
         xml_name = spec.xml_name or field_name
+        setup, expr = _rendered(spec, "text_get", "escape_text", pad + "    ")
         return [
             f"{pad}v = {obj}.{field_name}",
             f"{pad}if v is not None:",
-            f"{pad}    t = {cind} + {'<' + xml_name + '>'!r}",
-            *_value_lines("t", "e", spec, "text_get", "escape_text", pad + "    "),
-            f"{pad}    out.append(t + {'</' + xml_name + '>'!r})",
+            *setup,
+            f"{pad}    out.append(f'{{{cind}}}<{xml_name}>{{{expr}}}</{xml_name}>')",
         ]
     return []
 
