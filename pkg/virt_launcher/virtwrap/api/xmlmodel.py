@@ -266,8 +266,10 @@ _MISSING = object()
 
 
 def _compile_init(cls: type[Any]) -> Callable[..., None]:
-    """A keyword-only ``__init__`` equivalent to the dataclass one, cheaper per call: list defaults
-    are literals and absent children are built without the dataclass default-factory indirection."""
+    """An ``__init__`` equivalent to the dataclass one, cheaper per call: list defaults are literals,
+    absent children are built without the dataclass default-factory indirection, and the parameters
+    are not keyword-only at run time (CPython fills missing positional-or-keyword defaults from a
+    tuple, keyword-only ones by a dict lookup each); the type checker still sees keyword-only ones."""
     namespace: dict[str, Any] = {"_MISSING": _MISSING}
     params: list[str] = []
     body: list[str] = []
@@ -284,7 +286,7 @@ def _compile_init(cls: type[Any]) -> Callable[..., None]:
             namespace[f"_d_{name}"] = field.default
             params.append(f"{name}=_d_{name}")
             body.append(f"    self.{name} = {name}")
-    signature = f"self, *, {', '.join(params)}" if params else "self"
+    signature = ", ".join(["self", *params])
     source = f"def __init__({signature}):\n" + "\n".join(body or ["    pass"])
     exec(source, namespace)  # generated from the dataclass fields above
     init: Callable[..., None] = namespace["__init__"]
