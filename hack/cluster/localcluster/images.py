@@ -67,6 +67,34 @@ def debian_mirror() -> str | None:
     return None
 
 
+# Like Debian's slim container images (what Dockerfile.build starts from): packages installed later leave
+# out documentation, manuals and translations, except the copyright files.
+SLIM_DPKG_CONFIG = """path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-include /usr/share/locale/locale.alias
+"""
+
+
+def _slim(rootfs: Path) -> None:
+    """Applies SLIM_DPKG_CONFIG to what debootstrap already installed and keeps it for later stages."""
+    (rootfs / "etc/dpkg/dpkg.cfg.d/slim-image").write_text(SLIM_DPKG_CONFIG)
+    share = rootfs / "usr/share"
+    for path in list((share / "doc").rglob("*")):
+        if (path.is_symlink() or path.is_file()) and path.name != "copyright":
+            path.unlink()
+    for folder in ("man", "info", "locale"):
+        for entry in (share / folder).glob("*"):
+            if entry.name == "locale.alias":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+
 class Builder:
     def __init__(self, layout: Layout, *, log: bool = True) -> None:
         self.root = layout.cache / "images"
@@ -92,7 +120,7 @@ class Builder:
 
     def debian(self) -> BuiltLayer:
         mirror = debian_mirror()
-        key = _key("debootstrap", "minbase", recipe.DEBIAN_SUITE, mirror or "")
+        key = _key("debootstrap", "minbase", recipe.DEBIAN_SUITE, mirror or "", SLIM_DPKG_CONFIG)
         if cached := self._cached(key):
             return cached
         directory = self.layers / key
@@ -109,12 +137,11 @@ class Builder:
                     *([mirror] if mirror else []),
                 ]
             )
-            # What a container runtime provides at run time is not part of the image.
-            shutil.rmtree(fs / "var/cache/apt/archives", ignore_errors=True)
-            (fs / "var/cache/apt/archives/partial").mkdir(parents=True)
-            for leftover in ("var/lib/apt/lists",):
-                shutil.rmtree(fs / leftover, ignore_errors=True)
-                (fs / leftover / "partial").mkdir(parents=True)
+            # Package caches are not part of an image.
+            for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
+                shutil.rmtree(fs / cache, ignore_errors=True)
+                (fs / cache / "partial").mkdir(parents=True)
+            _slim(fs)
             (fs / "etc/resolv.conf").write_text("")
             (fs / "etc/hostname").write_text("")
             return self._finish(key, fs, "debian")
