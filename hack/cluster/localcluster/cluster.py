@@ -120,8 +120,8 @@ def down(layout: Layout) -> list[str]:
         for name in STOP_ORDER[4:]:
             if name in records:
                 processes.stop(records[name])
-        # Container shims and their children outlive containerd; they name our state directory.
-        for pid in processes.processes_mentioning(layout.run) + hostfs.pod_processes():
+        # Container shims outlive containerd (they are given its socket); containers live in pod cgroups.
+        for pid in _shims(layout) + hostfs.pod_processes():
             subprocess.run(["kill", "-KILL", str(pid)], capture_output=True, check=False)
         _wait_gone(layout)
     with timer.step("unmount"):
@@ -142,9 +142,13 @@ def down(layout: Layout) -> list[str]:
     return left
 
 
+def _shims(layout: Layout) -> list[int]:
+    return processes.processes_mentioning(layout.containerd_socket)
+
+
 def _wait_gone(layout: Layout, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
-    while processes.processes_mentioning(layout.run) or hostfs.pod_processes():
+    while _shims(layout) or hostfs.pod_processes():
         if time.monotonic() > deadline:
             return
         time.sleep(0.1)
@@ -196,7 +200,7 @@ def _answers(path: Path) -> bool:
 def leftovers(layout: Layout, before: dict[str, object]) -> list[str]:
     """Everything of this cluster still on the host: processes, mounts, network changes, cgroups."""
     left = [f"process {r.name} (pid {r.pid})" for r in processes.recorded(layout.pids) if processes.alive(r)]
-    left += [f"process {pid} mentions {layout.run}" for pid in processes.processes_mentioning(layout.run)]
+    left += [f"container shim {pid}" for pid in _shims(layout)]
     left += [f"process {pid} in a pod cgroup" for pid in hostfs.pod_processes()]
     left += [f"mount {mount}" for mount in hostfs.mounts_under(layout.state)]
     left += hostnet.differences(before)
