@@ -125,7 +125,7 @@ def down(layout: Layout) -> list[str]:
             subprocess.run(["kill", "-KILL", str(pid)], capture_output=True, check=False)
         _wait_gone(layout)
     with timer.step("unmount"):
-        unmounted = hostfs.unmount_all(layout.run)
+        unmounted = hostfs.unmount_all(layout.kubelet_root) + hostfs.unmount_all(layout.run)
     print(f"    {len(unmounted)} mounts")
     with timer.step("network and cgroups"):
         before = hostnet.load(layout.host_before) if layout.host_before.exists() else hostnet.snapshot()
@@ -169,8 +169,9 @@ def _remove_host_paths(layout: Layout, before: dict[str, object]) -> None:
     existed = before.get("host_paths", {})
     assert isinstance(existed, dict)
     for path in hostnet.HOST_PATHS:
-        if not existed.get(path, True) and Path(path).is_dir():
-            # Created by this cluster's kubelet or runtime (nothing else ran them): all of it is ours.
+        # Created by this cluster's kubelet or runtime (nothing else ran them): all of it is ours. Never
+        # removed through a mount that is still there (a subPath bind mount would expose host files).
+        if not existed.get(path, True) and Path(path).is_dir() and not hostfs.mounts_under(Path(path)):
             shutil.rmtree(path)
     cni_results = Path("/var/lib/cni/results")
     if cni_results.is_dir():
@@ -202,7 +203,8 @@ def leftovers(layout: Layout, before: dict[str, object]) -> list[str]:
     left = [f"process {r.name} (pid {r.pid})" for r in processes.recorded(layout.pids) if processes.alive(r)]
     left += [f"container shim {pid}" for pid in _shims(layout)]
     left += [f"process {pid} in a pod cgroup" for pid in hostfs.pod_processes()]
-    left += [f"mount {mount}" for mount in hostfs.mounts_under(layout.state)]
+    mounts = hostfs.mounts_under(layout.kubelet_root) + hostfs.mounts_under(layout.state)
+    left += [f"mount {mount}" for mount in mounts]
     left += hostnet.differences(before)
     left += [f"cgroup {path}" for path in hostfs.pod_cgroups()]
     existed = before.get("host_paths", {})

@@ -19,6 +19,8 @@ KUBERNETES_SERVICE_IP = "10.96.0.1"
 # The iptables chain (nat table) that sends pods' traffic for the kubernetes Service to the apiserver.
 SERVICE_CHAIN = "KUBEVIRT-PY-SERVICES"
 
+KUBELET_ROOT = Path("/var/lib/kubelet")
+
 APISERVER_PORT = 6443
 ETCD_CLIENT_PORT = 32379
 ETCD_PEER_PORT = 32380
@@ -109,7 +111,9 @@ class Layout:
 
     @property
     def kubelet_root(self) -> Path:
-        return self.run / "kubelet"
+        """The kubelet's standard root: KubeVirt's virt-handler finds pods' sockets under its pods/
+        folder, and device plugins register in its device-plugins/ folder (a fixed path in the kubelet)."""
+        return KUBELET_ROOT
 
     @property
     def pod_logs(self) -> Path:
