@@ -56,3 +56,16 @@ def test_cluster_up_again_keeps_the_running_cluster(cluster: Cluster) -> None:
         "kube-scheduler",
         "kubelet",
     }
+
+
+def test_exec_streams_through_apiserver_and_kubelet(cluster: Cluster, namespace: str) -> None:
+    image = f"--image={cluster.image('virt-api')}"
+    cluster.kubectl(
+        "run", "sleeper", "-n", namespace, image, "--image-pull-policy=Never", "--restart=Never",
+        "--command", "--", "sleep", "300",
+    )  # fmt: skip
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/sleeper", "-n", namespace, "--timeout=90s")
+    result = cluster.kubectl(
+        "exec", "sleeper", "-n", namespace, "--", "/opt/kubevirt/bin/virt-api", "--version"
+    )
+    assert result.stdout.startswith("virt-api ")
