@@ -15,6 +15,7 @@ zero value (``""``, ``0``, ``false``, an all-zero object) otherwise.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 import threading
@@ -172,7 +173,19 @@ class XMLElement:
     _read: ClassVar[Callable[[Any], Any]]
 
     def _write(self, out: list[str], indent: str, tag: str = "") -> None:
-        raise NotImplementedError  # replaced by the compiled writer of each @element class
+        """Write at any indentation under any tag (only recursive models need it): compiled for the
+        class on first use, which then replaces this method."""
+        cls = type(self)
+        writer = _compile_writer(cls, root=False)
+        cls._write = writer  # type: ignore[method-assign]
+        writer(self, out, indent, tag or cls.TAG)
+
+    def _write_root(self, out: list[str]) -> None:
+        """Write as a document root, with every indentation a constant: compiled on first use."""
+        cls = type(self)
+        writer = _compile_writer(cls, root=True)
+        cls._write_root = writer  # type: ignore[method-assign]
+        writer(self, out)
 
     def _go_json(self) -> dict[str, Any]:
         raise NotImplementedError  # replaced by the compiled JSON writer of each @element class
@@ -184,7 +197,7 @@ class XMLElement:
     def to_xml(self) -> str:
         """Serialise like Go's ``xml.MarshalIndent(v, "", "\\t")`` (no declaration, no newline)."""
         out: list[str] = []
-        self._write(out, "\n")
+        self._write_root(out)
         return "".join(out)[1:]
 
     @classmethod
@@ -252,7 +265,7 @@ def element(
         dc._DECLARE = declare
         specs = [(f.name, f.metadata[_SPEC]) for f in dataclasses.fields(dc) if _SPEC in f.metadata]
         dc.__init__ = _compile_init(dc)
-        dc._write = _compile_writer(dc.__name__, tag, declare, specs)
+        dc._SPECS = specs  # writers are compiled on first use (most classes are only ever inlined)
         dc._read = staticmethod(_compile_reader(dc, namespace, specs))
         if not custom_json:
             xml_name = tag.partition(":")[2] or tag if go_xml_name else None
@@ -310,12 +323,16 @@ def _text_value_lines(target: str, spec: _FieldSpec, pad: str) -> list[str]:
     return [*setup, f"{pad}{target} += {expr if spec.value_type is not int else 'str(v)'}"]
 
 
-def _compile_writer(
-    name: str, tag: str, declare: str, specs: list[tuple[str, _FieldSpec]]
-) -> Callable[[Any, list[str], str], None]:
-    # ``tag`` is a parameter because one class may serve several element names (FeatureState).
-    lines = [f"def _write(self, out, ind, tag={tag!r}):"]
-    lines += _element_lines("self", None, "ind", declare, specs, "    ", 0)
+def _compile_writer(cls: Any, *, root: bool) -> Any:
+    """The writer of ``cls``: ``_write(self, out, ind, tag)`` (``tag`` is a parameter because one class
+    may serve several element names, FeatureState), or ``_write_root(self, out)`` for a document root,
+    whose indentation is known and so written as constants."""
+    if root:
+        lines = ["def _write_root(self, out):"]
+        lines += _element_lines("self", cls.TAG, _Indent(const="\n"), cls._DECLARE, cls._SPECS, "    ", 0)
+    else:
+        lines = ["def _write(self, out, ind, tag):"]
+        lines += _element_lines("self", None, _Indent(expr="ind"), cls._DECLARE, cls._SPECS, "    ", 0)
     namespace: dict[str, Any] = {
         "escape_attr": escape_attr,
         "escape_text": escape_text,
@@ -323,8 +340,8 @@ def _compile_writer(
         "text_get": _text_cache.get,
     }
     exec("\n".join(lines), namespace)  # the source is generated from the declarations above
-    writer: Callable[[Any, list[str], str], None] = namespace["_write"]
-    writer.__qualname__ = f"{name}._write"
+    writer = namespace["_write_root" if root else "_write"]
+    writer.__qualname__ = f"{cls.__name__}.{writer.__name__}"
     return writer
 
 
@@ -340,22 +357,50 @@ def _tag_exprs(tag: str | None, declare: str) -> tuple[str, str, str]:
     return repr("<" + tag), repr(f"{declare}></{tag}>"), repr(f"</{tag}>")
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Indent:
+    """The indentation an element is written at: a constant where the generator knows it, else the
+    name of a local variable holding it."""
+
+    expr: str | None = None
+    const: str | None = None
+
+    def plus(self, literal_expr: str) -> str:
+        """An expression for the indentation followed by ``literal_expr`` (a string literal)."""
+        if self.const is not None:
+            return repr(self.const + ast.literal_eval(literal_expr))
+        return f"{self.expr} + {literal_expr}"
+
+    def in_fstring(self) -> str:
+        """The indentation as a piece of an f-string's source."""
+        if self.const is not None:
+            return self.const.replace("\n", "\\n").replace("\t", "\\t")
+        return f"{{{self.expr}}}"
+
+    def child(self, name: str, pad: str) -> tuple[_Indent, list[str]]:
+        """The indentation one level deeper, and the source computing it (none for a constant)."""
+        if self.const is not None:
+            return _Indent(const=self.const + "\t"), []
+        return _Indent(expr=name), [f"{pad}{name} = {self.expr} + '\\t'"]
+
+
 def _element_lines(
     obj: str,
     tag: str | None,
-    ind: str,
+    ind: _Indent,
     declare: str,
     specs: list[tuple[str, _FieldSpec]],
     pad: str,
     depth: int,
     inlined: frozenset[type] = frozenset(),
 ) -> list[str]:
-    """Source writing the element held in ``obj`` (``tag`` None: the writer's parameter; indentation
-    is an expression). Child elements are written inline, so that writing a whole domain makes no
-    per-element calls; tags are constants and values are joined by f-strings, in as few steps as
-    the generated code can take."""
+    """Source writing the element held in ``obj`` (``tag`` None: the writer's parameter). Child
+    elements are written inline, so that writing a whole domain makes no per-element calls; tags
+    and known indentation are constants and values are joined by f-strings, in as few steps as the
+    generated code can take."""
     open_tag, empty_close, close_tag = _tag_exprs(tag, declare)
-    lines = [f"{pad}s = {ind} + {open_tag}"]
+    start = ind.plus(open_tag) if tag is not None else f"{ind.expr} + {open_tag}"
+    lines = [f"{pad}s = {start}"]
     for field_name, spec in specs:
         if spec.kind == "attr":
             xml_name = spec.xml_name or field_name
@@ -376,7 +421,7 @@ def _element_lines(
             *_text_value_lines("s", spec, pad + "    "),
         )
     ]
-    cind = f"i{depth}"
+    cind, cind_lines = ind.child(f"i{depth}", pad)
     body = [
         line
         for field_name, spec in specs
@@ -387,36 +432,37 @@ def _element_lines(
     lines.append(f"{pad}s += {declare + '>'!r}")
     if not body:
         return [*lines, *texts, f"{pad}out.append(s + {close_tag})"]
+    indented_close = ind.plus(close_tag) if tag is not None else f"{ind.expr} + {close_tag}"
     return [
         *lines,
         *texts,
         f"{pad}out.append(s)",
-        f"{pad}{cind} = {ind} + '\\t'",
+        *cind_lines,
         f"{pad}n{depth} = len(out)",
         *body,
         f"{pad}if len(out) != n{depth}:",
-        f"{pad}    out.append({ind} + {close_tag})",
+        f"{pad}    out.append({indented_close})",
         f"{pad}else:",
         f"{pad}    out.append({close_tag})",
     ]
 
 
 def _write_child(
-    item: str, spec: _FieldSpec, cind: str, pad: str, depth: int, inlined: frozenset[type]
+    item: str, spec: _FieldSpec, cind: _Indent, pad: str, depth: int, inlined: frozenset[type]
 ) -> list[str]:
     """Source writing one child object held in ``item``: inline, or by a call for a class that is
     already being inlined further up (a recursive model)."""
     cls = spec.cls
     if cls in inlined:
-        tag_arg = f", {spec.xml_name!r}" if spec.xml_name else ""
-        return [f"{pad}{item}._write(out, {cind}{tag_arg})"]
+        ind_arg = repr(cind.const) if cind.const is not None else cind.expr
+        return [f"{pad}{item}._write(out, {ind_arg}, {(spec.xml_name or cls.TAG)!r})"]
     declare = getattr(cls, "_DECLARE", "")
     tag = spec.xml_name or cls.TAG
     return _element_lines(item, tag, cind, declare, _specs_of(cls), pad, depth + 1, inlined | {cls})
 
 
 def _child_lines(
-    obj: str, field_name: str, spec: _FieldSpec, cind: str, pad: str, depth: int, inlined: frozenset[type]
+    obj: str, field_name: str, spec: _FieldSpec, cind: _Indent, pad: str, depth: int, inlined: frozenset[type]
 ) -> list[str]:
     item = f"c{depth}"
     if spec.kind == "child":
@@ -427,14 +473,14 @@ def _child_lines(
         ]
     if spec.kind == "children":
         if spec.wrapper:
-            gind = f"g{depth}"
+            gind, gind_lines = cind.child(f"g{depth}", pad + "    ")
             return [
                 f"{pad}if {obj}.{field_name}:",
-                f"{pad}    out.append({cind} + {'<' + spec.wrapper + '>'!r})",
-                f"{pad}    {gind} = {cind} + '\\t'",
+                f"{pad}    out.append({cind.plus(repr('<' + spec.wrapper + '>'))})",
+                *gind_lines,
                 f"{pad}    for {item} in {obj}.{field_name}:",
                 *_write_child(item, spec, gind, pad + "        ", depth, inlined),
-                f"{pad}    out.append({cind} + {'</' + spec.wrapper + '>'!r})",
+                f"{pad}    out.append({cind.plus(repr('</' + spec.wrapper + '>'))})",
             ]
         return [
             f"{pad}for {item} in {obj}.{field_name}:",
@@ -447,7 +493,7 @@ def _child_lines(
             f"{pad}v = {obj}.{field_name}",
             f"{pad}if v is not None:",
             *setup,
-            f"{pad}    out.append(f'{{{cind}}}<{xml_name}>{{{expr}}}</{xml_name}>')",
+            f"{pad}    out.append(f'{cind.in_fstring()}<{xml_name}>{{{expr}}}</{xml_name}>')",
         ]
     return []
 
