@@ -49,26 +49,15 @@ def metadata_from_domain_xml(xml: str) -> KubeVirtMetadata | None:
     return KubeVirtMetadata.from_xml(etree.tostring(node, encoding="unicode"))
 
 
-def empty_guest_os_info() -> dict[str, str]:
-    """``GuestOSInfo`` with nothing reported by a guest agent."""
-    return dict.fromkeys(_GUEST_OS_INFO_FIELDS, "")
-
-
-def domain_status(
-    status: str,
-    reason: str,
-    *,
-    interfaces: list[dict[str, Any]] | None = None,
-    os_info: dict[str, str] | None = None,
-    fs_freeze_status: str = "",
-) -> dict[str, Any]:
-    """``DomainStatus``: interfaces stay ``null`` until a guest agent reports some."""
+def domain_status(status: str, reason: str) -> dict[str, Any]:
+    """``DomainStatus`` with nothing reported by a guest agent: no interfaces (``null``), an empty
+    ``GuestOSInfo``, no freeze status, no VNC session."""
     return {
         "Status": status,
         "Reason": reason,
-        "Interfaces": interfaces,
-        "OSInfo": os_info if os_info is not None else empty_guest_os_info(),
-        "FSFreezeStatus": {"Status": fs_freeze_status},
+        "Interfaces": None,
+        "OSInfo": dict.fromkeys(_GUEST_OS_INFO_FIELDS, ""),
+        "FSFreezeStatus": {"Status": ""},
         "ServiceStatus": {"VNCSessionConnected": 0},
     }
 
