@@ -20,14 +20,14 @@ def test_stale_iptables_are_only_the_clusters() -> None:
         *SNAPSHOT_NAT,
         ":KUBE-KUBELET-CANARY -",
         ":OTHER-TOOL -",
-        "-A PREROUTING -j KUBEVIRT-PY-SERVICES",
-        ":KUBEVIRT-PY-SERVICES -",
+        "-A PREROUTING -j KUBE-SERVICES",
+        ":KUBE-SERVICES -",
         '-A OUTPUT -m comment --comment "some other tool" -j OTHER-TOOL',
         "-A OUTPUT -s 10.244.0.0/24 -j ACCEPT",
     ]
     rules, chains = hostnet._stale(SNAPSHOT_NAT, now)
-    assert rules == ["-A PREROUTING -j KUBEVIRT-PY-SERVICES", "-A OUTPUT -s 10.244.0.0/24 -j ACCEPT"]
-    assert chains == ["KUBE-KUBELET-CANARY", "KUBEVIRT-PY-SERVICES"]
+    assert rules == ["-A PREROUTING -j KUBE-SERVICES", "-A OUTPUT -s 10.244.0.0/24 -j ACCEPT"]
+    assert chains == ["KUBE-KUBELET-CANARY", "KUBE-SERVICES"]  # OTHER-TOOL is not ours
     assert hostnet._stale(SNAPSHOT_NAT, SNAPSHOT_NAT) == ([], [])
 
 

@@ -140,3 +140,27 @@ def test_apiservice_reaches_the_pod_with_front_proxy_identity(cluster: Cluster, 
     cluster.wait_until("APIService Available", available)
     answer = json.loads(cluster.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1/whoami").stdout)
     assert answer["user"] == "kubernetes-admin"
+
+
+def test_pod_reaches_the_server_through_its_cluster_ip(cluster: Cluster, server: bytes) -> None:
+    service = cluster.kubectl_json("get", "service", NAME, "-n", NAMESPACE)
+    cluster_ip = service["spec"]["clusterIP"]  # type: ignore[index]
+    # kube-proxy's rules carry a pod's connection to the Service's address over to the server's pod.
+    # The serving certificate names the Service's DNS name (there is no cluster DNS), not its address.
+    script = (
+        "import ssl, urllib.request; context = ssl._create_unverified_context(); "
+        f"answer = urllib.request.urlopen('https://{cluster_ip}/healthz', context=context, timeout=10); "
+        "print(answer.read().decode())"
+    )
+    cluster.kubectl(
+        "run", "client", "-n", NAMESPACE, f"--image={cluster.image('virt-api')}", "--image-pull-policy=Never",
+        "--restart=Never", "--command", "--", "/opt/kubevirt/bin/python", "-c", script,
+    )  # fmt: skip
+
+    def finished() -> bool:
+        status = cluster.kubectl_json("get", "pod", "client", "-n", NAMESPACE)["status"]
+        return status.get("phase") in ("Succeeded", "Failed")  # type: ignore[union-attr]
+
+    cluster.wait_until("client pod finished", finished)
+    logs = cluster.kubectl("logs", "client", "-n", NAMESPACE).stdout
+    assert logs.strip() == "ok", logs

@@ -102,24 +102,25 @@ def _remove_containers(layout: Layout) -> int:
     return len(tasks)
 
 
-STOP_ORDER = ("kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "containerd", "etcd")
+# Stopped last, after the containers are gone: the runtime that removes them and the store.
+FOUNDATION = ("containerd", "etcd")
 
 
 def down(layout: Layout) -> list[str]:
     """Stops what cluster-up started and undoes its host changes; returns what is still left over."""
     timer = Timer()
-    records = {record.name: record for record in processes.recorded(layout.pids)}
-    with timer.step("stop the kubelet and the control plane"):
-        for name in STOP_ORDER[:4]:
-            if name in records:
-                processes.stop(records[name])
+    newest_first = list(reversed(processes.recorded(layout.pids)))
+    with timer.step("stop the kubelet, kube-proxy and the control plane"):
+        for record in newest_first:
+            if record.name not in FOUNDATION:
+                processes.stop(record)
     with timer.step("remove containers"):
         removed = _remove_containers(layout)
     print(f"    {removed} container tasks")
     with timer.step("stop containerd and etcd"):
-        for name in STOP_ORDER[4:]:
-            if name in records:
-                processes.stop(records[name])
+        for record in newest_first:
+            if record.name in FOUNDATION:
+                processes.stop(record)
         # Container shims outlive containerd (they are given its socket); containers live in pod cgroups.
         for pid in _shims(layout) + hostfs.pod_processes():
             subprocess.run(["kill", "-KILL", str(pid)], capture_output=True, check=False)

@@ -59,6 +59,7 @@ def certificates(layout: Layout) -> list[Leaf]:
         Leaf("admin", "kubernetes-admin", ("system:masters",)),
         Leaf("controller-manager", "system:kube-controller-manager"),
         Leaf("scheduler", "system:kube-scheduler"),
+        Leaf("kube-proxy", "system:kube-proxy"),
         Leaf("kubelet-client", f"system:node:{node}", ("system:nodes",)),
         Leaf(
             "kubelet-serving",
@@ -81,6 +82,7 @@ KUBECONFIG_USERS = {
     "controller-manager": "controller-manager",
     "scheduler": "scheduler",
     "kubelet": "kubelet-client",
+    "kube-proxy": "kube-proxy",
 }
 
 
@@ -208,6 +210,27 @@ def kubelet_config(layout: Layout) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def kube_proxy_config(layout: Layout) -> str:
+    config = {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": str(layout.kubeconfig("kube-proxy"))},
+        "hostnameOverride": layout.node_name,
+        "bindAddress": NODE_IP,
+        "healthzBindAddress": "127.0.0.1:10256",
+        "metricsBindAddress": "127.0.0.1:10249",
+        "mode": "iptables",
+        "clusterCIDR": POD_SUBNET,
+        # Pods and the Service's endpoints share one bridge: without br_netfilter a reply would bypass
+        # the host's connection tracking unless the request is masqueraded.
+        "iptables": {"masqueradeAll": True, "localhostNodePorts": False},
+        "nodePortAddresses": [f"{NODE_IP}/32"],
+        # Leave the host's connection-tracking settings as they are.
+        "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
 def processes(layout: Layout) -> list[Component]:
     pki = layout.pki
     bin_dir = layout.kubernetes_bin
@@ -310,6 +333,11 @@ def processes(layout: Layout) -> list[Component]:
             ],
             ready_url="http://127.0.0.1:10248/healthz",
         ),
+        Component(
+            "kube-proxy",
+            [str(bin_dir / "kube-proxy"), f"--config={layout.run / 'kube-proxy.yaml'}"],
+            ready_url="http://127.0.0.1:10256/healthz",
+        ),
     ]
 
 
@@ -324,3 +352,4 @@ def write_configuration(layout: Layout) -> None:
     layout.cni_config_dir.mkdir(parents=True, exist_ok=True)
     (layout.cni_config_dir / "10-kubevirt-py.conflist").write_text(cni_config(layout))
     (layout.run / "kubelet.yaml").write_text(kubelet_config(layout))
+    (layout.run / "kube-proxy.yaml").write_text(kube_proxy_config(layout))

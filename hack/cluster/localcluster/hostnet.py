@@ -8,12 +8,27 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from .layout import APISERVER_PORT, BRIDGE, KUBERNETES_SERVICE_IP, NODE_IP, POD_SUBNET, SERVICE_CHAIN
+from .layout import BRIDGE, NODE_IP, POD_SUBNET
 
-IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+# Kernel settings the cluster may change: the bridge plugin turns on forwarding; kube-proxy is configured
+# to leave the others alone, and cluster-down puts back whatever changed anyway.
+SYSCTLS = (
+    "net/ipv4/ip_forward",
+    "net/ipv4/conf/all/route_localnet",
+    "net/netfilter/nf_conntrack_max",
+    "net/netfilter/nf_conntrack_tcp_timeout_established",
+    "net/netfilter/nf_conntrack_tcp_timeout_close_wait",
+)
+
+
+def _sysctl(name: str) -> str | None:
+    path = Path("/proc/sys") / name
+    return path.read_text().strip() if path.exists() else None
+
+
 FAMILIES = ("iptables", "ip6tables")
-# Chains of the kubelet (KUBE-), the CNI plugins (CNI-) and cluster-up itself.
-CHAIN_PREFIXES = ("KUBE-", "CNI-", "KUBEVIRT-PY-")
+# Chains of the kubelet and kube-proxy (KUBE-) and of the CNI plugins (CNI-).
+CHAIN_PREFIXES = ("KUBE-", "CNI-")
 # Directories the kubelet, containerd and the CNI library create at fixed places outside the state
 # directory (container log links, shim sockets, the device plugin socket, CNI result cache), deepest
 # first; cluster-down removes the ones that were not there before.
@@ -46,13 +61,20 @@ def iptables_rules(family: str, table: str) -> list[str]:
     return lines
 
 
+def _changed_sysctls(before: dict[str, object]) -> dict[str, str]:
+    """The settings that differ from ``before``, with the values to put back."""
+    old = before.get("sysctls", {})
+    assert isinstance(old, dict)
+    return {name: value for name, value in old.items() if value is not None and _sysctl(name) != value}
+
+
 def _chains(lines: list[str]) -> set[str]:
     return {line[1:].split()[0] for line in lines if line.startswith(":")}
 
 
 def snapshot() -> dict[str, object]:
     return {
-        "ip_forward": IP_FORWARD.read_text().strip(),
+        "sysctls": {name: _sysctl(name) for name in SYSCTLS},
         "iptables": {f: {t: iptables_rules(f, t) for t in TABLES} for f in FAMILIES},
         "host_paths": {path: Path(path).exists() for path in HOST_PATHS},
     }
@@ -63,31 +85,13 @@ def bridge_exists() -> bool:
 
 
 def prepare() -> None:
-    """The bridge with the node address (the control plane and the pods meet there), and a DNAT rule
-    that gives pods the kubernetes Service without kube-proxy."""
+    """The bridge with the node address: the control plane and the pods meet there."""
     if not bridge_exists():
         _run("ip", "link", "add", BRIDGE, "type", "bridge")
     prefix = POD_SUBNET.split("/")[1]
     if f"{NODE_IP}/{prefix}" not in _run("ip", "-4", "-o", "addr", "show", "dev", BRIDGE):
         _run("ip", "addr", "add", f"{NODE_IP}/{prefix}", "dev", BRIDGE)
     _run("ip", "link", "set", BRIDGE, "up")
-    if SERVICE_CHAIN not in _chains(iptables_rules("iptables", "nat")):
-        _run("iptables", "-t", "nat", "-N", SERVICE_CHAIN)
-        dnat = ["-d", f"{KUBERNETES_SERVICE_IP}/32", "-p", "tcp", "--dport", "443"]
-        _run(
-            "iptables",
-            "-t",
-            "nat",
-            "-A",
-            SERVICE_CHAIN,
-            *dnat,
-            "-j",
-            "DNAT",
-            "--to-destination",
-            f"{NODE_IP}:{APISERVER_PORT}",
-        )
-        for hook in ("PREROUTING", "OUTPUT"):
-            _run("iptables", "-t", "nat", "-A", hook, "-j", SERVICE_CHAIN)
 
 
 def restore(before: dict[str, object]) -> list[str]:
@@ -102,10 +106,9 @@ def restore(before: dict[str, object]) -> list[str]:
         for table in TABLES:
             old = iptables_before.get(family, {}).get(table, [])
             undone += _restore_table(family, table, old)
-    ip_forward = str(before.get("ip_forward", "0"))
-    if IP_FORWARD.read_text().strip() != ip_forward:
-        IP_FORWARD.write_text(ip_forward)
-        undone.append(f"net.ipv4.ip_forward={ip_forward}")
+    for name, value in _changed_sysctls(before).items():
+        (Path("/proc/sys") / name).write_text(value)
+        undone.append(f"{name.replace('/', '.')}={value}")
     return undone
 
 
@@ -156,8 +159,7 @@ def differences(before: dict[str, object]) -> list[str]:
     left = []
     if bridge_exists():
         left.append(f"bridge {BRIDGE} exists")
-    if IP_FORWARD.read_text().strip() != str(before.get("ip_forward")):
-        left.append("net.ipv4.ip_forward changed")
+    left += [f"{name.replace('/', '.')} changed" for name in _changed_sysctls(before)]
     iptables_before = before.get("iptables", {})
     assert isinstance(iptables_before, dict)
     for family in FAMILIES:

@@ -16,8 +16,6 @@ POD_SUBNET = "10.244.0.0/24"
 NODE_IP = "10.244.0.1"
 SERVICE_SUBNET = "10.96.0.0/16"
 KUBERNETES_SERVICE_IP = "10.96.0.1"
-# The iptables chain (nat table) that sends pods' traffic for the kubernetes Service to the apiserver.
-SERVICE_CHAIN = "KUBEVIRT-PY-SERVICES"
 
 KUBELET_ROOT = Path("/var/lib/kubelet")
 
