@@ -23,7 +23,9 @@ from .layout import (
 from .pki import Leaf
 
 ETCD_URL = f"http://127.0.0.1:{ETCD_CLIENT_PORT}"
-APISERVER_URL = f"https://127.0.0.1:{APISERVER_PORT}"
+# The apiserver listens only on the node address (the host's side of the pod bridge), never on the
+# host's outside interfaces; the host, the node's components and the pods all reach it there.
+APISERVER_URL = f"https://{NODE_IP}:{APISERVER_PORT}"
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,7 @@ def processes(layout: Layout) -> list[Component]:
                 str(bin_dir / "kube-apiserver"),
                 f"--etcd-servers={ETCD_URL}",
                 f"--secure-port={APISERVER_PORT}",
+                f"--bind-address={NODE_IP}",
                 f"--advertise-address={NODE_IP}",
                 f"--service-cluster-ip-range={SERVICE_SUBNET}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
