@@ -100,7 +100,9 @@ class DomainEventForwarder:
         self._queue.put((domain_name, MODIFIED))
 
     def _on_lifecycle(self, conn: Any, dom: libvirt.virDomain, event: int, detail: int, opaque: Any) -> None:
-        self._queue.put((dom.name(), event_type_for(event, detail)))
+        name = dom.name()
+        if self._manager.owns(name):  # a shared libvirt also reports other launchers' domains
+            self._queue.put((name, event_type_for(event, detail)))
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:

@@ -90,6 +90,10 @@ class DomainManager:
                 return None
             raise LibvirtCallError(f"looking up domain {domain_name}: {err.get_error_message()}") from err
 
+    def owns(self, domain_name: str) -> bool:
+        """Whether ``domain_name`` is this launcher's domain (any is, without a name to go by)."""
+        return not self._own_domain or domain_name == self._own_domain
+
     def the_domain(self) -> libvirt.virDomain | None:
         """This launcher's domain (a launcher owns at most one)."""
         if self._own_domain:

@@ -441,3 +441,28 @@ def test_memory_hotplug_room_is_dropped_where_libvirt_refuses_it(conn: libvirt.v
     assert domain["Status"]["Status"] == "Running"
     dom = conn.lookupByName(domain["Spec"]["Name"])
     assert "<maxMemory" not in dom.XMLDesc(0)
+
+
+def test_events_of_other_domains_are_not_forwarded(conn: libvirt.virConnect) -> None:
+    manager = DomainManager(conn, driver_domain_xml, own_domain="ns1_testvm")
+    forwarder = DomainEventForwarder(manager, None)
+    seen: list[tuple[str, str]] = []
+    ours_running = threading.Event()
+
+    def record(kind: str, domain: dict[str, Any]) -> None:
+        seen.append((kind, domain["Spec"]["Name"]))
+        if domain["Spec"]["Name"] == "ns1_testvm" and domain["Status"]["Status"] == "Running":
+            ours_running.set()
+
+    forwarder.add_listener(record)
+    forwarder.start()
+    try:
+        manager.sync_vmi(vmi("other"))  # a domain of another launcher on the same libvirt
+        manager.kill_vmi(vmi("other"))
+        manager.delete_vmi(vmi("other"))
+        manager.sync_vmi(vmi())
+        assert ours_running.wait(10)
+        assert {name for _, name in seen} == {"ns1_testvm"}
+        assert not forwarder.domain_gone.is_set()  # another domain's removal is not ours
+    finally:
+        forwarder.stop()
