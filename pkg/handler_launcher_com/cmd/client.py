@@ -106,16 +106,15 @@ class LauncherClient:
 
     def get_domain(self) -> dict[str, Any] | None:
         reply = self.call("GetDomain", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
-        return json.loads(reply.domain) if reply.domain else None
+        return _json_object("GetDomain", "domain", reply.domain) if reply.domain else None
 
     def get_domain_stats(self) -> dict[str, Any] | None:
         reply = self.call("GetDomainStats", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
-        return json.loads(reply.domainStats) if reply.domainStats else None
+        return _json_object("GetDomainStats", "domainStats", reply.domainStats) if reply.domainStats else None
 
     def get_guest_info(self) -> dict[str, Any]:
         reply = self.call("GetGuestInfo", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
-        result: dict[str, Any] = json.loads(reply.guestInfoResponse or "{}")
-        return result
+        return _json_object("GetGuestInfo", "guestInfoResponse", reply.guestInfoResponse or "{}")
 
     def ping(self) -> None:
         self.call("Ping", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
@@ -125,3 +124,16 @@ def vmi_request(
     vmi: Mapping[str, Any], options: cmd_pb2.VirtualMachineOptions | None = None
 ) -> cmd_pb2.VMIRequest:
     return cmd_pb2.VMIRequest(vmi=cmd_pb2.VMI(vmiJson=json.dumps(vmi).encode()), options=options)
+
+
+def _json_object(command: str, field: str, text: str) -> dict[str, Any]:
+    """A JSON object from a launcher's reply; anything else is the launcher's fault, reported as such."""
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise LauncherClientError(f"{command}: {field}: malformed JSON from the launcher: {err}") from err
+    if not isinstance(value, dict):
+        raise LauncherClientError(
+            f"{command}: {field}: the launcher sent {type(value).__name__}, not an object"
+        )
+    return value

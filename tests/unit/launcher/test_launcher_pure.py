@@ -9,6 +9,8 @@ import libvirt
 import pytest
 from lxml import etree
 
+from kubevirt.handler_launcher_com.cmd.client import LauncherClient, LauncherClientError
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.handler_launcher_com.sockets import (
     cmd_socket_path,
     init_socket_path,
@@ -265,3 +267,44 @@ def test_slotless_max_memory_is_removed_only_when_present() -> None:
     assert "<memory" in stripped
     assert without_slotless_max_memory('<domain><maxMemory slots="4" unit="b">1</maxMemory></domain>') is None
     assert without_slotless_max_memory("<domain/>") is None
+
+
+class _ReplyingStub:
+    """Stands in for the Cmd stub: every query answers with the given payload."""
+
+    def __init__(self, payload: str) -> None:
+        self.payload = payload
+
+    def GetDomain(self, request: object, timeout: float) -> cmd_pb2.DomainResponse:  # noqa: N802
+        return cmd_pb2.DomainResponse(response=cmd_pb2.Response(success=True), domain=self.payload)
+
+    def GetDomainStats(self, request: object, timeout: float) -> cmd_pb2.DomainStatsResponse:  # noqa: N802
+        return cmd_pb2.DomainStatsResponse(response=cmd_pb2.Response(success=True), domainStats=self.payload)
+
+    def GetGuestInfo(self, request: object, timeout: float) -> cmd_pb2.GuestInfoResponse:  # noqa: N802
+        return cmd_pb2.GuestInfoResponse(
+            response=cmd_pb2.Response(success=True), guestInfoResponse=self.payload
+        )
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [("{not json", "malformed JSON from the launcher"), ("[1, 2]", "the launcher sent list, not an object")],
+)
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("get_domain", "GetDomain: domain"),
+        ("get_domain_stats", "GetDomainStats: domainStats"),
+        ("get_guest_info", "GetGuestInfo: guestInfoResponse"),
+    ],
+)
+def test_client_reports_a_launchers_bad_json_as_a_client_error(
+    tmp_path: Path, payload: str, message: str, query: str, field: str
+) -> None:
+    with LauncherClient(tmp_path / "sock") as client:
+        client._stub = _ReplyingStub(payload)  # type: ignore[assignment]
+        with pytest.raises(LauncherClientError, match=f"^{field}: {message}"):
+            getattr(client, query)()
+        client._stub = _ReplyingStub('{"Spec": {}}')  # type: ignore[assignment]
+        assert getattr(client, query)() == {"Spec": {}}
