@@ -210,3 +210,10 @@ def test_value_is_the_exact_number_rounded_up_to_a_nano(
         nanos = min(nanos, (2**63 - 1) * 10**9)
     expected = Fraction(-nanos if sign == "-" else nanos, 10**9)
     assert Quantity(text).as_fraction() == expected
+
+
+def test_binary_quantity_beyond_the_largest_suffix_prints_in_ei() -> None:
+    # 1024^40 has more factors of 1024 than there are binary suffixes; Ei takes the rest in the amount
+    quantity = Quantity.from_int(2**400, BINARY_SI)
+    assert str(quantity) == f"{2**340}Ei"
+    assert str(Quantity.from_int(-(2**70), BINARY_SI)) == "-1024Ei"

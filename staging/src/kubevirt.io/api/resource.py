@@ -44,6 +44,7 @@ _DECIMAL_SUFFIXES: Final = {
 }
 _BINARY_SUFFIXES: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_BY_EXPONENT: Final = {exponent: suffix for suffix, exponent in _DECIMAL_SUFFIXES.items()}
+_MAX_BINARY_FACTORS: Final = 6
 _BINARY_BY_EXPONENT: Final = {0: "", **{exponent: suffix for suffix, exponent in _BINARY_SUFFIXES.items()}}
 _SUFFIX_CHARS: Final = frozenset("eEinumkKMGTP")
 # Text the scanner below would accept with a known suffix: sign, digits (leading zeros apart), fraction.
@@ -146,9 +147,10 @@ def _ceil_div_pow10(value: int, power: int) -> int:
     return value * scale if power >= 0 else -(-value // scale)
 
 
-def _remove_factors(value: int, base: int) -> tuple[int, int]:
+def _remove_factors(value: int, base: int, limit: int | None = None) -> tuple[int, int]:
+    """``value`` without up to ``limit`` (default: all) factors of ``base``, and how many were taken."""
     times = 0
-    while value != 0 and value % base == 0:
+    while value != 0 and value % base == 0 and times != limit:
         value //= base
         times += 1
     return value, times
@@ -306,7 +308,8 @@ class Quantity:
             else:
                 units = self._nanos // _NANO
                 sign = "-" if units < 0 else ""
-                amount, times = _remove_factors(abs(units), 1024)
+                # Ei is the largest suffix: beyond 1024^6 the amount grows instead
+                amount, times = _remove_factors(abs(units), 1024, _MAX_BINARY_FACTORS)
                 return f"{sign}{amount}{_BINARY_BY_EXPONENT[times * 10]}"
         sign = "-" if self._nanos < 0 else ""
         amount, times = _remove_factors(abs(self._nanos), 10)
