@@ -27,6 +27,7 @@ from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError, WrongStateError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager, facts_of, libvirt_errors
 from kubevirt.virt_launcher.virtwrap.metadata import KubeVirtMetadata, Migration, now
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 DIRECT_MIGRATION_PORT = 49152
 MODE_PRE_COPY = "PreCopy"
@@ -122,6 +123,7 @@ class Migrator:
         self._share_dir = share_dir
         self._poll = poll_interval
         self._thread: threading.Thread | None = None
+        self._starting = threading.Lock()  # concurrent requests start one migration, not two
         self._abort_requested = threading.Event()
         self._abort_failed = threading.Event()
         self._log = get_logger(component=COMPONENT)
@@ -142,6 +144,10 @@ class Migrator:
         if not facts.uid:
             raise InvalidRequestError("metadata.uid: required to locate the migration proxy")
         dom = self._manager.require_domain(facts)
+        with self._starting:
+            self._start(dom, facts, options)
+
+    def _start(self, dom: libvirt.virDomain, facts: VMIFacts, options: MigrationOptions) -> None:
         if self.in_progress:
             return  # one migration at a time; a repeated request is not an error
         with libvirt_errors(f"reading the state of {facts.domain_name}"):

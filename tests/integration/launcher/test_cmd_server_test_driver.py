@@ -25,7 +25,7 @@ from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.notify_client import NotifyClient
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
-from kubevirt.virt_launcher.virtwrap.migration import Migrator
+from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -466,3 +466,33 @@ def test_events_of_other_domains_are_not_forwarded(conn: libvirt.virConnect) -> 
         assert not forwarder.domain_gone.is_set()  # another domain's removal is not ours
     finally:
         forwarder.stop()
+
+
+def test_concurrent_migration_requests_start_one_migration(tmp_path: Path, conn: libvirt.virConnect) -> None:
+    class SlowToRecord(DomainManager):
+        def update_metadata(self, dom: libvirt.virDomain, change: Any) -> None:
+            time.sleep(0.3)  # widens the window between "nothing in progress" and the thread's start
+            super().update_metadata(dom, change)
+
+    runs: list[str] = []
+
+    class CountingMigrator(Migrator):
+        def _run(self, dom: libvirt.virDomain, vmi_uid: str, options: MigrationOptions) -> None:
+            runs.append(vmi_uid)
+            time.sleep(0.5)  # still in progress when the second request is looked at
+            super()._run(dom, vmi_uid, options)
+
+    manager = SlowToRecord(conn, driver_domain_xml)
+    migrator = CountingMigrator(manager, tmp_path)
+    manager.sync_vmi(vmi())
+    moving = vmi()
+    moving["status"]["migrationState"] = {"migrationUid": "mig-1"}
+    requests = [
+        threading.Thread(target=migrator.migrate, args=(moving, MigrationOptions())) for _ in range(2)
+    ]
+    for thread in requests:
+        thread.start()
+    for thread in requests:
+        thread.join()
+    migrator.wait(10)
+    assert runs == ["uid-testvm"]
