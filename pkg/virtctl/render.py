@@ -79,7 +79,9 @@ def apply_stand_ins(raw: Mapping[str, Any]) -> dict[str, Any]:
     spec = raw.get("spec")
     domain = spec.get("domain") if isinstance(spec, Mapping) else None
     if isinstance(spec, Mapping) and isinstance(domain, Mapping):
-        firmware = domain.get("firmware", {})
+        firmware = domain.get("firmware")
+        if firmware is None:  # absent or null: the defaults would otherwise pick a random UUID
+            firmware = {}
         if isinstance(firmware, Mapping) and not firmware.get("uuid"):
             name = str(metadata.get("name") or "")
             firmware = {**firmware, "uuid": str(uuid.uuid5(FIRMWARE_UUID_NAMESPACE, name))}

@@ -87,3 +87,13 @@ def test_conversion_error_names_the_field_in_one_line() -> None:
     with pytest.raises(ConversionError) as failed:
         render_domain(raw, options_from_flags([]))
     assert str(failed.value) == "spec.domain.devices.disks[1]: no matching volume with name ghost found"
+
+
+def test_null_firmware_gets_the_same_stand_in_uuid_as_absent_firmware() -> None:
+    raw = json.loads((CONFORMANCE / "valid" / "001-minimal-containerdisk.json").read_text())
+    raw["spec"]["domain"].pop("firmware", None)
+    absent = render_domain(raw, options_from_flags([])).to_xml()
+    raw["spec"]["domain"]["firmware"] = None
+    null = render_domain(raw, options_from_flags([])).to_xml()
+    assert '<entry name="uuid">' in null
+    assert null == absent
