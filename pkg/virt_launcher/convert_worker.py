@@ -9,6 +9,7 @@ after the conversion; a later conversion (a re-definition, a migration target's 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import subprocess
 import sys
@@ -44,16 +45,8 @@ class ConversionWorker:
     def stop(self) -> None:
         with self._lock:
             process, self._process = self._process, None
-        if process is None:
-            return
-        if process.stdin is not None:
-            process.stdin.close()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        reaper.forget(process.pid)
+        if process is not None:
+            _discard(process)
 
     def __call__(self, vmi: Mapping[str, Any], options: Any) -> str:
         request = {
@@ -75,9 +68,12 @@ class ConversionWorker:
                     line = ""
                 if line:
                     break
-                self._process = None  # it died: start a fresh one once
+                # It died: collect it (an uncollected worker stays a zombie the reaper must leave alone)
+                # and start a fresh one once.
+                self._process = None
+                _discard(process)
                 if attempt == 2:
-                    raise ConversionWorkerError(f"the conversion worker exited with {process.poll()}")
+                    raise ConversionWorkerError(f"the conversion worker exited with {process.returncode}")
         if self._stop_after_use:
             self.stop()
         answer: dict[str, str] = json.loads(line)
@@ -97,6 +93,20 @@ class ConversionWorker:
             )
             reaper.keep_status_of(self._process.pid)
         return self._process
+
+
+def _discard(process: subprocess.Popen[str]) -> None:
+    """Close the worker's pipes, let it end (ending it if it will not) and collect its exit status."""
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError):  # a dead worker's unflushed input cannot be written
+                pipe.close()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    reaper.forget(process.pid)
 
 
 def serve(use_emulation: bool, ovmf_path: str = "") -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from lxml import etree
 
 from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
+from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.convert_worker import ConversionWorker
 
 pytestmark = pytest.mark.timeout(120)
@@ -40,14 +42,33 @@ def test_worker_converts_and_reports_bad_fields() -> None:
             worker(broken, None)
         # The worker survives a bad VMI and keeps converting.
         assert "<name>default_kb1</name>" in worker(kernel_boot_vmi(), None)
+
+        # A worker that died is collected (its exit status known, no longer kept from the reaper) and
+        # replaced by a fresh one.
+        dead = worker._process
+        assert dead is not None
+        dead.kill()
+        assert "<name>default_kb1</name>" in worker(kernel_boot_vmi(), None)
+        assert dead.returncode == -signal.SIGKILL
+        assert dead.stdout is not None
+        assert dead.stdout.closed
+        assert dead.pid not in reaper._owned
+        assert worker._process is not dead
     finally:
         worker.stop()
 
 
 def test_worker_stops_after_use_and_starts_again() -> None:
     worker = ConversionWorker(use_emulation=False)
+    worker.start()
+    process = worker._process
+    assert process is not None
     first = worker(kernel_boot_vmi(), None)
     assert not worker.running  # released right after the conversion
+    assert process.stdout is not None
+    assert process.stdout.closed  # its pipes go with it
+    assert process.returncode == 0
+    assert process.pid not in reaper._owned
     second = worker(kernel_boot_vmi(), None)
     assert first == second
     assert 'type="kvm"' in first
