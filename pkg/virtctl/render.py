@@ -64,6 +64,8 @@ def options_from_flags(args: Iterable[str], *, rollout_strategy: str = ROLLOUT_L
     )
     if values:
         raise RenderError(f"unknown flag --{next(iter(values))}")
+    if options.domain_type not in DOMAIN_TYPES:
+        raise RenderError(f"unknown domain type {options.domain_type!r}")
     return options
 
 

@@ -97,3 +97,13 @@ def test_null_firmware_gets_the_same_stand_in_uuid_as_absent_firmware() -> None:
     null = render_domain(raw, options_from_flags([])).to_xml()
     assert '<entry name="uuid">' in null
     assert null == absent
+
+
+def test_flags_name_what_they_refuse() -> None:
+    assert options_from_flags(["--domain-type=qemu", "--rollout=Stage"]).domain_type == "qemu"
+    with pytest.raises(RenderError, match="unknown domain type 'xen'"):
+        options_from_flags(["--domain-type=xen"])
+    with pytest.raises(RenderError, match="unknown rollout strategy 'Later'"):
+        options_from_flags(["--rollout-strategy=Later"])
+    with pytest.raises(RenderError, match="unknown flag --colour"):
+        options_from_flags(["--colour=red"])
