@@ -1,7 +1,9 @@
 """Entrypoint of virt-api: parse flags, wire the application from ``kubevirt.virt_api``, run."""
 
+import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -11,6 +13,28 @@ from kubevirt.virt_api import app
 from kubevirt.virt_api.webhooks.server import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ServerLimits
 
 CERT_DIR = Path("/etc/virt-api/certificates")
+
+
+class PositiveSeconds(click.ParamType[float]):
+    """A finite number of seconds above zero.
+
+    Zero or less would spin the watch loops or drop every request at once; NaN slips through
+    ``click.FloatRange`` (every comparison with it is false), so it is refused here explicitly.
+    """
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or seconds <= 0:
+            self.fail(f"{value!r} must be a finite number of seconds above 0", param, ctx)
+        return seconds
+
+
+POSITIVE_SECONDS = PositiveSeconds()
 
 
 @click.option("--kubeconfig", default=None, help="Kubeconfig file; in a pod the service account is used.")
@@ -27,7 +51,11 @@ CERT_DIR = Path("/etc/virt-api/certificates")
     "--tls-key-file", default=str(CERT_DIR / "tls.key"), show_default=True, type=click.Path(path_type=Path)
 )
 @click.option(
-    "--cert-reload-interval", default=2.0, show_default=True, type=float, help="Seconds between checks."
+    "--cert-reload-interval",
+    default=2.0,
+    show_default=True,
+    type=POSITIVE_SECONDS,
+    help="Seconds between checks.",
 )
 @click.option("--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster.")
 @click.option(
@@ -40,9 +68,13 @@ CERT_DIR = Path("/etc/virt-api/certificates")
 @click.option(
     "--max-request-bytes", default=DEFAULT_MAX_BODY_BYTES, show_default=True, type=click.IntRange(1)
 )
-@click.option("--request-timeout", default=DEFAULT_BODY_TIMEOUT, show_default=True, type=float)
+@click.option("--request-timeout", default=DEFAULT_BODY_TIMEOUT, show_default=True, type=POSITIVE_SECONDS)
 @click.option(
-    "--config-refresh-interval", default=5.0, show_default=True, type=float, help="KubeVirt CR reads, s."
+    "--config-refresh-interval",
+    default=5.0,
+    show_default=True,
+    type=POSITIVE_SECONDS,
+    help="KubeVirt CR reads, s.",
 )
 @binary("virt-api", "KubeVirt's aggregated API server: admission webhooks and subresources.kubevirt.io.")
 def main(
