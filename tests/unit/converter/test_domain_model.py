@@ -53,6 +53,19 @@ def test_special_characters_are_escaped_and_read_back() -> None:
     assert again == domain
 
 
+def test_characters_xml_cannot_carry_are_written_as_replacement_characters() -> None:
+    # As Go's encoding/xml does: the document stays well-formed, libvirt gets U+FFFD in their place.
+    domain = Domain(type="kvm", name="a\x01b\udc80")
+    domain.devices.disks.append(
+        api.Disk(device="disk", serial="s\x1f\uffff", source=api.DiskSource(file="/x\x00"))
+    )
+    xml = domain.to_xml()
+    again = Domain.from_xml(xml)
+    assert again.name == "a\ufffdb\ufffd"
+    assert again.devices.disks[0].serial == "s\ufffd\ufffd"
+    assert again.devices.disks[0].source.file == "/x\ufffd"
+
+
 def test_one_class_serves_several_tags() -> None:
     features = api.Features(
         pvspinlock=api.FeatureState(state="off"),

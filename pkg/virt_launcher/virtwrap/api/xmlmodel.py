@@ -29,8 +29,17 @@ QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 KUBEVIRT_NS = "http://kubevirt.io"
 _PREFIXES = {"qemu": QEMU_NS}
 
+# Characters XML 1.0 cannot carry (C0 controls other than tab/newline/return, surrogates, U+FFFE/F):
+# Go's encoding/xml writes U+FFFD in their place, which keeps the document well-formed.
+_NOT_XML_CHARS = r"\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff"
+_REPLACED = {
+    code: "\ufffd"
+    for first, last in ((0x00, 0x08), (0x0B, 0x0C), (0x0E, 0x1F), (0xD800, 0xDFFF), (0xFFFE, 0xFFFF))
+    for code in range(first, last + 1)
+}
 _ATTR_ESCAPES = str.maketrans(
     {
+        **_REPLACED,
         "&": "&amp;",
         "<": "&lt;",
         ">": "&gt;",
@@ -42,10 +51,19 @@ _ATTR_ESCAPES = str.maketrans(
     }
 )
 _TEXT_ESCAPES = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "\t": "&#x9;", "\r": "&#xD;"}
+    {
+        **_REPLACED,
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&#34;",
+        "'": "&#39;",
+        "\t": "&#x9;",
+        "\r": "&#xD;",
+    }
 )
-_needs_attr_escape = re.compile("[&<>\"'\t\n\r]").search
-_needs_text_escape = re.compile("[&<>\"'\t\r]").search
+_needs_attr_escape = re.compile(f"[&<>\"'\t\n\r{_NOT_XML_CHARS}]").search
+_needs_text_escape = re.compile(f"[&<>\"'\t\r{_NOT_XML_CHARS}]").search
 
 
 class XMLModelError(ValueError):
