@@ -33,7 +33,7 @@ _PREFIXES = {"qemu": QEMU_NS}
 # Go's encoding/xml writes U+FFFD in their place, which keeps the document well-formed.
 _NOT_XML_CHARS = r"\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff"
 _REPLACED = {
-    code: "\ufffd"
+    chr(code): "\ufffd"
     for first, last in ((0x00, 0x08), (0x0B, 0x0C), (0x0E, 0x1F), (0xD800, 0xDFFF), (0xFFFE, 0xFFFF))
     for code in range(first, last + 1)
 }
