@@ -88,10 +88,11 @@ class ConversionWorker:
                 command.append("--use-emulation")
             if self._ovmf_path:
                 command += ["--ovmf-path", self._ovmf_path]
-            self._process = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+            self._process = reaper.start_owned(
+                lambda: subprocess.Popen(
+                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+                )
             )
-            reaper.keep_status_of(self._process.pid)
         return self._process
 
 

@@ -86,15 +86,16 @@ class Libvirtd:
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
         log = self.log_file.open("ab")
-        self.process = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
-        )
-        log.close()
-        reaper.keep_status_of(self.process.pid)
+        with log:
+            self.process = reaper.start_owned(
+                lambda: subprocess.Popen(
+                    ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=_die_with_parent,
+                )
+            )
         deadline = time.monotonic() + timeout
         while not self.socket.exists():
             if self.process.poll() is not None:

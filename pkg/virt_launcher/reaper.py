@@ -10,10 +10,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import subprocess
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 _PR_SET_CHILD_SUBREAPER = 36
+P = TypeVar("P", bound="subprocess.Popen[Any]")
 _lock = threading.Lock()
 _owned: set[int] = set()
 _started = False
@@ -28,10 +32,16 @@ def become_subreaper() -> bool:
         return False
 
 
-def keep_status_of(pid: int) -> None:
-    """Leave this child's exit status to its owner (e.g. a ``subprocess.Popen``)."""
+def start_owned(start: Callable[[], P]) -> P:
+    """Start a child (``start`` makes the ``subprocess.Popen``) whose exit status its owner collects.
+
+    The child is registered before the reaper can look at it: a child that exits at once would
+    otherwise be reaped first, and its owner would read a made-up status of 0.
+    """
     with _lock:
-        _owned.add(pid)
+        process = start()
+        _owned.add(process.pid)
+    return process
 
 
 def forget(pid: int) -> None:
