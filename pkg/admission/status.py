@@ -53,12 +53,25 @@ def _apply_request(spec: JSON, request: JSON) -> JSON:
     return {**spec, "volumes": volumes, "domain": domain}
 
 
-def admit_vm_status(vm: JSON, config: ClusterConfig, *, vmi_migrating: bool = False) -> list[StatusCause]:
+def is_migrating(vmi: JSON) -> bool:
+    """KubeVirt's ``IsMigrating``: the migration state has a start and no end yet."""
+    state = obj(obj(vmi, "status"), "migrationState")
+    return has(state, "startTimestamp") and not has(state, "endTimestamp")
+
+
+def admit_vm_status(vm: JSON, config: ClusterConfig, *, running_vmi: JSON | None = None) -> list[StatusCause]:
+    """The causes for a VM's ``status.volumeRequests``.
+
+    ``running_vmi`` is the VM's VMI when the VM is ready and the VMI is not being deleted: the requests
+    must also fit it, and none are taken while it migrates.
+    """
     requests = items(obj(vm, "status"), "volumeRequests")
     if not requests:
         return []
     spec = obj(obj(obj(vm, "spec"), "template"), "spec")
     template_volumes = {text(v, "name"): v for v in items(spec, "volumes")}
+    vmi_spec_now = obj(running_vmi, "spec") if running_vmi is not None else None
+    vmi_volumes = {text(v, "name"): v for v in items(vmi_spec_now, "volumes")}
     added: set[str] = set()
     removed: set[str] = set()
     for request in requests:
@@ -83,6 +96,13 @@ def admit_vm_status(vm: JSON, config: ClusterConfig, *, vmi_migrating: bool = Fa
                     "on the vmi template."
                 )
                 return [c.invalid(_FIELD, message)]
+            running = vmi_volumes.get(name)
+            if running is not None and running != wanted:
+                message = (
+                    f"AddVolume request for [{name}] conflicts with an existing volume of the same name "
+                    "on currently running vmi"
+                )
+                return [c.invalid(_FIELD, message)]
             added.add(name)
         elif remove is not None:
             name = text(remove, "name")
@@ -93,10 +113,17 @@ def admit_vm_status(vm: JSON, config: ClusterConfig, *, vmi_migrating: bool = Fa
             message = "VolumeRequests require one of either addVolumeOptions or removeVolumeOptions to be set"
             return [c.invalid(_FIELD, message)]
         spec = _apply_request(spec, request)
-    causes = vmi_spec.validate_spec(Path("spec", "template", "spec"), spec, config)
+        if vmi_spec_now is not None:
+            vmi_spec_now = _apply_request(vmi_spec_now, request)
+    template_path = Path("spec", "template", "spec")
+    causes = vmi_spec.validate_spec(template_path, spec, config)
+    if causes or running_vmi is None or vmi_spec_now is None:
+        return causes
+    # KubeVirt reports the running VMI's spec under the template's path too.
+    causes = vmi_spec.validate_spec(template_path, vmi_spec_now, config)
     if causes:
         return causes
-    if vmi_migrating:
+    if is_migrating(running_vmi):
         return [
             c.not_supported(Path("spec"), "Cannot handle volume requests while VMI migration is in progress")
         ]

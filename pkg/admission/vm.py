@@ -5,6 +5,8 @@ Unlike the VMI admitter it stops at the first group of checks that fails, as Kub
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kubevirt.admission import causes as c
 from kubevirt.admission import vmi_network as network
 from kubevirt.admission import vmi_spec
@@ -215,13 +217,14 @@ def admit_vm(
     kubevirt_account: bool = False,
     old: JSON | None = None,
     submitted: JSON | None = None,
-    vmi_migrating: bool = False,
+    running_vmi: Callable[[], JSON | None] = lambda: None,  # no VMI known
 ) -> list[StatusCause]:
     """The causes for a (defaulted) VM; the first failing group is returned alone, as KubeVirt does.
 
     ``submitted`` is the VM as sent, before the copy was defaulted (``vm`` when not given): volume
     requests and the snapshot/restore checks look at it, as KubeVirt's do, and compare it with ``old``,
-    the stored VM on updates. ``vmi_migrating`` says whether the VM's VMI is migrating.
+    the stored VM on updates. ``running_vmi`` reads the VM's VMI (see :func:`admit_vm_status`); it is
+    called only once the spec passed, as KubeVirt reads the VMI only then.
     """
     spec = obj(vm, "spec")
     # KubeVirt computes the discontinued-feature-gate causes here too, but overwrites them before
@@ -235,7 +238,7 @@ def admit_vm(
     if causes:
         return causes
     as_sent = vm if submitted is None else submitted
-    causes = admit_vm_status(as_sent, config, vmi_migrating=vmi_migrating)
+    causes = admit_vm_status(as_sent, config, running_vmi=running_vmi())
     if causes or operation != UPDATE or old is None:
         return causes
     return _snapshot_and_restore(as_sent, old)

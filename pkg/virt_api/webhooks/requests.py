@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubevirt.admission import response
-from kubevirt.admission._json import JSON
+from kubevirt.admission._json import JSON, obj, text
 from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.pipeline import (
     SchemaCheck,
@@ -18,7 +18,7 @@ from kubevirt.admission.pipeline import (
 )
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
-from kubevirt.admission.state import ClusterState, NoClusterState
+from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.defaults import DefaultingError
 from kubevirt_api.base import ApiParseError
 
@@ -70,6 +70,24 @@ class WebhookContext:
 
     def is_kubevirt_account(self, request: AdmissionRequest) -> bool:
         return request.username in self.config.kubevirt_service_accounts
+
+
+def running_vmi(ctx: WebhookContext, request: AdmissionRequest, vm: JSON) -> JSON | None:
+    """The VMI a VM's volume requests must also fit: read only when the VM is ready and has requests.
+
+    A VMI being deleted does not count; a failed read refuses the request with the reason.
+    """
+    status = obj(vm, "status")
+    if status.get("ready") is not True or not status.get("volumeRequests"):
+        return None
+    metadata = obj(vm, "metadata")
+    try:
+        vmi = ctx.state.get_vmi(text(metadata, "namespace") or request.namespace, text(metadata, "name"))
+    except ClusterStateError as err:
+        raise RequestRefusedError(response.error(str(err))) from None
+    if vmi is None or obj(vmi, "metadata").get("deletionTimestamp") is not None:
+        return None
+    return vmi
 
 
 def check_schema(ctx: WebhookContext, kind: str, document: JSON) -> None:

@@ -295,6 +295,12 @@ def test_wait_as_receiver_needs_its_gate() -> None:
     assert vm.validate_vm_spec(vm.Path("spec"), spec, gated, kubevirt_account=False) == []
 
 
+MIGRATING_VMI: dict[str, Any] = {
+    "spec": _template({})["spec"],
+    "status": {"migrationState": {"startTimestamp": "2026-01-01T00:00:00Z"}},
+}
+
+
 def _vm_with_requests(*requests: dict[str, Any]) -> dict[str, Any]:
     return {"spec": {"template": _template({})}, "status": {"volumeRequests": list(requests)}}
 
@@ -316,7 +322,7 @@ def test_volume_requests_on_vm_status() -> None:
     )
     both = {"addVolumeOptions": add["addVolumeOptions"], "removeVolumeOptions": {"name": "hp"}}
     assert "not both" in admit_vm_status(_vm_with_requests(both), CONFIG)[0].message
-    migrating = admit_vm_status(_vm_with_requests(add), CONFIG, vmi_migrating=True)
+    migrating = admit_vm_status(_vm_with_requests(add), CONFIG, running_vmi=MIGRATING_VMI)
     assert migrating[0].message == "Cannot handle volume requests while VMI migration is in progress"
 
 
@@ -418,3 +424,77 @@ def test_snapshot_check_compares_the_vm_as_sent_not_its_defaulted_copy() -> None
     defaulted = copy.deepcopy(sent)
     defaulted["spec"]["template"] = _template({})
     assert vm.admit_vm(defaulted, CONFIG, operation=UPDATE, old=stored, submitted=sent) == []
+
+
+HOTPLUG = {
+    "addVolumeOptions": {
+        "name": "hp",
+        "disk": {"disk": {"bus": "scsi"}},
+        "volumeSource": {"persistentVolumeClaim": {"claimName": "c"}},
+    }
+}
+
+
+def test_volume_requests_must_fit_the_running_vmi() -> None:
+    running = {
+        "spec": {**_template({})["spec"], "volumes": [{"name": "hp", "containerDisk": {"image": "i"}}]}
+    }
+    causes = admit_vm_status(_vm_with_requests(HOTPLUG), CONFIG, running_vmi=running)
+    assert [cause.message for cause in causes] == [
+        "AddVolume request for [hp] conflicts with an existing volume of the same name "
+        "on currently running vmi"
+    ]
+    assert causes[0].field == "Status.volumeRequests"
+    # The same volume already on the VMI is no conflict.
+    same = {
+        "spec": {
+            **_template({})["spec"],
+            "volumes": [{"name": "hp", "persistentVolumeClaim": {"claimName": "c"}}],
+        }
+    }
+    assert admit_vm_status(_vm_with_requests(HOTPLUG), CONFIG, running_vmi=same) == []
+
+
+def test_the_running_vmi_spec_with_the_requests_applied_is_validated() -> None:
+    # The template is fine; the running VMI has a disk without a volume, reported under the template's path.
+    spec = _template({})["spec"]
+    running = {
+        "spec": {**spec, "domain": {**spec["domain"], "devices": {"disks": [{"name": "ghost", "disk": {}}]}}}
+    }
+    assert admit_vm_status(_vm_with_requests(HOTPLUG), CONFIG) == []
+    causes = admit_vm_status(_vm_with_requests(HOTPLUG), CONFIG, running_vmi=running)
+    assert [(cause.field, cause.message) for cause in causes] == [
+        (
+            "spec.template.spec.domain.devices.disks[0].name",
+            "spec.template.spec.domain.devices.disks[0].Name 'ghost' not found.",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("migration_state", "refused"),
+    [
+        ({"startTimestamp": "2026-01-01T00:00:00Z"}, True),
+        ({"startTimestamp": "2026-01-01T00:00:00Z", "endTimestamp": "2026-01-01T00:01:00Z"}, False),
+        # A failed migration ended without completing: volume requests are taken again.
+        (
+            {
+                "startTimestamp": "2026-01-01T00:00:00Z",
+                "endTimestamp": "2026-01-01T00:01:00Z",
+                "failed": True,
+            },
+            False,
+        ),
+        # Scheduled but not started yet.
+        ({"targetNode": "n2"}, False),
+    ],
+)
+def test_volume_requests_wait_only_while_a_migration_runs(
+    migration_state: dict[str, Any], refused: bool
+) -> None:
+    running = {"spec": _template({})["spec"], "status": {"migrationState": migration_state}}
+    causes = admit_vm_status(_vm_with_requests(HOTPLUG), CONFIG, running_vmi=running)
+    messages = [cause.message for cause in causes]
+    assert messages == (
+        ["Cannot handle volume requests while VMI migration is in progress"] if refused else []
+    )

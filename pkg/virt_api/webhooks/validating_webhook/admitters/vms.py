@@ -18,6 +18,7 @@ from kubevirt.virt_api.webhooks.requests import (
     guarded,
     new_object,
     require_resource,
+    running_vmi,
 )
 
 
@@ -38,6 +39,7 @@ def admitter(ctx: WebhookContext) -> Admit:
             kubevirt_account=account,
             old=request.old_object,
             submitted=vm,
+            running_vmi=lambda: running_vmi(ctx, request, vm),
         )
         return response.from_causes(causes)
 
