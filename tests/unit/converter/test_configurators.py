@@ -194,6 +194,28 @@ def test_dedicated_scsi_disk_gives_the_controller_a_thread() -> None:
     assert (scsi.driver.iothread, scsi.driver.queues) == (1, 1)
 
 
+def test_supplemental_pool_with_a_dedicated_scsi_disk_gives_the_controller_the_first_thread() -> None:
+    disks = [
+        {"name": "root", "disk": {"bus": "virtio"}},
+        {"name": "s", "disk": {"bus": "scsi"}, "dedicatedIOThread": True},
+    ]
+    volumes = [BASE["spec"]["volumes"][0], {"name": "s", "emptyDisk": {"capacity": "1Gi"}}]
+    domain = render(
+        domain={
+            "ioThreadsPolicy": "supplementalPool",
+            "ioThreads": {"supplementalPoolThreadCount": 2},
+            "cpu": {"sockets": 3},
+        },
+        devices={"disks": disks},
+        spec={"volumes": volumes},
+    )
+    assert domain.iothreads is not None
+    assert domain.iothreads.count == 2
+    scsi = next(c for c in domain.devices.controllers if c.type == "scsi")
+    assert scsi.driver is not None
+    assert (scsi.driver.iothread, scsi.driver.queues) == (1, 3)
+
+
 # ---------------------------------------------------------------- devices
 
 

@@ -275,13 +275,8 @@ def configure_iothreads(c: Conversion) -> None:
     out_disks = c.domain.devices.disks
     pool = domain_spec.io_threads.supplemental_pool_thread_count if domain_spec.io_threads else None
     if domain_spec.io_threads_policy == "supplementalPool" and pool is not None:
-        if pool:
-            c.domain.iothreads = api.IOThreads(count=pool)
-        for out in out_disks:
-            if out.target.bus == "virtio" and out.driver is not None:
-                out.driver.iothreads = api.DiskIOThreads(
-                    iothreads=[api.DiskIOThread(id=i) for i in range(1, pool + 1)]
-                )
+        _share_supplemental_pool(c, pool)
+        _give_scsi_controller_a_thread(c, 1)
         return
     dedicated = sum(1 for d in disks if d.dedicated_io_thread)
     auto = len(disks) - dedicated
@@ -301,10 +296,27 @@ def configure_iothreads(c: Conversion) -> None:
         else:
             out.driver.iothread = current_auto
             current_auto = current_auto % auto + 1
-    scsi_dedicated = any(
-        d.dedicated_io_thread and o.target.bus == "scsi" for d, o in zip(disks, out_disks, strict=True)
-    )
-    if scsi_dedicated:
+    _give_scsi_controller_a_thread(c, current_auto)
+
+
+def _share_supplemental_pool(c: Conversion, pool: int) -> None:
+    """Every virtio disk may use every thread of the pool."""
+    if pool:
+        c.domain.iothreads = api.IOThreads(count=pool)
+    for out in c.domain.devices.disks:
+        if out.target.bus == "virtio" and out.driver is not None:
+            out.driver.iothreads = api.DiskIOThreads(
+                iothreads=[api.DiskIOThread(id=i) for i in range(1, pool + 1)]
+            )
+
+
+def _give_scsi_controller_a_thread(c: Conversion, thread: int) -> None:
+    """SCSI disks cannot have IO threads of their own: a dedicated one goes to the controller."""
+    disks = c.vmi.spec.domain.devices.disks or []
+    if any(
+        d.dedicated_io_thread and o.target.bus == "scsi"
+        for d, o in zip(disks, c.domain.devices.disks, strict=True)
+    ):
         for controller in c.domain.devices.controllers:
             if controller.type == "scsi":
-                controller.driver = api.ControllerDriver(iothread=current_auto, queues=c.requested_vcpus)
+                controller.driver = api.ControllerDriver(iothread=thread, queues=c.requested_vcpus)
