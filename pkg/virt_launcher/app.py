@@ -27,7 +27,7 @@ from kubevirt.handler_launcher_com.sockets import cmd_socket_path, init_socket_p
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
-from kubevirt.virt_launcher.libvirtd import Libvirtd
+from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.notify_client import NotifyClient
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
@@ -101,7 +101,11 @@ class Launcher:
         cfg = self.config
         if reaper.become_subreaper():
             reaper.start_reaping()
-        self._prepare_directories()
+        try:
+            self._prepare_directories()
+        except OSError as err:
+            self._log.error("cannot create the launcher's directories", reason=str(err))
+            return EXIT_FAILURE
         self._warm_up()  # the converter's imports overlap with libvirtd's start
         start_event_loop()
         libvirtd: Libvirtd | None = None
@@ -113,7 +117,12 @@ class Launcher:
                 capabilities_cache=cfg.libvirt_capabilities_cache,
                 log_filters=cfg.libvirt_log_filters,
             )
-            libvirtd.start()
+            try:
+                libvirtd.start()
+            except (LibvirtdError, OSError) as err:
+                self._log.error("cannot start libvirtd", runtime_dir=str(runtime), reason=str(err))
+                libvirtd.stop()
+                return EXIT_FAILURE
             uri = libvirtd.uri
         try:
             conn = self._connect(uri)
@@ -152,9 +161,19 @@ class Launcher:
             manager, migrator, pod_name=cfg.pod_name, on_target_cleanup=self._release_target
         )
         init_socket = init_socket_path(cfg.share_dir)
-        server = serve(init_socket, servicer)
         try:
-            self._ping(init_socket)
+            server = serve(init_socket, servicer)
+        except (OSError, RuntimeError) as err:  # grpc reports a socket it cannot bind as RuntimeError
+            self._log.error("cannot serve commands", socket=str(init_socket), reason=str(err))
+            return EXIT_FAILURE
+        try:
+            try:
+                self._ping(init_socket)
+            except LauncherClientError as err:
+                self._log.error(
+                    "the command server does not answer", socket=str(init_socket), reason=str(err)
+                )
+                return EXIT_FAILURE
             # Events go to virt-handler whenever its notify socket exists (it may appear later).
             notifier = NotifyClient(notify_socket_path(cfg.share_dir))
             forwarder = DomainEventForwarder(manager, notifier)
