@@ -22,7 +22,8 @@ def _enabled(state: FeatureState | None) -> bool:
 
 
 def set_hyperv_feature_dependencies(vmi: VirtualMachineInstance) -> None:
-    """Best effort: stop at the first dependency the user disabled (validation reports it)."""
+    """Best effort: stop at the first dependency the user disabled, before the vmx requirement of
+    an enabled evmcs (validation reports the conflict)."""
     features = vmi.spec.domain.features
     hyperv = features.hyperv if features else None
     if hyperv is None:
@@ -34,8 +35,8 @@ def set_hyperv_feature_dependencies(vmi: VirtualMachineInstance) -> None:
         if needed is None or needed.enabled is None:
             setattr(hyperv, required, FeatureState(enabled=True))
         elif needed.enabled is False:
-            break
-    if hyperv.evmcs is not None:
+            return
+    if hyperv.evmcs is not None and hyperv.evmcs.enabled is not False:
         _require_vmx(vmi)
 
 

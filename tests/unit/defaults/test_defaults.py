@@ -50,6 +50,18 @@ def test_a_disabled_dependency_is_left_for_validation() -> None:
     assert hyperv.vpindex.enabled is False
 
 
+def test_a_disabled_evmcs_needs_no_vmx() -> None:
+    vmi = defaulted({"features": {"hyperv": {"evmcs": {"enabled": False}}}})
+    assert vmi.spec.domain.cpu is not None
+    assert vmi.spec.domain.cpu.features is None
+
+
+def test_a_disabled_dependency_stops_before_the_vmx_requirement() -> None:
+    vmi = defaulted({"features": {"hyperv": {"evmcs": {}, "vapic": {"enabled": False}}}})
+    assert vmi.spec.domain.cpu is not None
+    assert vmi.spec.domain.cpu.features is None
+
+
 @pytest.mark.parametrize(
     ("cpu", "expected"),
     [
