@@ -43,7 +43,8 @@ class AdmissionRequest:
     old_object: dict[str, Any] | None = None
     dry_run: bool = False
     kind: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    # userInfo.extra: what the authenticator adds, e.g. the node a service account token is bound to.
+    extra: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,12 @@ def decode_review(body: bytes) -> AdmissionReview:
     groups = user.get("groups") or []
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
         raise ReviewDecodeError("request.userInfo.groups must be a list of strings")
+    extra = _mapping(user.get("extra") or {}, "request.userInfo.extra")
+    for key, values in extra.items():
+        if values is not None and (
+            not isinstance(values, list) or not all(isinstance(v, str) for v in values)
+        ):
+            raise ReviewDecodeError(f"request.userInfo.extra[{key}] must be a list of strings")
     kind_raw = _mapping(raw.get("kind") or {}, "request.kind")
     dry_run = raw.get("dryRun", False)
     if dry_run is None:
@@ -129,5 +136,6 @@ def decode_review(body: bytes) -> AdmissionReview:
         old_object=_optional_object(raw, "oldObject"),
         dry_run=dry_run,
         kind=_string(kind_raw, "kind", "request.kind"),
+        extra={key: list(values or []) for key, values in extra.items()},
     )
     return AdmissionReview(api_version=str(api_version), request=request)

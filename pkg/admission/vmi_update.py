@@ -49,11 +49,17 @@ def admit_vmi_update(
         handler = f"system:serviceaccount:{config.install_namespace}:kubevirt-handler"
         if username == handler and config.enabled("NodeRestriction"):
             nodes = list((extra or {}).get(NODE_NAME_EXTRA, []))
-            node = nodes[0] if nodes else ""
+            if not nodes:
+                message = "Node restriction failed, virt-handler service account is missing node name"
+                return response.invalid([c.invalid("", message)])
             old_status = obj(old, "status")
-            owners = {text(old_status, "nodeName"), text(obj(old_status, "migrationState"), "targetNode")}
-            if not node or node not in owners:
+            source = text(old_status, "nodeName")
+            target = text(obj(old_status, "migrationState"), "targetNode")
+            if nodes[0] != source and (not target or nodes[0] != target):
                 message = "Node restriction, virt-handler is only allowed to modify VMIs it owns"
+                return response.invalid([c.invalid("", message)])
+            if not target and text(obj(obj(new, "status"), "migrationState"), "targetNode"):
+                message = "Node restriction, virt-handler is not allowed to set target node"
                 return response.invalid([c.invalid("", message)])
         if new_spec != old_spec:
             causes = _hotplug_causes(new_spec, old_spec)

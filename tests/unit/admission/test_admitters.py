@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -13,11 +14,13 @@ from kubevirt.admission.eviction import decide_eviction
 from kubevirt.admission.migration import admit_migration_create, admit_migration_update, mutate_migration
 from kubevirt.admission.replicaset import admit_pool, admit_replicaset
 from kubevirt.admission.response import AdmissionResponse
-from kubevirt.admission.review import CREATE, UPDATE
+from kubevirt.admission.review import CREATE, UPDATE, decode_review
 from kubevirt.admission.selectors import SelectorError, matches
 from kubevirt.admission.state import NoClusterState, StaticClusterState
 from kubevirt.admission.status import admit_vm_status
 from kubevirt.admission.vmi_update import admit_vmi_update
+from kubevirt.virt_api.app import build_context
+from kubevirt.virt_api.webhooks.routes import VMI_VALIDATE_UPDATE, webhook_handlers
 
 CONFIG = ClusterConfig()
 HANDLER = "system:serviceaccount:kubevirt:kubevirt-handler"
@@ -165,6 +168,38 @@ def test_node_restriction_limits_handlers_to_their_vmis() -> None:
     assert admit_vmi_update(old, old, gated, username=HANDLER, extra=mine).allowed
     refused = admit_vmi_update(old, old, gated, username=HANDLER, extra=theirs)
     assert _message(refused) == "Node restriction, virt-handler is only allowed to modify VMIs it owns"
+    missing = admit_vmi_update(old, old, gated, username=HANDLER, extra={})
+    assert _message(missing) == "Node restriction failed, virt-handler service account is missing node name"
+    targeted = _vmi(nodeName="node-a", migrationState={"targetNode": "node-b"})
+    assert _message(admit_vmi_update(targeted, old, gated, username=HANDLER, extra=mine)) == (
+        "Node restriction, virt-handler is not allowed to set target node"
+    )
+    # The migration target's handler may update the VMI once the target is recorded.
+    assert admit_vmi_update(targeted, targeted, gated, username=HANDLER, extra=theirs).allowed
+
+
+def test_node_restriction_reads_the_node_from_the_review() -> None:
+    ctx = build_context(ClusterConfig.build(feature_gates=["NodeRestriction"]))
+    update = webhook_handlers(ctx)[VMI_VALIDATE_UPDATE]
+    old = _vmi(nodeName="node-a")
+    for node, allowed in (("node-a", True), ("node-b", False)):
+        body = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u",
+                "operation": "UPDATE",
+                "resource": {"group": "kubevirt.io", "version": "v1", "resource": "virtualmachineinstances"},
+                "userInfo": {
+                    "username": HANDLER,
+                    "extra": {"authentication.kubernetes.io/node-name": [node]},
+                },
+                "object": old,
+                "oldObject": old,
+            },
+        }
+        answer = update(decode_review(json.dumps(body).encode()).request)
+        assert answer.allowed is allowed, answer.status
 
 
 def _pod(node: str = "node-a") -> dict[str, Any]:

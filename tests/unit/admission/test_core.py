@@ -101,6 +101,12 @@ def test_decode_review_reads_the_request() -> None:
     assert request.object == {"kind": "VirtualMachineInstance"}
 
 
+def test_decode_review_reads_the_user_extra() -> None:
+    node = {"authentication.kubernetes.io/node-name": ["node-a"], "empty": None}
+    request = decode_review(_review(userInfo={"username": "sa", "extra": node})).request
+    assert request.extra == {"authentication.kubernetes.io/node-name": ["node-a"], "empty": []}
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
@@ -113,6 +119,8 @@ def test_decode_review_reads_the_request() -> None:
         (_review(operation="EXPLODE"), "operation"),
         (_review(object=[1, 2]), "request.object must be an object"),
         (_review(userInfo={"groups": "admins"}), "groups must be a list"),
+        (_review(userInfo={"extra": {"k": "v"}}), r"extra\[k\] must be a list of strings"),
+        (_review(userInfo={"extra": ["k"]}), "extra must be an object"),
         (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
         (b'{"kind": ' + b"9" * 5000 + b"}", "not valid JSON"),
         (b"\xff\xfe{}", "not valid JSON"),
