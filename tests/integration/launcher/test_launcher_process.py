@@ -179,6 +179,21 @@ def test_simulated_crash_fails_at_once(tmp_path: Path) -> None:
     assert "simulated crash" in result.stderr
 
 
+def failed_start_log(tmp_path: Path, *args: str) -> list[dict[str, Any]]:
+    """Run a launcher that must fail at start: exit code 1, no traceback; its JSON log lines."""
+    result = subprocess.run(
+        [LAUNCHER, "--name", "a", "--namespace", "b", "--uid", "c", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert "Traceback" not in output
+    return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+
+
 @pytest.mark.parametrize(
     ("flag", "message"),
     [
@@ -189,25 +204,14 @@ def test_simulated_crash_fails_at_once(tmp_path: Path) -> None:
 def test_start_up_failures_exit_with_a_logged_reason(tmp_path: Path, flag: str, message: str) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    defaults = {
+    directories = {
         "--kubevirt-share-dir": str(tmp_path / "share"),
         "--libvirt-runtime-dir": str(tmp_path / "rt"),
+        "--kubevirt-private-dir": str(tmp_path / "private"),
     }
-    defaults[flag] = str(blocker / "below-a-file")  # no directory can be made there
-    result = subprocess.run(
-        [LAUNCHER, "--name", "a", "--namespace", "b", "--uid", "c", "--force-emulation"]
-        + ["--kubevirt-private-dir", str(tmp_path / "private")]
-        + [item for pair in defaults.items() for item in pair],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 1
-    assert "Traceback" not in result.stdout + result.stderr
-    logged = [
-        json.loads(line) for line in (result.stdout + result.stderr).splitlines() if line.startswith("{")
-    ]
+    directories[flag] = str(blocker / "below-a-file")  # no directory can be made there
+    flags = [item for pair in directories.items() for item in pair]
+    logged = failed_start_log(tmp_path, "--force-emulation", *flags)
     failure = next(line for line in logged if line["msg"] == message)
     assert failure["level"] == "error"
     assert "below-a-file" in failure["reason"]
@@ -218,20 +222,10 @@ def test_a_command_socket_it_cannot_create_ends_the_launcher_with_a_logged_reaso
     (occupied / "not-a-socket").mkdir(parents=True)  # a directory where the socket must go
     node = tmp_path / "node.xml"
     node.write_text("<node/>")
-    result = subprocess.run(
-        [
-            *(LAUNCHER, "--name", "a", "--namespace", "b", "--uid", "c", "--libvirt-uri", f"test://{node}"),
-            *("--kubevirt-share-dir", str(tmp_path / "share"), "--kubevirt-private-dir", str(tmp_path / "p")),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+    logged = failed_start_log(
+        tmp_path,
+        *("--libvirt-uri", f"test://{node}"),
+        *("--kubevirt-share-dir", str(tmp_path / "share"), "--kubevirt-private-dir", str(tmp_path / "p")),
     )
-    assert result.returncode == 1
-    assert "Traceback" not in result.stdout + result.stderr
-    logged = [
-        json.loads(line) for line in (result.stdout + result.stderr).splitlines() if line.startswith("{")
-    ]
     failure = next(line for line in logged if line["msg"] == "cannot serve commands")
     assert failure["socket"] == str(occupied)
