@@ -14,7 +14,6 @@ import click
 from kubevirt.service import binary
 from kubevirt.virt_launcher import app
 from kubevirt.virt_launcher.convert_worker import ConversionWorker
-from kubevirt.virt_launcher.virtwrap.node_adjust import kvm_usable
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -86,7 +85,6 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 )
 @binary("virt-launcher", "Runs in each VMI's pod and owns the libvirt domain there.")
 def main(**flags: object) -> None:
-    use_emulation = bool(flags["force_emulation"]) or (bool(flags["allow_emulation"]) and not kvm_usable())
     config = app.LauncherConfig(
         name=str(flags["name"]),
         namespace=str(flags["namespace"]),
@@ -114,7 +112,7 @@ def main(**flags: object) -> None:
     )
     if flags["simulate_crash"]:
         sys.exit("virt-launcher: simulated crash (--simulate-crash)")
-    converter = ConversionWorker(use_emulation=use_emulation, ovmf_path=str(flags["ovmf_path"]))
+    converter = ConversionWorker(use_emulation=config.use_emulation, ovmf_path=str(flags["ovmf_path"]))
     launcher = app.Launcher(config, converter, warm_up=converter.start)
     launcher.install_signal_handlers()
     sys.exit(launcher.run())

@@ -66,6 +66,11 @@ class LauncherConfig:
     def vmi_private_dir(self) -> Path:
         return self.private_dir / self.uid
 
+    @property
+    def use_emulation(self) -> bool:
+        """QEMU's TCG when forced, or when allowed and /dev/kvm cannot be used."""
+        return self.force_emulation or (self.allow_emulation and not kvm_usable())
+
 
 class Launcher:
     def __init__(
@@ -141,7 +146,7 @@ class Launcher:
 
     def _serve(self, conn: libvirt.virConnect, libvirtd: Libvirtd | None) -> int:
         cfg = self.config
-        use_emulation = cfg.force_emulation or (cfg.allow_emulation and not kvm_usable())
+        use_emulation = cfg.use_emulation
         forwarder: DomainEventForwarder | None = None
 
         def changed() -> None:

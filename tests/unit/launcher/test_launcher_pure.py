@@ -18,7 +18,7 @@ from kubevirt.handler_launcher_com.sockets import (
     notify_socket_path,
 )
 from kubevirt.handler_launcher_com.versions import NoCommonVersionError, highest_common_version
-from kubevirt.virt_launcher.app import parse_duration
+from kubevirt.virt_launcher.app import LauncherConfig, parse_duration
 from kubevirt.virt_launcher.events import ADDED, MODIFIED, event_type_for
 from kubevirt.virt_launcher.virtwrap import states
 from kubevirt.virt_launcher.virtwrap.domain_json import (
@@ -32,6 +32,7 @@ from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, parse_qu
 from kubevirt.virt_launcher.virtwrap.node_adjust import (
     NodeFacts,
     adjust_domain_xml,
+    kvm_usable,
     without_slotless_max_memory,
 )
 from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, parse_vmi_json, vmi_facts
@@ -308,3 +309,12 @@ def test_client_reports_a_launchers_bad_json_as_a_client_error(
             getattr(client, query)()
         client._stub = _ReplyingStub('{"Spec": {}}')  # type: ignore[assignment]
         assert getattr(client, query)() == {"Spec": {}}
+
+
+def test_emulation_is_used_when_forced_or_allowed_without_kvm() -> None:
+    def config(**flags: bool) -> LauncherConfig:
+        return LauncherConfig(name="n", namespace="ns", uid="u", **flags)
+
+    assert config(force_emulation=True).use_emulation
+    assert not config().use_emulation  # neither allowed nor forced: KVM or nothing
+    assert config(allow_emulation=True).use_emulation == (not kvm_usable())
