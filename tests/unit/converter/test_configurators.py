@@ -478,6 +478,24 @@ def test_kernel_args_without_container_and_start_paused() -> None:
     assert domain.os.bootmenu.timeout == 10000
 
 
+def test_pod_paths_take_the_last_element_of_a_path_with_a_trailing_slash() -> None:
+    # KubeVirt joins filepath.Base of the path, which ignores trailing slashes
+    container = {"image": "k:1", "kernelPath": "/boot/vmlinuz/", "initrdPath": "/boot/initrd.img"}
+    disks = [{"name": "root", "disk": {"bus": "virtio"}}, {"name": "h", "disk": {"bus": "virtio"}}]
+    volumes = [
+        BASE["spec"]["volumes"][0],
+        {"name": "h", "hostDisk": {"path": "/data/h.img/", "type": "Disk"}},
+    ]
+    domain = convert_raw(
+        domain={"firmware": {"kernelBoot": {"container": container}}},
+        devices={"disks": disks},
+        spec={"volumes": volumes},
+    )
+    assert domain.os.kernel == "/var/run/kubevirt/container-disks/kernel-boot/vmlinuz"
+    assert domain.os.initrd == "/var/run/kubevirt/container-disks/kernel-boot/initrd.img"
+    assert domain.devices.disks[1].source.file == "/var/run/kubevirt-private/vmi-disks/h/h.img"
+
+
 def test_ignition_annotation_adds_fw_cfg() -> None:
     domain = render(
         metadata={"annotations": {"kubevirt.io/ignitiondata": '{"ignition": {"version": "3.2.0"}}'}}

@@ -101,3 +101,10 @@ def quantity_to_bytes(quantity: Quantity, field: str) -> int:
     if size < 0:
         raise ConversionError(field, f"Memory size '{quantity}' must be greater than or equal to 0")
     return size
+
+
+def join_base(directory: str, path: str) -> str:
+    """``directory`` joined with the last element of ``path`` as Go's ``filepath.Join(dir,
+    filepath.Base(path))`` gives it: trailing slashes do not count, a path of slashes adds nothing."""
+    base = path.rstrip("/").rpartition("/")[2]
+    return f"{directory}/{base}" if base else directory

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import posixpath
 import re
 
 from kubevirt_api.core.v1 import Disk, Volume
 
 from ..api import schema as api
-from .conversion import Conversion, resource_quantity
+from .conversion import Conversion, join_base, resource_quantity
 from .errors import ConversionError
 
 CONTAINER_DISK_DIR = "/var/run/kubevirt/container-disks"
@@ -193,7 +192,7 @@ def _set_source(
     elif volume.sysprep is not None:
         _raw_file(disk, driver, f"{PRIVATE_DIR}/sysprep-disks/{name}.iso")
     elif volume.host_disk is not None:
-        _raw_file(disk, driver, f"{PVC_DISK_DIR}/{name}/{posixpath.basename(volume.host_disk.path)}")
+        _raw_file(disk, driver, join_base(f"{PVC_DISK_DIR}/{name}", volume.host_disk.path))
     elif volume.persistent_volume_claim is not None or volume.data_volume is not None:
         if name in c.context.block_volumes:
             disk.type = "block"

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import posixpath
-
 from kubevirt_api.core.v1 import ACPI
 
 from ..api import schema as api
-from .conversion import Conversion
+from .conversion import Conversion, join_base
 from .errors import ConversionError
 
 ARCH_NAMES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
@@ -50,9 +48,9 @@ def configure_os(c: Conversion) -> None:
         container = kernel_boot.container
         if container is not None and container.image:
             if container.kernel_path:
-                os.kernel = f"{KERNEL_BOOT_DIR}/{posixpath.basename(container.kernel_path)}"
+                os.kernel = join_base(KERNEL_BOOT_DIR, container.kernel_path)
             if container.initrd_path:
-                os.initrd = f"{KERNEL_BOOT_DIR}/{posixpath.basename(container.initrd_path)}"
+                os.initrd = join_base(KERNEL_BOOT_DIR, container.initrd_path)
         os.cmdline = kernel_boot.kernel_args or None
     if firmware.acpi is not None:
         os.acpi = _acpi_tables(c, firmware.acpi)
