@@ -240,7 +240,7 @@ class Migrator:
         started = time.monotonic()
         memory_gib = max(1.0, dom.info()[1] / 2**20)  # KiB -> GiB, at least one
         completion_deadline = started + options.completion_timeout_per_gib * memory_gib
-        best_remaining: int | None = None
+        best_remaining = 0
         last_progress = started
         while not done.wait(self._poll):
             try:
@@ -249,7 +249,8 @@ class Migrator:
                 continue
             remaining = int(stats.get("data_remaining", 0))
             now_ = time.monotonic()
-            if best_remaining is None or remaining < best_remaining:
+            # Nothing left to send is not a mark to beat: a job still setting up reports 0.
+            if not best_remaining or remaining < best_remaining:
                 best_remaining, last_progress = remaining, now_
             stalled = options.progress_timeout and now_ - last_progress > options.progress_timeout
             too_long = now_ > completion_deadline

@@ -496,3 +496,42 @@ def test_concurrent_migration_requests_start_one_migration(tmp_path: Path, conn:
         thread.join()
     migrator.wait(10)
     assert runs == ["uid-testvm"]
+
+
+class _MigratingDomain:
+    """A domain whose migration job reports the given amounts of data left to send, one per poll."""
+
+    def __init__(self, remaining: list[int]) -> None:
+        self.remaining = remaining
+        self.aborted = False
+
+    def info(self) -> list[int]:
+        return [1, 1 << 20, 1 << 20, 1, 0]
+
+    def jobStats(self) -> dict[str, int]:  # noqa: N802 - libvirt's name
+        return {"data_remaining": self.remaining.pop(0)} if self.remaining else {}
+
+    def abortJob(self) -> None:  # noqa: N802 - libvirt's name
+        self.aborted = True
+
+
+@pytest.mark.parametrize(
+    ("remaining", "aborted"),
+    [
+        ([0, 0, *range(10_000, 0, -10)], False),  # set-up reports nothing left, then it sends steadily
+        ([0, 0, *[5_000] * 1_000], True),  # set-up, then no progress at all
+    ],
+)
+def test_only_a_migration_without_progress_is_aborted(
+    tmp_path: Path, conn: libvirt.virConnect, remaining: list[int], aborted: bool
+) -> None:
+    migrator = Migrator(DomainManager(conn, driver_domain_xml), tmp_path, poll_interval=0.05)
+    dom = _MigratingDomain(remaining)
+    done = threading.Event()
+    options = MigrationOptions(progress_timeout=1)
+    monitor = threading.Thread(target=migrator._monitor, args=(dom, options, {"value": "PreCopy"}, done))
+    monitor.start()
+    time.sleep(1.6)  # past the progress timeout
+    done.set()
+    monitor.join(5)
+    assert dom.aborted is aborted
