@@ -404,6 +404,23 @@ def test_dedicated_cpus_are_pinned_with_a_hint() -> None:
     assert domain.features.kvm.hint_dedicated is not None
 
 
+def test_undefaulted_cpu_without_model_is_host_model_with_mpx_off_and_dedicated_hint() -> None:
+    # What KubeVirt's converter does with a VMI the webhook did not default (no model, no features)
+    domain = convert_vmi_to_domain(
+        VirtualMachineInstance.from_dict(
+            vmi_dict(domain={"cpu": {"cores": 2, "dedicatedCpuPlacement": True}})
+        ),
+        ConverterContext(cpu_set=(4, 5)),
+    )
+    assert domain.cpu.mode == "host-model"
+    assert [(f.name, f.policy) for f in domain.cpu.features] == [("mpx", "disable")]
+    assert domain.features is not None
+    assert domain.features.kvm is not None
+    assert domain.features.kvm.hint_dedicated is not None
+    assert domain.features.kvm.hint_dedicated.state == "on"
+    assert convert_raw().cpu.features == []  # no CPU section at all: nothing to switch off
+
+
 def test_named_model_with_mpx_listed_gets_no_extra_feature() -> None:
     domain = render(domain={"cpu": {"model": "Haswell", "features": [{"name": "mpx", "policy": "require"}]}})
     assert [(f.name, f.policy) for f in domain.cpu.features] == [("mpx", "require")]

@@ -23,9 +23,11 @@ def configure_cpu(c: Conversion) -> None:
         cpu.model = model
     features = (cpu_spec.features if cpu_spec else None) or []
     cpu.features = [api.CPUFeature(name=f.name, policy=f.policy or None) for f in features]
-    # MPX is gone from current hosts; named models still list it, so KubeVirt switches it off.
+    # MPX is gone from current hosts; named models still list it, so KubeVirt switches it off for
+    # any CPU section whose model is not a host one (an empty model included, though it means host-model).
     if (
-        cpu.mode == "custom"
+        cpu_spec is not None
+        and model not in (HOST_MODEL, HOST_PASSTHROUGH)
         and c.context.architecture == "amd64"
         and not any(f.name == "mpx" for f in features)
     ):
@@ -75,7 +77,6 @@ def configure_dedicated_cpus(c: Conversion) -> None:
         vcpupin=[api.CPUTuneVCPUPin(vcpu=i, cpuset=str(cpu_set[i])) for i in range(needed)]
     )
     # tell the guest its vCPUs never wait for a host CPU
-    features = c.domain.features
-    if features is not None:
-        features.kvm = features.kvm or api.FeatureKVM()
-        features.kvm.hint_dedicated = api.FeatureState(state="on")
+    features = c.domain.features = c.domain.features or api.Features()
+    features.kvm = features.kvm or api.FeatureKVM()
+    features.kvm.hint_dedicated = api.FeatureState(state="on")
