@@ -23,8 +23,13 @@ class StatusCause:
     field: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        """The wire form, in KubeVirt's key order."""
+        """The conformance corpus' form (``virtctl validate`` prints it): every key, named ``type``."""
         return {"type": self.type, "message": self.message, "field": self.field}
+
+    def to_status(self) -> dict[str, str]:
+        """The form inside a ``metav1.Status``: Go names the type ``reason`` and omits empty values."""
+        wire = {"reason": self.type, "message": self.message, "field": self.field}
+        return {key: value for key, value in wire.items() if value}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StatusCause:

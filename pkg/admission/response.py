@@ -69,7 +69,7 @@ def invalid(causes: Sequence[StatusCause]) -> AdmissionResponse:
         "status": "Failure",
         "message": message,
         "reason": "Invalid",
-        "details": {"causes": [cause.to_dict() for cause in shown]},
+        "details": {"causes": [cause.to_status() for cause in shown]},
         "code": HTTP_UNPROCESSABLE,
     }
     return AdmissionResponse(allowed=False, status=status, causes=tuple(causes))

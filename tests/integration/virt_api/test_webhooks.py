@@ -67,7 +67,7 @@ def test_invalid_vmi_is_refused_with_causes(virt_api: Any) -> None:
     assert status["reason"] == "Invalid"
     assert status["details"]["causes"] == [
         {
-            "type": "FieldValueInvalid",
+            "reason": "FieldValueInvalid",
             "message": "IDE bus is not supported",
             "field": "spec.domain.devices.disks[0].disk.bus",
         }

@@ -52,7 +52,7 @@ def test_migration_create_needs_vmi_name() -> None:
     assert answer.status is not None
     assert answer.status["code"] == 422
     assert answer.status["details"]["causes"] == [
-        {"type": "FieldValueRequired", "message": "vmiName is missing", "field": "spec.vmiName"}
+        {"reason": "FieldValueRequired", "message": "vmiName is missing", "field": "spec.vmiName"}
     ]
 
 

@@ -49,10 +49,23 @@ def test_invalid_response_with_few_causes_joins_all_messages() -> None:
     assert answer.status is not None
     assert answer.status["message"] == "m0, m1"
     assert answer.status["details"]["causes"][1] == {
-        "type": "FieldValueInvalid",
+        "reason": "FieldValueInvalid",
         "message": "m1",
         "field": "spec.f1",
     }
+
+
+def test_status_causes_use_the_go_wire_names() -> None:
+    # metav1.StatusCause: the type travels as "reason", and empty values are left out.
+    schema_error = StatusCause("", "spec.domain in body is required", "")
+    answer = response.invalid([schema_error, *_causes(1)])
+    assert answer.status is not None
+    assert answer.status["details"]["causes"] == [
+        {"message": "spec.domain in body is required"},
+        {"reason": "FieldValueInvalid", "message": "m0", "field": "spec.f0"},
+    ]
+    # virtctl validate keeps the corpus' form.
+    assert schema_error.to_dict() == {"type": "", "message": "spec.domain in body is required", "field": ""}
 
 
 def test_from_causes_allows_when_empty() -> None:
