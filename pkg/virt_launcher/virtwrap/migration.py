@@ -238,7 +238,10 @@ class Migrator:
         self, dom: libvirt.virDomain, options: MigrationOptions, mode: dict[str, str], done: threading.Event
     ) -> None:
         started = time.monotonic()
-        memory_gib = max(1.0, dom.info()[1] / 2**20)  # KiB -> GiB, at least one
+        try:
+            memory_gib = max(1.0, dom.info()[1] / 2**20)  # KiB -> GiB, at least one
+        except libvirt.libvirtError:  # the timeouts are enforced all the same, sized for the minimum
+            memory_gib = 1.0
         completion_deadline = started + options.completion_timeout_per_gib * memory_gib
         best_remaining = 0
         last_progress = started

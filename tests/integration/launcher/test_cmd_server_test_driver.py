@@ -515,6 +515,12 @@ class _MigratingDomain:
         self.aborted = True
 
 
+class _MigratingDomainWithoutInfo(_MigratingDomain):
+    def info(self) -> list[int]:
+        raise libvirt.libvirtError("domain info unavailable")
+
+
+@pytest.mark.parametrize("domain_type", [_MigratingDomain, _MigratingDomainWithoutInfo])
 @pytest.mark.parametrize(
     ("remaining", "aborted"),
     [
@@ -523,10 +529,10 @@ class _MigratingDomain:
     ],
 )
 def test_only_a_migration_without_progress_is_aborted(
-    tmp_path: Path, conn: libvirt.virConnect, remaining: list[int], aborted: bool
+    tmp_path: Path, conn: libvirt.virConnect, remaining: list[int], aborted: bool, domain_type: Any
 ) -> None:
     migrator = Migrator(DomainManager(conn, driver_domain_xml), tmp_path, poll_interval=0.05)
-    dom = _MigratingDomain(remaining)
+    dom = domain_type(list(remaining))
     done = threading.Event()
     options = MigrationOptions(progress_timeout=1)
     monitor = threading.Thread(target=migrator._monitor, args=(dom, options, {"value": "PreCopy"}, done))
