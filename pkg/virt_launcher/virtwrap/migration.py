@@ -24,7 +24,7 @@ import libvirt
 from kubevirt.handler_launcher_com.sockets import migration_source_socket
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
-from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError, WrongStateError
+from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError, ManagerError, WrongStateError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager, facts_of, libvirt_errors
 from kubevirt.virt_launcher.virtwrap.metadata import KubeVirtMetadata, Migration, now
 from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
@@ -231,7 +231,10 @@ class Migrator:
                 migration.abort_status = ABORT_SUCCEEDED if succeeded else ABORT_FAILED
             metadata.migration = migration
 
-        self._manager.update_metadata(dom, record)
+        try:
+            self._manager.update_metadata(dom, record)
+        except ManagerError as err:  # e.g. the domain went away with the source libvirt
+            self._log.error("cannot record the migration's outcome", reason=str(err))
         self._log.info("migration finished", failed=bool(error), reason=error, mode=mode["value"])
 
     def _monitor(

@@ -24,6 +24,7 @@ from kubevirt.handler_launcher_com.sockets import cmd_socket_path, notify_socket
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.notify_client import NotifyClient
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
+from kubevirt.virt_launcher.virtwrap.errors import LibvirtCallError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
 
@@ -541,3 +542,28 @@ def test_only_a_migration_without_progress_is_aborted(
     done.set()
     monitor.join(5)
     assert dom.aborted is aborted
+
+
+def test_a_migration_outcome_that_cannot_be_recorded_is_logged_not_raised(
+    tmp_path: Path, conn: libvirt.virConnect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class ForgetfulAfterStart(DomainManager):
+        calls = 0
+
+        def update_metadata(self, dom: libvirt.virDomain, change: Any) -> None:
+            self.calls += 1
+            if self.calls > 1:  # the start is recorded, the outcome cannot be
+                raise LibvirtCallError("writing the domain metadata: domain is gone")
+            super().update_metadata(dom, change)
+
+    uncaught: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: uncaught.append(args.exc_value))
+    manager = ForgetfulAfterStart(conn, driver_domain_xml)
+    migrator = Migrator(manager, tmp_path)
+    manager.sync_vmi(vmi())
+    moving = vmi()
+    moving["status"]["migrationState"] = {"migrationUid": "mig-1"}
+    migrator.migrate(moving, MigrationOptions())
+    migrator.wait(10)
+    assert manager.calls == 2
+    assert uncaught == []
