@@ -224,7 +224,8 @@ def test_commands_on_an_unknown_domain_fail(launcher: Launcher, command: str) ->
     ["ShutdownVirtualMachine", "KillVirtualMachine", "DeleteVirtualMachine"],
 )
 def test_stopping_an_absent_domain_succeeds(launcher: Launcher, command: str) -> None:
-    launcher.client.vmi_command(command, vmi("nosuchvm"))
+    launcher.client.vmi_command(command, vmi("nosuchvm"))  # raises CommandFailedError on failure
+    assert launcher.client.get_domain() is None  # and nothing was created along the way
 
 
 def test_pause_and_unpause(launcher: Launcher) -> None:
