@@ -181,13 +181,23 @@ def _split(value: str) -> frozenset[str]:
     return frozenset(part.strip() for part in value.split(",") if part.strip())
 
 
+class _ManifestLoader(yaml.SafeLoader):
+    """YAML as Kubernetes clients read it: a timestamp stays a string (as sigs.k8s.io/yaml leaves it)."""
+
+
+_ManifestLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _read_manifest(path: str) -> Any:
     if path == "-":
         text = sys.stdin.read()
     else:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=_ManifestLoader)
 
 
 def cluster_options(command: Callable[..., None]) -> Callable[..., None]:

@@ -84,3 +84,12 @@ def test_unreadable_input_exits_2(tmp_path: Path) -> None:
     scalar = tmp_path / "scalar.yaml"
     scalar.write_text("just a string\n")
     assert _run("-f", str(scalar))[0] == 2
+
+
+def test_yaml_timestamps_stay_strings() -> None:
+    manifest = yaml.safe_dump(json.loads(MINIMAL.read_text()))
+    manifest = manifest.replace("metadata:\n", "metadata:\n  creationTimestamp: 2024-01-01T00:00:00Z\n", 1)
+    manifest = manifest.replace("metadata:\n", "metadata:\n  annotations: {note: 2024-01-01}\n", 1)
+    code, out, err = _run("-f", "-", stdin=manifest)
+    assert (code, err) == (0, "")
+    assert Domain.from_xml(out).name == "default_tiny"
