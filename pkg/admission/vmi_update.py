@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 
 from kubevirt.admission import causes as c
 from kubevirt.admission import response
-from kubevirt.admission._json import JSON, obj, string_map, text
+from kubevirt.admission._json import JSON, has, integer, obj, string_map, text
 from kubevirt.admission.config import ClusterConfig
-from kubevirt.admission.field import Path
+from kubevirt.admission.quantity import parse_or_zero
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.vmi_spec import RESERVED_LABELS
 
@@ -24,15 +24,18 @@ def _reserved(labels: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in labels.items() if k in RESERVED_LABELS}
 
 
-def _hotplug_causes(new_spec: JSON, old_spec: JSON) -> list[c.StatusCause]:
-    out: list[c.StatusCause] = []
+def _hotplug_cause(new_spec: JSON, old_spec: JSON) -> c.StatusCause | None:
+    """KubeVirt's CPU and memory hotplug limits: the first one changed, as a cause without a field."""
     new_cpu, old_cpu = obj(obj(new_spec, "domain"), "cpu"), obj(obj(old_spec, "domain"), "cpu")
-    if new_cpu.get("maxSockets") != old_cpu.get("maxSockets"):
-        out.append(c.invalid(Path("spec", "domain", "cpu", "maxSockets"), "CPU topology maxSockets changed"))
+    # Go reads an absent maxSockets as 0.
+    if integer(new_cpu, "maxSockets") != integer(old_cpu, "maxSockets"):
+        return c.invalid("", "CPU topology maxSockets changed")
     new_mem, old_mem = obj(obj(new_spec, "domain"), "memory"), obj(obj(old_spec, "domain"), "memory")
-    if new_mem.get("maxGuest") != old_mem.get("maxGuest"):
-        out.append(c.invalid(Path("spec", "domain", "memory", "maxGuest"), "Memory maxGuest changed"))
-    return out
+    # Only a maxGuest set on both sides is compared, by value ("1Gi" equals "1024Mi").
+    both = has(new_mem, "maxGuest") and has(old_mem, "maxGuest")
+    if both and parse_or_zero(new_mem["maxGuest"]) != parse_or_zero(old_mem["maxGuest"]):
+        return c.invalid("", "Memory maxGuest changed")
+    return None
 
 
 def admit_vmi_update(
@@ -62,9 +65,9 @@ def admit_vmi_update(
                 message = "Node restriction, virt-handler is not allowed to set target node"
                 return response.invalid([c.invalid("", message)])
         if new_spec != old_spec:
-            causes = _hotplug_causes(new_spec, old_spec)
-            if causes:
-                return response.invalid(causes)
+            cause = _hotplug_cause(new_spec, old_spec)
+            if cause is not None:
+                return response.invalid([cause])
         return response.allowed()
     if new_spec != old_spec:
         return response.invalid([c.not_supported("", "update of VMI object is restricted")])
@@ -72,5 +75,5 @@ def admit_vmi_update(
     new_labels = _reserved(string_map(obj(new, "metadata"), "labels"))
     if old_labels != new_labels:
         message = "modification of the following reserved kubevirt.io/ labels on a VMI object is prohibited"
-        return response.invalid([c.not_supported(Path("metadata", "labels"), message)])
+        return response.invalid([c.not_supported("", message)])
     return response.allowed()

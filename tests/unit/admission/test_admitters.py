@@ -140,7 +140,14 @@ def test_users_cannot_change_a_vmi_spec_or_reserved_labels() -> None:
     labelled["metadata"]["labels"] = {"kubevirt.io/nodeName": "n1"}
     answer = admit_vmi_update(labelled, old, CONFIG, username="alice")
     assert answer.status is not None
-    assert answer.status["details"]["causes"][0]["field"] == "metadata.labels"
+    # KubeVirt's cause names no field.
+    assert answer.status["details"]["causes"] == [
+        {
+            "reason": "FieldValueNotSupported",
+            "message": "modification of the following reserved kubevirt.io/ labels on a VMI object "
+            "is prohibited",
+        }
+    ]
     other = _vmi()
     other["metadata"]["labels"] = {"app": "x"}
     assert admit_vmi_update(other, old, CONFIG, username="alice").allowed
@@ -158,6 +165,34 @@ def test_kubevirt_accounts_may_hotplug_but_not_change_limits() -> None:
     assert (
         _message(admit_vmi_update(limit, old, CONFIG, username=HANDLER)) == "CPU topology maxSockets changed"
     )
+    # Both limits changed: only the first is reported, without a field, as KubeVirt does.
+    both = _vmi()
+    both["spec"]["domain"]["cpu"] = {"sockets": 1, "maxSockets": 8}
+    both["spec"]["domain"]["memory"] = {"guest": "1Gi", "maxGuest": "8Gi"}
+    old_memory = copy.deepcopy(old)
+    old_memory["spec"]["domain"]["memory"] = {"guest": "1Gi", "maxGuest": "4Gi"}
+    answer = admit_vmi_update(both, old_memory, CONFIG, username=HANDLER)
+    assert answer.status is not None
+    assert answer.status["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "message": "CPU topology maxSockets changed"}
+    ]
+
+
+def test_hotplug_limits_compare_as_go_reads_them() -> None:
+    old = _vmi()
+    old["spec"]["domain"]["memory"] = {"guest": "1Gi", "maxGuest": "4Gi"}
+    # The same quantity written differently, an explicit zero maxSockets, a maxGuest set where none was.
+    same = copy.deepcopy(old)
+    same["spec"]["domain"]["memory"]["maxGuest"] = "4096Mi"
+    same["spec"]["domain"]["cpu"] = {"sockets": 1, "maxSockets": 0}
+    same["spec"]["volumes"] = [{"name": "hp", "persistentVolumeClaim": {"claimName": "c"}}]
+    assert admit_vmi_update(same, old, CONFIG, username=HANDLER).allowed
+    unset = _vmi()
+    unset["spec"]["domain"]["memory"] = {"guest": "1Gi", "maxGuest": "8Gi"}
+    assert admit_vmi_update(unset, _vmi(), CONFIG, username=HANDLER).allowed
+    grown = copy.deepcopy(old)
+    grown["spec"]["domain"]["memory"]["maxGuest"] = "8Gi"
+    assert _message(admit_vmi_update(grown, old, CONFIG, username=HANDLER)) == "Memory maxGuest changed"
 
 
 def test_node_restriction_limits_handlers_to_their_vmis() -> None:
