@@ -125,6 +125,11 @@ class Libvirtd:
         self._save_capabilities()
 
     def _write_config(self) -> None:
+        if any(character in self.log_filters for character in '"\n\\'):
+            # libvirt's config strings have no escapes: such a value would end the string early.
+            raise LibvirtdError(
+                f"log filters {self.log_filters!r}: quotes, backslashes and newlines are not allowed"
+            )
         for name in (*SYSTEM_DIRS, "sock"):
             (self.runtime_dir / name).mkdir(parents=True, exist_ok=True)
         etc = self.runtime_dir / "etc"

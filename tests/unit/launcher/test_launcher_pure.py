@@ -20,6 +20,7 @@ from kubevirt.handler_launcher_com.sockets import (
 from kubevirt.handler_launcher_com.versions import NoCommonVersionError, highest_common_version
 from kubevirt.virt_launcher.app import LauncherConfig, parse_duration
 from kubevirt.virt_launcher.events import ADDED, MODIFIED, event_type_for
+from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.virtwrap import states
 from kubevirt.virt_launcher.virtwrap.domain_json import (
     gone_domain_json,
@@ -318,3 +319,14 @@ def test_emulation_is_used_when_forced_or_allowed_without_kvm() -> None:
     assert config(force_emulation=True).use_emulation
     assert not config().use_emulation  # neither allowed nor forced: KVM or nothing
     assert config(allow_emulation=True).use_emulation == (not kvm_usable())
+
+
+@pytest.mark.parametrize(
+    "filters", ['1:qemu" log_outputs = "1:file:/tmp/x', "1:qemu\nhost_uuid = 1", "1:a\\"]
+)
+def test_libvirtd_log_filters_cannot_break_out_of_their_config_string(tmp_path: Path, filters: str) -> None:
+    daemon = Libvirtd(tmp_path / "rt", log_filters=filters)
+    with pytest.raises(LibvirtdError, match="quotes, backslashes and newlines are not allowed"):
+        daemon.start()
+    assert daemon.process is None  # refused before anything was started
+    assert not (tmp_path / "rt" / "etc" / "libvirtd.conf").exists()
