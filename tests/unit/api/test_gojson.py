@@ -70,6 +70,19 @@ def test_go_writes_struct_values_and_drops_empty_omitempty_fields() -> None:
     assert list(out) == ["metadata", "spec", "status"]
 
 
+def test_map_keys_are_written_sorted_like_go_maps() -> None:
+    vmi = VirtualMachineInstance.from_dict(
+        {
+            "metadata": {"name": "x", "labels": {"b": "1", "a": "2", "B": "3"}},
+            "spec": {"domain": {"devices": {}, "resources": {"requests": {"memory": "1Gi", "cpu": "1"}}}},
+        }
+    )
+    out: dict[str, Any] = to_go_json(vmi)
+    assert list(out["metadata"]["labels"]) == ["B", "a", "b"]
+    assert list(out["spec"]["domain"]["resources"]["requests"]) == ["cpu", "memory"]
+    assert list(out) == ["metadata", "spec", "status"]  # struct fields keep Go's declaration order
+
+
 def test_required_fields_and_zero_quantities_are_written() -> None:
     rs = VirtualMachineInstanceReplicaSet.from_dict(
         {

@@ -93,8 +93,8 @@ def _encode(value: Any) -> Any:
         return to_go_json(value)
     if isinstance(value, list):
         return [_encode(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _encode(item) for key, item in value.items()}
+    if isinstance(value, dict):  # a Go map: encoding/json writes its keys sorted
+        return {key: _encode(value[key]) for key in sorted(value)}
     if isinstance(value, Quantity):
         return str(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
