@@ -70,7 +70,10 @@ class ConfigFollower:
 
     async def follow(self, interval: float) -> None:
         while True:
-            await asyncio.to_thread(self.refresh)
+            try:
+                await asyncio.to_thread(self.refresh)
+            except Exception:  # an unexpected answer must not stop following for good
+                self._log.exception("reading the KubeVirt configuration failed")
             await asyncio.sleep(interval)
 
 
