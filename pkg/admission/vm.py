@@ -197,7 +197,7 @@ def run_strategy(spec: JSON) -> str:
     return "Always" if spec.get("running") is True else "Halted"
 
 
-def _snapshot_and_restore(vm: JSON, old: JSON) -> list[StatusCause]:
+def snapshot_and_restore_causes(vm: JSON, old: JSON) -> list[StatusCause]:
     """A VM's spec is frozen while a snapshot runs, and it cannot start while a restore runs."""
     status, spec_changed = obj(vm, "status"), obj(vm, "spec") != obj(old, "spec")
     snapshot = opt_text(status, "snapshotInProgress")
@@ -238,7 +238,9 @@ def admit_vm(
     if causes:
         return causes
     as_sent = vm if submitted is None else submitted
-    causes = admit_vm_status(as_sent, config, running_vmi=running_vmi())
-    if causes or operation != UPDATE or old is None:
-        return causes
-    return _snapshot_and_restore(as_sent, old)
+    # KubeVirt's storage checks (snapshot, restore) come before the volume requests.
+    if operation == UPDATE and old is not None:
+        causes = snapshot_and_restore_causes(as_sent, old)
+        if causes:
+            return causes
+    return admit_vm_status(as_sent, config, running_vmi=running_vmi())

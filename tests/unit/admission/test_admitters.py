@@ -568,3 +568,13 @@ def test_volume_requests_wait_only_while_a_migration_runs(
     assert messages == (
         ["Cannot handle volume requests while VMI migration is in progress"] if refused else []
     )
+
+
+def test_snapshot_and_restore_checks_come_before_volume_requests() -> None:
+    old = {"spec": {"runStrategy": "Always", "template": _template({})}}
+    new = copy.deepcopy(old)
+    new["spec"]["template"]["metadata"]["labels"] = {"app": "changed"}
+    bad_request = {"addVolumeOptions": {"name": "v", "disk": {"disk": {"bus": "virtio"}}, "volumeSource": {}}}
+    new["status"] = {"snapshotInProgress": "snap", "volumeRequests": [bad_request]}
+    causes = vm.admit_vm(new, CONFIG, operation=UPDATE, old=old)
+    assert [cause.message for cause in causes] == ['Cannot update VM spec until snapshot "snap" completes']

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -43,7 +44,7 @@ def _vmi(**metadata: Any) -> dict[str, Any]:
     }
 
 
-def _answer(path: str, vm: dict[str, Any], state: Any) -> dict[str, Any]:
+def _answer(path: str, vm: dict[str, Any], state: Any, old: dict[str, Any] | None = None) -> dict[str, Any]:
     handler = webhook_handlers(build_context(ClusterConfig(), state))[path]
     request = AdmissionRequest(
         uid="u",
@@ -53,7 +54,7 @@ def _answer(path: str, vm: dict[str, Any], state: Any) -> dict[str, Any]:
         name="vm1",
         namespace="ns",
         object=vm,
-        old_object=vm,
+        old_object=vm if old is None else old,
     )
     return handler(request).to_dict("u")
 
@@ -79,3 +80,16 @@ def test_an_unreadable_vmi_refuses_with_the_reason(path: str) -> None:
     assert answer["allowed"] is False
     assert answer["status"]["code"] == 400
     assert answer["status"]["message"] == "no Kubernetes API configured to look up VirtualMachineInstances"
+
+
+def test_the_status_webhook_also_checks_a_restore_in_progress() -> None:
+    old = _vm(ready=False)
+    new = _vm(ready=False)
+    new["status"] = {"restoreInProgress": "restore-1"}
+    new["spec"]["template"]["spec"]["domain"]["memory"]["guest"] = "256Mi"
+    answer = _answer(STATUS_VALIDATE, new, NoClusterState(), old=old)
+    assert answer["allowed"] is False
+    assert answer["status"]["message"] == 'Cannot start VM until restore "restore-1" completes'
+    halted = copy.deepcopy(new)
+    halted["spec"]["runStrategy"] = "Halted"
+    assert _answer(STATUS_VALIDATE, halted, NoClusterState(), old=old)["allowed"] is True

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from kubevirt.admission import response
 from kubevirt.admission.response import AdmissionResponse
-from kubevirt.admission.review import AdmissionRequest
+from kubevirt.admission.review import UPDATE, AdmissionRequest
 from kubevirt.admission.status import admit_vm_status
+from kubevirt.admission.vm import snapshot_and_restore_causes
 from kubevirt.virt_api.webhooks.requests import Admit, WebhookContext, guarded, new_object, running_vmi
 
 
@@ -14,7 +15,10 @@ def admitter(ctx: WebhookContext) -> Admit:
         if request.resource.resource != "virtualmachines":
             return response.allowed()
         vm = new_object(request)
-        vmi = running_vmi(ctx, request, vm)
-        return response.from_causes(admit_vm_status(vm, ctx.config, running_vmi=vmi))
+        causes = admit_vm_status(vm, ctx.config, running_vmi=running_vmi(ctx, request, vm))
+        # Then KubeVirt's storage status checks: a spec frozen by a snapshot or a restore.
+        if not causes and request.operation == UPDATE and request.old_object is not None:
+            causes = snapshot_and_restore_causes(vm, request.old_object)
+        return response.from_causes(causes)
 
     return guarded(admit)
