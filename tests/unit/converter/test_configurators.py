@@ -343,6 +343,14 @@ def test_hugepages_without_memfd() -> None:
 # ---------------------------------------------------------------- network
 
 
+def test_only_a_positive_acpi_index_is_written() -> None:
+    for index in (-1, 0):
+        interfaces = [{"name": "default", "masquerade": {}, "acpiIndex": index}]
+        networks = [{"name": "default", "pod": {}}]
+        domain = convert_raw(devices={"interfaces": interfaces}, spec={"networks": networks})
+        assert [i.acpi for i in domain.devices.interfaces] == [None]
+
+
 def test_interfaces_models_queues_and_states() -> None:
     interfaces = [
         {"name": "a", "masquerade": {}, "acpiIndex": 3, "pciAddress": "0000:02:01.0"},

@@ -62,6 +62,6 @@ def configure_interfaces(c: Conversion) -> None:
             out.rom = api.Rom(enabled="no")  # no boot from this NIC: skip loading its option ROM
         if multiqueue and model == "virtio":
             out.driver = api.InterfaceDriver(name="vhost", queues=min(c.requested_vcpus, MAX_QUEUES))
-        if iface.acpi_index:
+        if iface.acpi_index is not None and iface.acpi_index > 0:
             out.acpi = api.ACPI(index=iface.acpi_index)
         c.domain.devices.interfaces.append(out)
