@@ -539,7 +539,7 @@ def test_only_a_migration_without_progress_is_aborted(
     options = MigrationOptions(progress_timeout=1)
     monitor = threading.Thread(target=migrator._monitor, args=(dom, options, {"value": "PreCopy"}, done))
     monitor.start()
-    time.sleep(1.6)  # past the progress timeout
+    monitor.join(1.6)  # past the progress timeout (a monitor that aborted has returned by then)
     done.set()
     monitor.join(5)
     assert dom.aborted is aborted
