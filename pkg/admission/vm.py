@@ -197,6 +197,21 @@ def run_strategy(spec: JSON) -> str:
     return "Always" if spec.get("running") is True else "Halted"
 
 
+def data_volume_namespace_causes(vm: JSON, namespace: str, old: JSON | None) -> list[StatusCause]:
+    """Embedded DataVolumes live in the VM's namespace; on updates only changed templates are checked."""
+    templates = obj(vm, "spec").get("dataVolumeTemplates")
+    if old is not None and templates == obj(old, "spec").get("dataVolumeTemplates"):
+        return []
+    target = text(obj(vm, "metadata"), "namespace") or namespace
+    causes: list[StatusCause] = []
+    for index, template in enumerate(items(obj(vm, "spec"), "dataVolumeTemplates")):
+        own = text(obj(template, "metadata"), "namespace")
+        if own and own != target:
+            message = f"Embedded DataVolume namespace {own} differs from VM namespace {target}"
+            causes.append(c.invalid(Path("spec", "dataVolumeTemplates").index(index), message))
+    return causes
+
+
 def snapshot_and_restore_causes(vm: JSON, old: JSON) -> list[StatusCause]:
     """A VM's spec is frozen while a snapshot runs, and it cannot start while a restore runs."""
     status, spec_changed = obj(vm, "status"), obj(vm, "spec") != obj(old, "spec")
@@ -218,13 +233,15 @@ def admit_vm(
     old: JSON | None = None,
     submitted: JSON | None = None,
     running_vmi: Callable[[], JSON | None] = lambda: None,  # no VMI known
+    namespace: str = "",
 ) -> list[StatusCause]:
     """The causes for a (defaulted) VM; the first failing group is returned alone, as KubeVirt does.
 
     ``submitted`` is the VM as sent, before the copy was defaulted (``vm`` when not given): volume
     requests and the snapshot/restore checks look at it, as KubeVirt's do, and compare it with ``old``,
     the stored VM on updates. ``running_vmi`` reads the VM's VMI (see :func:`admit_vm_status`); it is
-    called only once the spec passed, as KubeVirt reads the VMI only then.
+    called only once the spec passed, as KubeVirt reads the VMI only then. ``namespace`` is the
+    request's, for a VM whose metadata names none.
     """
     spec = obj(vm, "spec")
     # KubeVirt computes the discontinued-feature-gate causes here too, but overwrites them before
@@ -238,7 +255,11 @@ def admit_vm(
     if causes:
         return causes
     as_sent = vm if submitted is None else submitted
-    # KubeVirt's storage checks (snapshot, restore) come before the volume requests.
+    # KubeVirt's storage checks (embedded DataVolume namespaces, snapshot, restore) come before the
+    # volume requests.
+    causes = data_volume_namespace_causes(as_sent, namespace, old if operation == UPDATE else None)
+    if causes:
+        return causes
     if operation == UPDATE and old is not None:
         causes = snapshot_and_restore_causes(as_sent, old)
         if causes:

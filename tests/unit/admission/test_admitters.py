@@ -578,3 +578,30 @@ def test_snapshot_and_restore_checks_come_before_volume_requests() -> None:
     new["status"] = {"snapshotInProgress": "snap", "volumeRequests": [bad_request]}
     causes = vm.admit_vm(new, CONFIG, operation=UPDATE, old=old)
     assert [cause.message for cause in causes] == ['Cannot update VM spec until snapshot "snap" completes']
+
+
+def test_embedded_data_volumes_live_in_the_vm_namespace() -> None:
+    template = {
+        "metadata": {"name": "dv", "namespace": "other"},
+        "spec": {"storage": {}, "source": {"blank": {}}},
+    }
+    new = {"metadata": {"namespace": "ns"}, "spec": {"runStrategy": "Always", "template": _template({})}}
+    new["spec"]["dataVolumeTemplates"] = [template]
+    new["spec"]["template"]["spec"]["volumes"] = [{"name": "root", "dataVolume": {"name": "dv"}}]
+    new["spec"]["template"]["spec"]["domain"]["devices"] = {"disks": [{"name": "root", "disk": {}}]}
+    causes = vm.data_volume_namespace_causes(new, "", None)
+    assert [(cause.field, cause.message) for cause in causes] == [
+        ("spec.dataVolumeTemplates[0]", "Embedded DataVolume namespace other differs from VM namespace ns")
+    ]
+    # Without a namespace in the VM's metadata, the request's counts.
+    del new["metadata"]["namespace"]
+    assert vm.data_volume_namespace_causes(new, "other", None) == []
+    # An update that leaves the templates as they were is not checked again.
+    new["metadata"]["namespace"] = "ns"
+    assert vm.data_volume_namespace_causes(new, "", copy.deepcopy(new)) == []
+    # The admitter reports it before the snapshot check.
+    old = copy.deepcopy(new)
+    del old["spec"]["dataVolumeTemplates"]
+    new["status"] = {"snapshotInProgress": "snap"}
+    messages = [cause.message for cause in vm.admit_vm(new, CONFIG, operation=UPDATE, old=old)]
+    assert messages == ["Embedded DataVolume namespace other differs from VM namespace ns"]

@@ -40,6 +40,7 @@ def admitter(ctx: WebhookContext) -> Admit:
             old=request.old_object,
             submitted=vm,
             running_vmi=lambda: running_vmi(ctx, request, vm),
+            namespace=request.namespace,
         )
         return response.from_causes(causes)
 
