@@ -203,6 +203,8 @@ def data_volume_namespace_causes(vm: JSON, namespace: str, old: JSON | None) -> 
     if old is not None and templates == obj(old, "spec").get("dataVolumeTemplates"):
         return []
     target = text(obj(vm, "metadata"), "namespace") or namespace
+    if not target:
+        return []  # offline (virtctl validate) a namespace-less VM lands wherever it is created
     causes: list[StatusCause] = []
     for index, template in enumerate(items(obj(vm, "spec"), "dataVolumeTemplates")):
         own = text(obj(template, "metadata"), "namespace")

@@ -596,6 +596,7 @@ def test_embedded_data_volumes_live_in_the_vm_namespace() -> None:
     # Without a namespace in the VM's metadata, the request's counts.
     del new["metadata"]["namespace"]
     assert vm.data_volume_namespace_causes(new, "other", None) == []
+    assert vm.data_volume_namespace_causes(new, "", None) == []
     # An update that leaves the templates as they were is not checked again.
     new["metadata"]["namespace"] = "ns"
     assert vm.data_volume_namespace_causes(new, "", copy.deepcopy(new)) == []
