@@ -16,6 +16,7 @@ from kubevirt.admission.response import AdmissionResponse
 
 DOMAIN_ANNOTATION = "kubevirt.io/domain"
 APP_LABEL = "kubevirt.io"
+NO_NAME = "resource name may not be empty"
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ def decide_eviction(pod: JSON, vmi: JSON | None, config: ClusterConfig) -> Evict
     if vmi is None:
         # What the Kubernetes client's NotFound error reads like.
         name = string_map(metadata, "annotations")[DOMAIN_ANNOTATION]
-        missing = f'virtualmachineinstance.kubevirt.io "{name}" not found'
+        # client-go refuses a GET without a name before asking the API server.
+        missing = f'virtualmachineinstance.kubevirt.io "{name}" not found' if name else NO_NAME
         return EvictionDecision(response.too_many_requests(f"kubevirt failed getting the vmi: {missing}"))
     strategy = effective_strategy(vmi, config)
     name = text(obj(vmi, "metadata"), "name")

@@ -309,6 +309,18 @@ def test_non_launcher_pods_are_evictable() -> None:
     assert decide_eviction(pod, None, CONFIG).response.allowed
 
 
+def test_a_launcher_pod_naming_no_vmi_is_refused_as_client_go_would() -> None:
+    pod = _pod()
+    assert _message(decide_eviction(pod, None, CONFIG).response) == (
+        'kubevirt failed getting the vmi: virtualmachineinstance.kubevirt.io "vm1" not found'
+    )
+    pod["metadata"]["annotations"]["kubevirt.io/domain"] = ""
+    decision = decide_eviction(pod, None, CONFIG)
+    assert decision.response.status is not None
+    assert decision.response.status["code"] == 429
+    assert _message(decision.response) == "kubevirt failed getting the vmi: resource name may not be empty"
+
+
 def test_label_selectors() -> None:
     labels = {"app": "web", "tier": "front"}
     assert matches({"matchLabels": {"app": "web"}}, labels)
