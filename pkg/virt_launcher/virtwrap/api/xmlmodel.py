@@ -516,76 +516,116 @@ def _child_lines(
     return []
 
 
-def _convert(raw: str, value_type: type, where: str) -> Any:
-    if value_type is str:
-        return raw
-    if value_type is bool:
-        return raw.strip() in ("true", "yes", "on", "1")
+def _read_int(raw: str, where: str) -> int:
     try:
         return int(raw.strip())
     except ValueError as err:
         raise XMLModelError(f"{where}: expected an integer, got {raw!r}") from err
 
 
+def _read_bool(raw: str) -> bool:
+    return raw.strip() in ("true", "yes", "on", "1")
+
+
+def _value_expr(raw: str, value_type: type, where: str, namespace: dict[str, Any]) -> str:
+    """Source converting the string in ``raw`` to ``value_type`` (a malformed int names ``where``)."""
+    if value_type is str:
+        return raw
+    if value_type is bool:
+        return f"read_bool({raw})"
+    name = f"_w{len(namespace)}"
+    namespace[name] = where
+    return f"read_int({raw}, {name})"
+
+
+def _child_reader(cls: Any) -> Any:
+    """The reader of a child class: its compiled one, or a late lookup for a class whose reader is
+    not compiled yet (a model that refers to itself)."""
+    read = cls.__dict__.get("_read")
+    if read is not None:
+        return read.__func__ if isinstance(read, staticmethod) else read
+    return lambda el: cls._read(el)
+
+
 def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str, _FieldSpec]]) -> Any:
-    attrs: list[tuple[str, str, type]] = []
-    text_field: tuple[str, type] | None = None
-    # qualified child tag -> (field name, kind, class or value type)
-    by_tag: dict[str, tuple[str, str, Any]] = {}
-    wrappers: dict[str, dict[str, tuple[str, str, Any]]] = {}
+    """The reader of ``cls``: generated source that visits only the attributes and children present
+    (one pass over each), keeps the values in locals and calls the constructor positionally, so that
+    reading makes no per-field lookups beyond one string comparison chain."""
+    tag = cls.TAG
+    env: dict[str, Any] = {"read_int": _read_int, "read_bool": _read_bool, "_MISSING": _MISSING, "cls": cls}
+    local = {field_name: f"f{index}" for index, (field_name, _) in enumerate(specs)}
+    # qualified child tag -> (field name, spec); the last declaration of a tag wins, as it always has
+    by_tag: dict[str, tuple[str, _FieldSpec]] = {}
+    wrappers: dict[str, dict[str, tuple[str, _FieldSpec]]] = {}
+    attr_lines: list[str] = []
+    text_lines: list[str] = []
+    init_lines: list[str] = []
+    for field in dataclasses.fields(cls):  # every field starts at its default, as the dataclass sets it
+        if field.default_factory is list:
+            initial = "[]"
+        elif field.default_factory is not dataclasses.MISSING:
+            initial = "_MISSING"  # the constructor makes the default (an empty required child)
+        else:
+            env[f"_d_{field.name}"] = field.default
+            initial = f"_d_{field.name}"
+        local.setdefault(field.name, f"x{len(local)}")
+        init_lines.append(f"    {local[field.name]} = {initial}")
     for field_name, spec in specs:
+        name = local[field_name]
         if spec.kind == "attr":
-            attrs.append((field_name, spec.xml_name or field_name, spec.value_type))
+            xml_name = spec.xml_name or field_name
+            value = _value_expr("raw", spec.value_type, f"<{tag} {xml_name}>", env)
+            keyword = "if" if not attr_lines else "elif"
+            attr_lines += [f"        {keyword} key == {xml_name!r}:", f"            {name} = {value}"]
         elif spec.kind == "text":
-            text_field = (field_name, spec.value_type)
+            value = _value_expr("t", spec.value_type, f"<{tag}>", env)
+            text_lines += ["    t = el.text", "    if t is not None:", f"        {name} = {value}"]
+            if spec.value_type is str:
+                text_lines += ["    else:", f"        {name} = ''"]  # <x></x> holds "", as Go reads it
         else:
             xml_name = spec.xml_name or (spec.cls.TAG if spec.cls is not None else field_name)
             child_ns = namespace if spec.cls is None else (spec.cls.NAMESPACE or namespace)
-            entry = (field_name, spec.kind, spec.cls if spec.cls is not None else spec.value_type)
             if spec.wrapper:
-                wrappers.setdefault(_qualified(spec.wrapper, namespace), {})[
-                    _qualified(xml_name, child_ns)
-                ] = entry
+                inner = wrappers.setdefault(_qualified(spec.wrapper, namespace), {})
+                inner[_qualified(xml_name, child_ns)] = (field_name, spec)
             else:
-                by_tag[_qualified(xml_name, child_ns)] = entry
-    tag = cls.TAG
+                by_tag[_qualified(xml_name, child_ns)] = (field_name, spec)
 
-    def place(values: dict[str, Any], target: tuple[str, str, Any], el: Any) -> None:
-        field_name, kind, kind_arg = target
-        if kind == "children":
-            values.setdefault(field_name, []).append(kind_arg.from_element(el))
-        elif kind == "child":
-            values[field_name] = kind_arg.from_element(el)
-        else:
-            values[field_name] = _convert(el.text or "", kind_arg, f"<{tag}>/<{el.tag}>")
+    def placing(qualified: str, field_name: str, spec: _FieldSpec, item: str, pad: str) -> list[str]:
+        name = local[field_name]
+        if spec.kind == "text_child":
+            where = f"<{tag}>/<{qualified}>"
+            return [f"{pad}{name} = {_value_expr(f'({item}.text or _EMPTY)', spec.value_type, where, env)}"]
+        env[f"_r{name}"] = _child_reader(spec.cls)
+        if spec.kind == "children":
+            return [f"{pad}{name}.append(_r{name}({item}))"]
+        return [f"{pad}{name} = _r{name}({item})"]
 
-    def read(el: Any) -> Any:
-        values: dict[str, Any] = {}
-        get = el.get
-        for field_name, xml_name, value_type in attrs:
-            raw = get(xml_name)
-            if raw is not None:
-                values[field_name] = _convert(raw, value_type, f"<{tag} {xml_name}>")
-        if text_field is not None:
-            if el.text is not None:
-                values[text_field[0]] = _convert(el.text, text_field[1], f"<{tag}>")
-            elif text_field[1] is str:
-                values[text_field[0]] = ""  # <x></x> holds the empty string, as Go reads it
-        if by_tag or wrappers:
-            for sub in el:
-                target = by_tag.get(sub.tag)
-                if target is not None:
-                    place(values, target, sub)
-                    continue
-                inner = wrappers.get(sub.tag)
-                if inner is not None:
-                    for item in sub:
-                        inner_target = inner.get(item.tag)
-                        if inner_target is not None:
-                            place(values, inner_target, item)
-        return cls(**values)
-
-    return read
+    env["_EMPTY"] = ""
+    child_lines: list[str] = []
+    for qualified, (field_name, spec) in by_tag.items():
+        child_lines += [f"        {'elif' if child_lines else 'if'} t == {qualified!r}:"]
+        child_lines += placing(qualified, field_name, spec, "sub", "            ")
+    for wrapper, inner in wrappers.items():
+        if wrapper in by_tag:
+            continue  # the direct child of that name is read instead, as it always has been
+        child_lines += [f"        {'elif' if child_lines else 'if'} t == {wrapper!r}:"]
+        child_lines += ["            for item in sub:", "                it = item.tag"]
+        for index, (qualified, (field_name, spec)) in enumerate(inner.items()):
+            child_lines += [f"                {'elif' if index else 'if'} it == {qualified!r}:"]
+            child_lines += placing(qualified, field_name, spec, "item", "                    ")
+    lines = ["def read(el):", *init_lines]
+    if attr_lines:
+        lines += ["    for key, raw in el.items():", *attr_lines]
+    lines += text_lines
+    if child_lines:
+        lines += ["    for sub in el:", "        t = sub.tag", *child_lines]
+    lines.append(f"    return cls({', '.join(local[field.name] for field in dataclasses.fields(cls))})")
+    # generated from the declarations above; the file name tells the readers apart in profiles
+    exec(compile("\n".join(lines), f"<reader of {cls.__name__}>", "exec"), env)
+    reader = env["read"]
+    reader.__qualname__ = f"{cls.__name__}._read"
+    return reader
 
 
 # ---------------------------------------------------------------- JSON as Go writes the structs
