@@ -205,6 +205,14 @@ class XMLElement:
         cls._write_root = writer  # type: ignore[method-assign]
         writer(self, out)
 
+    def _copy(self: _E) -> _E:
+        """A deep copy (scalars are immutable and shared): compiled for the class on first use."""
+        cls = type(self)
+        copier = _compile_copier(cls)
+        cls._copy = copier  # type: ignore[method-assign]
+        result: _E = copier(self)
+        return result
+
     def _go_json(self) -> dict[str, Any]:
         raise NotImplementedError  # replaced by the compiled JSON writer of each @element class
 
@@ -226,7 +234,29 @@ class XMLElement:
 
     @classmethod
     def from_xml(cls: type[_E], xml: str | bytes) -> _E:
-        """Parse a document whose root is this element."""
+        """Parse a document whose root is this element.
+
+        The same document is often read again and again (virt-launcher reads the domain on every
+        libvirt event and every GetDomain): once a document has been seen twice, its model is kept and
+        later reads of it return a copy of that model, which is cheaper than parsing."""
+        if type(xml) is not str and type(xml) is not bytes:
+            return cls._parse(xml)  # e.g. a bytearray, which cannot be a key
+        key = (cls, xml)
+        kept = _read_cache.get(key, _MISSING)
+        if kept is not _MISSING and kept is not None:
+            result: _E = kept._copy()
+            return result
+        result = cls._parse(xml)
+        if len(_read_cache) >= _READ_CACHE_LIMIT:
+            _read_cache.clear()
+        if kept is _MISSING:
+            _read_cache[key] = None  # seen once: a one-off document costs no copy
+            return result
+        _read_cache[key] = result
+        return result._copy()
+
+    @classmethod
+    def _parse(cls: type[_E], xml: str | bytes) -> _E:
         try:
             root = etree.fromstring(xml.encode() if isinstance(xml, str) else xml, _parser())
         except etree.XMLSyntaxError as err:
@@ -239,6 +269,10 @@ class XMLElement:
 
 _E = TypeVar("_E", bound=XMLElement)
 _parsers = threading.local()
+# (class, document) -> the model read from it, or None when the document was seen once; the models
+# kept here are never handed out, only copies of them
+_READ_CACHE_LIMIT = 8
+_read_cache: dict[tuple[type[Any], str | bytes], Any] = {}
 
 
 def _parser() -> Any:
@@ -246,7 +280,7 @@ def _parser() -> Any:
     parser = getattr(_parsers, "parser", None)
     if parser is None:
         parser = _parsers.parser = etree.XMLParser(
-            remove_blank_text=True, resolve_entities=False, no_network=True
+            remove_blank_text=True, resolve_entities=False, no_network=True, collect_ids=False
         )
     return parser
 
@@ -626,6 +660,27 @@ def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str
     reader = env["read"]
     reader.__qualname__ = f"{cls.__name__}._read"
     return reader
+
+
+def _compile_copier(cls: Any) -> Any:
+    """``_copy(self)`` of ``cls``: child elements are copied, every other value (str, int, bool or
+    None) is shared."""
+    env: dict[str, Any] = {"cls": cls}
+    kinds = {field_name: spec.kind for field_name, spec in cls._SPECS}
+    arguments = []
+    for field in dataclasses.fields(cls):
+        kind = kinds.get(field.name)
+        if kind == "children":
+            arguments.append(f"[c._copy() for c in self.{field.name}]")
+        elif kind == "child":
+            arguments.append(f"None if (c := self.{field.name}) is None else c._copy()")
+        else:
+            arguments.append(f"self.{field.name}")
+    source = f"def _copy(self):\n    return cls({', '.join(arguments)})"
+    exec(compile(source, f"<copier of {cls.__name__}>", "exec"), env)  # generated from the fields
+    copier = env["_copy"]
+    copier.__qualname__ = f"{cls.__name__}._copy"
+    return copier
 
 
 # ---------------------------------------------------------------- JSON as Go writes the structs
