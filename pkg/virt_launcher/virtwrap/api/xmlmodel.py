@@ -583,10 +583,10 @@ def _child_reader(cls: Any) -> Any:
 
 def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str, _FieldSpec]]) -> Any:
     """The reader of ``cls``: generated source that visits only the attributes and children present
-    (one pass over each), keeps the values in locals and calls the constructor positionally, so that
-    reading makes no per-field lookups beyond one string comparison chain."""
+    (one pass over each) and keeps the values in locals, so that reading makes no per-field lookups
+    beyond one string comparison chain."""
     tag = cls.TAG
-    env: dict[str, Any] = {"read_int": _read_int, "read_bool": _read_bool, "_MISSING": _MISSING, "cls": cls}
+    env: dict[str, Any] = {"read_int": _read_int, "read_bool": _read_bool, "new": object.__new__, "cls": cls}
     local = {field_name: f"f{index}" for index, (field_name, _) in enumerate(specs)}
     # qualified child tag -> (field name, spec); the last declaration of a tag wins, as it always has
     by_tag: dict[str, tuple[str, _FieldSpec]] = {}
@@ -594,16 +594,22 @@ def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str
     attr_lines: list[str] = []
     text_lines: list[str] = []
     init_lines: list[str] = []
-    for field in dataclasses.fields(cls):  # every field starts at its default, as the dataclass sets it
+    # every field starts at its default, as the dataclass sets it; the object is then filled in
+    # directly (the compiled __init__ does nothing but assign, and skipping its call saves a frame)
+    store_lines = ["    o = new(cls)"]
+    for field in dataclasses.fields(cls):
+        name = local.setdefault(field.name, f"x{len(local)}")
         if field.default_factory is list:
-            initial = "[]"
-        elif field.default_factory is not dataclasses.MISSING:
-            initial = "_MISSING"  # the constructor makes the default (an empty required child)
+            init_lines.append(f"    {name} = []")
+            store_lines.append(f"    o.{field.name} = {name}")
+        elif field.default_factory is not dataclasses.MISSING:  # a required child: an empty one
+            env[f"_f_{field.name}"] = field.default_factory
+            init_lines.append(f"    {name} = None")
+            store_lines.append(f"    o.{field.name} = _f_{field.name}() if {name} is None else {name}")
         else:
             env[f"_d_{field.name}"] = field.default
-            initial = f"_d_{field.name}"
-        local.setdefault(field.name, f"x{len(local)}")
-        init_lines.append(f"    {local[field.name]} = {initial}")
+            init_lines.append(f"    {name} = _d_{field.name}")
+            store_lines.append(f"    o.{field.name} = {name}")
     for field_name, spec in specs:
         name = local[field_name]
         if spec.kind == "attr":
@@ -654,7 +660,7 @@ def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str
     lines += text_lines
     if child_lines:
         lines += ["    for sub in el:", "        t = sub.tag", *child_lines]
-    lines.append(f"    return cls({', '.join(local[field.name] for field in dataclasses.fields(cls))})")
+    lines += [*store_lines, "    return o"]
     # generated from the declarations above; the file name tells the readers apart in profiles
     exec(compile("\n".join(lines), f"<reader of {cls.__name__}>", "exec"), env)
     reader = env["read"]
@@ -665,18 +671,19 @@ def _compile_reader(cls: type[Any], namespace: str | None, specs: list[tuple[str
 def _compile_copier(cls: Any) -> Any:
     """``_copy(self)`` of ``cls``: child elements are copied, every other value (str, int, bool or
     None) is shared."""
-    env: dict[str, Any] = {"cls": cls}
+    env: dict[str, Any] = {"cls": cls, "new": object.__new__}
     kinds = {field_name: spec.kind for field_name, spec in cls._SPECS}
-    arguments = []
+    lines = ["def _copy(self):", "    o = new(cls)"]  # filled in directly, as the reader does
     for field in dataclasses.fields(cls):
         kind = kinds.get(field.name)
         if kind == "children":
-            arguments.append(f"[c._copy() for c in self.{field.name}]")
+            value = f"[c._copy() for c in self.{field.name}]"
         elif kind == "child":
-            arguments.append(f"None if (c := self.{field.name}) is None else c._copy()")
+            value = f"None if (c := self.{field.name}) is None else c._copy()"
         else:
-            arguments.append(f"self.{field.name}")
-    source = f"def _copy(self):\n    return cls({', '.join(arguments)})"
+            value = f"self.{field.name}"
+        lines.append(f"    o.{field.name} = {value}")
+    source = "\n".join([*lines, "    return o"])
     exec(compile(source, f"<copier of {cls.__name__}>", "exec"), env)  # generated from the fields
     copier = env["_copy"]
     copier.__qualname__ = f"{cls.__name__}._copy"
