@@ -123,3 +123,20 @@ def test_documents_are_read_in_parallel_threads() -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         names = list(pool.map(lambda text: Domain.from_xml(text).name, texts * 3))
     assert names == [Domain.from_xml(text).name for text in texts] * 3
+
+
+def test_repeated_reads_of_a_document_never_share_state() -> None:
+    # from_xml keeps the model of a document it has seen twice and hands out copies of it: a caller
+    # changing what it got must not change what the next reader of the same document gets.
+    xml = (CONFORMANCE / "valid" / "069-kitchen-sink.domain.xml").read_text()
+    reads = [Domain.from_xml(xml) for _ in range(4)]
+    for later in reads[1:]:
+        assert later.to_xml() == reads[0].to_xml()
+        assert later is not reads[0]
+        assert later.devices is not reads[0].devices
+    reads[2].name = "changed"
+    reads[2].devices.disks.clear()
+    again = Domain.from_xml(xml)
+    assert again.name == reads[0].name
+    assert len(again.devices.disks) == len(reads[0].devices.disks)
+    assert again.to_xml() == reads[0].to_xml()
