@@ -19,30 +19,14 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from kubevirt_api.core.v1 import (
-    KubeVirt,
-    VirtualMachine,
-    VirtualMachineInstance,
-    VirtualMachineInstanceMigration,
-    VirtualMachineInstancePreset,
-    VirtualMachineInstanceReplicaSet,
-)
-from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
+from kubevirt_api.core.v1.register import OBJECT_MODELS
 
 __all__ = ["KIND_MODELS", "UnknownKindError", "crd_schema", "structural_schema"]
 
 JSON = dict[str, Any]
 
 # Top-level kinds with a CRD, by kind name.
-KIND_MODELS: Final[dict[str, type[BaseModel]]] = {
-    "VirtualMachineInstance": VirtualMachineInstance,
-    "VirtualMachine": VirtualMachine,
-    "VirtualMachineInstanceMigration": VirtualMachineInstanceMigration,
-    "VirtualMachineInstanceReplicaSet": VirtualMachineInstanceReplicaSet,
-    "VirtualMachinePool": VirtualMachinePool,
-    "KubeVirt": KubeVirt,
-    "VirtualMachineInstancePreset": VirtualMachineInstancePreset,
-}
+KIND_MODELS: Final[dict[str, type[BaseModel]]] = {model.__name__: model for model in OBJECT_MODELS}
 
 # Model names whose schema is reduced to a bare object, like controller-gen does for ObjectMeta.
 _OPAQUE_OBJECTS: Final = frozenset({"ObjectMeta"})

@@ -74,6 +74,11 @@ _KINDS: Final[tuple[tuple[str, type[TypeMeta]], ...]] = (
     (POOL_GROUP_NAME, VirtualMachinePoolList),
 )
 
+# The top-level object kinds (those with a CRD), without their lists.
+OBJECT_MODELS: Final[tuple[type[TypeMeta], ...]] = tuple(
+    model for _, model in _KINDS if not model.__name__.endswith("List")
+)
+
 # Every served (apiVersion, kind) → model; kubevirt.io's deprecated v1alpha3 decodes to the same types.
 SCHEME: Final[dict[tuple[str, str], type[TypeMeta]]] = {
     (api_version, model.__name__): model
