@@ -25,7 +25,12 @@ def all_models() -> list[type[ApiModel]]:
     for module_info in pkgutil.walk_packages(kubevirt_api.__path__, "kubevirt_api."):
         module = importlib.import_module(module_info.name)
         for _, value in inspect.getmembers(module, inspect.isclass):
-            if issubclass(value, ApiModel) and value.__module__ == module.__name__:
+            # Private classes are shared field sets, never encoded themselves.
+            if (
+                issubclass(value, ApiModel)
+                and value.__module__ == module.__name__
+                and not value.__name__.startswith("_")
+            ):
                 found[layout_key(value)] = value
     for abstract in (ApiModel, TypeMeta, Condition):
         found.pop(layout_key(abstract), None)

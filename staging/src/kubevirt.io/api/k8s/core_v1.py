@@ -151,7 +151,9 @@ class WeightedPodAffinityTerm(ApiModel):
     pod_affinity_term: PodAffinityTerm = Field(alias="podAffinityTerm")
 
 
-class PodAffinity(ApiModel):
+class _PodAffinityTerms(ApiModel):
+    """Required and preferred terms, shared by pod affinity and anti-affinity (same fields)."""
+
     required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
         default=None,
         alias="requiredDuringSchedulingIgnoredDuringExecution",
@@ -164,17 +166,12 @@ class PodAffinity(ApiModel):
     )
 
 
-class PodAntiAffinity(ApiModel):
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
-        default=None,
-        alias="requiredDuringSchedulingIgnoredDuringExecution",
-        json_schema_extra={"x-kubernetes-list-type": "atomic"},
-    )
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = Field(
-        default=None,
-        alias="preferredDuringSchedulingIgnoredDuringExecution",
-        json_schema_extra={"x-kubernetes-list-type": "atomic"},
-    )
+class PodAffinity(_PodAffinityTerms):
+    pass
+
+
+class PodAntiAffinity(_PodAffinityTerms):
+    pass
 
 
 class Affinity(ApiModel):

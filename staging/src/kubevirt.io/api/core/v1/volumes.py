@@ -72,7 +72,9 @@ class PersistentVolumeClaimVolumeSource(core_v1.PersistentVolumeClaimVolumeSourc
     hotpluggable: bool | None = None
 
 
-class CloudInitNoCloudSource(ApiModel):
+class _CloudInitSource(ApiModel):
+    """User and network data, shared by the NoCloud and ConfigDrive sources (same fields)."""
+
     secret_ref: core_v1.LocalObjectReference | None = Field(default=None, alias="secretRef")
     user_data_base64: str | None = Field(default=None, alias="userDataBase64")
     user_data: str | None = Field(default=None, alias="userData")
@@ -83,15 +85,12 @@ class CloudInitNoCloudSource(ApiModel):
     network_data: str | None = Field(default=None, alias="networkData")
 
 
-class CloudInitConfigDriveSource(ApiModel):
-    secret_ref: core_v1.LocalObjectReference | None = Field(default=None, alias="secretRef")
-    user_data_base64: str | None = Field(default=None, alias="userDataBase64")
-    user_data: str | None = Field(default=None, alias="userData")
-    network_data_secret_ref: core_v1.LocalObjectReference | None = Field(
-        default=None, alias="networkDataSecretRef"
-    )
-    network_data_base64: str | None = Field(default=None, alias="networkDataBase64")
-    network_data: str | None = Field(default=None, alias="networkData")
+class CloudInitNoCloudSource(_CloudInitSource):
+    pass
+
+
+class CloudInitConfigDriveSource(_CloudInitSource):
+    pass
 
 
 class SysprepSource(ApiModel):
