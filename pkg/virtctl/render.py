@@ -200,12 +200,27 @@ def _read_manifest(path: str) -> Any:
     return yaml.load(text, Loader=_ManifestLoader)
 
 
+def read_object(filename: str, what: str) -> dict[str, Any]:
+    """The manifest in ``filename`` (``-``: stdin) as a JSON object; exits 2 when it cannot be read."""
+    try:
+        manifest = _read_manifest(filename)
+    except (OSError, ValueError, yaml.YAMLError) as err:  # ValueError: bad UTF-8, oversized integers
+        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
+        sys.exit(2)
+    if not isinstance(manifest, dict):
+        click.echo(f"error: {filename} does not hold {what}", err=True)
+        sys.exit(2)
+    return manifest
+
+
 def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
     """The options describing the cluster a manifest would be created in (shared by offline commands)."""
     for option in reversed(
         (
             click.option(
                 "--rollout-strategy",
+                "--rollout",
+                "rollout_strategy",
                 type=click.Choice(ROLLOUT_STRATEGIES),
                 default=ROLLOUT_LIVE_UPDATE,
                 show_default=True,
@@ -237,14 +252,7 @@ def render(
     filename: str, rollout_strategy: str, feature_gates: str, block_volumes: str, domain_type: str
 ) -> None:
     """Print the libvirt domain XML a VirtualMachineInstance would run with."""
-    try:
-        manifest = _read_manifest(filename)
-    except (OSError, ValueError, yaml.YAMLError) as err:  # ValueError: bad UTF-8, oversized integers
-        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
-        sys.exit(2)
-    if not isinstance(manifest, dict):
-        click.echo(f"error: {filename} does not hold a VirtualMachineInstance object", err=True)
-        sys.exit(2)
+    manifest = read_object(filename, "a VirtualMachineInstance object")
     options = RenderOptions(
         rollout_strategy=rollout_strategy,
         feature_gates=_split(feature_gates),

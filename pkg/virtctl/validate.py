@@ -13,14 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import click
-import yaml
 
 from kubevirt.admission import defaulting, pipeline
 from kubevirt.admission._json import obj
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
+from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
-from kubevirt.virtctl.render import RenderOptions, _read_manifest, _split, apply_stand_ins
+from kubevirt.virtctl.render import RenderOptions, _split, apply_stand_ins, cluster_options, read_object
 
 VMI_KIND = "VirtualMachineInstance"
 VM_KIND = "VirtualMachine"
@@ -94,27 +93,10 @@ def causes_json(causes: list[StatusCause]) -> str:
 @click.option(
     "-f", "--filename", "filename", required=True, help="VMI or VM manifest (YAML or JSON); - for stdin."
 )
-@click.option(
-    "--rollout-strategy",
-    "--rollout",
-    "rollout_strategy",
-    type=click.Choice(ROLLOUT_STRATEGIES),
-    default=ROLLOUT_LIVE_UPDATE,
-    show_default=True,
-    help="The cluster's VM rollout strategy (LiveUpdate turns on CPU and memory hotplug defaults).",
-)
-@click.option("--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster.")
-@click.option("--block-volumes", default="", help="Comma-separated volumes whose PVC is in block mode.")
+@cluster_options
 def validate(filename: str, rollout_strategy: str, feature_gates: str, block_volumes: str) -> None:
     """Print KubeVirt's admission causes for creating a VirtualMachineInstance or VirtualMachine."""
-    try:
-        manifest = _read_manifest(filename)
-    except (OSError, ValueError, yaml.YAMLError) as err:  # ValueError: bad UTF-8, oversized integers
-        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
-        sys.exit(EXIT_UNREADABLE)
-    if not isinstance(manifest, dict):
-        click.echo(f"error: {filename} does not hold a Kubernetes object", err=True)
-        sys.exit(EXIT_UNREADABLE)
+    manifest = read_object(filename, "a Kubernetes object")
     options = RenderOptions(
         rollout_strategy=rollout_strategy,
         feature_gates=_split(feature_gates),
