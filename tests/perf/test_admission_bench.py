@@ -6,7 +6,6 @@ Run with ``hack/test tests/perf/test_admission_bench.py -s`` (or ``python`` on t
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import ssl
 import tempfile
@@ -16,15 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from kubevirt.admission import defaulting, pipeline
 from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.vmi_create import admit_vmi_create
+from kubevirt.certificates import self_signed
 from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import WebhookServer
@@ -45,26 +41,10 @@ def _per_call_us(func: Callable[[], Any], rounds: int) -> float:
 
 
 def _certificate(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(1)
-        .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
+    pair = self_signed("bench")
     cert_file, key_file = folder / "tls.crt", folder / "tls.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    cert_file.write_bytes(pair.cert_pem)
+    key_file.write_bytes(pair.key_pem)
     return cert_file, key_file
 
 

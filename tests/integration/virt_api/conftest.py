@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import datetime
 import http.client
-import ipaddress
 import json
 import shutil
 import socket
@@ -18,41 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+
+from kubevirt.certificates import self_signed
 
 
 def make_certificate(cert_file: Path, key_file: Path, common_name: str) -> bytes:
-    """A self-signed certificate for 127.0.0.1; returns its DER bytes."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+    """A self-signed certificate for 127.0.0.1 written to the files; returns its DER bytes."""
+    pair = self_signed(common_name)
     # Key first, then the certificate: a reader in between sees a mismatched pair and must cope.
-    key_file.write_bytes(key_pem)
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    return cert.public_bytes(serialization.Encoding.DER)
+    key_file.write_bytes(pair.key_pem)
+    cert_file.write_bytes(pair.cert_pem)
+    return pair.cert_der
 
 
 def free_port() -> int:

@@ -1,0 +1,56 @@
+"""Self-signed serving certificates (what virt-api and the webhooks serve until an operator rotates them)."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """A certificate and its private key, PEM-encoded, plus the certificate's DER bytes."""
+
+    cert_pem: bytes
+    key_pem: bytes
+    cert_der: bytes
+
+
+def self_signed(
+    common_name: str,
+    *,
+    dns_names: tuple[str, ...] = ("localhost",),
+    ip_addresses: tuple[str, ...] = ("127.0.0.1",),
+    valid_for: datetime.timedelta = datetime.timedelta(days=1),
+) -> KeyPair:
+    """A self-signed EC P-256 certificate for ``dns_names`` and ``ip_addresses``."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.UTC)
+    alt_names: list[x509.GeneralName] = [x509.DNSName(dns) for dns in dns_names]
+    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))  # tolerate small clock skew
+        .not_valid_after(now + valid_for)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return KeyPair(
+        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
+        key_pem=key_pem,
+        cert_der=cert.public_bytes(serialization.Encoding.DER),
+    )
