@@ -1,0 +1,1 @@
+"""The objects virt-operator installs, as plain Kubernetes JSON (KubeVirt's ``resource/generate``)."""

@@ -1,0 +1,164 @@
+"""Service accounts and RBAC of the KubeVirt components, with the rules KubeVirt v1.6 grants them.
+
+Each rule is written as ``(api_groups, resources, verbs)``; :func:`_rules` turns the table into
+``rbac.authorization.k8s.io/v1`` PolicyRules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kubevirt_api.core.v1.constants import APP_LABEL
+
+CONTROLLER_SERVICE_ACCOUNT = "kubevirt-controller"
+RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
+
+Rule = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+JSON = dict[str, Any]
+
+_ALL_VERBS = ("get", "list", "watch", "delete", "update", "create", "patch")
+_READ = ("get", "list", "watch")
+
+_CONTROLLER_NAMESPACED_RULES: tuple[Rule, ...] = (
+    (("route.openshift.io",), ("routes",), ("list", "get", "watch")),
+    (("",), ("secrets",), ("list", "get", "watch")),
+    (("networking.k8s.io",), ("ingresses",), ("list", "get", "watch")),
+    (("coordination.k8s.io",), ("leases",), _ALL_VERBS),
+)
+
+_CONTROLLER_CLUSTER_RULES: tuple[Rule, ...] = (
+    (("",), ("namespaces",), ("get", "list", "watch", "patch")),
+    (("policy",), ("poddisruptionbudgets",), ("get", "list", "watch", "delete", "create", "patch")),
+    (("",), ("pods", "configmaps", "endpoints", "services"), _ALL_VERBS),
+    (("",), ("events",), ("update", "create", "patch")),
+    (("",), ("secrets",), ("create",)),
+    (("",), ("pods/finalizers",), ("update",)),
+    (("",), ("pods/eviction",), ("create",)),
+    (("",), ("pods/status",), ("patch",)),
+    (("",), ("nodes",), ("get", "list", "watch", "update", "patch")),
+    (("apps",), ("daemonsets",), ("list",)),
+    (("apps",), ("controllerrevisions",), ("watch", "list", "create", "delete", "get", "update")),
+    (("",), ("persistentvolumeclaims",), ("get", "list", "watch", "create", "update", "delete", "patch")),
+    (
+        ("snapshot.kubevirt.io",),
+        (
+            "virtualmachinesnapshots",
+            "virtualmachinesnapshots/status",
+            "virtualmachinesnapshots/finalizers",
+            "virtualmachinesnapshotcontents",
+            "virtualmachinesnapshotcontents/status",
+            "virtualmachinesnapshotcontents/finalizers",
+            "virtualmachinerestores",
+            "virtualmachinerestores/status",
+        ),
+        ("get", "list", "watch", "create", "update", "delete", "patch"),
+    ),
+    (
+        ("export.kubevirt.io",),
+        ("virtualmachineexports", "virtualmachineexports/status", "virtualmachineexports/finalizers"),
+        ("get", "list", "watch", "create", "update", "delete", "patch"),
+    ),
+    (
+        ("pool.kubevirt.io",),
+        (
+            "virtualmachinepools",
+            "virtualmachinepools/finalizers",
+            "virtualmachinepools/status",
+            "virtualmachinepools/scale",
+        ),
+        ("watch", "list", "create", "delete", "update", "patch", "get"),
+    ),
+    (("kubevirt.io",), ("*",), ("*",)),
+    # Implied by the wildcard, but OwnerReferencesPermissionEnforcement looks for it by name.
+    (("kubevirt.io",), ("virtualmachines/finalizers", "virtualmachineinstances/finalizers"), ("update",)),
+    (
+        ("subresources.kubevirt.io",),
+        (
+            "virtualmachines/stop",
+            "virtualmachineinstances/addvolume",
+            "virtualmachineinstances/removevolume",
+            "virtualmachineinstances/freeze",
+            "virtualmachineinstances/unfreeze",
+            "virtualmachineinstances/reset",
+            "virtualmachineinstances/softreboot",
+            "virtualmachineinstances/sev/setupsession",
+            "virtualmachineinstances/sev/injectlaunchsecret",
+        ),
+        ("update",),
+    ),
+    (("cdi.kubevirt.io",), ("*",), ("*",)),
+    (("k8s.cni.cncf.io",), ("network-attachment-definitions",), ("get",)),
+    (("apiextensions.k8s.io",), ("customresourcedefinitions",), _READ),
+    (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
+    (("snapshot.storage.k8s.io",), ("volumesnapshotclasses",), _READ),
+    (("snapshot.storage.k8s.io",), ("volumesnapshots",), ("get", "list", "watch", "create", "update", "delete")),
+    (("storage.k8s.io",), ("storageclasses",), _READ),
+    (
+        ("instancetype.kubevirt.io",),
+        (
+            "virtualmachineinstancetypes",
+            "virtualmachineclusterinstancetypes",
+            "virtualmachinepreferences",
+            "virtualmachineclusterpreferences",
+        ),
+        _READ,
+    ),
+    (("migrations.kubevirt.io",), ("migrationpolicies",), _READ),
+    (
+        ("clone.kubevirt.io",),
+        ("virtualmachineclones", "virtualmachineclones/status", "virtualmachineclones/finalizers"),
+        ("get", "list", "watch", "update", "patch", "delete"),
+    ),
+    (("",), ("namespaces",), ("get",)),
+    (("",), ("resourcequotas",), ("list", "watch")),
+    (("batch",), ("jobs",), ("create", "get", "delete")),
+    (("resource.k8s.io",), ("resourceslices", "resourceclaims"), ("list", "watch", "get")),
+)
+
+
+def _rules(table: Iterable[Rule]) -> list[JSON]:
+    return [
+        {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
+        for groups, resources, verbs in table
+    ]
+
+
+def _metadata(name: str, namespace: str | None = None) -> JSON:
+    metadata: JSON = {"name": name, "labels": {APP_LABEL: ""}}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return metadata
+
+
+def _binding(kind: str, name: str, namespace: str, account_namespace: str) -> JSON:
+    binding: JSON = {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": f"{kind}Binding",
+        "metadata": _metadata(name, namespace if kind == "Role" else None),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": account_namespace}],
+    }
+    return binding
+
+
+def controller_rbac(namespace: str) -> list[JSON]:
+    """virt-controller's ServiceAccount, its Role in the install namespace and its ClusterRole, bound."""
+    name = CONTROLLER_SERVICE_ACCOUNT
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _metadata(name, namespace)},
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "Role",
+            "metadata": _metadata(name, namespace),
+            "rules": _rules(_CONTROLLER_NAMESPACED_RULES),
+        },
+        _binding("Role", name, namespace, namespace),
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "ClusterRole",
+            "metadata": _metadata(name),
+            "rules": _rules(_CONTROLLER_CLUSTER_RULES),
+        },
+        _binding("ClusterRole", name, namespace, namespace),
+    ]
