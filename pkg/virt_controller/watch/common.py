@@ -81,11 +81,16 @@ def stamp_api_version(meta: ObjectMeta) -> None:
     meta.annotations = annotations
 
 
-def namespaced_key(namespace: str | None, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
+def describe_api_error(err: Exception) -> str:
+    """The server's message plus each cause (field: message) when the error carries them."""
+    message = getattr(err, "message", "") or str(err)
+    causes = getattr(err, "causes", None) or []
+    details = [f"{c.get('field', '')}: {c.get('message', '')}".lstrip(": ") for c in causes]
+    missing = [d for d in details if d not in message]
+    return "; ".join([message, *missing]) if missing else message
 
 
-def meta_key(meta: ObjectMeta | None) -> str:
-    if meta is None or meta.name is None:
-        raise ValueError("object without metadata.name")
-    return namespaced_key(meta.namespace, meta.name)
+def is_refusal(err: Exception) -> bool:
+    """A 4xx answer other than a conflict or a missing object: retrying unchanged will not help."""
+    status = getattr(err, "status", 0)
+    return isinstance(status, int) and 400 <= status < 500 and status not in (404, 409)
