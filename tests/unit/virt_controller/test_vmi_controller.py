@@ -184,7 +184,8 @@ def test_a_running_vmi_is_patched_not_updated() -> None:
     cluster.api.writes.clear()
     controllers.run(only=("vmi",))
     vmi_writes = [w for w in cluster.api.writes if w[1] == "virtualmachineinstances"]
-    assert vmi_writes and {verb for verb, _, _ in vmi_writes} == {"patch"}
+    assert vmi_writes
+    assert {verb for verb, _, _ in vmi_writes} == {"patch"}
     ready = next(c for c in _vmi(cluster)["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True"  # copied from the pod once the guest runs
 
