@@ -8,6 +8,7 @@ carries the Lease's resourceVersion, so two candidates can never both win a roun
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -62,6 +63,7 @@ class LeaderElector:
         self._on_stopped = on_stopped_leading
         self._on_new_leader = on_new_leader
         self._lease_duration = lease_duration
+        self._lease_seconds = max(1, math.ceil(lease_duration))  # the API wants whole seconds, above 0
         self._renew_deadline = renew_deadline
         self._retry_period = retry_period
         self._release_on_cancel = release_on_cancel
@@ -126,7 +128,7 @@ class LeaderElector:
         new_spec: JSON = {
             **spec,
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": int(self._lease_duration),
+            "leaseDurationSeconds": self._lease_seconds,
             "renewTime": now,
             "acquireTime": spec.get("acquireTime") if ours else now,
             "leaseTransitions": int(spec.get("leaseTransitions") or 0) + (0 if ours else 1),
@@ -148,7 +150,7 @@ class LeaderElector:
             "metadata": {"name": self._name, "namespace": self._namespace},
             "spec": {
                 "holderIdentity": self.identity,
-                "leaseDurationSeconds": int(self._lease_duration),
+                "leaseDurationSeconds": self._lease_seconds,
                 "acquireTime": now,
                 "renewTime": now,
                 "leaseTransitions": 0,
