@@ -8,15 +8,19 @@ blocking on one request at a time; watches run in their own threads. The work is
 not the limit. virt-api's aiohttp server calls into this package from its executor.
 """
 
+from kubevirt.client.connection import KubeConfigError
 from kubevirt.client.errors import (
     AlreadyExistsError,
     ApiError,
     ConflictError,
+    ConnectionFailedError,
     ForbiddenError,
     GoneError,
     InvalidError,
     NotFoundError,
 )
+from kubevirt.client.events import EventRecorder
+from kubevirt.client.kubeclient import KubeClient
 from kubevirt.client.protocols import JSON, EventSink, KubeApi
 from kubevirt.client.resources import (
     EVENTS,
@@ -49,11 +53,15 @@ __all__ = [
     "AlreadyExistsError",
     "ApiError",
     "ConflictError",
+    "ConnectionFailedError",
+    "EventRecorder",
     "EventSink",
     "ForbiddenError",
     "GoneError",
     "InvalidError",
     "KubeApi",
+    "KubeClient",
+    "KubeConfigError",
     "NotFoundError",
     "Resource",
 ]

@@ -13,6 +13,7 @@ __all__ = [
     "AlreadyExistsError",
     "ApiError",
     "ConflictError",
+    "ConnectionFailedError",
     "ForbiddenError",
     "GoneError",
     "InvalidError",
@@ -85,3 +86,10 @@ def error_from_response(status: int, body: bytes | str | dict[str, Any] | None) 
         )
     cls = _BY_STATUS.get(status, ApiError)
     return cls(status, reason, message)
+
+
+class ConnectionFailedError(ApiError):
+    """The API server could not be reached (after retrying); ``status`` is 0."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "ConnectionFailed", message)

@@ -69,6 +69,17 @@ class Store(Generic[T]):
         self._indexers: dict[str, IndexFunc] = {**STANDARD_INDEXERS, **(indexers or {})}
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
 
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Adds indexes (an informer shared by several controllers may gain some later)."""
+        with self._lock:
+            for name, indexer in indexers.items():
+                if name in self._indexers:
+                    continue
+                self._indexers[name] = indexer
+                self._indexes[name] = {}
+                for key, obj in self._items.items():
+                    self._index_one(name, key, obj)
+
     # Reads.
 
     def get_by_key(self, key: str) -> T | None:
