@@ -51,7 +51,7 @@ class NodeController:
         self._clock = clock
         self._timeout = heartbeat_timeout
         self._recheck = recheck_seconds
-        self._log = get_logger(component="virt-controller", controller="node")
+        self._log = get_logger(controller="node")
 
     def reconcile(self, key: str) -> None:
         node = self._nodes.get_by_key(key)

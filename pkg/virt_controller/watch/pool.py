@@ -78,7 +78,7 @@ class PoolController:
         self._clock = clock
         self._rng = rng or random.Random()
         self._burst = burst_replicas
-        self._log = get_logger(component="virt-controller", controller="pool")
+        self._log = get_logger(controller="pool")
 
     def reconcile(self, key: str) -> None:
         pool = self._pools.get_by_key(key)

@@ -86,7 +86,7 @@ class ReplicaSetController:
         self._enqueue = enqueue
         self._clock = clock
         self._burst = burst_replicas
-        self._log = get_logger(component="virt-controller", controller="replicaset")
+        self._log = get_logger(controller="replicaset")
 
     def reconcile(self, key: str) -> None:
         cached = self._replica_sets.get_by_key(key)

@@ -105,7 +105,7 @@ class VMController:
         self._enqueue = enqueue
         self._clock = clock
         self._rng = rng or random.Random()
-        self._log = get_logger(component="virt-controller", controller="vm")
+        self._log = get_logger(controller="vm")
 
     # -- reconcile -------------------------------------------------------------------------------------
 

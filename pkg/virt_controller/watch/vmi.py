@@ -116,7 +116,7 @@ class VMIController:
         self._enqueue = enqueue
         self._clock = clock
         self._launcher_image = launcher_image
-        self._log = get_logger(component="virt-controller", controller="vmi")
+        self._log = get_logger(controller="vmi")
 
     # -- reconcile -------------------------------------------------------------------------------------
 

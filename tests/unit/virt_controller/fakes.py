@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from kubevirt.admission import jsonpatch
 from kubevirt.client import (
     NODES,
     PODS,
@@ -31,6 +30,7 @@ from kubevirt.client import (
     NotFoundError,
     Resource,
 )
+from kubevirt.client.fake import apply_json_patch, apply_merge_patch
 from kubevirt.controller import Store, key_of
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceReplicaSet
 from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
@@ -168,15 +168,15 @@ class FakeApi:
         self._maybe_fail("patch", resource)
         key = (resource.plural, namespace, name)
         old = self._existing(resource, namespace, name)
-        try:
-            if patch_type == "json":
-                assert isinstance(patch, list)
-                new = _apply_json_patch(old, patch)
-            else:
-                assert isinstance(patch, dict)
-                new = _merge(old, patch, strategic=patch_type == "strategic")
-        except jsonpatch.PatchError as err:
-            raise InvalidError(422, "Invalid", f"the server rejected our request: {err}") from None
+        if patch_type == "json":
+            assert isinstance(patch, list)
+            new = apply_json_patch(old, patch)
+        elif patch_type == "strategic":
+            assert isinstance(patch, dict)
+            new = _strategic_merge(old, patch)
+        else:
+            assert isinstance(patch, dict)
+            new = apply_merge_patch(old, patch)
         if resource.plural in _STATUS_SUBRESOURCE:
             if subresource == "status":
                 new = {**copy.deepcopy(old), "status": new.get("status")}
@@ -325,33 +325,21 @@ class FakeApi:
             self.watch_events.append(WatchEvent("DELETED", key[0], copy.deepcopy(obj)))
 
 
-def _apply_json_patch(document: JSON, patch: list[Any]) -> JSON:
-    """RFC 6902 as the API server applies it: ``test`` of null passes on a missing member."""
-    result = document
-    for op in patch:
-        if op["op"] == "test" and op.get("value") is None:
-            try:
-                jsonpatch.apply(result, [op])
-            except jsonpatch.PatchError:
-                continue
-        result = jsonpatch.apply(result, [op])
-    return result
-
-
-def _merge(target: Any, patch: Any, *, strategic: bool) -> Any:
+def _strategic_merge(target: Any, patch: Any) -> Any:
+    """A merge patch, except that ``conditions`` lists merge by ``type`` (as for a Pod's status)."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = copy.deepcopy(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
-        elif strategic and key == "conditions" and isinstance(value, list):
+        elif key == "conditions" and isinstance(value, list):
             merged = {c["type"]: c for c in result.get(key) or []}
             for condition in value:
                 merged[condition["type"]] = {**merged.get(condition["type"], {}), **condition}
             result[key] = list(merged.values())
         else:
-            result[key] = _merge(result.get(key), value, strategic=strategic)
+            result[key] = _strategic_merge(result.get(key), value)
     return result
 
 
