@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from kubevirt.client import KubeApi, Resource
+from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstanceReplicaSet
 from kubevirt_api.core.v1.constants import (
     CONTROLLER_API_LATEST_VERSION_OBSERVED_ANNOTATION,
     CONTROLLER_API_STORAGE_VERSION_OBSERVED_ANNOTATION,
@@ -13,6 +15,7 @@ from kubevirt_api.core.v1.constants import (
 from kubevirt_api.k8s.meta_v1 import ObjectMeta, OwnerReference
 
 Clock = Callable[[], datetime]
+StampedModel = VirtualMachine | VirtualMachineInstanceReplicaSet
 Enqueue = Callable[[str], None]
 
 # KubeVirt's newest and storage API versions, stamped on every object a controller handles.
@@ -79,6 +82,22 @@ def stamp_api_version(meta: ObjectMeta) -> None:
     annotations[CONTROLLER_API_LATEST_VERSION_OBSERVED_ANNOTATION] = API_LATEST_VERSION
     annotations[CONTROLLER_API_STORAGE_VERSION_OBSERVED_ANNOTATION] = API_STORAGE_VERSION
     meta.annotations = annotations
+
+
+def write_api_version_stamp(api: KubeApi, resource: Resource, obj: StampedModel) -> bool:
+    """KubeVirt's first step: an object not yet stamped is stamped and written, and the pass ends.
+
+    Writing it once with the newest API version keeps the stored version current. Returns whether it
+    wrote (the update's watch event brings the object back for the real pass).
+    """
+    if has_observed_api_version(obj.metadata):
+        return False
+    stamped = obj.model_copy(deep=True)
+    meta = stamped.metadata or ObjectMeta()
+    stamp_api_version(meta)
+    stamped.metadata = meta
+    api.update(resource, meta.namespace, stamped.to_dict())
+    return True
 
 
 def describe_api_error(err: Exception) -> str:

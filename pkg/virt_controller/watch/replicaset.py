@@ -23,10 +23,9 @@ from kubevirt.virt_controller.watch.common import (
     controller_ref,
     describe_api_error,
     format_time,
-    has_observed_api_version,
     owner_reference,
-    stamp_api_version,
     utc_now,
+    write_api_version_stamp,
 )
 from kubevirt.virt_controller.watch.conditions import (
     FALSE,
@@ -93,12 +92,10 @@ class ReplicaSetController:
         if cached is None:
             self._expectations.delete_expectations(key)
             return
+        if write_api_version_stamp(self._api, VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, cached):
+            return
         rs = cached.model_copy(deep=True)
         meta = _meta(rs)
-        if not has_observed_api_version(meta):
-            stamp_api_version(meta)
-            self._api.update(VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, meta.namespace, rs.to_dict())
-            return
         template = rs.spec.template
         labels = template.metadata.labels if template.metadata is not None else None
         try:

@@ -21,10 +21,9 @@ from kubevirt.virt_controller.watch.common import (
     controller_ref,
     describe_api_error,
     format_time,
-    has_observed_api_version,
     owner_reference,
-    stamp_api_version,
     utc_now,
+    write_api_version_stamp,
 )
 from kubevirt.virt_controller.watch.conditions import (
     FALSE,
@@ -114,12 +113,9 @@ class VMController:
         if cached is None:
             self._expectations.delete_expectations(key)
             return
-        vm = cached.model_copy(deep=True)
-        meta = _meta(vm)
-        if not has_observed_api_version(meta):
-            stamp_api_version(meta)
-            self._api.update(VIRTUAL_MACHINES, meta.namespace, vm.to_dict())
+        if write_api_version_stamp(self._api, VIRTUAL_MACHINES, cached):
             return
+        vm = cached.model_copy(deep=True)
         vmi = self._claimed_vmi(vm, key)
         run = _Run(vm=vm, now=self._clock())
         sync_error: SyncError | None = None
@@ -548,25 +544,22 @@ def _sync_conditions(
 ) -> None:
     """Ready from the VMI, Failure from the sync error, every other VMI condition mirrored."""
     stamp = format_time(now)
+
+    def not_ready(reason: str, message: str) -> VirtualMachineCondition:
+        return VirtualMachineCondition(
+            type=VirtualMachineConditionType.READY,
+            status=FALSE,
+            reason=reason,
+            message=message,
+            last_probe_time=stamp,
+            last_transition_time=stamp,
+        )
+
     ready = _vmi_condition(vmi, VirtualMachineInstanceConditionType.READY)
     if vmi is None:
-        ready_condition = VirtualMachineCondition(
-            type=VirtualMachineConditionType.READY,
-            status=FALSE,
-            reason=VMI_NOT_EXISTS_REASON,
-            message="VMI does not exist",
-            last_probe_time=stamp,
-            last_transition_time=stamp,
-        )
+        ready_condition = not_ready(VMI_NOT_EXISTS_REASON, "VMI does not exist")
     elif ready is None:
-        ready_condition = VirtualMachineCondition(
-            type=VirtualMachineConditionType.READY,
-            status=FALSE,
-            reason=VMI_CONDITION_MISSING_REASON,
-            message="VMI is missing the Ready condition",
-            last_probe_time=stamp,
-            last_transition_time=stamp,
-        )
+        ready_condition = not_ready(VMI_CONDITION_MISSING_REASON, "VMI is missing the Ready condition")
     else:
         ready_condition = VirtualMachineCondition.from_dict(ready.to_dict())
     conditions = update_condition(status.conditions, ready_condition)

@@ -14,6 +14,7 @@ from kubevirt.client import (
     VIRTUAL_MACHINE_POOLS,
     VIRTUAL_MACHINES,
     InvalidError,
+    Resource,
 )
 from kubevirt.controller import RequeueAfter
 from kubevirt.virt_controller.watch.pods import pod_name
@@ -53,11 +54,11 @@ def _rs_status(cluster: Cluster) -> JSON:
     return cluster.api.get(VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, NAMESPACE, "rs")["status"]
 
 
-def _scale(cluster: Cluster, replicas: int) -> None:
-    def change(rs: JSON) -> None:
-        rs["spec"]["replicas"] = replicas
+def _set_replicas(cluster: Cluster, resource: Resource, name: str, replicas: int) -> None:
+    def change(obj: JSON) -> None:
+        obj["spec"]["replicas"] = replicas
 
-    cluster.api.edit(VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, NAMESPACE, "rs", change)
+    cluster.api.edit(resource, NAMESPACE, name, change)
 
 
 def test_replica_set_scales_up_with_generated_names_and_reports_replicas() -> None:
@@ -87,7 +88,7 @@ def test_replica_set_counts_ready_vmis_and_scales_down() -> None:
     set_vmi_phase(cluster, first, "Running", conditions=[{"type": "Ready", "status": "True"}])
     controllers.run(only=("rs",))
     assert _rs_status(cluster)["readyReplicas"] == 1
-    _scale(cluster, 1)
+    _set_replicas(cluster, VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, "rs", 1)
     controllers.run(only=("rs",))
     assert len(_live_vmis(cluster)) == 1
     assert _rs_status(cluster)["replicas"] == 1
@@ -221,13 +222,6 @@ def _pool_vms(cluster: Cluster) -> list[JSON]:
     ]
 
 
-def _scale_pool(cluster: Cluster, replicas: int) -> None:
-    def change(pool: JSON) -> None:
-        pool["spec"]["replicas"] = replicas
-
-    cluster.api.edit(VIRTUAL_MACHINE_POOLS, NAMESPACE, "pool", change)
-
-
 def test_pool_creates_indexed_vms() -> None:
     cluster = Cluster()
     controllers = Controllers(cluster)
@@ -253,10 +247,10 @@ def test_pool_scales_in_from_the_top_and_refills_the_lowest_free_index() -> None
     pool = _pool(3, scaleInStrategy={"proactive": {"selectionPolicy": {"basePolicy": "DescendingOrder"}}})
     cluster.api.create(VIRTUAL_MACHINE_POOLS, NAMESPACE, pool)
     controllers.run(only=("pool",))
-    _scale_pool(cluster, 1)
+    _set_replicas(cluster, VIRTUAL_MACHINE_POOLS, "pool", 1)
     controllers.run(only=("pool",))
     assert sorted(v["metadata"]["name"] for v in _pool_vms(cluster)) == ["pool-0"]
-    _scale_pool(cluster, 2)
+    _set_replicas(cluster, VIRTUAL_MACHINE_POOLS, "pool", 2)
     controllers.run(only=("pool",))
     assert sorted(v["metadata"]["name"] for v in _pool_vms(cluster)) == ["pool-0", "pool-1"]
 
