@@ -107,9 +107,3 @@ def describe_api_error(err: Exception) -> str:
     details = [f"{c.get('field', '')}: {c.get('message', '')}".lstrip(": ") for c in causes]
     missing = [d for d in details if d not in message]
     return "; ".join([message, *missing]) if missing else message
-
-
-def is_refusal(err: Exception) -> bool:
-    """A 4xx answer other than a conflict or a missing object: retrying unchanged will not help."""
-    status = getattr(err, "status", 0)
-    return isinstance(status, int) and 400 <= status < 500 and status not in (404, 409)

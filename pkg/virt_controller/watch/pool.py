@@ -26,7 +26,12 @@ from kubevirt.virt_controller.watch.common import (
 )
 from kubevirt.virt_controller.watch.conditions import TRUE, has_condition, remove_condition, update_condition
 from kubevirt.virt_controller.watch.selector import SelectorError, matches, selector_string
-from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineConditionType, VirtualMachineSpec
+from kubevirt_api.core.v1 import (
+    VirtualMachine,
+    VirtualMachineConditionType,
+    VirtualMachineInstance,
+    VirtualMachineSpec,
+)
 from kubevirt_api.core.v1.constants import VIRTUAL_MACHINE_POOL_REVISION_NAME
 from kubevirt_api.k8s.meta_v1 import ObjectMeta
 from kubevirt_api.pool.v1alpha1 import (
@@ -61,7 +66,7 @@ class PoolController:
         events: EventSink,
         pool_store: Store[VirtualMachinePool],
         vm_store: Store[VirtualMachine],
-        vmi_store: Store[object],
+        vmi_store: Store[VirtualMachineInstance],
         expectations: UIDTrackingControllerExpectations,
         enqueue: Enqueue,
         clock: Clock = utc_now,
@@ -304,16 +309,16 @@ class PoolController:
             self._expectations.deletion_observed_uid(key_of(pool), _meta(vm).uid or "")
             self._enqueue(key_of(pool))
 
-    def on_vmi_add(self, vmi: object) -> None:
+    def on_vmi_add(self, vmi: VirtualMachineInstance) -> None:
         self._enqueue_pool_of_vmi(vmi)
 
-    def on_vmi_update(self, old: object, new: object) -> None:
+    def on_vmi_update(self, old: VirtualMachineInstance, new: VirtualMachineInstance) -> None:
         self._enqueue_pool_of_vmi(new)
 
-    def on_vmi_delete(self, vmi: object) -> None:
+    def on_vmi_delete(self, vmi: VirtualMachineInstance) -> None:
         self._enqueue_pool_of_vmi(vmi)
 
-    def _enqueue_pool_of_vmi(self, vmi: object) -> None:
+    def _enqueue_pool_of_vmi(self, vmi: VirtualMachineInstance) -> None:
         """A VMI's readiness shows on its VM, which belongs to a pool."""
         vm = self._vms.get_by_key(key_of(vmi))
         pool = self._resolve(vm) if vm is not None else None

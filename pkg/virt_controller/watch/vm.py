@@ -67,6 +67,7 @@ FAILED_CREATE_REASON: Final = "FailedCreate"
 FAILED_DELETE_REASON: Final = "FailedDelete"
 SUCCESSFUL_CREATE_REASON: Final = "SuccessfulCreate"
 SUCCESSFUL_DELETE_REASON: Final = "SuccessfulDelete"
+FIRMWARE_UUID_ERROR_REASON: Final = "FirmwareUUIDError"
 ORPHAN_FINALIZER: Final = "orphan"
 VMI_NOT_EXISTS_REASON: Final = "VMINotExists"
 VMI_CONDITION_MISSING_REASON: Final = "VMIConditionMissing"
@@ -173,6 +174,7 @@ class VMController:
         except ValueError as err:
             raise SyncError(f"Error fetching RunStrategy: {err}", FAILED_CREATE_REASON) from None
         self._sync_run_strategy(run, vmi, strategy, key)
+        self._sync_firmware_uuid(run)
 
     # -- run strategies --------------------------------------------------------------------------------
 
@@ -259,6 +261,29 @@ class VMController:
         except Exception as err:
             raise SyncError(f"Failure while starting VMI: {err}", FAILED_CREATE_REASON) from err
         # The update's watch event brings the VM back; the next pass starts it.
+
+    def _sync_firmware_uuid(self, run: _Run) -> None:
+        """A VM without a firmware UUID gets the one its VMIs use, so the guest sees one machine."""
+        template_spec = run.vm.spec.template.spec
+        if template_spec is None:
+            return
+        current = template_spec.domain.firmware
+        if current is not None and current.uuid:
+            return
+        meta = _meta(run.vm)
+        firmware = (current or Firmware()).model_copy(update={"uuid": calculate_legacy_uuid(meta.name or "")})
+        path = "/spec/template/spec/domain/firmware"
+        ops = [
+            {"op": "test", "path": path, "value": current.to_dict() if current is not None else None},
+            {"op": "add", "path": path, "value": firmware.to_dict()},
+        ]
+        try:
+            patched = self._api.patch(VIRTUAL_MACHINES, meta.namespace, meta.name or "", ops)
+        except Exception as err:
+            raise SyncError(
+                f"error encountered when trying to patch VM firmware: {err}", FIRMWARE_UUID_ERROR_REASON
+            ) from err
+        run.replace(VirtualMachine.from_dict(patched))
 
     # -- start and stop --------------------------------------------------------------------------------
 

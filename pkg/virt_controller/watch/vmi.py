@@ -47,6 +47,7 @@ from kubevirt.virt_controller.watch.conditions import (
     update_condition,
 )
 from kubevirt_api.core.v1 import (
+    VirtualMachine,
     VirtualMachineInstance,
     VirtualMachineInstanceCondition,
     VirtualMachineInstanceConditionType,
@@ -97,7 +98,7 @@ class VMIController:
         events: EventSink,
         vmi_store: Store[VirtualMachineInstance],
         pod_store: Store[dict[str, Any]],
-        vm_store: Store[Any],
+        vm_store: Store[VirtualMachine],
         render_pod: RenderPod,
         pod_expectations: UIDTrackingControllerExpectations,
         vmi_expectations: ControllerExpectations,
@@ -377,7 +378,7 @@ class VMIController:
         if ref is None or ref.kind != "VirtualMachine":
             return False
         vm = self._vms.get_by_key(key_for(_meta(vmi).namespace, ref.name))
-        return vm is not None and getattr(vm.metadata, "uid", None) == ref.uid
+        return vm is not None and vm.metadata is not None and vm.metadata.uid == ref.uid
 
     def _set_launcher_image(self, vmi: VirtualMachineInstance, image: str) -> None:
         meta = _meta(vmi)

@@ -77,6 +77,8 @@ def test_always_creates_the_vmi_from_the_template() -> None:
     assert owner["blockOwnerDeletion"] is True
     assert "kubevirt.io/virtualMachineControllerFinalize" in meta["finalizers"]
     assert vmi["spec"]["domain"]["firmware"]["uuid"] == calculate_legacy_uuid("testvm")
+    # A VM without a firmware UUID (made before virt-api assigned one) is given the same one.
+    assert vm["spec"]["template"]["spec"]["domain"]["firmware"]["uuid"] == calculate_legacy_uuid("testvm")
     assert "kubevirt.io/virtualMachineControllerFinalize" in vm["metadata"]["finalizers"]
     assert vm["status"]["created"] is True
     assert vm["status"]["printableStatus"] == "Starting"
