@@ -25,6 +25,7 @@ from kubevirt.virt_controller.watch.common import (
     utc_now,
 )
 from kubevirt.virt_controller.watch.conditions import TRUE, has_condition, remove_condition, update_condition
+from kubevirt.virt_controller.watch.refmanager import release
 from kubevirt.virt_controller.watch.selector import SelectorError, matches, selector_string
 from kubevirt_api.core.v1 import (
     VirtualMachine,
@@ -116,12 +117,18 @@ class PoolController:
             raise sync_error
 
     def _owned_vms(self, pool: VirtualMachinePool) -> list[VirtualMachine]:
-        uid = _meta(pool).uid
-        return [
-            vm
-            for vm in self._vms.by_index("namespace", _meta(pool).namespace or "")
-            if (ref := controller_ref(vm.metadata)) is not None and ref.uid == uid
-        ]
+        """The VMs this pool controls; one that no longer matches the selector is released (no adoption)."""
+        meta = _meta(pool)
+        owned: list[VirtualMachine] = []
+        for vm in self._vms.by_index("namespace", meta.namespace or ""):
+            ref = controller_ref(vm.metadata)
+            if ref is None or ref.uid != meta.uid:
+                continue
+            if matches(pool.spec.selector, _meta(vm).labels) or _meta(vm).deletion_timestamp is not None:
+                owned.append(vm)
+            else:
+                release(self._api, VIRTUAL_MACHINES, vm, meta.uid or "")
+        return owned
 
     def _scale(self, pool: VirtualMachinePool, vms: list[VirtualMachine], key: str) -> None:
         wanted = pool.spec.replicas if pool.spec.replicas is not None else 1

@@ -34,6 +34,7 @@ from kubevirt.virt_controller.watch.conditions import (
     has_condition_reason,
     remove_condition,
 )
+from kubevirt.virt_controller.watch.refmanager import adopt, release
 from kubevirt.virt_controller.watch.selector import SelectorError, matches, selector_string
 from kubevirt_api.core.v1 import (
     VirtualMachineInstance,
@@ -106,7 +107,7 @@ class ReplicaSetController:
         if not valid or template.spec is None:
             self._log.error("the selector does not match the template labels, not retried", key=key)
             return
-        vmis = self._owned_vmis(rs)
+        vmis = self._claim_vmis(rs)
         finished = [
             v for v in vmis if not v.is_marked_for_deletion() and (v.is_final() or _pod_terminating(v))
         ]
@@ -127,14 +128,28 @@ class ReplicaSetController:
         if scale_error is not None:
             raise scale_error
 
-    def _owned_vmis(self, rs: VirtualMachineInstanceReplicaSet) -> list[VirtualMachineInstance]:
-        """VMIs this replica set controls (orphans that match are left alone: no adoption)."""
-        uid = _meta(rs).uid
-        return [
-            vmi
-            for vmi in self._vmis.by_index("namespace", _meta(rs).namespace or "")
-            if (ref := controller_ref(vmi.metadata)) is not None and ref.uid == uid
-        ]
+    def _claim_vmis(self, rs: VirtualMachineInstanceReplicaSet) -> list[VirtualMachineInstance]:
+        """The VMIs this replica set controls, after adopting matching orphans and releasing mismatches."""
+        meta = _meta(rs)
+        owner = owner_reference(API_VERSION, KIND, meta.name or "", meta.uid or "")
+        claimed: list[VirtualMachineInstance] = []
+        for vmi in self._vmis.by_index("namespace", meta.namespace or ""):
+            ref = controller_ref(vmi.metadata)
+            selected = matches(rs.spec.selector, _meta(vmi).labels)
+            if ref is not None and ref.uid == meta.uid:
+                if selected or vmi.is_marked_for_deletion():
+                    claimed.append(vmi)
+                else:
+                    release(self._api, VIRTUAL_MACHINE_INSTANCES, vmi, meta.uid or "")
+            elif (
+                ref is None
+                and selected
+                and not vmi.is_marked_for_deletion()
+                and meta.deletion_timestamp is None
+            ):
+                adopted = adopt(self._api, VIRTUAL_MACHINE_INSTANCES, vmi, owner)
+                claimed.append(VirtualMachineInstance.from_dict(adopted))
+        return claimed
 
     def _scale(
         self, rs: VirtualMachineInstanceReplicaSet, active: list[VirtualMachineInstance], key: str

@@ -35,6 +35,7 @@ from kubevirt.virt_controller.watch.conditions import (
 )
 from kubevirt.virt_controller.watch.firmware import calculate_legacy_uuid
 from kubevirt.virt_controller.watch.printable import VMState, printable_status
+from kubevirt.virt_controller.watch.refmanager import adopt
 from kubevirt.virt_controller.watch.runstrategy import (
     first_request_done,
     has_start_paused_request,
@@ -148,15 +149,8 @@ class VMController:
 
     def _adopt(self, vm: VirtualMachine, vmi: VirtualMachineInstance) -> VirtualMachineInstance:
         meta = _meta(vm)
-        ref = owner_reference(API_VERSION, "VirtualMachine", meta.name or "", meta.uid or "").to_dict()
-        vmi_meta = _meta(vmi)
-        ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": vmi_meta.uid}]
-        if vmi_meta.owner_references:
-            ops.append({"op": "add", "path": "/metadata/ownerReferences/-", "value": ref})
-        else:
-            ops.append({"op": "add", "path": "/metadata/ownerReferences", "value": [ref]})
-        patched = self._api.patch(VIRTUAL_MACHINE_INSTANCES, vmi_meta.namespace, vmi_meta.name or "", ops)
-        return VirtualMachineInstance.from_dict(patched)
+        owner = owner_reference(API_VERSION, "VirtualMachine", meta.name or "", meta.uid or "")
+        return VirtualMachineInstance.from_dict(adopt(self._api, VIRTUAL_MACHINE_INSTANCES, vmi, owner))
 
     def _sync(self, run: _Run, vmi: VirtualMachineInstance | None, key: str) -> None:
         if not self._expectations.satisfied_expectations(key):

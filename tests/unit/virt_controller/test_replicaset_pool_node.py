@@ -127,7 +127,7 @@ def test_paused_replica_set_does_not_scale_and_says_so() -> None:
     assert "SuccessfulResumed" in controllers.events.reasons()
 
 
-def test_replica_set_ignores_vmis_it_does_not_own_and_a_mismatched_selector() -> None:
+def test_replica_set_with_a_selector_missing_its_template_does_nothing_and_is_not_retried() -> None:
     cluster = Cluster()
     controllers = Controllers(cluster)
     cluster.api.put(
@@ -143,6 +143,33 @@ def test_replica_set_ignores_vmis_it_does_not_own_and_a_mismatched_selector() ->
     controllers.run(only=("rs",))
     assert [v["metadata"]["name"] for v in _live_vmis(cluster)] == ["stranger"]
     assert controllers.errors == []  # a spec that can never work is not retried
+
+
+def test_replica_set_adopts_matching_orphans_and_releases_what_it_no_longer_selects() -> None:
+    cluster = Cluster()
+    controllers = Controllers(cluster)
+    cluster.api.put(
+        VIRTUAL_MACHINE_INSTANCES,
+        {
+            "metadata": {"name": "stranger", "namespace": NAMESPACE, "labels": {"app": "rs"}},
+            "spec": {"domain": {"devices": {}}},
+        },
+    )
+    cluster.api.create(VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, NAMESPACE, _rs(2))
+    controllers.run(only=("rs",))
+    vmis = {v["metadata"]["name"]: v for v in _live_vmis(cluster)}
+    assert len(vmis) == 2
+    assert vmis["stranger"]["metadata"]["ownerReferences"][0]["kind"] == "VirtualMachineInstanceReplicaSet"
+
+    def relabel(vmi: JSON) -> None:
+        vmi["metadata"]["labels"] = {"app": "elsewhere"}
+
+    cluster.api.edit(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "stranger", relabel)
+    controllers.run(only=("rs",))
+    assert (
+        "ownerReferences" not in cluster.api.get(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "stranger")["metadata"]
+    )
+    assert len(_live_vmis(cluster)) == 3  # the released VMI stays; a new one takes its place
 
 
 def test_replica_set_failure_condition_on_refused_creates() -> None:
