@@ -62,6 +62,7 @@ from kubevirt_api.core.v1.constants import (
     VIRTUAL_MACHINE_CONTROLLER_FINALIZER,
     VIRTUAL_MACHINE_GENERATION_ANNOTATION,
 )
+from kubevirt_api.core.v1.defaults import set_object_defaults_virtual_machine_instance
 from kubevirt_api.k8s.meta_v1 import ObjectMeta
 
 FAILED_CREATE_REASON: Final = "FailedCreate"
@@ -352,7 +353,7 @@ class VMController:
             )
         except Exception as err:
             raise SyncError(f"failed to patch VM with start action: {err}", FAILED_DELETE_REASON) from err
-        run.replace(VirtualMachine.from_dict(patched))
+        run.replace(VirtualMachine.from_dict(patched), take_status=True)
 
     def _set_vm_finalizer(self, run: _Run, *, present: bool) -> None:
         meta = _meta(run.vm)
@@ -511,14 +512,18 @@ class _Run:
         assert self.vm.status is not None
         return self.vm.status
 
-    def replace(self, fresh: VirtualMachine) -> None:
-        """Takes the written object's metadata and spec; status changes still pending are kept."""
-        pending = self.status if fresh.status is None else fresh.status
-        self.vm = fresh.model_copy(update={"status": pending})
+    def replace(self, fresh: VirtualMachine, *, take_status: bool = False) -> None:
+        """Takes the written object's metadata and spec; the status too when the write was to it."""
+        status = fresh.status if take_status and fresh.status is not None else self.status
+        self.vm = fresh.model_copy(update={"status": status})
 
 
 def build_vmi(vm: VirtualMachine) -> VirtualMachineInstance:
-    """The VMI a VM starts: its template, named and owned like the VM, with a stable firmware UUID."""
+    """The VMI a VM starts: its template with the scheme's defaults, named and owned like the VM.
+
+    The firmware UUID, when the template has none, is derived from the VM's name so that it stays the
+    same across restarts.
+    """
     meta = _meta(vm)
     template = vm.spec.template
     template_meta = template.metadata.model_copy(deep=True) if template.metadata is not None else ObjectMeta()
@@ -527,10 +532,6 @@ def build_vmi(vm: VirtualMachine) -> VirtualMachineInstance:
     spec = template.spec.model_copy(deep=True)
     if has_start_paused_request(vm):
         spec.start_strategy = "Paused"
-    firmware = spec.domain.firmware or Firmware()
-    if not firmware.uuid:
-        firmware.uuid = calculate_legacy_uuid(meta.name or "")
-    spec.domain.firmware = firmware
     devices = spec.domain.devices
     if devices.autoattach_input_device and not devices.inputs:
         devices.inputs = [Input(name="default-0", type="")]  # bus and type come from the VMI mutator
@@ -550,9 +551,13 @@ def build_vmi(vm: VirtualMachine) -> VirtualMachineInstance:
             "finalizers": [*(template_meta.finalizers or ()), VIRTUAL_MACHINE_CONTROLLER_FINALIZER],
         }
     )
-    return VirtualMachineInstance(
+    vmi = VirtualMachineInstance(
         api_version=API_VERSION, kind="VirtualMachineInstance", metadata=vmi_meta, spec=spec
     )
+    # The scheme's defaults; an empty firmware UUID becomes the VM's stable one, not a random one.
+    name = meta.name or ""
+    set_object_defaults_virtual_machine_instance(vmi, new_uuid=lambda: calculate_legacy_uuid(name))
+    return vmi
 
 
 def _sync_conditions(
