@@ -182,9 +182,7 @@ def _container_disk_container(
 
 
 def _kernel_boot_disk(vmi: VirtualMachineInstance) -> ContainerDiskSource | None:
-    firmware = vmi.spec.domain.firmware
-    kernel_boot = firmware.kernel_boot if firmware is not None else None
-    image = kernel_boot.container if kernel_boot is not None else None
+    image = vmi_facts.kernel_boot_container(vmi)
     if image is None:
         return None
     return ContainerDiskSource(

@@ -93,7 +93,7 @@ def render_launcher_pod(
                 vmi, params.launcher_image, settings.image_pull_policy, verbosity
             )
         )
-    if not image_volumes and (vmi_facts.has_container_disk(vmi) or vmi_facts.has_kernel_boot_container(vmi)):
+    if not image_volumes and (vmi_facts.has_container_disk(vmi) or vmi_facts.kernel_boot_container(vmi)):
         init_containers.append(containers.container_disk_binary_container(vmi, inputs))
         init_containers += containers.container_disk_containers(vmi, init=True)
 
@@ -108,8 +108,10 @@ def render_launcher_pod(
     )
     if vmi.spec.dns_policy:
         spec["dnsPolicy"] = vmi.spec.dns_policy
-    spec["nodeSelector"] = node_selectors.node_selector(
-        vmi, settings.node_selectors, hyperv_strict=cluster.enabled(HYPERV_STRICT_CHECK_GATE)
+    spec["nodeSelector"] = _sorted(
+        node_selectors.node_selector(
+            vmi, settings.node_selectors, hyperv_strict=cluster.enabled(HYPERV_STRICT_CHECK_GATE)
+        )
     )
     service_account = _service_account(vmi)
     if service_account:
@@ -145,8 +147,8 @@ def render_launcher_pod(
     return {
         "metadata": {
             "generateName": f"virt-launcher-{name}-",
-            "labels": metadata.pod_labels(vmi, hostname),
-            "annotations": metadata.pod_annotations(vmi),
+            "labels": _sorted(metadata.pod_labels(vmi, hostname)),
+            "annotations": _sorted(metadata.pod_annotations(vmi)),
             "ownerReferences": [metadata.owner_reference(vmi)],
         },
         "spec": spec,
@@ -245,14 +247,14 @@ def _image_pull_secrets(vmi: VirtualMachineInstance, params: TemplateParameters)
         for volume in vmi.spec.volumes or []
         if volume.container_disk is not None and volume.container_disk.image_pull_secret
     ]
-    firmware = vmi.spec.domain.firmware
-    kernel_boot = firmware.kernel_boot if firmware is not None else None
-    if (
-        kernel_boot is not None
-        and kernel_boot.container is not None
-        and kernel_boot.container.image_pull_secret
-    ):
-        names.append(kernel_boot.container.image_pull_secret)
+    kernel_boot = vmi_facts.kernel_boot_container(vmi)
+    if kernel_boot is not None and kernel_boot.image_pull_secret:
+        names.append(kernel_boot.image_pull_secret)
     if params.image_pull_secret:
         names.append(params.image_pull_secret)
     return [{"name": secret} for secret in dict.fromkeys(names)]
+
+
+def _sorted(mapping: dict[str, str]) -> dict[str, str]:
+    """Keys in order, as Go writes a map."""
+    return dict(sorted(mapping.items()))

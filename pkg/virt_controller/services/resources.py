@@ -8,12 +8,14 @@ Quantities follow Go's ``resource.Quantity`` arithmetic, so the values (and most
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kubevirt.virt_controller.services import vmi_facts
 from kubevirt.virt_controller.services.settings import LauncherSettings
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import EMULATOR_THREAD_COMPLETE_TO_EVEN_PARITY
+from kubevirt_api.core.v1.domain import GPU, HostDevice
 from kubevirt_api.resource import BINARY_SI, DECIMAL_SI, Quantity
 
 KVM_DEVICE = "devices.kubevirt.io/kvm"
@@ -208,20 +210,8 @@ def compute_resources(
     else:
         _add_memory_overhead(vmi, res, overhead)
     devices = vmi_facts.devices(vmi)
-    for gpu in devices.gpus or []:
-        if gpu.device_name and not _claims(gpu.claim_name, gpu.request_name):
-            res.request_device(gpu.device_name)
-    if gpus_with_dra:
-        for gpu in devices.gpus or []:
-            if not gpu.device_name and gpu.claim_name and gpu.request_name:
-                res.add_claim(gpu.claim_name, gpu.request_name)
-    for host_device in devices.host_devices or []:
-        if host_device.device_name and not _claims(host_device.claim_name, host_device.request_name):
-            res.request_device(host_device.device_name)
-    if host_devices_with_dra:
-        for host_device in devices.host_devices or []:
-            if not host_device.device_name and host_device.claim_name and host_device.request_name:
-                res.add_claim(host_device.claim_name, host_device.request_name)
+    _request_host_devices(res, devices.gpus or [], with_dra=gpus_with_dra)
+    _request_host_devices(res, devices.host_devices or [], with_dra=host_devices_with_dra)
     if vmi_facts.is_sev(vmi):
         res.request_device(SEV_DEVICE)
     if vmi_facts.has_persistent_reservation(vmi):
@@ -229,8 +219,17 @@ def compute_resources(
     return res.merged()
 
 
-def _claims(claim_name: str | None, request_name: str | None) -> bool:
-    return claim_name is not None or request_name is not None
+def _request_host_devices(
+    res: _ComputeResources, requested: Sequence[GPU | HostDevice], *, with_dra: bool
+) -> None:
+    """Device-plugin resources by name; with DRA, resource claims for those naming a claim instead."""
+    for device in requested:
+        has_claim = device.claim_name is not None or device.request_name is not None
+        if device.device_name and not has_claim:
+            res.request_device(device.device_name)
+    for device in requested if with_dra else []:
+        if not device.device_name and device.claim_name and device.request_name:
+            res.add_claim(device.claim_name, device.request_name)
 
 
 def _add_ephemeral_storage(res: _ComputeResources) -> None:

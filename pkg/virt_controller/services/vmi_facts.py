@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import DEPRECATED_NON_ROOT_VMI_ANNOTATION
-from kubevirt_api.core.v1.domain import CPU, Devices
+from kubevirt_api.core.v1.domain import CPU, Devices, KernelBootContainer
 
 NON_ROOT_UID = 107
 ROOT_UID = 0
@@ -118,10 +118,11 @@ def has_hugepages(vmi: VirtualMachineInstance) -> bool:
     return memory is not None and memory.hugepages is not None
 
 
-def has_kernel_boot_container(vmi: VirtualMachineInstance) -> bool:
+def kernel_boot_container(vmi: VirtualMachineInstance) -> KernelBootContainer | None:
+    """The image holding the kernel and initrd to boot, if the VMI boots one."""
     firmware = vmi.spec.domain.firmware
     kernel_boot = firmware.kernel_boot if firmware is not None else None
-    return kernel_boot is not None and kernel_boot.container is not None
+    return kernel_boot.container if kernel_boot is not None else None
 
 
 def has_container_disk(vmi: VirtualMachineInstance) -> bool:

@@ -309,10 +309,8 @@ def _image_volumes(vmi: VirtualMachineInstance, out: VolumeLayout) -> None:
         out.volumes.append({"name": volume.name, "image": source})
         path = posixpath.join(IMAGE_VOLUME_DIR, f"disk_{index}")
         out.mounts.append(mount(volume.name, path, readOnly=True))
-    firmware = vmi.spec.domain.firmware
-    kernel_boot = firmware.kernel_boot if firmware is not None else None
-    if kernel_boot is not None and kernel_boot.container is not None:
-        container = kernel_boot.container
+    container = vmi_facts.kernel_boot_container(vmi)
+    if container is not None:
         source = _drop_none({"reference": container.image, "pullPolicy": container.image_pull_policy})
         out.volumes.append({"name": KERNEL_BOOT_NAME, "image": source})
         out.mounts.append(mount(KERNEL_BOOT_NAME, KERNEL_BOOT_VOLUME_DIR, readOnly=True))

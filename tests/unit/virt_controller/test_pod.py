@@ -216,3 +216,25 @@ def test_grace_period_qemu_timeout_and_pull_secrets() -> None:
     assert command[command.index("--qemu-timeout") + 1] == "247s"
     assert pod["spec"]["imagePullSecrets"] == [{"name": "pull"}]
     assert [c["name"] for c in pod["spec"]["containers"]] == ["compute", "volumeos"]
+
+
+def test_image_volume_gate_mounts_images_instead_of_containers() -> None:
+    spec = {
+        "volumes": [{"name": "os", "containerDisk": {"image": "img:1"}}],
+        "domain": {
+            "devices": {"disks": [{"name": "os", "disk": {}}]},
+            "firmware": {"kernelBoot": {"container": {"image": "kernel:1"}}},
+        },
+    }
+    pod = render_launcher_pod(
+        vmi(spec), ClusterConfig(feature_gates=frozenset({"ImageVolume"})), PARAMS, filesystem_pvc
+    )
+    assert [c["name"] for c in pod["spec"]["containers"]] == ["compute"]
+    assert [c["name"] for c in pod["spec"]["initContainers"]] == ["guest-console-log"]
+    volumes = {volume["name"]: volume for volume in pod["spec"]["volumes"]}
+    assert volumes["os"]["image"] == {"reference": "img:1"}
+    assert volumes["kernel-boot"]["image"] == {"reference": "kernel:1"}
+    assert "container-disks" not in volumes
+    mounts = {mount["name"]: mount["mountPath"] for mount in compute(pod)["volumeMounts"]}
+    assert mounts["os"] == "/var/run/kubevirt-image-volume/disk_0"
+    assert "--image-volume" in compute(pod)["command"]
