@@ -183,11 +183,12 @@ def _storage_volumes(vmi: VirtualMachineInstance, find_pvc: PvcLookup, out: Volu
         if volume.ephemeral is not None and volume.ephemeral.persistent_volume_claim is not None:
             ephemeral = volume.ephemeral.persistent_volume_claim
             _claim_storage(volume.name, ephemeral.claim_name, find_pvc, out)
-            out.volumes.append({"name": volume.name, "persistentVolumeClaim": ephemeral.to_dict()})
+            source = _drop_none({"claimName": ephemeral.claim_name, "readOnly": ephemeral.read_only or None})
+            out.volumes.append({"name": volume.name, "persistentVolumeClaim": source})
         if volume.host_disk is not None:
             out.mounts.append(mount(volume.name, posixpath.join(PVC_DISKS_DIR, volume.name)))
             host_path = {
-                "path": posixpath.dirname(volume.host_disk.path) or ".",
+                "path": _go_dir(volume.host_disk.path),
                 "type": _HOST_PATH_TYPES.get(volume.host_disk.type, ""),
             }
             out.volumes.append({"name": volume.name, "hostPath": host_path})
@@ -320,6 +321,12 @@ def _network_info_volume() -> JSON:
     field_path = f"metadata.annotations['{NETWORK_INFO_ANNOTATION}']"
     items = [{"path": "network-info", "fieldRef": {"fieldPath": field_path}}]
     return {"name": NETWORK_INFO_VOLUME, "downwardAPI": {"items": items}}
+
+
+def _go_dir(path: str) -> str:
+    """Go's ``filepath.Dir``: the cleaned directory part, "." when there is none."""
+    directory = posixpath.normpath(posixpath.dirname(path) or ".")
+    return "/" + directory.lstrip("/") if directory.startswith("/") else directory
 
 
 def _drop_none(values: Mapping[str, Any]) -> JSON:
