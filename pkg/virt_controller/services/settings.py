@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from kubevirt_api.resource import Quantity
 
 DEFAULT_CPU_ALLOCATION_RATIO = 10
 DEFAULT_MEMORY_OVERCOMMIT_PERCENT = 100
@@ -42,3 +45,46 @@ class LauncherSettings:
         if self.ovmf_path:
             return self.ovmf_path
         return DEFAULT_OVMF_PATHS.get(architecture, DEFAULT_OVMF_PATH)
+
+    @classmethod
+    def from_kubevirt(cls, kubevirt: Mapping[str, Any]) -> LauncherSettings:
+        """The settings a KubeVirt CR's ``spec.configuration`` gives; KubeVirt's defaults for what it
+        leaves out or sets to something unusable."""
+        configuration = _mapping(_mapping(kubevirt.get("spec")).get("configuration"))
+        developer = _mapping(configuration.get("developerConfiguration"))
+        verbosity = _mapping(developer.get("logVerbosity")).get("virtLauncher")
+        memory_limit = _mapping(developer.get("diskVerification")).get("memoryLimit")
+        try:
+            disk_limit = Quantity.coerce(memory_limit).value() if memory_limit is not None else None
+        except ValueError:
+            disk_limit = None
+        selectors = _mapping(developer.get("nodeSelectors"))
+        ratio = configuration.get("additionalGuestMemoryOverheadRatio")
+        options = _mapping(configuration.get("virtualMachineOptions"))
+        return cls(
+            use_emulation=developer.get("useEmulation") is True,
+            cpu_allocation_ratio=_positive(developer.get("cpuAllocationRatio"), DEFAULT_CPU_ALLOCATION_RATIO),
+            memory_overcommit_percent=_positive(
+                developer.get("memoryOvercommit"), DEFAULT_MEMORY_OVERCOMMIT_PERCENT
+            ),
+            additional_guest_memory_overhead_ratio=ratio if isinstance(ratio, str) else None,
+            launcher_log_verbosity=_positive(verbosity, DEFAULT_LAUNCHER_LOG_VERBOSITY),
+            image_pull_policy=_text(configuration.get("imagePullPolicy"), DEFAULT_IMAGE_PULL_POLICY),
+            disk_verification_memory_limit_bytes=disk_limit or DEFAULT_DISK_VERIFICATION_MEMORY_LIMIT_BYTES,
+            node_selectors={str(k): str(v) for k, v in selectors.items() if isinstance(v, str)},
+            default_runtime_class=_text(configuration.get("defaultRuntimeClass"), ""),
+            serial_console_log_disabled=options.get("disableSerialConsoleLog") is not None,
+            ovmf_path=_text(configuration.get("ovmfPath"), ""),
+        )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _positive(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+
+def _text(value: object, default: str) -> str:
+    return value if isinstance(value, str) and value else default

@@ -238,3 +238,39 @@ def test_image_volume_gate_mounts_images_instead_of_containers() -> None:
     mounts = {mount["name"]: mount["mountPath"] for mount in compute(pod)["volumeMounts"]}
     assert mounts["os"] == "/var/run/kubevirt-image-volume/disk_0"
     assert "--image-volume" in compute(pod)["command"]
+
+
+def test_settings_from_a_kubevirt_cr() -> None:
+    kubevirt = {
+        "spec": {
+            "configuration": {
+                "developerConfiguration": {
+                    "useEmulation": True,
+                    "cpuAllocationRatio": 4,
+                    "memoryOvercommit": 0,
+                    "nodeSelectors": {"pool": "vms"},
+                    "logVerbosity": {"virtLauncher": 6},
+                    "diskVerification": {"memoryLimit": "1Gi"},
+                },
+                "imagePullPolicy": "Always",
+                "additionalGuestMemoryOverheadRatio": "1.2",
+                "virtualMachineOptions": {"disableSerialConsoleLog": {}},
+            }
+        }
+    }
+    settings = LauncherSettings.from_kubevirt(kubevirt)
+    assert settings == LauncherSettings(
+        use_emulation=True,
+        cpu_allocation_ratio=4,
+        memory_overcommit_percent=100,
+        node_selectors={"pool": "vms"},
+        launcher_log_verbosity=6,
+        disk_verification_memory_limit_bytes=1024**3,
+        image_pull_policy="Always",
+        additional_guest_memory_overhead_ratio="1.2",
+        serial_console_log_disabled=True,
+    )
+    assert LauncherSettings.from_kubevirt({}) == LauncherSettings()
+    pod = render(vmi(), settings=settings)
+    assert [c["name"] for c in pod["spec"].get("initContainers", [])] == []
+    assert pod["spec"]["nodeSelector"]["pool"] == "vms"
