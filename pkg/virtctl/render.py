@@ -7,6 +7,7 @@ assign, the mutating webhook's defaults, then the converter.
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -248,8 +249,18 @@ def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
     show_default=True,
     help="kvm on a node with hardware virtualisation, qemu for software emulation.",
 )
+@click.option(
+    "--launcher-pod",
+    is_flag=True,
+    help="Print the virt-launcher pod virt-controller would create (JSON) instead of the domain.",
+)
 def render(
-    filename: str, rollout_strategy: str, feature_gates: str, block_volumes: str, domain_type: str
+    filename: str,
+    rollout_strategy: str,
+    feature_gates: str,
+    block_volumes: str,
+    domain_type: str,
+    launcher_pod: bool,
 ) -> None:
     """Print the libvirt domain XML a VirtualMachineInstance would run with."""
     manifest = read_object(filename, "a VirtualMachineInstance object")
@@ -270,9 +281,24 @@ def render(
     if causes:
         click.echo(causes_json(causes), err=True)
         sys.exit(1)
+    if launcher_pod:
+        _print_launcher_pod(manifest, options)
+        return
     try:
         domain = render_domain(manifest, options)
     except (RenderError, ConversionError) as err:
         click.echo(f"error: {err}".splitlines()[0], err=True)
         sys.exit(1)
     click.echo(domain.to_xml())
+
+
+def _print_launcher_pod(manifest: dict[str, Any], options: RenderOptions) -> None:
+    # Imported here: the template service is only needed for this output.
+    from kubevirt.virtctl.launcher_pod import TemplateError, render_pod
+
+    try:
+        pod = render_pod(manifest, options)
+    except (RenderError, TemplateError) as err:
+        click.echo(f"error: {err}".splitlines()[0], err=True)
+        sys.exit(1)
+    click.echo(json.dumps(pod, indent=2))

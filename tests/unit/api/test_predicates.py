@@ -63,6 +63,10 @@ def test_vmi_spec_predicates() -> None:
     assert vmi(domain={"devices": {}, "resources": guaranteed}).wants_to_have_qos_guaranteed()
     burstable = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
     assert not vmi(domain={"devices": {}, "resources": burstable}).wants_to_have_qos_guaranteed()
+    memory_limit_only = {"requests": {"cpu": "2"}, "limits": {"cpu": "2", "memory": "1Gi"}}
+    assert vmi(domain={"devices": {}, "resources": memory_limit_only}).wants_to_have_qos_guaranteed()
+    no_cpu_request = {"requests": {"memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
+    assert not vmi(domain={"devices": {}, "resources": no_cpu_request}).wants_to_have_qos_guaranteed()
 
 
 def test_vmi_status_predicates() -> None:

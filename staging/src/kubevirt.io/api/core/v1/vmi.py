@@ -557,15 +557,20 @@ class VirtualMachineInstance(TypeMeta):
         )
 
     def wants_to_have_qos_guaranteed(self) -> bool:
-        """Memory and CPU requests set and equal to their limits."""
+        """CPU and memory requests equal to their limits; a memory limit alone counts, since the
+        memory request then defaults to it."""
         resources = self.spec.domain.resources
         requests = (resources.requests if resources is not None else None) or {}
         limits = (resources.limits if resources is not None else None) or {}
         zero = Quantity("0")
-        return all(
-            not requests.get(name, zero).is_zero() and requests.get(name, zero) == limits.get(name, zero)
-            for name in ("memory", "cpu")
-        )
+
+        def matches(name: str) -> bool:
+            request = requests.get(name, zero)
+            return not request.is_zero() and request == limits.get(name, zero)
+
+        memory_request, memory_limit = requests.get("memory", zero), limits.get("memory", zero)
+        memory = (memory_request.is_zero() and not memory_limit.is_zero()) or matches("memory")
+        return memory and matches("cpu")
 
     def should_start_paused(self) -> bool:
         return self.spec.start_strategy == StartStrategy.PAUSED

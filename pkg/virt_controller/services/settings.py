@@ -1,0 +1,90 @@
+"""Cluster-wide settings of the KubeVirt CR that shape the virt-launcher pod.
+
+:class:`~kubevirt.admission.config.ClusterConfig` does not carry these (yet); until it does, they live here
+with KubeVirt's defaults, so that a caller with a KubeVirt CR can set them and one without gets KubeVirt's
+behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubevirt_api.resource import Quantity
+
+DEFAULT_CPU_ALLOCATION_RATIO = 10
+DEFAULT_MEMORY_OVERCOMMIT_PERCENT = 100
+DEFAULT_LAUNCHER_LOG_VERBOSITY = 2
+DEFAULT_IMAGE_PULL_POLICY = "IfNotPresent"
+DEFAULT_DISK_VERIFICATION_MEMORY_LIMIT_BYTES = 2097152000
+DEFAULT_OVMF_PATHS: Mapping[str, str] = {"arm64": "/usr/share/AAVMF", "s390x": ""}
+DEFAULT_OVMF_PATH = "/usr/share/OVMF"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LauncherSettings:
+    """``spec.configuration`` values the template service reads (KubeVirt's defaults)."""
+
+    # developerConfiguration.useEmulation: no /dev/kvm request, no vhost-net request.
+    use_emulation: bool = False
+    cpu_allocation_ratio: int = DEFAULT_CPU_ALLOCATION_RATIO
+    memory_overcommit_percent: int = DEFAULT_MEMORY_OVERCOMMIT_PERCENT
+    # additionalGuestMemoryOverheadRatio, a decimal string such as "1.5"; None leaves the overhead as is.
+    additional_guest_memory_overhead_ratio: str | None = None
+    launcher_log_verbosity: int = DEFAULT_LAUNCHER_LOG_VERBOSITY
+    image_pull_policy: str = DEFAULT_IMAGE_PULL_POLICY
+    disk_verification_memory_limit_bytes: int = DEFAULT_DISK_VERIFICATION_MEMORY_LIMIT_BYTES
+    # developerConfiguration.nodeSelectors, merged under the VMI's own.
+    node_selectors: Mapping[str, str] = field(default_factory=dict)
+    default_runtime_class: str = ""
+    serial_console_log_disabled: bool = False
+    ovmf_path: str = ""
+
+    def ovmf_path_for(self, architecture: str) -> str:
+        if self.ovmf_path:
+            return self.ovmf_path
+        return DEFAULT_OVMF_PATHS.get(architecture, DEFAULT_OVMF_PATH)
+
+    @classmethod
+    def from_kubevirt(cls, kubevirt: Mapping[str, Any]) -> LauncherSettings:
+        """The settings a KubeVirt CR's ``spec.configuration`` gives; KubeVirt's defaults for what it
+        leaves out or sets to something unusable."""
+        configuration = _mapping(_mapping(kubevirt.get("spec")).get("configuration"))
+        developer = _mapping(configuration.get("developerConfiguration"))
+        verbosity = _mapping(developer.get("logVerbosity")).get("virtLauncher")
+        memory_limit = _mapping(developer.get("diskVerification")).get("memoryLimit")
+        try:
+            disk_limit = Quantity.coerce(memory_limit).value() if memory_limit is not None else None
+        except ValueError:
+            disk_limit = None
+        selectors = _mapping(developer.get("nodeSelectors"))
+        ratio = configuration.get("additionalGuestMemoryOverheadRatio")
+        options = _mapping(configuration.get("virtualMachineOptions"))
+        return cls(
+            use_emulation=developer.get("useEmulation") is True,
+            cpu_allocation_ratio=_positive(developer.get("cpuAllocationRatio"), DEFAULT_CPU_ALLOCATION_RATIO),
+            memory_overcommit_percent=_positive(
+                developer.get("memoryOvercommit"), DEFAULT_MEMORY_OVERCOMMIT_PERCENT
+            ),
+            additional_guest_memory_overhead_ratio=ratio if isinstance(ratio, str) else None,
+            launcher_log_verbosity=_positive(verbosity, DEFAULT_LAUNCHER_LOG_VERBOSITY),
+            image_pull_policy=_text(configuration.get("imagePullPolicy"), DEFAULT_IMAGE_PULL_POLICY),
+            disk_verification_memory_limit_bytes=disk_limit or DEFAULT_DISK_VERIFICATION_MEMORY_LIMIT_BYTES,
+            node_selectors={str(k): str(v) for k, v in selectors.items() if isinstance(v, str)},
+            default_runtime_class=_text(configuration.get("defaultRuntimeClass"), ""),
+            serial_console_log_disabled=options.get("disableSerialConsoleLog") is not None,
+            ovmf_path=_text(configuration.get("ovmfPath"), ""),
+        )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _positive(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+
+def _text(value: object, default: str) -> str:
+    return value if isinstance(value, str) and value else default

@@ -1,0 +1,639 @@
+"""The VM controller: keeps a VM's VMI in line with its run strategy and reports the VM's status.
+
+One VMI per VM, named like the VM and owned by it, so a restarted controller finds what it created
+instead of creating it again; expectations hold the VM back until the informer has shown its own
+creations and deletions.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime
+from typing import Any, Final
+
+from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, EventSink, KubeApi
+from kubevirt.controller import RequeueAfter, Store, UIDTrackingControllerExpectations, key_for, key_of
+from kubevirt.log import get_logger
+from kubevirt.virt_controller.watch.common import (
+    Clock,
+    Enqueue,
+    SyncError,
+    controller_ref,
+    describe_api_error,
+    format_time,
+    owner_reference,
+    utc_now,
+    write_api_version_stamp,
+)
+from kubevirt.virt_controller.watch.conditions import (
+    FALSE,
+    TRUE,
+    get_condition,
+    has_condition,
+    remove_condition,
+    update_condition,
+)
+from kubevirt.virt_controller.watch.firmware import calculate_legacy_uuid
+from kubevirt.virt_controller.watch.printable import VMState, printable_status
+from kubevirt.virt_controller.watch.refmanager import adopt
+from kubevirt.virt_controller.watch.runstrategy import (
+    first_request_done,
+    has_start_paused_request,
+    has_start_request,
+    has_stop_request_for,
+)
+from kubevirt.virt_controller.watch.startfailure import seconds_until_retry, sync_start_failure
+from kubevirt_api.core.v1 import (
+    Firmware,
+    Input,
+    StateChangeRequestAction,
+    VirtualMachine,
+    VirtualMachineCondition,
+    VirtualMachineConditionType,
+    VirtualMachineInstance,
+    VirtualMachineInstanceConditionType,
+    VirtualMachineRunStrategy,
+    VirtualMachineStateChangeRequest,
+    VirtualMachineStatus,
+)
+from kubevirt_api.core.v1.constants import (
+    API_VERSION,
+    CREATE_MIGRATION_TARGET,
+    VIRTUAL_MACHINE_CONTROLLER_FINALIZER,
+    VIRTUAL_MACHINE_GENERATION_ANNOTATION,
+)
+from kubevirt_api.core.v1.defaults import set_object_defaults_virtual_machine_instance
+from kubevirt_api.k8s.meta_v1 import ObjectMeta
+
+FAILED_CREATE_REASON: Final = "FailedCreate"
+FAILED_DELETE_REASON: Final = "FailedDelete"
+SUCCESSFUL_CREATE_REASON: Final = "SuccessfulCreate"
+SUCCESSFUL_DELETE_REASON: Final = "SuccessfulDelete"
+FIRMWARE_UUID_ERROR_REASON: Final = "FirmwareUUIDError"
+ORPHAN_FINALIZER: Final = "orphan"
+VMI_NOT_EXISTS_REASON: Final = "VMINotExists"
+VMI_CONDITION_MISSING_REASON: Final = "VMIConditionMissing"
+# VM conditions the controller sets itself rather than mirroring them from the VMI.
+_NOT_MIRRORED: Final = frozenset(
+    {
+        VirtualMachineConditionType.READY,
+        VirtualMachineConditionType.FAILURE,
+        VirtualMachineConditionType.RESTART_REQUIRED,
+    }
+)
+_DECENTRALIZED_MIGRATION_RECHECK_SECONDS: Final = 2.0
+
+
+class VMController:
+    """Reconciles VirtualMachines. Informers: VMs (reconciled) and VMIs (owned, same key)."""
+
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        events: EventSink,
+        vm_store: Store[VirtualMachine],
+        vmi_store: Store[VirtualMachineInstance],
+        expectations: UIDTrackingControllerExpectations,
+        enqueue: Enqueue,
+        clock: Clock = utc_now,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._api = api
+        self._events = events
+        self._vms = vm_store
+        self._vmis = vmi_store
+        self._expectations = expectations
+        self._enqueue = enqueue
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._log = get_logger(controller="vm")
+
+    # -- reconcile -------------------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> None:
+        cached = self._vms.get_by_key(key)
+        if cached is None:
+            self._expectations.delete_expectations(key)
+            return
+        if write_api_version_stamp(self._api, VIRTUAL_MACHINES, cached):
+            return
+        vm = cached.model_copy(deep=True)
+        vmi = self._claimed_vmi(vm, key)
+        run = _Run(vm=vm, now=self._clock())
+        sync_error: SyncError | None = None
+        try:
+            self._sync(run, vmi, key)
+        except SyncError as err:
+            sync_error = err
+            self._log.info(
+                "reconciling the VirtualMachine failed", key=key, reason=err.reason, error=err.message
+            )
+        self._update_status(cached, run, vmi, sync_error, key)
+        if sync_error is not None:
+            raise sync_error
+        if run.requeue_after is not None:
+            raise RequeueAfter(run.requeue_after)
+
+    def _claimed_vmi(self, vm: VirtualMachine, key: str) -> VirtualMachineInstance | None:
+        """The VMI of the same name if this VM controls it; an orphan is adopted, another's ignored."""
+        vmi = self._vmis.get_by_key(key)
+        if vmi is None:
+            return None
+        ref = controller_ref(vmi.metadata)
+        vm_uid = _meta(vm).uid
+        if ref is not None:
+            return vmi if ref.uid == vm_uid else None
+        if _meta(vm).deletion_timestamp is not None or vmi.is_marked_for_deletion():
+            return None
+        return self._adopt(vm, vmi)
+
+    def _adopt(self, vm: VirtualMachine, vmi: VirtualMachineInstance) -> VirtualMachineInstance:
+        meta = _meta(vm)
+        owner = owner_reference(API_VERSION, "VirtualMachine", meta.name or "", meta.uid or "")
+        return VirtualMachineInstance.from_dict(adopt(self._api, VIRTUAL_MACHINE_INSTANCES, vmi, owner))
+
+    def _sync(self, run: _Run, vmi: VirtualMachineInstance | None, key: str) -> None:
+        if not self._expectations.satisfied_expectations(key):
+            return
+        meta = _meta(run.vm)
+        if meta.deletion_timestamp is not None:
+            if vmi is None or ORPHAN_FINALIZER in (meta.finalizers or ()):
+                self._set_vm_finalizer(run, present=False)
+            else:
+                self._stop(run, vmi, key)
+            return
+        self._set_vm_finalizer(run, present=True)
+        try:
+            strategy = run.vm.run_strategy()
+        except ValueError as err:
+            raise SyncError(f"Error fetching RunStrategy: {err}", FAILED_CREATE_REASON) from None
+        self._sync_run_strategy(run, vmi, strategy, key)
+        self._sync_firmware_uuid(run)
+
+    # -- run strategies --------------------------------------------------------------------------------
+
+    def _sync_run_strategy(
+        self, run: _Run, vmi: VirtualMachineInstance | None, strategy: str, key: str
+    ) -> None:
+        vm = run.vm
+        if strategy == VirtualMachineRunStrategy.ALWAYS:
+            if vmi is not None:
+                if has_stop_request_for(vm, vmi) or vmi.is_final():
+                    if vmi.is_decentralized_migration():
+                        self._finish_decentralized_migration(run, vmi)
+                        return
+                    self._stop(run, vmi, key)
+                return
+            self._start_after_backoff(run, key)
+        elif strategy == VirtualMachineRunStrategy.RERUN_ON_FAILURE:
+            if vmi is not None:
+                failed = vmi.phase == "Failed"
+                if not vmi.is_marked_for_deletion() and (
+                    has_stop_request_for(vm, vmi) or failed or vmi.phase == "Succeeded"
+                ):
+                    self._stop(run, vmi, key)
+                    if failed:
+                        self._append_start_request(run)
+                return
+            recorded = vm.status.run_strategy if vm.status is not None else None
+            if has_start_request(vm) or recorded != strategy:
+                self._start_after_backoff(run, key)
+        elif strategy == VirtualMachineRunStrategy.MANUAL:
+            if vmi is not None:
+                if has_stop_request_for(vm, vmi):
+                    self._stop(run, vmi, key)
+            elif has_start_request(vm):
+                self._start(run, key)
+        elif strategy == VirtualMachineRunStrategy.HALTED:
+            if vmi is not None:
+                self._stop(run, vmi, key)
+            elif has_start_request(vm):
+                self._switch_halted_to_running(run)
+        elif strategy == VirtualMachineRunStrategy.ONCE:
+            if vmi is None:
+                self._start(run, key)
+        elif strategy == VirtualMachineRunStrategy.WAIT_AS_RECEIVER:
+            if vmi is None:
+                self._start(run, key)
+            elif not vmi.is_migration_target() and not vmi.is_migration_completed():
+                raise SyncError("Found non receiver VMI while VM is receiver", FAILED_CREATE_REASON)
+        else:
+            raise SyncError(f"unknown runstrategy: {strategy}", FAILED_CREATE_REASON)
+
+    def _start_after_backoff(self, run: _Run, key: str) -> None:
+        wait = seconds_until_retry(run.vm, run.now)
+        if wait > 0:
+            self._log.info("delaying the start after failed starts", key=key, seconds=wait)
+            run.requeue_after = float(wait)
+            return
+        self._start(run, key)
+
+    def _finish_decentralized_migration(self, run: _Run, vmi: VirtualMachineInstance) -> None:
+        if vmi.is_migration_completed():
+            # The VM now runs elsewhere: halting it lets the next pass remove this VMI.
+            spec = run.vm.spec.model_copy(update={"run_strategy": VirtualMachineRunStrategy.HALTED})
+            updated = run.vm.model_copy(update={"spec": spec}).to_dict()
+            run.replace(
+                VirtualMachine.from_dict(self._api.update(VIRTUAL_MACHINES, _meta(run.vm).namespace, updated))
+            )
+            return
+        run.requeue_after = _DECENTRALIZED_MIGRATION_RECHECK_SECONDS
+
+    def _switch_halted_to_running(self, run: _Run) -> None:
+        """A start request on a halted VM (virtctl start --paused) flips it to running, then requeues."""
+        vm = run.vm.model_copy(deep=True)
+        if vm.spec.run_strategy is not None:
+            vm.spec.run_strategy = VirtualMachineRunStrategy.ALWAYS
+        else:
+            vm.spec.running = True
+        try:
+            run.replace(
+                VirtualMachine.from_dict(
+                    self._api.update(VIRTUAL_MACHINES, _meta(vm).namespace, vm.to_dict())
+                )
+            )
+        except Exception as err:
+            raise SyncError(f"Failure while starting VMI: {err}", FAILED_CREATE_REASON) from err
+        # The update's watch event brings the VM back; the next pass starts it.
+
+    def _sync_firmware_uuid(self, run: _Run) -> None:
+        """A VM without a firmware UUID gets the one its VMIs use, so the guest sees one machine."""
+        template_spec = run.vm.spec.template.spec
+        if template_spec is None:
+            return
+        current = template_spec.domain.firmware
+        if current is not None and current.uuid:
+            return
+        meta = _meta(run.vm)
+        firmware = (current or Firmware()).model_copy(update={"uuid": calculate_legacy_uuid(meta.name or "")})
+        path = "/spec/template/spec/domain/firmware"
+        ops = [
+            {"op": "test", "path": path, "value": current.to_dict() if current is not None else None},
+            {"op": "add", "path": path, "value": firmware.to_dict()},
+        ]
+        try:
+            patched = self._api.patch(VIRTUAL_MACHINES, meta.namespace, meta.name or "", ops)
+        except Exception as err:
+            raise SyncError(
+                f"error encountered when trying to patch VM firmware: {err}", FIRMWARE_UUID_ERROR_REASON
+            ) from err
+        run.replace(VirtualMachine.from_dict(patched))
+
+    # -- start and stop --------------------------------------------------------------------------------
+
+    def _start(self, run: _Run, key: str) -> None:
+        vm = run.vm
+        status = run.status
+        if has_condition(status.conditions, VirtualMachineConditionType.MANUAL_RECOVERY_REQUIRED, TRUE):
+            self._log.error("the VM has the ManualRecoveryRequired condition set and is not started", key=key)
+            return
+        status.conditions = remove_condition(status.conditions, VirtualMachineConditionType.RESTART_REQUIRED)
+        vmi = build_vmi(vm)
+        meta = _meta(vm)
+        self._expectations.expect_creations(key, 1)
+        try:
+            created = self._api.create(VIRTUAL_MACHINE_INSTANCES, meta.namespace, vmi.to_dict())
+        except Exception as err:
+            self._expectations.creation_observed(key)
+            message = describe_api_error(err)
+            self._events.event(
+                vm, "Warning", FAILED_CREATE_REASON, f"Error creating virtual machine instance: {message}"
+            )
+            raise SyncError(f"Failure while starting VMI: {message}", FAILED_CREATE_REASON) from err
+        name = created.get("metadata", {}).get("name", "")
+        self._log.info("started the VM by creating its VMI", key=key, vmi=name)
+        self._events.event(
+            vm,
+            "Normal",
+            SUCCESSFUL_CREATE_REASON,
+            f"Started the virtual machine by creating the new virtual machine instance {name}",
+        )
+
+    def _stop(self, run: _Run, vmi: VirtualMachineInstance | None, key: str) -> None:
+        if vmi is None or vmi.is_marked_for_deletion():
+            return
+        vmi_meta = _meta(vmi)
+        uid = vmi_meta.uid or ""
+        self._expectations.expect_deletions_by_uid(key, [uid])
+        try:
+            self._api.delete(VIRTUAL_MACHINE_INSTANCES, vmi_meta.namespace, vmi_meta.name or "", uid=uid)
+        except Exception as err:
+            self._expectations.deletion_observed_uid(key, uid)
+            self._events.event(
+                run.vm,
+                "Warning",
+                FAILED_DELETE_REASON,
+                f"Error deleting virtual machine instance {vmi_meta.name}: {describe_api_error(err)}",
+            )
+            raise SyncError(f"Failure attempting to delete VMI: {err}", FAILED_DELETE_REASON) from err
+        status = run.status
+        status.conditions = remove_condition(status.conditions, VirtualMachineConditionType.RESTART_REQUIRED)
+        self._events.event(
+            run.vm,
+            "Normal",
+            SUCCESSFUL_DELETE_REASON,
+            f"Stopped the virtual machine by deleting the virtual machine instance {uid}",
+        )
+
+    def _append_start_request(self, run: _Run) -> None:
+        """After a failed VMI under RerunOnFailure: queue a start so the next VMI follows the deletion."""
+        requests = [r.to_dict() for r in run.status.state_change_requests or ()]
+        requests.append(
+            VirtualMachineStateChangeRequest(action=StateChangeRequestAction.START_REQUEST).to_dict()
+        )
+        meta = _meta(run.vm)
+        try:
+            patched = self._api.patch(
+                VIRTUAL_MACHINES,
+                meta.namespace,
+                meta.name or "",
+                [{"op": "add", "path": "/status/stateChangeRequests", "value": requests}],
+                subresource="status",
+            )
+        except Exception as err:
+            raise SyncError(f"failed to patch VM with start action: {err}", FAILED_DELETE_REASON) from err
+        run.replace(VirtualMachine.from_dict(patched), take_status=True)
+
+    def _set_vm_finalizer(self, run: _Run, *, present: bool) -> None:
+        meta = _meta(run.vm)
+        finalizers = list(meta.finalizers or ())
+        has = VIRTUAL_MACHINE_CONTROLLER_FINALIZER in finalizers
+        if has == present:
+            return
+        wanted = (
+            [*finalizers, VIRTUAL_MACHINE_CONTROLLER_FINALIZER]
+            if present
+            else [f for f in finalizers if f != VIRTUAL_MACHINE_CONTROLLER_FINALIZER]
+        )
+        patched = self._api.patch(
+            VIRTUAL_MACHINES, meta.namespace, meta.name or "", _finalizer_patch(meta.finalizers, wanted)
+        )
+        run.replace(VirtualMachine.from_dict(patched))
+
+    # -- status ----------------------------------------------------------------------------------------
+
+    def _update_status(
+        self,
+        cached: VirtualMachine,
+        run: _Run,
+        vmi: VirtualMachineInstance | None,
+        sync_error: SyncError | None,
+        key: str,
+    ) -> None:
+        vm = run.vm
+        status = run.status
+        status.created = True if vmi is not None else None
+        ready = (
+            vmi is not None and _vmi_condition_status(vmi, VirtualMachineInstanceConditionType.READY) == TRUE
+        )
+        status.ready = True if ready else None
+        if vmi is not None:
+            generation = (_meta(vmi).annotations or {}).get(VIRTUAL_MACHINE_GENERATION_ANNOTATION)
+            if generation is not None and generation.isdigit():
+                status.observed_generation = int(generation)
+                status.desired_generation = _meta(vm).generation
+        try:
+            strategy: str | None = cached.run_strategy()
+        except ValueError:
+            strategy = None
+        if strategy is not None and (status.run_strategy or status.created):
+            status.run_strategy = strategy
+        if first_request_done(vm, vmi):
+            status.state_change_requests = (status.state_change_requests or [])[1:] or None
+        sync_start_failure(status, strategy or "", vmi, run.now, self._rng)
+        _sync_conditions(status, vmi, sync_error, run.now)
+        adds, deletes = self._expectations.pending(key)
+        state = VMState(vm=vm, vmi=vmi, start_expected=adds > 0, stop_expected=deletes > 0, now=run.now)
+        status.printable_status = printable_status(state)
+        before = cached.status.to_dict() if cached.status is not None else {}
+        if status.to_dict() != before:
+            self._api.update_status(VIRTUAL_MACHINES, _meta(vm).namespace, vm.to_dict())
+        if vmi is not None and (
+            vmi.is_final() or (vmi.is_waiting_for_sync() and vmi.is_marked_for_deletion())
+        ):
+            self._remove_vmi_finalizer(vmi)
+
+    def _remove_vmi_finalizer(self, vmi: VirtualMachineInstance) -> None:
+        """Once the final VMI is recorded on the VM, it may go."""
+        meta = _meta(vmi)
+        if VIRTUAL_MACHINE_CONTROLLER_FINALIZER not in (meta.finalizers or ()):
+            return
+        wanted = [f for f in meta.finalizers or () if f != VIRTUAL_MACHINE_CONTROLLER_FINALIZER]
+        self._api.patch(
+            VIRTUAL_MACHINE_INSTANCES,
+            meta.namespace,
+            meta.name or "",
+            _finalizer_patch(meta.finalizers, wanted),
+        )
+
+    # -- informer event handlers -----------------------------------------------------------------------
+
+    def on_vm_add(self, vm: VirtualMachine) -> None:
+        self._enqueue(key_of(vm))
+
+    def on_vm_update(self, old: VirtualMachine, new: VirtualMachine) -> None:
+        self._enqueue(key_of(new))
+
+    def on_vm_delete(self, vm: VirtualMachine) -> None:
+        self._enqueue(key_of(vm))
+
+    def on_vmi_add(self, vmi: VirtualMachineInstance) -> None:
+        if vmi.is_marked_for_deletion():
+            # Seen first while already being deleted (after a restart): that is no creation of ours.
+            self.on_vmi_delete(vmi)
+            return
+        ref = controller_ref(vmi.metadata)
+        if ref is None:
+            self._enqueue_same_name(vmi)
+            return
+        vm = self._resolve(_meta(vmi).namespace, ref.kind, ref.name, ref.uid)
+        if vm is not None:
+            self._expectations.creation_observed(key_of(vm))
+            self._enqueue(key_of(vm))
+
+    def on_vmi_update(self, old: VirtualMachineInstance, new: VirtualMachineInstance) -> None:
+        if _meta(old).resource_version == _meta(new).resource_version:
+            return  # a resync, nothing changed
+        labels_changed = _meta(old).labels != _meta(new).labels
+        if new.is_marked_for_deletion():
+            self.on_vmi_delete(new)
+            if labels_changed:
+                self.on_vmi_delete(old)
+            return
+        new_ref, old_ref = controller_ref(new.metadata), controller_ref(old.metadata)
+        if old_ref is not None and old_ref != new_ref:
+            previous = self._resolve(_meta(old).namespace, old_ref.kind, old_ref.name, old_ref.uid)
+            if previous is not None:
+                self._enqueue(key_of(previous))
+        if new_ref is not None:
+            vm = self._resolve(_meta(new).namespace, new_ref.kind, new_ref.name, new_ref.uid)
+            if vm is not None:
+                self._enqueue(key_of(vm))
+            return
+        if labels_changed or old_ref != new_ref:
+            self._enqueue_same_name(new)
+
+    def on_vmi_delete(self, vmi: VirtualMachineInstance) -> None:
+        ref = controller_ref(vmi.metadata)
+        if ref is None:
+            return
+        vm = self._resolve(_meta(vmi).namespace, ref.kind, ref.name, ref.uid)
+        if vm is None:
+            return
+        self._expectations.deletion_observed_uid(key_of(vm), _meta(vmi).uid or "")
+        self._enqueue(key_of(vm))
+
+    def _resolve(self, namespace: str | None, kind: str, name: str, uid: str) -> VirtualMachine | None:
+        if kind != "VirtualMachine":
+            return None
+        vm = self._vms.get_by_key(key_for(namespace, name))
+        return vm if vm is not None and _meta(vm).uid == uid else None
+
+    def _enqueue_same_name(self, vmi: VirtualMachineInstance) -> None:
+        """An orphan VMI may be adopted by the VM of its name."""
+        key = key_of(vmi)
+        if self._vms.get_by_key(key) is not None:
+            self._enqueue(key)
+
+
+class _Run:
+    """The VM being worked on in one pass; writes replace it with the server's answer."""
+
+    def __init__(self, *, vm: VirtualMachine, now: datetime) -> None:
+        self.vm = vm
+        self.now = now
+        self.requeue_after: float | None = None
+        if vm.status is None:
+            vm.status = VirtualMachineStatus()
+
+    @property
+    def status(self) -> VirtualMachineStatus:
+        assert self.vm.status is not None
+        return self.vm.status
+
+    def replace(self, fresh: VirtualMachine, *, take_status: bool = False) -> None:
+        """Takes the written object's metadata and spec; the status too when the write was to it."""
+        status = fresh.status if take_status and fresh.status is not None else self.status
+        self.vm = fresh.model_copy(update={"status": status})
+
+
+def build_vmi(vm: VirtualMachine) -> VirtualMachineInstance:
+    """The VMI a VM starts: its template with the scheme's defaults, named and owned like the VM.
+
+    The firmware UUID, when the template has none, is derived from the VM's name so that it stays the
+    same across restarts.
+    """
+    meta = _meta(vm)
+    template = vm.spec.template
+    template_meta = template.metadata.model_copy(deep=True) if template.metadata is not None else ObjectMeta()
+    if template.spec is None:
+        raise SyncError("spec.template.spec: required", FAILED_CREATE_REASON, requeue=False)
+    spec = template.spec.model_copy(deep=True)
+    if has_start_paused_request(vm):
+        spec.start_strategy = "Paused"
+    devices = spec.domain.devices
+    if devices.autoattach_input_device and not devices.inputs:
+        devices.inputs = [Input(name="default-0", type="")]  # bus and type come from the VMI mutator
+    annotations = dict(template_meta.annotations or {})
+    annotations[VIRTUAL_MACHINE_GENERATION_ANNOTATION] = str(meta.generation or 0)
+    if vm.spec.run_strategy == VirtualMachineRunStrategy.WAIT_AS_RECEIVER:
+        annotations[CREATE_MIGRATION_TARGET] = "true"
+    vmi_meta = template_meta.model_copy(
+        update={
+            "name": meta.name,
+            "generate_name": None,
+            "namespace": meta.namespace,
+            "annotations": annotations,
+            "owner_references": [
+                owner_reference(API_VERSION, "VirtualMachine", meta.name or "", meta.uid or "")
+            ],
+            "finalizers": [*(template_meta.finalizers or ()), VIRTUAL_MACHINE_CONTROLLER_FINALIZER],
+        }
+    )
+    vmi = VirtualMachineInstance(
+        api_version=API_VERSION, kind="VirtualMachineInstance", metadata=vmi_meta, spec=spec
+    )
+    # The scheme's defaults; an empty firmware UUID becomes the VM's stable one, not a random one.
+    name = meta.name or ""
+    set_object_defaults_virtual_machine_instance(vmi, new_uuid=lambda: calculate_legacy_uuid(name))
+    return vmi
+
+
+def _sync_conditions(
+    status: VirtualMachineStatus,
+    vmi: VirtualMachineInstance | None,
+    sync_error: SyncError | None,
+    now: datetime,
+) -> None:
+    """Ready from the VMI, Failure from the sync error, every other VMI condition mirrored."""
+    stamp = format_time(now)
+
+    def not_ready(reason: str, message: str) -> VirtualMachineCondition:
+        return VirtualMachineCondition(
+            type=VirtualMachineConditionType.READY,
+            status=FALSE,
+            reason=reason,
+            message=message,
+            last_probe_time=stamp,
+            last_transition_time=stamp,
+        )
+
+    ready = _vmi_condition(vmi, VirtualMachineInstanceConditionType.READY)
+    if vmi is None:
+        ready_condition = not_ready(VMI_NOT_EXISTS_REASON, "VMI does not exist")
+    elif ready is None:
+        ready_condition = not_ready(VMI_CONDITION_MISSING_REASON, "VMI is missing the Ready condition")
+    else:
+        ready_condition = VirtualMachineCondition.from_dict(ready.to_dict())
+    conditions = update_condition(status.conditions, ready_condition)
+    if sync_error is None:
+        conditions = remove_condition(conditions, VirtualMachineConditionType.FAILURE) or []
+    else:
+        conditions = update_condition(
+            conditions,
+            VirtualMachineCondition(
+                type=VirtualMachineConditionType.FAILURE,
+                status=TRUE,
+                reason=sync_error.reason,
+                message=sync_error.message,
+                last_transition_time=stamp,
+            ),
+        )
+    if vmi is not None:
+        mirrored = [
+            c for c in (vmi.status.conditions if vmi.status else None) or () if c.type not in _NOT_MIRRORED
+        ]
+        for condition in mirrored:
+            conditions = update_condition(conditions, VirtualMachineCondition.from_dict(condition.to_dict()))
+        present = {c.type for c in mirrored}
+        conditions = [c for c in conditions if c.type in _NOT_MIRRORED or c.type in present]
+    status.conditions = conditions or None
+
+
+def _vmi_condition(vmi: VirtualMachineInstance | None, type_: str) -> Any:
+    if vmi is None or vmi.status is None:
+        return None
+    return get_condition(vmi.status.conditions, type_)
+
+
+def _vmi_condition_status(vmi: VirtualMachineInstance, type_: str) -> str | None:
+    condition = _vmi_condition(vmi, type_)
+    return condition.status if condition is not None else None
+
+
+def _finalizer_patch(current: list[str] | None, wanted: list[str]) -> list[dict[str, Any]]:
+    """Sets the finalizers only if nobody changed them meanwhile (the ``test`` fails otherwise).
+
+    ``add`` rather than ``replace``: it also works when the object has no finalizers yet.
+    """
+    return [
+        {"op": "test", "path": "/metadata/finalizers", "value": current},
+        {"op": "add", "path": "/metadata/finalizers", "value": wanted},
+    ]
+
+
+def _meta(obj: VirtualMachine | VirtualMachineInstance) -> ObjectMeta:
+    if obj.metadata is None:
+        raise SyncError("metadata: required", FAILED_CREATE_REASON, requeue=False)
+    return obj.metadata

@@ -1,0 +1,641 @@
+"""The VMI controller: creates each VMI's virt-launcher Pod and follows it until the VMI is Scheduled.
+
+Phases: Pending → Scheduling (a pod exists) → Scheduled (its compute container runs), or Failed when
+the pod fails or vanishes first; after that virt-handler owns the VMI and this controller only patches
+what it still maintains (conditions, active pods, labels). The pod is deleted when the VMI is deleted or
+finished, and the VMI's finalizer is dropped once no pod of it is left.
+
+Writes are kept few: the API-version annotations ride along with the first status write, the pod just
+created counts as active at once, and the status is only written when it changed. Reaching Scheduled
+takes one pod create and at most three VMI writes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, EventSink, KubeApi
+from kubevirt.controller import (
+    ControllerExpectations,
+    Store,
+    UIDTrackingControllerExpectations,
+    key_for,
+    key_of,
+)
+from kubevirt.log import get_logger
+from kubevirt.virt_controller.watch import pods as podutil
+from kubevirt.virt_controller.watch.common import (
+    Clock,
+    Enqueue,
+    SyncError,
+    controller_ref,
+    controller_ref_of_dict,
+    describe_api_error,
+    format_time,
+    has_observed_api_version,
+    owner_reference,
+    stamp_api_version,
+    utc_now,
+)
+from kubevirt.virt_controller.watch.conditions import (
+    FALSE,
+    TRUE,
+    get_condition,
+    remove_condition,
+    update_condition,
+)
+from kubevirt_api.core.v1 import (
+    VirtualMachine,
+    VirtualMachineInstance,
+    VirtualMachineInstanceCondition,
+    VirtualMachineInstanceConditionType,
+    VirtualMachineInstancePhaseTransitionTimestamp,
+    VirtualMachineInstanceStatus,
+)
+from kubevirt_api.core.v1.constants import (
+    API_VERSION,
+    GUEST_NOT_RUNNING_REASON,
+    KEEP_LAUNCHER_AFTER_FAILURE_ANNOTATION,
+    MIGRATION_TRANSPORT_UNIX_ANNOTATION,
+    NODE_NAME_LABEL,
+    OUTDATED_LAUNCHER_IMAGE_LABEL,
+    POD_CONDITION_MISSING_REASON,
+    POD_NOT_EXISTS_REASON,
+    POD_TERMINATING_REASON,
+    VIRTUAL_MACHINE_CONTROLLER_FINALIZER,
+    VIRTUAL_MACHINE_INSTANCE_FINALIZER,
+)
+from kubevirt_api.k8s.meta_v1 import ObjectMeta
+
+RenderPod = Callable[[VirtualMachineInstance], dict[str, Any]]
+Pod = Mapping[str, Any]
+
+FAILED_CREATE_POD_REASON: Final = "FailedCreate"
+SUCCESSFUL_CREATE_POD_REASON: Final = "SuccessfulCreate"
+FAILED_DELETE_POD_REASON: Final = "FailedDelete"
+SUCCESSFUL_DELETE_POD_REASON: Final = "SuccessfulDelete"
+FAILED_GUARANTEE_RESOURCES_REASON: Final = "FailedGuaranteeResources"
+FAILED_PVC_NOT_FOUND_REASON: Final = "FailedPvcNotFound"
+# The pod condition that mirrors the VMI's Paused condition; it is the launcher pod's readiness gate.
+VIRTUAL_MACHINE_UNPAUSED: Final = "kubevirt.io/virtual-machine-unpaused"
+POD_SCHEDULED: Final = "PodScheduled"
+EVICT_ANNOTATIONS: Final = (
+    "descheduler.alpha.kubernetes.io/evict",
+    "descheduler.alpha.kubernetes.io/prefer-no-eviction",
+)
+DYNAMIC_LABELS: Final = (NODE_NAME_LABEL, OUTDATED_LAUNCHER_IMAGE_LABEL)
+
+
+class VMIController:
+    """Reconciles VirtualMachineInstances. Informers: VMIs (reconciled), Pods (owned), VMs (owners)."""
+
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        events: EventSink,
+        vmi_store: Store[VirtualMachineInstance],
+        pod_store: Store[dict[str, Any]],
+        vm_store: Store[VirtualMachine],
+        render_pod: RenderPod,
+        pod_expectations: UIDTrackingControllerExpectations,
+        vmi_expectations: ControllerExpectations,
+        enqueue: Enqueue,
+        clock: Clock = utc_now,
+        launcher_image: str | None = None,
+    ) -> None:
+        self._api = api
+        self._events = events
+        self._vmis = vmi_store
+        self._pods = pod_store
+        self._vms = vm_store
+        self._render_pod = render_pod
+        self._pod_expectations = pod_expectations
+        self._vmi_expectations = vmi_expectations
+        self._enqueue = enqueue
+        self._clock = clock
+        self._launcher_image = launcher_image
+        self._log = get_logger(controller="vmi")
+
+    # -- reconcile -------------------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> None:
+        vmi = self._vmis.get_by_key(key)
+        if vmi is None:
+            self._pod_expectations.delete_expectations(key)
+            self._vmi_expectations.delete_expectations(key)
+            return
+        if not (
+            self._pod_expectations.satisfied_expectations(key)
+            and self._vmi_expectations.satisfied_expectations(key)
+        ):
+            return
+        pods = self._controlled_pods(vmi)
+        pod = current_pod(vmi, pods)
+        sync_error: SyncError | None = None
+        try:
+            created = self._sync(vmi, pod, pods, key)
+        except SyncError as err:
+            sync_error, created = err, None
+        if created is not None:
+            pod = created
+            pods = [*pods, created]
+        self._update_status(vmi, pod, pods, sync_error, key)
+        if sync_error is not None and sync_error.requeue:
+            raise sync_error
+
+    def _controlled_pods(self, vmi: VirtualMachineInstance) -> list[Pod]:
+        uid = _uid(vmi)
+        return [
+            pod
+            for pod in self._pods.by_index("owner", uid)
+            if (ref := controller_ref_of_dict(pod)) is not None and ref.get("uid") == uid
+        ]
+
+    # -- sync: pods ------------------------------------------------------------------------------------
+
+    def _sync(self, vmi: VirtualMachineInstance, pod: Pod | None, pods: list[Pod], key: str) -> Pod | None:
+        """Creates or deletes pods; returns the pod it created, if any."""
+        if vmi.is_marked_for_deletion() or (vmi.is_final() and not _keeps_launcher(vmi)):
+            self._delete_pods(vmi, pods, key)
+            return None
+        if vmi.is_final():
+            return None
+        if vmi.is_migration_target() and not vmi.is_migration_target_node_label_set():
+            return None  # a receiver waits for its migration source
+        if pod is None:
+            return self._create_pod(vmi, key) if vmi.is_unprocessed() else None
+        return None
+
+    def _create_pod(self, vmi: VirtualMachineInstance, key: str) -> Pod:
+        try:
+            pod = self._render_pod(vmi)
+        except (ValueError, KeyError) as err:
+            raise SyncError(f"failed to render launch manifest: {err}", FAILED_CREATE_POD_REASON) from err
+        pod = _owned_by(pod, vmi)
+        meta = _meta(vmi)
+        self._pod_expectations.expect_creations(key, 1)
+        try:
+            created = self._api.create(PODS, meta.namespace, pod)
+        except Exception as err:
+            self._pod_expectations.creation_observed(key)
+            message = describe_api_error(err)
+            if getattr(err, "status", 0) == 403 and "violates PodSecurity" in message:
+                message = (
+                    f"failed to create pod for vmi {meta.namespace}/{meta.name}, "
+                    f"it needs a privileged namespace to run: {message}"
+                )
+                self._events.event(
+                    vmi, "Warning", FAILED_CREATE_POD_REASON, f"failed to render launch manifest: {message}"
+                )
+                raise SyncError(message, FAILED_CREATE_POD_REASON) from err
+            self._events.event(vmi, "Warning", FAILED_CREATE_POD_REASON, f"Error creating pod: {message}")
+            raise SyncError(
+                f"failed to create virtual machine pod: {message}", FAILED_CREATE_POD_REASON
+            ) from err
+        self._events.event(
+            vmi,
+            "Normal",
+            SUCCESSFUL_CREATE_POD_REASON,
+            f"Created virtual machine pod {podutil.pod_name(created)}",
+        )
+        return created
+
+    def _delete_pods(self, vmi: VirtualMachineInstance, pods: list[Pod], key: str) -> None:
+        for pod in pods:
+            if podutil.is_terminating(pod) and not podutil.is_pod_final(pod):
+                continue  # already on its way out
+            uid = podutil.pod_uid(pod)
+            self._pod_expectations.expect_deletions_by_uid(key, [uid])
+            try:
+                self._api.delete(PODS, pod["metadata"].get("namespace"), podutil.pod_name(pod), uid=uid)
+            except Exception as err:
+                self._pod_expectations.deletion_observed_uid(key, uid)
+                if getattr(err, "status", 0) == 404:
+                    continue
+                self._events.event(
+                    vmi,
+                    "Warning",
+                    FAILED_DELETE_POD_REASON,
+                    f"Failed to delete virtual machine pod {podutil.pod_name(pod)}",
+                )
+                raise SyncError(f"failed to delete pod: {err}", FAILED_DELETE_POD_REASON) from err
+            self._events.event(
+                vmi,
+                "Normal",
+                SUCCESSFUL_DELETE_POD_REASON,
+                f"Deleted virtual machine pod {podutil.pod_name(pod)}",
+            )
+
+    # -- status ----------------------------------------------------------------------------------------
+
+    def _update_status(
+        self,
+        cached: VirtualMachineInstance,
+        pod: Pod | None,
+        pods: list[Pod],
+        sync_error: SyncError | None,
+        key: str,
+    ) -> None:
+        vmi = cached.model_copy(deep=True)
+        meta = _meta(vmi)
+        if not has_observed_api_version(meta):
+            stamp_api_version(meta)
+        status = vmi.status or VirtualMachineInstanceStatus()
+        vmi.status = status
+        now = format_time(self._clock())
+        launcher = pod if pod is not None and not podutil.is_temporary_pod(pod) else None
+
+        active = {podutil.pod_uid(p): podutil.pod_node(p) for p in pods}
+        if active or status.active_pods is not None:
+            status.active_pods = active
+        status.conditions = update_condition(status.conditions, _ready_condition(vmi, pod, now))
+        if launcher is not None:
+            self._set_launcher_image(vmi, podutil.compute_image(launcher))
+            self._sync_paused_condition_to_pod(vmi, launcher, now)
+            self._sync_dynamic_metadata_to_pod(vmi, launcher)
+
+        sync_error = self._next_phase(cached, vmi, launcher, pods, sync_error)
+
+        if cached.is_running() or cached.is_scheduled():
+            # virt-handler owns the VMI now: patch only what changed, guarded by tests of the old values.
+            ops = _status_patch(cached, vmi)
+            if ops:
+                self._api.patch(VIRTUAL_MACHINE_INSTANCES, meta.namespace, meta.name or "", ops)
+            return
+        status.conditions = _synchronized(status.conditions, sync_error, now)
+        if status.phase != cached.phase and not any(
+            t.phase == status.phase for t in status.phase_transition_timestamps or ()
+        ):
+            status.phase_transition_timestamps = [
+                *(status.phase_transition_timestamps or ()),
+                VirtualMachineInstancePhaseTransitionTimestamp(
+                    phase=status.phase, phase_transition_timestamp=now
+                ),
+            ]
+        if vmi.to_dict() != cached.to_dict():
+            self._vmi_expectations.expect_creations(key, 1)  # wait for our own update to come back
+            try:
+                self._api.update(VIRTUAL_MACHINE_INSTANCES, meta.namespace, vmi.to_dict())
+            except Exception:
+                self._vmi_expectations.delete_expectations(key)
+                raise
+
+    def _next_phase(
+        self,
+        cached: VirtualMachineInstance,
+        vmi: VirtualMachineInstance,
+        launcher: Pod | None,
+        pods: list[Pod],
+        sync_error: SyncError | None,
+    ) -> SyncError | None:
+        """Moves ``vmi`` (a copy of ``cached``) along the phase machine; returns the sync error to report."""
+        status = vmi.status
+        assert status is not None
+        if cached.is_unprocessed():
+            if launcher is not None:
+                status.phase = "Scheduling"
+            elif cached.is_marked_for_deletion():
+                status.phase = "Failed"
+            elif cached.is_migration_target() and not cached.is_migration_target_node_label_set():
+                status.phase = "WaitingForSync"
+            else:
+                status.phase = "Pending"
+                if sync_error is not None and sync_error.reason == FAILED_PVC_NOT_FOUND_REASON:
+                    status.conditions = update_condition(
+                        remove_condition(status.conditions, POD_SCHEDULED),
+                        VirtualMachineInstanceCondition(
+                            type=POD_SCHEDULED,
+                            status=FALSE,
+                            reason="Unschedulable",
+                            message=sync_error.message,
+                        ),
+                    )
+        elif cached.is_scheduling():
+            status.conditions = remove_condition(
+                status.conditions, VirtualMachineInstanceConditionType.PROVISIONING
+            )
+            if launcher is None:
+                status.phase = "Failed"  # someone else removed the pod
+                return sync_error
+            status.qos_class = (launcher.get("status") or {}).get("qosClass") or None
+            status.conditions = _mirror_pod_scheduled(status.conditions, launcher)
+            image_error = podutil.image_pull_error(launcher)
+            if image_error is not None:
+                sync_error = SyncError(image_error[1], image_error[0])
+            if podutil.is_pod_ready(launcher) and not cached.is_marked_for_deletion():
+                if cached.is_cpu_dedicated() and status.qos_class != "Guaranteed":
+                    self._events.event(
+                        cached,
+                        "Warning",
+                        FAILED_GUARANTEE_RESOURCES_REASON,
+                        "failed to guarantee pod resources",
+                    )
+                    return SyncError("failed to guarantee pod resources", FAILED_GUARANTEE_RESOURCES_REASON)
+                node = podutil.pod_node(launcher)
+                status.phase = "Scheduled"
+                status.node_name = node
+                meta = _meta(vmi)
+                meta.labels = {**(meta.labels or {}), NODE_NAME_LABEL: node}
+                if MIGRATION_TRANSPORT_UNIX_ANNOTATION in (launcher["metadata"].get("annotations") or {}):
+                    status.migration_transport = "Unix"
+            elif podutil.is_pod_down_or_going_down(launcher):
+                status.phase = "Failed"
+        elif cached.is_final():
+            meta = _meta(vmi)
+            if not pods:
+                meta.finalizers = [
+                    f for f in meta.finalizers or () if f != VIRTUAL_MACHINE_INSTANCE_FINALIZER
+                ] or None
+                if meta.labels is not None:
+                    meta.labels = {k: v for k, v in meta.labels.items() if k != OUTDATED_LAUNCHER_IMAGE_LABEL}
+                status.launcher_container_image_version = None
+            if not self._has_owner_vm(cached) and meta.finalizers:
+                meta.finalizers = [
+                    f for f in meta.finalizers if f != VIRTUAL_MACHINE_CONTROLLER_FINALIZER
+                ] or None
+        elif cached.is_running() or cached.is_scheduled():
+            if launcher is None:
+                status.phase = "WaitingForSync" if cached.is_decentralized_migration() else "Failed"
+        elif cached.is_waiting_for_sync():
+            if cached.is_marked_for_deletion():
+                meta = _meta(vmi)
+                meta.finalizers = [
+                    f for f in meta.finalizers or () if f != VIRTUAL_MACHINE_INSTANCE_FINALIZER
+                ] or None
+                if not self._has_owner_vm(cached) and meta.finalizers:
+                    meta.finalizers = [
+                        f for f in meta.finalizers if f != VIRTUAL_MACHINE_CONTROLLER_FINALIZER
+                    ] or None
+            elif launcher is not None:
+                status.phase = "Scheduling"
+        return sync_error
+
+    def _has_owner_vm(self, vmi: VirtualMachineInstance) -> bool:
+        ref = controller_ref(vmi.metadata)
+        if ref is None or ref.kind != "VirtualMachine":
+            return False
+        vm = self._vms.get_by_key(key_for(_meta(vmi).namespace, ref.name))
+        return vm is not None and vm.metadata is not None and vm.metadata.uid == ref.uid
+
+    def _set_launcher_image(self, vmi: VirtualMachineInstance, image: str) -> None:
+        meta = _meta(vmi)
+        labels = dict(meta.labels or {})
+        if image and self._launcher_image is not None and image != self._launcher_image:
+            labels[OUTDATED_LAUNCHER_IMAGE_LABEL] = ""
+        else:
+            labels.pop(OUTDATED_LAUNCHER_IMAGE_LABEL, None)
+        meta.labels = labels or (None if meta.labels is None else {})
+        assert vmi.status is not None
+        vmi.status.launcher_container_image_version = image or None
+
+    def _sync_paused_condition_to_pod(self, vmi: VirtualMachineInstance, pod: Pod, now: str) -> None:
+        """The pod's readiness gate follows the VMI's Paused condition (a paused VMI's pod is NotReady)."""
+        paused = vmi.status is not None and get_condition(
+            vmi.status.conditions, VirtualMachineInstanceConditionType.PAUSED
+        )
+        unpaused = podutil.pod_condition(pod, VIRTUAL_MACHINE_UNPAUSED)
+        unpaused_true = unpaused is not None and unpaused.get("status") == TRUE
+        if paused and paused.status == TRUE:
+            if not unpaused_true:
+                return
+            wanted = {"status": FALSE, "reason": "Paused", "message": "the virtual machine is paused"}
+        else:
+            if unpaused_true:
+                return
+            wanted = {"status": TRUE, "reason": "NotPaused", "message": "the virtual machine is not paused"}
+        condition = {
+            "type": VIRTUAL_MACHINE_UNPAUSED,
+            **wanted,
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+        }
+        self._api.patch(
+            PODS,
+            pod["metadata"].get("namespace"),
+            podutil.pod_name(pod),
+            {"status": {"conditions": [condition]}},
+            patch_type="strategic",
+            subresource="status",
+        )
+
+    def _sync_dynamic_metadata_to_pod(self, vmi: VirtualMachineInstance, pod: Pod) -> None:
+        """Labels and annotations that may change on the VMI after the pod exists are copied to it."""
+        meta = _meta(vmi)
+        ops: list[dict[str, Any]] = []
+        for field, keys, source in (
+            ("labels", DYNAMIC_LABELS, meta.labels or {}),
+            ("annotations", EVICT_ANNOTATIONS, meta.annotations or {}),
+        ):
+            current = pod["metadata"].get(field)
+            wanted = dict(current or {})
+            for name in keys:
+                if name in source:
+                    wanted[name] = source[name]
+                else:
+                    wanted.pop(name, None)
+            if wanted == (current or {}):
+                continue
+            if current is None:
+                ops.append({"op": "add", "path": f"/metadata/{field}", "value": wanted})
+            else:
+                ops.append({"op": "test", "path": f"/metadata/{field}", "value": current})
+                ops.append({"op": "replace", "path": f"/metadata/{field}", "value": wanted})
+        if ops:
+            self._api.patch(PODS, pod["metadata"].get("namespace"), podutil.pod_name(pod), ops)
+
+    # -- informer event handlers -----------------------------------------------------------------------
+
+    def on_vmi_add(self, vmi: VirtualMachineInstance) -> None:
+        self._observed_vmi(vmi)
+
+    def on_vmi_update(self, old: VirtualMachineInstance, new: VirtualMachineInstance) -> None:
+        self._observed_vmi(new)
+
+    def on_vmi_delete(self, vmi: VirtualMachineInstance) -> None:
+        self._observed_vmi(vmi)
+
+    def _observed_vmi(self, vmi: VirtualMachineInstance) -> None:
+        """Any VMI event shows the cache caught up with our last write of it."""
+        key = key_of(vmi)
+        self._vmi_expectations.delete_expectations(key)
+        self._enqueue(key)
+
+    def on_pod_add(self, pod: Pod) -> None:
+        if podutil.is_terminating(pod):
+            self.on_pod_delete(pod)  # seen first while being deleted (after a restart): not our creation
+            return
+        vmi = self._owner(pod)
+        if vmi is not None:
+            self._pod_expectations.creation_observed(key_of(vmi))
+            self._enqueue(key_of(vmi))
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return
+        if podutil.is_terminating(new):
+            self.on_pod_delete(new)  # a pod marked for deletion already counts as deleted
+            return
+        if controller_ref_of_dict(old) != controller_ref_of_dict(new):
+            previous = self._owner(old)
+            if previous is not None:
+                self._enqueue(key_of(previous))
+        vmi = self._owner(new)
+        if vmi is not None:
+            self._enqueue(key_of(vmi))
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        vmi = self._owner(pod)
+        if vmi is not None:
+            self._pod_expectations.deletion_observed_uid(key_of(vmi), podutil.pod_uid(pod))
+            self._enqueue(key_of(vmi))
+
+    def _owner(self, pod: Pod) -> VirtualMachineInstance | None:
+        ref = controller_ref_of_dict(pod)
+        if ref is None or ref.get("kind") != "VirtualMachineInstance":
+            return None
+        vmi = self._vmis.get_by_key(key_for(pod["metadata"].get("namespace"), str(ref.get("name"))))
+        return vmi if vmi is not None and _uid(vmi) == ref.get("uid") else None
+
+
+def current_pod(vmi: VirtualMachineInstance, pods: list[Pod]) -> Pod | None:
+    """The newest pod of the VMI on its node (any node while none is recorded)."""
+    node = vmi.status.node_name if vmi.status is not None else None
+    candidates = [p for p in pods if not node or podutil.pod_node(p) == node]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+
+
+def _ready_condition(
+    vmi: VirtualMachineInstance, pod: Pod | None, now: str
+) -> VirtualMachineInstanceCondition:
+    def not_ready(reason: str, message: str) -> VirtualMachineInstanceCondition:
+        return VirtualMachineInstanceCondition(
+            type=VirtualMachineInstanceConditionType.READY,
+            status=FALSE,
+            reason=reason,
+            message=message,
+            last_probe_time=now,
+            last_transition_time=now,
+        )
+
+    if pod is None or podutil.is_temporary_pod(pod):
+        return not_ready(POD_NOT_EXISTS_REASON, "virt-launcher pod has not yet been scheduled")
+    if podutil.is_pod_down_or_going_down(pod):
+        return not_ready(POD_TERMINATING_REASON, "virt-launcher pod is terminating")
+    if not vmi.is_running():
+        return not_ready(GUEST_NOT_RUNNING_REASON, "Guest VM is not reported as running")
+    ready = podutil.pod_condition(pod, "Ready")
+    if ready is None:
+        return not_ready(POD_CONDITION_MISSING_REASON, "virt-launcher pod is missing the Ready condition")
+    return VirtualMachineInstanceCondition(
+        type=VirtualMachineInstanceConditionType.READY,
+        status=str(ready.get("status", FALSE)),
+        reason=ready.get("reason"),
+        message=ready.get("message"),
+        last_probe_time=ready.get("lastProbeTime"),
+        last_transition_time=ready.get("lastTransitionTime"),
+    )
+
+
+def _mirror_pod_scheduled(
+    conditions: list[VirtualMachineInstanceCondition] | None, pod: Pod
+) -> list[VirtualMachineInstanceCondition] | None:
+    """PodScheduled=False (Unschedulable) is copied from the pod; it goes once the pod is scheduled."""
+    scheduled = podutil.pod_condition(pod, POD_SCHEDULED)
+    if scheduled is not None and scheduled.get("status") == FALSE:
+        if get_condition(conditions, POD_SCHEDULED) is not None:
+            return conditions
+        return [
+            *(conditions or ()),
+            VirtualMachineInstanceCondition(
+                type=POD_SCHEDULED,
+                status=FALSE,
+                reason=scheduled.get("reason"),
+                message=scheduled.get("message"),
+                last_probe_time=scheduled.get("lastProbeTime"),
+                last_transition_time=scheduled.get("lastTransitionTime"),
+            ),
+        ]
+    return remove_condition(conditions, POD_SCHEDULED)
+
+
+def _synchronized(
+    conditions: list[VirtualMachineInstanceCondition] | None, sync_error: SyncError | None, now: str
+) -> list[VirtualMachineInstanceCondition] | None:
+    """Synchronized=False carries the last sync error's reason; it is removed once a sync succeeds."""
+    type_ = VirtualMachineInstanceConditionType.SYNCHRONIZED
+    if sync_error is None:
+        return remove_condition(conditions, type_)
+    existing = get_condition(conditions, type_)
+    if existing is not None and existing.status == FALSE and existing.reason == sync_error.reason:
+        return conditions
+    return [
+        *(remove_condition(conditions, type_) or ()),
+        VirtualMachineInstanceCondition(
+            type=type_,
+            status=FALSE,
+            reason=sync_error.reason,
+            message=sync_error.message,
+            last_transition_time=now,
+        ),
+    ]
+
+
+def _status_patch(old: VirtualMachineInstance, new: VirtualMachineInstance) -> list[dict[str, Any]]:
+    """JSON patch ops for the fields this controller keeps on a VMI virt-handler owns."""
+    before, after = old.to_dict(), new.to_dict()
+    ops: list[dict[str, Any]] = []
+    for section, names in (
+        ("status", ("conditions", "activePods", "phase", "launcherContainerImageVersion")),
+        ("metadata", ("labels", "annotations")),
+    ):
+        was, now = before.get(section) or {}, after.get(section) or {}
+        for name in names:
+            if was.get(name) == now.get(name):
+                continue
+            path = f"/{section}/{name}"
+            if name not in was:
+                ops.append({"op": "add", "path": path, "value": now.get(name)})
+            elif name not in now:
+                ops += [{"op": "test", "path": path, "value": was[name]}, {"op": "remove", "path": path}]
+            else:
+                ops += [
+                    {"op": "test", "path": path, "value": was[name]},
+                    {"op": "replace", "path": path, "value": now[name]},
+                ]
+    if ops and "status" not in before:
+        ops.insert(0, {"op": "add", "path": "/status", "value": {}})
+    return ops
+
+
+def _owned_by(pod: Mapping[str, Any], vmi: VirtualMachineInstance) -> dict[str, Any]:
+    """The rendered pod with the VMI as its controller (the renderer normally sets it already)."""
+    result = copy.deepcopy(dict(pod))
+    if controller_ref_of_dict(result) is None:
+        meta = _meta(vmi)
+        ref = owner_reference(
+            API_VERSION, "VirtualMachineInstance", meta.name or "", meta.uid or ""
+        ).to_dict()
+        metadata = result.setdefault("metadata", {})
+        metadata["ownerReferences"] = [*(metadata.get("ownerReferences") or []), ref]
+    return result
+
+
+def _keeps_launcher(vmi: VirtualMachineInstance) -> bool:
+    """A failed VMI may ask to keep its launcher pod for debugging."""
+    annotations = _meta(vmi).annotations or {}
+    return vmi.phase == "Failed" and annotations.get(KEEP_LAUNCHER_AFTER_FAILURE_ANNOTATION) == "true"
+
+
+def _uid(vmi: VirtualMachineInstance) -> str:
+    return _meta(vmi).uid or ""
+
+
+def _meta(vmi: VirtualMachineInstance) -> ObjectMeta:
+    if vmi.metadata is None:
+        raise SyncError("metadata: required", FAILED_CREATE_POD_REASON, requeue=False)
+    return vmi.metadata

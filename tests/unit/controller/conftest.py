@@ -1,0 +1,90 @@
+"""A scripted list/watch source for informer tests, and a poll for conditions met on other threads."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kubevirt.client.resources import Resource
+
+JSON = dict[str, Any]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.005)
+
+
+class FakeWatch:
+    """Yields the events put into it until closed."""
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[JSON | None] = queue.Queue()
+        self.closed = threading.Event()
+
+    def __iter__(self) -> Iterator[JSON]:
+        while True:
+            event = self.events.get()
+            if event is None or self.closed.is_set():
+                return
+            yield event
+
+    def send(self, event_type: str, obj: JSON) -> None:
+        self.events.put({"type": event_type, "object": obj})
+
+    def end(self) -> None:
+        self.events.put(None)
+
+    def close(self) -> None:
+        self.closed.set()
+        self.events.put(None)
+
+
+class FakeListWatcher:
+    """Serves the next scripted list on each list and a new FakeWatch on each watch."""
+
+    def __init__(self) -> None:
+        self.lists: queue.Queue[tuple[list[JSON], str]] = queue.Queue()
+        self.watches: queue.Queue[FakeWatch] = queue.Queue()
+        self.watched_versions: list[str] = []
+        self.list_calls: list[tuple[str | None, str | None, str | None]] = []
+
+    def list_raw(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> bytes:
+        self.list_calls.append((namespace, label_selector, field_selector))
+        items, version = self.lists.get(timeout=5)
+        return json.dumps({"metadata": {"resourceVersion": version}, "items": items}).encode()
+
+    def watch(self, resource: Resource, namespace: str | None = None, **options: Any) -> FakeWatch:
+        self.watched_versions.append(options["resource_version"])
+        watch = FakeWatch()
+        self.watches.put(watch)
+        return watch
+
+    def next_watch(self) -> FakeWatch:
+        return self.watches.get(timeout=5)
+
+
+@pytest.fixture
+def source() -> FakeListWatcher:
+    return FakeListWatcher()
+
+
+@pytest.fixture
+def eventually() -> Callable[..., None]:
+    return wait_until

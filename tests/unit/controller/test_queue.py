@@ -1,0 +1,191 @@
+"""The work queue: dedupe, one worker per key, delays, backoff reset and shut-down."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from prometheus_client import REGISTRY
+
+from kubevirt.controller import RateLimitingQueue
+from kubevirt.controller.ratelimit import ItemExponentialFailureRateLimiter
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_key_added_twice_waits_once() -> None:
+    queue = RateLimitingQueue("test-dedupe")
+    queue.add("ns/a")
+    queue.add("ns/b")
+    queue.add("ns/a")
+    assert len(queue) == 2
+    assert queue.get() == "ns/a"
+    assert queue.get() == "ns/b"
+    assert len(queue) == 0
+
+
+def test_a_key_added_while_processing_is_queued_only_when_done() -> None:
+    queue = RateLimitingQueue("test-processing")
+    queue.add("ns/a")
+    assert queue.get() == "ns/a"
+    queue.add("ns/a")
+    queue.add("ns/a")
+    assert len(queue) == 0  # held back: a second worker must not take it now
+    queue.done("ns/a")
+    assert len(queue) == 1
+    assert queue.get() == "ns/a"
+    queue.done("ns/a")
+    assert len(queue) == 0
+
+
+def test_no_two_workers_process_one_key_at_once() -> None:
+    queue = RateLimitingQueue("test-concurrency")
+    active: set[str] = set()
+    overlaps: list[str] = []
+    processed: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while (key := queue.get()) is not None:
+            with lock:
+                if key in active:
+                    overlaps.append(key)
+                active.add(key)
+            time.sleep(0.001)
+            with lock:
+                active.discard(key)
+                processed.append(key)
+            queue.done(key)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for round_ in range(50):
+        for key in ("k1", "k2", "k3"):
+            queue.add(key)
+        if round_ % 10 == 0:
+            time.sleep(0.002)
+    time.sleep(0.05)
+    queue.shut_down()
+    for thread in threads:
+        thread.join(timeout=5)
+    assert overlaps == []
+    assert {"k1", "k2", "k3"} <= set(processed)
+
+
+def test_add_after_waits_until_due_and_earliest_time_wins() -> None:
+    clock = FakeClock()
+    queue = RateLimitingQueue("test-delay", clock=clock)
+    queue.add_after("ns/a", 10)
+    queue.add_after("ns/a", 5)
+    queue.add_after("ns/a", 20)
+    assert len(queue) == 0
+    clock.now += 4.9
+    assert len(queue) == 0
+    clock.now += 0.2
+    assert len(queue) == 1
+    assert queue.get() == "ns/a"
+    queue.done("ns/a")
+    clock.now += 30
+    assert len(queue) == 0  # the superseded later times do not add it again
+
+
+def test_a_blocked_get_wakes_when_a_delayed_key_is_due() -> None:
+    queue = RateLimitingQueue("test-delay-real")
+    started = time.monotonic()
+    queue.add_after("ns/a", 0.05)
+    assert queue.get() == "ns/a"
+    assert time.monotonic() - started >= 0.045
+
+
+def test_per_key_backoff_doubles_from_5ms_to_1000s_and_forget_resets() -> None:
+    limiter = ItemExponentialFailureRateLimiter(0.005, 1000.0)
+    delays = [limiter.when("a") for _ in range(20)]
+    assert delays[:4] == [0.005, 0.01, 0.02, 0.04]
+    assert delays[17] == 0.005 * 2**17  # 655.36 s
+    assert delays[18:] == [1000.0, 1000.0]
+    assert limiter.num_requeues("a") == 20
+    assert limiter.when("b") == 0.005  # per key
+    limiter.forget("a")
+    assert limiter.num_requeues("a") == 0
+    assert limiter.when("a") == 0.005
+
+
+def test_the_default_limiter_backs_off_per_key_and_forget_resets() -> None:
+    clock = FakeClock()
+    queue = RateLimitingQueue("test-rate-limited", clock=clock)
+    for _ in range(3):
+        queue.add_rate_limited("ns/a")
+    assert queue.num_requeues("ns/a") == 3
+    clock.now += 0.004
+    assert len(queue) == 0
+    clock.now += 0.002
+    assert queue.get() == "ns/a"  # the earliest (5 ms) of the three delays
+    queue.done("ns/a")
+    queue.forget("ns/a")
+    assert queue.num_requeues("ns/a") == 0
+
+
+def test_the_overall_bucket_allows_a_burst_of_100_then_10_per_second() -> None:
+    clock = FakeClock()
+    queue = RateLimitingQueue("test-bucket", clock=clock)
+    for index in range(100):
+        queue.add_rate_limited(f"k{index}")
+    clock.now += 0.005
+    assert len(queue) == 100
+    queue.add_rate_limited("k100")  # the bucket is empty: it waits a token (0.1 s at 10 qps)
+    clock.now += 0.09
+    assert len(queue) == 100
+    clock.now += 0.02
+    assert len(queue) == 101
+
+
+def test_shut_down_drains_then_get_returns_none_and_adds_are_ignored() -> None:
+    clock = FakeClock()
+    queue = RateLimitingQueue("test-shutdown", clock=clock)
+    queue.add("ns/a")
+    queue.add_after("ns/b", 1)
+    queue.shut_down()
+    queue.add("ns/c")
+    clock.now += 2
+    assert queue.get() == "ns/a"
+    assert queue.get() is None
+    assert queue.shutting_down
+
+
+def test_shut_down_wakes_blocked_workers() -> None:
+    queue = RateLimitingQueue("test-shutdown-wake")
+    results: list[str | None] = []
+    worker = threading.Thread(target=lambda: results.append(queue.get()))
+    worker.start()
+    time.sleep(0.02)
+    queue.shut_down()
+    worker.join(timeout=2)
+    assert results == [None]
+
+
+def test_metrics_use_kubevirts_workqueue_names() -> None:
+    queue = RateLimitingQueue("test-metrics")
+    queue.add("a")
+    queue.add("b")
+    queue.add_after("c", 0)
+    labels = {"name": "test-metrics"}
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_depth", labels) == 3
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_adds_total", labels) == 3
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_retries_total", labels) == 1
+    key = queue.get()
+    assert key == "a"
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_depth", labels) == 2
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_queue_duration_seconds_count", labels) == 1
+    time.sleep(0.01)
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_longest_running_processor_seconds", labels) >= 0.01
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_unfinished_work_seconds", labels) >= 0.01
+    queue.done(key)
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_work_duration_seconds_count", labels) == 1
+    assert REGISTRY.get_sample_value("kubevirt_workqueue_longest_running_processor_seconds", labels) == 0

@@ -1,0 +1,404 @@
+"""The VM controller against the in-memory API: run strategies, requests, backoff, status, faults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, ConflictError, InvalidError
+from kubevirt.virt_controller.watch.firmware import calculate_legacy_uuid
+from kubevirt.virt_controller.watch.pods import pod_name
+
+from .fakes import JSON, Cluster
+from .harness import NAMESPACE, Controllers, schedule_pod, set_vmi_phase, vm_manifest
+
+KEY = f"{NAMESPACE}/testvm"
+
+
+def _create_vm(cluster: Cluster, name: str = "testvm", **spec: Any) -> Controllers:
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm_manifest(name, **spec))
+    controllers.run()
+    return controllers
+
+
+def _vm(cluster: Cluster, name: str = "testvm") -> JSON:
+    return cluster.api.get(VIRTUAL_MACHINES, NAMESPACE, name)
+
+
+def _vmis(cluster: Cluster) -> list[JSON]:
+    return cluster.api.find(VIRTUAL_MACHINE_INSTANCES, NAMESPACE)
+
+
+def _request(cluster: Cluster, *requests: JSON) -> None:
+    def change(vm: JSON) -> None:
+        vm.setdefault("status", {})["stateChangeRequests"] = list(requests)
+
+    cluster.api.edit(VIRTUAL_MACHINES, NAMESPACE, "testvm", change)
+
+
+def _set_strategy(cluster: Cluster, strategy: str) -> None:
+    def change(vm: JSON) -> None:
+        vm["spec"]["runStrategy"] = strategy
+
+    cluster.api.edit(VIRTUAL_MACHINES, NAMESPACE, "testvm", change)
+
+
+def _run_to_running(cluster: Cluster, controllers: Controllers, name: str = "testvm") -> None:
+    pod = cluster.api.find(PODS, NAMESPACE)[-1]
+    schedule_pod(cluster, pod_name(pod))
+    controllers.run()
+    set_vmi_phase(cluster, name, "Running", conditions=[{"type": "Ready", "status": "True"}])
+    controllers.run()
+
+
+def _finish(cluster: Cluster, controllers: Controllers, phase: str) -> None:
+    set_vmi_phase(cluster, "testvm", phase)
+    controllers.run()
+
+
+# -- the VMI built from the template ------------------------------------------------------------------
+
+
+def test_always_creates_the_vmi_from_the_template() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Always")
+    vm = _vm(cluster)
+    [vmi] = _vmis(cluster)
+    meta = vmi["metadata"]
+    assert meta["name"] == "testvm"
+    assert meta["labels"] == {"app": "testvm"}
+    assert meta["annotations"]["note"] == "from-template"
+    assert meta["annotations"]["kubevirt.io/vm-generation"] == "1"
+    [owner] = meta["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("VirtualMachine", "testvm", vm["metadata"]["uid"])
+    assert owner["controller"] is True
+    assert owner["blockOwnerDeletion"] is True
+    assert "kubevirt.io/virtualMachineControllerFinalize" in meta["finalizers"]
+    assert vmi["spec"]["domain"]["firmware"]["uuid"] == calculate_legacy_uuid("testvm")
+    # A VM without a firmware UUID (made before virt-api assigned one) is given the same one.
+    assert vm["spec"]["template"]["spec"]["domain"]["firmware"]["uuid"] == calculate_legacy_uuid("testvm")
+    assert "kubevirt.io/virtualMachineControllerFinalize" in vm["metadata"]["finalizers"]
+    assert vm["status"]["created"] is True
+    assert vm["status"]["printableStatus"] == "Starting"
+    assert vm["status"]["runStrategy"] == "Always"
+    assert ("default/testvm", "Normal", "SuccessfulCreate") in {e[:3] for e in controllers.events.recorded}
+
+
+def test_the_legacy_uuid_is_kubevirts() -> None:
+    # KubeVirt v1.6 gave the VMI "guestmem" this firmware UUID (conformance case 003-memory-guest-only).
+    assert calculate_legacy_uuid("guestmem") == "78959717-9473-54ff-b52f-341e1c8d6af1"
+
+
+def test_running_vm_reports_ready_and_running() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Always")
+    _run_to_running(cluster, controllers)
+    status = _vm(cluster)["status"]
+    assert status["ready"] is True
+    assert status["printableStatus"] == "Running"
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True"
+
+
+# -- run strategies -----------------------------------------------------------------------------------
+
+
+def test_halted_creates_nothing_and_stopping_deletes_the_vmi() -> None:
+    cluster = Cluster()
+    _create_vm(cluster, runStrategy="Halted")
+    assert _vmis(cluster) == []
+    assert _vm(cluster)["status"]["printableStatus"] == "Stopped"
+    assert "runStrategy" not in _vm(cluster)["status"]  # only recorded once a VMI was created
+
+    controllers = _create_vm(cluster, name="other", runStrategy="Always")
+    assert len(_vmis(cluster)) == 1
+
+    def halt(vm: JSON) -> None:
+        vm["spec"]["runStrategy"] = "Halted"
+
+    cluster.api.edit(VIRTUAL_MACHINES, NAMESPACE, "other", halt)
+    controllers.run()
+    assert [v["metadata"]["name"] for v in _vmis(cluster) if not v["metadata"].get("deletionTimestamp")] == []
+
+
+def test_legacy_running_true_and_false() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, running=True)
+    assert len(_vmis(cluster)) == 1
+
+    def stop(vm: JSON) -> None:
+        vm["spec"]["running"] = False
+
+    cluster.api.edit(VIRTUAL_MACHINES, NAMESPACE, "testvm", stop)
+    controllers.run()
+    assert _vmis(cluster) == []
+    assert _vm(cluster)["status"]["printableStatus"] == "Stopped"
+
+
+def test_always_recreates_a_finished_vmi() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Always")
+    _run_to_running(cluster, controllers)
+    first_uid = _vmis(cluster)[0]["metadata"]["uid"]
+    _finish(cluster, controllers, "Succeeded")
+    [vmi] = _vmis(cluster)
+    assert vmi["metadata"]["uid"] != first_uid
+
+
+def test_rerun_on_failure_restarts_after_failure_but_not_after_success() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="RerunOnFailure")
+    _run_to_running(cluster, controllers)
+    first_uid = _vmis(cluster)[0]["metadata"]["uid"]
+    _finish(cluster, controllers, "Failed")
+    [vmi] = _vmis(cluster)
+    assert vmi["metadata"]["uid"] != first_uid
+    assert not _vm(cluster)["status"].get("stateChangeRequests")  # the start request was used up
+
+    _run_to_running(cluster, controllers)
+    _finish(cluster, controllers, "Succeeded")
+    assert _vmis(cluster) == []
+    assert _vm(cluster)["status"]["printableStatus"] == "Stopped"
+
+
+def test_once_keeps_the_finished_vmi() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Once")
+    _run_to_running(cluster, controllers)
+    _finish(cluster, controllers, "Failed")
+    [vmi] = _vmis(cluster)
+    assert vmi["status"]["phase"] == "Failed"
+    assert _vm(cluster)["status"]["printableStatus"] == "Stopped"
+    # With the VM's state recorded, its finalizer leaves the final VMI.
+    assert "kubevirt.io/virtualMachineControllerFinalize" not in (vmi["metadata"].get("finalizers") or [])
+
+
+def test_manual_acts_only_on_requests() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Manual")
+    assert _vmis(cluster) == []
+    _request(cluster, {"action": "Start"})
+    controllers.run()
+    [vmi] = _vmis(cluster)
+    assert not _vm(cluster)["status"].get("stateChangeRequests")
+    _run_to_running(cluster, controllers)
+    _finish(cluster, controllers, "Succeeded")
+    assert len(_vmis(cluster)) == 1  # a final VMI is left alone
+    _request(cluster, {"action": "Stop", "uid": vmi["metadata"]["uid"]})
+    controllers.run()
+    assert _vmis(cluster) == []
+    assert not _vm(cluster)["status"].get("stateChangeRequests")
+
+
+def test_stop_then_start_requests_restart_the_vmi() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Always")
+    _run_to_running(cluster, controllers)
+    old_uid = _vmis(cluster)[0]["metadata"]["uid"]
+    _request(cluster, {"action": "Stop", "uid": old_uid}, {"action": "Start"})
+    controllers.run()
+    [vmi] = _vmis(cluster)
+    assert vmi["metadata"]["uid"] != old_uid
+    assert not _vm(cluster)["status"].get("stateChangeRequests")
+
+
+def test_a_stop_request_for_another_vmi_is_dropped() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Always")
+    uid = _vmis(cluster)[0]["metadata"]["uid"]
+    _request(cluster, {"action": "Stop", "uid": "not-this-one"})
+    controllers.run()
+    assert _vmis(cluster)[0]["metadata"]["uid"] == uid
+    assert not _vm(cluster)["status"].get("stateChangeRequests")
+
+
+def test_start_paused_request_on_halted_vm_switches_it_to_always_and_starts_paused() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Halted")
+    _request(cluster, {"action": "Start", "data": {"paused": "true"}})
+    controllers.run()
+    assert _vm(cluster)["spec"]["runStrategy"] == "Always"
+    [vmi] = _vmis(cluster)
+    assert vmi["spec"]["startStrategy"] == "Paused"
+
+
+# -- start-failure backoff ----------------------------------------------------------------------------
+
+
+def test_a_vmi_failing_before_running_backs_off_the_next_start() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Always")
+    first_uid = _vmis(cluster)[0]["metadata"]["uid"]
+    _finish(cluster, controllers, "Failed")  # never reached Running
+    failure = _vm(cluster)["status"]["startFailure"]
+    assert failure["consecutiveFailCount"] == 1
+    assert failure["lastFailedVMIUID"] == first_uid
+    assert _vmis(cluster) == []  # deleted, and not recreated yet
+    assert _vm(cluster)["status"]["printableStatus"] == "CrashLoopBackOff"
+    delay = controllers.queues["vm"].delayed[KEY]
+    assert 10 <= delay <= 15  # 10 s for the first failure, plus up to half at random
+
+    cluster.api.clock.advance(delay)
+    controllers.requeue_failed()
+    controllers.run()
+    [vmi] = _vmis(cluster)
+    assert vmi["metadata"]["uid"] != first_uid
+    _run_to_running(cluster, controllers)
+    assert "startFailure" not in _vm(cluster)["status"]  # cleared once a VMI ran
+
+
+def test_backoff_grows_quadratically_and_is_capped() -> None:
+    import random
+
+    from kubevirt.virt_controller.watch.startfailure import backoff_seconds
+
+    rng = random.Random(3)
+    assert [backoff_seconds(n, 300, random.Random(0)) >= 10 * n * n for n in (1, 2, 3)] == [True] * 3
+    assert backoff_seconds(2, 300, rng) <= 60
+    assert backoff_seconds(100, 300, rng) == 300
+
+
+# -- printable status order ---------------------------------------------------------------------------
+
+
+def test_printable_status_first_match_wins() -> None:
+    from datetime import UTC, datetime
+
+    from kubevirt.virt_controller.watch.printable import VMState, printable_status
+    from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    vm = VirtualMachine.from_dict(vm_manifest("testvm", runStrategy="Always"))
+    deleting = VirtualMachine.from_dict(
+        {**vm_manifest("testvm", runStrategy="Always"), "metadata": {"name": "t", "deletionTimestamp": "x"}}
+    )
+
+    def vmi(phase: str, **status: Any) -> VirtualMachineInstance:
+        return VirtualMachineInstance.from_dict(
+            {
+                "metadata": {"name": "t"},
+                "spec": {"domain": {"devices": {}}},
+                "status": {"phase": phase, **status},
+            }
+        )
+
+    paused = [{"type": "Paused", "status": "True"}]
+    migrating = {"migrationState": {"startTimestamp": "2025-12-31T00:00:00Z"}}
+    unschedulable = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+    pull = [{"type": "Synchronized", "status": "False", "reason": "ImagePullBackOff"}]
+    cases = [
+        (VMState(deleting, vmi("Running", conditions=paused), False, False, now), "Terminating"),
+        (VMState(vm, vmi("Running", **migrating), False, True, now), "Stopping"),
+        (VMState(vm, vmi("Running", conditions=paused, **migrating), False, False, now), "Migrating"),
+        (VMState(vm, vmi("Running", conditions=paused), False, False, now), "Paused"),
+        (VMState(vm, vmi("Running"), False, False, now), "Running"),
+        (
+            VMState(vm, vmi("Scheduling", conditions=[*unschedulable, *pull]), False, False, now),
+            "ErrorUnschedulable",
+        ),
+        (VMState(vm, vmi("Scheduling", conditions=pull), False, False, now), "ImagePullBackOff"),
+        (VMState(vm, vmi("Pending"), False, False, now), "Starting"),
+        (VMState(vm, None, True, False, now), "Starting"),
+        (VMState(vm, vmi("Failed"), False, False, now), "Stopped"),
+        (VMState(vm, None, False, False, now), "Stopped"),
+    ]
+    assert [printable_status(state) for state, _ in cases] == [expected for _, expected in cases]
+
+
+# -- deletion -----------------------------------------------------------------------------------------
+
+
+def test_deleting_the_vm_deletes_its_vmi_then_drops_the_vm_finalizer() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, runStrategy="Always")
+    cluster.api.delete(VIRTUAL_MACHINES, NAMESPACE, "testvm")
+    cluster.sync()
+    controllers.vm.reconcile(KEY)
+    assert _vm(cluster)["status"]["printableStatus"] == "Terminating"
+    [vmi] = _vmis(cluster)
+    assert vmi["metadata"].get("deletionTimestamp")
+    # The launcher pod goes, the VMI fails without it, every finalizer is released in turn.
+    controllers.run()
+    assert cluster.api.find(PODS) == []
+    assert _vmis(cluster) == []
+    assert cluster.api.find(VIRTUAL_MACHINES) == []
+
+
+# -- faults -------------------------------------------------------------------------------------------
+
+
+def test_a_vmi_refused_by_admission_is_reported_on_the_vm_and_backs_off() -> None:
+    cluster = Cluster()
+
+    def refuse(_: JSON) -> None:
+        raise InvalidError(
+            422,
+            "Invalid",
+            'admission webhook "virtualmachineinstances-create-validator.kubevirt.io" denied the request: '
+            "spec.domain.devices.disks[0].name: must be unique",
+        )
+
+    cluster.api.admission[VIRTUAL_MACHINE_INSTANCES.plural] = refuse
+    controllers = Controllers(cluster)
+    cluster.api.admission[VIRTUAL_MACHINE_INSTANCES.plural] = refuse
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm_manifest("testvm", runStrategy="Always"))
+    controllers.run()
+    failure = next(c for c in _vm(cluster)["status"]["conditions"] if c["type"] == "Failure")
+    assert failure["reason"] == "FailedCreate"
+    assert "spec.domain.devices.disks[0].name: must be unique" in failure["message"]
+    refusals = [e for e in controllers.events.recorded if e[2] == "FailedCreate"]
+    assert refusals
+    assert all(kind == "Warning" and "must be unique" in message for _, kind, _, message in refusals)
+    assert {key for _, key, _ in controllers.errors} == {KEY}  # raised: the queue retries with backoff
+
+    # A retry refused the same way writes nothing new: no hot loop of VM writes.
+    writes = len(cluster.api.writes)
+    controllers.requeue_failed()
+    controllers.run()
+    assert len(cluster.api.writes) == writes
+    assert _vmis(cluster) == []
+
+
+def test_a_conflict_on_the_status_write_is_retried() -> None:
+    cluster = Cluster()
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm_manifest("testvm", runStrategy="Always"))
+    cluster.api.fail_next[("update_status", "virtualmachines")] = ConflictError(409, "Conflict", "stale")
+    controllers.run()
+    assert any(isinstance(err, ConflictError) for _, _, err in controllers.errors)
+    controllers.requeue_failed()
+    controllers.run()
+    assert _vm(cluster)["status"]["created"] is True
+    assert len(_vmis(cluster)) == 1
+
+
+def test_no_duplicate_vmi_after_a_restart() -> None:
+    cluster = Cluster()
+    first = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm_manifest("testvm", runStrategy="Always"))
+    cluster.sync()
+    first.vm.reconcile(KEY)  # api-version stamp
+    cluster.sync()
+    first.vm.reconcile(KEY)  # finalizer, VMI create, status: then the process dies
+    assert len(_vmis(cluster)) == 1
+    cluster.restart()
+    second = Controllers(cluster)
+    second.run()
+    assert len(_vmis(cluster)) == 1
+    assert len(cluster.api.find(PODS, NAMESPACE)) == 1
+
+
+def test_a_stale_cache_does_not_create_twice() -> None:
+    cluster = Cluster()
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm_manifest("testvm", runStrategy="Always"))
+    controllers.run(only=())
+    cluster.sync()
+    controllers.vm.reconcile(KEY)
+    cluster.sync()
+    controllers.vm.reconcile(KEY)  # creates the VMI; the cache has not seen it
+    with pytest.raises(ConflictError):
+        controllers.vm.reconcile(KEY)  # the VM object changed meanwhile; the VMI is not created again
+    assert len(_vmis(cluster)) == 1

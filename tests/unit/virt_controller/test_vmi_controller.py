@@ -1,0 +1,258 @@
+"""The VMI controller against the in-memory API: launcher pod, phases, writes, deletion, finalizers."""
+
+from __future__ import annotations
+
+from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, ConflictError, NotFoundError
+from kubevirt.virt_controller.watch.pods import pod_name
+
+from .fakes import JSON, Cluster
+from .harness import (
+    LAUNCHER_IMAGE,
+    NAMESPACE,
+    Controllers,
+    bind_pod,
+    schedule_pod,
+    set_vmi_phase,
+    start_pod,
+    vmi_manifest,
+)
+
+
+def _start(cluster: Cluster, name: str = "testvmi") -> Controllers:
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, vmi_manifest(name))
+    controllers.run(only=("vmi",))
+    return controllers
+
+
+def _vmi(cluster: Cluster, name: str = "testvmi") -> JSON:
+    return cluster.api.get(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, name)
+
+
+def _pods(cluster: Cluster) -> list[JSON]:
+    return cluster.api.find(PODS, NAMESPACE)
+
+
+def test_a_new_vmi_gets_one_launcher_pod_and_goes_scheduling() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    pods = _pods(cluster)
+    assert len(pods) == 1
+    assert pod_name(pods[0]).startswith("virt-launcher-testvmi-")
+    vmi = _vmi(cluster)
+    assert vmi["status"]["phase"] == "Scheduling"
+    assert vmi["status"]["activePods"] == {pods[0]["metadata"]["uid"]: ""}
+    ready = next(c for c in vmi["status"]["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "GuestNotRunning")
+    assert vmi["metadata"]["annotations"]["kubevirt.io/latest-observed-api-version"] == "v1"
+    assert [t["phase"] for t in vmi["status"]["phaseTransitionTimestamps"]] == ["Scheduling"]
+    assert "SuccessfulCreate" in controllers.events.reasons()
+
+
+def test_reaching_scheduled_takes_one_pod_create_and_at_most_three_vmi_writes() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    cluster.api.writes.clear()
+    pod = _pods(cluster)[0]
+    schedule_pod(cluster, pod_name(pod), node="node01")
+    controllers.run(only=("vmi",))
+    vmi = _vmi(cluster)
+    assert vmi["status"]["phase"] == "Scheduled"
+    assert vmi["status"]["nodeName"] == "node01"
+    assert vmi["metadata"]["labels"]["kubevirt.io/nodeName"] == "node01"
+    assert vmi["status"]["migrationTransport"] == "Unix"
+    assert vmi["status"]["qosClass"] == "Burstable"
+    assert vmi["status"]["launcherContainerImageVersion"] == LAUNCHER_IMAGE
+
+    # Count from scratch: a fresh VMI, with the pod bound and started in between.
+    cluster2 = Cluster()
+    controllers2 = Controllers(cluster2)
+    cluster2.api.create(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, vmi_manifest("counted"))
+    cluster2.api.writes.clear()
+    controllers2.run(only=("vmi",))
+    launcher = pod_name(_pods(cluster2)[0])
+    bind_pod(cluster2, launcher)
+    controllers2.run(only=("vmi",))
+    start_pod(cluster2, launcher)
+    controllers2.run(only=("vmi",))
+    assert _vmi(cluster2, "counted")["status"]["phase"] == "Scheduled"
+    vmi_writes = [w for w in cluster2.api.writes if w[1] == "virtualmachineinstances"]
+    pod_creates = [w for w in cluster2.api.writes if w == ("create", "pods", None)]
+    assert len(pod_creates) == 1
+    assert len(vmi_writes) == 3, vmi_writes  # Scheduling, the pod's node in activePods, Scheduled
+
+
+def test_a_failed_pod_fails_the_scheduling_vmi() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    pod = _pods(cluster)[0]
+
+    def fail(obj: JSON) -> None:
+        obj["status"] = {
+            "phase": "Failed",
+            "containerStatuses": [{"name": "compute", "state": {"terminated": {}}}],
+        }
+
+    cluster.api.edit(PODS, NAMESPACE, pod_name(pod), fail)
+    controllers.run(only=("vmi",))
+    assert _vmi(cluster)["status"]["phase"] == "Failed"
+
+
+def test_a_vanished_pod_fails_the_vmi() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    cluster.api.remove(PODS, NAMESPACE, pod_name(_pods(cluster)[0]))
+    controllers.run(only=("vmi",))
+    assert _vmi(cluster)["status"]["phase"] == "Failed"
+
+
+def test_an_unschedulable_pod_is_mirrored_as_pod_scheduled_false() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+
+    def unschedulable(obj: JSON) -> None:
+        obj["status"] = {
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes"}
+            ],
+        }
+
+    cluster.api.edit(PODS, NAMESPACE, pod_name(_pods(cluster)[0]), unschedulable)
+    controllers.run(only=("vmi",))
+    conditions = {c["type"]: c for c in _vmi(cluster)["status"]["conditions"]}
+    assert conditions["PodScheduled"]["reason"] == "Unschedulable"
+    assert _vmi(cluster)["status"]["phase"] == "Scheduling"
+
+
+def test_an_image_pull_error_is_reported_as_synchronized_false() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+
+    def image_error(obj: JSON) -> None:
+        obj["status"] = {
+            "phase": "Pending",
+            "containerStatuses": [
+                {
+                    "name": "compute",
+                    "state": {"waiting": {"reason": "ErrImagePull", "message": "no such image"}},
+                }
+            ],
+        }
+
+    cluster.api.edit(PODS, NAMESPACE, pod_name(_pods(cluster)[0]), image_error)
+    controllers.run(only=("vmi",))
+    conditions = {c["type"]: c for c in _vmi(cluster)["status"]["conditions"]}
+    assert (conditions["Synchronized"]["reason"], conditions["Synchronized"]["message"]) == (
+        "ErrImagePull",
+        "no such image",
+    )
+
+
+def test_deleting_the_vmi_deletes_its_pod_and_then_drops_the_finalizer() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    cluster.api.delete(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvmi")
+    controllers.run(only=("vmi",))
+    assert _pods(cluster) == []
+    assert "SuccessfulDelete" in controllers.events.reasons()
+    # The VMI failed without a pod; with no pod left its finalizer goes and the object with it.
+    assert cluster.api.find(VIRTUAL_MACHINE_INSTANCES) == []
+
+
+def test_a_finished_vmi_loses_its_pod_and_its_finalizer() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    schedule_pod(cluster, pod_name(_pods(cluster)[0]))
+    controllers.run(only=("vmi",))
+    set_vmi_phase(cluster, "testvmi", "Running")
+    controllers.run(only=("vmi",))
+    set_vmi_phase(cluster, "testvmi", "Succeeded")
+    controllers.run(only=("vmi",))
+    assert _pods(cluster) == []
+    vmi = _vmi(cluster)
+    assert "foregroundDeleteVirtualMachine" not in (vmi["metadata"].get("finalizers") or [])
+    assert "launcherContainerImageVersion" not in vmi["status"]
+
+
+def test_a_running_vmi_is_patched_not_updated() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    schedule_pod(cluster, pod_name(_pods(cluster)[0]))
+    controllers.run(only=("vmi",))
+    set_vmi_phase(cluster, "testvmi", "Running")
+    cluster.api.writes.clear()
+    controllers.run(only=("vmi",))
+    vmi_writes = [w for w in cluster.api.writes if w[1] == "virtualmachineinstances"]
+    assert vmi_writes
+    assert {verb for verb, _, _ in vmi_writes} == {"patch"}
+    ready = next(c for c in _vmi(cluster)["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True"  # copied from the pod once the guest runs
+
+
+def test_the_pod_gets_the_unpaused_readiness_condition_and_the_node_label() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    schedule_pod(cluster, pod_name(_pods(cluster)[0]))
+    controllers.run(only=("vmi",))
+    pod = _pods(cluster)[0]
+    unpaused = next(
+        c for c in pod["status"]["conditions"] if c["type"] == "kubevirt.io/virtual-machine-unpaused"
+    )
+    assert unpaused["status"] == "True"
+    assert pod["metadata"]["labels"]["kubevirt.io/nodeName"] == "node01"
+
+
+def test_a_conflict_is_raised_for_the_queue_and_the_retry_succeeds() -> None:
+    cluster = Cluster()
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, vmi_manifest("testvmi"))
+    cluster.api.fail_next[("update", "virtualmachineinstances")] = ConflictError(409, "Conflict", "stale")
+    controllers.run(only=("vmi",))
+    assert [type(err) for _, _, err in controllers.errors] == [ConflictError]
+    controllers.requeue_failed()
+    controllers.run(only=("vmi",))
+    assert _vmi(cluster)["status"]["phase"] == "Scheduling"
+    assert len(_pods(cluster)) == 1
+
+
+def test_a_restarted_controller_creates_no_second_pod() -> None:
+    cluster = Cluster()
+    first = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, vmi_manifest("testvmi"))
+    cluster.api.fail_next[("update", "virtualmachineinstances")] = NotFoundError(404, "NotFound", "gone")
+    first.run(only=("vmi",))  # the pod is created, then the status write fails: the process "dies" here
+    assert len(_pods(cluster)) == 1
+    cluster.restart()
+    second = Controllers(cluster)
+    second.run(only=("vmi",))
+    assert len(_pods(cluster)) == 1
+    assert _vmi(cluster)["status"]["phase"] == "Scheduling"
+
+
+def test_a_stale_cache_never_creates_a_second_pod() -> None:
+    cluster = Cluster()
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, vmi_manifest("testvmi"))
+    cluster.sync()
+    controllers.vmi.reconcile(f"{NAMESPACE}/testvmi")
+    # The informer has not shown the pod yet: the expectation holds the next pass back.
+    controllers.vmi.reconcile(f"{NAMESPACE}/testvmi")
+    assert len(_pods(cluster)) == 1
+
+
+def test_a_render_failure_is_reported_and_retried() -> None:
+    cluster = Cluster()
+    controllers = Controllers(cluster)
+
+    def broken(_: object) -> dict[str, object]:
+        raise ValueError("spec.domain.memory: missing")
+
+    controllers.vmi._render_pod = broken
+    cluster.api.create(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, vmi_manifest("testvmi"))
+    controllers.run(only=("vmi",))
+    assert controllers.errors, "a render failure is retried through the queue"
+    synchronized = next(c for c in _vmi(cluster)["status"]["conditions"] if c["type"] == "Synchronized")
+    assert synchronized["reason"] == "FailedCreate"
+    assert "spec.domain.memory: missing" in synchronized["message"]
+    assert _vmi(cluster)["status"]["phase"] == "Pending"
