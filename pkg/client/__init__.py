@@ -8,7 +8,7 @@ blocking on one request at a time; watches run in their own threads. The work is
 not the limit. virt-api's aiohttp server calls into this package from its executor.
 """
 
-from kubevirt.client.connection import KubeConfigError
+from kubevirt.client.connection import KubeConfigError, own_namespace
 from kubevirt.client.errors import (
     AlreadyExistsError,
     ApiError,
@@ -64,4 +64,5 @@ __all__ = [
     "KubeConfigError",
     "NotFoundError",
     "Resource",
+    "own_namespace",
 ]

@@ -19,7 +19,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client import rest as k8s_rest
 
-__all__ = ["Connection", "KubeConfigError", "connect"]
+__all__ = ["Connection", "KubeConfigError", "connect", "own_namespace"]
 
 
 class KubeConfigError(ValueError):
@@ -62,3 +62,18 @@ def connect(kubeconfig: str | None, *, pool_size: int = 16) -> Connection:
     configuration.connection_pool_maxsize = pool_size
     pool = k8s_rest.RESTClientObject(configuration).pool_manager
     return Connection(host=configuration.host.rstrip("/"), pool=pool, configuration=configuration)
+
+
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def own_namespace() -> str | None:
+    """The namespace this process runs in (``POD_NAMESPACE`` or its service account's), if known."""
+    namespace = os.environ.get("POD_NAMESPACE")
+    if namespace:
+        return namespace
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None

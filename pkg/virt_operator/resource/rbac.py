@@ -92,7 +92,11 @@ _CONTROLLER_CLUSTER_RULES: tuple[Rule, ...] = (
     (("apiextensions.k8s.io",), ("customresourcedefinitions",), _READ),
     (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
     (("snapshot.storage.k8s.io",), ("volumesnapshotclasses",), _READ),
-    (("snapshot.storage.k8s.io",), ("volumesnapshots",), ("get", "list", "watch", "create", "update", "delete")),
+    (
+        ("snapshot.storage.k8s.io",),
+        ("volumesnapshots",),
+        ("get", "list", "watch", "create", "update", "delete"),
+    ),
     (("storage.k8s.io",), ("storageclasses",), _READ),
     (
         ("instancetype.kubevirt.io",),

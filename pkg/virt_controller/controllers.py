@@ -1,0 +1,215 @@
+"""virt-controller's controllers wired to shared informers: which caches each reconciler reads, which
+informer events enqueue which keys, and one work queue and worker pool per controller.
+
+Nothing here talks to the API by itself: the informers start when :meth:`ControllerSet.start` is called,
+which virt-controller does only while it holds the leader lease.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kubevirt.admission.config import ClusterConfig
+from kubevirt.client import (
+    NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PODS,
+    VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS,
+    VIRTUAL_MACHINE_INSTANCES,
+    VIRTUAL_MACHINE_POOLS,
+    VIRTUAL_MACHINES,
+    EventSink,
+    KubeApi,
+)
+from kubevirt.controller import (
+    Controller,
+    ControllerExpectations,
+    Informer,
+    RateLimitingQueue,
+    Reconciler,
+    SharedInformerFactory,
+    UIDTrackingControllerExpectations,
+    key_for,
+)
+from kubevirt.virt_controller.config import ClusterConfigFollower
+from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
+from kubevirt.virt_controller.watch.node import NodeController
+from kubevirt.virt_controller.watch.pool import PoolController
+from kubevirt.virt_controller.watch.replicaset import ReplicaSetController
+from kubevirt.virt_controller.watch.vm import VMController
+from kubevirt.virt_controller.watch.vmi import VMIController
+from kubevirt_api.core.v1 import (
+    VirtualMachine,
+    VirtualMachineInstance,
+    VirtualMachineInstanceReplicaSet,
+)
+from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
+
+JSON = dict[str, Any]
+# KubeVirt's launcher pods carry this label; virt-controller watches only those pods.
+LAUNCHER_POD_SELECTOR = "kubevirt.io=virt-launcher"
+# KubeVirt adds up to this many seconds to each launcher's qemu timeout, so launchers started together
+# do not all give up at once.
+QEMU_TIMEOUT_JITTER_SECONDS = 120
+
+
+@dataclass(frozen=True, kw_only=True)
+class Threads:
+    """Worker threads per controller (KubeVirt's defaults: VMI 10, all others 3)."""
+
+    vm: int = 3
+    vmi: int = 10
+    replicaset: int = 3
+    pool: int = 3
+    node: int = 3
+
+
+class _Handlers:
+    """Adapts a controller's on_<kind>_add/update/delete methods to an informer's three callbacks."""
+
+    @staticmethod
+    def connect(informer: Informer[Any], target: Any, kind: str) -> None:
+        informer.add_event_handler(
+            getattr(target, f"on_{kind}_add"),
+            getattr(target, f"on_{kind}_update"),
+            getattr(target, f"on_{kind}_delete"),
+        )
+
+
+class ControllerSet:
+    """Every controller virt-controller runs, on one shared informer factory."""
+
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        events: EventSink,
+        factory: SharedInformerFactory,
+        config: ClusterConfigFollower,
+        template: TemplateParameters,
+        threads: Threads = Threads(),
+        rng: random.Random | None = None,
+    ) -> None:
+        self._factory = factory
+        self._config = config
+        self._template = template
+        self._rng = rng or random.Random()
+        vms = factory.informer(VIRTUAL_MACHINES, VirtualMachine)
+        vmis = factory.informer(VIRTUAL_MACHINE_INSTANCES, VirtualMachineInstance)
+        pods = factory.informer(PODS, label_selector=LAUNCHER_POD_SELECTOR)
+        self._pvcs = factory.informer(PERSISTENT_VOLUME_CLAIMS)
+        replica_sets = factory.informer(
+            VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, VirtualMachineInstanceReplicaSet
+        )
+        pools = factory.informer(VIRTUAL_MACHINE_POOLS, VirtualMachinePool)
+        nodes = factory.informer(NODES)
+        self.queues: dict[str, RateLimitingQueue] = {}
+        self.controllers: list[Controller] = []
+
+        vm = VMController(
+            api=api,
+            events=events,
+            vm_store=vms.store,
+            vmi_store=vmis.store,
+            expectations=UIDTrackingControllerExpectations(),
+            enqueue=self._queue("virtualmachine"),
+            rng=self._rng,
+        )
+        _Handlers.connect(vms, vm, "vm")
+        _Handlers.connect(vmis, vm, "vmi")
+        self._add("virtualmachine", vm, threads.vm)
+
+        vmi = VMIController(
+            api=api,
+            events=events,
+            vmi_store=vmis.store,
+            pod_store=pods.store,
+            vm_store=vms.store,
+            render_pod=self.render_pod,
+            pod_expectations=UIDTrackingControllerExpectations(),
+            vmi_expectations=ControllerExpectations(),
+            enqueue=self._queue("virtualmachineinstance"),
+            launcher_image=template.launcher_image,
+        )
+        _Handlers.connect(vmis, vmi, "vmi")
+        _Handlers.connect(pods, vmi, "pod")
+        self._add("virtualmachineinstance", vmi, threads.vmi)
+
+        replicaset = ReplicaSetController(
+            api=api,
+            events=events,
+            rs_store=replica_sets.store,
+            vmi_store=vmis.store,
+            expectations=UIDTrackingControllerExpectations(),
+            enqueue=self._queue("virtualmachinereplicaset"),
+        )
+        _Handlers.connect(replica_sets, replicaset, "rs")
+        _Handlers.connect(vmis, replicaset, "vmi")
+        self._add("virtualmachinereplicaset", replicaset, threads.replicaset)
+
+        pool = PoolController(
+            api=api,
+            events=events,
+            pool_store=pools.store,
+            vm_store=vms.store,
+            vmi_store=vmis.store,
+            expectations=UIDTrackingControllerExpectations(),
+            enqueue=self._queue("virtualmachinepool"),
+            rng=self._rng,
+        )
+        _Handlers.connect(pools, pool, "pool")
+        _Handlers.connect(vms, pool, "vm")
+        _Handlers.connect(vmis, pool, "vmi")
+        self._add("virtualmachinepool", pool, threads.pool)
+
+        node = NodeController(
+            api=api,
+            events=events,
+            node_store=nodes.store,
+            vmi_store=vmis.store,
+            pod_store=pods.store,
+            enqueue=self._queue("node"),
+        )
+        _Handlers.connect(nodes, node, "node")
+        _Handlers.connect(vmis, node, "vmi")
+        self._add("node", node, threads.node)
+
+    def _queue(self, name: str) -> Callable[[str], None]:
+        queue = RateLimitingQueue(name=name)
+        self.queues[name] = queue
+        return queue.add
+
+    def _add(self, name: str, reconciler: Reconciler, workers: int) -> None:
+        self.controllers.append(Controller(name, self.queues[name], reconciler, workers=workers))
+
+    def render_pod(self, vmi: VirtualMachineInstance) -> JSON:
+        """The launcher pod for ``vmi`` under the configuration in force now."""
+        config: ClusterConfig = self._config.cluster_config()
+        template = replace(
+            self._template, qemu_timeout_jitter_seconds=self._rng.randrange(QEMU_TIMEOUT_JITTER_SECONDS)
+        )
+        namespace = vmi.metadata.namespace if vmi.metadata else None
+
+        def find_pvc(name: str) -> JSON | None:
+            return self._pvcs.store.get_by_key(key_for(namespace, name))
+
+        return render_launcher_pod(vmi, config, template, find_pvc, settings=self._config.launcher_settings())
+
+    def start(self, stop: threading.Event, *, sync_timeout: float = 120.0) -> bool:
+        """Starts the informers, waits for their caches, then the workers; False if the caches never
+        synced before ``stop`` or the timeout."""
+        self._factory.start()
+        if not self._factory.wait_for_cache_sync(sync_timeout) or stop.is_set():
+            return False
+        for controller in self.controllers:
+            threading.Thread(target=controller.run, args=(stop,), name=controller.name, daemon=True).start()
+        return True
+
+    def shut_down(self) -> None:
+        for queue in self.queues.values():
+            queue.shut_down()
+        self._factory.stop()
