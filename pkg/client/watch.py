@@ -22,6 +22,8 @@ class WatchStream:
     def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
         self._response = response
         self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._released = False
 
     def __iter__(self) -> Iterator[WatchEvent]:
         buffer = b""
@@ -43,11 +45,18 @@ class WatchStream:
     def close(self) -> None:
         """Ends the watch; a thread blocked reading it returns."""
         self._closed.set()
-        shutdown = getattr(self._response, "shutdown", None)
-        if shutdown is not None:
-            shutdown()  # urllib3 >= 2.3: interrupts a blocking read from another thread
+        with self._lock:
+            if self._released:
+                return
+            # urllib3 >= 2.3: interrupts a read blocked in another thread.
+            with contextlib.suppress(HTTPError, OSError, RuntimeError):
+                self._response.shutdown()
         self._release()
 
     def _release(self) -> None:
-        with contextlib.suppress(HTTPError, OSError):
-            self._response.release_conn()
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+            with contextlib.suppress(HTTPError, OSError):
+                self._response.release_conn()

@@ -7,8 +7,10 @@ does not decode is logged with its field path and left out, never cached half-re
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar, cast
 
 from pydantic import ValidationError, create_model
@@ -23,6 +25,22 @@ __all__ = ["Decoder", "decoder_for"]
 T = TypeVar("T")
 JSON = dict[str, Any]
 _log = get_logger()
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pauses the cyclic garbage collector while thousands of objects are built.
+
+    Each young-generation collection walks every container object still alive, so building a large
+    list with the collector on costs several times the decoding itself; nothing built here is cyclic.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class Decoder(Generic[T]):
@@ -50,9 +68,10 @@ class Decoder(Generic[T]):
 
     def list(self, raw: bytes) -> tuple[list[T], str]:
         """The list's objects and its resourceVersion."""
-        body = json.loads(raw)
-        items = body.get("items") or []
-        decoded = [obj for obj in (self.one(item) for item in items) if obj is not None]
+        with _collector_paused():
+            body = json.loads(raw)
+            items = body.get("items") or []
+            decoded = [obj for obj in (self.one(item) for item in items) if obj is not None]
         return decoded, str((body.get("metadata") or {}).get("resourceVersion") or "")
 
     def _fill_type(self, data: JSON) -> None:
@@ -75,7 +94,8 @@ class ModelDecoder(Decoder[T]):
 
     def list(self, raw: bytes) -> tuple[list[T], str]:
         try:
-            parsed: Any = self._list_model.model_validate_json(raw)
+            with _collector_paused():
+                parsed: Any = self._list_model.model_validate_json(raw)
         except ValidationError:
             return super().list(raw)  # find, log and leave out the objects at fault
         items = cast(list[T], parsed.items or [])
