@@ -297,6 +297,8 @@ class VMIController:
         if cached.is_unprocessed():
             if launcher is not None:
                 status.phase = "Scheduling"
+                # Set now what the Scheduling pass would copy next: one VMI write fewer.
+                status.qos_class = (launcher.get("status") or {}).get("qosClass") or None
             elif cached.is_marked_for_deletion():
                 status.phase = "Failed"
             elif cached.is_migration_target() and not cached.is_migration_target_node_label_set():
