@@ -130,7 +130,7 @@ class VMController:
                 "reconciling the VirtualMachine failed", key=key, reason=err.reason, error=err.message
             )
         self._update_status(cached, run, vmi, sync_error, key)
-        if sync_error is not None:
+        if sync_error is not None and sync_error.requeue:
             raise sync_error
         if run.requeue_after is not None:
             raise RequeueAfter(run.requeue_after)
