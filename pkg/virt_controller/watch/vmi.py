@@ -43,6 +43,7 @@ from kubevirt.virt_controller.watch.conditions import (
     FALSE,
     TRUE,
     get_condition,
+    not_ready,
     remove_condition,
     update_condition,
 )
@@ -514,25 +515,18 @@ def current_pod(vmi: VirtualMachineInstance, pods: list[Pod]) -> Pod | None:
 def _ready_condition(
     vmi: VirtualMachineInstance, pod: Pod | None, now: str
 ) -> VirtualMachineInstanceCondition:
-    def not_ready(reason: str, message: str) -> VirtualMachineInstanceCondition:
-        return VirtualMachineInstanceCondition(
-            type=VirtualMachineInstanceConditionType.READY,
-            status=FALSE,
-            reason=reason,
-            message=message,
-            last_probe_time=now,
-            last_transition_time=now,
-        )
+    def false(reason: str, message: str) -> VirtualMachineInstanceCondition:
+        return not_ready(VirtualMachineInstanceCondition, reason, message, now)
 
     if pod is None or podutil.is_temporary_pod(pod):
-        return not_ready(POD_NOT_EXISTS_REASON, "virt-launcher pod has not yet been scheduled")
+        return false(POD_NOT_EXISTS_REASON, "virt-launcher pod has not yet been scheduled")
     if podutil.is_pod_down_or_going_down(pod):
-        return not_ready(POD_TERMINATING_REASON, "virt-launcher pod is terminating")
+        return false(POD_TERMINATING_REASON, "virt-launcher pod is terminating")
     if not vmi.is_running():
-        return not_ready(GUEST_NOT_RUNNING_REASON, "Guest VM is not reported as running")
+        return false(GUEST_NOT_RUNNING_REASON, "Guest VM is not reported as running")
     ready = podutil.pod_condition(pod, "Ready")
     if ready is None:
-        return not_ready(POD_CONDITION_MISSING_REASON, "virt-launcher pod is missing the Ready condition")
+        return false(POD_CONDITION_MISSING_REASON, "virt-launcher pod is missing the Ready condition")
     return VirtualMachineInstanceCondition(
         type=VirtualMachineInstanceConditionType.READY,
         status=str(ready.get("status", FALSE)),
