@@ -255,8 +255,10 @@ class VMIController:
         status.conditions = update_condition(status.conditions, _ready_condition(vmi, pod, now))
         if launcher is not None:
             self._set_launcher_image(vmi, podutil.compute_image(launcher))
-            self._sync_paused_condition_to_pod(vmi, launcher, now)
-            self._sync_dynamic_metadata_to_pod(vmi, launcher)
+            if not (cached.is_marked_for_deletion() or cached.is_final() or podutil.is_terminating(launcher)):
+                # A pod on its way out needs no readiness gate or labels, and may be gone already.
+                self._sync_paused_condition_to_pod(vmi, launcher, now)
+                self._sync_dynamic_metadata_to_pod(vmi, launcher)
 
         sync_error = self._next_phase(cached, vmi, launcher, pods, sync_error)
 
