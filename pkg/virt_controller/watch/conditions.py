@@ -13,6 +13,18 @@ TRUE = "True"
 FALSE = "False"
 
 
+def not_ready(kind: type[C], reason: str, message: str, now: str) -> C:
+    """A ``Ready=False`` condition of the given condition type, probed and changed ``now``."""
+    return kind(
+        type="Ready",
+        status=FALSE,
+        reason=reason,
+        message=message,
+        last_probe_time=now,
+        last_transition_time=now,
+    )
+
+
 def get_condition(conditions: Sequence[C] | None, type_: str) -> C | None:
     for condition in conditions or ():
         if condition.type == type_:

@@ -60,12 +60,6 @@ def is_pod_down_or_going_down(pod: Pod) -> bool:
     return is_pod_final(pod) or _compute_terminated(pod) is not None or is_terminating(pod)
 
 
-def is_pod_failed_or_going_down(pod: Pod) -> bool:
-    terminated = _compute_terminated(pod)
-    compute_failed = terminated is not None and terminated.get("exitCode", 0) != 0
-    return pod_phase(pod) == "Failed" or compute_failed or is_terminating(pod)
-
-
 def is_pod_ready(pod: Pod) -> bool:
     """KubeVirt's readiness: compute (and istio-proxy) running, every other container Ready, pod Running.
 

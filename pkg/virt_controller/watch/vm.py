@@ -26,10 +26,10 @@ from kubevirt.virt_controller.watch.common import (
     write_api_version_stamp,
 )
 from kubevirt.virt_controller.watch.conditions import (
-    FALSE,
     TRUE,
     get_condition,
     has_condition,
+    not_ready,
     remove_condition,
     update_condition,
 )
@@ -130,7 +130,7 @@ class VMController:
                 "reconciling the VirtualMachine failed", key=key, reason=err.reason, error=err.message
             )
         self._update_status(cached, run, vmi, sync_error, key)
-        if sync_error is not None:
+        if sync_error is not None and sync_error.requeue:
             raise sync_error
         if run.requeue_after is not None:
             raise RequeueAfter(run.requeue_after)
@@ -569,21 +569,15 @@ def _sync_conditions(
     """Ready from the VMI, Failure from the sync error, every other VMI condition mirrored."""
     stamp = format_time(now)
 
-    def not_ready(reason: str, message: str) -> VirtualMachineCondition:
-        return VirtualMachineCondition(
-            type=VirtualMachineConditionType.READY,
-            status=FALSE,
-            reason=reason,
-            message=message,
-            last_probe_time=stamp,
-            last_transition_time=stamp,
-        )
-
     ready = _vmi_condition(vmi, VirtualMachineInstanceConditionType.READY)
     if vmi is None:
-        ready_condition = not_ready(VMI_NOT_EXISTS_REASON, "VMI does not exist")
+        ready_condition = not_ready(
+            VirtualMachineCondition, VMI_NOT_EXISTS_REASON, "VMI does not exist", stamp
+        )
     elif ready is None:
-        ready_condition = not_ready(VMI_CONDITION_MISSING_REASON, "VMI is missing the Ready condition")
+        ready_condition = not_ready(
+            VirtualMachineCondition, VMI_CONDITION_MISSING_REASON, "VMI is missing the Ready condition", stamp
+        )
     else:
         ready_condition = VirtualMachineCondition.from_dict(ready.to_dict())
     conditions = update_condition(status.conditions, ready_condition)

@@ -43,6 +43,7 @@ from kubevirt.virt_controller.watch.conditions import (
     FALSE,
     TRUE,
     get_condition,
+    not_ready,
     remove_condition,
     update_condition,
 )
@@ -254,8 +255,10 @@ class VMIController:
         status.conditions = update_condition(status.conditions, _ready_condition(vmi, pod, now))
         if launcher is not None:
             self._set_launcher_image(vmi, podutil.compute_image(launcher))
-            self._sync_paused_condition_to_pod(vmi, launcher, now)
-            self._sync_dynamic_metadata_to_pod(vmi, launcher)
+            if not (cached.is_marked_for_deletion() or cached.is_final() or podutil.is_terminating(launcher)):
+                # A pod on its way out needs no readiness gate or labels, and may be gone already.
+                self._sync_paused_condition_to_pod(vmi, launcher, now)
+                self._sync_dynamic_metadata_to_pod(vmi, launcher)
 
         sync_error = self._next_phase(cached, vmi, launcher, pods, sync_error)
 
@@ -297,6 +300,8 @@ class VMIController:
         if cached.is_unprocessed():
             if launcher is not None:
                 status.phase = "Scheduling"
+                # Set now what the Scheduling pass would copy next: one VMI write fewer.
+                status.qos_class = (launcher.get("status") or {}).get("qosClass") or None
             elif cached.is_marked_for_deletion():
                 status.phase = "Failed"
             elif cached.is_migration_target() and not cached.is_migration_target_node_label_set():
@@ -512,25 +517,18 @@ def current_pod(vmi: VirtualMachineInstance, pods: list[Pod]) -> Pod | None:
 def _ready_condition(
     vmi: VirtualMachineInstance, pod: Pod | None, now: str
 ) -> VirtualMachineInstanceCondition:
-    def not_ready(reason: str, message: str) -> VirtualMachineInstanceCondition:
-        return VirtualMachineInstanceCondition(
-            type=VirtualMachineInstanceConditionType.READY,
-            status=FALSE,
-            reason=reason,
-            message=message,
-            last_probe_time=now,
-            last_transition_time=now,
-        )
+    def false(reason: str, message: str) -> VirtualMachineInstanceCondition:
+        return not_ready(VirtualMachineInstanceCondition, reason, message, now)
 
     if pod is None or podutil.is_temporary_pod(pod):
-        return not_ready(POD_NOT_EXISTS_REASON, "virt-launcher pod has not yet been scheduled")
+        return false(POD_NOT_EXISTS_REASON, "virt-launcher pod has not yet been scheduled")
     if podutil.is_pod_down_or_going_down(pod):
-        return not_ready(POD_TERMINATING_REASON, "virt-launcher pod is terminating")
+        return false(POD_TERMINATING_REASON, "virt-launcher pod is terminating")
     if not vmi.is_running():
-        return not_ready(GUEST_NOT_RUNNING_REASON, "Guest VM is not reported as running")
+        return false(GUEST_NOT_RUNNING_REASON, "Guest VM is not reported as running")
     ready = podutil.pod_condition(pod, "Ready")
     if ready is None:
-        return not_ready(POD_CONDITION_MISSING_REASON, "virt-launcher pod is missing the Ready condition")
+        return false(POD_CONDITION_MISSING_REASON, "virt-launcher pod is missing the Ready condition")
     return VirtualMachineInstanceCondition(
         type=VirtualMachineInstanceConditionType.READY,
         status=str(ready.get("status", FALSE)),

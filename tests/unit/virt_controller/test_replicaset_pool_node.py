@@ -127,16 +127,16 @@ def test_paused_replica_set_does_not_scale_and_says_so() -> None:
     assert "SuccessfulResumed" in controllers.events.reasons()
 
 
+def _put_orphan(cluster: Cluster, name: str) -> None:
+    """A VMI someone else made, with the replica set's labels and no owner."""
+    orphan = {"metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "rs"}}}
+    cluster.api.put(VIRTUAL_MACHINE_INSTANCES, {**orphan, "spec": {"domain": {"devices": {}}}})
+
+
 def test_replica_set_with_a_selector_missing_its_template_does_nothing_and_is_not_retried() -> None:
     cluster = Cluster()
     controllers = Controllers(cluster)
-    cluster.api.put(
-        VIRTUAL_MACHINE_INSTANCES,
-        {
-            "metadata": {"name": "stranger", "namespace": NAMESPACE, "labels": {"app": "rs"}},
-            "spec": {"domain": {"devices": {}}},
-        },
-    )
+    _put_orphan(cluster, "stranger")
     bad = _rs(1)
     bad["spec"]["selector"] = {"matchLabels": {"app": "other"}}
     cluster.api.create(VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, NAMESPACE, bad)
@@ -148,13 +148,7 @@ def test_replica_set_with_a_selector_missing_its_template_does_nothing_and_is_no
 def test_replica_set_adopts_matching_orphans_and_releases_what_it_no_longer_selects() -> None:
     cluster = Cluster()
     controllers = Controllers(cluster)
-    cluster.api.put(
-        VIRTUAL_MACHINE_INSTANCES,
-        {
-            "metadata": {"name": "stranger", "namespace": NAMESPACE, "labels": {"app": "rs"}},
-            "spec": {"domain": {"devices": {}}},
-        },
-    )
+    _put_orphan(cluster, "stranger")
     cluster.api.create(VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, NAMESPACE, _rs(2))
     controllers.run(only=("rs",))
     vmis = {v["metadata"]["name"]: v for v in _live_vmis(cluster)}

@@ -402,3 +402,47 @@ def test_a_stale_cache_does_not_create_twice() -> None:
     with pytest.raises(ConflictError):
         controllers.vm.reconcile(KEY)  # the VM object changed meanwhile; the VMI is not created again
     assert len(_vmis(cluster)) == 1
+
+
+def test_running_and_run_strategy_together_are_reported_and_start_nothing() -> None:
+    cluster = Cluster()
+    controllers = _create_vm(cluster, running=True, runStrategy="Always")
+    failure = next(c for c in _vm(cluster)["status"]["conditions"] if c["type"] == "Failure")
+    assert failure["reason"] == "FailedCreate"
+    assert "running and runstrategy are mutually exclusive" in failure["message"]
+    assert _vmis(cluster) == []
+    assert controllers.errors
+
+
+def test_a_vm_without_a_template_spec_is_reported_once_and_not_retried() -> None:
+    cluster = Cluster()
+    manifest = vm_manifest("testvm", runStrategy="Always")
+    del manifest["spec"]["template"]["spec"]
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, manifest)
+    controllers.run()
+    failure = next(c for c in _vm(cluster)["status"]["conditions"] if c["type"] == "Failure")
+    assert failure["message"] == "spec.template.spec: required"
+    assert controllers.errors == []
+
+
+def test_handlers_count_only_what_the_cache_shows() -> None:
+    cluster = Cluster()
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm_manifest("testvm", runStrategy="Always"))
+    cluster.sync()
+    controllers.vm.reconcile(KEY)
+    cluster.sync()
+    controllers.queues["vm"].keys.clear()
+    controllers.vm.reconcile(KEY)  # creates the VMI and now expects to see it
+    assert controllers.vm._expectations.pending(KEY) == (1, 0)
+    vmi = cluster.informers[VIRTUAL_MACHINE_INSTANCES.plural]
+    before = len(controllers.queues["vm"].keys)
+    cluster.sync()  # the informer delivers the VMI: the creation is observed and the VM queued
+    assert controllers.vm._expectations.pending(KEY) == (0, 0)
+    assert len(controllers.queues["vm"].keys) > before
+    # A resync (same resourceVersion) wakes nobody.
+    [cached] = vmi.store.list()
+    controllers.queues["vm"].keys.clear()
+    controllers.vm.on_vmi_update(cached, cached)
+    assert controllers.queues["vm"].keys == []
