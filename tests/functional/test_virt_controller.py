@@ -15,88 +15,37 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from localcluster import manifests
+from localcluster import kubevirt
 from localcluster.handle import Cluster
-from localcluster.pki import serving_pair
 
-from kubevirt.virt_operator.resource.rbac import CONTROLLER_SERVICE_ACCOUNT, controller_rbac
+from kubevirt.virt_operator.resource.rbac import controller_rbac
 
-INSTALL_NAMESPACE = "kubevirt"
-NAME = "virt-controller"
-CERT_DIR = "/etc/virt-controller/certificates"
 LAUNCHER = "localhost/kubevirt/virt-launcher:devel"
-DEVICES = ("devices.kubevirt.io/kvm", "devices.kubevirt.io/tun", "devices.kubevirt.io/vhost-net")
-SCHEDULABLE = "kubevirt.io/schedulable"
 # A label no node has: VMIs selecting it stay Scheduling, which keeps their objects still for counting.
 NOWHERE = {"kubevirt.io/functional-test": "nowhere"}
-
-
-def _virt_controller_objects(image: str, cert: bytes, key: bytes) -> list[dict[str, Any]]:
-    labels = {"kubevirt.io": NAME}
-    container = manifests.https_container(NAME, image, 8443, {"certificates": CERT_DIR})
-    container["args"] = ["--launcher-image", LAUNCHER, "--port", "8443"]
-    deployment = manifests.deployment(
-        NAME, INSTALL_NAMESPACE, labels, container, [{"name": "certificates", "secret": {"secretName": NAME}}]
-    )
-    deployment["spec"]["replicas"] = 2  # type: ignore[index]
-    deployment["spec"]["template"]["spec"]["serviceAccountName"] = CONTROLLER_SERVICE_ACCOUNT  # type: ignore[index]
-    return [
-        *controller_rbac(INSTALL_NAMESPACE),
-        manifests.tls_secret(NAME, INSTALL_NAMESPACE, cert, key),
-        deployment,
-    ]
-
-
-def _node(cluster: Cluster) -> str:
-    return str(cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}").stdout)
 
 
 @pytest.fixture(scope="module")
 def node(cluster: Cluster) -> Iterator[str]:
     """The node, labelled and equipped as virt-handler would leave it."""
-    name = _node(cluster)
-    cluster.kubectl("label", "node", name, f"{SCHEDULABLE}=true", "--overwrite")
-    capacity = dict.fromkeys(DEVICES, "110")
-    cluster.kubectl(
-        "patch", "node", name, "--subresource=status", "--type=merge",
-        "-p", json.dumps({"status": {"capacity": capacity}}),
-    )  # fmt: skip
+    name = kubevirt.node_name(cluster)
+    kubevirt.equip_node(cluster, name)
     yield name
-    cluster.kubectl("label", "node", name, f"{SCHEDULABLE}-", check=False)
-    removal = [{"op": "remove", "path": f"/status/capacity/{d.replace('/', '~1')}"} for d in DEVICES]
-    cluster.kubectl(
-        "patch", "node", name, "--subresource=status", "--type=json", "-p", json.dumps(removal), check=False
-    )
+    kubevirt.unequip_node(cluster, name)
 
 
 @pytest.fixture(scope="module")
 def virt_controller(cluster: Cluster, crds: list[str], node: str) -> Iterator[None]:
-    _ca, cert, key = serving_pair(f"{NAME}.{INSTALL_NAMESPACE}.svc")
-    cluster.kubectl("create", "namespace", INSTALL_NAMESPACE, check=False)
-    cluster.apply(*_virt_controller_objects(cluster.image(NAME), cert, key))
-    cluster.rollout(INSTALL_NAMESPACE, NAME)
-    cluster.wait_until("a virt-controller leads", lambda: _leaders(cluster) != [])
+    rbac = controller_rbac(kubevirt.INSTALL_NAMESPACE)
+    kubevirt.deploy_virt_controller(cluster, rbac=rbac, launcher_image=LAUNCHER)
     yield
-    cluster.kubectl("delete", "deployment", NAME, "-n", INSTALL_NAMESPACE, "--wait=true", check=False)
+    kubevirt.remove_virt_controller(cluster)
 
 
 def _pods(cluster: Cluster, namespace: str, selector: str) -> list[dict[str, Any]]:
     items = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", selector)["items"]
     assert isinstance(items, list)
     return items
-
-
-def _leaders(cluster: Cluster) -> list[str]:
-    leaders = []
-    for pod in _pods(cluster, INSTALL_NAMESPACE, f"kubevirt.io={NAME}"):
-        name = pod["metadata"]["name"]
-        if pod["metadata"].get("deletionTimestamp") or pod["status"].get("phase") != "Running":
-            continue
-        path = f"/api/v1/namespaces/{INSTALL_NAMESPACE}/pods/https:{name}:8443/proxy/leader"
-        answer = cluster.kubectl("get", "--raw", path, check=False)
-        if answer.returncode == 0 and json.loads(answer.stdout)["apiserver"]["leader"] == "true":
-            leaders.append(name)
-    return leaders
 
 
 def _vm(name: str, run_strategy: str, *, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
@@ -140,9 +89,9 @@ def _apply(cluster: Cluster, namespace: str, *objects: dict[str, Any]) -> None:
 
 
 def test_two_replicas_elect_one_leader(cluster: Cluster, virt_controller: None) -> None:
-    assert len(_leaders(cluster)) == 1
-    lease = cluster.kubectl_json("get", "lease", NAME, "-n", INSTALL_NAMESPACE)
-    assert lease["spec"]["holderIdentity"] == _leaders(cluster)[0]  # type: ignore[index]
+    assert len(kubevirt.controller_leaders(cluster)) == 1
+    lease = cluster.kubectl_json("get", "lease", "virt-controller", "-n", kubevirt.INSTALL_NAMESPACE)
+    assert lease["spec"]["holderIdentity"] == kubevirt.controller_leaders(cluster)[0]  # type: ignore[index]
 
 
 def test_vm_always_gets_a_vmi_and_a_scheduled_launcher_pod(
@@ -267,12 +216,14 @@ def test_a_leader_killed_mid_flow_leaves_no_duplicates(
     names = [f"flow-{index}" for index in range(6)]
     _apply(cluster, namespace, *(_vm(name, "Always", node_selector=NOWHERE) for name in names))
     time.sleep(1.0)  # mid-flow: some VMIs and pods exist, others not yet
-    (leader,) = _leaders(cluster)
-    cluster.kubectl("delete", "pod", leader, "-n", INSTALL_NAMESPACE, "--grace-period=0", "--force")
+    (leader,) = kubevirt.controller_leaders(cluster)
+    cluster.kubectl("delete", "pod", leader, "-n", kubevirt.INSTALL_NAMESPACE, "--grace-period=0", "--force")
     killed = time.monotonic()
     # The standby takes over once the dead leader's 15 s lease runs out.
     cluster.wait_until(
-        "a new leader", lambda: [name for name in _leaders(cluster) if name != leader] != [], 45
+        "a new leader",
+        lambda: [name for name in kubevirt.controller_leaders(cluster) if name != leader] != [],
+        45,
     )
     print(f"new leader after {time.monotonic() - killed:.1f} s")
 
