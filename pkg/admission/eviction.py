@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from kubevirt.admission import response
 from kubevirt.admission._json import JSON, items, obj, string_map, text
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.response import AdmissionResponse
+from kubevirt.virt_config import ClusterConfig
 
 DOMAIN_ANNOTATION = "kubevirt.io/domain"
 APP_LABEL = "kubevirt.io"

@@ -6,8 +6,8 @@ from kubevirt.admission import causes as c
 from kubevirt.admission import vmi_spec
 from kubevirt.admission._json import JSON, has, items, obj, opt_obj, text
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.field import Path
+from kubevirt.virt_config import ClusterConfig
 
 _FIELD = "Status.volumeRequests"
 

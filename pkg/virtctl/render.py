@@ -17,8 +17,8 @@ import click
 import yaml
 from pydantic import BaseModel
 
-from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 from kubevirt.defaults import DefaultingError, set_vmi_defaults
+from kubevirt.virt_config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 from kubevirt.virt_launcher.virtwrap.api.schema import Domain
 from kubevirt.virt_launcher.virtwrap.converter import ConversionError, ConverterContext, convert_vmi_to_domain
 from kubevirt_api.base import ApiParseError
@@ -151,11 +151,8 @@ def default_vmi(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()
         vmi = VirtualMachineInstance.from_dict(manifest)
     except ApiParseError as err:
         raise RenderError(str(err.causes[0]) if err.causes else str(err)) from None
-    cluster = ClusterConfig.build(
-        feature_gates=options.feature_gates, rollout_strategy=options.rollout_strategy
-    )
     try:
-        set_vmi_defaults(vmi, cluster)
+        set_vmi_defaults(vmi, cluster_config(options))
     except DefaultingError as err:
         raise RenderError(str(err)) from None
     assert vmi.metadata is not None  # set by the defaults
@@ -164,10 +161,15 @@ def default_vmi(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()
     return vmi
 
 
+def cluster_config(options: RenderOptions) -> ClusterConfig:
+    """The cluster configuration the options stand for."""
+    return ClusterConfig.build(feature_gates=options.feature_gates, rollout_strategy=options.rollout_strategy)
+
+
 def converter_context(options: RenderOptions) -> ConverterContext:
     return ConverterContext(
         domain_type=options.domain_type,
-        feature_gates=options.feature_gates,
+        cluster=cluster_config(options),
         block_volumes=options.block_volumes,
     )
 

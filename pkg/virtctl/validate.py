@@ -17,8 +17,8 @@ import click
 from kubevirt.admission import defaulting, pipeline
 from kubevirt.admission._json import obj
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virtctl.render import RenderOptions, _split, apply_stand_ins, cluster_options, read_object
 
 VMI_KIND = "VirtualMachineInstance"

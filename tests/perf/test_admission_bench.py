@@ -17,7 +17,6 @@ from typing import Any
 import aiohttp
 
 from kubevirt.admission import defaulting, pipeline
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.vmi_create import admit_vmi_create
 from kubevirt.certificates import self_signed
@@ -25,6 +24,7 @@ from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import WebhookServer
 from kubevirt.virt_api.webhooks.tls import ReloadingCertificate
+from kubevirt.virt_config import ClusterConfig
 
 CASES = Path(__file__).parents[1] / "testdata" / "conformance" / "vmi" / "valid"
 CONFIG = ClusterConfig()

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from kubevirt.admission import response
 from kubevirt.admission._json import JSON, obj, text
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.pipeline import (
     SchemaCheck,
     VMDefaulter,
@@ -20,6 +19,7 @@ from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.defaults import DefaultingError
+from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.base import ApiParseError
 
 Admit = Callable[[AdmissionRequest], AdmissionResponse]
