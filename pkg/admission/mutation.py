@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from kubevirt.admission._json import JSON, text
+from kubevirt.admission.json_fields import JSON, text
 from kubevirt.defaults.settings import DEFAULT_MACHINE_TYPES
 from kubevirt.virt_config import ClusterConfig
 

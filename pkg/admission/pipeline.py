@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from kubevirt.admission import causes as c
 from kubevirt.admission import vm as vm_rules
-from kubevirt.admission._json import JSON
 from kubevirt.admission.causes import StatusCause
+from kubevirt.admission.json_fields import JSON
 from kubevirt.admission.review import CREATE
 from kubevirt.admission.vmi_create import admit_vmi_create
 from kubevirt.defaults import DefaultingError

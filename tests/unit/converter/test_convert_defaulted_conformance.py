@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kubevirt.virt_config import ClusterConfig
-from kubevirt.virt_launcher.virtwrap.api.equivalence import domain_differences
 from kubevirt.virt_launcher.virtwrap.converter import ConverterContext, convert_vmi_to_domain
 from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_testing.domain_equivalence import domain_differences
 
 VALID = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi" / "valid"
 DEFAULTED = sorted(VALID.glob("*.defaults*.json"))
