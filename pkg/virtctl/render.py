@@ -16,8 +16,12 @@ from pydantic import BaseModel
 
 from kubevirt.defaults import DefaultingError, set_vmi_defaults
 from kubevirt.virt_config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES
-from kubevirt.virt_launcher.virtwrap.api import Domain
-from kubevirt.virt_launcher.virtwrap.converter import ConversionError, ConverterContext, convert_vmi_to_domain
+from kubevirt.virt_launcher.virtwrap.converter import (
+    ConversionError,
+    ConverterContext,
+    Domain,
+    convert_vmi_to_domain,
+)
 from kubevirt.virtctl.manifests import (
     STAND_IN_UID,
     RenderOptions,
