@@ -109,10 +109,11 @@ def main(**flags: object) -> None:
         force_emulation=bool(flags["force_emulation"]),
         pod_name=os.environ.get("POD_NAME", ""),
         libvirt_log_filters=str(flags["libvirt_log_filters"]),
+        ovmf_path=str(flags["ovmf_path"]),
     )
     if flags["simulate_crash"]:
         sys.exit("virt-launcher: simulated crash (--simulate-crash)")
-    converter = ConversionWorker(use_emulation=config.use_emulation, ovmf_path=str(flags["ovmf_path"]))
+    converter = ConversionWorker()
     launcher = app.Launcher(config, converter, warm_up=converter.start)
     launcher.install_signal_handlers()
     sys.exit(launcher.run())

@@ -33,7 +33,7 @@ from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, ser
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import Migrator
-from kubevirt.virt_launcher.virtwrap.node_adjust import NodeFacts, kvm_usable
+from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory, decide_emulation
 from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 EXIT_OK = 0
@@ -61,6 +61,7 @@ class LauncherConfig:
     force_emulation: bool = False
     pod_name: str = ""
     libvirt_log_filters: str = ""
+    ovmf_path: str = ""
 
     @property
     def vmi_private_dir(self) -> Path:
@@ -69,7 +70,7 @@ class LauncherConfig:
     @property
     def use_emulation(self) -> bool:
         """QEMU's TCG when forced, or when allowed and /dev/kvm cannot be used."""
-        return self.force_emulation or (self.allow_emulation and not kvm_usable())
+        return decide_emulation(force=self.force_emulation, allow=self.allow_emulation)
 
 
 class Launcher:
@@ -146,7 +147,13 @@ class Launcher:
 
     def _serve(self, conn: libvirt.virConnect, libvirtd: Libvirtd | None) -> int:
         cfg = self.config
-        use_emulation = cfg.use_emulation
+        # What the node contributes to every domain, decided once: emulation, and whether this libvirt
+        # takes memory hotplug room without slots.
+        node = NodeFacts(
+            emulation=cfg.use_emulation,
+            slotless_max_memory=accepts_slotless_max_memory(conn.getLibVersion()),
+            ovmf_dir=cfg.ovmf_path,
+        )
         forwarder: DomainEventForwarder | None = None
 
         def changed() -> None:
@@ -156,7 +163,7 @@ class Launcher:
         manager = DomainManager(
             conn,
             self._converter,
-            node=NodeFacts(use_emulation=use_emulation),
+            node=node,
             on_domain_change=changed,
             pre_start_hooks=[self._pre_start],
             own_domain=f"{cfg.namespace}_{cfg.name}",

@@ -13,10 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from lxml import etree
-
 from kubevirt.virt_launcher.virtwrap import api, states
-from kubevirt.virt_launcher.virtwrap.metadata import KUBEVIRT_NS, KubeVirtMetadata, json_time
+from kubevirt.virt_launcher.virtwrap.timestamps import json_time
 
 # What KubeVirt's NewDomainReferenceFromName puts into the TypeMeta of every domain it sends.
 DOMAIN_KIND = "Domain"
@@ -40,12 +38,9 @@ def split_domain_name(domain_name: str) -> tuple[str, str]:
     return (namespace, name) if sep else ("default", domain_name)
 
 
-def metadata_from_domain_xml(xml: str) -> KubeVirtMetadata | None:
-    root = etree.fromstring(xml.encode())
-    node = root.find(f"metadata/{{{KUBEVIRT_NS}}}kubevirt")
-    if node is None:
-        return None
-    return KubeVirtMetadata.from_xml(etree.tostring(node, encoding="unicode"))
+def metadata_from_domain_xml(xml: str) -> api.KubeVirtMetadata:
+    """KubeVirt's metadata in a domain libvirt returned (empty when it has none)."""
+    return api.Domain.from_xml(xml).metadata.kubevirt
 
 
 def domain_status(status: str, reason: str) -> dict[str, Any]:

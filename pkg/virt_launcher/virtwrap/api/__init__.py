@@ -110,13 +110,14 @@ from .tuning import (
     NUMATune,
     NumaTuneMemory,
 )
-from .xmlmodel import XMLElement, XMLModelError
+from .xmlmodel import KUBEVIRT_NS, XMLElement, XMLModelError
 
 __all__ = [
     "ACPI",
     "BIOS",
     "CID",
     "CPU",
+    "KUBEVIRT_NS",
     "MAC",
     "MTU",
     "NUMA",

@@ -65,9 +65,16 @@ CONFIGURATORS: tuple[Configurator, ...] = (
 )
 
 
-def convert_vmi_to_domain(vmi: VirtualMachineInstance, context: ConverterContext | None = None) -> api.Domain:
-    """The libvirt domain for a defaulted VMI. Raises :class:`ConversionError` naming the VMI field."""
+def convert_vmi_to_domain(
+    vmi: VirtualMachineInstance,
+    context: ConverterContext | None = None,
+    *,
+    configurators: tuple[Configurator, ...] = CONFIGURATORS,
+) -> api.Domain:
+    """The libvirt domain for a defaulted VMI. Raises :class:`ConversionError` naming the VMI field.
+
+    ``configurators`` run in order; virt-launcher adds its own after :data:`CONFIGURATORS`."""
     conversion = Conversion(vmi, context or ConverterContext())
-    for configure in CONFIGURATORS:
+    for configure in configurators:
         configure(conversion)
     return conversion.domain
