@@ -11,7 +11,6 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubevirt import virt_config
 from kubevirt.admission import defaulting
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
@@ -22,6 +21,7 @@ from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
 from kubevirt.virt_api.webhooks.tls import ReloadingCertificate
 from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_config import follower as config_follower
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Options:
     config_refresh_interval: float = 5.0
 
 
-class ConfigFollower(virt_config.ConfigFollower):
+class ConfigFollower(config_follower.ConfigFollower):
     """The cluster configuration follower, publishing into the webhooks' context."""
 
     def __init__(self, ctx: WebhookContext, state: KubernetesClusterState, namespace: str | None) -> None:

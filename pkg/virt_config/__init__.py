@@ -1,4 +1,8 @@
-"""The cluster configuration (KubeVirt's ``pkg/virt-config``): one home for every component's settings."""
+"""The cluster configuration (KubeVirt's ``pkg/virt-config``): one home for every component's settings.
+
+The follower that keeps it equal to the KubeVirt CR is :mod:`kubevirt.virt_config.follower`, imported on
+its own: the converter reads the configuration in a short-lived process that needs no logging set-up.
+"""
 
 from .config import (
     DEFAULT_EMULATED_MACHINES,
@@ -11,7 +15,6 @@ from .config import (
     ClusterConfig,
     InvalidConfigurationError,
 )
-from .follower import ConfigFollower, KubeVirtLister
 
 __all__ = [
     "DEFAULT_EMULATED_MACHINES",
@@ -22,7 +25,5 @@ __all__ = [
     "ROLLOUT_STAGE",
     "ROLLOUT_STRATEGIES",
     "ClusterConfig",
-    "ConfigFollower",
     "InvalidConfigurationError",
-    "KubeVirtLister",
 ]

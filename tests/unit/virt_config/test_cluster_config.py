@@ -6,12 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubevirt.virt_config import (
-    GRADUATED_FEATURE_GATES,
-    ClusterConfig,
-    ConfigFollower,
-    InvalidConfigurationError,
-)
+from kubevirt.virt_config import GRADUATED_FEATURE_GATES, ClusterConfig, InvalidConfigurationError
+from kubevirt.virt_config.follower import ConfigFollower
 
 
 def kubevirt_cr(configuration: dict[str, Any]) -> dict[str, Any]:
