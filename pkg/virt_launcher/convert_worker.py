@@ -17,10 +17,12 @@ import json
 import subprocess
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubevirt.virt_launcher import reaper
-from kubevirt.virt_launcher.virtwrap.node import NodeFacts
+
+if TYPE_CHECKING:  # kept light: virt-launcher imports this module before anything else
+    from kubevirt.virt_launcher.virtwrap.node import NodeFacts
 
 
 class ConversionWorkerError(RuntimeError):
@@ -115,6 +117,7 @@ def serve() -> None:
     """The worker's loop: one JSON request per stdin line, one JSON answer per stdout line."""
     from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
     from kubevirt.virt_launcher.virtwrap.domain_pipeline import domain_xml
+    from kubevirt.virt_launcher.virtwrap.node import NodeFacts
 
     for line in sys.stdin:
         request = json.loads(line)
