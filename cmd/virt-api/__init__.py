@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
-from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 from kubevirt.service import binary
 from kubevirt.virt_api import app
 from kubevirt.virt_api.webhooks.server import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ServerLimits
+from kubevirt.virt_config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 
 CERT_DIR = Path("/etc/virt-api/certificates")
 

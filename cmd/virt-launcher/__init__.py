@@ -12,13 +12,13 @@ sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
 import click
 
 from kubevirt.service import binary
-from kubevirt.virt_launcher import app
 from kubevirt.virt_launcher.convert_worker import ConversionWorker
+from kubevirt.service.durations import parse_duration
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
     try:
-        return app.parse_duration(value)
+        return parse_duration(value)
     except ValueError as err:
         raise click.BadParameter(str(err)) from err
 
@@ -85,6 +85,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 )
 @binary("virt-launcher", "Runs in each VMI's pod and owns the libvirt domain there.")
 def main(**flags: object) -> None:
+    if flags["simulate_crash"]:
+        sys.exit("virt-launcher: simulated crash (--simulate-crash)")
+    # The conversion worker starts first, so that its imports (the typed API and the converter) overlap
+    # with the launcher's own (gRPC, libvirt) and the first sync does not wait for them.
+    converter = ConversionWorker()
+    converter.start()
+    from kubevirt.virt_launcher import app
+
     config = app.LauncherConfig(
         name=str(flags["name"]),
         namespace=str(flags["namespace"]),
@@ -109,10 +117,8 @@ def main(**flags: object) -> None:
         force_emulation=bool(flags["force_emulation"]),
         pod_name=os.environ.get("POD_NAME", ""),
         libvirt_log_filters=str(flags["libvirt_log_filters"]),
+        ovmf_path=str(flags["ovmf_path"]),
     )
-    if flags["simulate_crash"]:
-        sys.exit("virt-launcher: simulated crash (--simulate-crash)")
-    converter = ConversionWorker(use_emulation=config.use_emulation, ovmf_path=str(flags["ovmf_path"]))
     launcher = app.Launcher(config, converter, warm_up=converter.start)
     launcher.install_signal_handlers()
     sys.exit(launcher.run())

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from kubevirt.admission.config import ROLLOUT_STAGE, ClusterConfig
 from kubevirt.defaults import DefaultingError, set_vmi_defaults
+from kubevirt.virt_config import ROLLOUT_STAGE, ClusterConfig
 from kubevirt_api.core.v1.defaults import set_object_defaults_virtual_machine
 from kubevirt_api.core.v1.vm import VirtualMachine
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kubevirt.admission import causes as c
-from kubevirt.admission._json import JSON, has, items, obj
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.json_fields import JSON, has, items, obj
+from kubevirt.virt_config import ClusterConfig
 
 _ALTERNATIVES = "Please refer to Kubevirt user guide for alternatives."
 MACVTAP_DISCONTINUED = f"Macvtap network binding is discontinued since v1.3. {_ALTERNATIVES}"

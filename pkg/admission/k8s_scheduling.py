@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 from kubevirt.admission import causes as c
-from kubevirt.admission._json import JSON, items, obj, opt_obj, text
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
+from kubevirt.admission.json_fields import JSON, items, obj, opt_obj, text
 from kubevirt.admission.k8s_names import dns1123_label, dns1123_subdomain, label_value, qualified_name
 
 _SCHEDULE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")

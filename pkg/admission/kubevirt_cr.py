@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubevirt.admission import causes as c
 from kubevirt.admission import response
-from kubevirt.admission._json import JSON, obj, text
+from kubevirt.admission.json_fields import JSON, obj, text
 from kubevirt.admission.response import AdmissionResponse
 
 

@@ -6,11 +6,11 @@ import copy
 
 from kubevirt.admission import causes as c
 from kubevirt.admission import response
-from kubevirt.admission._json import JSON, has, items, obj, string_map, text
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.field import Path
+from kubevirt.admission.json_fields import JSON, has, items, obj, string_map, text
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.state import ClusterState, ClusterStateError
+from kubevirt.virt_config import ClusterConfig
 
 MIGRATION_SELECTOR_LABEL = "kubevirt.io/vmi-name"
 MIGRATION_FINALIZER = "kubevirt.io/migrationJobFinalize"

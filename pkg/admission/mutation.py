@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import copy
 
-from kubevirt.admission._json import JSON, text
-from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.json_fields import JSON, text
 from kubevirt.defaults.settings import DEFAULT_MACHINE_TYPES
+from kubevirt.virt_config import ClusterConfig
 
 
 def _child(parent: JSON, key: str) -> JSON:

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from kubevirt.admission import causes as c
 from kubevirt.admission import vm as vm_rules
-from kubevirt.admission._json import JSON
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.json_fields import JSON
 from kubevirt.admission.review import CREATE
 from kubevirt.admission.vmi_create import admit_vmi_create
 from kubevirt.defaults import DefaultingError
+from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1.vm import VirtualMachine
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance

@@ -11,6 +11,8 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
+from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME
+
 JSON = dict[str, Any]
 KUBEVIRT_VERSIONS = ["v1alpha3", "v1"]
 MUTATOR_NAME = "virt-api-mutator"
@@ -23,7 +25,7 @@ class Hook:
     path: str
     operations: tuple[str, ...]
     resources: tuple[str, ...]
-    group: str = "kubevirt.io"
+    group: str = GROUP_NAME
     versions: tuple[str, ...] = tuple(KUBEVIRT_VERSIONS)
     side_effects: str = "None"
     match_conditions: tuple[JSON, ...] = ()
@@ -160,7 +162,7 @@ def _configuration(
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
-        "metadata": {"name": name, "labels": {"kubevirt.io": "virt-api"}},
+        "metadata": {"name": name, "labels": {APP_LABEL: "virt-api"}},
         "webhooks": [_webhook(hook, namespace, service, ca) for hook in hooks],
     }
 

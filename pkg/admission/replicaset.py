@@ -5,13 +5,13 @@ from __future__ import annotations
 from kubevirt.admission import causes as c
 from kubevirt.admission import vm as vm_rules
 from kubevirt.admission import vmi_spec
-from kubevirt.admission._json import JSON, obj, opt_obj, string_map
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.featuregates import validate_feature_gates
 from kubevirt.admission.field import Path
+from kubevirt.admission.json_fields import JSON, obj, opt_obj, string_map
 from kubevirt.admission.review import CREATE, UPDATE
 from kubevirt.admission.selectors import SelectorError, matches
+from kubevirt.virt_config import ClusterConfig
 
 
 def _selector(field: Path, spec: JSON, labels: dict[str, str]) -> list[StatusCause]:

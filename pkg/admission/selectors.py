@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubevirt.admission._json import JSON, items, string_map, text
+from kubevirt.admission.json_fields import JSON, items, string_map, text
 
 
 class SelectorError(ValueError):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from kubevirt.admission import causes as c
 from kubevirt.admission import vmi_spec
-from kubevirt.admission._json import JSON, has, items, obj, opt_obj, text
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.field import Path
+from kubevirt.admission.json_fields import JSON, has, items, obj, opt_obj, text
+from kubevirt.virt_config import ClusterConfig
 
 _FIELD = "Status.volumeRequests"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 from kubevirt.admission import causes as c
-from kubevirt.admission._json import JSON, flag, has, integer, items, obj, opt_obj, text
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.field import Path
+from kubevirt.admission.json_fields import JSON, flag, has, integer, items, obj, opt_obj, text
 from kubevirt.admission.quantity import FORMAT_ERROR, Quantity, QuantityError, parse, parse_or_zero
+from kubevirt.virt_config import ClusterConfig
 
 _CPU_FEATURE_POLICIES = {"", "force", "require", "optional", "disable", "forbid"}
 _ONE_MEGA = 1_000_000

@@ -6,11 +6,11 @@ from kubevirt.admission import vmi_compute as compute
 from kubevirt.admission import vmi_network as network
 from kubevirt.admission import vmi_spec
 from kubevirt.admission import vmi_volumes as volumes_rules
-from kubevirt.admission._json import JSON, obj
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.featuregates import validate_feature_gates
 from kubevirt.admission.field import Path
+from kubevirt.admission.json_fields import JSON, obj
+from kubevirt.virt_config import ClusterConfig
 
 
 def admit_vmi_create(

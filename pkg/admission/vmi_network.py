@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 from kubevirt.admission import causes as c
-from kubevirt.admission._json import JSON, flag, has, integer, items, obj, text
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.field import Path
 from kubevirt.admission.hardware import is_pci_address, parse_mac
+from kubevirt.admission.json_fields import JSON, flag, has, integer, items, obj, text
 from kubevirt.admission.k8s_names import port_name
+from kubevirt.virt_config import ClusterConfig
 
 _INTERFACE_NAME = re.compile(r"^[A-Za-z0-9-_]+$")
 _MODELS = {"e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139", "virtio"}

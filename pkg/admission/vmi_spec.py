@@ -16,11 +16,21 @@ from kubevirt.admission import vmi_compute as compute
 from kubevirt.admission import vmi_devices as devices_rules
 from kubevirt.admission import vmi_network as network
 from kubevirt.admission import vmi_volumes as volumes_rules
-from kubevirt.admission._json import JSON, has, items, obj, opt_flag, opt_obj, opt_text, string_map, text
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.field import Path
+from kubevirt.admission.json_fields import (
+    JSON,
+    has,
+    items,
+    obj,
+    opt_flag,
+    opt_obj,
+    opt_text,
+    string_map,
+    text,
+)
 from kubevirt.admission.k8s_names import dns1123_label, dns1123_subdomain
+from kubevirt.virt_config import ClusterConfig
 
 MAX_STR_LEN = 256
 MAX_DNS_NAMESERVERS = 3

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.core.v1 import (
     CPU,
     CPUTopology,
@@ -40,7 +41,6 @@ from .settings import (
     EVICTION_STRATEGY_NONE,
     NON_ROOT_UID,
     ROOT_FEATURE_GATE,
-    ClusterSettings,
 )
 
 PCI_TOPOLOGY_ANNOTATION = "kubevirt.io/pci-topology-version"
@@ -65,7 +65,7 @@ def _utc_now() -> datetime:
 
 def set_vmi_defaults(
     vmi: VirtualMachineInstance,
-    cluster: ClusterSettings,
+    cluster: ClusterConfig,
     *,
     now: Callable[[], datetime] = _utc_now,
 ) -> None:
@@ -93,7 +93,7 @@ def set_vmi_defaults(
     _set_mutator_metadata_and_status(vmi, cluster, now())
 
 
-def _set_spec_defaults(spec: VirtualMachineInstanceSpec, cluster: ClusterSettings) -> None:
+def _set_spec_defaults(spec: VirtualMachineInstanceSpec, cluster: ClusterConfig) -> None:
     if not spec.architecture:
         spec.architecture = cluster.default_architecture
     domain = spec.domain
@@ -165,7 +165,7 @@ def _set_cpu_topology(spec: VirtualMachineInstanceSpec) -> None:
     cpu.sockets, cpu.cores, cpu.threads = sockets, 1, 1
 
 
-def _set_default_network(spec: VirtualMachineInstanceSpec, cluster: ClusterSettings) -> None:
+def _set_default_network(spec: VirtualMachineInstanceSpec, cluster: ClusterConfig) -> None:
     devices = spec.domain.devices
     if devices.autoattach_pod_interface is False or spec.networks or devices.interfaces:
         return
@@ -213,7 +213,7 @@ def _set_cpu_model(spec: VirtualMachineInstanceSpec) -> None:
 
 
 def _set_mutator_metadata_and_status(
-    vmi: VirtualMachineInstance, cluster: ClusterSettings, now: datetime
+    vmi: VirtualMachineInstance, cluster: ClusterConfig, now: datetime
 ) -> None:
     meta = vmi.metadata or ObjectMeta()
     vmi.metadata = meta
@@ -234,4 +234,4 @@ def _set_mutator_metadata_and_status(
     ]
     if status.guest_os_info is None:
         status.guest_os_info = VirtualMachineInstanceGuestOSInfo()
-    status.runtime_user = None if ROOT_FEATURE_GATE in cluster.feature_gates else NON_ROOT_UID
+    status.runtime_user = None if cluster.enabled(ROOT_FEATURE_GATE) else NON_ROOT_UID

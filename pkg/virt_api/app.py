@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubevirt.admission import defaulting
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.log import get_logger
@@ -21,6 +20,8 @@ from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
 from kubevirt.virt_api.webhooks.tls import ReloadingCertificate
+from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_config import follower as config_follower
 
 
 @dataclass(frozen=True)
@@ -36,45 +37,20 @@ class Options:
     config_refresh_interval: float = 5.0
 
 
-class ConfigFollower:
-    """Keeps the webhooks' cluster settings equal to the KubeVirt CR's configuration.
-
-    Until a KubeVirt CR is found (or without a cluster) the settings given by flags stay in force.
-    """
+class ConfigFollower(config_follower.ConfigFollower):
+    """The cluster configuration follower, publishing into the webhooks' context."""
 
     def __init__(self, ctx: WebhookContext, state: KubernetesClusterState, namespace: str | None) -> None:
-        self._ctx = ctx
-        self._state = state
-        self._namespace = namespace
-        self._log = get_logger()
+        def publish(config: ClusterConfig) -> None:
+            ctx.config = config
 
-    def refresh(self) -> bool:
-        """Read the CR once; returns whether the settings changed."""
-        try:
-            kubevirts = self._state.list_kubevirts(self._namespace)
-        except ClusterStateError as err:
-            self._log.warning("cannot read the KubeVirt configuration", reason=str(err))
-            return False
-        if not kubevirts:
-            return False
-        config = ClusterConfig.from_kubevirt(kubevirts[0], install_namespace=self._namespace)
-        if config == self._ctx.config:
-            return False
-        self._ctx.config = config
-        self._log.info(
-            "cluster configuration updated",
-            feature_gates=sorted(config.feature_gates),
-            rollout_strategy=config.rollout_strategy,
+        super().__init__(
+            state,
+            namespace,
+            current=lambda: ctx.config,
+            publish=publish,
+            read_errors=(ClusterStateError,),
         )
-        return True
-
-    async def follow(self, interval: float) -> None:
-        while True:
-            try:
-                await asyncio.to_thread(self.refresh)
-            except Exception:  # an unexpected answer must not stop following for good
-                self._log.exception("reading the KubeVirt configuration failed")
-            await asyncio.sleep(interval)
 
 
 def build_context(config: ClusterConfig, state: ClusterState | None = None) -> WebhookContext:

@@ -16,9 +16,10 @@ from urllib3.exceptions import HTTPError
 from kubevirt.admission.migration import MIGRATION_SELECTOR_LABEL
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.log import get_logger
+from kubevirt_api.core.v1.constants import GROUP_NAME
 
 JSON = dict[str, Any]
-GROUP, VERSION = "kubevirt.io", "v1"
+GROUP, VERSION = GROUP_NAME, "v1"
 # Each lookup must fit well inside the API server's 10 s webhook timeout.
 REQUEST_TIMEOUT = 3.0
 

@@ -16,13 +16,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.client import EventRecorder, KubeClient, KubeConfigError, own_namespace
 from kubevirt.client.errors import ApiError, ConnectionFailedError
 from kubevirt.controller import LeaderElector, SharedInformerFactory
 from kubevirt.log import get_logger
 from kubevirt.service.probes import ProbeServer
-from kubevirt.virt_controller.config import ClusterConfigFollower
+from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_controller.config import ClusterConfigSource
 from kubevirt.virt_controller.controllers import ControllerSet, Threads
 from kubevirt.virt_controller.services import TemplateParameters
 
@@ -75,7 +75,7 @@ class VirtController:
         self._leading = threading.Event()
         self._events = EventRecorder(api, COMPONENT, host=socket.gethostname())
         self._factory = SharedInformerFactory(api)
-        self._config = ClusterConfigFollower(self._factory, namespace=namespace, initial=options.config)
+        self._config = ClusterConfigSource(self._factory, namespace=namespace, initial=options.config)
         self._controllers = ControllerSet(
             api=api,
             events=self._events,

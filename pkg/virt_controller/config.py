@@ -5,41 +5,36 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.client import KUBEVIRTS
 from kubevirt.controller import SharedInformerFactory
-from kubevirt.log import get_logger
+from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_controller.services import LauncherSettings
 
-JSON = dict[str, Any]
 
-
-class ClusterConfigFollower:
-    """Holds the configuration of the install namespace's KubeVirt CR; flags' values until one exists."""
+class ClusterConfigSource:
+    """The configuration of the install namespace's KubeVirt CR (the flags' until one exists), and the
+    launcher settings it gives the template service."""
 
     def __init__(
         self, factory: SharedInformerFactory, *, namespace: str | None, initial: ClusterConfig
     ) -> None:
-        self._namespace = namespace
         self._lock = threading.Lock()
         self._config = initial
         self._settings = LauncherSettings()
-        self._log = get_logger()
+        self._follower = ConfigFollower(None, namespace, current=self.cluster_config, publish=self._publish)
         informer = factory.informer(KUBEVIRTS, namespace=namespace)
-        informer.add_event_handler(self._apply, lambda _old, new: self._apply(new), lambda _gone: None)
+        informer.add_event_handler(self._observe, lambda _old, new: self._observe(new), lambda _gone: None)
 
-    def _apply(self, kubevirt: JSON) -> None:
-        config = ClusterConfig.from_kubevirt(kubevirt, install_namespace=self._namespace)
+    def _observe(self, kubevirt: dict[str, Any]) -> None:
         settings = LauncherSettings.from_kubevirt(kubevirt)
         with self._lock:
-            changed = (config, settings) != (self._config, self._settings)
-            self._config, self._settings = config, settings
-        if changed:
-            self._log.info(
-                "cluster configuration updated",
-                feature_gates=sorted(config.feature_gates),
-                rollout_strategy=config.rollout_strategy,
-            )
+            self._settings = settings
+        self._follower.observe(kubevirt)
+
+    def _publish(self, config: ClusterConfig) -> None:
+        with self._lock:
+            self._config = config
 
     def cluster_config(self) -> ClusterConfig:
         with self._lock:

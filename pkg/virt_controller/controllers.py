@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.client import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -35,7 +34,8 @@ from kubevirt.controller import (
     UIDTrackingControllerExpectations,
     key_for,
 )
-from kubevirt.virt_controller.config import ClusterConfigFollower
+from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_controller.config import ClusterConfigSource
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
 from kubevirt.virt_controller.watch.node import NodeController
 from kubevirt.virt_controller.watch.pool import PoolController
@@ -89,7 +89,7 @@ class ControllerSet:
         api: KubeApi,
         events: EventSink,
         factory: SharedInformerFactory,
-        config: ClusterConfigFollower,
+        config: ClusterConfigSource,
         template: TemplateParameters,
         threads: Threads = Threads(),
         rng: random.Random | None = None,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import re
 import signal
 import threading
 import time
@@ -33,7 +32,7 @@ from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, ser
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import Migrator
-from kubevirt.virt_launcher.virtwrap.node_adjust import NodeFacts, kvm_usable
+from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory, decide_emulation
 from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 EXIT_OK = 0
@@ -61,6 +60,7 @@ class LauncherConfig:
     force_emulation: bool = False
     pod_name: str = ""
     libvirt_log_filters: str = ""
+    ovmf_path: str = ""
 
     @property
     def vmi_private_dir(self) -> Path:
@@ -69,7 +69,7 @@ class LauncherConfig:
     @property
     def use_emulation(self) -> bool:
         """QEMU's TCG when forced, or when allowed and /dev/kvm cannot be used."""
-        return self.force_emulation or (self.allow_emulation and not kvm_usable())
+        return decide_emulation(force=self.force_emulation, allow=self.allow_emulation)
 
 
 class Launcher:
@@ -146,7 +146,13 @@ class Launcher:
 
     def _serve(self, conn: libvirt.virConnect, libvirtd: Libvirtd | None) -> int:
         cfg = self.config
-        use_emulation = cfg.use_emulation
+        # What the node contributes to every domain, decided once: emulation, and whether this libvirt
+        # takes memory hotplug room without slots.
+        node = NodeFacts(
+            emulation=cfg.use_emulation,
+            slotless_max_memory=accepts_slotless_max_memory(conn.getLibVersion()),
+            ovmf_dir=cfg.ovmf_path,
+        )
         forwarder: DomainEventForwarder | None = None
 
         def changed() -> None:
@@ -156,7 +162,7 @@ class Launcher:
         manager = DomainManager(
             conn,
             self._converter,
-            node=NodeFacts(use_emulation=use_emulation),
+            node=node,
             on_domain_change=changed,
             pre_start_hooks=[self._pre_start],
             own_domain=f"{cfg.namespace}_{cfg.name}",
@@ -310,18 +316,3 @@ class Launcher:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.1)
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration (``3m``, ``240s``, ``1m30s``) or plain seconds, in seconds."""
-    text = text.strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        return float(text)
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise ValueError(f"not a duration: {text!r} (examples: 3m, 240s, 1m30s)")
-    return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)

@@ -1,9 +1,12 @@
-"""The converter in a helper process, so the long-lived launcher does not carry it.
+"""The domain pipeline in a helper process, so the long-lived launcher does not carry it.
 
-Converting needs the whole typed API and the converter (about half of a launcher's memory), but only
-until the domain is defined. The launcher starts this worker early (so the first sync does not wait for
-its imports), asks it for domain XML over a pipe (one JSON line per request and per answer), and stops it
-after the conversion; a later conversion (a re-definition, a migration target's check) starts it again.
+Building a domain needs the typed API (pydantic models of the whole VMI) and the converter: together
+about 12 MiB of the launcher's anonymous memory and a third of a second of imports, needed only until
+the domain is defined. The launcher starts this worker early (so the first sync does not wait for its
+imports), hands it the request's VMI JSON as received, virt-handler's options and the node's facts (one
+JSON line per request), and gets back the domain XML the pipeline serialised (one JSON line per
+answer); it stops the worker after the conversion, and a later conversion (a re-definition, a migration
+target's check) starts it again.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubevirt.virt_launcher import reaper
+
+if TYPE_CHECKING:  # kept light: virt-launcher imports this module before anything else
+    from kubevirt.virt_launcher.virtwrap.node import NodeFacts
 
 
 class ConversionWorkerError(RuntimeError):
@@ -27,9 +32,7 @@ class ConversionWorkerError(RuntimeError):
 class ConversionWorker:
     """A callable converter backed by a worker process; thread-safe."""
 
-    def __init__(self, *, use_emulation: bool, ovmf_path: str = "", stop_after_use: bool = True) -> None:
-        self._use_emulation = use_emulation
-        self._ovmf_path = ovmf_path
+    def __init__(self, *, stop_after_use: bool = True) -> None:
         self._stop_after_use = stop_after_use
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
@@ -48,12 +51,14 @@ class ConversionWorker:
         if process is not None:
             _discard(process)
 
-    def __call__(self, vmi: Mapping[str, Any], options: Any) -> str:
+    def __call__(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str:
+        """The domain XML for the VMI JSON; a ``ValueError`` names the VMI field at fault."""
         request = {
-            "vmi": vmi,
+            "vmi": vmi_json.decode(errors="replace"),
             "options": base64.b64encode(options.SerializeToString()).decode()
             if options is not None
             else None,
+            "node": node.to_json(),
         }
         with self._lock:
             for attempt in (1, 2):
@@ -83,11 +88,9 @@ class ConversionWorker:
 
     def _ensure_started(self) -> subprocess.Popen[str]:
         if self._process is None or self._process.poll() is not None:
+            # A separate process for memory: the typed API and the converter it imports stay out of the
+            # long-lived launcher (see the module docstring); it exits again after the conversion.
             command = [sys.executable, "-m", __name__]
-            if self._use_emulation:
-                command.append("--use-emulation")
-            if self._ovmf_path:
-                command += ["--ovmf-path", self._ovmf_path]
             self._process = reaper.start_owned(
                 lambda: subprocess.Popen(
                     command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
@@ -110,19 +113,19 @@ def _discard(process: subprocess.Popen[str]) -> None:
     reaper.forget(process.pid)
 
 
-def serve(use_emulation: bool, ovmf_path: str = "") -> None:
+def serve() -> None:
     """The worker's loop: one JSON request per stdin line, one JSON answer per stdout line."""
     from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
-    from kubevirt.virt_launcher.domain_converter import make_converter
+    from kubevirt.virt_launcher.virtwrap.domain_pipeline import domain_xml
+    from kubevirt.virt_launcher.virtwrap.node import NodeFacts
 
-    convert = make_converter(use_emulation=use_emulation, ovmf_path=ovmf_path)
     for line in sys.stdin:
         request = json.loads(line)
         options = None
         if request.get("options") is not None:
             options = cmd_pb2.VirtualMachineOptions.FromString(base64.b64decode(request["options"]))
         try:
-            answer = {"xml": convert(request["vmi"], options)}
+            answer = {"xml": domain_xml(request["vmi"], options, NodeFacts.from_json(request["node"]))}
         except (ValueError, KeyError, TypeError) as err:
             answer = {"error": str(err)}
         sys.stdout.write(json.dumps(answer) + "\n")
@@ -130,6 +133,4 @@ def serve(use_emulation: bool, ovmf_path: str = "") -> None:
 
 
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    ovmf = arguments[arguments.index("--ovmf-path") + 1] if "--ovmf-path" in arguments else ""
-    serve("--use-emulation" in arguments, ovmf)
+    serve()

@@ -22,7 +22,7 @@ from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.notify_client import NotifyClient, NotifyRejectedError, NotifyUnavailableError
 from kubevirt.virt_launcher.virtwrap.domain_json import domain_uid, gone_domain_json
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
-from kubevirt.virt_launcher.virtwrap.metadata import now
+from kubevirt.virt_launcher.virtwrap.timestamps import now
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.virt_controller.services import (
     LauncherSettings,
     PvcLookup,
@@ -17,7 +16,8 @@ from kubevirt.virt_controller.services import (
     TemplateParameters,
     render_launcher_pod,
 )
-from kubevirt.virtctl.render import RenderOptions, default_vmi
+from kubevirt.virtctl.manifests import RenderOptions, cluster_config
+from kubevirt.virtctl.render import default_vmi
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
 __all__ = ["LAUNCHER_IMAGE", "TemplateError", "render_pod", "stand_in_pvcs"]
@@ -53,9 +53,7 @@ def render_pod(raw: Mapping[str, Any], options: RenderOptions | None = None) -> 
     """Manifest → defaulted VMI → launcher pod. Raises ``RenderError`` or ``TemplateError``."""
     options = options if options is not None else RenderOptions()
     vmi = default_vmi(raw, options)
-    cluster = ClusterConfig.build(
-        feature_gates=options.feature_gates, rollout_strategy=options.rollout_strategy
-    )
+    cluster = cluster_config(options)
     # Software emulation (a node without /dev/kvm) is what useEmulation configures for the pod.
     settings = LauncherSettings(use_emulation=options.domain_type == "qemu")
     return render_launcher_pod(

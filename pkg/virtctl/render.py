@@ -9,40 +9,39 @@ from __future__ import annotations
 
 import json
 import sys
-import uuid
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any, get_args, get_origin
 
 import click
-import yaml
 from pydantic import BaseModel
 
-from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 from kubevirt.defaults import DefaultingError, set_vmi_defaults
-from kubevirt.virt_launcher.virtwrap.api.schema import Domain
-from kubevirt.virt_launcher.virtwrap.converter import ConversionError, ConverterContext, convert_vmi_to_domain
+from kubevirt.virt_config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES
+from kubevirt.virt_launcher.virtwrap.converter import (
+    ConversionError,
+    ConverterContext,
+    Domain,
+    convert_vmi_to_domain,
+)
+from kubevirt.virtctl.manifests import (
+    STAND_IN_UID,
+    RenderOptions,
+    apply_stand_ins,
+    cluster_config,
+    cluster_options,
+    read_object,
+    split_list,
+)
+from kubevirt.virtctl.validate import UnsupportedKindError, causes_json, renderable_vmi
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
-# Stand-ins for values a cluster assigns (the namespace of the request, the VM controller's firmware
-# UUID, the API server's object UID), so that rendering is reproducible.
-DEFAULT_NAMESPACE = "default"
-FIRMWARE_UUID_NAMESPACE = uuid.UUID("6a1a24a1-4061-4607-8bf4-a3963d0c5895")
-STAND_IN_UID = "00000000-0000-4000-8000-000000000001"
 DOMAIN_TYPES = ("kvm", "qemu")
+DEFAULT_OPTIONS = RenderOptions()
 
 
 class RenderError(ValueError):
     """The VMI cannot be rendered; the message names the field at fault."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RenderOptions:
-    rollout_strategy: str = ROLLOUT_LIVE_UPDATE
-    feature_gates: frozenset[str] = frozenset()
-    block_volumes: frozenset[str] = frozenset()
-    domain_type: str = "kvm"
 
 
 def options_from_flags(args: Iterable[str], *, rollout_strategy: str = ROLLOUT_LIVE_UPDATE) -> RenderOptions:
@@ -59,8 +58,8 @@ def options_from_flags(args: Iterable[str], *, rollout_strategy: str = ROLLOUT_L
         raise RenderError(f"unknown rollout strategy {strategy!r}")
     options = RenderOptions(
         rollout_strategy=strategy,
-        feature_gates=_split(values.pop("feature-gates", "")),
-        block_volumes=_split(values.pop("block-volumes", "")),
+        feature_gates=split_list(values.pop("feature-gates", "")),
+        block_volumes=split_list(values.pop("block-volumes", "")),
         domain_type=values.pop("domain-type", "kvm"),
     )
     if values:
@@ -68,28 +67,6 @@ def options_from_flags(args: Iterable[str], *, rollout_strategy: str = ROLLOUT_L
     if options.domain_type not in DOMAIN_TYPES:
         raise RenderError(f"unknown domain type {options.domain_type!r}")
     return options
-
-
-def apply_stand_ins(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The manifest with the namespace and firmware UUID a cluster would have given it (the input is
-    not changed; only the few mappings on the way to the new values are copied)."""
-    manifest = dict(raw)
-    metadata = raw.get("metadata")
-    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
-    manifest["metadata"] = metadata
-    if not metadata.get("namespace"):
-        metadata["namespace"] = DEFAULT_NAMESPACE
-    spec = raw.get("spec")
-    domain = spec.get("domain") if isinstance(spec, Mapping) else None
-    if isinstance(spec, Mapping) and isinstance(domain, Mapping):
-        firmware = domain.get("firmware")
-        if firmware is None:  # absent or null: the defaults would otherwise pick a random UUID
-            firmware = {}
-        if isinstance(firmware, Mapping) and not firmware.get("uuid"):
-            name = str(metadata.get("name") or "")
-            firmware = {**firmware, "uuid": str(uuid.uuid5(FIRMWARE_UUID_NAMESPACE, name))}
-            manifest["spec"] = {**spec, "domain": {**domain, "firmware": firmware}}
-    return manifest
 
 
 # For each API model: JSON key -> (is a list, nested model) for keys holding models, None for leaves.
@@ -142,7 +119,7 @@ def unknown_fields(model: type[BaseModel], data: Any, path: str = "") -> list[st
     return found
 
 
-def default_vmi(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()) -> VirtualMachineInstance:
+def default_vmi(raw: Mapping[str, Any], options: RenderOptions = DEFAULT_OPTIONS) -> VirtualMachineInstance:
     """Parse a VMI manifest and default it as virt-api would on CREATE (with the stand-ins above)."""
     manifest = apply_stand_ins(raw)
     unknown = unknown_fields(VirtualMachineInstance, manifest)
@@ -152,11 +129,8 @@ def default_vmi(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()
         vmi = VirtualMachineInstance.from_dict(manifest)
     except ApiParseError as err:
         raise RenderError(str(err.causes[0]) if err.causes else str(err)) from None
-    cluster = ClusterConfig.build(
-        feature_gates=options.feature_gates, rollout_strategy=options.rollout_strategy
-    )
     try:
-        set_vmi_defaults(vmi, cluster)
+        set_vmi_defaults(vmi, cluster_config(options))
     except DefaultingError as err:
         raise RenderError(str(err)) from None
     assert vmi.metadata is not None  # set by the defaults
@@ -168,75 +142,14 @@ def default_vmi(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()
 def converter_context(options: RenderOptions) -> ConverterContext:
     return ConverterContext(
         domain_type=options.domain_type,
-        feature_gates=options.feature_gates,
+        cluster=cluster_config(options),
         block_volumes=options.block_volumes,
     )
 
 
-def render_domain(raw: Mapping[str, Any], options: RenderOptions = RenderOptions()) -> Domain:
+def render_domain(raw: Mapping[str, Any], options: RenderOptions = DEFAULT_OPTIONS) -> Domain:
     """Manifest → defaulted VMI → domain. Raises :class:`RenderError` or :class:`ConversionError`."""
     return convert_vmi_to_domain(default_vmi(raw, options), converter_context(options))
-
-
-def _split(value: str) -> frozenset[str]:
-    return frozenset(part.strip() for part in value.split(",") if part.strip())
-
-
-class _ManifestLoader(yaml.SafeLoader):
-    """YAML as Kubernetes clients read it: a timestamp stays a string (as sigs.k8s.io/yaml leaves it)."""
-
-
-_ManifestLoader.yaml_implicit_resolvers = {
-    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _read_manifest(path: str) -> Any:
-    if path == "-":
-        text = sys.stdin.read()
-    else:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    return yaml.load(text, Loader=_ManifestLoader)
-
-
-def read_object(filename: str, what: str) -> dict[str, Any]:
-    """The manifest in ``filename`` (``-``: stdin) as a JSON object; exits 2 when it cannot be read."""
-    try:
-        manifest = _read_manifest(filename)
-    except (OSError, ValueError, yaml.YAMLError) as err:  # ValueError: bad UTF-8, oversized integers
-        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
-        sys.exit(2)
-    if not isinstance(manifest, dict):
-        click.echo(f"error: {filename} does not hold {what}", err=True)
-        sys.exit(2)
-    return manifest
-
-
-def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The options describing the cluster a manifest would be created in (shared by offline commands)."""
-    for option in reversed(
-        (
-            click.option(
-                "--rollout-strategy",
-                "--rollout",
-                "rollout_strategy",
-                type=click.Choice(ROLLOUT_STRATEGIES),
-                default=ROLLOUT_LIVE_UPDATE,
-                show_default=True,
-                help="The cluster's VM rollout strategy (LiveUpdate: CPU and memory hotplug defaults).",
-            ),
-            click.option(
-                "--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster."
-            ),
-            click.option(
-                "--block-volumes", default="", help="Comma-separated volumes whose PVC is in block mode."
-            ),
-        )
-    ):
-        command = option(command)
-    return command
 
 
 @click.command(name="render")
@@ -266,13 +179,10 @@ def render(
     manifest = read_object(filename, "a VirtualMachineInstance object")
     options = RenderOptions(
         rollout_strategy=rollout_strategy,
-        feature_gates=_split(feature_gates),
-        block_volumes=_split(block_volumes),
+        feature_gates=split_list(feature_gates),
+        block_volumes=split_list(block_volumes),
         domain_type=domain_type,
     )
-    # Imported here: validate builds on this module's reading and options.
-    from kubevirt.virtctl.validate import UnsupportedKindError, causes_json, renderable_vmi
-
     try:
         manifest, causes = renderable_vmi(manifest, options)
     except UnsupportedKindError as err:

@@ -15,11 +15,17 @@ from typing import Any
 import click
 
 from kubevirt.admission import defaulting, pipeline
-from kubevirt.admission._json import obj
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.json_fields import obj
 from kubevirt.admission.schema import schema_check
-from kubevirt.virtctl.render import RenderOptions, _split, apply_stand_ins, cluster_options, read_object
+from kubevirt.virtctl.manifests import (
+    RenderOptions,
+    apply_stand_ins,
+    cluster_config,
+    cluster_options,
+    read_object,
+    split_list,
+)
 
 VMI_KIND = "VirtualMachineInstance"
 VM_KIND = "VirtualMachine"
@@ -40,9 +46,7 @@ def manifest_kind(manifest: Mapping[str, Any]) -> str:
 
 def admission_causes(manifest: Mapping[str, Any], options: RenderOptions) -> list[StatusCause]:
     """What KubeVirt's webhooks would answer for creating ``manifest`` (empty when accepted)."""
-    config = ClusterConfig.build(
-        feature_gates=options.feature_gates, rollout_strategy=options.rollout_strategy
-    )
+    config = cluster_config(options)
     if manifest_kind(manifest) == VM_KIND:
         outcome = pipeline.validate_vm(
             dict(manifest), config, defaulter=defaulting.vm_defaults, schema=schema_check
@@ -99,8 +103,8 @@ def validate(filename: str, rollout_strategy: str, feature_gates: str, block_vol
     manifest = read_object(filename, "a Kubernetes object")
     options = RenderOptions(
         rollout_strategy=rollout_strategy,
-        feature_gates=_split(feature_gates),
-        block_volumes=_split(block_volumes),
+        feature_gates=split_list(feature_gates),
+        block_volumes=split_list(block_volumes),
     )
     try:
         causes = admission_causes(manifest, options)

@@ -103,7 +103,9 @@ class ScheduledWatch:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for event in self._client.watch(PODS, self._namespace, resource_version=self._version, timeout_seconds=30):
+            for event in self._client.watch(
+                PODS, self._namespace, resource_version=self._version, timeout_seconds=30
+            ):
                 pod = event.object
                 self._version = pod["metadata"].get("resourceVersion", self._version)
                 name = pod["metadata"].get("labels", {}).get("vm.kubevirt.io/name")
@@ -151,7 +153,7 @@ def _memory_kib(pid: int) -> dict[str, int]:
 
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def run(count: int, interval: float, timeout: float) -> dict[str, Any]:
@@ -160,10 +162,14 @@ def run(count: int, interval: float, timeout: float) -> dict[str, Any]:
         raise SystemExit("no local cluster is running: start one with hack/cluster-up")
     subprocess.run(["bash", str(REPO / "hack" / "build-images"), "virt-controller"], check=True)
     cluster = Cluster(layout)
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "manifests" / "generated"))
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", str(REPO / "manifests" / "generated")
+    )
     node = kubevirt.node_name(cluster)
     kubevirt.equip_node(cluster, node, devices=max(110, count))
-    kubevirt.deploy_virt_controller(cluster, rbac=controller_rbac(kubevirt.INSTALL_NAMESPACE), launcher_image=LAUNCHER)
+    kubevirt.deploy_virt_controller(
+        cluster, rbac=controller_rbac(kubevirt.INSTALL_NAMESPACE), launcher_image=LAUNCHER
+    )
     namespace = f"bench-vc-{os.getpid()}"
     cluster.kubectl("create", "namespace", namespace)
     client = KubeClient.from_kubeconfig(str(cluster.kubeconfig), user_agent="bench-virt-controller")
@@ -198,7 +204,11 @@ def run(count: int, interval: float, timeout: float) -> dict[str, Any]:
     requests[("LIST", "pods")] -= 1
     requests[("WATCH", "pods")] -= 1
     requests[("GET", "")] -= 1
-    per_vm = {f"{verb} {resource or '(non-resource)'}": n / count for (verb, resource), n in requests.items() if n > 0}
+    per_vm = {
+        f"{verb} {resource or '(non-resource)'}": n / count
+        for (verb, resource), n in requests.items()
+        if n > 0
+    }
     return {
         "vms": count,
         "scheduled": len(latencies),
@@ -208,7 +218,11 @@ def run(count: int, interval: float, timeout: float) -> dict[str, Any]:
             "max": max(latencies) if latencies else None,
         },
         "api_requests_per_vm": dict(sorted(per_vm.items())),
-        "virt_controller": {"cpu_seconds": round(cpu, 2), "rss_mib": memory["VmRSS"] / 1024, "peak_rss_mib": memory["VmHWM"] / 1024},
+        "virt_controller": {
+            "cpu_seconds": round(cpu, 2),
+            "rss_mib": memory["VmRSS"] / 1024,
+            "peak_rss_mib": memory["VmHWM"] / 1024,
+        },
     }
 
 
@@ -216,11 +230,12 @@ def _print(result: dict[str, Any]) -> None:
     latency = result["create_to_scheduled_seconds"]
     print(f"VMs created: {result['vms']}, launcher pods scheduled: {result['scheduled']}")
     if latency["p50"] is not None:
-        print(f"create -> scheduled: P50 {latency['p50']:.2f} s, P95 {latency['p95']:.2f} s, max {latency['max']:.2f} s")
+        p50, p95, worst = latency["p50"], latency["p95"], latency["max"]
+        print(f"create -> scheduled: P50 {p50:.2f} s, P95 {p95:.2f} s, max {worst:.2f} s")
     controller = result["virt_controller"]
     print(
-        f"virt-controller (leader): {controller['cpu_seconds']:.2f} CPU s, RSS {controller['rss_mib']:.1f} MiB "
-        f"(peak {controller['peak_rss_mib']:.1f} MiB)"
+        f"virt-controller (leader): {controller['cpu_seconds']:.2f} CPU s, "
+        f"RSS {controller['rss_mib']:.1f} MiB (peak {controller['peak_rss_mib']:.1f} MiB)"
     )
     print("API requests per VM (verb resource):")
     for key, value in result["api_requests_per_vm"].items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,15 +17,18 @@ from typing import Any
 
 import aiohttp
 
+# The shared test helpers; pytest adds them to the path, a script run does it here.
+sys.path.insert(0, str(Path(__file__).parents[1] / "lib"))
+
 from kubevirt.admission import defaulting, pipeline
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.vmi_create import admit_vmi_create
-from kubevirt.certificates import self_signed
 from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import WebhookServer
 from kubevirt.virt_api.webhooks.tls import ReloadingCertificate
+from kubevirt.virt_config import ClusterConfig
+from kubevirt_testing.certificates import self_signed
 
 CASES = Path(__file__).parents[1] / "testdata" / "conformance" / "vmi" / "valid"
 CONFIG = ClusterConfig()

@@ -27,10 +27,11 @@ import libvirt
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.handler_launcher_com.sockets import cmd_socket_path
 from kubevirt.log import configure as configure_logging
-from kubevirt.virt_launcher.domain_converter import make_converter
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
+from kubevirt.virt_launcher.virtwrap.domain_pipeline import domain_xml
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import Migrator
+from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
 
 CASE = Path(__file__).parents[1] / "testdata" / "conformance" / "vmi" / "valid"
 VMI_FILE = CASE / "080-kernelboot-kernel-initrd-args.defaults.nohotplug.json"
@@ -55,7 +56,10 @@ def measure_sync_latency() -> dict[str, dict[str, float]]:
         node = Path(tmp) / "node.xml"
         node.write_text("<node/>")
         conn = libvirt.open(f"test://{node}")
-        manager = DomainManager(conn, make_converter(use_emulation=True))
+        node_facts = NodeFacts(
+            emulation=True, slotless_max_memory=accepts_slotless_max_memory(conn.getLibVersion())
+        )
+        manager = DomainManager(conn, domain_xml, node=node_facts)
         server = serve(cmd_socket_path(Path(tmp)), CommandServer(manager, Migrator(manager, Path(tmp))))
         client = LauncherClient(cmd_socket_path(Path(tmp)))
         try:
@@ -130,7 +134,7 @@ def measure_launcher_memory() -> dict[str, float]:
             ready = _memory_kib(process.pid)
             with LauncherClient(cmd_socket_path(share)) as client:
                 started = time.perf_counter()
-                client.sync_vmi(vmi)  # converted by the launcher's worker process, warmed up at start
+                client.sync_vmi(vmi)  # built by the launcher's worker process, warmed up at start
                 first_sync = time.perf_counter() - started
                 for _ in range(200):  # what virt-handler does while the VMI runs
                     client.sync_vmi(vmi)

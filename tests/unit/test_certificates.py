@@ -8,7 +8,7 @@ import ipaddress
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from kubevirt.certificates import self_signed
+from kubevirt_testing.certificates import self_signed
 
 
 def test_certificate_names_validity_and_key_match() -> None:

@@ -6,8 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubevirt.admission import response
-from kubevirt.admission._json import JSON, obj, text
-from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.json_fields import JSON, obj, text
 from kubevirt.admission.pipeline import (
     SchemaCheck,
     VMDefaulter,
@@ -20,13 +19,15 @@ from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.defaults import DefaultingError
+from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.base import ApiParseError
+from kubevirt_api.core.v1.constants import GROUP_NAME
 
 Admit = Callable[[AdmissionRequest], AdmissionResponse]
 # Applies a JSON patch to a VMI: (namespace, name, patch).
 VMIPatcher = Callable[[str, str, list[JSON]], None]
 
-KUBEVIRT_GROUP = "kubevirt.io"
+KUBEVIRT_GROUP = GROUP_NAME
 POOL_GROUP = "pool.kubevirt.io"
 
 

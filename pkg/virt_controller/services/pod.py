@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubevirt.admission.config import ClusterConfig
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.services import containers, metadata, node_selectors, vmi_facts
 from kubevirt.virt_controller.services.errors import TemplateError
 from kubevirt.virt_controller.services.parameters import PvcLookup, TemplateParameters

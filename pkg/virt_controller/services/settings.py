@@ -1,6 +1,6 @@
 """Cluster-wide settings of the KubeVirt CR that shape the virt-launcher pod.
 
-:class:`~kubevirt.admission.config.ClusterConfig` does not carry these (yet); until it does, they live here
+:class:`~kubevirt.virt_config.ClusterConfig` does not carry these (yet); until it does, they live here
 with KubeVirt's defaults, so that a caller with a KubeVirt CR can set them and one without gets KubeVirt's
 behaviour.
 """

@@ -13,11 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from lxml import etree
-
-from kubevirt.virt_launcher.virtwrap import states
-from kubevirt.virt_launcher.virtwrap.api import schema
-from kubevirt.virt_launcher.virtwrap.metadata import KUBEVIRT_NS, KubeVirtMetadata, json_time
+from kubevirt.virt_launcher.virtwrap import api, states
+from kubevirt.virt_launcher.virtwrap.timestamps import json_time
 
 # What KubeVirt's NewDomainReferenceFromName puts into the TypeMeta of every domain it sends.
 DOMAIN_KIND = "Domain"
@@ -41,12 +38,9 @@ def split_domain_name(domain_name: str) -> tuple[str, str]:
     return (namespace, name) if sep else ("default", domain_name)
 
 
-def metadata_from_domain_xml(xml: str) -> KubeVirtMetadata | None:
-    root = etree.fromstring(xml.encode())
-    node = root.find(f"metadata/{{{KUBEVIRT_NS}}}kubevirt")
-    if node is None:
-        return None
-    return KubeVirtMetadata.from_xml(etree.tostring(node, encoding="unicode"))
+def metadata_from_domain_xml(xml: str) -> api.KubeVirtMetadata:
+    """KubeVirt's metadata in a domain libvirt returned (empty when it has none)."""
+    return api.Domain.from_xml(xml).metadata.kubevirt
 
 
 def domain_status(status: str, reason: str) -> dict[str, Any]:
@@ -90,7 +84,7 @@ def build_domain_json(
 def live_domain_json(xml: str, state: int, reason: int, *, for_event: bool = False) -> dict[str, Any]:
     """A domain libvirt knows: its XML read into the model, with libvirt's state and reason. KubeVirt's
     notifier names the VMI UID in ``ObjectMeta`` of the events it sends; GetDomain leaves it out."""
-    spec = schema.Domain.from_xml(xml)
+    spec = api.Domain.from_xml(xml)
     return build_domain_json(
         domain_name=spec.name or "",
         spec=spec.to_json_dict(),
@@ -107,7 +101,7 @@ def domain_uid(domain: dict[str, Any]) -> str:
 
 def gone_domain_json(domain_name: str, uid: str, deleted_at: datetime) -> dict[str, Any]:
     """The final notification for a domain that no longer exists: a spec holding only the VMI UID."""
-    spec = schema.Domain(metadata=schema.Metadata(kubevirt=schema.KubeVirtMetadata(uid=uid))).to_json_dict()
+    spec = api.Domain(metadata=api.Metadata(kubevirt=api.KubeVirtMetadata(uid=uid))).to_json_dict()
     spec["XMLName"] = {"Space": "", "Local": ""}  # never read from XML
     return build_domain_json(
         domain_name=domain_name,

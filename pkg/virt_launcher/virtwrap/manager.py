@@ -1,7 +1,8 @@
 """The domain manager: carries out virt-handler's commands on the one libvirt domain of this launcher.
 
-It turns a VMI into a domain with an injected converter (VMI -> domain XML), applies the node-side
-adjustments, and defines, starts, pauses, stops and removes the domain through libvirt-python. Every
+It has a domain built for a VMI by an injected converter (the request's VMI JSON, virt-handler's options
+and the node's facts -> domain XML, see :mod:`.domain_pipeline`), and defines, starts, pauses, stops
+and removes it through libvirt-python. Every
 command is idempotent where KubeVirt's is (sync is called over and over; stopping an absent domain
 succeeds). Live migration is delegated to :mod:`.migration`.
 """
@@ -9,20 +10,16 @@ succeeds). Live migration is delegated to :mod:`.migration`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
 import libvirt
-from lxml import etree
 
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
-from kubevirt.virt_launcher.virtwrap import states
-from kubevirt.virt_launcher.virtwrap.domain_json import (
-    live_domain_json,
-    metadata_from_domain_xml,
-)
+from kubevirt.virt_launcher.virtwrap import api, states
+from kubevirt.virt_launcher.virtwrap.domain_json import live_domain_json, metadata_from_domain_xml
 from kubevirt.virt_launcher.virtwrap.errors import (
     DomainNotFoundError,
     InvalidRequestError,
@@ -30,20 +27,17 @@ from kubevirt.virt_launcher.virtwrap.errors import (
     ManagerError,
     WrongStateError,
 )
-from kubevirt.virt_launcher.virtwrap.metadata import KUBEVIRT_NS, GracePeriod, KubeVirtMetadata, now
-from kubevirt.virt_launcher.virtwrap.node_adjust import (
-    NodeFacts,
-    adjust_domain_xml,
-    without_slotless_max_memory,
-)
+from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
 from kubevirt.virt_launcher.virtwrap.stats import domain_stats
-from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, VMIFacts, vmi_facts
+from kubevirt.virt_launcher.virtwrap.timestamps import format_time, now
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 
 class Converter(Protocol):
-    """VMI (defaulted JSON object) -> libvirt domain XML. Raises ``ValueError`` naming the bad field."""
+    """The request's VMI JSON, virt-handler's options and the node's facts -> the domain XML.
+    Raises ``ValueError`` naming the bad field."""
 
-    def __call__(self, vmi: Mapping[str, Any], options: Any) -> str: ...
+    def __call__(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str: ...
 
 
 _ACTIVE = (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_BLOCKED)
@@ -74,7 +68,7 @@ class DomainManager:
         self._pre_start_hooks = tuple(pre_start_hooks)
         self.conn = conn
         self._converter = converter
-        self._node = node or NodeFacts()
+        self._node = node or NodeFacts(slotless_max_memory=accepts_slotless_max_memory(conn.getLibVersion()))
         self._user_paused: set[str] = set()
         self._lock = threading.RLock()
         self._notify_change = on_domain_change or (lambda: None)
@@ -126,16 +120,15 @@ class DomainManager:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def sync_vmi(self, vmi: Mapping[str, Any], options: Any = None) -> None:
-        facts = facts_of(vmi)
+    def sync_vmi(self, facts: VMIFacts, options: Any = None) -> None:
         with self._lock:
             dom = self.lookup(facts.domain_name)
             if dom is None:
-                xml = self.render_domain(vmi, options, facts)
+                xml = self.render_domain(facts, options)
                 for hook in self._pre_start_hooks:
                     hook(facts)
                 with libvirt_errors(f"defining domain {facts.domain_name}"):
-                    dom = self._define(xml)
+                    dom = self.conn.defineXML(xml)
                 self._log.info("domain defined", domain=facts.domain_name)
             with libvirt_errors(f"reading the state of {facts.domain_name}"):
                 state, reason = dom.state()
@@ -154,31 +147,14 @@ class DomainManager:
                     dom.resume()
             self._sync_grace_period(dom, facts)
 
-    def _define(self, xml: str) -> libvirt.virDomain:
+    def render_domain(self, facts: VMIFacts, options: Any) -> str:
+        """The domain XML for a VMI on this node, KubeVirt's metadata included."""
         try:
-            return self.conn.defineXML(xml)
-        except libvirt.libvirtError as err:
-            fallback = without_slotless_max_memory(xml)
-            if fallback is None or "memory slot count" not in (err.get_error_message() or ""):
-                raise
-            self._log.warning("this libvirt cannot reserve memory for hotplug: defining without it")
-            return self.conn.defineXML(fallback)
-
-    def render_domain(self, vmi: Mapping[str, Any], options: Any, facts: VMIFacts | None = None) -> str:
-        """The domain XML for a VMI on this node, with KubeVirt's metadata filled in."""
-        facts = facts or facts_of(vmi)
-        try:
-            xml = self._converter(vmi, options)
+            return self._converter(facts.raw, options, self._node)
         except (ValueError, KeyError, TypeError) as err:
             raise InvalidRequestError(f"converting the VMI to a domain: {err}") from err
-        xml = adjust_domain_xml(xml, self._node)
-        metadata = KubeVirtMetadata(
-            uid=facts.uid, grace_period=GracePeriod(deletion_grace_period_seconds=facts.grace_period_seconds)
-        )
-        return _with_metadata(xml, metadata)
 
-    def pause_vmi(self, vmi: Mapping[str, Any]) -> None:
-        facts = facts_of(vmi)
+    def pause_vmi(self, facts: VMIFacts) -> None:
         dom = self.require_domain(facts)
         with self._lock, libvirt_errors(f"pausing domain {facts.domain_name}"):
             state, _ = dom.state()
@@ -187,8 +163,7 @@ class DomainManager:
             if state in (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED):
                 self._user_paused.add(facts.domain_name)
 
-    def unpause_vmi(self, vmi: Mapping[str, Any]) -> None:
-        facts = facts_of(vmi)
+    def unpause_vmi(self, facts: VMIFacts) -> None:
         dom = self.require_domain(facts)
         with self._lock, libvirt_errors(f"resuming domain {facts.domain_name}"):
             state, _ = dom.state()
@@ -196,8 +171,7 @@ class DomainManager:
                 dom.resume()
             self._user_paused.discard(facts.domain_name)
 
-    def shutdown_vmi(self, vmi: Mapping[str, Any]) -> None:
-        facts = facts_of(vmi)
+    def shutdown_vmi(self, facts: VMIFacts) -> None:
         dom = self.lookup(facts.domain_name)
         if dom is None:
             return
@@ -214,8 +188,7 @@ class DomainManager:
                 dom.shutdown()  # drivers without the ACPI flag (the test driver)
         self._log.info("domain shutdown requested", domain=facts.domain_name)
 
-    def kill_vmi(self, vmi: Mapping[str, Any]) -> None:
-        facts = facts_of(vmi)
+    def kill_vmi(self, facts: VMIFacts) -> None:
         dom = self.lookup(facts.domain_name)
         if dom is None:
             return
@@ -226,8 +199,7 @@ class DomainManager:
             self._user_paused.discard(facts.domain_name)
         self._log.info("domain killed", domain=facts.domain_name)
 
-    def delete_vmi(self, vmi: Mapping[str, Any]) -> None:
-        facts = facts_of(vmi)
+    def delete_vmi(self, facts: VMIFacts) -> None:
         dom = self.lookup(facts.domain_name)
         if dom is None:
             return
@@ -240,8 +212,7 @@ class DomainManager:
                 dom.undefine()
         self._log.info("domain undefined", domain=facts.domain_name)
 
-    def soft_reboot_vmi(self, vmi: Mapping[str, Any]) -> None:
-        facts = facts_of(vmi)
+    def soft_reboot_vmi(self, facts: VMIFacts) -> None:
         dom = self.require_domain(facts)
         with libvirt_errors(f"rebooting domain {facts.domain_name}"):
             state, _ = dom.state()
@@ -249,7 +220,8 @@ class DomainManager:
                 raise WrongStateError(
                     f"domain {facts.domain_name} is {states.state_name(state)}: only a running domain reboots"
                 )
-            if not _has_acpi(dom.XMLDesc(0)):
+            features = api.Domain.from_xml(dom.XMLDesc(0)).features
+            if features is None or features.acpi is None:
                 raise WrongStateError(
                     f"VMI {facts.namespace}/{facts.name} has neither a connected guest agent nor ACPI"
                 )
@@ -260,8 +232,7 @@ class DomainManager:
                     raise
                 dom.reboot(0)
 
-    def reset_vmi(self, vmi: Mapping[str, Any]) -> None:
-        facts = facts_of(vmi)
+    def reset_vmi(self, facts: VMIFacts) -> None:
         dom = self.require_domain(facts)
         with libvirt_errors(f"resetting domain {facts.domain_name}"):
             state, _ = dom.state()
@@ -271,10 +242,9 @@ class DomainManager:
                 )
             dom.reset(0)
 
-    def prepare_migration_target(self, vmi: Mapping[str, Any], options: Any = None) -> None:
+    def prepare_migration_target(self, facts: VMIFacts, options: Any = None) -> None:
         """Get ready to receive the domain: check it converts here; the source sends the definition."""
-        facts = facts_of(vmi)
-        self.render_domain(vmi, options, facts)
+        self.render_domain(facts, options)
         for hook in self._pre_start_hooks:
             hook(facts)
 
@@ -285,7 +255,7 @@ class DomainManager:
             return
         with self._lock:
             metadata = self._read_metadata(dom)
-            grace = metadata.grace_period or GracePeriod()
+            grace = metadata.grace_period or api.GracePeriodMetadata()
             if grace.marked_for_graceful_shutdown:
                 return
             grace.marked_for_graceful_shutdown = True
@@ -294,26 +264,26 @@ class DomainManager:
 
     # -- metadata --------------------------------------------------------------------------------
 
-    def read_metadata(self, dom: libvirt.virDomain) -> KubeVirtMetadata:
+    def read_metadata(self, dom: libvirt.virDomain) -> api.KubeVirtMetadata:
         with self._lock:
             return self._read_metadata(dom)
 
-    def _read_metadata(self, dom: libvirt.virDomain) -> KubeVirtMetadata:
+    def _read_metadata(self, dom: libvirt.virDomain) -> api.KubeVirtMetadata:
         with libvirt_errors("reading the domain"):
             xml = dom.XMLDesc(0)
-        return metadata_from_domain_xml(xml) or KubeVirtMetadata()
+        return metadata_from_domain_xml(xml)
 
-    def write_metadata(self, dom: libvirt.virDomain, metadata: KubeVirtMetadata) -> None:
+    def write_metadata(self, dom: libvirt.virDomain, metadata: api.KubeVirtMetadata) -> None:
         with self._lock, libvirt_errors("writing the domain metadata"):
             flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG if dom.isPersistent() else 0
             if dom.isActive():
                 flags |= libvirt.VIR_DOMAIN_AFFECT_LIVE
             dom.setMetadata(
-                libvirt.VIR_DOMAIN_METADATA_ELEMENT, metadata.to_xml(), "kubevirt", KUBEVIRT_NS, flags
+                libvirt.VIR_DOMAIN_METADATA_ELEMENT, metadata.to_xml(), "kubevirt", api.KUBEVIRT_NS, flags
             )
         self._notify_change()
 
-    def update_metadata(self, dom: libvirt.virDomain, change: Callable[[KubeVirtMetadata], None]) -> None:
+    def update_metadata(self, dom: libvirt.virDomain, change: Callable[[api.KubeVirtMetadata], None]) -> None:
         with self._lock:
             metadata = self._read_metadata(dom)
             change(metadata)
@@ -321,16 +291,18 @@ class DomainManager:
 
     def _mark_shutdown_started(self, dom: libvirt.virDomain, facts: VMIFacts) -> None:
         metadata = self._read_metadata(dom)
-        grace = metadata.grace_period or GracePeriod(deletion_grace_period_seconds=facts.grace_period_seconds)
+        grace = metadata.grace_period or api.GracePeriodMetadata(
+            deletion_grace_period_seconds=facts.grace_period_seconds
+        )
         if grace.deletion_timestamp is not None:
             return
-        grace.deletion_timestamp = now()
+        grace.deletion_timestamp = format_time(now())
         metadata.grace_period = grace
         self.write_metadata(dom, metadata)
 
     def _sync_grace_period(self, dom: libvirt.virDomain, facts: VMIFacts) -> None:
         metadata = self._read_metadata(dom)
-        grace = metadata.grace_period or GracePeriod()
+        grace = metadata.grace_period or api.GracePeriodMetadata()
         if (
             metadata.grace_period is not None
             and grace.deletion_grace_period_seconds == facts.grace_period_seconds
@@ -347,13 +319,6 @@ class DomainManager:
         return dom
 
 
-def facts_of(vmi: Mapping[str, Any]) -> VMIFacts:
-    try:
-        return vmi_facts(vmi)
-    except InvalidVMIError as err:
-        raise InvalidRequestError(str(err)) from err
-
-
 def _start(dom: libvirt.virDomain, *, paused: bool) -> None:
     if not paused:
         dom.createWithFlags(0)
@@ -367,19 +332,4 @@ def _start(dom: libvirt.virDomain, *, paused: bool) -> None:
         dom.suspend()
 
 
-def _with_metadata(xml: str, metadata: KubeVirtMetadata) -> str:
-    root = etree.fromstring(xml.encode())
-    container = root.find("metadata")
-    if container is None:
-        container = etree.SubElement(root, "metadata")
-    for old in container.findall(f"{{{KUBEVIRT_NS}}}kubevirt"):
-        container.remove(old)
-    container.append(etree.fromstring(metadata.to_xml().encode()))
-    return etree.tostring(root, encoding="unicode")
-
-
-def _has_acpi(xml: str) -> bool:
-    return etree.fromstring(xml.encode()).find("features/acpi") is not None
-
-
-__all__ = ["Converter", "DomainManager", "ManagerError", "facts_of", "libvirt_errors"]
+__all__ = ["Converter", "DomainManager", "ManagerError", "libvirt_errors"]

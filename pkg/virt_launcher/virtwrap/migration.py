@@ -24,9 +24,10 @@ import libvirt
 from kubevirt.handler_launcher_com.sockets import migration_source_socket
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
+from kubevirt.virt_launcher.virtwrap import api
 from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError, ManagerError, WrongStateError
-from kubevirt.virt_launcher.virtwrap.manager import DomainManager, facts_of, libvirt_errors
-from kubevirt.virt_launcher.virtwrap.metadata import KubeVirtMetadata, Migration, now
+from kubevirt.virt_launcher.virtwrap.manager import DomainManager, libvirt_errors
+from kubevirt.virt_launcher.virtwrap.timestamps import format_time, now
 from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 DIRECT_MIGRATION_PORT = 49152
@@ -139,8 +140,7 @@ class Migrator:
         key = f"{vmi_uid}-{DIRECT_MIGRATION_PORT}"
         return f"unix://{migration_source_socket(self._share_dir, key)}"
 
-    def migrate(self, vmi: Mapping[str, Any], options: MigrationOptions) -> None:
-        facts = facts_of(vmi)
+    def migrate(self, facts: VMIFacts, options: MigrationOptions) -> None:
         if not facts.uid:
             raise InvalidRequestError("metadata.uid: required to locate the migration proxy")
         dom = self._manager.require_domain(facts)
@@ -157,10 +157,10 @@ class Migrator:
         existing = self._manager.read_metadata(dom).migration
         if existing is not None and existing.uid == facts.migration_uid and existing.end_timestamp:
             return  # this migration already ran; its result is in the metadata
-        started = now()
+        started = format_time(now())
 
-        def begin(metadata: KubeVirtMetadata) -> None:
-            metadata.migration = Migration(uid=facts.migration_uid, start_timestamp=started)
+        def begin(metadata: api.KubeVirtMetadata) -> None:
+            metadata.migration = api.MigrationMetadata(uid=facts.migration_uid, start_timestamp=started)
 
         self._manager.update_metadata(dom, begin)
         self._abort_requested.clear()
@@ -173,8 +173,7 @@ class Migrator:
         )
         self._thread.start()
 
-    def cancel(self, vmi: Mapping[str, Any]) -> None:
-        facts = facts_of(vmi)
+    def cancel(self, facts: VMIFacts) -> None:
         dom = self._manager.require_domain(facts)
         if not self.in_progress:
             raise WrongStateError(f"failed to cancel migration: domain {facts.domain_name} is not migrating")
@@ -214,11 +213,11 @@ class Migrator:
         finally:
             done.set()
             monitor.join()
-        finished = now()
+        finished = format_time(now())
         aborted = self._abort_requested.is_set()
 
-        def record(metadata: KubeVirtMetadata) -> None:
-            migration = metadata.migration or Migration()
+        def record(metadata: api.KubeVirtMetadata) -> None:
+            migration = metadata.migration or api.MigrationMetadata()
             migration.end_timestamp = finished
             migration.mode = mode["value"]
             if error:

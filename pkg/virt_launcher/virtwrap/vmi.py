@@ -1,7 +1,9 @@
-"""The few facts the domain manager reads from a VMI, checked with field paths in the errors.
+"""The launcher's reading of a request's VMI: identity and lifecycle facts, checked with field paths.
 
-The converter reads the whole VMI; the manager only needs identity and lifecycle hints, so it reads them
-from the JSON object directly rather than building the full typed model on every call.
+Every command carries the VMI; the domain manager needs only its identity and lifecycle hints, read here
+once per request from the JSON. The full typed VMI is built only when a domain is built, in the
+conversion worker (:mod:`kubevirt.virt_launcher.virtwrap.domain_pipeline`), from the same JSON bytes,
+which :class:`VMIFacts` keeps as ``raw``: the typed API stays out of the long-lived launcher.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class VMIFacts:
     start_paused: bool
     grace_period_seconds: int
     migration_uid: str
+    migration_target_pod: str = ""
+    raw: bytes = dataclasses.field(default=b"", repr=False)
 
     @property
     def domain_name(self) -> str:
@@ -39,7 +43,12 @@ class VMIFacts:
         return self.phase == "Running" or self.phase in _FINAL_PHASES
 
 
-def parse_vmi_json(raw: bytes) -> dict[str, Any]:
+def read_vmi(raw: bytes) -> VMIFacts:
+    """The facts of the VMI JSON a request carries (kept in ``raw`` for the conversion)."""
+    return vmi_facts(_decode(raw), raw=raw)
+
+
+def _decode(raw: bytes) -> dict[str, Any]:
     if not raw:
         raise InvalidVMIError("vmi: no VMI in the request")
     try:
@@ -51,7 +60,7 @@ def parse_vmi_json(raw: bytes) -> dict[str, Any]:
     return vmi
 
 
-def vmi_facts(vmi: Mapping[str, Any]) -> VMIFacts:
+def vmi_facts(vmi: Mapping[str, Any], *, raw: bytes = b"") -> VMIFacts:
     metadata = _mapping(vmi, "metadata", "metadata")
     spec = _mapping(vmi, "spec", "spec")
     status = _mapping(vmi, "status", "status")
@@ -73,6 +82,8 @@ def vmi_facts(vmi: Mapping[str, Any]) -> VMIFacts:
         start_paused=_string(spec, "startStrategy", "spec.startStrategy") == "Paused",
         grace_period_seconds=grace,
         migration_uid=_string(migration, "migrationUid", "status.migrationState.migrationUid"),
+        migration_target_pod=_string(migration, "targetPod", "status.migrationState.targetPod"),
+        raw=raw,
     )
 
 

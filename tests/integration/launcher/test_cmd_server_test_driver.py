@@ -24,15 +24,21 @@ from kubevirt.handler_launcher_com.sockets import cmd_socket_path, notify_socket
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.notify_client import NotifyClient
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
+from kubevirt.virt_launcher.virtwrap.domain_pipeline import domain_xml
 from kubevirt.virt_launcher.virtwrap.errors import LibvirtCallError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
+from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts, read_vmi
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def driver_domain_xml(vmi: Mapping[str, Any], options: Any) -> str:
+def driver_domain_xml(vmi_json: bytes, options: Any, node: NodeFacts) -> str:
+    """A domain the test driver runs, with the KubeVirt metadata the launcher's pipeline writes."""
+    vmi = json.loads(vmi_json)
     metadata = vmi["metadata"]
+    grace = vmi.get("spec", {}).get("terminationGracePeriodSeconds", 30)
     if vmi.get("spec", {}).get("domain", {}).get("explode"):
         raise RuntimeError("converter bug")
     if vmi.get("spec", {}).get("domain", {}).get("memory") == "bad":
@@ -41,8 +47,15 @@ def driver_domain_xml(vmi: Mapping[str, Any], options: Any) -> str:
     return (
         f'<domain type="test"><name>{metadata.get("namespace", "default")}_{metadata["name"]}</name>'
         f'<memory unit="KiB">131072</memory><os><type arch="x86_64">hvm</type></os>{acpi}'
-        '<metadata><kubevirt xmlns="http://kubevirt.io"><uid></uid></kubevirt></metadata></domain>'
+        f'<metadata><kubevirt xmlns="http://kubevirt.io"><uid>{metadata.get("uid", "")}</uid>'
+        f"<graceperiod><deletionGracePeriodSeconds>{grace}</deletionGracePeriodSeconds></graceperiod>"
+        "</kubevirt></metadata></domain>"
     )
+
+
+def facts(the_vmi: Mapping[str, Any]) -> VMIFacts:
+    """The VMI as the launcher reads it from a request."""
+    return read_vmi(json.dumps(the_vmi).encode())
 
 
 def vmi(name: str = "testvm", **spec: Any) -> dict[str, Any]:
@@ -390,7 +403,7 @@ def test_domain_events_reach_the_notify_server(
     notify_path.touch()  # a stale socket file: the client must keep retrying through failures
     forwarder.start()
     try:
-        manager.sync_vmi(vmi())
+        manager.sync_vmi(facts(vmi()))
         time.sleep(0.5)
         notify_path.unlink()
         recorder = serve_notify(share)
@@ -398,8 +411,8 @@ def test_domain_events_reach_the_notify_server(
         assert added[1]["Spec"]["Name"] == "ns1_testvm"
         assert added[1]["ObjectMeta"]["uid"] == "uid-testvm"  # events name the VMI UID
         recorder.wait_for(lambda kind, domain: domain["Status"]["Status"] == "Running", 10)
-        manager.kill_vmi(vmi())
-        manager.delete_vmi(vmi())
+        manager.kill_vmi(facts(vmi()))
+        manager.delete_vmi(facts(vmi()))
         final = recorder.wait_for(lambda kind, domain: "deletionTimestamp" in domain["ObjectMeta"], 10)
         assert final[0] == "MODIFIED"
         assert final[1]["Status"]["Reason"] == "NonExistent"
@@ -430,19 +443,18 @@ def test_commands_are_served_concurrently(launcher: Launcher) -> None:
 
 
 def test_memory_hotplug_room_is_dropped_where_libvirt_refuses_it(conn: libvirt.virConnect) -> None:
-    from kubevirt.virt_launcher.domain_converter import make_converter
-
     case = Path(__file__).parents[2] / "testdata/conformance/vmi/valid/003-memory-guest-only.defaults.json"
-    the_vmi = json.loads(case.read_text())
-    manager = DomainManager(conn, make_converter(use_emulation=True))
-    rendered = etree.fromstring(manager.render_domain(the_vmi, None).encode())
+    the_vmi = facts(json.loads(case.read_text()))
+    room = DomainManager(conn, domain_xml, node=NodeFacts(emulation=True, slotless_max_memory=True))
+    rendered = etree.fromstring(room.render_domain(the_vmi, None).encode())
     assert rendered.find("maxMemory").get("slots") == "0"  # type: ignore[union-attr]  # KubeVirt's virtio-mem room
+    manager = DomainManager(conn, domain_xml)  # asks libvirt whether it takes the room without slots
     manager.sync_vmi(the_vmi)
     domain = manager.get_domain()
     assert domain is not None
     assert domain["Status"]["Status"] == "Running"
     dom = conn.lookupByName(domain["Spec"]["Name"])
-    assert "<maxMemory" not in dom.XMLDesc(0)
+    assert ("<maxMemory" in dom.XMLDesc(0)) == accepts_slotless_max_memory(conn.getLibVersion())
 
 
 def test_events_of_other_domains_are_not_forwarded(conn: libvirt.virConnect) -> None:
@@ -459,10 +471,10 @@ def test_events_of_other_domains_are_not_forwarded(conn: libvirt.virConnect) -> 
     forwarder.add_listener(record)
     forwarder.start()
     try:
-        manager.sync_vmi(vmi("other"))  # a domain of another launcher on the same libvirt
-        manager.kill_vmi(vmi("other"))
-        manager.delete_vmi(vmi("other"))
-        manager.sync_vmi(vmi())
+        manager.sync_vmi(facts(vmi("other")))  # a domain of another launcher on the same libvirt
+        manager.kill_vmi(facts(vmi("other")))
+        manager.delete_vmi(facts(vmi("other")))
+        manager.sync_vmi(facts(vmi()))
         assert ours_running.wait(10)
         assert {name for _, name in seen} == {"ns1_testvm"}
         assert not forwarder.domain_gone.is_set()  # another domain's removal is not ours
@@ -486,11 +498,11 @@ def test_concurrent_migration_requests_start_one_migration(tmp_path: Path, conn:
 
     manager = SlowToRecord(conn, driver_domain_xml)
     migrator = CountingMigrator(manager, tmp_path)
-    manager.sync_vmi(vmi())
+    manager.sync_vmi(facts(vmi()))
     moving = vmi()
     moving["status"]["migrationState"] = {"migrationUid": "mig-1"}
     requests = [
-        threading.Thread(target=migrator.migrate, args=(moving, MigrationOptions())) for _ in range(2)
+        threading.Thread(target=migrator.migrate, args=(facts(moving), MigrationOptions())) for _ in range(2)
     ]
     for thread in requests:
         thread.start()
@@ -561,10 +573,10 @@ def test_a_migration_outcome_that_cannot_be_recorded_is_logged_not_raised(
     monkeypatch.setattr(threading, "excepthook", lambda args: uncaught.append(args.exc_value))
     manager = ForgetfulAfterStart(conn, driver_domain_xml)
     migrator = Migrator(manager, tmp_path)
-    manager.sync_vmi(vmi())
+    manager.sync_vmi(facts(vmi()))
     moving = vmi()
     moving["status"]["migrationState"] = {"migrationUid": "mig-1"}
-    migrator.migrate(moving, MigrationOptions())
+    migrator.migrate(facts(moving), MigrationOptions())
     migrator.wait(10)
     assert manager.calls == 2
     assert uncaught == []

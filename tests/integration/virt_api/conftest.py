@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kubevirt.certificates import self_signed
+from kubevirt_testing.certificates import self_signed
 
 
 def make_certificate(cert_file: Path, key_file: Path, common_name: str) -> bytes:

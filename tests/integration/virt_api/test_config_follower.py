@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 from typing import Any
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.virt_api.app import ConfigFollower, build_context
+from kubevirt.virt_config import ClusterConfig
 
 KUBEVIRT = {
     "metadata": {"name": "kubevirt", "namespace": "kubevirt"},

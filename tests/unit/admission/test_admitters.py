@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from kubevirt.admission import kubevirt_cr, vm
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.eviction import decide_eviction
 from kubevirt.admission.migration import admit_migration_create, admit_migration_update, mutate_migration
 from kubevirt.admission.replicaset import admit_pool, admit_replicaset
@@ -21,6 +20,7 @@ from kubevirt.admission.status import admit_vm_status
 from kubevirt.admission.vmi_update import admit_vmi_update
 from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.routes import VMI_VALIDATE_UPDATE, webhook_handlers
+from kubevirt.virt_config import ClusterConfig
 
 CONFIG = ClusterConfig()
 HANDLER = "system:serviceaccount:kubevirt:kubevirt-handler"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from kubevirt.admission import defaulting, pipeline
-from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STAGE, ClusterConfig
 from kubevirt.admission.response import MAX_CAUSES
 from kubevirt.admission.schema import schema_check
+from kubevirt.virt_config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STAGE, ClusterConfig
 
 CONFORMANCE = Path(__file__).parents[2] / "testdata" / "conformance"
 

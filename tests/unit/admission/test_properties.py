@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from kubevirt.admission import defaulting, pipeline, vm, vmi_create
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.config import ROLLOUT_STAGE, ClusterConfig
 from kubevirt.admission.review import CREATE
 from kubevirt.admission.schema import schema_check
+from kubevirt.virt_config import ROLLOUT_STAGE, ClusterConfig
 
 CONFORMANCE = Path(__file__).parents[2] / "testdata" / "conformance"
 SEEDS = [

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import base64
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.pipeline import no_schema_check
 from kubevirt.admission.registration import mutating_webhook_configuration, validating_webhook_configuration
 from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
+from kubevirt.virt_config import ClusterConfig
 
 
 def _paths(configuration: dict[str, object]) -> set[str]:

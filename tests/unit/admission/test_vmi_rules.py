@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.vmi_create import admit_vmi_create
+from kubevirt.virt_config import ClusterConfig
 
 BASE = json.loads(
     (

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.review import UPDATE, AdmissionRequest, GroupVersionResource
 from kubevirt.admission.state import NoClusterState, StaticClusterState
 from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.routes import STATUS_VALIDATE, VM_VALIDATE, webhook_handlers
+from kubevirt.virt_config import ClusterConfig
 
 MIGRATING = "Cannot handle volume requests while VMI migration is in progress"
 HOTPLUG = {

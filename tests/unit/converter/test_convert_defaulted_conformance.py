@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kubevirt.virt_launcher.virtwrap.api.equivalence import domain_differences
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_launcher.virtwrap.converter import ConverterContext, convert_vmi_to_domain
 from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_testing.domain_equivalence import domain_differences
 
 VALID = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi" / "valid"
 DEFAULTED = sorted(VALID.glob("*.defaults*.json"))
@@ -26,7 +27,7 @@ def _context(case: str) -> ConverterContext:
                 gates = frozenset(value.split(","))
             elif key == "--block-volumes":
                 block = frozenset(value.split(","))
-    return ConverterContext(feature_gates=gates, block_volumes=block)
+    return ConverterContext(cluster=ClusterConfig.build(feature_gates=gates), block_volumes=block)
 
 
 def test_every_valid_case_has_both_defaulted_forms() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from kubevirt.virt_launcher.virtwrap import api
 from kubevirt.virt_launcher.virtwrap.api import Domain, XMLModelError
-from kubevirt.virt_launcher.virtwrap.api import schema as api
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi"
 DOMAIN_FILES = sorted(CONFORMANCE.glob("*/*.domain*.xml"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubevirt.virt_launcher.virtwrap.api.equivalence import domain_differences
+from kubevirt_testing.domain_equivalence import domain_differences
 
 
 def test_attribute_and_cross_tag_order_do_not_matter() -> None:

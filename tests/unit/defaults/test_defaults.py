@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubevirt.admission.config import ClusterConfig
 from kubevirt.defaults import DefaultingError, set_vmi_defaults
+from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
 LIVE = ClusterConfig.build()

@@ -12,9 +12,8 @@ import libvirt
 import pytest
 from lxml import etree
 
-from kubevirt.virt_launcher.virtwrap import states
+from kubevirt.virt_launcher.virtwrap import api, states
 from kubevirt.virt_launcher.virtwrap.api import Domain
-from kubevirt.virt_launcher.virtwrap.api import schema as api
 from kubevirt.virt_launcher.virtwrap.domain_json import domain_uid, live_domain_json
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi" / "valid"

@@ -1,4 +1,4 @@
-"""The launcher's pure pieces: metadata XML, node adjustments, VMI facts, options, names and versions."""
+"""The launcher's pure pieces: metadata in the domain, VMI facts, options, names and versions."""
 
 from __future__ import annotations
 
@@ -18,37 +18,37 @@ from kubevirt.handler_launcher_com.sockets import (
     notify_socket_path,
 )
 from kubevirt.handler_launcher_com.versions import NoCommonVersionError, highest_common_version
-from kubevirt.virt_launcher.app import LauncherConfig, parse_duration
+from kubevirt.virt_launcher.app import LauncherConfig
+from kubevirt.service.durations import parse_duration
 from kubevirt.virt_launcher.events import ADDED, MODIFIED, event_type_for
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
-from kubevirt.virt_launcher.virtwrap import states
+from kubevirt.virt_launcher.virtwrap import api, states
 from kubevirt.virt_launcher.virtwrap.domain_json import (
     gone_domain_json,
     metadata_from_domain_xml,
     split_domain_name,
 )
 from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError
-from kubevirt.virt_launcher.virtwrap.metadata import GracePeriod, KubeVirtMetadata, Migration
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, parse_quantity
-from kubevirt.virt_launcher.virtwrap.node_adjust import (
-    NodeFacts,
-    adjust_domain_xml,
-    kvm_usable,
-    without_slotless_max_memory,
-)
-from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, parse_vmi_json, vmi_facts
+from kubevirt.virt_launcher.virtwrap.node import kvm_usable
+from kubevirt.virt_launcher.virtwrap.timestamps import format_time
+from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, read_vmi, vmi_facts
 
 STAMP = datetime(2026, 11, 30, 12, 0, 1, 250000, tzinfo=UTC)
 
 
 def test_metadata_round_trips_through_xml() -> None:
-    metadata = KubeVirtMetadata(
+    metadata = api.KubeVirtMetadata(
         uid="u-1",
-        grace_period=GracePeriod(30, STAMP, True),
-        migration=Migration(
+        grace_period=api.GracePeriodMetadata(
+            deletion_grace_period_seconds=30,
+            deletion_timestamp=format_time(STAMP),
+            marked_for_graceful_shutdown=True,
+        ),
+        migration=api.MigrationMetadata(
             uid="m-1",
-            start_timestamp=STAMP,
-            end_timestamp=STAMP,
+            start_timestamp=format_time(STAMP),
+            end_timestamp=format_time(STAMP),
             failed=True,
             failure_reason="x",
             mode="PreCopy",
@@ -61,7 +61,7 @@ def test_metadata_round_trips_through_xml() -> None:
         "2026-11-30T12:00:01.25Z"
     )
     assert root.find("{http://kubevirt.io}migration/{http://kubevirt.io}completed") is None  # omitempty
-    assert KubeVirtMetadata.from_xml(xml) == metadata
+    assert api.KubeVirtMetadata.from_xml(xml) == metadata
 
 
 def test_metadata_is_found_in_a_domain() -> None:
@@ -70,10 +70,8 @@ def test_metadata_is_found_in_a_domain() -> None:
         '<kubevirt:kubevirt xmlns:kubevirt="http://kubevirt.io"><kubevirt:uid>abc</kubevirt:uid>'
         "</kubevirt:kubevirt></metadata></domain>"
     )
-    found = metadata_from_domain_xml(xml)
-    assert found is not None
-    assert found.uid == "abc"
-    assert metadata_from_domain_xml("<domain><name>x</name></domain>") is None
+    assert metadata_from_domain_xml(xml).uid == "abc"
+    assert metadata_from_domain_xml("<domain><name>x</name></domain>") == api.KubeVirtMetadata()
 
 
 def test_gone_domain_carries_deletion_timestamp_and_reason() -> None:
@@ -106,58 +104,6 @@ def test_gone_domain_carries_deletion_timestamp_and_reason() -> None:
     assert split_domain_name("lonely") == ("default", "lonely")
 
 
-def test_emulation_makes_a_tcg_domain_with_an_emulated_cpu() -> None:
-    xml = '<domain type="kvm"><cpu mode="host-model" check="partial"><topology sockets="1"/></cpu></domain>'
-    root = etree.fromstring(adjust_domain_xml(xml, NodeFacts(use_emulation=True)).encode())
-    assert root.get("type") == "qemu"
-    cpu = root.find("cpu")
-    assert cpu is not None
-    assert cpu.get("mode") == "maximum"
-    assert cpu.get("check") is None
-    assert cpu.find("topology") is not None
-    untouched = etree.fromstring(adjust_domain_xml(xml, NodeFacts(use_emulation=False)).encode())
-    assert untouched.get("type") == "kvm"
-
-
-@pytest.mark.parametrize(
-    ("cache", "direct_io", "expected_cache", "expected_io"),
-    [
-        ("none", False, "writethrough", None),  # cache=none needs O_DIRECT
-        (None, True, "none", "native"),
-        (None, False, "writethrough", None),
-        ("writeback", False, "writeback", "native"),
-    ],
-)
-def test_disk_cache_mode_follows_direct_io_support(
-    tmp_path: Path, cache: str | None, direct_io: bool, expected_cache: str, expected_io: str | None
-) -> None:
-    image = tmp_path / "disk.img"
-    image.write_bytes(b"\0" * 512)
-    cache_attr = f' cache="{cache}"' if cache else ""
-    xml = (
-        f'<domain><devices><disk type="file"><driver name="qemu"{cache_attr} io="native"/>'
-        f'<source file="{image}"/></disk></devices></domain>'
-    )
-    facts = NodeFacts(direct_io=lambda path: direct_io)
-    driver = etree.fromstring(adjust_domain_xml(xml, facts).encode()).find("devices/disk/driver")
-    assert driver is not None
-    assert driver.get("cache") == expected_cache
-    assert driver.get("io") == expected_io
-
-
-def test_tap_mtu_is_adopted(tmp_path: Path) -> None:
-    (tmp_path / "tap0").mkdir()
-    (tmp_path / "tap0" / "mtu").write_text("1400\n")
-    xml = (
-        '<domain><devices><interface type="ethernet"><target dev="tap0" managed="no"/>'
-        "</interface></devices></domain>"
-    )
-    root = etree.fromstring(adjust_domain_xml(xml, NodeFacts(sys_class_net=tmp_path)).encode())
-    mtu = root.find("devices/interface/mtu")
-    assert mtu is not None
-    assert mtu.get("size") == "1400"
-
-
 def test_vmi_facts() -> None:
     facts = vmi_facts(
         {
@@ -174,7 +120,10 @@ def test_vmi_facts() -> None:
     with pytest.raises(InvalidVMIError, match=r"status.migrationState: must be an object"):
         vmi_facts({"metadata": {"name": "vm"}, "status": {"migrationState": "x"}})
     with pytest.raises(InvalidVMIError, match=r"malformed VMI JSON"):
-        parse_vmi_json(b"\xff\xfe")
+        read_vmi(b"\xff\xfe")
+    raw = b'{"metadata": {"name": "vm"}, "status": {"migrationState": {"targetPod": "p"}}}'
+    read = read_vmi(raw)
+    assert (read.raw, read.migration_target_pod) == (raw, "p")
 
 
 def test_migration_options_from_virt_handler_json() -> None:
@@ -259,16 +208,6 @@ def test_version_negotiation() -> None:
     assert highest_common_version([1, 2], [2, 3]) == 2
     with pytest.raises(NoCommonVersionError, match=r"we support \[1\], the peer \[2\]"):
         highest_common_version([1], [2])
-
-
-def test_slotless_max_memory_is_removed_only_when_present() -> None:
-    with_room = '<domain><maxMemory slots="0" unit="b">1</maxMemory><memory unit="b">1</memory></domain>'
-    stripped = without_slotless_max_memory(with_room)
-    assert stripped is not None
-    assert "maxMemory" not in stripped
-    assert "<memory" in stripped
-    assert without_slotless_max_memory('<domain><maxMemory slots="4" unit="b">1</maxMemory></domain>') is None
-    assert without_slotless_max_memory("<domain/>") is None
 
 
 class _ReplyingStub:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubevirt.admission.config import ClusterConfig
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.services import (
     LauncherSettings,
     TemplateError,

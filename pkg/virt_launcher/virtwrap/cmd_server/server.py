@@ -8,7 +8,7 @@ succeeds); nothing a request carries can take the server down.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,9 +20,9 @@ from kubevirt.handler_launcher_com.server import register_cmd_info, serve_unix
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
-from kubevirt.virt_launcher.virtwrap.manager import DomainManager, facts_of
+from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
-from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, parse_vmi_json
+from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, VMIFacts, read_vmi
 
 R = TypeVar("R")
 _NO_AGENT = "the guest agent is not connected"
@@ -97,9 +97,10 @@ class CommandServer(_UnsupportedCommands):
             return None, cmd_pb2.Response(success=False, message=f"internal error: {err}")
 
     def _vmi_command(
-        self, command: str, request: Any, action: Callable[[Mapping[str, Any]], None]
+        self, command: str, request: Any, action: Callable[[VMIFacts], None]
     ) -> cmd_pb2.Response:
-        _, response = self._run(command, lambda: action(parse_vmi_json(request.vmi.vmiJson)))
+        # The request's VMI is read here, once; the action gets its facts (and its JSON, for a conversion).
+        _, response = self._run(command, lambda: action(read_vmi(request.vmi.vmiJson)))
         return response
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -134,7 +135,7 @@ class CommandServer(_UnsupportedCommands):
 
     def MigrateVirtualMachine(self, request: cmd_pb2.MigrationRequest, context: Any) -> cmd_pb2.Response:
         def migrate() -> None:
-            vmi = parse_vmi_json(request.vmi.vmiJson)
+            vmi = read_vmi(request.vmi.vmiJson)
             self._migrator.migrate(vmi, MigrationOptions.from_json(request.options))
 
         return self._run("MigrateVirtualMachine", migrate)[1]
@@ -150,9 +151,8 @@ class CommandServer(_UnsupportedCommands):
         )
 
     def SignalTargetPodCleanup(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
-        def signal(vmi: Mapping[str, Any]) -> None:
-            state = (vmi.get("status") or {}).get("migrationState") or {}
-            if self._pod_name and state.get("targetPod") == self._pod_name:
+        def signal(vmi: VMIFacts) -> None:
+            if self._pod_name and vmi.migration_target_pod == self._pod_name:
                 self._on_target_cleanup()
 
         return self._vmi_command("SignalTargetPodCleanup", request, signal)
@@ -217,11 +217,11 @@ class CommandServer(_UnsupportedCommands):
         return cmd_pb2.GuestPingResponse(response=cmd_pb2.Response(success=False, message=_NO_AGENT))
 
 
-def facts_only(manager: DomainManager) -> Callable[[Mapping[str, Any]], None]:
+def facts_only(manager: DomainManager) -> Callable[[VMIFacts], None]:
     """An action that only checks the VMI names an existing domain."""
 
-    def check(vmi: Mapping[str, Any]) -> None:
-        manager.require_domain(facts_of(vmi))
+    def check(vmi: VMIFacts) -> None:
+        manager.require_domain(vmi)
 
     return check
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
-from ..api import schema as api
+from .. import api
 from .clock import configure_clock
 from .context import ConverterContext
 from .conversion import Configurator, Conversion
@@ -12,11 +12,18 @@ from .cpu import configure_cpu, configure_dedicated_cpus
 from .devices import (
     configure_channels,
     configure_controllers,
+    configure_filesystems,
     configure_graphics,
     configure_inputs,
     configure_memballoon,
-    configure_misc_devices,
+    configure_panic_devices,
+    configure_rng,
     configure_serial_console,
+    configure_sound,
+    configure_tpm,
+    configure_usb_redirection,
+    configure_vsock,
+    configure_watchdog,
 )
 from .disks import configure_disks, configure_iothreads
 from .features import configure_features
@@ -43,7 +50,14 @@ CONFIGURATORS: tuple[Configurator, ...] = (
     configure_memballoon,
     configure_inputs,
     configure_serial_console,
-    configure_misc_devices,
+    configure_rng,
+    configure_watchdog,
+    configure_sound,
+    configure_tpm,
+    configure_vsock,
+    configure_panic_devices,
+    configure_usb_redirection,
+    configure_filesystems,
     configure_clock,
     configure_features,
     configure_dedicated_cpus,
@@ -51,9 +65,16 @@ CONFIGURATORS: tuple[Configurator, ...] = (
 )
 
 
-def convert_vmi_to_domain(vmi: VirtualMachineInstance, context: ConverterContext | None = None) -> api.Domain:
-    """The libvirt domain for a defaulted VMI. Raises :class:`ConversionError` naming the VMI field."""
+def convert_vmi_to_domain(
+    vmi: VirtualMachineInstance,
+    context: ConverterContext | None = None,
+    *,
+    configurators: tuple[Configurator, ...] = CONFIGURATORS,
+) -> api.Domain:
+    """The libvirt domain for a defaulted VMI. Raises :class:`ConversionError` naming the VMI field.
+
+    ``configurators`` run in order; virt-launcher adds its own after :data:`CONFIGURATORS`."""
     conversion = Conversion(vmi, context or ConverterContext())
-    for configure in CONFIGURATORS:
+    for configure in configurators:
         configure(conversion)
     return conversion.domain

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..api import schema as api
+from .. import api
 from .conversion import Conversion
 
 # VMI timer -> (libvirt timer, has a tick policy, has a track), in the order KubeVirt writes them.

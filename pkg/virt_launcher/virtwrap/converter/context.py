@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kubevirt.virt_config import ClusterConfig
+
 DEFAULT_OVMF_DIR = "/usr/share/OVMF"
 
 
@@ -44,6 +46,7 @@ class ConverterContext:
     block mode. ``container_disk_formats`` maps a containerDisk volume to its image format (``qcow2``
     or ``raw``); ``None`` means every image is qcow2. ``free_page_reporting``,
     ``use_virtio_transitional`` and ``serial_console_log`` are taken from the VMI when ``None``.
+    ``cluster`` is the cluster configuration (feature gates and the like) the VMI was admitted under.
     ``cpu_set`` lists the host CPUs the pod may pin to (dedicated CPU placement).
     ``network_binding_plugins`` maps each configured binding plugin to its domain attachment type
     (``tap``, ``managedTap`` or empty when the plugin attaches the NIC itself).
@@ -55,7 +58,7 @@ class ConverterContext:
     container_disk_formats: Mapping[str, str] | None = None
     efi: EFIConfiguration = field(default_factory=EFIConfiguration)
     smbios: SMBIOS = field(default_factory=SMBIOS)
-    feature_gates: frozenset[str] = frozenset()
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
     free_page_reporting: bool | None = None
     use_virtio_transitional: bool | None = None
     serial_console_log: bool | None = None

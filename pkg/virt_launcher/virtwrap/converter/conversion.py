@@ -7,7 +7,7 @@ from collections.abc import Callable
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.resource import Quantity
 
-from ..api import schema as api
+from .. import api
 from .context import ConverterContext
 from .errors import ConversionError
 

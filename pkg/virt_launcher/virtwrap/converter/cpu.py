@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..api import schema as api
+from .. import api
 from .conversion import MAX_VCPUS, Conversion
 from .errors import ConversionError
 

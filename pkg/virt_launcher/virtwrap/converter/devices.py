@@ -3,7 +3,7 @@ memory balloon, rng, watchdog, sound, TPM, vsock, panic, USB redirection and vir
 
 from __future__ import annotations
 
-from ..api import schema as api
+from .. import api
 from .conversion import Conversion
 from .errors import ConversionError
 
@@ -133,51 +133,79 @@ def configure_memballoon(c: Conversion) -> None:
     )
 
 
-def configure_misc_devices(c: Conversion) -> None:
-    """rng, watchdog, sound, TPM, vsock, panic devices, USB redirection, virtiofs."""
-    devices = c.vmi.spec.domain.devices
-    out = c.domain.devices
-    if devices.rng is not None:
-        out.rng = api.Rng(model=c.virtio_model, backend=api.RngBackend(model="random", source="/dev/urandom"))
-    watchdog = devices.watchdog
-    if watchdog is not None:
-        # Each architecture has its one watchdog model: i6300esb on x86, diag288 on s390x.
-        if c.context.architecture == "s390x":
-            model, spec = "diag288", watchdog.diag288.action if watchdog.diag288 else None
-        else:
-            model, spec = "i6300esb", watchdog.i6300esb.action if watchdog.i6300esb else None
-        if spec is None and watchdog.i6300esb is None and watchdog.diag288 is None:
-            raise ConversionError(
-                "spec.domain.devices.watchdog",
-                f"watchdog {watchdog.name} can't be mapped, no watchdog type specified",
-            )
-        out.watchdogs.append(
-            api.Watchdog(model=model, action=spec or "", alias=api.Alias.user_defined(watchdog.name))
+def configure_rng(c: Conversion) -> None:
+    if c.vmi.spec.domain.devices.rng is not None:
+        c.domain.devices.rng = api.Rng(
+            model=c.virtio_model, backend=api.RngBackend(model="random", source="/dev/urandom")
         )
-    if devices.sound is not None:
-        model = "ac97" if devices.sound.model == "ac97" else "ich9"
-        out.sound_cards.append(api.SoundCard(model=model, alias=api.Alias.user_defined(devices.sound.name)))
-    tpm = devices.tpm
-    if tpm is not None and tpm.enabled is not False:
-        if tpm.persistent:
-            backend = api.TPMBackend(type="emulator", version="2.0", persistent_state="yes")
-            out.tpms.append(api.TPM(model="tpm-crb", backend=backend))
-        else:
-            out.tpms.append(api.TPM(model="tpm-tis", backend=api.TPMBackend(type="emulator", version="2.0")))
+
+
+def configure_watchdog(c: Conversion) -> None:
+    watchdog = c.vmi.spec.domain.devices.watchdog
+    if watchdog is None:
+        return
+    # Each architecture has its one watchdog model: i6300esb on x86, diag288 on s390x.
+    if c.context.architecture == "s390x":
+        model, action = "diag288", watchdog.diag288.action if watchdog.diag288 else None
+    else:
+        model, action = "i6300esb", watchdog.i6300esb.action if watchdog.i6300esb else None
+    if action is None and watchdog.i6300esb is None and watchdog.diag288 is None:
+        raise ConversionError(
+            "spec.domain.devices.watchdog",
+            f"watchdog {watchdog.name} can't be mapped, no watchdog type specified",
+        )
+    c.domain.devices.watchdogs.append(
+        api.Watchdog(model=model, action=action or "", alias=api.Alias.user_defined(watchdog.name))
+    )
+
+
+def configure_sound(c: Conversion) -> None:
+    sound = c.vmi.spec.domain.devices.sound
+    if sound is not None:
+        model = "ac97" if sound.model == "ac97" else "ich9"
+        c.domain.devices.sound_cards.append(
+            api.SoundCard(model=model, alias=api.Alias.user_defined(sound.name))
+        )
+
+
+def configure_tpm(c: Conversion) -> None:
+    tpm = c.vmi.spec.domain.devices.tpm
+    if tpm is None or tpm.enabled is False:
+        return
+    if tpm.persistent:
+        backend = api.TPMBackend(type="emulator", version="2.0", persistent_state="yes")
+        c.domain.devices.tpms.append(api.TPM(model="tpm-crb", backend=backend))
+    else:
+        backend = api.TPMBackend(type="emulator", version="2.0")
+        c.domain.devices.tpms.append(api.TPM(model="tpm-tis", backend=backend))
+
+
+def configure_vsock(c: Conversion) -> None:
     status = c.vmi.status
     if status is not None and status.vsockcid is not None:
         # vhost-vsock only works as a virtio 1.0 device, whatever the VMI asks for
-        out.vsock = api.VSOCK(
+        c.domain.devices.vsock = api.VSOCK(
             model="virtio-non-transitional", cid=api.CID(auto="no", address=status.vsockcid)
         )
-    for panic in devices.panic_devices or []:
-        out.panic_devices.append(api.PanicDevice(model=panic.model or None))
-    if devices.client_passthrough is not None:
-        for i in range(USB_REDIRECT_DEVICES):
-            source = api.RedirectedDeviceSource(mode="bind", path=f"{PRIVATE_DIR}/{c.uid}/virt-usbredir-{i}")
-            out.redirs.append(api.RedirectedDevice(type="unix", bus="usb", source=source))
-    for share in devices.filesystems or []:
-        out.filesystems.append(
+
+
+def configure_panic_devices(c: Conversion) -> None:
+    for panic in c.vmi.spec.domain.devices.panic_devices or []:
+        c.domain.devices.panic_devices.append(api.PanicDevice(model=panic.model or None))
+
+
+def configure_usb_redirection(c: Conversion) -> None:
+    if c.vmi.spec.domain.devices.client_passthrough is None:
+        return
+    for i in range(USB_REDIRECT_DEVICES):
+        source = api.RedirectedDeviceSource(mode="bind", path=f"{PRIVATE_DIR}/{c.uid}/virt-usbredir-{i}")
+        c.domain.devices.redirs.append(api.RedirectedDevice(type="unix", bus="usb", source=source))
+
+
+def configure_filesystems(c: Conversion) -> None:
+    """virtiofs shares, each served by its virtiofsd through a socket in the pod."""
+    for share in c.vmi.spec.domain.devices.filesystems or []:
+        c.domain.devices.filesystems.append(
             api.FilesystemDevice(
                 type="mount",
                 access_mode="passthrough",

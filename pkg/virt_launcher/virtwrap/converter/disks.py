@@ -6,7 +6,7 @@ import re
 
 from kubevirt_api.core.v1 import Disk, Volume
 
-from ..api import schema as api
+from .. import api
 from .conversion import Conversion, join_base, resource_quantity
 from .errors import ConversionError
 

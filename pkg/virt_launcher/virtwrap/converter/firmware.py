@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubevirt_api.core.v1 import ACPI
 
-from ..api import schema as api
+from .. import api
 from .conversion import Conversion, join_base
 from .errors import ConversionError
 

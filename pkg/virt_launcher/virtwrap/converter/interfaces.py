@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kubevirt_api.core.v1 import Interface
 
-from ..api import schema as api
+from .. import api
 from .conversion import Conversion
 from .disks import pci_address
 from .errors import ConversionError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubevirt_api.resource import Quantity
 
-from ..api import schema as api
+from .. import api
 from .conversion import Conversion, quantity_to_bytes, resource_quantity
 
 MEMFD_ANNOTATION = "kubevirt.io/memfd"

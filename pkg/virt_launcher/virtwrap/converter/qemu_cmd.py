@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..api import schema as api
+from .. import api
 from .conversion import Conversion
 
 IGNITION_ANNOTATION = "kubevirt.io/ignitiondata"

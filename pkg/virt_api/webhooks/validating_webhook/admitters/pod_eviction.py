@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from kubevirt.admission import response
-from kubevirt.admission._json import obj, text
-from kubevirt.admission.eviction import DOMAIN_ANNOTATION, decide_eviction
+from kubevirt.admission.eviction import decide_eviction
+from kubevirt.admission.json_fields import obj, text
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
 from kubevirt.admission.state import ClusterStateError
 from kubevirt.virt_api.webhooks.requests import Admit, VMIPatcher, WebhookContext, guarded
+from kubevirt_api.core.v1.constants import DOMAIN_ANNOTATION
 
 
 def admitter(ctx: WebhookContext, patch_vmi: VMIPatcher | None = None) -> Admit:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from kubevirt.admission import response
-from kubevirt.admission._json import obj
+from kubevirt.admission.json_fields import obj
 from kubevirt.admission.pipeline import default_vm
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest

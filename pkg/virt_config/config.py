@@ -1,4 +1,9 @@
-"""The cluster settings admission rules depend on (KubeVirt's ``virtconfig.ClusterConfig`` subset)."""
+"""The cluster configuration every component reads (KubeVirt's ``virtconfig.ClusterConfig``).
+
+KubeVirt's built-in values overlaid by the KubeVirt CR's ``spec.configuration``: feature gates (gates
+that graduated count as enabled whatever the CR says), the VM rollout strategy, eviction strategy,
+architectures and their emulated machines, and whether a bridge may sit on the pod network.
+"""
 
 from __future__ import annotations
 
@@ -50,9 +55,13 @@ KUBEVIRT_SERVICE_ACCOUNT_NAMES = (
 )
 
 
+class InvalidConfigurationError(ValueError):
+    """A KubeVirt CR whose configuration cannot be used (the last valid one stays in force)."""
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
-    """What the KubeVirt CR's ``spec.configuration`` decides for admission."""
+    """What the KubeVirt CR's ``spec.configuration`` decides, merged over KubeVirt's defaults."""
 
     feature_gates: frozenset[str] = frozenset()
     rollout_strategy: str = ROLLOUT_LIVE_UPDATE
@@ -79,8 +88,13 @@ class ClusterConfig:
     def from_kubevirt(
         cls, kubevirt: Mapping[str, Any], *, install_namespace: str | None = None
     ) -> ClusterConfig:
-        """The settings a KubeVirt CR's ``spec.configuration`` gives (KubeVirt's defaults elsewhere)."""
+        """The settings a KubeVirt CR's ``spec.configuration`` gives (KubeVirt's defaults elsewhere).
+
+        Raises :class:`InvalidConfigurationError` naming the field when a value has the wrong type or
+        is not one KubeVirt accepts.
+        """
         configuration = _mapping(_mapping(kubevirt.get("spec")).get("configuration"))
+        _check(configuration)
         developer = _mapping(configuration.get("developerConfiguration"))
         raw_gates = developer.get("featureGates")
         gates = (
@@ -133,3 +147,32 @@ class ClusterConfig:
 
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+_PREFIX = "spec.configuration"
+
+
+def _check(configuration: Mapping[str, Any]) -> None:
+    """The checks KubeVirt's CRD schema and config validation make on the fields read here."""
+    for key in ("developerConfiguration", "architectureConfiguration", "network"):
+        value = configuration.get(key)
+        if value is not None and not isinstance(value, Mapping):
+            raise InvalidConfigurationError(f"{_PREFIX}.{key}: must be an object")
+    gates = _mapping(configuration.get("developerConfiguration")).get("featureGates")
+    if gates is not None and (
+        not isinstance(gates, list) or not all(isinstance(gate, str) for gate in gates)
+    ):
+        raise InvalidConfigurationError(
+            f"{_PREFIX}.developerConfiguration.featureGates: must be a list of strings"
+        )
+    strategy = configuration.get("vmRolloutStrategy")
+    if strategy is not None and strategy not in ROLLOUT_STRATEGIES:
+        raise InvalidConfigurationError(
+            f"{_PREFIX}.vmRolloutStrategy: unknown strategy {strategy!r}, "
+            f"expected one of {list(ROLLOUT_STRATEGIES)}"
+        )
+    bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
+    if bridge is not None and not isinstance(bridge, bool):
+        raise InvalidConfigurationError(
+            f"{_PREFIX}.network.permitBridgeInterfaceOnPodNetwork: must be a boolean"
+        )

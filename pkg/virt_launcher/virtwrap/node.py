@@ -1,0 +1,181 @@
+"""What only the node knows, as one value (:class:`NodeFacts`), and the steps that fit a domain to it.
+
+The converter is pure and node-agnostic. virt-launcher decides once whether QEMU's TCG emulation is
+used (:func:`decide_emulation`), learns from libvirt whether it takes memory hotplug room without slots,
+and, once the domain is built, probes the few device facts the node holds: whether each disk image
+opens with O_DIRECT (cache ``none`` needs it) and the MTU of each tap device the pod network prepared
+(:func:`probe_devices`). The steps in :data:`NODE_STEPS` then change the domain model, never its XML.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kubevirt.virt_launcher.virtwrap import api
+
+# Host CPU models cannot be emulated faithfully by TCG; QEMU's own maximal model stands in for them.
+_HOST_CPU_MODES = {"host-model", "host-passthrough"}
+# libvirt 10.0 is the first to accept <maxMemory> without a slot count (KubeVirt's virtio-mem room).
+SLOTLESS_MAX_MEMORY_SINCE = 10_000_000
+SYS_CLASS_NET = Path("/sys/class/net")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class NodeFacts:
+    """The node's answers the domain depends on.
+
+    ``emulation``: QEMU's TCG instead of KVM (domain type ``qemu``, an emulated CPU model).
+    ``slotless_max_memory``: whether libvirt accepts ``<maxMemory>`` without memory slots; where it
+    does not, the guest runs without memory hotplug rather than not at all.
+    ``ovmf_dir``: where the EFI firmware is on this node (empty: the converter's default).
+    ``direct_io``: for each disk image that exists, whether it opens with O_DIRECT.
+    ``tap_mtus``: the MTU of each tap device the domain's interfaces use, where it is known.
+    """
+
+    emulation: bool = False
+    slotless_max_memory: bool = True
+    ovmf_dir: str = ""
+    direct_io: Mapping[str, bool] = dataclasses.field(default_factory=dict)
+    tap_mtus: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "emulation": self.emulation,
+            "slotless_max_memory": self.slotless_max_memory,
+            "ovmf_dir": self.ovmf_dir,
+            "direct_io": dict(self.direct_io),
+            "tap_mtus": dict(self.tap_mtus),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NodeFacts:
+        return cls(
+            emulation=bool(data.get("emulation")),
+            slotless_max_memory=bool(data.get("slotless_max_memory", True)),
+            ovmf_dir=str(data.get("ovmf_dir") or ""),
+            direct_io={str(k): bool(v) for k, v in (data.get("direct_io") or {}).items()},
+            tap_mtus={str(k): int(v) for k, v in (data.get("tap_mtus") or {}).items()},
+        )
+
+
+def kvm_usable(device: Path = Path("/dev/kvm")) -> bool:
+    """Whether /dev/kvm can be opened for read and write (a pod without the device cannot)."""
+    try:
+        fd = os.open(device, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def decide_emulation(*, force: bool, allow: bool, kvm: Callable[[], bool] = kvm_usable) -> bool:
+    """The one place emulation is decided: when forced, or when allowed and /dev/kvm cannot be used."""
+    return force or (allow and not kvm())
+
+
+def accepts_slotless_max_memory(libvirt_version: int) -> bool:
+    """Whether a libvirt of this version (``major * 1_000_000 + minor * 1000 + micro``) takes
+    ``<maxMemory>`` without slots."""
+    return libvirt_version >= SLOTLESS_MAX_MEMORY_SINCE
+
+
+def supports_direct_io(path: str) -> bool:
+    flags = os.O_RDONLY | getattr(os, "O_DIRECT", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _disk_path(disk: api.Disk) -> str | None:
+    return disk.source.file or disk.source.dev
+
+
+def probe_devices(
+    domain: api.Domain,
+    node: NodeFacts,
+    *,
+    sys_class_net: Path = SYS_CLASS_NET,
+    direct_io: Callable[[str], bool] = supports_direct_io,
+) -> NodeFacts:
+    """``node`` with the facts about the domain's disk images and tap devices read from this node."""
+    disks: dict[str, bool] = dict(node.direct_io)
+    for disk in domain.devices.disks:
+        path = _disk_path(disk)
+        if path and path not in disks and os.path.exists(path):
+            disks[path] = direct_io(path)
+    mtus: dict[str, int] = dict(node.tap_mtus)
+    for interface in domain.devices.interfaces:
+        device = interface.target.dev if interface.target is not None else None
+        if not device or device in mtus:
+            continue
+        text = ""
+        with contextlib.suppress(OSError):
+            text = (sys_class_net / device / "mtu").read_text().strip()
+        if text.isdigit():
+            mtus[device] = int(text)
+    return dataclasses.replace(node, direct_io=disks, tap_mtus=mtus)
+
+
+# -- the steps: each fits one part of the domain model to the node -----------------------------------
+
+
+def emulate_cpu(domain: api.Domain, node: NodeFacts) -> None:
+    """Under TCG, a host CPU model becomes QEMU's maximal emulated one."""
+    if node.emulation and domain.cpu.mode in _HOST_CPU_MODES:
+        domain.cpu.mode = "maximum"
+        domain.cpu.model = None
+
+
+def choose_disk_cache_modes(domain: api.Domain, node: NodeFacts) -> None:
+    """cache=none opens with O_DIRECT, which tmpfs and some overlay set-ups refuse: writethrough there."""
+    for disk in domain.devices.disks:
+        path = _disk_path(disk)
+        driver = disk.driver
+        if driver is None or path is None or path not in node.direct_io:
+            continue
+        if driver.cache in (None, "none") and not node.direct_io[path]:
+            driver.cache = "writethrough"
+            if driver.io == "native":
+                driver.io = None
+        elif driver.cache is None:
+            driver.cache = "none"
+
+
+def adopt_tap_mtus(domain: api.Domain, node: NodeFacts) -> None:
+    """An interface without an MTU of its own takes its tap device's."""
+    for interface in domain.devices.interfaces:
+        device = interface.target.dev if interface.target is not None else None
+        if interface.mtu is None and device and device in node.tap_mtus:
+            interface.mtu = api.MTU(size=str(node.tap_mtus[device]))
+
+
+def drop_slotless_max_memory(domain: api.Domain, node: NodeFacts) -> None:
+    """Memory hotplug room without slots where libvirt refuses it ("both maximum memory size and
+    memory slot count must be specified"): the guest runs without memory hotplug."""
+    if node.slotless_max_memory or domain.max_memory is None:
+        return
+    if not domain.max_memory.slots:
+        domain.max_memory = None
+
+
+NodeStep = Callable[[api.Domain, NodeFacts], None]
+NODE_STEPS: tuple[NodeStep, ...] = (
+    emulate_cpu,
+    choose_disk_cache_modes,
+    adopt_tap_mtus,
+    drop_slotless_max_memory,
+)
+
+
+def fit_to_node(domain: api.Domain, node: NodeFacts) -> None:
+    """Run every node step on the domain."""
+    for step in NODE_STEPS:
+        step(domain, node)

@@ -1,0 +1,118 @@
+"""What the offline commands (``render``, ``validate``) share: reading a manifest, the values a cluster
+would assign to it, and the options describing the cluster it would be created in."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import click
+import yaml
+
+from kubevirt.virt_config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
+
+# Stand-ins for values a cluster assigns (the namespace of the request, the VM controller's firmware
+# UUID, the API server's object UID), so that rendering is reproducible.
+DEFAULT_NAMESPACE = "default"
+FIRMWARE_UUID_NAMESPACE = uuid.UUID("6a1a24a1-4061-4607-8bf4-a3963d0c5895")
+STAND_IN_UID = "00000000-0000-4000-8000-000000000001"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderOptions:
+    rollout_strategy: str = ROLLOUT_LIVE_UPDATE
+    feature_gates: frozenset[str] = frozenset()
+    block_volumes: frozenset[str] = frozenset()
+    domain_type: str = "kvm"
+
+
+def cluster_config(options: RenderOptions) -> ClusterConfig:
+    """The cluster configuration the options stand for."""
+    return ClusterConfig.build(feature_gates=options.feature_gates, rollout_strategy=options.rollout_strategy)
+
+
+def apply_stand_ins(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest with the namespace and firmware UUID a cluster would have given it (the input is
+    not changed; only the few mappings on the way to the new values are copied)."""
+    manifest = dict(raw)
+    metadata = raw.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    manifest["metadata"] = metadata
+    if not metadata.get("namespace"):
+        metadata["namespace"] = DEFAULT_NAMESPACE
+    spec = raw.get("spec")
+    domain = spec.get("domain") if isinstance(spec, Mapping) else None
+    if isinstance(spec, Mapping) and isinstance(domain, Mapping):
+        firmware = domain.get("firmware")
+        if firmware is None:  # absent or null: the defaults would otherwise pick a random UUID
+            firmware = {}
+        if isinstance(firmware, Mapping) and not firmware.get("uuid"):
+            name = str(metadata.get("name") or "")
+            firmware = {**firmware, "uuid": str(uuid.uuid5(FIRMWARE_UUID_NAMESPACE, name))}
+            manifest["spec"] = {**spec, "domain": {**domain, "firmware": firmware}}
+    return manifest
+
+
+def split_list(value: str) -> frozenset[str]:
+    """The comma-separated items of a flag value, without blanks."""
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+class _ManifestLoader(yaml.SafeLoader):
+    """YAML as Kubernetes clients read it: a timestamp stays a string (as sigs.k8s.io/yaml leaves it)."""
+
+
+_ManifestLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _read_manifest(path: str) -> Any:
+    if path == "-":
+        text = sys.stdin.read()
+    else:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    return yaml.load(text, Loader=_ManifestLoader)
+
+
+def read_object(filename: str, what: str) -> dict[str, Any]:
+    """The manifest in ``filename`` (``-``: stdin) as a JSON object; exits 2 when it cannot be read."""
+    try:
+        manifest = _read_manifest(filename)
+    except (OSError, ValueError, yaml.YAMLError) as err:  # ValueError: bad UTF-8, oversized integers
+        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
+        sys.exit(2)
+    if not isinstance(manifest, dict):
+        click.echo(f"error: {filename} does not hold {what}", err=True)
+        sys.exit(2)
+    return manifest
+
+
+def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options describing the cluster a manifest would be created in (shared by offline commands)."""
+    for option in reversed(
+        (
+            click.option(
+                "--rollout-strategy",
+                "--rollout",
+                "rollout_strategy",
+                type=click.Choice(ROLLOUT_STRATEGIES),
+                default=ROLLOUT_LIVE_UPDATE,
+                show_default=True,
+                help="The cluster's VM rollout strategy (LiveUpdate: CPU and memory hotplug defaults).",
+            ),
+            click.option(
+                "--feature-gates", default="", help="Comma-separated feature gates enabled in the cluster."
+            ),
+            click.option(
+                "--block-volumes", default="", help="Comma-separated volumes whose PVC is in block mode."
+            ),
+        )
+    ):
+        command = option(command)
+    return command

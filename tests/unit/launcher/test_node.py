@@ -1,0 +1,106 @@
+"""The node's facts and the steps that fit a domain model to them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubevirt.virt_launcher.virtwrap import api
+from kubevirt.virt_launcher.virtwrap.node import (
+    NodeFacts,
+    accepts_slotless_max_memory,
+    decide_emulation,
+    fit_to_node,
+    probe_devices,
+)
+
+
+def disk_domain(path: Path, cache: str | None) -> api.Domain:
+    disk = api.Disk(
+        type="file",
+        source=api.DiskSource(file=str(path)),
+        driver=api.DiskDriver(name="qemu", cache=cache, io="native"),
+    )
+    return api.Domain(devices=api.Devices(disks=[disk]))
+
+
+def test_emulation_is_decided_from_the_flags_and_kvm() -> None:
+    assert decide_emulation(force=True, allow=False, kvm=lambda: True)
+    assert decide_emulation(force=False, allow=True, kvm=lambda: False)
+    assert not decide_emulation(force=False, allow=True, kvm=lambda: True)
+    assert not decide_emulation(force=False, allow=False, kvm=lambda: False)
+
+
+def test_emulation_gives_a_host_cpu_an_emulated_model() -> None:
+    domain = api.Domain(type="qemu", cpu=api.CPU(mode="host-model", topology=api.CPUTopology(sockets=1)))
+    fit_to_node(domain, NodeFacts(emulation=True))
+    assert domain.cpu.mode == "maximum"
+    assert domain.cpu.topology is not None
+    untouched = api.Domain(type="kvm", cpu=api.CPU(mode="host-model"))
+    fit_to_node(untouched, NodeFacts(emulation=False))
+    assert untouched.cpu.mode == "host-model"
+
+
+@pytest.mark.parametrize(
+    ("cache", "direct_io", "expected_cache", "expected_io"),
+    [
+        ("none", False, "writethrough", None),  # cache=none needs O_DIRECT
+        (None, True, "none", "native"),
+        (None, False, "writethrough", None),
+        ("writeback", False, "writeback", "native"),
+    ],
+)
+def test_disk_cache_mode_follows_direct_io_support(
+    tmp_path: Path, cache: str | None, direct_io: bool, expected_cache: str, expected_io: str | None
+) -> None:
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"\0" * 512)
+    domain = disk_domain(image, cache)
+    facts = probe_devices(domain, NodeFacts(), direct_io=lambda path: direct_io)
+    assert facts.direct_io == {str(image): direct_io}
+    fit_to_node(domain, facts)
+    driver = domain.devices.disks[0].driver
+    assert driver is not None
+    assert (driver.cache, driver.io) == (expected_cache, expected_io)
+
+
+def test_a_missing_disk_image_keeps_its_cache_mode(tmp_path: Path) -> None:
+    domain = disk_domain(tmp_path / "absent.img", None)
+    fit_to_node(domain, probe_devices(domain, NodeFacts(), direct_io=lambda path: False))
+    assert domain.devices.disks[0].driver.cache is None  # type: ignore[union-attr]
+
+
+def test_tap_mtu_is_adopted(tmp_path: Path) -> None:
+    (tmp_path / "tap0").mkdir()
+    (tmp_path / "tap0" / "mtu").write_text("1400\n")
+    interface = api.Interface(type="ethernet", target=api.InterfaceTarget(dev="tap0", managed="no"))
+    domain = api.Domain(devices=api.Devices(interfaces=[interface]))
+    facts = probe_devices(domain, NodeFacts(), sys_class_net=tmp_path)
+    assert facts.tap_mtus == {"tap0": 1400}
+    fit_to_node(domain, facts)
+    assert interface.mtu == api.MTU(size="1400")
+
+
+def test_slotless_memory_hotplug_room_is_dropped_only_where_libvirt_refuses_it() -> None:
+    assert not accepts_slotless_max_memory(9_000_000)
+    assert accepts_slotless_max_memory(10_000_000)
+    slotless = api.Domain(max_memory=api.MaxMemory(unit="b", slots=0, value=1))
+    fit_to_node(slotless, NodeFacts(slotless_max_memory=True))
+    assert slotless.max_memory is not None
+    fit_to_node(slotless, NodeFacts(slotless_max_memory=False))
+    assert slotless.max_memory is None
+    slotted = api.Domain(max_memory=api.MaxMemory(unit="b", slots=4, value=1))
+    fit_to_node(slotted, NodeFacts(slotless_max_memory=False))
+    assert slotted.max_memory is not None
+
+
+def test_node_facts_travel_as_json() -> None:
+    facts = NodeFacts(
+        emulation=True,
+        slotless_max_memory=False,
+        ovmf_dir="/fw",
+        direct_io={"/d": True},
+        tap_mtus={"t": 9000},
+    )
+    assert NodeFacts.from_json(facts.to_json()) == facts

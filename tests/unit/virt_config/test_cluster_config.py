@@ -1,0 +1,68 @@
+"""The cluster configuration: KubeVirt CR values over the defaults, and the last valid one kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubevirt.virt_config import GRADUATED_FEATURE_GATES, ClusterConfig, InvalidConfigurationError
+from kubevirt.virt_config.follower import ConfigFollower
+
+
+def kubevirt_cr(configuration: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"namespace": "kubevirt"}, "spec": {"configuration": configuration}}
+
+
+class Lister:
+    def __init__(self, *answers: dict[str, Any]) -> None:
+        self.answers = list(answers)
+
+    def list_kubevirts(self, namespace: str | None) -> list[dict[str, Any]]:
+        return [self.answers.pop(0)]
+
+
+def test_graduated_gates_count_as_enabled_without_being_listed() -> None:
+    config = ClusterConfig()
+    assert all(config.enabled(gate) for gate in GRADUATED_FEATURE_GATES)
+    assert not config.enabled("Snapshot")
+
+
+@pytest.mark.parametrize(
+    ("configuration", "field"),
+    [
+        ({"vmRolloutStrategy": "Sometimes"}, "spec.configuration.vmRolloutStrategy"),
+        ({"developerConfiguration": {"featureGates": "Snapshot"}}, "featureGates"),
+        ({"network": {"permitBridgeInterfaceOnPodNetwork": "yes"}}, "permitBridgeInterfaceOnPodNetwork"),
+        ({"developerConfiguration": []}, "spec.configuration.developerConfiguration"),
+    ],
+)
+def test_an_invalid_configuration_is_refused_naming_the_field(
+    configuration: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(InvalidConfigurationError, match=field):
+        ClusterConfig.from_kubevirt(kubevirt_cr(configuration))
+
+
+def test_the_follower_keeps_the_last_valid_configuration() -> None:
+    published: list[ClusterConfig] = []
+    current = ClusterConfig()
+    lister = Lister(
+        kubevirt_cr({"developerConfiguration": {"featureGates": ["Snapshot"]}}),
+        kubevirt_cr({"vmRolloutStrategy": "Sometimes"}),
+        kubevirt_cr({"vmRolloutStrategy": "Stage"}),
+    )
+
+    def publish(config: ClusterConfig) -> None:
+        nonlocal current
+        current = config
+        published.append(config)
+
+    follower = ConfigFollower(lister, "kubevirt", current=lambda: current, publish=publish)
+    assert follower.refresh()
+    assert current.enabled("Snapshot")
+    assert not follower.refresh()  # invalid: the Snapshot configuration stays
+    assert current.enabled("Snapshot")
+    assert follower.refresh()
+    assert current.rollout_strategy == "Stage"
+    assert len(published) == 2
