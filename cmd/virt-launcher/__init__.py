@@ -12,8 +12,8 @@ sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
 import click
 
 from kubevirt.service import binary
-from kubevirt.virt_launcher.convert_worker import ConversionWorker
 from kubevirt.service.durations import parse_duration
+from kubevirt.virt_launcher.convert_worker import ConversionWorker
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:

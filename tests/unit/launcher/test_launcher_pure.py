@@ -18,8 +18,8 @@ from kubevirt.handler_launcher_com.sockets import (
     notify_socket_path,
 )
 from kubevirt.handler_launcher_com.versions import NoCommonVersionError, highest_common_version
-from kubevirt.virt_launcher.app import LauncherConfig
 from kubevirt.service.durations import parse_duration
+from kubevirt.virt_launcher.app import LauncherConfig
 from kubevirt.virt_launcher.events import ADDED, MODIFIED, event_type_for
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.virtwrap import api, states
