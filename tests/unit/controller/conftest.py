@@ -86,6 +86,21 @@ class FakeListWatcher:
         return self.watches.get(timeout=5)
 
 
+class FakeClock:
+    """A monotonic clock that moves only when a test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
 @pytest.fixture
 def source() -> FakeListWatcher:
     return FakeListWatcher()
