@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from kubevirt_api.core.v1.constants import GROUP_NAME, POOL_GROUP_NAME
+from kubevirt_api.core.v1.register import GroupVersionKind
+
 __all__ = [
     "EVENTS",
     "KUBEVIRTS",
@@ -32,9 +35,13 @@ class Resource:
     namespaced: bool
 
     @property
+    def group_version_kind(self) -> GroupVersionKind:
+        return GroupVersionKind(self.group, self.version, self.kind)
+
+    @property
     def api_version(self) -> str:
         """``v1`` for core, ``group/version`` otherwise (the objects' ``apiVersion``)."""
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return self.group_version_kind.api_version
 
     def path(
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
@@ -65,25 +72,25 @@ PERSISTENT_VOLUME_CLAIMS = Resource(
     "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True
 )
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
-VIRTUAL_MACHINES = Resource("kubevirt.io", "v1", "virtualmachines", "VirtualMachine", namespaced=True)
+VIRTUAL_MACHINES = Resource(GROUP_NAME, "v1", "virtualmachines", "VirtualMachine", namespaced=True)
 VIRTUAL_MACHINE_INSTANCES = Resource(
-    "kubevirt.io", "v1", "virtualmachineinstances", "VirtualMachineInstance", namespaced=True
+    GROUP_NAME, "v1", "virtualmachineinstances", "VirtualMachineInstance", namespaced=True
 )
 VIRTUAL_MACHINE_INSTANCE_MIGRATIONS = Resource(
-    "kubevirt.io",
+    GROUP_NAME,
     "v1",
     "virtualmachineinstancemigrations",
     "VirtualMachineInstanceMigration",
     namespaced=True,
 )
 VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS = Resource(
-    "kubevirt.io",
+    GROUP_NAME,
     "v1",
     "virtualmachineinstancereplicasets",
     "VirtualMachineInstanceReplicaSet",
     namespaced=True,
 )
 VIRTUAL_MACHINE_POOLS = Resource(
-    "pool.kubevirt.io", "v1alpha1", "virtualmachinepools", "VirtualMachinePool", True
+    POOL_GROUP_NAME, "v1alpha1", "virtualmachinepools", "VirtualMachinePool", namespaced=True
 )
-KUBEVIRTS = Resource("kubevirt.io", "v1", "kubevirts", "KubeVirt", namespaced=True)
+KUBEVIRTS = Resource(GROUP_NAME, "v1", "kubevirts", "KubeVirt", namespaced=True)

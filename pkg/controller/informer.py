@@ -48,6 +48,7 @@ class ListWatcher(Protocol):
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        resource_version: str | None = None,
     ) -> bytes: ...
 
     def watch(
@@ -104,6 +105,10 @@ class Informer(Generic[T]):
         self._watch_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self.last_resource_version = ""
+        # The first list is served from the API server's watch cache ("0"), as client-go's first list is;
+        # relists ask for at least the last version seen; after a 410 on a list, a consistent read ("").
+        self._list_version: str | None = "0"
+        self._listing = False
         self.lists = 0  # how many times the informer listed (1 + relists)
 
     # The contract.
@@ -163,6 +168,8 @@ class Informer(Generic[T]):
                     self._watch_once()
             except GoneError:
                 _log.info("resource version expired, listing again", kind=self.resource.kind)
+                if self._listing:
+                    self._list_version = None
             except (ApiError, OSError, ValueError) as err:
                 if self._stop.is_set():
                     break
@@ -173,13 +180,17 @@ class Informer(Generic[T]):
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 
     def _list(self) -> None:
+        self._listing = True
         raw = self._client.list_raw(
             self.resource,
             self._namespace,
             label_selector=self._label_selector,
             field_selector=self._field_selector,
+            resource_version=self._list_version,
         )
+        self._listing = False
         objects, version = self._decoder.list(raw)
+        self._list_version = version or None
         self.lists += 1
         with self._dispatch_lock:
             previous = self.store.replace(objects)

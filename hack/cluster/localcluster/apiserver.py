@@ -100,8 +100,16 @@ def running_apiserver(directory: Path, *, install_crds: bool = True) -> Iterator
     etcd_url = f"http://127.0.0.1:{etcd_port}"
     url = f"https://127.0.0.1:{api_port}"
     started: list[processes.Record] = []
+
+    def start(name: str, argv: list[str], ready_url: str, timeout: float) -> None:
+        record = processes.start(name, argv, pid_dir=pids, log_dir=logs)
+        started.append(record)
+        wait_for(
+            name, lambda: url_ok(ready_url, pki_dir), timeout=timeout, alive=lambda: processes.alive(record)
+        )
+
     try:
-        etcd = processes.start(
+        start(
             "etcd",
             [
                 "etcd",
@@ -114,17 +122,10 @@ def running_apiserver(directory: Path, *, install_crds: bool = True) -> Iterator
                 f"--initial-cluster=test=http://127.0.0.1:{peer_port}",
                 "--listen-metrics-urls=",
             ],
-            pid_dir=pids,
-            log_dir=logs,
-        )
-        started.append(etcd)
-        wait_for(
-            "etcd",
-            lambda: url_ok(f"{etcd_url}/health", pki_dir),
+            f"{etcd_url}/health",
             timeout=30,
-            alive=lambda: processes.alive(etcd),
         )
-        apiserver = processes.start(
+        start(
             "kube-apiserver",
             [
                 str(bin_dir / "kube-apiserver"),
@@ -141,15 +142,8 @@ def running_apiserver(directory: Path, *, install_crds: bool = True) -> Iterator
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--authorization-mode=RBAC",
             ],
-            pid_dir=pids,
-            log_dir=logs,
-        )
-        started.append(apiserver)
-        wait_for(
-            "kube-apiserver",
-            lambda: url_ok(f"{url}/readyz", pki_dir),
+            f"{url}/readyz",
             timeout=120,
-            alive=lambda: processes.alive(apiserver),
         )
         kubeconfig = directory / "admin.kubeconfig"
         kubeconfig.write_text(yaml.safe_dump(_kubeconfig(url, pki_dir), sort_keys=False))

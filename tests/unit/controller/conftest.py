@@ -53,10 +53,11 @@ class FakeListWatcher:
     """Serves the next scripted list on each list and a new FakeWatch on each watch."""
 
     def __init__(self) -> None:
-        self.lists: queue.Queue[tuple[list[JSON], str]] = queue.Queue()
+        self.lists: queue.Queue[tuple[list[JSON], str] | Exception] = queue.Queue()
         self.watches: queue.Queue[FakeWatch] = queue.Queue()
         self.watched_versions: list[str] = []
         self.list_calls: list[tuple[str | None, str | None, str | None]] = []
+        self.list_versions: list[str | None] = []
 
     def list_raw(
         self,
@@ -65,9 +66,14 @@ class FakeListWatcher:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        resource_version: str | None = None,
     ) -> bytes:
         self.list_calls.append((namespace, label_selector, field_selector))
-        items, version = self.lists.get(timeout=5)
+        self.list_versions.append(resource_version)
+        scripted = self.lists.get(timeout=5)
+        if isinstance(scripted, Exception):
+            raise scripted
+        items, version = scripted
         return json.dumps({"metadata": {"resourceVersion": version}, "items": items}).encode()
 
     def watch(self, resource: Resource, namespace: str | None = None, **options: Any) -> FakeWatch:
@@ -78,6 +84,21 @@ class FakeListWatcher:
 
     def next_watch(self) -> FakeWatch:
         return self.watches.get(timeout=5)
+
+
+class FakeClock:
+    """A monotonic clock that moves only when a test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture

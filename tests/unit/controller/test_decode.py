@@ -54,3 +54,15 @@ def test_kubernetes_kinds_stay_dicts_with_their_type_filled_in() -> None:
 def test_decode_must_be_a_model_or_a_callable() -> None:
     with pytest.raises(TypeError, match="decode"):
         decoder_for(PODS, 42)
+
+
+def test_managed_fields_are_not_cached() -> None:
+    managed = {"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}
+    with_fields = vmi("a", {})
+    with_fields["metadata"]["managedFields"] = [managed]
+    [model], _ = decoder_for(VIRTUAL_MACHINE_INSTANCES, VirtualMachineInstance).list(listed(with_fields))
+    assert model.metadata is not None
+    assert model.metadata.managed_fields is None
+    pod = {"metadata": {"name": "p", "managedFields": [managed]}}
+    [cached], _ = decoder_for(PODS, None).list(listed(pod))
+    assert "managedFields" not in cached["metadata"]

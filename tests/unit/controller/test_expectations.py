@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubevirt.controller import ControllerExpectations, UIDTrackingControllerExpectations
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_unknown_keys_are_satisfied() -> None:
@@ -36,8 +30,7 @@ def test_deletions_and_lowering_after_failed_writes() -> None:
     assert expectations.satisfied_expectations("ns/rs")
 
 
-def test_expectations_expire_after_five_minutes() -> None:
-    clock = FakeClock()
+def test_expectations_expire_after_five_minutes(clock: Any) -> None:
     expectations = ControllerExpectations(clock=clock)
     expectations.expect_creations("ns/vm", 1)
     clock.now += 299

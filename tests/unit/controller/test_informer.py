@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES
+from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, GoneError
 from kubevirt.controller import Informer, SharedInformerFactory, key_of
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
@@ -121,6 +121,20 @@ def test_410_gone_relists_and_reports_what_vanished_as_deleted(
         ("update", "ns/a", "1", "5"),
     ]
     assert sorted(informer.store.list_keys()) == ["ns/a", "ns/c"]
+
+
+def test_lists_ask_the_watch_cache_first_then_the_last_version_then_a_consistent_read(
+    source: Any, factory: SharedInformerFactory
+) -> None:
+    factory.informer(PODS)
+    source.lists.put(([], "10"))
+    factory.start()
+    source.next_watch().send("ERROR", {"kind": "Status", "code": 410, "reason": "Expired"})
+    source.lists.put(GoneError(410, "Expired", "too old resource version: 10 (50)"))
+    source.lists.put(([], "60"))
+    source.next_watch()
+    assert source.list_versions == ["0", "10", None]
+    assert source.watched_versions == ["10", "60"]
 
 
 def test_kubevirt_kinds_are_cached_as_models_and_bad_objects_are_left_out(

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from prometheus_client import REGISTRY
 
 from kubevirt.controller import RateLimitingQueue
 from kubevirt.controller.ratelimit import ItemExponentialFailureRateLimiter
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_key_added_twice_waits_once() -> None:
@@ -79,8 +72,7 @@ def test_no_two_workers_process_one_key_at_once() -> None:
     assert {"k1", "k2", "k3"} <= set(processed)
 
 
-def test_add_after_waits_until_due_and_earliest_time_wins() -> None:
-    clock = FakeClock()
+def test_add_after_waits_until_due_and_earliest_time_wins(clock: Any) -> None:
     queue = RateLimitingQueue("test-delay", clock=clock)
     queue.add_after("ns/a", 10)
     queue.add_after("ns/a", 5)
@@ -117,8 +109,7 @@ def test_per_key_backoff_doubles_from_5ms_to_1000s_and_forget_resets() -> None:
     assert limiter.when("a") == 0.005
 
 
-def test_the_default_limiter_backs_off_per_key_and_forget_resets() -> None:
-    clock = FakeClock()
+def test_the_default_limiter_backs_off_per_key_and_forget_resets(clock: Any) -> None:
     queue = RateLimitingQueue("test-rate-limited", clock=clock)
     for _ in range(3):
         queue.add_rate_limited("ns/a")
@@ -132,8 +123,7 @@ def test_the_default_limiter_backs_off_per_key_and_forget_resets() -> None:
     assert queue.num_requeues("ns/a") == 0
 
 
-def test_the_overall_bucket_allows_a_burst_of_100_then_10_per_second() -> None:
-    clock = FakeClock()
+def test_the_overall_bucket_allows_a_burst_of_100_then_10_per_second(clock: Any) -> None:
     queue = RateLimitingQueue("test-bucket", clock=clock)
     for index in range(100):
         queue.add_rate_limited(f"k{index}")
@@ -146,8 +136,7 @@ def test_the_overall_bucket_allows_a_burst_of_100_then_10_per_second() -> None:
     assert len(queue) == 101
 
 
-def test_shut_down_drains_then_get_returns_none_and_adds_are_ignored() -> None:
-    clock = FakeClock()
+def test_shut_down_drains_then_get_returns_none_and_adds_are_ignored(clock: Any) -> None:
     queue = RateLimitingQueue("test-shutdown", clock=clock)
     queue.add("ns/a")
     queue.add_after("ns/b", 1)
