@@ -106,8 +106,10 @@ class ScheduledWatch:
             for event in self._client.watch(
                 PODS, self._namespace, resource_version=self._version, timeout_seconds=30
             ):
-                pod = event.object
+                pod = event["object"]
                 self._version = pod["metadata"].get("resourceVersion", self._version)
+                if event["type"] not in ("ADDED", "MODIFIED"):
+                    continue
                 name = pod["metadata"].get("labels", {}).get("vm.kubevirt.io/name")
                 if name and pod["spec"].get("nodeName") and name not in self.scheduled:
                     self.scheduled[name] = time.monotonic()
