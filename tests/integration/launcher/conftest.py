@@ -298,7 +298,8 @@ class LauncherPod:
         ticks = re.findall(r"tick (\d+)", self.serial_text())
         return int(ticks[-1]) if ticks else 0
 
-    def wait_for_tick_after(self, tick: int, timeout: float = 10.0) -> int:
+    def wait_for_tick_after(self, tick: int, timeout: float = 30.0) -> int:
+        # The guest ticks every second, but under TCG on a loaded 2-core machine it can stall for many.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             current = self.last_tick()
