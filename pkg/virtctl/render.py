@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
 import click
-import yaml
 from pydantic import BaseModel
 
 from kubevirt.admission.config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 from kubevirt.defaults import DefaultingError, set_vmi_defaults
 from kubevirt.virt_launcher.virtwrap.api.schema import Domain
 from kubevirt.virt_launcher.virtwrap.converter import ConversionError, ConverterContext, convert_vmi_to_domain
+from kubevirt.virtctl.manifest import read_object
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
@@ -179,38 +179,6 @@ def render_domain(raw: Mapping[str, Any], options: RenderOptions = RenderOptions
 
 def _split(value: str) -> frozenset[str]:
     return frozenset(part.strip() for part in value.split(",") if part.strip())
-
-
-class _ManifestLoader(yaml.SafeLoader):
-    """YAML as Kubernetes clients read it: a timestamp stays a string (as sigs.k8s.io/yaml leaves it)."""
-
-
-_ManifestLoader.yaml_implicit_resolvers = {
-    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _read_manifest(path: str) -> Any:
-    if path == "-":
-        text = sys.stdin.read()
-    else:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    return yaml.load(text, Loader=_ManifestLoader)
-
-
-def read_object(filename: str, what: str) -> dict[str, Any]:
-    """The manifest in ``filename`` (``-``: stdin) as a JSON object; exits 2 when it cannot be read."""
-    try:
-        manifest = _read_manifest(filename)
-    except (OSError, ValueError, yaml.YAMLError) as err:  # ValueError: bad UTF-8, oversized integers
-        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
-        sys.exit(2)
-    if not isinstance(manifest, dict):
-        click.echo(f"error: {filename} does not hold {what}", err=True)
-        sys.exit(2)
-    return manifest
 
 
 def cluster_options(command: Callable[..., None]) -> Callable[..., None]:

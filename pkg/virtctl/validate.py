@@ -19,11 +19,12 @@ from kubevirt.admission._json import obj
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.config import ClusterConfig
 from kubevirt.admission.schema import schema_check
-from kubevirt.virtctl.render import RenderOptions, _split, apply_stand_ins, cluster_options, read_object
+from kubevirt.virtctl.manifest import EXIT_UNREADABLE, read_object
+from kubevirt.virtctl.render import RenderOptions, _split, apply_stand_ins, cluster_options
 
 VMI_KIND = "VirtualMachineInstance"
 VM_KIND = "VirtualMachine"
-EXIT_ACCEPTED, EXIT_REFUSED, EXIT_UNREADABLE = 0, 1, 2
+EXIT_ACCEPTED, EXIT_REFUSED = 0, 1
 
 
 class UnsupportedKindError(ValueError):
