@@ -18,6 +18,7 @@ from kubevirt.admission import defaulting, pipeline
 from kubevirt.admission._json import obj
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.config import ClusterConfig
+from kubevirt.admission.response import MAX_CAUSES
 from kubevirt.admission.schema import schema_check
 from kubevirt.virtctl.manifest import EXIT_UNREADABLE, read_object
 from kubevirt.virtctl.render import RenderOptions, _split, apply_stand_ins, cluster_options
@@ -48,10 +49,10 @@ def admission_causes(manifest: Mapping[str, Any], options: RenderOptions) -> lis
         outcome = pipeline.validate_vm(
             dict(manifest), config, defaulter=defaulting.vm_defaults, schema=schema_check
         )
-    else:
-        outcome = pipeline.validate_vmi_create(
-            apply_stand_ins(manifest), config, defaulter=defaulting.vmi_defaults, schema=schema_check
-        )
+        return outcome.causes[:MAX_CAUSES]  # KubeVirt's VM webhook returns at most this many
+    outcome = pipeline.validate_vmi_create(
+        apply_stand_ins(manifest), config, defaulter=defaulting.vmi_defaults, schema=schema_check
+    )
     return outcome.causes
 
 
