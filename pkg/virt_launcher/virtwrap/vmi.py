@@ -7,11 +7,16 @@ from the JSON object directly rather than building the full typed model on every
 from __future__ import annotations
 
 import dataclasses
-import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubevirt.admission.limits import load_json
+
 DEFAULT_GRACE_PERIOD_SECONDS = 30
+# The UID names directories and goes into a libvirt URI: letters, digits and inner '-', '_', '.' only
+# (what the API server assigns is a UUID).
+_UID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,126}[A-Za-z0-9])?")
 _FINAL_PHASES = {"Succeeded", "Failed"}
 
 
@@ -43,9 +48,9 @@ def parse_vmi_json(raw: bytes) -> dict[str, Any]:
     if not raw:
         raise InvalidVMIError("vmi: no VMI in the request")
     try:
-        vmi = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as err:
-        raise InvalidVMIError(f"vmi: malformed VMI JSON: {err}") from err
+        vmi = load_json(raw, "VMI JSON")
+    except ValueError as err:  # also bad UTF-8, and input beyond kubevirt.admission.limits
+        raise InvalidVMIError(f"vmi: malformed VMI JSON: {err}") from None
     if not isinstance(vmi, dict):
         raise InvalidVMIError("vmi: the VMI JSON must be an object")
     return vmi
@@ -68,12 +73,21 @@ def vmi_facts(vmi: Mapping[str, Any]) -> VMIFacts:
     return VMIFacts(
         name=name,
         namespace=namespace,
-        uid=_string(metadata, "uid", "metadata.uid"),
+        uid=check_uid(_string(metadata, "uid", "metadata.uid"), "metadata.uid"),
         phase=_string(status, "phase", "status.phase"),
         start_paused=_string(spec, "startStrategy", "spec.startStrategy") == "Paused",
         grace_period_seconds=grace,
         migration_uid=_string(migration, "migrationUid", "status.migrationState.migrationUid"),
     )
+
+
+def check_uid(uid: str, path: str) -> str:
+    """``uid`` when it is safe in a file name and a URI (or empty); else :class:`InvalidVMIError`."""
+    if uid and (".." in uid or not _UID.fullmatch(uid)):
+        raise InvalidVMIError(
+            f"{path}: {uid[:80]!r} is not a UID (letters, digits, and '-', '_', '.' between them)"
+        )
+    return uid
 
 
 def _mapping(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
