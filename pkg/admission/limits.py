@@ -71,7 +71,8 @@ def _path(way: tuple[str | int, Any] | None) -> str:
     parts: list[str | int] = []
     while way is not None:
         key, way = way
-        parts.append(key if isinstance(key, int) else str(key))
+        # Keys come from the input: escaped, so the message stays on one line.
+        parts.append(key if isinstance(key, int) else str(key).encode("unicode_escape").decode("ascii"))
     return format_path(parts[::-1])
 
 

@@ -186,11 +186,12 @@ class WebhookServer:
             return _status(413, f"request body larger than {self._limits.max_body_bytes} bytes")
         pool = self._large_pool if len(body) > LARGE_REVIEW_BYTES else self._small_pool
         # The worker runs in a copy of this context, so log lines keep the bound keys (component, ...).
-        answer = functools.partial(contextvars.copy_context().run, self._answer, request.path, body)
+        answer = functools.partial(contextvars.copy_context().run, self.answer, request.path, body)
         return await asyncio.get_running_loop().run_in_executor(pool, answer)
 
-    def _answer(self, path: str, body: bytes) -> web.Response:
-        """Decodes, checks and admits one review (in a worker thread)."""
+    def answer(self, path: str, body: bytes) -> web.Response:
+        """The answer to one review body POSTed to ``path`` (one of :attr:`paths`): decoded, checked
+        against the input limits and admitted. Blocking; the server calls it in a worker thread."""
         try:
             review = decode_review(body)
         except ReviewDecodeError as err:

@@ -61,3 +61,11 @@ def test_json_above_the_object_limit_is_refused_before_parsing() -> None:
     body = json.dumps({"data": "x" * MAX_OBJECT_BYTES})
     with pytest.raises(InputLimitError, match=f"larger than the limit of {MAX_OBJECT_BYTES} bytes"):
         load_json(body)
+
+
+def test_keys_in_the_path_are_escaped_onto_one_line() -> None:
+    value = {"line\nbreak": nested(MAX_NESTING_DEPTH)}
+    with pytest.raises(InputLimitError) as refused:
+        check_nesting(value)
+    assert str(refused.value).startswith("nested deeper than 100 levels at line\\nbreak.x")
+    assert "\n" not in str(refused.value)
