@@ -42,30 +42,28 @@ MIGRATIONS = [
         "spec": {"vmiName": "vm"},
     }
 ]
-REPLICA_SETS = [
-    {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstanceReplicaSet",
-        "metadata": {"name": "rs", "namespace": "default"},
+
+
+def _holder(api_version: str, kind: str, template_key: str, spec: Any) -> dict[str, Any]:
+    """A replica set or pool: two replicas of a template with ``spec``, selected by its label."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "holder", "namespace": "default"},
         "spec": {
             "replicas": 2,
             "selector": {"matchLabels": {"app": "a"}},
-            "template": {"metadata": {"labels": {"app": "a"}}, "spec": seed["spec"]},
+            template_key: {"metadata": {"labels": {"app": "a"}}, "spec": spec},
         },
     }
+
+
+REPLICA_SETS = [
+    _holder("kubevirt.io/v1", "VirtualMachineInstanceReplicaSet", "template", seed["spec"])
     for seed in VMI_SEEDS[:20]
 ]
 POOLS = [
-    {
-        "apiVersion": "pool.kubevirt.io/v1alpha1",
-        "kind": "VirtualMachinePool",
-        "metadata": {"name": "pool", "namespace": "default"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "a"}},
-            "virtualMachineTemplate": {"metadata": {"labels": {"app": "a"}}, "spec": seed["spec"]},
-        },
-    }
+    _holder("pool.kubevirt.io/v1alpha1", "VirtualMachinePool", "virtualMachineTemplate", seed["spec"])
     for seed in VM_SEEDS[:20]
 ]
 EVICTIONS = [{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "virt-launcher-vm-x"}}]

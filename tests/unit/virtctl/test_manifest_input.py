@@ -14,14 +14,8 @@ from kubevirt.admission.limits import MAX_NESTING_DEPTH, MAX_OBJECT_BYTES
 from kubevirt.virtctl.manifest import EXIT_UNREADABLE, parse_manifest
 from kubevirt.virtctl.root import root
 
-MINIMAL = (
-    Path(__file__).parents[2]
-    / "testdata"
-    / "conformance"
-    / "vmi"
-    / "valid"
-    / "001-minimal-containerdisk.json"
-)
+VALID = Path(__file__).parents[2] / "testdata" / "conformance" / "vmi" / "valid"
+MINIMAL = VALID / "001-minimal-containerdisk.json"
 COMMANDS = ("render", "validate")
 
 

@@ -10,14 +10,8 @@ from click.testing import CliRunner
 
 from kubevirt.virtctl.root import root
 
-MINIMAL = (
-    Path(__file__).parents[2]
-    / "testdata"
-    / "conformance"
-    / "vmi"
-    / "valid"
-    / "001-minimal-containerdisk.json"
-)
+VALID = Path(__file__).parents[2] / "testdata" / "conformance" / "vmi" / "valid"
+MINIMAL = VALID / "001-minimal-containerdisk.json"
 
 
 def manifest_with(path: tuple[str, ...], literal: str) -> str:
