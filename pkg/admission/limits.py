@@ -4,14 +4,15 @@ The API server refuses request bodies above 3 MiB, so no stored object is larger
 limit for a manifest and for each object inside an AdmissionReview. Nesting is bounded far below what
 the recursive steps (deep copies, model parsing, the schema walk) can take: the deepest path any
 KubeVirt type declares is about a dozen levels, and unknown fields kept as they are add little more.
+
+The module imports neither pydantic nor the API types: virt-launcher, which must stay small, reads its
+requests with it too.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any, Final
-
-from kubevirt_api.base import format_path
 
 # The API server's limit on a request body, hence on any object it stores.
 MAX_OBJECT_BYTES: Final = 3 * 1024 * 1024
@@ -68,12 +69,16 @@ def _deep_path(value: Any) -> str:
 
 
 def _path(way: tuple[str | int, Any] | None) -> str:
-    parts: list[str | int] = []
+    """``spec.disks[0].name`` from the links; keys are escaped, so the message stays on one line."""
+    text = ""
     while way is not None:
         key, way = way
-        # Keys come from the input: escaped, so the message stays on one line.
-        parts.append(key if isinstance(key, int) else str(key).encode("unicode_escape").decode("ascii"))
-    return format_path(parts[::-1])
+        if isinstance(key, int):
+            text = f"[{key}]{text}"
+        else:
+            escaped = str(key).encode("unicode_escape").decode("ascii")
+            text = f".{escaped}{text}" if way is not None else f"{escaped}{text}"
+    return text
 
 
 def load_json(data: str | bytes, what: str = "object") -> Any:
