@@ -223,7 +223,7 @@ class WebhookServer:
                 continue
             try:
                 if body_size > MAX_OBJECT_BYTES:  # only then can one object be above the limit
-                    check_size(len(json.dumps(value, ensure_ascii=False).encode()))
+                    check_size(len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()))
                 check_nesting(value)
             except InputLimitError as err:
                 self._log.warning("admission review beyond the input limits", path=path, reason=str(err))
