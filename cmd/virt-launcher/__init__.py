@@ -14,6 +14,14 @@ import click
 from kubevirt.service import binary
 from kubevirt.service.durations import parse_duration
 from kubevirt.virt_launcher.convert_worker import ConversionWorker
+from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, check_uid
+
+
+def _uid(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        return check_uid(value, "--uid") if value else value
+    except InvalidVMIError as err:
+        raise click.BadParameter(str(err).removeprefix("--uid: ")) from err
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -25,7 +33,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 
 @click.option("--name", required=True, help="Name of the VirtualMachineInstance.")
 @click.option("--namespace", required=True, help="Namespace of the VirtualMachineInstance.")
-@click.option("--uid", required=True, help="UID of the VirtualMachineInstance.")
+@click.option("--uid", required=True, callback=_uid, help="UID of the VirtualMachineInstance.")
 @click.option("--kubevirt-share-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt"))
 @click.option(
     "--ephemeral-disk-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt-ephemeral-disks")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,15 +31,26 @@ class NotifyInfoServer(notify_info_grpc.NotifyInfoServicer):
         return notify_info_pb2.NotifyInfoResponse(supportedNotifyVersions=SUPPORTED_NOTIFY_VERSIONS)
 
 
+# Whatever the umask: only the owner (and its group) may reach or connect to a command socket.
+SOCKET_DIR_MODE = 0o750
+SOCKET_MODE = 0o660
+
+
 def serve_unix(path: Path, register: Callable[[grpc.Server], None], *, max_workers: int = 4) -> grpc.Server:
-    """Start a gRPC server listening on the unix socket ``path`` (replacing a stale socket file)."""
+    """Start a gRPC server listening on the unix socket ``path`` (replacing a stale socket file).
+
+    The directory is closed to others before the socket exists, so the moment between the socket's
+    creation (with the umask's permissions) and its chmod gives nobody else a way in."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent.stat().st_uid == os.geteuid():  # a shared directory of someone else's stays as is
+        path.parent.chmod(SOCKET_DIR_MODE)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     server = grpc.server(ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"))
     register(server)
     if server.add_insecure_port(f"unix:{path.absolute()}") == 0:
         raise OSError(f"cannot listen on {path}")
+    path.chmod(SOCKET_MODE)
     server.start()
     return server
 

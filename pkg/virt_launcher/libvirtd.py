@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -43,6 +45,14 @@ class LibvirtdError(Exception):
     """libvirtd could not be started."""
 
 
+def _conf_string(value: str, what: str) -> str:
+    """``value`` as a quoted string of libvirt's config files, which have no escapes: a quote,
+    backslash or newline would end or break the string, so such a value is refused."""
+    if any(character in value for character in '"\\\n\r'):
+        raise LibvirtdError(f"{what} {value!r}: quotes, backslashes and newlines are not allowed")
+    return f'"{value}"'
+
+
 class Libvirtd:
     def __init__(
         self,
@@ -67,22 +77,16 @@ class Libvirtd:
 
     @property
     def uri(self) -> str:
-        return f"qemu+unix:///system?socket={self.socket}"
+        return f"qemu+unix:///system?socket={urllib.parse.quote(str(self.socket))}"
 
     @property
     def log_file(self) -> Path:
         return self.runtime_dir / "libvirtd.log"
 
     def start(self, timeout: float = 15.0) -> None:
-        self._write_config()
+        self.write_config()
         self._seed_capabilities()
-        mounts = " && ".join(
-            f"mkdir -p {target} && mount --bind {self.runtime_dir / name} {target}"
-            for name, target in SYSTEM_DIRS.items()
-        )
-        config = self.runtime_dir / "etc" / "libvirtd.conf"
-        pid_file = self.runtime_dir / "libvirtd.pid"
-        script = f"{mounts} && exec {self.binary} --config {config} --pid-file {pid_file}"
+        script = self.start_script()
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
         log = self.log_file.open("ab")
@@ -108,6 +112,17 @@ class Libvirtd:
             time.sleep(0.02)
         self._log.info("libvirtd started", pid=self.process.pid, socket=str(self.socket))
 
+    def start_script(self) -> str:
+        """The shell script that mounts the private directories and runs libvirtd (paths quoted)."""
+        quote = shlex.quote
+        mounts = " && ".join(
+            f"mkdir -p {quote(target)} && mount --bind {quote(str(self.runtime_dir / name))} {quote(target)}"
+            for name, target in SYSTEM_DIRS.items()
+        )
+        config = quote(str(self.runtime_dir / "etc" / "libvirtd.conf"))
+        pid_file = quote(str(self.runtime_dir / "libvirtd.pid"))
+        return f"{mounts} && exec {quote(self.binary)} --config {config} --pid-file {pid_file}"
+
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
@@ -124,26 +139,26 @@ class Libvirtd:
         reaper.forget(self.process.pid)
         self._save_capabilities()
 
-    def _write_config(self) -> None:
-        if any(character in self.log_filters for character in '"\n\\'):
-            # libvirt's config strings have no escapes: such a value would end the string early.
-            raise LibvirtdError(
-                f"log filters {self.log_filters!r}: quotes, backslashes and newlines are not allowed"
-            )
+    def write_config(self) -> None:
+        """Creates the private directories and writes libvirtd.conf and qemu.conf into ``etc``."""
         for name in (*SYSTEM_DIRS, "sock"):
             (self.runtime_dir / name).mkdir(parents=True, exist_ok=True)
         etc = self.runtime_dir / "etc"
         (etc / "libvirtd.conf").write_text(
             "\n".join(
                 [
-                    f'unix_sock_dir = "{self.runtime_dir / "sock"}"',
+                    f"unix_sock_dir = {_conf_string(str(self.runtime_dir / 'sock'), 'socket directory')}",
                     'unix_sock_group = "root"',
                     'unix_sock_rw_perms = "0770"',
                     'auth_unix_ro = "none"',
                     'auth_unix_rw = "none"',
                     f'host_uuid = "{uuid.uuid4()}"',
                     'log_outputs = "3:stderr"',
-                    *([f'log_filters = "{self.log_filters}"'] if self.log_filters else []),
+                    *(
+                        [f"log_filters = {_conf_string(self.log_filters, 'log filters')}"]
+                        if self.log_filters
+                        else []
+                    ),
                     "",
                 ]
             )

@@ -104,7 +104,8 @@ def unknown_fields(model: type[BaseModel], data: Any, path: str = "") -> list[st
     plan = _plan(model)
     for key, value in data.items():
         if key not in plan:
-            found.append(f"{path}.{key}" if path else key)
+            if not _keeps_unknown_fields(model):
+                found.append(f"{path}.{key}" if path else key)
             continue
         nested = plan[key]
         if nested is None or (not path and key == "metadata"):
@@ -117,6 +118,12 @@ def unknown_fields(model: type[BaseModel], data: Any, path: str = "") -> list[st
             for index, item in enumerate(value):
                 found += unknown_fields(inner, item, f"{child}[{index}]")
     return found
+
+
+def _keeps_unknown_fields(model: type[BaseModel]) -> bool:
+    """Whether the CRD schema keeps unknown fields below this type (as it does below ``clock``)."""
+    extra = model.model_config.get("json_schema_extra")
+    return isinstance(extra, dict) and extra.get("x-kubernetes-preserve-unknown-fields") is True
 
 
 def default_vmi(raw: Mapping[str, Any], options: RenderOptions = DEFAULT_OPTIONS) -> VirtualMachineInstance:

@@ -17,8 +17,10 @@ import click
 from kubevirt.admission import defaulting, pipeline
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.json_fields import obj
+from kubevirt.admission.response import MAX_CAUSES
 from kubevirt.admission.schema import schema_check
 from kubevirt.virtctl.manifests import (
+    EXIT_UNREADABLE,
     RenderOptions,
     apply_stand_ins,
     cluster_config,
@@ -29,7 +31,7 @@ from kubevirt.virtctl.manifests import (
 
 VMI_KIND = "VirtualMachineInstance"
 VM_KIND = "VirtualMachine"
-EXIT_ACCEPTED, EXIT_REFUSED, EXIT_UNREADABLE = 0, 1, 2
+EXIT_ACCEPTED, EXIT_REFUSED = 0, 1
 
 
 class UnsupportedKindError(ValueError):
@@ -51,10 +53,10 @@ def admission_causes(manifest: Mapping[str, Any], options: RenderOptions) -> lis
         outcome = pipeline.validate_vm(
             dict(manifest), config, defaulter=defaulting.vm_defaults, schema=schema_check
         )
-    else:
-        outcome = pipeline.validate_vmi_create(
-            apply_stand_ins(manifest), config, defaulter=defaulting.vmi_defaults, schema=schema_check
-        )
+        return outcome.causes[:MAX_CAUSES]  # KubeVirt's VM webhook returns at most this many
+    outcome = pipeline.validate_vmi_create(
+        apply_stand_ins(manifest), config, defaulter=defaulting.vmi_defaults, schema=schema_check
+    )
     return outcome.causes
 
 

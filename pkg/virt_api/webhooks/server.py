@@ -8,21 +8,31 @@ apiVersion. Requests that cannot be answered get a ``metav1.Status`` body with t
 - 413 for bodies above ``max_body_bytes``; 408 when the body does not arrive within ``body_timeout``;
   a connection whose request headers take longer than that is closed.
 
-An admitter that raises answers ``allowed: false`` with code 500; the server keeps serving.
+An object in a review that breaks the input limits (:mod:`kubevirt.admission.limits`: larger than the API
+server stores, or nested too deeply) is refused with ``allowed: false`` and code 400 before any admitter
+sees it. An admitter that raises answers ``allowed: false`` with code 500; the server keeps serving.
+
+Decoding and admitting run in worker threads, never on the event loop. Large reviews share a pool of
+their own, so however many arrive at once, small ones keep their own workers and answer promptly.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import json
 import ssl
+import traceback
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from kubevirt.admission import response as responses
+from kubevirt.admission.limits import MAX_OBJECT_BYTES, InputLimitError, check_nesting, check_size
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest, ReviewDecodeError, decode_review
 from kubevirt.log import get_logger
@@ -32,8 +42,17 @@ Handler = Callable[[AdmissionRequest], AdmissionResponse]
 # Reads the API server's /version; raises when it is unreachable.
 VersionProbe = Callable[[], Any]
 
-# An AdmissionReview carries the object and the old object; Kubernetes objects are at most ~1.5 MiB.
-DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
+# An AdmissionReview carries the object and the old object, each at most MAX_OBJECT_BYTES, and a little
+# more: the request's identity, user and options.
+DEFAULT_MAX_BODY_BYTES = 2 * MAX_OBJECT_BYTES + 256 * 1024
+# Reviews above this size are decoded and admitted in the large-review pool.
+LARGE_REVIEW_BYTES = 256 * 1024
+# Small reviews may wait on the API server inside an admitter, so they get more workers; large ones are
+# CPU-bound, and more of them at once would only share the same cores.
+SMALL_REVIEW_WORKERS = 8
+LARGE_REVIEW_WORKERS = 2
+# Frames of an admitter's traceback worth logging: the innermost ones say what failed.
+LOGGED_FRAMES = 8
 # The API server gives KubeVirt's webhooks 10 s (timeoutSeconds); a body slower than that is useless.
 DEFAULT_BODY_TIMEOUT = 10.0
 
@@ -59,9 +78,12 @@ def _status(code: int, message: str) -> web.Response:
 class Listening:
     """A serving webhook server: where it listens, and how to stop it."""
 
-    def __init__(self, runner: web.AppRunner, server: asyncio.Server) -> None:
+    def __init__(
+        self, runner: web.AppRunner, server: asyncio.Server, pools: Sequence[ThreadPoolExecutor] = ()
+    ) -> None:
         self._runner = runner
         self._server = server
+        self._pools = pools
 
     @property
     def port(self) -> int:
@@ -70,6 +92,8 @@ class Listening:
     async def close(self) -> None:
         self._server.close()
         await self._runner.cleanup()
+        for pool in self._pools:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 class WebhookServer:
@@ -87,6 +111,8 @@ class WebhookServer:
         self._version_probe = version_probe
         self._api_version: Any = None
         self._log = get_logger()
+        self._small_pool = ThreadPoolExecutor(SMALL_REVIEW_WORKERS, thread_name_prefix="admit")
+        self._large_pool = ThreadPoolExecutor(LARGE_REVIEW_WORKERS, thread_name_prefix="admit-large")
 
     @property
     def paths(self) -> list[str]:
@@ -119,7 +145,7 @@ class WebhookServer:
             backlog=128,
             reuse_address=True,
         )
-        return Listening(runner, server)
+        return Listening(runner, server, (self._small_pool, self._large_pool))
 
     async def _healthz(self, _request: web.Request) -> web.Response:
         """KubeVirt's health answer: the API server is reachable (its version is cached once read)."""
@@ -158,19 +184,30 @@ class WebhookServer:
             return _status(408, f"request body not received within {self._limits.body_timeout:g}s")
         except web.HTTPRequestEntityTooLarge:
             return _status(413, f"request body larger than {self._limits.max_body_bytes} bytes")
+        pool = self._large_pool if len(body) > LARGE_REVIEW_BYTES else self._small_pool
+        # The worker runs in a copy of this context, so log lines keep the bound keys (component, ...).
+        answer = functools.partial(contextvars.copy_context().run, self.answer, request.path, body)
+        return await asyncio.get_running_loop().run_in_executor(pool, answer)
+
+    def answer(self, path: str, body: bytes) -> web.Response:
+        """The answer to one review body POSTed to ``path`` (one of :attr:`paths`): decoded, checked
+        against the input limits and admitted. Blocking; the server calls it in a worker thread."""
         try:
             review = decode_review(body)
         except ReviewDecodeError as err:
-            self._log.warning("undecodable admission review", path=request.path, reason=str(err))
+            self._log.warning("undecodable admission review", path=path, reason=str(err))
             return _status(400, f"cannot decode AdmissionReview: {err}")
-        handler = self._handlers[request.path]
         try:
-            # Off the event loop: admitters may wait on the API server, and a slow one must not
-            # hold up the other requests.
-            answer = await asyncio.to_thread(handler, review.request)
+            answer = self._admit_within_limits(path, review.request, len(body))
         except Exception as err:  # one bad request must not take the webhook down
-            self._log.exception("admission handler failed", path=request.path, uid=review.request.uid)
-            answer = responses.error(f"internal error: {err}", code=responses.HTTP_INTERNAL_ERROR)
+            self._log.error(
+                "admission handler failed",
+                path=path,
+                uid=review.request.uid,
+                error=f"{type(err).__name__}: {err}"[:1000],
+                traceback="".join(traceback.format_exception(err, limit=-LOGGED_FRAMES)),
+            )
+            answer = responses.error(f"internal error: {err}"[:1000], code=responses.HTTP_INTERNAL_ERROR)
         document: dict[str, Any] = {
             "apiVersion": review.api_version,
             "kind": "AdmissionReview",
@@ -179,3 +216,16 @@ class WebhookServer:
         return web.Response(
             body=json.dumps(document, ensure_ascii=False).encode(), content_type="application/json"
         )
+
+    def _admit_within_limits(self, path: str, request: AdmissionRequest, body_size: int) -> AdmissionResponse:
+        for name, value in (("object", request.object), ("oldObject", request.old_object)):
+            if value is None:
+                continue
+            try:
+                if body_size > MAX_OBJECT_BYTES:  # only then can one object be above the limit
+                    check_size(len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()))
+                check_nesting(value)
+            except InputLimitError as err:
+                self._log.warning("admission review beyond the input limits", path=path, reason=str(err))
+                return responses.error(f"request.{name}: {err}")
+        return self._handlers[path](request)

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,8 @@ class Migrator:
         return self._thread is not None and self._thread.is_alive()
 
     def destination_uri(self, vmi_uid: str) -> str:
-        return f"qemu+unix:///system?socket={migration_source_socket(self._share_dir, vmi_uid)}"
+        socket = urllib.parse.quote(str(migration_source_socket(self._share_dir, vmi_uid)))
+        return f"qemu+unix:///system?socket={socket}"
 
     def data_uri(self, vmi_uid: str) -> str:
         key = f"{vmi_uid}-{DIRECT_MIGRATION_PORT}"

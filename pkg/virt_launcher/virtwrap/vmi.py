@@ -9,11 +9,16 @@ which :class:`VMIFacts` keeps as ``raw``: the typed API stays out of the long-li
 from __future__ import annotations
 
 import dataclasses
-import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubevirt.admission.limits import load_json
+
 DEFAULT_GRACE_PERIOD_SECONDS = 30
+# The UID names directories and goes into a libvirt URI: letters, digits and inner '-', '_', '.' only
+# (what the API server assigns is a UUID).
+_UID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,126}[A-Za-z0-9])?")
 _FINAL_PHASES = {"Succeeded", "Failed"}
 
 
@@ -52,9 +57,9 @@ def _decode(raw: bytes) -> dict[str, Any]:
     if not raw:
         raise InvalidVMIError("vmi: no VMI in the request")
     try:
-        vmi = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as err:
-        raise InvalidVMIError(f"vmi: malformed VMI JSON: {err}") from err
+        vmi = load_json(raw, "VMI JSON")
+    except ValueError as err:  # also bad UTF-8, and input beyond kubevirt.admission.limits
+        raise InvalidVMIError(f"vmi: malformed VMI JSON: {err}") from None
     if not isinstance(vmi, dict):
         raise InvalidVMIError("vmi: the VMI JSON must be an object")
     return vmi
@@ -77,7 +82,7 @@ def vmi_facts(vmi: Mapping[str, Any], *, raw: bytes = b"") -> VMIFacts:
     return VMIFacts(
         name=name,
         namespace=namespace,
-        uid=_string(metadata, "uid", "metadata.uid"),
+        uid=check_uid(_string(metadata, "uid", "metadata.uid"), "metadata.uid"),
         phase=_string(status, "phase", "status.phase"),
         start_paused=_string(spec, "startStrategy", "spec.startStrategy") == "Paused",
         grace_period_seconds=grace,
@@ -85,6 +90,15 @@ def vmi_facts(vmi: Mapping[str, Any], *, raw: bytes = b"") -> VMIFacts:
         migration_target_pod=_string(migration, "targetPod", "status.migrationState.targetPod"),
         raw=raw,
     )
+
+
+def check_uid(uid: str, path: str) -> str:
+    """``uid`` when it is safe in a file name and a URI (or empty); else :class:`InvalidVMIError`."""
+    if uid and (".." in uid or not _UID.fullmatch(uid)):
+        raise InvalidVMIError(
+            f"{path}: {uid[:80]!r} is not a UID (letters, digits, and '-', '_', '.' between them)"
+        )
+    return uid
 
 
 def _mapping(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:

@@ -135,3 +135,7 @@ def test_what_libvirt_returns_survives_read_and_write(
     assert {e.name: e.value for e in read.sysinfo.system} == {
         e.name: e.value for e in ours.sysinfo.system if e.value
     }
+
+
+def test_every_valid_case_is_rendered_four_ways() -> None:
+    assert len(RENDERS) == 54 * 2 * 2

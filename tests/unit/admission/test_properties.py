@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.review import CREATE
 from kubevirt.admission.schema import schema_check
 from kubevirt.virt_config import ROLLOUT_STAGE, ClusterConfig
+from kubevirt_testing.fuzz_inputs import json_values, mutated
 
 CONFORMANCE = Path(__file__).parents[2] / "testdata" / "conformance"
 SEEDS = [
@@ -29,103 +29,6 @@ VM_SEEDS = [
     if ".validate" not in path.name
 ][:40]
 CONFIGS = [ClusterConfig(), ClusterConfig.build(rollout_strategy=ROLLOUT_STAGE, feature_gates=["HostDisk"])]
-
-scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**64), max_value=2**64),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from(["", "1Gi", "-1", "512Ki", "virtio", "sata", "ide", "Paused", "pod", "q35", "x" * 3000]),
-    st.text(max_size=20),
-)
-# Values of the same JSON type as the one they replace, so most edits get past the schema check.
-same_type = {
-    bool: st.booleans(),
-    int: st.integers(min_value=-(2**40), max_value=2**40),
-    float: st.floats(allow_nan=False, allow_infinity=False),
-    str: st.sampled_from(
-        [
-            "",
-            "0",
-            "1Gi",
-            "-1",
-            "3Mi",
-            "100m",
-            "virtio",
-            "sata",
-            "scsi",
-            "usb",
-            "ide",
-            "pod",
-            "Paused",
-            "q35",
-            "pc-i440fx",
-            "host-model",
-            "require",
-            "nonsense",
-            "02:00:00:00:00:00",
-            "a..b",
-            "/",
-        ]
-    ),
-}
-json_values = st.recursive(
-    scalars,
-    lambda children: st.one_of(
-        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)
-    ),
-    max_leaves=12,
-)
-
-
-def _containers(document: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Paths of every dict and list inside ``document``."""
-    found = []
-    if isinstance(document, dict):
-        found.append(path)
-        for key, value in document.items():
-            found.extend(_containers(value, (*path, key)))
-    elif isinstance(document, list):
-        found.append(path)
-        for index, value in enumerate(document):
-            found.extend(_containers(value, (*path, index)))
-    return found
-
-
-def _at(document: Any, path: tuple[Any, ...]) -> Any:
-    for step in path:
-        document = document[step]
-    return document
-
-
-@st.composite
-def mutated(draw: st.DrawFn, seeds: list[Any]) -> Any:
-    """A seed object with a few random edits: values replaced, keys dropped or added, types changed."""
-    document = copy.deepcopy(draw(st.sampled_from(seeds)))
-    for _ in range(draw(st.integers(min_value=1, max_value=4))):
-        target = _at(document, draw(st.sampled_from(_containers(document))))
-        if isinstance(target, dict) and target:
-            key = draw(st.sampled_from(sorted(target, key=str)))
-            action = draw(st.sampled_from(["tweak", "tweak", "replace", "drop", "add"]))
-            if action == "tweak" and type(target[key]) in same_type:
-                target[key] = draw(same_type[type(target[key])])
-            elif action == "replace":
-                target[key] = draw(json_values)
-            elif action == "drop":
-                del target[key]
-            else:
-                target[draw(st.sampled_from([*sorted(target, key=str), "bootOrder", "bus", "pod", "x"]))] = (
-                    draw(json_values)
-                )
-        elif isinstance(target, list) and target:
-            index = draw(st.integers(min_value=0, max_value=len(target) - 1))
-            if draw(st.booleans()):
-                target.append(copy.deepcopy(target[index]))
-            else:
-                target[index] = draw(json_values)
-        elif isinstance(target, list):
-            target.append(draw(json_values))
-    return document
 
 
 def _only_causes(causes: list[StatusCause]) -> None:

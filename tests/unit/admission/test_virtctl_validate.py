@@ -99,3 +99,16 @@ def test_render_of_a_vm_renders_its_template_and_refuses_a_vmi_kubevirt_would_re
     code, out, _ = run("render", "-f", "-", stdin=json.dumps(vm))
     assert code == 0
     assert "<name>default_fromvm</name>" in out
+
+
+def test_a_vm_gets_at_most_ten_causes_like_kubevirts_vm_webhook() -> None:
+    vm = json.loads((CONFORMANCE / "vm" / "vm001-ok.json").read_text())
+    template = vm["spec"]["template"]["spec"]
+    template["domain"]["devices"]["disks"] = [{"name": f"d{i}", "disk": {"bus": "ide"}} for i in range(12)]
+    template["volumes"] = [{"name": f"d{i}", "containerDisk": {"image": "example/disk"}} for i in range(12)]
+    code, out, _ = run("validate", "-f", "-", stdin=json.dumps(vm))
+    assert code == 1
+    causes = json.loads(out)
+    assert [cause["field"] for cause in causes] == [
+        f"spec.template.spec.domain.devices.disks[{i}].disk.bus" for i in range(10)
+    ]

@@ -11,7 +11,11 @@ import pytest
 from kubevirt.virtctl.render import default_vmi, options_from_flags
 
 VALID = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi" / "valid"
-DEFAULTED = sorted(VALID.glob("*.defaults*.json"))
+CASES = sorted(case for case in VALID.glob("*.json") if case.name.count(".") == 1)
+# Both defaulted forms of every valid case; a missing one fails its test.
+DEFAULTED = [
+    case.with_suffix(suffix) for case in CASES for suffix in (".defaults.json", ".defaults.nohotplug.json")
+]
 
 
 def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
@@ -27,7 +31,8 @@ def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_cases_are_present() -> None:
-    assert len(DEFAULTED) >= 100
+    assert len(CASES) == 54
+    assert sorted(VALID.glob("*.defaults*.json")) == sorted(DEFAULTED)
 
 
 @pytest.mark.parametrize("path", DEFAULTED, ids=lambda p: p.name)

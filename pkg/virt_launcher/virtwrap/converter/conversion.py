@@ -105,6 +105,27 @@ def quantity_to_bytes(quantity: Quantity, field: str) -> int:
 
 def join_base(directory: str, path: str) -> str:
     """``directory`` joined with the last element of ``path`` as Go's ``filepath.Join(dir,
-    filepath.Base(path))`` gives it: trailing slashes do not count, a path of slashes adds nothing."""
-    base = path.rstrip("/").rpartition("/")[2]
-    return f"{directory}/{base}" if base else directory
+    filepath.Base(path))`` gives it: trailing slashes do not count, a path of slashes adds nothing, and
+    the result is cleaned (a last element ``..`` leaves the directory's parent)."""
+    trimmed = path.rstrip("/")
+    base = trimmed.rpartition("/")[2] if trimmed else ("/" if path else ".")
+    return _go_clean(f"{directory}/{base}" if directory else base)
+
+
+def _go_clean(path: str) -> str:
+    """Go's ``path.Clean``: no empty or ``.`` elements, each ``..`` takes away the element before it
+    (and at the root, nothing), no trailing slash; ``.`` for an empty result."""
+    rooted = path.startswith("/")
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            elif not rooted:
+                parts.append(part)
+            continue
+        parts.append(part)
+    cleaned = "/".join(parts)
+    return f"/{cleaned}" if rooted else cleaned or "."

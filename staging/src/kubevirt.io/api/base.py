@@ -31,17 +31,51 @@ __all__ = [
     "Condition",
     "FieldCause",
     "Float",
+    "Int",
     "Int32",
     "Int64",
     "Time",
     "TypeMeta",
+    "Uint",
+    "Uint8",
+    "Uint32",
+    "Uint64",
     "format_path",
 ]
 
-# Go's integer widths and metav1.Time only matter for the OpenAPI schema; in Python they are int and str
-# (times stay RFC 3339 strings, so they round-trip byte for byte).
-Int32 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int32"})]
-Int64 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
+
+def _integer_schema(bits: int, *, signed: bool, schema_format: str | None) -> dict[str, Any]:
+    """The CRD schema of a Go integer type: its range, and the format controller-gen writes for it."""
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    schema: dict[str, Any] = {"type": "integer"}
+    if schema_format:
+        schema["format"] = schema_format
+    schema.update(minimum=low, maximum=high)
+    return schema
+
+
+def _bounds(schema: dict[str, Any]) -> Any:
+    return Field(ge=schema["minimum"], le=schema["maximum"])
+
+
+# Go's integer types: a value outside the type's range is refused, as Go's decoder refuses it (``int``
+# and ``uint`` are 64 bits wide on every platform KubeVirt runs on). The schema keeps the format
+# KubeVirt's CRDs carry, which for the unsigned types is that of the signed type of the same width.
+_INT = _integer_schema(64, signed=True, schema_format=None)
+_INT32 = _integer_schema(32, signed=True, schema_format="int32")
+_INT64 = _integer_schema(64, signed=True, schema_format="int64")
+_UINT = _integer_schema(64, signed=False, schema_format=None)
+_UINT8 = _integer_schema(8, signed=False, schema_format=None)
+_UINT32 = _integer_schema(32, signed=False, schema_format="int32")
+_UINT64 = _integer_schema(64, signed=False, schema_format="int64")
+Int = Annotated[int, _bounds(_INT), WithJsonSchema(_INT)]
+Int32 = Annotated[int, _bounds(_INT32), WithJsonSchema(_INT32)]
+Int64 = Annotated[int, _bounds(_INT64), WithJsonSchema(_INT64)]
+Uint = Annotated[int, _bounds(_UINT), WithJsonSchema(_UINT)]
+Uint8 = Annotated[int, _bounds(_UINT8), WithJsonSchema(_UINT8)]
+Uint32 = Annotated[int, _bounds(_UINT32), WithJsonSchema(_UINT32)]
+Uint64 = Annotated[int, _bounds(_UINT64), WithJsonSchema(_UINT64)]
+# metav1.Time stays an RFC 3339 string in Python, so it round-trips byte for byte.
 Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 
 

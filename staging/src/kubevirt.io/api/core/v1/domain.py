@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import ConfigDict, Field, field_validator
 
-from kubevirt_api.base import ApiModel, Int32
+from kubevirt_api.base import ApiModel, Int, Int32, Uint, Uint32
 from kubevirt_api.core.v1.sanitizers import sanitize_ip
 from kubevirt_api.resource import Quantity
 
@@ -252,10 +252,10 @@ class Realtime(ApiModel):
 
 
 class CPU(ApiModel):
-    cores: Int32 | None = None
-    sockets: Int32 | None = None
-    max_sockets: Int32 | None = Field(default=None, alias="maxSockets")
-    threads: Int32 | None = None
+    cores: Uint32 | None = None
+    sockets: Uint32 | None = None
+    max_sockets: Uint32 | None = Field(default=None, alias="maxSockets")
+    threads: Uint32 | None = None
     model: str | None = None
     features: list[CPUFeature] | None = None
     dedicated_cpu_placement: bool | None = Field(default=None, alias="dedicatedCpuPlacement")
@@ -319,7 +319,7 @@ class Firmware(ApiModel):
 
 
 class ClockOffsetUTC(ApiModel):
-    offset_seconds: int | None = Field(default=None, alias="offsetSeconds")
+    offset_seconds: Int | None = Field(default=None, alias="offsetSeconds")
 
 
 class ClockOffset(ApiModel):
@@ -379,7 +379,7 @@ class HyperVPassthrough(ApiModel):
 
 class FeatureSpinlocks(ApiModel):
     enabled: bool | None = None
-    spinlocks: Int32 | None = None
+    spinlocks: Uint32 | None = None
 
 
 class SyNICTimer(ApiModel):
@@ -448,8 +448,8 @@ class DiskDevice(ApiModel):
 
 
 class CustomBlockSize(ApiModel):
-    logical: int
-    physical: int
+    logical: Uint
+    physical: Uint
 
 
 class BlockSize(ApiModel):
@@ -459,7 +459,7 @@ class BlockSize(ApiModel):
 
 class Disk(DiskDevice):
     name: str
-    boot_order: int | None = Field(default=None, alias="bootOrder")
+    boot_order: Uint | None = Field(default=None, alias="bootOrder")
     serial: str | None = None
     dedicated_io_thread: bool | None = Field(default=None, alias="dedicatedIOThread")
     cache: str | None = None
@@ -531,7 +531,7 @@ class Port(ApiModel):
 
 
 class DHCPPrivateOptions(ApiModel):
-    option: int
+    option: Int
     value: str
 
 
@@ -553,11 +553,11 @@ class Interface(InterfaceBindingMethod):
     binding: PluginBinding | None = None
     ports: list[Port] | None = None
     mac_address: str | None = Field(default=None, alias="macAddress")
-    boot_order: int | None = Field(default=None, alias="bootOrder")
+    boot_order: Uint | None = Field(default=None, alias="bootOrder")
     pci_address: str | None = Field(default=None, alias="pciAddress")
     dhcp_options: DHCPOptions | None = Field(default=None, alias="dhcpOptions")
     tag: str | None = None
-    acpi_index: int | None = Field(default=None, alias="acpiIndex")
+    acpi_index: Int | None = Field(default=None, alias="acpiIndex")
     state: str | None = None
 
 
@@ -666,7 +666,7 @@ class Devices(ApiModel):
 
 
 class DiskIOThreads(ApiModel):
-    supplemental_pool_thread_count: Int32 | None = Field(default=None, alias="supplementalPoolThreadCount")
+    supplemental_pool_thread_count: Uint32 | None = Field(default=None, alias="supplementalPoolThreadCount")
 
 
 class Chassis(ApiModel):

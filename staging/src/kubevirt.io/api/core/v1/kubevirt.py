@@ -6,7 +6,18 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Condition, Float, Int32, Int64, TypeMeta
+from kubevirt_api.base import (
+    ApiModel,
+    Condition,
+    Float,
+    Int,
+    Int64,
+    TypeMeta,
+    Uint,
+    Uint8,
+    Uint32,
+    Uint64,
+)
 from kubevirt_api.core.v1.vmi import MigrationConfiguration
 from kubevirt_api.k8s import core_v1, meta_v1
 from kubevirt_api.resource import Quantity
@@ -175,7 +186,7 @@ class KubeVirtWorkloadUpdateStrategy(ApiModel):
     workload_update_methods: list[str] | None = Field(
         default=None, alias="workloadUpdateMethods", json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
-    batch_eviction_size: int | None = Field(default=None, alias="batchEvictionSize")
+    batch_eviction_size: Int | None = Field(default=None, alias="batchEvictionSize")
     batch_eviction_interval: str | None = Field(default=None, alias="batchEvictionInterval")
 
 
@@ -201,25 +212,25 @@ class DiskVerification(ApiModel):
 
 
 class LogVerbosity(ApiModel):
-    virt_api: int | None = Field(default=None, alias="virtAPI")
-    virt_controller: int | None = Field(default=None, alias="virtController")
-    virt_handler: int | None = Field(default=None, alias="virtHandler")
-    virt_launcher: int | None = Field(default=None, alias="virtLauncher")
-    virt_operator: int | None = Field(default=None, alias="virtOperator")
-    virt_synchronization_controller: int | None = Field(default=None, alias="virtSynchronizationController")
-    node_verbosity: dict[str, int] | None = Field(default=None, alias="nodeVerbosity")
+    virt_api: Uint | None = Field(default=None, alias="virtAPI")
+    virt_controller: Uint | None = Field(default=None, alias="virtController")
+    virt_handler: Uint | None = Field(default=None, alias="virtHandler")
+    virt_launcher: Uint | None = Field(default=None, alias="virtLauncher")
+    virt_operator: Uint | None = Field(default=None, alias="virtOperator")
+    virt_synchronization_controller: Uint | None = Field(default=None, alias="virtSynchronizationController")
+    node_verbosity: dict[str, Uint] | None = Field(default=None, alias="nodeVerbosity")
 
 
 class DeveloperConfiguration(ApiModel):
     feature_gates: list[str] | None = Field(default=None, alias="featureGates")
-    pvc_tolerate_less_space_up_to_percent: int | None = Field(
+    pvc_tolerate_less_space_up_to_percent: Int | None = Field(
         default=None, alias="pvcTolerateLessSpaceUpToPercent"
     )
-    minimum_reserve_pvc_bytes: Int64 | None = Field(default=None, alias="minimumReservePVCBytes")
-    memory_overcommit: int | None = Field(default=None, alias="memoryOvercommit")
+    minimum_reserve_pvc_bytes: Uint64 | None = Field(default=None, alias="minimumReservePVCBytes")
+    memory_overcommit: Int | None = Field(default=None, alias="memoryOvercommit")
     node_selectors: dict[str, str] | None = Field(default=None, alias="nodeSelectors")
     use_emulation: bool | None = Field(default=None, alias="useEmulation")
-    cpu_allocation_ratio: int | None = Field(default=None, alias="cpuAllocationRatio")
+    cpu_allocation_ratio: Int | None = Field(default=None, alias="cpuAllocationRatio")
     minimum_cluster_tsc_frequency: Int64 | None = Field(default=None, alias="minimumClusterTSCFrequency")
     disk_verification: DiskVerification | None = Field(default=None, alias="diskVerification")
     log_verbosity: LogVerbosity | None = Field(default=None, alias="logVerbosity")
@@ -344,7 +355,7 @@ class MediatedDevicesConfiguration(ApiModel):
 
 class TokenBucketRateLimiter(ApiModel):
     qps: Float
-    burst: int
+    burst: Int
 
 
 class RateLimiter(ApiModel):
@@ -407,8 +418,8 @@ class KSMConfiguration(ApiModel):
 
 
 class LiveUpdateConfiguration(ApiModel):
-    max_hotplug_ratio: Int32 | None = Field(default=None, alias="maxHotplugRatio")
-    max_cpu_sockets: Int32 | None = Field(default=None, alias="maxCpuSockets")
+    max_hotplug_ratio: Uint32 | None = Field(default=None, alias="maxHotplugRatio")
+    max_cpu_sockets: Uint32 | None = Field(default=None, alias="maxCpuSockets")
     max_guest: Quantity | None = Field(default=None, alias="maxGuest")
 
 
@@ -454,14 +465,14 @@ class KubeVirtConfiguration(ApiModel):
     supported_guest_agent_versions: list[str] | None = Field(
         default=None, alias="supportedGuestAgentVersions"
     )
-    mem_balloon_stats_period: Int32 | None = Field(default=None, alias="memBalloonStatsPeriod")
+    mem_balloon_stats_period: Uint32 | None = Field(default=None, alias="memBalloonStatsPeriod")
     permitted_host_devices: PermittedHostDevices | None = Field(default=None, alias="permittedHostDevices")
     mediated_devices_configuration: MediatedDevicesConfiguration | None = Field(
         default=None, alias="mediatedDevicesConfiguration"
     )
     min_cpu_model: str | None = Field(default=None, alias="minCPUModel")
     obsolete_cpu_models: dict[str, bool] | None = Field(default=None, alias="obsoleteCPUModels")
-    virtual_machine_instances_per_node: int | None = Field(
+    virtual_machine_instances_per_node: Int | None = Field(
         default=None, alias="virtualMachineInstancesPerNode"
     )
     api_configuration: ReloadableComponentConfiguration | None = Field(default=None, alias="apiConfiguration")
@@ -504,7 +515,7 @@ class NodePlacement(ApiModel):
 
 class ComponentConfig(ApiModel):
     node_placement: NodePlacement | None = Field(default=None, alias="nodePlacement")
-    replicas: int | None = None
+    replicas: Uint8 | None = None
 
 
 class CustomizeComponentsPatch(ApiModel):
@@ -579,7 +590,7 @@ class KubeVirtStatus(ApiModel):
     observed_kube_virt_version: str | None = Field(default=None, alias="observedKubeVirtVersion")
     observed_deployment_config: str | None = Field(default=None, alias="observedDeploymentConfig")
     observed_deployment_id: str | None = Field(default=None, alias="observedDeploymentID")
-    outdated_virtual_machine_instance_workloads: int | None = Field(
+    outdated_virtual_machine_instance_workloads: Int | None = Field(
         default=None, alias="outdatedVirtualMachineInstanceWorkloads"
     )
     observed_generation: Int64 | None = Field(default=None, alias="observedGeneration")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Float, Int32, Int64, TypeMeta
+from kubevirt_api.base import ApiModel, Float, Int, Int64, TypeMeta, Uint, Uint32
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceGuestOSInfo
 from kubevirt_api.k8s import core_v1, meta_v1
 
@@ -99,8 +99,8 @@ class VirtualMachineInstanceFileSystem(ApiModel):
     disk_name: str = Field(alias="diskName")
     mount_point: str = Field(alias="mountPoint")
     file_system_type: str = Field(alias="fileSystemType")
-    used_bytes: int = Field(alias="usedBytes")
-    total_bytes: int = Field(alias="totalBytes")
+    used_bytes: Int = Field(alias="usedBytes")
+    total_bytes: Int = Field(alias="totalBytes")
     disk: list[VirtualMachineInstanceFileSystemDisk] | None = None
 
 
@@ -136,7 +136,7 @@ class ScreenshotOptions(ApiModel):
 
 
 class VSOCKOptions(ApiModel):
-    target_port: Int32 = Field(alias="targetPort")
+    target_port: Uint32 = Field(alias="targetPort")
     use_tls: bool | None = Field(default=None, alias="useTLS")
 
 
@@ -147,10 +147,10 @@ class SEVPlatformInfo(TypeMeta):
 
 class SEVMeasurementInfo(TypeMeta):
     measurement: str | None = None
-    api_major: int | None = Field(default=None, alias="apiMajor")
-    api_minor: int | None = Field(default=None, alias="apiMinor")
-    build_id: int | None = Field(default=None, alias="buildID")
-    policy: int | None = None
+    api_major: Uint | None = Field(default=None, alias="apiMajor")
+    api_minor: Uint | None = Field(default=None, alias="apiMinor")
+    build_id: Uint | None = Field(default=None, alias="buildID")
+    policy: Uint | None = None
     loader_sha: str | None = Field(default=None, alias="loaderSHA")
 
 

@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Condition, Int64, Time, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Int, Int64, Time, TypeMeta
 from kubevirt_api.cdi import v1beta1 as cdi_v1beta1
 from kubevirt_api.core.v1.domain import Disk
 from kubevirt_api.core.v1.vmi import StorageMigratedVolumeInfo, VirtualMachineInstanceTemplateSpec
@@ -198,7 +198,7 @@ class VolumeSnapshotStatus(ApiModel):
 
 
 class VirtualMachineStartFailure(ApiModel):
-    consecutive_fail_count: int | None = Field(default=None, alias="consecutiveFailCount")
+    consecutive_fail_count: Int | None = Field(default=None, alias="consecutiveFailCount")
     last_failed_vmiuid: str | None = Field(default=None, alias="lastFailedVMIUID")
     retry_after_timestamp: Time | None = Field(default=None, alias="retryAfterTimestamp")
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Final
 
 from pydantic import Field, field_validator
 
-from kubevirt_api.base import ApiModel, Condition, Int32, Int64, Time, TypeMeta
+from kubevirt_api.base import ApiModel, Condition, Int, Int32, Int64, Time, TypeMeta, Uint32, Uint64
 from kubevirt_api.core.v1.domain import DomainSpec, Machine
 from kubevirt_api.core.v1.networks import Network
 from kubevirt_api.core.v1.probes import Probe
@@ -293,10 +293,10 @@ class VirtualMachineInstanceGuestOSInfo(ApiModel):
 
 class MigrationConfiguration(ApiModel):
     node_drain_taint_key: str | None = Field(default=None, alias="nodeDrainTaintKey")
-    parallel_outbound_migrations_per_node: Int32 | None = Field(
+    parallel_outbound_migrations_per_node: Uint32 | None = Field(
         default=None, alias="parallelOutboundMigrationsPerNode"
     )
-    parallel_migrations_per_cluster: Int32 | None = Field(default=None, alias="parallelMigrationsPerCluster")
+    parallel_migrations_per_cluster: Uint32 | None = Field(default=None, alias="parallelMigrationsPerCluster")
     allow_auto_converge: bool | None = Field(default=None, alias="allowAutoConverge")
     bandwidth_per_migration: Quantity | None = Field(default=None, alias="bandwidthPerMigration")
     completion_timeout_per_gib: Int64 | None = Field(default=None, alias="completionTimeoutPerGiB")
@@ -329,9 +329,9 @@ class VirtualMachineInstanceMigrationTargetState(VirtualMachineInstanceCommonMig
     domain_ready_timestamp: Time | None = Field(default=None, alias="domainReadyTimestamp")
     domain_detected: bool | None = Field(default=None, alias="domainDetected")
     node_address: str | None = Field(default=None, alias="nodeAddress")
-    direct_migration_node_ports: dict[str, int] | None = Field(default=None, alias="directMigrationNodePorts")
+    direct_migration_node_ports: dict[str, Int] | None = Field(default=None, alias="directMigrationNodePorts")
     attachment_pod_uid: str | None = Field(default=None, alias="attachmentPodUID")
-    cpu_set: list[int] | None = Field(
+    cpu_set: list[Int] | None = Field(
         default=None, alias="cpuSet", json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
     node_topology: str | None = Field(default=None, alias="nodeTopology")
@@ -349,7 +349,7 @@ class VirtualMachineInstanceMigrationState(ApiModel):
     )
     target_node_domain_detected: bool | None = Field(default=None, alias="targetNodeDomainDetected")
     target_node_address: str | None = Field(default=None, alias="targetNodeAddress")
-    target_direct_migration_node_ports: dict[str, int] | None = Field(
+    target_direct_migration_node_ports: dict[str, Int] | None = Field(
         default=None, alias="targetDirectMigrationNodePorts"
     )
     target_node: str | None = Field(default=None, alias="targetNode")
@@ -368,7 +368,7 @@ class VirtualMachineInstanceMigrationState(ApiModel):
     migration_configuration: MigrationConfiguration | None = Field(
         default=None, alias="migrationConfiguration"
     )
-    target_cpu_set: list[int] | None = Field(
+    target_cpu_set: list[Int] | None = Field(
         default=None, alias="targetCPUSet", json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
     target_node_topology: str | None = Field(default=None, alias="targetNodeTopology")
@@ -380,11 +380,11 @@ class VirtualMachineInstanceMigrationState(ApiModel):
 
 
 class KernelInfo(ApiModel):
-    checksum: Int32 | None = None
+    checksum: Uint32 | None = None
 
 
 class InitrdInfo(ApiModel):
-    checksum: Int32 | None = None
+    checksum: Uint32 | None = None
 
 
 class KernelBootStatus(ApiModel):
@@ -397,9 +397,9 @@ class TopologyHints(ApiModel):
 
 
 class CPUTopology(ApiModel):
-    cores: Int32 | None = None
-    sockets: Int32 | None = None
-    threads: Int32 | None = None
+    cores: Uint32 | None = None
+    sockets: Uint32 | None = None
+    threads: Uint32 | None = None
 
 
 class MemoryStatus(ApiModel):
@@ -467,8 +467,8 @@ class VirtualMachineInstanceStatus(ApiModel):
     fs_freeze_status: str | None = Field(default=None, alias="fsFreezeStatus")
     topology_hints: TopologyHints | None = Field(default=None, alias="topologyHints")
     virtual_machine_revision_name: str | None = Field(default=None, alias="virtualMachineRevisionName")
-    runtime_user: Int64 | None = Field(default=None, alias="runtimeUser")
-    vsockcid: Int32 | None = Field(default=None, alias="VSOCKCID")
+    runtime_user: Uint64 | None = Field(default=None, alias="runtimeUser")
+    vsockcid: Uint32 | None = Field(default=None, alias="VSOCKCID")
     selinux_context: str | None = Field(default=None, alias="selinuxContext")
     machine: Machine | None = None
     current_cpu_topology: CPUTopology | None = Field(default=None, alias="currentCPUTopology")

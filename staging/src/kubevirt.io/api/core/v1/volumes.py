@@ -6,7 +6,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Int32, Int64, Time
+from kubevirt_api.base import ApiModel, Int64, Time, Uint32
 from kubevirt_api.k8s import core_v1
 from kubevirt_api.resource import Quantity
 
@@ -201,7 +201,7 @@ class DomainMemoryDumpInfo(ApiModel):
 
 
 class ContainerDiskInfo(ApiModel):
-    checksum: Int32 | None = None
+    checksum: Uint32 | None = None
 
 
 class VolumeStatus(ApiModel):
