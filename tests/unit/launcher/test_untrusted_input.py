@@ -10,7 +10,7 @@ import pytest
 
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.virtwrap.converter.conversion import join_base
-from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, parse_vmi_json, vmi_facts
+from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, read_vmi, vmi_facts
 
 
 def vmi(uid: str) -> dict[str, object]:
@@ -33,7 +33,7 @@ def test_deeply_nested_vmi_json_is_refused_in_one_line() -> None:
     with pytest.raises(
         InvalidVMIError, match=r"^vmi: malformed VMI JSON: nested deeper than 100 levels at spec\.x"
     ):
-        parse_vmi_json(raw.encode())
+        read_vmi(raw.encode())
 
 
 @pytest.mark.parametrize(
