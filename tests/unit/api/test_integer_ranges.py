@@ -213,4 +213,5 @@ def test_every_integer_in_the_crd_schemas_has_the_range_the_api_server_can_hold(
         if node.get("format") == "int64" or "format" not in node:
             assert node.get("minimum") in (None, 0), (path, node)  # 64 bits: only an unsigned minimum
         else:
-            assert "minimum" in node and "maximum" in node, (path, node)
+            assert "minimum" in node, (path, node)
+            assert "maximum" in node, (path, node)
