@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME, POOL_GROUP_NAME
+from kubevirt_api.instancetype.constants import INSTANCETYPE_GROUP_NAME
 from kubevirt_api.openapi import crd_schema
 
 __all__ = ["CRDS", "CrdFacts", "custom_resource_definition"]
@@ -91,6 +92,23 @@ _PRESET_VERSIONS: Final = tuple(
 )
 
 
+def _instancetype_versions(what: str) -> tuple[JSON, ...]:
+    """v1beta1 is served and stored; the alpha versions stay listed, unserved, for old stored objects."""
+    retired = tuple(
+        {
+            "name": version,
+            "served": False,
+            "storage": False,
+            "deprecated": True,
+            "deprecationWarning": (
+                f"{INSTANCETYPE_GROUP_NAME}/{version} {what} is now deprecated and will be removed in v1."
+            ),
+        }
+        for version in ("v1alpha1", "v1alpha2")
+    )
+    return (*retired, {"name": "v1beta1", "served": True, "storage": True})
+
+
 @dataclass(frozen=True)
 class CrdFacts:
     kind: str
@@ -104,6 +122,7 @@ class CrdFacts:
     scale_subresource: bool = False
     labels: dict[str, str] = field(default_factory=lambda: {APP_LABEL: ""})
     categories: tuple[str, ...] = ("all",)
+    namespaced: bool = True
 
     @property
     def name(self) -> str:
@@ -202,6 +221,50 @@ CRDS: Final[dict[str, CrdFacts]] = {
             versions=_PRESET_VERSIONS,
             status_subresource=False,
         ),
+        CrdFacts(
+            kind="VirtualMachineInstancetype",
+            group=INSTANCETYPE_GROUP_NAME,
+            plural="virtualmachineinstancetypes",
+            singular="virtualmachineinstancetype",
+            short_names=("vminstancetype", "vminstancetypes", "vmf", "vmfs"),
+            columns=[],
+            versions=_instancetype_versions("VirtualMachineInstancetypes"),
+            status_subresource=False,
+        ),
+        CrdFacts(
+            kind="VirtualMachineClusterInstancetype",
+            group=INSTANCETYPE_GROUP_NAME,
+            plural="virtualmachineclusterinstancetypes",
+            singular="virtualmachineclusterinstancetype",
+            short_names=("vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"),
+            columns=[],
+            versions=_instancetype_versions("VirtualMachineClusterInstanceTypes"),
+            status_subresource=False,
+            categories=(),
+            namespaced=False,
+        ),
+        CrdFacts(
+            kind="VirtualMachinePreference",
+            group=INSTANCETYPE_GROUP_NAME,
+            plural="virtualmachinepreferences",
+            singular="virtualmachinepreference",
+            short_names=("vmpref", "vmprefs", "vmp", "vmps"),
+            columns=[],
+            versions=_instancetype_versions("VirtualMachinePreferences"),
+            status_subresource=False,
+        ),
+        CrdFacts(
+            kind="VirtualMachineClusterPreference",
+            group=INSTANCETYPE_GROUP_NAME,
+            plural="virtualmachineclusterpreferences",
+            singular="virtualmachineclusterpreference",
+            short_names=("vmcp", "vmcps"),
+            columns=[],
+            versions=_instancetype_versions("VirtualMachineClusterPreferences"),
+            status_subresource=False,
+            categories=(),
+            namespaced=False,
+        ),
     )
 }
 
@@ -226,20 +289,22 @@ def custom_resource_definition(kind: str) -> JSON:
         if subresources:
             entry["subresources"] = subresources
         versions.append(entry)
+    names: JSON = {
+        "kind": facts.kind,
+        "plural": facts.plural,
+        "shortNames": list(facts.short_names),
+        "singular": facts.singular,
+    }
+    if facts.categories:
+        names["categories"] = list(facts.categories)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": facts.name, "labels": dict(facts.labels)},
         "spec": {
             "group": facts.group,
-            "names": {
-                "categories": list(facts.categories),
-                "kind": facts.kind,
-                "plural": facts.plural,
-                "shortNames": list(facts.short_names),
-                "singular": facts.singular,
-            },
-            "scope": "Namespaced",
+            "names": names,
+            "scope": "Namespaced" if facts.namespaced else "Cluster",
             "versions": versions,
         },
     }
