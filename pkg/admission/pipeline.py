@@ -12,10 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubevirt.admission import causes as c
+from kubevirt.admission import instancetypes
 from kubevirt.admission import vm as vm_rules
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.json_fields import JSON
 from kubevirt.admission.review import CREATE
+from kubevirt.admission.state import InstancetypeState
 from kubevirt.admission.vmi_create import admit_vmi_create
 from kubevirt.defaults import DefaultingError
 from kubevirt.virt_config import ClusterConfig
@@ -77,6 +79,30 @@ def default_vm(raw: JSON, config: ClusterConfig, defaulter: VMDefaulter) -> JSON
     return model.to_dict()
 
 
+def expand_and_default_vm(
+    raw: JSON,
+    config: ClusterConfig,
+    defaulter: VMDefaulter,
+    *,
+    state: InstancetypeState | None = None,
+    namespace: str = "",
+) -> tuple[JSON, list[StatusCause]]:
+    """The validating webhook's working copy of a VM: its instance type and preference applied, then
+    defaulted, and the causes refusing it (conflicts first, then unmet preference requirements).
+
+    ``state`` finds the instance type and preference (none are applied without it); ``namespace`` is
+    the request's, for a VM whose metadata names none. Raises :class:`ApiParseError` on a decode
+    failure and :class:`DefaultingError` when defaulting fails.
+    """
+    model = VirtualMachine.from_dict(raw)
+    selected = instancetypes.find_specs(model, namespace, state)
+    causes = instancetypes.expansion_causes(model, selected)
+    if causes:
+        return model.to_dict(), causes
+    defaulter(model, config)
+    return model.to_dict(), instancetypes.requirement_causes(model, selected)
+
+
 def validate_vmi_create(
     raw: JSON,
     config: ClusterConfig,
@@ -108,17 +134,30 @@ def validate_vm(
     schema: SchemaCheck = no_schema_check,
     operation: str = CREATE,
     kubevirt_account: bool = False,
+    state: InstancetypeState | None = None,
+    namespace: str = "",
 ) -> Outcome:
-    """VM admission: the mutating webhook (decode), then the validating one on a defaulted copy."""
+    """VM admission: the mutating webhook (decode, instance type matchers), then the validating one on
+    a copy with the instance type and preference applied and defaults set (see
+    :func:`expand_and_default_vm`)."""
     causes = schema("VirtualMachine", raw)
     if causes:
         return Outcome(causes)
     try:
-        defaulted = default_vm(copy.deepcopy(raw), config, defaulter)
+        VirtualMachine.from_dict(raw)
     except ApiParseError as err:
         return Outcome(decode_causes(err))
+    causes = instancetypes.matcher_causes(raw)
+    if causes:
+        return Outcome(causes)
+    try:
+        defaulted, causes = expand_and_default_vm(
+            copy.deepcopy(raw), config, defaulter, state=state, namespace=namespace
+        )
     except DefaultingError as err:
         return Outcome(defaulting_causes(err))
+    if causes:
+        return Outcome(causes, defaulted)
     return Outcome(
         vm_rules.admit_vm(defaulted, config, operation=operation, kubevirt_account=kubevirt_account),
         defaulted,
