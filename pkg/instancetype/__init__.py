@@ -4,6 +4,7 @@ A pure library (no API access): callers look the objects up and hand their specs
 
 * :func:`apply_to_vmi` — the instance type's sizing and placement, then the preference's defaults;
   returns the conflicts when the spec already sets what the instance type owns.
+* :func:`expand_vmi` — the same for a VMI built from a VM, with the name annotations.
 * :func:`check_requirements` — a preference's minimum CPU and memory against what the VM gets.
 * :func:`check_spread_topology` — a ``spread`` preference must divide the instance type's vCPUs.
 * :func:`set_name_annotations` — the ``kubevirt.io/*instancetype-name`` / ``*preference-name``
@@ -12,7 +13,7 @@ A pure library (no API access): callers look the objects up and hand their specs
 """
 
 from kubevirt.instancetype.annotations import set_name_annotations
-from kubevirt.instancetype.apply import apply_to_vmi
+from kubevirt.instancetype.apply import apply_to_vmi, expand_vmi
 from kubevirt.instancetype.conflict import Conflict, conflicts_message
 from kubevirt.instancetype.requirements import RequirementError, check_requirements
 from kubevirt.instancetype.topology import check_spread_topology
@@ -24,5 +25,6 @@ __all__ = [
     "check_requirements",
     "check_spread_topology",
     "conflicts_message",
+    "expand_vmi",
     "set_name_annotations",
 ]

@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 
-
 class PreferredCPUTopology:
     """Values of the string field typed ``PreferredCPUTopology``; the ``prefer*`` spellings are deprecated."""
 
