@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Conflict", "conflicts_message"]
+__all__ = ["Conflict", "conflicts_message", "joined_paths"]
 
 _CONFLICT_FMT = "VM field(s) {} conflicts with selected instance type"
 
