@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubevirt.admission import causes as c
-from kubevirt.admission import instancetypes
+from kubevirt.admission import instancetype_objects, instancetypes
 from kubevirt.admission import vm as vm_rules
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.json_fields import JSON
@@ -24,6 +24,8 @@ from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1.vm import VirtualMachine
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance
+from kubevirt_api.instancetype import constants as instancetype_names
+from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
 
 # kind, object -> causes (message only), e.g. an OpenAPI check against the CRD's schema.
 SchemaCheck = Callable[[str, JSON], list[StatusCause]]
@@ -162,3 +164,31 @@ def validate_vm(
         vm_rules.admit_vm(defaulted, config, operation=operation, kubevirt_account=kubevirt_account),
         defaulted,
     )
+
+
+INSTANCETYPE_OBJECT_KINDS = (
+    instancetype_names.INSTANCETYPE_KIND,
+    instancetype_names.CLUSTER_INSTANCETYPE_KIND,
+    instancetype_names.PREFERENCE_KIND,
+    instancetype_names.CLUSTER_PREFERENCE_KIND,
+)
+
+
+def validate_instancetype_object(raw: JSON, *, schema: SchemaCheck = no_schema_check) -> Outcome:
+    """Admission of an instance type or preference (``kind`` picks which): schema, then the rules."""
+    kind = str(raw.get("kind", ""))
+    causes = schema(kind, raw)
+    if causes:
+        return Outcome(causes)
+    spec = raw.get("spec")
+    try:
+        if kind in (instancetype_names.INSTANCETYPE_KIND, instancetype_names.CLUSTER_INSTANCETYPE_KIND):
+            return Outcome(
+                instancetype_objects.instancetype_spec_causes(
+                    VirtualMachineInstancetypeSpec.from_dict(spec or {})
+                )
+            )
+        preference = VirtualMachinePreferenceSpec.from_dict(spec or {})
+    except ApiParseError as err:
+        return Outcome(decode_causes(err))
+    return Outcome(instancetype_objects.preference_spec_causes(preference))

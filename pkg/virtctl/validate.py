@@ -46,8 +46,9 @@ class UnsupportedKindError(ValueError):
 def manifest_kind(manifest: Mapping[str, Any]) -> str:
     """The manifest's kind; a manifest without one is read as a VMI, as ``render`` does."""
     kind = manifest.get("kind") or VMI_KIND
-    if kind not in (VMI_KIND, VM_KIND):
-        raise UnsupportedKindError(f"kind {kind!r} is not supported, expected {VMI_KIND} or {VM_KIND}")
+    if kind not in (VMI_KIND, VM_KIND, *pipeline.INSTANCETYPE_OBJECT_KINDS):
+        expected = ", ".join((VMI_KIND, VM_KIND, *pipeline.INSTANCETYPE_OBJECT_KINDS))
+        raise UnsupportedKindError(f"kind {kind!r} is not supported, expected one of {expected}")
     return str(kind)
 
 
@@ -66,7 +67,10 @@ def instancetype_state(manifest: Mapping[str, Any], options: RenderOptions) -> S
 def admission_causes(manifest: Mapping[str, Any], options: RenderOptions) -> list[StatusCause]:
     """What KubeVirt's webhooks would answer for creating ``manifest`` (empty when accepted)."""
     config = cluster_config(options)
-    if manifest_kind(manifest) == VM_KIND:
+    kind = manifest_kind(manifest)
+    if kind in pipeline.INSTANCETYPE_OBJECT_KINDS:
+        return pipeline.validate_instancetype_object(dict(manifest), schema=schema_check).causes
+    if kind == VM_KIND:
         outcome = pipeline.validate_vm(
             dict(manifest),
             config,
@@ -105,6 +109,9 @@ def renderable_vmi(
     A VM must pass the VM webhook, and then the VMI made from its template must pass VMI admission
     (a VM without memory is accepted, its VMI is not).
     """
+    kind = manifest_kind(manifest)
+    if kind not in (VMI_KIND, VM_KIND):
+        raise UnsupportedKindError(f"kind {kind!r} has no domain to render, expected {VMI_KIND} or {VM_KIND}")
     causes = admission_causes(manifest, options)
     if causes or manifest_kind(manifest) == VMI_KIND:
         return dict(manifest), causes
