@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 JSON = dict[str, Any]
 
@@ -25,6 +25,7 @@ class ClusterState(Protocol):
         ...
 
 
+@runtime_checkable
 class InstancetypeState(Protocol):
     def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
         """An instance type or preference of ``kind`` (one of the four ``instancetype.kubevirt.io``

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubevirt.admission import jsonpatch, response
+from kubevirt.admission.instancetypes import matcher_causes
 from kubevirt.admission.mutation import default_vm_object
 from kubevirt.admission.pipeline import default_vm
 from kubevirt.admission.response import AdmissionResponse
@@ -27,6 +28,9 @@ def mutator(ctx: WebhookContext) -> Admit:
         check_schema(ctx, "VirtualMachine", vm)
         # Decoding first reports bad values (a malformed quantity) the way KubeVirt does.
         default_vm(vm, ctx.config, lambda _vm, _config: None)
+        refused = matcher_causes(vm)
+        if refused:
+            return response.from_causes(refused)
         mutated = default_vm_object(vm, ctx.config)
         return response.patched(jsonpatch.top_level(vm, mutated, PATCHED_FIELDS))
 
