@@ -8,8 +8,9 @@ preference's requirements.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
@@ -30,7 +31,12 @@ from kubevirt.instancetype.matcher import (
 )
 from kubevirt.log import get_logger
 from kubevirt_api.base import ApiParseError
-from kubevirt_api.core.v1.vm import InferFromVolumeFailurePolicy, VirtualMachine
+from kubevirt_api.core.v1.vm import (
+    InferFromVolumeFailurePolicy,
+    InstancetypeMatcher,
+    PreferenceMatcher,
+    VirtualMachine,
+)
 from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
 from kubevirt_api.k8s.meta_v1 import ObjectMeta
 
@@ -50,6 +56,7 @@ _FAILURE_POLICIES: Final = (
 )
 
 _log = get_logger(component="virt-api")
+_Spec = TypeVar("_Spec", VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec)
 
 
 @dataclass(frozen=True)
@@ -111,37 +118,26 @@ def matcher_update_causes(vm: JSON, old: JSON) -> list[StatusCause]:
 
 
 # -- the validating webhook ---------------------------------------------------------------------------
-def _lookup(state: InstancetypeState, kind: str, namespace: str, name: str) -> JSON:
-    found = state.get_instancetype_object(kind, namespace, name)
-    if found is None:
-        raise LookupError(not_found_message(kind, name))
-    return found
-
-
-def _find_instancetype(
-    vm: VirtualMachine, namespace: str, state: InstancetypeState
-) -> VirtualMachineInstancetypeSpec | None:
-    matcher = vm.spec.instancetype
+def _spec_or_none(
+    state: InstancetypeState,
+    namespace: str,
+    matcher: InstancetypeMatcher | PreferenceMatcher | None,
+    resolve: Callable[[str | None], str],
+    parse: Callable[[JSON], _Spec],
+) -> _Spec | None:
+    """The selected object's spec; ``None`` (logged) when it cannot be found or read."""
     if matcher is None:
         return None
-    kind = instancetype_kind(matcher.kind)
-    found = _lookup(state, kind, namespace, matcher.name or "")
-    # Both kinds share one spec type.
-    return VirtualMachineInstancetypeSpec.from_dict(obj(found, "spec"))
-
-
-def _find_preference(
-    vm: VirtualMachine, namespace: str, state: InstancetypeState
-) -> VirtualMachinePreferenceSpec | None:
-    matcher = vm.spec.preference
-    if matcher is None:
+    try:
+        kind = resolve(matcher.kind)
+        found = state.get_instancetype_object(kind, namespace, matcher.name or "")
+        if found is None:
+            raise LookupError(not_found_message(kind, matcher.name or ""))
+        return parse(obj(found, "spec"))
+    except (LookupError, UnexpectedKindError, ClusterStateError, ApiParseError) as err:
+        what = "instance type" if isinstance(matcher, InstancetypeMatcher) else "preference"
+        _log.warning(f"ignoring an error looking for the {what}", error=str(err))
         return None
-    kind = preference_kind(matcher.kind)
-    found = _lookup(state, kind, namespace, matcher.name or "")
-    return VirtualMachinePreferenceSpec.from_dict(obj(found, "spec"))
-
-
-_LOOKUP_ERRORS: Final = (LookupError, UnexpectedKindError, ClusterStateError, ApiParseError)
 
 
 def find_specs(vm: VirtualMachine, namespace: str, state: InstancetypeState | None) -> SelectedSpecs:
@@ -153,17 +149,15 @@ def find_specs(vm: VirtualMachine, namespace: str, state: InstancetypeState | No
     if state is None or (vm.spec.instancetype is None and vm.spec.preference is None):
         return SelectedSpecs()
     where = vm.metadata.namespace if vm.metadata and vm.metadata.namespace else namespace
-    try:
-        instancetype = _find_instancetype(vm, where, state)
-    except _LOOKUP_ERRORS as err:
-        _log.warning("ignoring an error looking for the instance type", error=str(err))
-        instancetype = None
-    try:
-        preference = _find_preference(vm, where, state)
-    except _LOOKUP_ERRORS as err:
-        _log.warning("ignoring an error looking for the preference", error=str(err))
-        preference = None
-    return SelectedSpecs(instancetype, preference)
+    # The namespaced and cluster-wide kinds share one spec type.
+    return SelectedSpecs(
+        _spec_or_none(
+            state, where, vm.spec.instancetype, instancetype_kind, VirtualMachineInstancetypeSpec.from_dict
+        ),
+        _spec_or_none(
+            state, where, vm.spec.preference, preference_kind, VirtualMachinePreferenceSpec.from_dict
+        ),
+    )
 
 
 def expansion_causes(vm: VirtualMachine, selected: SelectedSpecs) -> list[StatusCause]:

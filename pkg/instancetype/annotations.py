@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubevirt.instancetype.matcher import is_cluster_kind
+from kubevirt.instancetype.matcher import spells_kind
 from kubevirt_api.core.v1.constants import (
     CLUSTER_INSTANCETYPE_ANNOTATION,
     CLUSTER_PREFERENCE_ANNOTATION,
@@ -18,19 +18,15 @@ __all__ = ["set_name_annotations"]
 
 def set_name_annotations(vm: VirtualMachine, target: meta_v1.ObjectMeta) -> None:
     """``kubevirt.io/[cluster-]instancetype-name`` and ``…preference-name``; unknown kinds get none."""
-    if vm.spec.instancetype is not None:
-        kind = vm.spec.instancetype.kind or ""
-        name = vm.spec.instancetype.name or ""
+    selections = (
+        (vm.spec.instancetype, names.CLUSTER_INSTANCETYPE_KIND, CLUSTER_INSTANCETYPE_ANNOTATION),
+        (vm.spec.instancetype, names.INSTANCETYPE_KIND, INSTANCETYPE_ANNOTATION),
+        (vm.spec.preference, names.CLUSTER_PREFERENCE_KIND, CLUSTER_PREFERENCE_ANNOTATION),
+        (vm.spec.preference, names.PREFERENCE_KIND, PREFERENCE_ANNOTATION),
+    )
+    for matcher, kind, annotation in selections:
+        if matcher is None:
+            continue
         annotations = target.annotations = target.annotations if target.annotations is not None else {}
-        if is_cluster_kind(kind, names.CLUSTER_INSTANCETYPE_KIND):
-            annotations[CLUSTER_INSTANCETYPE_ANNOTATION] = name
-        elif is_cluster_kind(kind, names.INSTANCETYPE_KIND):
-            annotations[INSTANCETYPE_ANNOTATION] = name
-    if vm.spec.preference is not None:
-        kind = vm.spec.preference.kind or ""
-        name = vm.spec.preference.name or ""
-        annotations = target.annotations = target.annotations if target.annotations is not None else {}
-        if is_cluster_kind(kind, names.CLUSTER_PREFERENCE_KIND):
-            annotations[CLUSTER_PREFERENCE_ANNOTATION] = name
-        elif is_cluster_kind(kind, names.PREFERENCE_KIND):
-            annotations[PREFERENCE_ANNOTATION] = name
+        if spells_kind(matcher.kind or "", kind):
+            annotations[annotation] = matcher.name or ""

@@ -6,12 +6,13 @@ reports a :class:`Conflict` at ``<base>.<field>``. The spec is changed in place.
 
 from __future__ import annotations
 
+import copy
 import struct
 from typing import Final
 
 from kubevirt.instancetype.conflict import Conflict
 from kubevirt.instancetype.topology import guest_topology
-from kubevirt_api.core.v1.domain import CPU, Devices, DomainSpec, Memory, ResourceRequirements
+from kubevirt_api.core.v1.domain import CPU, DomainSpec, Memory, ResourceRequirements
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceSpec
 from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
 from kubevirt_api.k8s import meta_v1
@@ -31,38 +32,40 @@ def apply_instancetype(
     metadata: meta_v1.ObjectMeta,
 ) -> list[Conflict]:
     """Applies every part of the instance type; returns all conflicts found (none: fully applied)."""
+    domain, devices = spec.domain, spec.domain.devices
     conflicts: list[Conflict] = []
-    conflicts += _node_selector(base, instancetype, spec)
-    conflicts += _scheduler_name(base, instancetype, spec)
-    conflicts += _cpu(base, instancetype, preference, spec.domain)
-    conflicts += _memory(base, instancetype, spec.domain)
-    conflicts += _io_threads_policy(base, instancetype, spec.domain)
-    conflicts += _launch_security(base, instancetype, spec.domain)
-    conflicts += _gpus(base, instancetype, spec.domain.devices)
-    conflicts += _host_devices(base, instancetype, spec.domain.devices)
+    conflicts += _take(base, instancetype.node_selector, spec, "node_selector", "nodeSelector")
+    conflicts += _take(base, instancetype.scheduler_name, spec, "scheduler_name", "schedulerName")
+    conflicts += _cpu(base, instancetype, preference, domain)
+    conflicts += _memory(base, instancetype, domain)
+    conflicts += _take(
+        base, instancetype.io_threads_policy, domain, "io_threads_policy", "domain", "ioThreadsPolicy"
+    )
+    conflicts += _take(
+        base, instancetype.launch_security, domain, "launch_security", "domain", "launchSecurity"
+    )
+    conflicts += _take(base, instancetype.gpus, devices, "gpus", "domain", "devices", "gpus")
+    conflicts += _take(
+        base, instancetype.host_devices, devices, "host_devices", "domain", "devices", "hostDevices"
+    )
     conflicts += _annotations(instancetype.annotations, metadata)
     return conflicts
 
 
-def _node_selector(
-    base: str, instancetype: VirtualMachineInstancetypeSpec, spec: VirtualMachineInstanceSpec
-) -> list[Conflict]:
-    if instancetype.node_selector is None:
-        return []
-    if spec.node_selector is not None:
-        return [Conflict.at(base, "nodeSelector")]
-    spec.node_selector = dict(instancetype.node_selector)
-    return []
+def _given(value: object) -> bool:
+    # As KubeVirt tests them: strings and lists by length, maps and structs by presence.
+    if isinstance(value, str | list):
+        return len(value) > 0
+    return value is not None
 
 
-def _scheduler_name(
-    base: str, instancetype: VirtualMachineInstancetypeSpec, spec: VirtualMachineInstanceSpec
-) -> list[Conflict]:
-    if not instancetype.scheduler_name:
+def _take(base: str, wanted: object, target: object, attribute: str, *path: str) -> list[Conflict]:
+    """The instance type's value, if it has one; a conflict at ``path`` when the VM set it too."""
+    if not _given(wanted):
         return []
-    if spec.scheduler_name:
-        return [Conflict.at(base, "schedulerName")]
-    spec.scheduler_name = instancetype.scheduler_name
+    if _given(getattr(target, attribute)):
+        return [Conflict.at(base, *path)]
+    setattr(target, attribute, copy.deepcopy(wanted))
     return []
 
 
@@ -153,48 +156,6 @@ def _memory(base: str, instancetype: VirtualMachineInstancetypeSpec, domain: Dom
         domain.memory.hugepages = wanted.hugepages.model_copy(deep=True)
     if wanted.max_guest is not None:
         domain.memory.max_guest = wanted.max_guest
-    return []
-
-
-def _io_threads_policy(
-    base: str, instancetype: VirtualMachineInstancetypeSpec, domain: DomainSpec
-) -> list[Conflict]:
-    if instancetype.io_threads_policy is None:
-        return []
-    if domain.io_threads_policy is not None:
-        return [Conflict.at(base, "domain", "ioThreadsPolicy")]
-    domain.io_threads_policy = instancetype.io_threads_policy
-    return []
-
-
-def _launch_security(
-    base: str, instancetype: VirtualMachineInstancetypeSpec, domain: DomainSpec
-) -> list[Conflict]:
-    if instancetype.launch_security is None:
-        return []
-    if domain.launch_security is not None:
-        return [Conflict.at(base, "domain", "launchSecurity")]
-    domain.launch_security = instancetype.launch_security.model_copy(deep=True)
-    return []
-
-
-def _gpus(base: str, instancetype: VirtualMachineInstancetypeSpec, devices: Devices) -> list[Conflict]:
-    if not instancetype.gpus:
-        return []
-    if devices.gpus:
-        return [Conflict.at(base, "domain", "devices", "gpus")]
-    devices.gpus = [gpu.model_copy(deep=True) for gpu in instancetype.gpus]
-    return []
-
-
-def _host_devices(
-    base: str, instancetype: VirtualMachineInstancetypeSpec, devices: Devices
-) -> list[Conflict]:
-    if not instancetype.host_devices:
-        return []
-    if devices.host_devices:
-        return [Conflict.at(base, "domain", "devices", "hostDevices")]
-    devices.host_devices = [device.model_copy(deep=True) for device in instancetype.host_devices]
     return []
 
 

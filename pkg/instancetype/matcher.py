@@ -15,9 +15,9 @@ __all__ = [
     "DEFAULT_PREFERENCE_KIND",
     "UnexpectedKindError",
     "instancetype_kind",
-    "is_cluster_kind",
     "not_found_message",
     "preference_kind",
+    "spells_kind",
 ]
 
 # What the VM mutating webhook writes into an empty matcher kind.
@@ -36,7 +36,7 @@ class UnexpectedKindError(ValueError):
     """The matcher names a kind that is neither the namespaced nor the cluster-wide one."""
 
 
-def is_cluster_kind(matcher_kind: str, kind: str) -> bool:
+def spells_kind(matcher_kind: str, kind: str) -> bool:
     """Whether ``matcher_kind`` spells ``kind``; an empty one spells the cluster-wide kinds."""
     spelled = matcher_kind.lower()
     if not spelled:
@@ -47,7 +47,7 @@ def is_cluster_kind(matcher_kind: str, kind: str) -> bool:
 def _resolve(matcher_kind: str | None, namespaced: str, cluster: str, matcher: str) -> str:
     spelled = matcher_kind or ""
     for kind in (namespaced, cluster):
-        if is_cluster_kind(spelled, kind):
+        if spells_kind(spelled, kind):
             return kind
     raise UnexpectedKindError(f"got unexpected kind in {matcher}: {spelled}")
 

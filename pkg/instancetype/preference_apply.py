@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from pydantic import BaseModel
+
 from kubevirt_api.core.v1.domain import (
     BIOS,
     CPU,
@@ -39,6 +41,12 @@ _DEVICE_SWITCHES: Final = (
     ("preferred_block_multi_queue", "block_multi_queue"),
     ("preferred_network_interface_multi_queue", "network_interface_multiqueue"),
     ("preferred_autoattach_input_device", "autoattach_input_device"),
+)
+_FEATURES: Final = (
+    ("preferred_apic", "apic"),
+    ("preferred_kvm", "kvm"),
+    ("preferred_pvspinlock", "pvspinlock"),
+    ("preferred_smm", "smm"),
 )
 _HYPERV_FEATURES: Final = (
     "evmcs",
@@ -97,18 +105,12 @@ def apply_device_preferences(
     if wanted is None:
         return
     devices = spec.domain.devices
-    for preferred, actual in _DEVICE_SWITCHES:
-        value = getattr(wanted, preferred)
-        if value is not None and getattr(devices, actual) is None:
-            setattr(devices, actual, value)
+    _fill_unset(devices, wanted, _DEVICE_SWITCHES)
     if wanted.preferred_disable_hotplug is not None:
         devices.disable_hotplug = wanted.preferred_disable_hotplug
     if wanted.preferred_sound_model and devices.sound is not None and not devices.sound.model:
         devices.sound.model = wanted.preferred_sound_model
-    if wanted.preferred_rng is not None and devices.rng is None:
-        devices.rng = wanted.preferred_rng.model_copy(deep=True)
-    if wanted.preferred_tpm is not None and devices.tpm is None:
-        devices.tpm = wanted.preferred_tpm.model_copy(deep=True)
+    _fill_unset(devices, wanted, (("preferred_rng", "rng"), ("preferred_tpm", "tpm")))
     _disks(wanted, spec)
     _interfaces(wanted, spec)
     for device in spec.domain.devices.inputs or []:
@@ -179,6 +181,14 @@ def _interfaces(wanted: DevicePreferences, spec: VirtualMachineInstanceSpec) -> 
             interface.masquerade = wanted.preferred_interface_masquerade.model_copy(deep=True)
 
 
+def _fill_unset(target: object, source: object, pairs: tuple[tuple[str, str], ...]) -> None:
+    """For each ``(preferred, actual)`` pair: the preferred value where the target has none."""
+    for preferred, actual in pairs:
+        value = getattr(source, preferred)
+        if value is not None and getattr(target, actual) is None:
+            setattr(target, actual, value.model_copy(deep=True) if isinstance(value, BaseModel) else value)
+
+
 def _features(preference: VirtualMachinePreferenceSpec, domain: DomainSpec) -> None:
     wanted = preference.features
     if wanted is None:
@@ -187,20 +197,10 @@ def _features(preference: VirtualMachinePreferenceSpec, domain: DomainSpec) -> N
     # ACPI is the one feature the preference overrides even when the VM sets it.
     if wanted.preferred_acpi is not None:
         features.acpi = wanted.preferred_acpi.model_copy(deep=True)
-    if wanted.preferred_apic is not None and features.apic is None:
-        features.apic = wanted.preferred_apic.model_copy(deep=True)
     if wanted.preferred_hyperv is not None:
         hyperv = features.hyperv = features.hyperv or FeatureHyperv()
-        for name in _HYPERV_FEATURES:
-            value = getattr(wanted.preferred_hyperv, name)
-            if value is not None and getattr(hyperv, name) is None:
-                setattr(hyperv, name, value.model_copy(deep=True))
-    if wanted.preferred_kvm is not None and features.kvm is None:
-        features.kvm = wanted.preferred_kvm.model_copy(deep=True)
-    if wanted.preferred_pvspinlock is not None and features.pvspinlock is None:
-        features.pvspinlock = wanted.preferred_pvspinlock.model_copy(deep=True)
-    if wanted.preferred_smm is not None and features.smm is None:
-        features.smm = wanted.preferred_smm.model_copy(deep=True)
+        _fill_unset(hyperv, wanted.preferred_hyperv, tuple((name, name) for name in _HYPERV_FEATURES))
+    _fill_unset(features, wanted, _FEATURES)
 
 
 def _firmware(preference: VirtualMachinePreferenceSpec, domain: DomainSpec) -> None:

@@ -9,8 +9,9 @@ built from the object as the store holds it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from kubevirt.controller import Store, key_for
 from kubevirt.instancetype.matcher import (
@@ -80,51 +81,58 @@ class InstancetypeStores:
     cluster_preferences: Store[VirtualMachineClusterPreference] | None = None
 
 
-def _find_instancetype(
-    matcher: InstancetypeMatcher, namespace: str | None, stores: InstancetypeStores
-) -> Found[VirtualMachineInstancetypeSpec]:
-    kind = instancetype_kind(matcher.kind)
-    name = matcher.name or ""
-    found: VirtualMachineInstancetype | VirtualMachineClusterInstancetype | None = None
-    if kind == names.INSTANCETYPE_KIND and stores.instancetypes is not None:
-        found = stores.instancetypes.get_by_key(key_for(namespace, name))
-    elif kind == names.CLUSTER_INSTANCETYPE_KIND and stores.cluster_instancetypes is not None:
-        found = stores.cluster_instancetypes.get_by_key(name)
-    if found is None:
-        raise LookupError(not_found_message(kind, name))
-    return Found(found.metadata or ObjectMeta(), found.spec)
+@dataclass(frozen=True)
+class _Kinds:
+    """How to find one of the two selections: kind resolution, its stores, the reason it failed."""
+
+    resolve: Callable[[str | None], str]
+    namespaced_kind: str
+    namespaced: Store[Any] | None
+    cluster: Store[Any] | None
+    failure_reason: str
 
 
-def _find_preference(
-    matcher: PreferenceMatcher, namespace: str | None, stores: InstancetypeStores
-) -> Found[VirtualMachinePreferenceSpec]:
-    kind = preference_kind(matcher.kind)
+def _select(
+    matcher: InstancetypeMatcher | PreferenceMatcher | None, namespace: str | None, kinds: _Kinds
+) -> Found[Any] | None:
+    if matcher is None:
+        return None
     name = matcher.name or ""
-    found: VirtualMachinePreference | VirtualMachineClusterPreference | None = None
-    if kind == names.PREFERENCE_KIND and stores.preferences is not None:
-        found = stores.preferences.get_by_key(key_for(namespace, name))
-    elif kind == names.CLUSTER_PREFERENCE_KIND and stores.cluster_preferences is not None:
-        found = stores.cluster_preferences.get_by_key(name)
+    try:
+        kind = kinds.resolve(matcher.kind)
+    except UnexpectedKindError as err:
+        raise SyncError(str(err), kinds.failure_reason) from None
+    if kind == kinds.namespaced_kind:
+        key, store = key_for(namespace, name), kinds.namespaced
+    else:
+        key, store = name, kinds.cluster
+    found = store.get_by_key(key) if store is not None else None
     if found is None:
-        raise LookupError(not_found_message(kind, name))
+        raise SyncError(not_found_message(kind, name), kinds.failure_reason)
     return Found(found.metadata or ObjectMeta(), found.spec)
 
 
 def find_selection(vm: VirtualMachine, stores: InstancetypeStores) -> Selection:
     """What the VM selects; raises :class:`SyncError` (KubeVirt's reasons) when one is missing."""
     namespace = vm.metadata.namespace if vm.metadata is not None else None
-    instancetype = preference = None
-    if vm.spec.instancetype is not None:
-        try:
-            instancetype = _find_instancetype(vm.spec.instancetype, namespace, stores)
-        except (LookupError, UnexpectedKindError) as err:
-            raise SyncError(str(err), FAILED_FIND_INSTANCETYPE_REASON) from None
-    if vm.spec.preference is not None:
-        try:
-            preference = _find_preference(vm.spec.preference, namespace, stores)
-        except (LookupError, UnexpectedKindError) as err:
-            raise SyncError(str(err), FAILED_FIND_PREFERENCE_REASON) from None
-    return Selection(instancetype, preference)
+    instancetypes = _Kinds(
+        instancetype_kind,
+        names.INSTANCETYPE_KIND,
+        stores.instancetypes,
+        stores.cluster_instancetypes,
+        FAILED_FIND_INSTANCETYPE_REASON,
+    )
+    preferences = _Kinds(
+        preference_kind,
+        names.PREFERENCE_KIND,
+        stores.preferences,
+        stores.cluster_preferences,
+        FAILED_FIND_PREFERENCE_REASON,
+    )
+    return Selection(
+        _select(vm.spec.instancetype, namespace, instancetypes),
+        _select(vm.spec.preference, namespace, preferences),
+    )
 
 
 def revision_name(vm_name: str, found: Found[S]) -> str:

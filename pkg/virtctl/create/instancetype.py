@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 import click
 
@@ -21,13 +22,11 @@ from kubevirt_api.resource import Quantity, QuantityError
 
 __all__ = ["create_instancetype", "create_preference"]
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 _TOPOLOGIES: Final = frozenset(
     value for key, value in vars(PreferredCPUTopology).items() if key.isupper() and isinstance(value, str)
 )
-
-
-def _metadata(name: str, namespace: str) -> dict[str, str]:
-    return {"name": name, **({"namespace": namespace} if namespace else {})}
 
 
 def _devices(flag: str, values: tuple[str, ...]) -> list[dict[str, str]]:
@@ -42,20 +41,47 @@ def _devices(flag: str, values: tuple[str, ...]) -> list[dict[str, str]]:
     return devices
 
 
-def _print(model: type[ApiModel], body: dict[str, Any]) -> None:
-    obj = new_object(model, **body)  # type: ignore[type-var]
+def _naming_options(what: str, kind: str) -> Callable[[_F], _F]:
+    """``--name``, ``-n/--namespace`` and ``--namespaced``, shared by both commands."""
+
+    def decorate(command: _F) -> _F:
+        for option in (
+            click.option("--namespaced", is_flag=True, help=f"A {kind} instead of a cluster-wide one."),
+            click.option(
+                "-n", "--namespace", default="", help=f"Create a namespaced {what} in this namespace."
+            ),
+            click.option(
+                "--name", default="", help=f"Name (default: [cluster]{what.replace(' ', '')}-<random>)."
+            ),
+        ):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def _print(
+    prefix: str,
+    models: tuple[type[ApiModel], type[ApiModel]],
+    naming: tuple[str, str, bool],
+    spec: dict[str, Any],
+) -> None:
+    """Prints the namespaced model when asked for (``--namespaced`` or a namespace), else the cluster one."""
+    name, namespace, namespaced = naming
+    namespaced = namespaced or bool(namespace)
+    name = name or f"{prefix if namespaced else 'cluster' + prefix}-{random_suffix()}"
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+    obj = new_object(models[0] if namespaced else models[1], metadata=metadata, spec=spec)  # type: ignore[type-var]
     click.echo(manifest_yaml(obj), nl=False)
 
 
 @click.command(name="instancetype")
-@click.option("--name", default="", help="Name (default: [cluster]instancetype-<random>).")
-@click.option("-n", "--namespace", default="", help="Create a namespaced instance type in this namespace.")
+@_naming_options("instance type", "VirtualMachineInstancetype")
 @click.option("--cpu", type=click.IntRange(min=0, max=2**32 - 1), required=True, help="Guest vCPUs.")
 @click.option("--memory", required=True, help="Guest memory.")
 @click.option("--gpu", multiple=True, help="name:<name>,devicename:<device>; repeatable.")
 @click.option("--hostdevice", multiple=True, help="name:<name>,devicename:<device>; repeatable.")
 @click.option("--iothreadspolicy", default="", help="auto or shared.")
-@click.option("--namespaced", is_flag=True, help="A VirtualMachineInstancetype instead of a cluster one.")
 def create_instancetype(
     name: str,
     namespace: str,
@@ -67,7 +93,6 @@ def create_instancetype(
     namespaced: bool,
 ) -> None:
     """Create a VirtualMachineInstancetype or VirtualMachineClusterInstancetype manifest."""
-    namespaced = namespaced or bool(namespace)
     try:
         Quantity(memory)
     except QuantityError as err:
@@ -83,19 +108,15 @@ def create_instancetype(
         if iothreadspolicy not in ("auto", "shared"):
             raise flag_error("iothreadspolicy", "IOThread must be of value auto or shared")
         spec["ioThreadsPolicy"] = iothreadspolicy
-    prefix = "instancetype" if namespaced else "clusterinstancetype"
-    name = name or f"{prefix}-{random_suffix()}"
-    model = VirtualMachineInstancetype if namespaced else VirtualMachineClusterInstancetype
-    _print(model, {"metadata": _metadata(name, namespace if namespaced else ""), "spec": spec})
+    models = (VirtualMachineInstancetype, VirtualMachineClusterInstancetype)
+    _print("instancetype", models, (name, namespace, namespaced), spec)
 
 
 @click.command(name="preference")
-@click.option("--name", default="", help="Name (default: [cluster]preference-<random>).")
-@click.option("-n", "--namespace", default="", help="Create a namespaced preference in this namespace.")
+@_naming_options("preference", "VirtualMachinePreference")
 @click.option("--cpu-topology", default="", help="Preferred CPU topology: sockets, cores, threads or spread.")
 @click.option("--machine-type", default="", help="Preferred machine type.")
 @click.option("--volume-storage-class", default="", help="Preferred storage class of new volumes.")
-@click.option("--namespaced", is_flag=True, help="A VirtualMachinePreference instead of a cluster one.")
 def create_preference(
     name: str,
     namespace: str,
@@ -105,7 +126,6 @@ def create_preference(
     namespaced: bool,
 ) -> None:
     """Create a VirtualMachinePreference or VirtualMachineClusterPreference manifest."""
-    namespaced = namespaced or bool(namespace)
     spec: dict[str, Any] = {}
     if volume_storage_class:
         spec["volumes"] = {"preferredStorageClassName": volume_storage_class}
@@ -116,7 +136,5 @@ def create_preference(
             message = "CPU topology must have a value of sockets, cores, threads or spread"
             raise flag_error("cpu-topology", message)
         spec["cpu"] = {"preferredCPUTopology": cpu_topology}
-    prefix = "preference" if namespaced else "clusterpreference"
-    name = name or f"{prefix}-{random_suffix()}"
-    model = VirtualMachinePreference if namespaced else VirtualMachineClusterPreference
-    _print(model, {"metadata": _metadata(name, namespace if namespaced else ""), "spec": spec})
+    models = (VirtualMachinePreference, VirtualMachineClusterPreference)
+    _print("preference", models, (name, namespace, namespaced), spec)

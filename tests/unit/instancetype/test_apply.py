@@ -313,3 +313,14 @@ def test_nothing_to_apply_leaves_the_spec_alone() -> None:
     before = spec.to_dict()
     assert apply_to_vmi(BASE, None, None, spec, ObjectMeta()) == []
     assert spec.to_dict() == before
+
+
+def test_presence_follows_go_an_empty_map_is_set_an_empty_string_or_list_is_not() -> None:
+    it = instancetype(
+        nodeSelector={"zone": "a"}, schedulerName="custom", gpus=[{"name": "g", "deviceName": "d"}]
+    )
+    spec = vmi_spec({"devices": {"gpus": []}}, nodeSelector={}, schedulerName="")
+    conflicts, out, _ = apply(it, None, spec)
+    assert conflicts == [f"{BASE}.nodeSelector"]
+    assert out["schedulerName"] == "custom"
+    assert out["domain"]["devices"]["gpus"] == [{"name": "g", "deviceName": "d"}]

@@ -129,6 +129,25 @@ class CrdFacts:
         return f"{self.plural}.{self.group}"
 
 
+def _instancetype_crd(kind: str, short_names: tuple[str, ...], warned_as: str) -> CrdFacts:
+    """The instance type and preference CRDs differ only in names and scope; the cluster-wide ones
+    are in no category. ``warned_as`` is how the deprecation warning spells the kind (KubeVirt
+    capitalises one of them differently)."""
+    cluster = kind.startswith("VirtualMachineCluster")
+    return CrdFacts(
+        kind=kind,
+        group=INSTANCETYPE_GROUP_NAME,
+        plural=kind.lower() + "s",
+        singular=kind.lower(),
+        short_names=short_names,
+        columns=[],
+        versions=_instancetype_versions(warned_as),
+        status_subresource=False,
+        categories=() if cluster else ("all",),
+        namespaced=not cluster,
+    )
+
+
 CRDS: Final[dict[str, CrdFacts]] = {
     facts.kind: facts
     for facts in (
@@ -221,49 +240,21 @@ CRDS: Final[dict[str, CrdFacts]] = {
             versions=_PRESET_VERSIONS,
             status_subresource=False,
         ),
-        CrdFacts(
-            kind="VirtualMachineInstancetype",
-            group=INSTANCETYPE_GROUP_NAME,
-            plural="virtualmachineinstancetypes",
-            singular="virtualmachineinstancetype",
-            short_names=("vminstancetype", "vminstancetypes", "vmf", "vmfs"),
-            columns=[],
-            versions=_instancetype_versions("VirtualMachineInstancetypes"),
-            status_subresource=False,
+        _instancetype_crd(
+            "VirtualMachineInstancetype",
+            ("vminstancetype", "vminstancetypes", "vmf", "vmfs"),
+            "VirtualMachineInstancetypes",
         ),
-        CrdFacts(
-            kind="VirtualMachineClusterInstancetype",
-            group=INSTANCETYPE_GROUP_NAME,
-            plural="virtualmachineclusterinstancetypes",
-            singular="virtualmachineclusterinstancetype",
-            short_names=("vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"),
-            columns=[],
-            versions=_instancetype_versions("VirtualMachineClusterInstanceTypes"),
-            status_subresource=False,
-            categories=(),
-            namespaced=False,
+        _instancetype_crd(
+            "VirtualMachineClusterInstancetype",
+            ("vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"),
+            "VirtualMachineClusterInstanceTypes",
         ),
-        CrdFacts(
-            kind="VirtualMachinePreference",
-            group=INSTANCETYPE_GROUP_NAME,
-            plural="virtualmachinepreferences",
-            singular="virtualmachinepreference",
-            short_names=("vmpref", "vmprefs", "vmp", "vmps"),
-            columns=[],
-            versions=_instancetype_versions("VirtualMachinePreferences"),
-            status_subresource=False,
+        _instancetype_crd(
+            "VirtualMachinePreference", ("vmpref", "vmprefs", "vmp", "vmps"), "VirtualMachinePreferences"
         ),
-        CrdFacts(
-            kind="VirtualMachineClusterPreference",
-            group=INSTANCETYPE_GROUP_NAME,
-            plural="virtualmachineclusterpreferences",
-            singular="virtualmachineclusterpreference",
-            short_names=("vmcp", "vmcps"),
-            columns=[],
-            versions=_instancetype_versions("VirtualMachineClusterPreferences"),
-            status_subresource=False,
-            categories=(),
-            namespaced=False,
+        _instancetype_crd(
+            "VirtualMachineClusterPreference", ("vmcp", "vmcps"), "VirtualMachineClusterPreferences"
         ),
     )
 }
