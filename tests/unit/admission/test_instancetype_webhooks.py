@@ -70,3 +70,38 @@ def test_validation_looks_the_instancetype_up_in_the_cluster_state() -> None:
     # Without cluster state (or when the object is missing) nothing is applied and nothing refused.
     lonely = build_context(ClusterConfig())
     assert admitter(lonely)(review(vm({"memory": {"guest": "2Gi"}}, instancetype={"name": "small"}))).allowed
+
+
+def test_mutation_takes_machine_type_and_storage_class_from_the_preference() -> None:
+    preference = {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachinePreference",
+        "metadata": {"name": "legacy", "namespace": "default"},
+        "spec": {
+            "machine": {"preferredMachineType": "pc-q35-rhel8.6.0"},
+            "volumes": {"preferredStorageClassName": "fast"},
+        },
+    }
+    ctx = build_context(ClusterConfig(), StaticClusterState(instancetype_objects=[preference]))
+    body = vm({}, preference={"name": "legacy", "kind": "VirtualMachinePreference"})
+    body["spec"]["dataVolumeTemplates"] = [
+        {"metadata": {"name": "a"}, "spec": {"storage": {}}},
+        {"metadata": {"name": "b"}, "spec": {"pvc": {"storageClassName": "slow"}}},
+    ]
+    answer = mutator(ctx)(review(copy.deepcopy(body)))
+    assert answer.patch is not None
+    mutated = jsonpatch.apply(body, answer.patch)
+    assert mutated["spec"]["template"]["spec"]["domain"]["machine"] == {"type": "pc-q35-rhel8.6.0"}
+    classes = [
+        t["spec"].get("storage", t["spec"].get("pvc"))["storageClassName"]
+        for t in mutated["spec"]["dataVolumeTemplates"]
+    ]
+    assert classes == ["fast", "slow"]
+    # A machine type the VM names wins; without the preference the cluster's default applies.
+    body["spec"]["template"]["spec"]["domain"]["machine"] = {"type": "q35"}
+    assert mutator(ctx)(review(copy.deepcopy(body))).patch is not None
+    lonely = mutator(build_context(ClusterConfig()))(review(vm({}, preference={"name": "legacy"})))
+    assert lonely.patch is not None
+    assert jsonpatch.apply(vm({}), lonely.patch)["spec"]["template"]["spec"]["domain"]["machine"] == {
+        "type": "q35"
+    }
