@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import copy
 
-from kubevirt.admission.json_fields import JSON, text
+from kubevirt.admission.json_fields import JSON, obj, opt_obj, text
 from kubevirt.defaults.settings import DEFAULT_MACHINE_TYPES
+from kubevirt.instancetype.matcher import DEFAULT_INSTANCETYPE_KIND, DEFAULT_PREFERENCE_KIND
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.instancetype.v1beta1 import VirtualMachinePreferenceSpec
 
 
 def _child(parent: JSON, key: str) -> JSON:
@@ -20,13 +22,37 @@ def _child(parent: JSON, key: str) -> JSON:
     return value
 
 
-def default_vm_object(vm: JSON, config: ClusterConfig) -> JSON:
-    """A copy of the VM with its template's architecture and machine type defaulted."""
+def default_vm_object(
+    vm: JSON, config: ClusterConfig, preference: VirtualMachinePreferenceSpec | None = None
+) -> JSON:
+    """A copy of the VM with its template's architecture and machine type defaulted, and the kind of
+    its instance type and preference matchers when they name none. The VM's ``preference``, when
+    found, supplies the machine type before the cluster does, and the storage class of data volume
+    templates that name none."""
     out = copy.deepcopy(vm)
+    for key, kind in (("instancetype", DEFAULT_INSTANCETYPE_KIND), ("preference", DEFAULT_PREFERENCE_KIND)):
+        matcher = opt_obj(out.get("spec"), key)
+        if matcher is not None and not text(matcher, "kind"):
+            matcher["kind"] = kind
     template_spec = _child(_child(_child(out, "spec"), "template"), "spec")
     architecture = text(template_spec, "architecture") or config.default_architecture
     template_spec["architecture"] = architecture
     machine = _child(_child(template_spec, "domain"), "machine")
+    if not text(machine, "type") and preference is not None and preference.machine is not None:
+        machine["type"] = preference.machine.preferred_machine_type or ""
     if not text(machine, "type") and architecture in DEFAULT_MACHINE_TYPES:
         machine["type"] = DEFAULT_MACHINE_TYPES[architecture]
+    storage_class = (
+        preference.volumes.preferred_storage_class_name if preference and preference.volumes else None
+    )
+    if storage_class:
+        _prefer_storage_class(out, storage_class)
     return out
+
+
+def _prefer_storage_class(vm: JSON, storage_class: str) -> None:
+    for template in obj(vm, "spec").get("dataVolumeTemplates") or []:
+        for key in ("pvc", "storage"):
+            claim = opt_obj(obj(template, "spec"), key)
+            if claim is not None and claim.get("storageClassName") is None:
+                claim["storageClassName"] = storage_class

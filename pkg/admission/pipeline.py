@@ -12,16 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubevirt.admission import causes as c
+from kubevirt.admission import instancetype_objects, instancetypes
 from kubevirt.admission import vm as vm_rules
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.json_fields import JSON
 from kubevirt.admission.review import CREATE
+from kubevirt.admission.state import InstancetypeState
 from kubevirt.admission.vmi_create import admit_vmi_create
 from kubevirt.defaults import DefaultingError
 from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1.vm import VirtualMachine
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance
+from kubevirt_api.instancetype import constants as instancetype_names
+from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
 
 # kind, object -> causes (message only), e.g. an OpenAPI check against the CRD's schema.
 SchemaCheck = Callable[[str, JSON], list[StatusCause]]
@@ -77,6 +81,30 @@ def default_vm(raw: JSON, config: ClusterConfig, defaulter: VMDefaulter) -> JSON
     return model.to_dict()
 
 
+def expand_and_default_vm(
+    raw: JSON,
+    config: ClusterConfig,
+    defaulter: VMDefaulter,
+    *,
+    state: InstancetypeState | None = None,
+    namespace: str = "",
+) -> tuple[JSON, list[StatusCause]]:
+    """The validating webhook's working copy of a VM: its instance type and preference applied, then
+    defaulted, and the causes refusing it (conflicts first, then unmet preference requirements).
+
+    ``state`` finds the instance type and preference (none are applied without it); ``namespace`` is
+    the request's, for a VM whose metadata names none. Raises :class:`ApiParseError` on a decode
+    failure and :class:`DefaultingError` when defaulting fails.
+    """
+    model = VirtualMachine.from_dict(raw)
+    selected = instancetypes.find_specs(model, namespace, state)
+    causes = instancetypes.expansion_causes(model, selected)
+    if causes:
+        return model.to_dict(), causes
+    defaulter(model, config)
+    return model.to_dict(), instancetypes.requirement_causes(model, selected)
+
+
 def validate_vmi_create(
     raw: JSON,
     config: ClusterConfig,
@@ -108,18 +136,59 @@ def validate_vm(
     schema: SchemaCheck = no_schema_check,
     operation: str = CREATE,
     kubevirt_account: bool = False,
+    state: InstancetypeState | None = None,
+    namespace: str = "",
 ) -> Outcome:
-    """VM admission: the mutating webhook (decode), then the validating one on a defaulted copy."""
+    """VM admission: the mutating webhook (decode, instance type matchers), then the validating one on
+    a copy with the instance type and preference applied and defaults set (see
+    :func:`expand_and_default_vm`)."""
     causes = schema("VirtualMachine", raw)
     if causes:
         return Outcome(causes)
     try:
-        defaulted = default_vm(copy.deepcopy(raw), config, defaulter)
+        VirtualMachine.from_dict(raw)
     except ApiParseError as err:
         return Outcome(decode_causes(err))
+    causes = instancetypes.matcher_causes(raw)
+    if causes:
+        return Outcome(causes)
+    try:
+        defaulted, causes = expand_and_default_vm(
+            copy.deepcopy(raw), config, defaulter, state=state, namespace=namespace
+        )
     except DefaultingError as err:
         return Outcome(defaulting_causes(err))
+    if causes:
+        return Outcome(causes, defaulted)
     return Outcome(
         vm_rules.admit_vm(defaulted, config, operation=operation, kubevirt_account=kubevirt_account),
         defaulted,
     )
+
+
+INSTANCETYPE_OBJECT_KINDS = (
+    instancetype_names.INSTANCETYPE_KIND,
+    instancetype_names.CLUSTER_INSTANCETYPE_KIND,
+    instancetype_names.PREFERENCE_KIND,
+    instancetype_names.CLUSTER_PREFERENCE_KIND,
+)
+
+
+def validate_instancetype_object(raw: JSON, *, schema: SchemaCheck = no_schema_check) -> Outcome:
+    """Admission of an instance type or preference (``kind`` picks which): schema, then the rules."""
+    kind = str(raw.get("kind", ""))
+    causes = schema(kind, raw)
+    if causes:
+        return Outcome(causes)
+    spec = raw.get("spec")
+    try:
+        if kind in (instancetype_names.INSTANCETYPE_KIND, instancetype_names.CLUSTER_INSTANCETYPE_KIND):
+            return Outcome(
+                instancetype_objects.instancetype_spec_causes(
+                    VirtualMachineInstancetypeSpec.from_dict(spec or {})
+                )
+            )
+        preference = VirtualMachinePreferenceSpec.from_dict(spec or {})
+    except ApiParseError as err:
+        return Outcome(decode_causes(err))
+    return Outcome(instancetype_objects.preference_spec_causes(preference))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 JSON = dict[str, Any]
 
@@ -25,6 +25,15 @@ class ClusterState(Protocol):
         ...
 
 
+@runtime_checkable
+class InstancetypeState(Protocol):
+    def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
+        """An instance type or preference of ``kind`` (one of the four ``instancetype.kubevirt.io``
+        kinds; ``namespace`` is ignored for the cluster-wide ones), or ``None`` when it does not exist;
+        raises :class:`ClusterStateError`."""
+        ...
+
+
 class StaticClusterState:
     """A fixed set of objects; what tests and offline tools use."""
 
@@ -33,10 +42,13 @@ class StaticClusterState:
         vmis: list[JSON] | None = None,
         migrations: list[JSON] | None = None,
         pods: list[JSON] | None = None,
+        instancetype_objects: list[JSON] | None = None,
     ) -> None:
         self._vmis = list(vmis or [])
         self._migrations = list(migrations or [])
         self._pods = list(pods or [])
+        # Instance types and preferences of all four kinds, told apart by their ``kind``.
+        self._instancetype_objects = list(instancetype_objects or [])
 
     @staticmethod
     def _meta(obj: JSON) -> JSON:
@@ -55,6 +67,12 @@ class StaticClusterState:
 
     def get_pod(self, namespace: str, name: str) -> JSON | None:
         return self._find(self._pods, namespace, name)
+
+    def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
+        of_kind = [o for o in self._instancetype_objects if o.get("kind") == kind]
+        if kind.startswith("VirtualMachineCluster"):
+            return next((o for o in of_kind if self._meta(o).get("name") == name), None)
+        return self._find(of_kind, namespace, name)
 
     def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
         found = []
@@ -77,3 +95,6 @@ class NoClusterState:
 
     def get_pod(self, namespace: str, name: str) -> JSON | None:
         raise ClusterStateError("no Kubernetes API configured to look up pods")
+
+    def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
+        raise ClusterStateError("no Kubernetes API configured to look up instance types and preferences")

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 from urllib.parse import quote
 
 from kubevirt_api.core.v1.constants import GROUP_NAME, POOL_GROUP_NAME
 from kubevirt_api.core.v1.register import GroupVersionKind
+from kubevirt_api.instancetype import constants as instancetype
 
 __all__ = [
     "EVENTS",
+    "INSTANCETYPE_RESOURCES",
     "KUBEVIRTS",
     "LEASES",
     "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "VIRTUAL_MACHINES",
+    "VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES",
+    "VIRTUAL_MACHINE_CLUSTER_PREFERENCES",
     "VIRTUAL_MACHINE_INSTANCES",
+    "VIRTUAL_MACHINE_INSTANCETYPES",
     "VIRTUAL_MACHINE_INSTANCE_MIGRATIONS",
     "VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS",
     "VIRTUAL_MACHINE_POOLS",
+    "VIRTUAL_MACHINE_PREFERENCES",
     "Resource",
 ]
 
@@ -94,3 +101,37 @@ VIRTUAL_MACHINE_POOLS = Resource(
     POOL_GROUP_NAME, "v1alpha1", "virtualmachinepools", "VirtualMachinePool", namespaced=True
 )
 KUBEVIRTS = Resource(GROUP_NAME, "v1", "kubevirts", "KubeVirt", namespaced=True)
+
+
+def _instancetype_resource(plural: str, kind: str, *, namespaced: bool) -> Resource:
+    return Resource(
+        instancetype.INSTANCETYPE_GROUP_NAME,
+        instancetype.INSTANCETYPE_LATEST_VERSION,
+        plural,
+        kind,
+        namespaced=namespaced,
+    )
+
+
+VIRTUAL_MACHINE_INSTANCETYPES = _instancetype_resource(
+    instancetype.INSTANCETYPE_PLURAL, instancetype.INSTANCETYPE_KIND, namespaced=True
+)
+VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES = _instancetype_resource(
+    instancetype.CLUSTER_INSTANCETYPE_PLURAL, instancetype.CLUSTER_INSTANCETYPE_KIND, namespaced=False
+)
+VIRTUAL_MACHINE_PREFERENCES = _instancetype_resource(
+    instancetype.PREFERENCE_PLURAL, instancetype.PREFERENCE_KIND, namespaced=True
+)
+VIRTUAL_MACHINE_CLUSTER_PREFERENCES = _instancetype_resource(
+    instancetype.CLUSTER_PREFERENCE_PLURAL, instancetype.CLUSTER_PREFERENCE_KIND, namespaced=False
+)
+# By kind, as a VM's ``spec.instancetype.kind`` / ``spec.preference.kind`` names them.
+INSTANCETYPE_RESOURCES: Final[dict[str, Resource]] = {
+    resource.kind: resource
+    for resource in (
+        VIRTUAL_MACHINE_INSTANCETYPES,
+        VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+        VIRTUAL_MACHINE_PREFERENCES,
+        VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
+    )
+}

@@ -235,3 +235,14 @@ def _set_mutator_metadata_and_status(
     if status.guest_os_info is None:
         status.guest_os_info = VirtualMachineInstanceGuestOSInfo()
     status.runtime_user = None if cluster.enabled(ROOT_FEATURE_GATE) else NON_ROOT_UID
+
+
+def set_default_volume_disks(spec: VirtualMachineInstanceSpec) -> None:
+    """KubeVirt's ``SetDefaultVolumeDisk``: every volume without a disk or filesystem gets a disk."""
+    _set_volume_disks(spec)
+
+
+def set_default_network_interface(spec: VirtualMachineInstanceSpec, cluster: ClusterConfig) -> None:
+    """KubeVirt's ``SetDefaultNetworkInterface``: the pod network and its interface when none is given;
+    raises :class:`DefaultingError` when the cluster forbids the default binding."""
+    _set_default_network(spec, cluster)

@@ -15,6 +15,7 @@ from urllib3.exceptions import HTTPError
 
 from kubevirt.admission.migration import MIGRATION_SELECTOR_LABEL
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
+from kubevirt.client.resources import INSTANCETYPE_RESOURCES
 from kubevirt.log import get_logger
 from kubevirt_api.core.v1.constants import GROUP_NAME
 
@@ -81,6 +82,28 @@ class KubernetesClusterState:
         # The typed pod back to its JSON form, which the rules read.
         document = self._api.sanitize_for_serialization(pod)  # type: ignore[no-untyped-call]
         return document if isinstance(document, dict) else None
+
+    def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
+        """An instance type or preference of one of the four ``instancetype.kubevirt.io`` kinds."""
+        resource = INSTANCETYPE_RESOURCES[kind]
+        what = f"{kind} {namespace}/{name}" if resource.namespaced else f"{kind} {name}"
+        try:
+            if resource.namespaced:
+                found = self._custom.get_namespaced_custom_object(
+                    resource.group, resource.version, namespace, resource.plural, name,
+                    _request_timeout=REQUEST_TIMEOUT,
+                )  # fmt: skip
+            else:
+                found = self._custom.get_cluster_custom_object(
+                    resource.group, resource.version, resource.plural, name, _request_timeout=REQUEST_TIMEOUT
+                )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise self._failed(what, err) from None
+        except HTTPError as err:
+            raise self._failed(what, err) from None
+        return found if isinstance(found, dict) else None
 
     def server_version(self) -> JSON:
         """The API server's ``/version`` (what virt-api's health check reports)."""

@@ -33,6 +33,8 @@ class RenderOptions:
     feature_gates: frozenset[str] = frozenset()
     block_volumes: frozenset[str] = frozenset()
     domain_type: str = "kvm"
+    # Instance types and preferences a VM may refer to (the cluster's, given offline).
+    instancetype_objects: tuple[dict[str, Any], ...] = ()
 
 
 def cluster_config(options: RenderOptions) -> ClusterConfig:
@@ -126,6 +128,50 @@ def read_object(filename: str, what: str) -> dict[str, Any]:
         click.echo(f"error: {filename} does not hold {what}", err=True)
         sys.exit(EXIT_UNREADABLE)
     return manifest
+
+
+def read_objects(filename: str) -> list[dict[str, Any]]:
+    """Every object in ``filename``: YAML documents, each an object or a ``List`` of them; exits 2
+    when the file cannot be read or holds anything else."""
+    try:
+        if filename == "-":
+            text = sys.stdin.read()
+        else:
+            with open(filename, encoding="utf-8") as handle:
+                text = handle.read()
+        documents = list(yaml.load_all(text, Loader=_ManifestLoader))
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        click.echo(f"error: cannot read {filename}: {err}".splitlines()[0], err=True)
+        sys.exit(2)
+    found: list[dict[str, Any]] = []
+    for document in documents:
+        if document is None:
+            continue
+        items = (
+            document.get("items")
+            if isinstance(document, dict) and document.get("kind") == "List"
+            else [document]
+        )
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            click.echo(f"error: {filename} holds something other than Kubernetes objects", err=True)
+            sys.exit(2)
+        found.extend(items)
+    return found
+
+
+def read_all_objects(filenames: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    return tuple(item for filename in filenames for item in read_objects(filename))
+
+
+def objects_option(command: Callable[..., None]) -> Callable[..., None]:
+    """``--objects FILE`` (repeatable): the cluster's instance types and preferences, given offline."""
+    return click.option(
+        "--objects",
+        "objects",
+        multiple=True,
+        help="Instance types and preferences a VM refers to (YAML or JSON, several documents or a List); "
+        "repeatable. Without them a VM's references are not found, which KubeVirt tolerates.",
+    )(command)
 
 
 def cluster_options(command: Callable[..., None]) -> Callable[..., None]:

@@ -29,6 +29,8 @@ from kubevirt.virtctl.manifests import (
     apply_stand_ins,
     cluster_config,
     cluster_options,
+    objects_option,
+    read_all_objects,
     read_object,
     split_list,
 )
@@ -161,6 +163,7 @@ def render_domain(raw: Mapping[str, Any], options: RenderOptions = DEFAULT_OPTIO
 
 @click.command(name="render")
 @click.option("-f", "--filename", "filename", required=True, help="VMI manifest (YAML or JSON); - for stdin.")
+@objects_option
 @cluster_options
 @click.option(
     "--domain-type",
@@ -176,6 +179,7 @@ def render_domain(raw: Mapping[str, Any], options: RenderOptions = DEFAULT_OPTIO
 )
 def render(
     filename: str,
+    objects: tuple[str, ...],
     rollout_strategy: str,
     feature_gates: str,
     block_volumes: str,
@@ -189,6 +193,7 @@ def render(
         feature_gates=split_list(feature_gates),
         block_volumes=split_list(block_volumes),
         domain_type=domain_type,
+        instancetype_objects=read_all_objects(objects),
     )
     try:
         manifest, causes = renderable_vmi(manifest, options)

@@ -6,6 +6,7 @@ import click
 
 from kubevirt.log import configure as configure_logging
 from kubevirt.version import get_version
+from kubevirt.virtctl.create import create
 from kubevirt.virtctl.render import render
 from kubevirt.virtctl.validate import validate
 
@@ -23,5 +24,6 @@ def version() -> None:
     click.echo(f"Client Version: {get_version()}")
 
 
+root.add_command(create)
 root.add_command(render)
 root.add_command(validate)

@@ -13,6 +13,10 @@ from typing import Any, Final
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, EventSink, KubeApi
 from kubevirt.controller import RequeueAfter, Store, UIDTrackingControllerExpectations, key_for, key_of
+from kubevirt.defaults import DefaultingError
+from kubevirt.instancetype import expand_vmi
+from kubevirt.instancetype.conflict import joined_paths
+from kubevirt.instancetype.preference_apply import apply_device_preferences
 from kubevirt.log import get_logger
 from kubevirt.virt_controller.watch.common import (
     Clock,
@@ -34,6 +38,12 @@ from kubevirt.virt_controller.watch.conditions import (
     update_condition,
 )
 from kubevirt.virt_controller.watch.firmware import calculate_legacy_uuid
+from kubevirt.virt_controller.watch.instancetype import (
+    InstancetypeStores,
+    Selection,
+    find_selection,
+    sync_status_refs,
+)
 from kubevirt.virt_controller.watch.printable import VMState, printable_status
 from kubevirt.virt_controller.watch.refmanager import adopt
 from kubevirt.virt_controller.watch.runstrategy import (
@@ -63,6 +73,12 @@ from kubevirt_api.core.v1.constants import (
     VIRTUAL_MACHINE_GENERATION_ANNOTATION,
 )
 from kubevirt_api.core.v1.defaults import set_object_defaults_virtual_machine_instance
+from kubevirt_api.instancetype.v1beta1 import (
+    VirtualMachineClusterInstancetype,
+    VirtualMachineClusterPreference,
+    VirtualMachineInstancetype,
+    VirtualMachinePreference,
+)
 from kubevirt_api.k8s.meta_v1 import ObjectMeta
 
 FAILED_CREATE_REASON: Final = "FailedCreate"
@@ -85,7 +101,9 @@ _DECENTRALIZED_MIGRATION_RECHECK_SECONDS: Final = 2.0
 
 
 class VMController:
-    """Reconciles VirtualMachines. Informers: VMs (reconciled) and VMIs (owned, same key)."""
+    """Reconciles VirtualMachines. Informers: VMs (reconciled) and VMIs (owned, same key), and the
+    instance types and preferences VMs select (read only; without any of their stores given, VMs'
+    selections are not expanded)."""
 
     def __init__(
         self,
@@ -98,7 +116,15 @@ class VMController:
         enqueue: Enqueue,
         clock: Clock = utc_now,
         rng: random.Random | None = None,
+        instancetype_store: Store[VirtualMachineInstancetype] | None = None,
+        cluster_instancetype_store: Store[VirtualMachineClusterInstancetype] | None = None,
+        preference_store: Store[VirtualMachinePreference] | None = None,
+        cluster_preference_store: Store[VirtualMachineClusterPreference] | None = None,
     ) -> None:
+        stores = (instancetype_store, cluster_instancetype_store, preference_store, cluster_preference_store)
+        self._instancetypes = (
+            InstancetypeStores(*stores) if any(store is not None for store in stores) else None
+        )
         self._api = api
         self._events = events
         self._vms = vm_store
@@ -164,12 +190,21 @@ class VMController:
                 self._stop(run, vmi, key)
             return
         self._set_vm_finalizer(run, present=True)
+        self._sync_instancetypes(run)
         try:
             strategy = run.vm.run_strategy()
         except ValueError as err:
             raise SyncError(f"Error fetching RunStrategy: {err}", FAILED_CREATE_REASON) from None
         self._sync_run_strategy(run, vmi, strategy, key)
         self._sync_firmware_uuid(run)
+
+    def _sync_instancetypes(self, run: _Run) -> None:
+        """Finds what the VM selects (a missing one fails the sync) and records it in the status."""
+        vm = run.vm
+        if self._instancetypes is None or (vm.spec.instancetype is None and vm.spec.preference is None):
+            return
+        run.selection = find_selection(vm, self._instancetypes)
+        sync_status_refs(vm, run.status, run.selection)
 
     # -- run strategies --------------------------------------------------------------------------------
 
@@ -289,7 +324,12 @@ class VMController:
             self._log.error("the VM has the ManualRecoveryRequired condition set and is not started", key=key)
             return
         status.conditions = remove_condition(status.conditions, VirtualMachineConditionType.RESTART_REQUIRED)
-        vmi = build_vmi(vm)
+        try:
+            vmi = build_vmi(vm, run.selection)
+        except SyncError as err:
+            message = f"Error creating virtual machine instance: Failed to apply instancetype: {err.message}"
+            self._events.event(vm, "Warning", FAILED_CREATE_REASON, message)
+            raise
         meta = _meta(vm)
         self._expectations.expect_creations(key, 1)
         try:
@@ -504,6 +544,8 @@ class _Run:
         self.vm = vm
         self.now = now
         self.requeue_after: float | None = None
+        # The instance type and preference the VM selects, once found.
+        self.selection = Selection()
         if vm.status is None:
             vm.status = VirtualMachineStatus()
 
@@ -518,12 +560,15 @@ class _Run:
         self.vm = fresh.model_copy(update={"status": status})
 
 
-def build_vmi(vm: VirtualMachine) -> VirtualMachineInstance:
+def build_vmi(vm: VirtualMachine, selection: Selection | None = None) -> VirtualMachineInstance:
     """The VMI a VM starts: its template with the scheme's defaults, named and owned like the VM.
 
     The firmware UUID, when the template has none, is derived from the VM's name so that it stays the
-    same across restarts.
+    same across restarts. The selected instance type and preference, if any, are applied as KubeVirt
+    does; a conflict with the template fails the start.
     """
+    selection = selection or Selection()
+    preference = selection.preference.spec if selection.preference is not None else None
     meta = _meta(vm)
     template = vm.spec.template
     template_meta = template.metadata.model_copy(deep=True) if template.metadata is not None else ObjectMeta()
@@ -532,6 +577,9 @@ def build_vmi(vm: VirtualMachine) -> VirtualMachineInstance:
     spec = template.spec.model_copy(deep=True)
     if has_start_paused_request(vm):
         spec.start_strategy = "Paused"
+    if preference is not None:
+        # Before any device is added: the preference decides which ones are attached.
+        apply_device_preferences(preference, spec)
     devices = spec.domain.devices
     if devices.autoattach_input_device and not devices.inputs:
         devices.inputs = [Input(name="default-0", type="")]  # bus and type come from the VMI mutator
@@ -554,10 +602,24 @@ def build_vmi(vm: VirtualMachine) -> VirtualMachineInstance:
     vmi = VirtualMachineInstance(
         api_version=API_VERSION, kind="VirtualMachineInstance", metadata=vmi_meta, spec=spec
     )
+    _expand(vm, vmi, selection)
     # The scheme's defaults; an empty firmware UUID becomes the VM's stable one, not a random one.
     name = meta.name or ""
     set_object_defaults_virtual_machine_instance(vmi, new_uuid=lambda: calculate_legacy_uuid(name))
     return vmi
+
+
+def _expand(vm: VirtualMachine, vmi: VirtualMachineInstance, selection: Selection) -> None:
+    instancetype = selection.instancetype.spec if selection.instancetype is not None else None
+    preference = selection.preference.spec if selection.preference is not None else None
+    assert vmi.metadata is not None
+    try:
+        conflicts = expand_vmi(vm, instancetype, preference, vmi.spec, vmi.metadata)
+    except DefaultingError as err:
+        raise SyncError(f"{err.field}: {err.message}", FAILED_CREATE_REASON) from None
+    if conflicts:
+        message = f"VMI conflicts with instancetype spec in fields: [{joined_paths(conflicts)}]"
+        raise SyncError(message, FAILED_CREATE_REASON)
 
 
 def _sync_conditions(

@@ -147,11 +147,11 @@ def test_crd_file_matches_kubevirt_facts(kind: str) -> None:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     crd = yaml.load((ROOT / "manifests" / "generated" / f"{facts.name}.yaml").read_text(), Loader=loader)
     assert crd == custom_resource_definition(kind)
-    assert crd["spec"]["scope"] == "Namespaced"
-    assert crd["spec"]["names"]["categories"] == ["all"]
-    stored = [v["name"] for v in crd["spec"]["versions"] if v["storage"]]
+    assert crd["spec"]["scope"] == ("Namespaced" if facts.namespaced else "Cluster")
+    assert crd["spec"]["names"].get("categories", []) == list(facts.categories)
+    stored = [v for v in crd["spec"]["versions"] if v["storage"]]
     assert len(stored) == 1
-    assert all(v["served"] for v in crd["spec"]["versions"])
+    assert stored[0]["served"]
 
 
 def test_kubevirt_names_versions_and_subresources() -> None:
@@ -167,6 +167,15 @@ def test_kubevirt_names_versions_and_subresources() -> None:
         "VirtualMachinePool": ["vmpool", "vmpools"],
         "KubeVirt": ["kv", "kvs"],
         "VirtualMachineInstancePreset": ["vmipreset", "vmipresets"],
+        "VirtualMachineInstancetype": ["vminstancetype", "vminstancetypes", "vmf", "vmfs"],
+        "VirtualMachineClusterInstancetype": [
+            "vmclusterinstancetype",
+            "vmclusterinstancetypes",
+            "vmcf",
+            "vmcfs",
+        ],
+        "VirtualMachinePreference": ["vmpref", "vmprefs", "vmp", "vmps"],
+        "VirtualMachineClusterPreference": ["vmcp", "vmcps"],
     }
     presets = crd("VirtualMachineInstancePreset")["spec"]["versions"]
     assert [(v["name"], v["storage"], v["deprecated"]) for v in presets] == [
@@ -207,6 +216,44 @@ def test_kubevirt_names_versions_and_subresources() -> None:
     ]
     vmim_columns = crd("VirtualMachineInstanceMigration")["spec"]["versions"][0]["additionalPrinterColumns"]
     assert [c["name"] for c in vmim_columns] == ["Phase", "VMI"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "scope", "categories"),
+    [
+        ("VirtualMachineInstancetype", "Namespaced", ["all"]),
+        ("VirtualMachineClusterInstancetype", "Cluster", None),
+        ("VirtualMachinePreference", "Namespaced", ["all"]),
+        ("VirtualMachineClusterPreference", "Cluster", None),
+    ],
+)
+def test_instancetype_crds_follow_kubevirt(kind: str, scope: str, categories: list[str] | None) -> None:
+    crd = custom_resource_definition(kind)
+    assert crd["spec"]["group"] == "instancetype.kubevirt.io"
+    assert crd["spec"]["scope"] == scope
+    assert crd["spec"]["names"].get("categories") == categories
+    versions = crd["spec"]["versions"]
+    # Only v1beta1 is served; the alpha versions stay listed so old stored objects keep a schema.
+    assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
+        ("v1alpha1", False, False),
+        ("v1alpha2", False, False),
+        ("v1beta1", True, True),
+    ]
+    assert all("subresources" not in v and "additionalPrinterColumns" not in v for v in versions)
+    assert versions[0]["deprecationWarning"].startswith("instancetype.kubevirt.io/v1alpha1 ")
+
+
+def test_instancetype_schema_marks_required_sizes_and_limits() -> None:
+    spec = crd_schema("VirtualMachineInstancetype")["properties"]["spec"]
+    assert spec["required"] == ["cpu", "memory"]
+    assert spec["properties"]["cpu"]["required"] == ["guest"]
+    overcommit = spec["properties"]["memory"]["properties"]["overcommitPercent"]
+    assert (overcommit["minimum"], overcommit["maximum"]) == (0, 100)
+    assert spec["properties"]["gpus"]["x-kubernetes-list-type"] == "atomic"
+    requirements = crd_schema("VirtualMachineClusterPreference")["properties"]["spec"]["properties"][
+        "requirements"
+    ]
+    assert requirements["properties"]["memory"]["required"] == ["guest"]
 
 
 def test_schema_details_follow_kubevirt() -> None:

@@ -19,6 +19,7 @@ from kubevirt.client import (
     NotFoundError,
 )
 from kubevirt.client.errors import error_from_response
+from kubevirt.client.resources import INSTANCETYPE_RESOURCES
 
 
 def status(code: int, reason: str, message: str) -> bytes:
@@ -56,3 +57,21 @@ def test_paths() -> None:
     assert VIRTUAL_MACHINE_INSTANCES.path("ns") == vmis
     with pytest.raises(ValueError, match="cluster-scoped"):
         NODES.path("ns", "n1")
+
+
+def test_instancetype_resources_follow_their_scope() -> None:
+    cluster = INSTANCETYPE_RESOURCES["VirtualMachineClusterInstancetype"]
+    assert cluster.path(None, "u1.small") == (
+        "/apis/instancetype.kubevirt.io/v1beta1/virtualmachineclusterinstancetypes/u1.small"
+    )
+    preference = INSTANCETYPE_RESOURCES["VirtualMachinePreference"]
+    assert preference.path("ns", "fedora") == (
+        "/apis/instancetype.kubevirt.io/v1beta1/namespaces/ns/virtualmachinepreferences/fedora"
+    )
+    assert not INSTANCETYPE_RESOURCES["VirtualMachineClusterPreference"].namespaced
+    assert sorted(INSTANCETYPE_RESOURCES) == [
+        "VirtualMachineClusterInstancetype",
+        "VirtualMachineClusterPreference",
+        "VirtualMachineInstancetype",
+        "VirtualMachinePreference",
+    ]

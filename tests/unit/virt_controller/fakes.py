@@ -31,8 +31,20 @@ from kubevirt.client import (
     Resource,
 )
 from kubevirt.client.fake import apply_json_patch, apply_merge_patch
+from kubevirt.client.resources import (
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+    VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
+    VIRTUAL_MACHINE_INSTANCETYPES,
+    VIRTUAL_MACHINE_PREFERENCES,
+)
 from kubevirt.controller import Store, key_of
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceReplicaSet
+from kubevirt_api.instancetype.v1beta1 import (
+    VirtualMachineClusterInstancetype,
+    VirtualMachineClusterPreference,
+    VirtualMachineInstancetype,
+    VirtualMachinePreference,
+)
 from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
 
 JSON = dict[str, Any]
@@ -383,6 +395,10 @@ DECODERS: dict[str, Callable[[JSON], Any]] = {
     VIRTUAL_MACHINE_POOLS.plural: VirtualMachinePool.from_dict,
     PODS.plural: _same,
     NODES.plural: _same,
+    VIRTUAL_MACHINE_INSTANCETYPES.plural: VirtualMachineInstancetype.from_dict,
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES.plural: VirtualMachineClusterInstancetype.from_dict,
+    VIRTUAL_MACHINE_PREFERENCES.plural: VirtualMachinePreference.from_dict,
+    VIRTUAL_MACHINE_CLUSTER_PREFERENCES.plural: VirtualMachineClusterPreference.from_dict,
 }
 
 

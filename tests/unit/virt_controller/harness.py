@@ -16,6 +16,12 @@ from kubevirt.client import (
     VIRTUAL_MACHINE_POOLS,
     VIRTUAL_MACHINES,
 )
+from kubevirt.client.resources import (
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+    VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
+    VIRTUAL_MACHINE_INSTANCETYPES,
+    VIRTUAL_MACHINE_PREFERENCES,
+)
 from kubevirt.controller import ControllerExpectations, RequeueAfter, UIDTrackingControllerExpectations
 from kubevirt.virt_controller.watch.node import NodeController
 from kubevirt.virt_controller.watch.pool import PoolController
@@ -93,6 +99,10 @@ class Controllers:
             enqueue=self.queues["vm"].add,
             clock=clock,
             rng=self.rng,
+            instancetype_store=c.informer(VIRTUAL_MACHINE_INSTANCETYPES).store,
+            cluster_instancetype_store=c.informer(VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES).store,
+            preference_store=c.informer(VIRTUAL_MACHINE_PREFERENCES).store,
+            cluster_preference_store=c.informer(VIRTUAL_MACHINE_CLUSTER_PREFERENCES).store,
         )
         vms.add_event_handler(self.vm.on_vm_add, self.vm.on_vm_update, self.vm.on_vm_delete)
         vmis.add_event_handler(self.vm.on_vmi_add, self.vm.on_vmi_update, self.vm.on_vmi_delete)

@@ -498,6 +498,62 @@ GO_LAYOUT: Final[dict[str, str]] = {
         "name s target s phase s? reason s? message s? persistentVolumeClaimInfo p? "
         "hotplugVolume p? size i? memoryDumpVolume p? containerDiskVolume p?"
     ),
+    "instancetype.v1beta1.types.CPUInstancetype": (
+        "guest i model p? dedicatedCPUPlacement p? numa p? isolateEmulatorThread p? realtime p? maxSockets p?"
+    ),
+    "instancetype.v1beta1.types.CPUPreferenceRequirement": "guest i",
+    "instancetype.v1beta1.types.CPUPreferences": (
+        "preferredCPUTopology p? spreadOptions p? preferredCPUFeatures l?"
+    ),
+    "instancetype.v1beta1.types.ClockPreferences": "preferredClockOffset p? preferredTimer p?",
+    "instancetype.v1beta1.types.DevicePreferences": (
+        "preferredAutoattachGraphicsDevice p? preferredAutoattachMemBalloon p? "
+        "preferredAutoattachPodInterface p? preferredAutoattachSerialConsole p? "
+        "preferredAutoattachInputDevice p? preferredDisableHotplug p? preferredVirtualGPUOptions p? "
+        "preferredSoundModel s? preferredUseVirtioTransitional p? preferredInputBus s? "
+        "preferredInputType s? preferredDiskBus s? preferredLunBus s? preferredCdromBus s? "
+        "preferredDiskDedicatedIoThread p? preferredDiskCache s? preferredDiskIO s? "
+        "preferredDiskBlockSize p? preferredInterfaceModel s? preferredRng p? "
+        "preferredBlockMultiQueue p? preferredNetworkInterfaceMultiQueue p? preferredTPM p? "
+        "preferredInterfaceMasquerade p? preferredPanicDeviceModel p?"
+    ),
+    "instancetype.v1beta1.types.FeaturePreferences": (
+        "preferredAcpi p? preferredApic p? preferredHyperv p? preferredKvm p? "
+        "preferredPvspinlock p? preferredSmm p?"
+    ),
+    "instancetype.v1beta1.types.FirmwarePreferences": (
+        "preferredUseBios p? preferredUseBiosSerial p? preferredUseEfi p? preferredUseSecureBoot p? "
+        "preferredEfi p?"
+    ),
+    "instancetype.v1beta1.types.MachinePreferences": "preferredMachineType s?",
+    "instancetype.v1beta1.types.MemoryInstancetype": "guest Q hugepages p? overcommitPercent i? maxGuest p?",
+    "instancetype.v1beta1.types.MemoryPreferenceRequirement": "guest Q",
+    "instancetype.v1beta1.types.PreferenceRequirements": "cpu p? memory p?",
+    "instancetype.v1beta1.types.SpreadOptions": "across p? ratio p?",
+    "instancetype.v1beta1.types.VirtualMachineClusterInstancetype": (
+        "kind s? apiVersion s? metadata S? spec S"
+    ),
+    "instancetype.v1beta1.types.VirtualMachineClusterInstancetypeList": (
+        "kind s? apiVersion s? metadata S? items l"
+    ),
+    "instancetype.v1beta1.types.VirtualMachineClusterPreference": "kind s? apiVersion s? metadata S? spec S",
+    "instancetype.v1beta1.types.VirtualMachineClusterPreferenceList": (
+        "kind s? apiVersion s? metadata S? items l"
+    ),
+    "instancetype.v1beta1.types.VirtualMachineInstancetype": "kind s? apiVersion s? metadata S? spec S",
+    "instancetype.v1beta1.types.VirtualMachineInstancetypeList": "kind s? apiVersion s? metadata S? items l",
+    "instancetype.v1beta1.types.VirtualMachineInstancetypeSpec": (
+        "nodeSelector m? schedulerName s? cpu S memory S gpus l? hostDevices l? ioThreadsPolicy p? "
+        "launchSecurity p? annotations m?"
+    ),
+    "instancetype.v1beta1.types.VirtualMachinePreference": "kind s? apiVersion s? metadata S? spec S",
+    "instancetype.v1beta1.types.VirtualMachinePreferenceList": "kind s? apiVersion s? metadata S? items l",
+    "instancetype.v1beta1.types.VirtualMachinePreferenceSpec": (
+        "clock p? cpu p? devices p? features p? firmware p? machine p? volumes p? "
+        "preferredSubdomain p? preferredTerminationGracePeriodSeconds p? requirements p? "
+        "annotations m? preferSpreadSocketToCoreRatio i?"
+    ),
+    "instancetype.v1beta1.types.VolumePreferences": "preferredStorageClassName s?",
     "k8s.core_v1.Affinity": "nodeAffinity p? podAffinity p? podAntiAffinity p?",
     "k8s.core_v1.DownwardAPIVolumeFile": "path s fieldRef p? resourceFieldRef p? mode p?",
     "k8s.core_v1.ExecAction": "command l?",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME, POOL_GROUP_NAME
+from kubevirt_api.instancetype.constants import INSTANCETYPE_GROUP_NAME
 from kubevirt_api.openapi import crd_schema
 
 __all__ = ["CRDS", "CrdFacts", "custom_resource_definition"]
@@ -91,6 +92,23 @@ _PRESET_VERSIONS: Final = tuple(
 )
 
 
+def _instancetype_versions(what: str) -> tuple[JSON, ...]:
+    """v1beta1 is served and stored; the alpha versions stay listed, unserved, for old stored objects."""
+    retired = tuple(
+        {
+            "name": version,
+            "served": False,
+            "storage": False,
+            "deprecated": True,
+            "deprecationWarning": (
+                f"{INSTANCETYPE_GROUP_NAME}/{version} {what} is now deprecated and will be removed in v1."
+            ),
+        }
+        for version in ("v1alpha1", "v1alpha2")
+    )
+    return (*retired, {"name": "v1beta1", "served": True, "storage": True})
+
+
 @dataclass(frozen=True)
 class CrdFacts:
     kind: str
@@ -104,10 +122,30 @@ class CrdFacts:
     scale_subresource: bool = False
     labels: dict[str, str] = field(default_factory=lambda: {APP_LABEL: ""})
     categories: tuple[str, ...] = ("all",)
+    namespaced: bool = True
 
     @property
     def name(self) -> str:
         return f"{self.plural}.{self.group}"
+
+
+def _instancetype_crd(kind: str, short_names: tuple[str, ...], warned_as: str) -> CrdFacts:
+    """The instance type and preference CRDs differ only in names and scope; the cluster-wide ones
+    are in no category. ``warned_as`` is how the deprecation warning spells the kind (KubeVirt
+    capitalises one of them differently)."""
+    cluster = kind.startswith("VirtualMachineCluster")
+    return CrdFacts(
+        kind=kind,
+        group=INSTANCETYPE_GROUP_NAME,
+        plural=kind.lower() + "s",
+        singular=kind.lower(),
+        short_names=short_names,
+        columns=[],
+        versions=_instancetype_versions(warned_as),
+        status_subresource=False,
+        categories=() if cluster else ("all",),
+        namespaced=not cluster,
+    )
 
 
 CRDS: Final[dict[str, CrdFacts]] = {
@@ -202,6 +240,22 @@ CRDS: Final[dict[str, CrdFacts]] = {
             versions=_PRESET_VERSIONS,
             status_subresource=False,
         ),
+        _instancetype_crd(
+            "VirtualMachineInstancetype",
+            ("vminstancetype", "vminstancetypes", "vmf", "vmfs"),
+            "VirtualMachineInstancetypes",
+        ),
+        _instancetype_crd(
+            "VirtualMachineClusterInstancetype",
+            ("vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"),
+            "VirtualMachineClusterInstanceTypes",
+        ),
+        _instancetype_crd(
+            "VirtualMachinePreference", ("vmpref", "vmprefs", "vmp", "vmps"), "VirtualMachinePreferences"
+        ),
+        _instancetype_crd(
+            "VirtualMachineClusterPreference", ("vmcp", "vmcps"), "VirtualMachineClusterPreferences"
+        ),
     )
 }
 
@@ -226,20 +280,22 @@ def custom_resource_definition(kind: str) -> JSON:
         if subresources:
             entry["subresources"] = subresources
         versions.append(entry)
+    names: JSON = {
+        "kind": facts.kind,
+        "plural": facts.plural,
+        "shortNames": list(facts.short_names),
+        "singular": facts.singular,
+    }
+    if facts.categories:
+        names["categories"] = list(facts.categories)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": facts.name, "labels": dict(facts.labels)},
         "spec": {
             "group": facts.group,
-            "names": {
-                "categories": list(facts.categories),
-                "kind": facts.kind,
-                "plural": facts.plural,
-                "shortNames": list(facts.short_names),
-                "singular": facts.singular,
-            },
-            "scope": "Namespaced",
+            "names": names,
+            "scope": "Namespaced" if facts.namespaced else "Cluster",
             "versions": versions,
         },
     }

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from kubevirt.admission import jsonpatch, response
+from kubevirt.admission.instancetypes import find_specs, matcher_causes
 from kubevirt.admission.mutation import default_vm_object
 from kubevirt.admission.pipeline import default_vm
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
+from kubevirt.admission.state import InstancetypeState
 from kubevirt.virt_api.webhooks.requests import (
     KUBEVIRT_GROUP,
     Admit,
@@ -16,6 +18,7 @@ from kubevirt.virt_api.webhooks.requests import (
     new_object,
     require_resource,
 )
+from kubevirt_api.core.v1.vm import VirtualMachine
 
 PATCHED_FIELDS = ("metadata", "spec")
 
@@ -27,7 +30,12 @@ def mutator(ctx: WebhookContext) -> Admit:
         check_schema(ctx, "VirtualMachine", vm)
         # Decoding first reports bad values (a malformed quantity) the way KubeVirt does.
         default_vm(vm, ctx.config, lambda _vm, _config: None)
-        mutated = default_vm_object(vm, ctx.config)
+        refused = matcher_causes(vm)
+        if refused:
+            return response.from_causes(refused)
+        state = ctx.state if isinstance(ctx.state, InstancetypeState) else None
+        preference = find_specs(VirtualMachine.from_dict(vm), request.namespace, state).preference
+        mutated = default_vm_object(vm, ctx.config, preference)
         return response.patched(jsonpatch.top_level(vm, mutated, PATCHED_FIELDS))
 
     return guarded(mutate)

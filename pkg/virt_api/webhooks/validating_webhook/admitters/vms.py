@@ -6,9 +6,10 @@ import copy
 
 from kubevirt.admission import response
 from kubevirt.admission.json_fields import obj
-from kubevirt.admission.pipeline import default_vm
+from kubevirt.admission.pipeline import expand_and_default_vm
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
+from kubevirt.admission.state import InstancetypeState
 from kubevirt.admission.vm import admit_vm
 from kubevirt.virt_api.webhooks.requests import (
     KUBEVIRT_GROUP,
@@ -30,7 +31,13 @@ def admitter(ctx: WebhookContext) -> Admit:
         # A VM being deleted is let through so it never races other deletions.
         if obj(vm, "metadata").get("deletionTimestamp") is not None:
             return response.allowed()
-        defaulted = default_vm(copy.deepcopy(vm), ctx.config, ctx.vm_defaulter)
+        # The instance type and preference are applied to the copy that is checked, never stored.
+        state = ctx.state if isinstance(ctx.state, InstancetypeState) else None
+        defaulted, expansion = expand_and_default_vm(
+            copy.deepcopy(vm), ctx.config, ctx.vm_defaulter, state=state, namespace=request.namespace
+        )
+        if expansion:
+            return response.from_causes(expansion)
         account = ctx.is_kubevirt_account(request)
         causes = admit_vm(
             defaulted,

@@ -23,12 +23,24 @@ from kubevirt_api.core.v1.replicaset import (
 )
 from kubevirt_api.core.v1.vm import VirtualMachine, VirtualMachineList
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance, VirtualMachineInstanceList
+from kubevirt_api.instancetype.constants import INSTANCETYPE_GROUP_NAME, INSTANCETYPE_LATEST_VERSION
+from kubevirt_api.instancetype.v1beta1.types import (
+    VirtualMachineClusterInstancetype,
+    VirtualMachineClusterInstancetypeList,
+    VirtualMachineClusterPreference,
+    VirtualMachineClusterPreferenceList,
+    VirtualMachineInstancetype,
+    VirtualMachineInstancetypeList,
+    VirtualMachinePreference,
+    VirtualMachinePreferenceList,
+)
 from kubevirt_api.pool.v1alpha1.types import VirtualMachinePool, VirtualMachinePoolList
 
 __all__ = [
     "API_LATEST_VERSION",
     "API_STORAGE_VERSION",
     "GROUP_VERSIONS",
+    "INSTANCETYPE_GROUP_VERSION",
     "POOL_GROUP_VERSION",
     "SCHEME",
     "SUBRESOURCE_GROUP_VERSIONS",
@@ -44,6 +56,13 @@ API_STORAGE_VERSION: Final = "v1"
 GROUP_VERSIONS: Final = (f"{GROUP_NAME}/v1", f"{GROUP_NAME}/v1alpha3")
 SUBRESOURCE_GROUP_VERSIONS: Final = (f"{SUBRESOURCE_GROUP_NAME}/v1", f"{SUBRESOURCE_GROUP_NAME}/v1alpha3")
 POOL_GROUP_VERSION: Final = f"{POOL_GROUP_NAME}/v1alpha1"
+INSTANCETYPE_GROUP_VERSION: Final = f"{INSTANCETYPE_GROUP_NAME}/{INSTANCETYPE_LATEST_VERSION}"
+# The served versions of each group, the preferred one first.
+_SERVED_VERSIONS: Final[dict[str, tuple[str, ...]]] = {
+    GROUP_NAME: GROUP_VERSIONS,
+    POOL_GROUP_NAME: (POOL_GROUP_VERSION,),
+    INSTANCETYPE_GROUP_NAME: (INSTANCETYPE_GROUP_VERSION,),
+}
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,14 @@ _KINDS: Final[tuple[tuple[str, type[TypeMeta]], ...]] = (
     (GROUP_NAME, KubeVirtList),
     (POOL_GROUP_NAME, VirtualMachinePool),
     (POOL_GROUP_NAME, VirtualMachinePoolList),
+    (INSTANCETYPE_GROUP_NAME, VirtualMachineInstancetype),
+    (INSTANCETYPE_GROUP_NAME, VirtualMachineInstancetypeList),
+    (INSTANCETYPE_GROUP_NAME, VirtualMachineClusterInstancetype),
+    (INSTANCETYPE_GROUP_NAME, VirtualMachineClusterInstancetypeList),
+    (INSTANCETYPE_GROUP_NAME, VirtualMachinePreference),
+    (INSTANCETYPE_GROUP_NAME, VirtualMachinePreferenceList),
+    (INSTANCETYPE_GROUP_NAME, VirtualMachineClusterPreference),
+    (INSTANCETYPE_GROUP_NAME, VirtualMachineClusterPreferenceList),
 )
 
 # The top-level object kinds (those with a CRD), without their lists.
@@ -81,9 +108,7 @@ OBJECT_MODELS: Final[tuple[type[TypeMeta], ...]] = tuple(
 
 # Every served (apiVersion, kind) → model; kubevirt.io's deprecated v1alpha3 decodes to the same types.
 SCHEME: Final[dict[tuple[str, str], type[TypeMeta]]] = {
-    (api_version, model.__name__): model
-    for group, model in _KINDS
-    for api_version in (GROUP_VERSIONS if group == GROUP_NAME else (POOL_GROUP_VERSION,))
+    (api_version, model.__name__): model for group, model in _KINDS for api_version in _SERVED_VERSIONS[group]
 }
 
 M = TypeVar("M", bound=TypeMeta)
@@ -93,7 +118,7 @@ def gvk_of(model: type[TypeMeta]) -> GroupVersionKind:
     """The preferred group/version/kind of a top-level model."""
     for group, known in _KINDS:
         if known is model:
-            version = API_LATEST_VERSION if group == GROUP_NAME else POOL_GROUP_VERSION.rsplit("/", 1)[1]
+            version = _SERVED_VERSIONS[group][0].rsplit("/", 1)[1]
             return GroupVersionKind(group, version, model.__name__)
     raise KeyError(f"{model.__name__} is not a top-level kind")
 

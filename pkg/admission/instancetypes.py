@@ -1,0 +1,189 @@
+"""A VM's instance type and preference in admission (KubeVirt's ``pkg/instancetype/webhooks/vm``).
+
+The mutating webhook checks the matchers; the validating one looks the objects up (a missing or
+unreadable one is only logged, as KubeVirt does, and the VM is then checked without it), applies them
+to a copy of the template (refusing conflicts) and, once that copy is defaulted, checks the
+preference's requirements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+from kubevirt.admission import causes as c
+from kubevirt.admission.causes import StatusCause
+from kubevirt.admission.field import Path
+from kubevirt.admission.json_fields import JSON, obj, opt_obj, opt_text
+from kubevirt.admission.state import ClusterStateError, InstancetypeState
+from kubevirt.instancetype import (
+    RequirementError,
+    apply_to_vmi,
+    check_requirements,
+    check_spread_topology,
+)
+from kubevirt.instancetype.matcher import (
+    UnexpectedKindError,
+    instancetype_kind,
+    not_found_message,
+    preference_kind,
+)
+from kubevirt.log import get_logger
+from kubevirt_api.base import ApiParseError
+from kubevirt_api.core.v1.vm import (
+    InferFromVolumeFailurePolicy,
+    InstancetypeMatcher,
+    PreferenceMatcher,
+    VirtualMachine,
+)
+from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
+from kubevirt_api.k8s.meta_v1 import ObjectMeta
+
+__all__ = [
+    "SelectedSpecs",
+    "expansion_causes",
+    "find_specs",
+    "matcher_causes",
+    "matcher_update_causes",
+    "requirement_causes",
+]
+
+_TEMPLATE_SPEC: Final = "spec.template.spec"
+_FAILURE_POLICIES: Final = (
+    InferFromVolumeFailurePolicy.IGNORE_INFER_FROM_VOLUME_FAILURE,
+    InferFromVolumeFailurePolicy.REJECT_INFER_FROM_VOLUME_FAILURE,
+)
+
+_log = get_logger(component="virt-api")
+_Spec = TypeVar("_Spec", VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec)
+
+
+@dataclass(frozen=True)
+class SelectedSpecs:
+    """The specs a VM selects; ``None`` for what it does not select or what could not be found."""
+
+    instancetype: VirtualMachineInstancetypeSpec | None = None
+    preference: VirtualMachinePreferenceSpec | None = None
+
+
+# -- the mutating webhook's matcher checks ----------------------------------------------------------
+def _matcher_causes(spec: JSON, key: str, what: str) -> list[StatusCause]:
+    matcher = opt_obj(spec, key)
+    if matcher is None:
+        return []
+    field = Path("spec", key)
+    name, infer = opt_text(matcher, "name") or "", opt_text(matcher, "inferFromVolume") or ""
+    out: list[StatusCause] = []
+    if not name and not infer:
+        out.append(c.not_found(field, f"Either Name or InferFromVolume should be provided within the {what}"))
+    if infer:
+        if name:
+            message = f"Name should not be provided when InferFromVolume is used within the {what}"
+            out.append(c.not_found(field.child("name"), message))
+        if opt_text(matcher, "kind"):
+            message = f"Kind should not be provided when InferFromVolume is used within the {what}"
+            out.append(c.not_found(field.child("kind"), message))
+    policy = opt_text(matcher, "inferFromVolumeFailurePolicy")
+    if policy is not None and policy not in _FAILURE_POLICIES:
+        out.append(
+            c.invalid(
+                field.child("inferFromVolumeFailurePolicy"),
+                f"Invalid value '{policy}' for InferFromVolumeFailurePolicy",
+            )
+        )
+    return out
+
+
+def matcher_causes(vm: JSON) -> list[StatusCause]:
+    """The instance type matcher's causes, else the preference matcher's (the first group only)."""
+    spec = obj(vm, "spec")
+    return _matcher_causes(spec, "instancetype", "InstancetypeMatcher") or _matcher_causes(
+        spec, "preference", "PreferenceMatcher"
+    )
+
+
+def matcher_update_causes(vm: JSON, old: JSON) -> list[StatusCause]:
+    """A matcher pinned to a revision may not be renamed without naming a new revision."""
+    for key in ("instancetype", "preference"):
+        new_matcher, old_matcher = opt_obj(obj(vm, "spec"), key), opt_obj(obj(old, "spec"), key)
+        if new_matcher is None or old_matcher is None or not opt_text(old_matcher, "revisionName"):
+            continue
+        renamed = opt_text(new_matcher, "name") != opt_text(old_matcher, "name")
+        same_revision = opt_text(new_matcher, "revisionName") == opt_text(old_matcher, "revisionName")
+        if new_matcher != old_matcher and renamed and same_revision:
+            message = "the Matcher Name has been updated without updating the RevisionName"
+            return [c.invalid(Path("spec", key, "revisionName"), message)]
+    return []
+
+
+# -- the validating webhook ---------------------------------------------------------------------------
+def _spec_or_none(
+    state: InstancetypeState,
+    namespace: str,
+    matcher: InstancetypeMatcher | PreferenceMatcher | None,
+    resolve: Callable[[str | None], str],
+    parse: Callable[[JSON], _Spec],
+) -> _Spec | None:
+    """The selected object's spec; ``None`` (logged) when it cannot be found or read."""
+    if matcher is None:
+        return None
+    try:
+        kind = resolve(matcher.kind)
+        found = state.get_instancetype_object(kind, namespace, matcher.name or "")
+        if found is None:
+            raise LookupError(not_found_message(kind, matcher.name or ""))
+        return parse(obj(found, "spec"))
+    except (LookupError, UnexpectedKindError, ClusterStateError, ApiParseError) as err:
+        what = "instance type" if isinstance(matcher, InstancetypeMatcher) else "preference"
+        _log.warning(f"ignoring an error looking for the {what}", error=str(err))
+        return None
+
+
+def find_specs(vm: VirtualMachine, namespace: str, state: InstancetypeState | None) -> SelectedSpecs:
+    """The selected specs; what cannot be found is logged and left out, as KubeVirt's admitter does.
+
+    Without ``state`` nothing can be looked up. A matcher's ``revisionName`` is not followed (no
+    ControllerRevisions here): the object of that name is used.
+    """
+    if state is None or (vm.spec.instancetype is None and vm.spec.preference is None):
+        return SelectedSpecs()
+    where = vm.metadata.namespace if vm.metadata and vm.metadata.namespace else namespace
+    # The namespaced and cluster-wide kinds share one spec type.
+    return SelectedSpecs(
+        _spec_or_none(
+            state, where, vm.spec.instancetype, instancetype_kind, VirtualMachineInstancetypeSpec.from_dict
+        ),
+        _spec_or_none(
+            state, where, vm.spec.preference, preference_kind, VirtualMachinePreferenceSpec.from_dict
+        ),
+    )
+
+
+def expansion_causes(vm: VirtualMachine, selected: SelectedSpecs) -> list[StatusCause]:
+    """Applies the selected specs to ``vm``'s template in place; the causes when they conflict."""
+    if selected.instancetype is None and selected.preference is None:
+        return []
+    spread = check_spread_topology(selected.instancetype, selected.preference)
+    if spread is not None:
+        return [c.invalid(spread.path, spread.message)]
+    template = vm.spec.template
+    if template is None or template.spec is None:
+        return []
+    template.metadata = template.metadata or ObjectMeta()
+    conflicts = apply_to_vmi(
+        _TEMPLATE_SPEC, selected.instancetype, selected.preference, template.spec, template.metadata
+    )
+    return [c.invalid(conflict.path, conflict.message) for conflict in conflicts]
+
+
+def requirement_causes(vm: VirtualMachine, selected: SelectedSpecs) -> list[StatusCause]:
+    """The preference's requirements against the expanded and defaulted template."""
+    template = vm.spec.template
+    if template is None or template.spec is None:
+        return []
+    try:
+        check_requirements(selected.instancetype, selected.preference, template.spec)
+    except RequirementError as err:
+        return [c.not_found(err.field, f"failure checking preference requirements: {err}")]
+    return []

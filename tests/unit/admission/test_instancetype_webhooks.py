@@ -1,0 +1,107 @@
+"""virt-api's VM webhooks with instance types: the matcher checks and default kinds when mutating, the
+lookup through the cluster state when validating."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubevirt.admission import jsonpatch
+from kubevirt.admission.review import AdmissionRequest, GroupVersionResource
+from kubevirt.admission.state import StaticClusterState
+from kubevirt.virt_api.app import build_context
+from kubevirt.virt_api.webhooks.mutating_webhook.mutators.vm import mutator
+from kubevirt.virt_api.webhooks.validating_webhook.admitters.vms import admitter
+from kubevirt.virt_config import ClusterConfig
+
+VMS = GroupVersionResource("kubevirt.io", "v1", "virtualmachines")
+SMALL = {
+    "apiVersion": "instancetype.kubevirt.io/v1beta1",
+    "kind": "VirtualMachineClusterInstancetype",
+    "metadata": {"name": "small"},
+    "spec": {"cpu": {"guest": 1}, "memory": {"guest": "1Gi"}},
+}
+
+
+def vm(domain: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "vm", "namespace": "default"},
+        "spec": {
+            "runStrategy": "Halted",
+            "template": {"spec": {"domain": {"devices": {}, **domain}}},
+            **spec,
+        },
+    }
+
+
+def review(obj: dict[str, Any]) -> AdmissionRequest:
+    return AdmissionRequest(uid="u", operation="CREATE", resource=VMS, namespace="default", object=obj)
+
+
+def test_mutation_sets_the_default_kinds_and_refuses_empty_matchers() -> None:
+    ctx = build_context(ClusterConfig())
+    body = vm(
+        {}, instancetype={"name": "small"}, preference={"name": "fedora", "kind": "VirtualMachinePreference"}
+    )
+    answer = mutator(ctx)(review(copy.deepcopy(body)))
+    assert answer.allowed
+    assert answer.patch is not None
+    mutated = jsonpatch.apply(body, answer.patch)
+    assert mutated["spec"]["instancetype"] == {"name": "small", "kind": "virtualmachineclusterinstancetype"}
+    assert mutated["spec"]["preference"]["kind"] == "VirtualMachinePreference"
+    refused = mutator(ctx)(review(vm({}, instancetype={})))
+    assert not refused.allowed
+    assert [c.field for c in refused.causes] == ["spec.instancetype"]
+
+
+def test_validation_looks_the_instancetype_up_in_the_cluster_state() -> None:
+    ctx = build_context(ClusterConfig(), StaticClusterState(instancetype_objects=[SMALL]))
+    conflicting = admitter(ctx)(review(vm({"memory": {"guest": "2Gi"}}, instancetype={"name": "small"})))
+    assert not conflicting.allowed
+    assert [(c.field, c.message) for c in conflicting.causes] == [
+        (
+            "spec.template.spec.domain.memory",
+            "VM field(s) spec.template.spec.domain.memory conflicts with selected instance type",
+        )
+    ]
+    assert admitter(ctx)(review(vm({}, instancetype={"name": "small"}))).allowed
+    # Without cluster state (or when the object is missing) nothing is applied and nothing refused.
+    lonely = build_context(ClusterConfig())
+    assert admitter(lonely)(review(vm({"memory": {"guest": "2Gi"}}, instancetype={"name": "small"}))).allowed
+
+
+def test_mutation_takes_machine_type_and_storage_class_from_the_preference() -> None:
+    preference = {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachinePreference",
+        "metadata": {"name": "legacy", "namespace": "default"},
+        "spec": {
+            "machine": {"preferredMachineType": "pc-q35-rhel8.6.0"},
+            "volumes": {"preferredStorageClassName": "fast"},
+        },
+    }
+    ctx = build_context(ClusterConfig(), StaticClusterState(instancetype_objects=[preference]))
+    body = vm({}, preference={"name": "legacy", "kind": "VirtualMachinePreference"})
+    body["spec"]["dataVolumeTemplates"] = [
+        {"metadata": {"name": "a"}, "spec": {"storage": {}}},
+        {"metadata": {"name": "b"}, "spec": {"pvc": {"storageClassName": "slow"}}},
+    ]
+    answer = mutator(ctx)(review(copy.deepcopy(body)))
+    assert answer.patch is not None
+    mutated = jsonpatch.apply(body, answer.patch)
+    assert mutated["spec"]["template"]["spec"]["domain"]["machine"] == {"type": "pc-q35-rhel8.6.0"}
+    classes = [
+        t["spec"].get("storage", t["spec"].get("pvc"))["storageClassName"]
+        for t in mutated["spec"]["dataVolumeTemplates"]
+    ]
+    assert classes == ["fast", "slow"]
+    # A machine type the VM names wins; without the preference the cluster's default applies.
+    body["spec"]["template"]["spec"]["domain"]["machine"] = {"type": "q35"}
+    assert mutator(ctx)(review(copy.deepcopy(body))).patch is not None
+    lonely = mutator(build_context(ClusterConfig()))(review(vm({}, preference={"name": "legacy"})))
+    assert lonely.patch is not None
+    assert jsonpatch.apply(vm({}), lonely.patch)["spec"]["template"]["spec"]["domain"]["machine"] == {
+        "type": "q35"
+    }
