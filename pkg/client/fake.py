@@ -80,7 +80,10 @@ class FakeKubeApi:
             ]
             return items, str(next(self._versions))
 
-    def create(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON:
+    def create(
+        self, resource: Resource, namespace: str | None, body: Mapping[str, Any], *, dry_run: bool = False
+    ) -> JSON:
+        """With ``dry_run`` the object is checked and returned but neither stored nor counted."""
         with self._lock:
             self._maybe_fail()
             obj = copy.deepcopy(dict(body))
@@ -100,6 +103,8 @@ class FakeKubeApi:
             meta["creationTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             obj.setdefault("apiVersion", resource.api_version)
             obj.setdefault("kind", resource.kind)
+            if dry_run:
+                return obj
             return self._store("create", key, obj)
 
     def update(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON:
@@ -117,7 +122,9 @@ class FakeKubeApi:
         *,
         patch_type: str = "json",
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSON:
+        """With ``dry_run`` the patch is applied to a copy (its failures raise) and nothing is stored."""
         with self._lock:
             current = copy.deepcopy(self._current(resource, namespace, name))
             if patch_type == "json":
@@ -131,6 +138,8 @@ class FakeKubeApi:
             wanted = (patch.get("metadata") or {}).get("resourceVersion") if isinstance(patch, dict) else None
             if wanted is not None and wanted != current["metadata"]["resourceVersion"]:
                 raise ConflictError(409, "Conflict", "the object has been modified")
+            if dry_run:
+                return patched
             verb = f"patch_{subresource}" if subresource else "patch"
             return self._store(verb, (resource.plural, namespace, name), patched)
 
@@ -243,7 +252,7 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
 
 
 def apply_json_patch(document: JSON, operations: list[Any]) -> JSON:
-    """RFC 6902 ``add``, ``replace``, ``remove`` and ``test``; a failed test is a 422 as the server says."""
+    """RFC 6902 ``add``, ``replace``, ``remove`` and ``test``; a failed test is the server's 422."""
     result = copy.deepcopy(document)
     for operation in operations:
         op, path = operation["op"], operation["path"]
@@ -251,7 +260,9 @@ def apply_json_patch(document: JSON, operations: list[Any]) -> JSON:
         if op == "test":
             current = parent[int(last)] if isinstance(parent, list) else parent.get(last)
             if current != operation.get("value"):
-                raise InvalidError(422, "Invalid", f"the server rejected our request: test failed at {path}")
+                raise InvalidError(
+                    422, "Invalid", f"jsonpatch test operation does not apply: test failed at {path}"
+                )
         elif op == "remove":
             if isinstance(parent, list):
                 del parent[int(last)]

@@ -148,8 +148,10 @@ class KubeClient:
 
     # Writes.
 
-    def create(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON:
-        return self._json("POST", resource.path(namespace), body=body)
+    def create(
+        self, resource: Resource, namespace: str | None, body: Mapping[str, Any], *, dry_run: bool = False
+    ) -> JSON:
+        return self._json("POST", resource.path(namespace), body=body, query=_dry_run(dry_run))
 
     def update(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON:
         return self._json("PUT", resource.path(namespace, _name(body)), body=body)
@@ -166,13 +168,18 @@ class KubeClient:
         *,
         patch_type: str = "json",
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSON:
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             known = ", ".join(PATCH_CONTENT_TYPES)
             raise ValueError(f"patch_type: must be one of {known}, not {patch_type!r}")
         return self._json(
-            "PATCH", resource.path(namespace, name, subresource), body=patch, content_type=content_type
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            body=patch,
+            content_type=content_type,
+            query=_dry_run(dry_run),
         )
 
     def delete(
@@ -280,6 +287,11 @@ class KubeClient:
 
 def _query(**params: Any) -> dict[str, str]:
     return {key: str(value) for key, value in params.items() if value is not None and value != ""}
+
+
+def _dry_run(dry_run: bool) -> dict[str, str] | None:
+    """The query of a write the server checks and answers but does not persist."""
+    return {"dryRun": "All"} if dry_run else None
 
 
 def _name(body: Mapping[str, Any]) -> str:
