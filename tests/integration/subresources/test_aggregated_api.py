@@ -1,0 +1,193 @@
+"""The subresource API through the real API server: discovery, lifecycle calls, authentication and
+authorisation, with virt-api running as its own process behind an APIService."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import uuid
+from typing import Any
+
+import pytest
+import urllib3
+from localcluster.apiserver import ApiServer
+
+from kubevirt.client import VIRTUAL_MACHINES, ApiError, KubeClient, Resource
+from kubevirt.client.errors import error_from_response
+
+from .conftest import AggregatedVirtApi
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True)
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", namespaced=True)
+BASE = "/apis/subresources.kubevirt.io/v1"
+
+
+@pytest.fixture
+def namespace(kube: KubeClient) -> str:
+    name = f"sub-{uuid.uuid4().hex[:8]}"
+    kube.create(NAMESPACES, None, {"metadata": {"name": name}})
+    return name
+
+
+def make_vm(kube: KubeClient, namespace: str, run_strategy: str, name: str = "vm") -> dict[str, Any]:
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runStrategy": run_strategy, "template": {"spec": {"domain": {"devices": {}}}}},
+    }
+    return kube.create(VIRTUAL_MACHINES, namespace, vm)
+
+
+def test_discovery_through_the_aggregator(aggregated_virt_api: AggregatedVirtApi, kube: KubeClient) -> None:
+    for version in ("v1", "v1alpha3"):
+        listed = json.loads(kube.request("GET", f"/apis/subresources.kubevirt.io/{version}"))
+        assert listed["kind"] == "APIResourceList"
+        assert listed["groupVersion"] == f"subresources.kubevirt.io/{version}"
+        names = {resource["name"] for resource in listed["resources"]}
+        assert {"virtualmachines/start", "virtualmachineinstances/pause", "expand-vm-spec"} <= names
+    version = json.loads(kube.request("GET", f"{BASE}/version"))
+    assert version["gitVersion"].startswith("v")
+    groups = json.loads(kube.request("GET", "/apis"))
+    assert "subresources.kubevirt.io" in {group["name"] for group in groups["groups"]}
+
+
+def test_start_and_stop_through_the_aggregator(
+    aggregated_virt_api: AggregatedVirtApi, kube: KubeClient, namespace: str
+) -> None:
+    make_vm(kube, namespace, "Halted")
+    kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start", body={})
+    assert kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"] == "Always"
+    with pytest.raises(ApiError) as refused:
+        kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start")
+    assert refused.value.status == 409
+    assert refused.value.message == (
+        'Operation cannot be fulfilled on virtualmachine.kubevirt.io "vm": '
+        "Always does not support manual start requests"
+    )
+    kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/stop", body={"dryRun": ["All"]})
+    assert kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"] == "Always"
+    kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/stop")
+    assert kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"] == "Halted"
+
+
+def test_paused_start_of_a_manual_vm_writes_a_state_change_request(
+    aggregated_virt_api: AggregatedVirtApi, kube: KubeClient, namespace: str
+) -> None:
+    make_vm(kube, namespace, "Manual")
+    kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start", body={"paused": True})
+    status = kube.get(VIRTUAL_MACHINES, namespace, "vm")["status"]
+    assert status["stateChangeRequests"] == [{"action": "Start", "data": {"paused": "true"}}]
+    with pytest.raises(ApiError) as refused:
+        kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start")
+    assert refused.value.status == 500
+    assert (
+        refused.value.message
+        == "Internal error occurred: unable to complete request: stop/start already underway"
+    )
+
+
+def test_refusals_carry_status_bodies(
+    aggregated_virt_api: AggregatedVirtApi, kube: KubeClient, namespace: str
+) -> None:
+    with pytest.raises(ApiError) as missing:
+        kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/absent/restart")
+    assert (missing.value.status, missing.value.reason) == (404, "NotFound")
+    assert missing.value.message == 'virtualmachine.kubevirt.io "absent" not found'
+    make_vm(kube, namespace, "Halted")
+    with pytest.raises(ApiError) as malformed:
+        kube.request(
+            "PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/stop", body={"gracePeriod": "soon"}
+        )
+    assert malformed.value.status == 400
+    assert malformed.value.message.startswith("Can not unmarshal Request body to struct, error: ")
+    with pytest.raises(ApiError) as paused:
+        kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachineinstances/vm/pause")
+    assert paused.value.status == 404
+
+
+def test_rbac_on_the_subresource_decides(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    make_vm(kube, namespace, "Halted")
+    path = f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start"
+    with pytest.raises(ApiError) as denied:
+        _request_as(aggregated_virt_api, apiserver, "PUT", path, "alice")
+    assert denied.value.status == 403  # the API server's own authorisation already refuses
+    kube.create(
+        ROLES,
+        namespace,
+        {
+            "metadata": {"name": "starter"},
+            "rules": [
+                {
+                    "apiGroups": ["subresources.kubevirt.io"],
+                    "resources": ["virtualmachines/start"],
+                    "verbs": ["update"],
+                }
+            ],
+        },
+    )
+    kube.create(
+        ROLE_BINDINGS,
+        namespace,
+        {
+            "metadata": {"name": "alice-starts"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "starter"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
+        },
+    )
+    _request_as(aggregated_virt_api, apiserver, "PUT", path, "alice")
+    assert kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"] == "Always"
+
+
+def _request_as(api: AggregatedVirtApi, apiserver: ApiServer, method: str, path: str, user: str) -> None:
+    """One request as the cluster admin impersonating ``user``; failures raise as the client's do."""
+    context = ssl.create_default_context(cafile=str(api.pki_dir / "ca.crt"))
+    context.load_cert_chain(str(api.pki_dir / "admin.crt"), str(api.pki_dir / "admin.key"))
+    pool = urllib3.PoolManager(ssl_context=context, retries=False)
+    response = pool.request(method, apiserver.url + path, headers={"Impersonate-User": user})
+    if not 200 <= response.status < 300:
+        raise error_from_response(response.status, response.data)
+
+
+# Straight to virt-api, as the aggregator would call it (or as an attacker would without it).
+
+
+def _direct(
+    api: AggregatedVirtApi, method: str, path: str, headers: dict[str, str], *, client_cert: bool
+) -> urllib3.BaseHTTPResponse:
+    context = ssl.create_default_context(cafile=str(api.ca_file))
+    context.check_hostname = False
+    if client_cert:
+        context.load_cert_chain(
+            str(api.pki_dir / "front-proxy-client.crt"), str(api.pki_dir / "front-proxy-client.key")
+        )
+    pool = urllib3.PoolManager(ssl_context=context, retries=False)
+    return pool.request(method, f"https://127.0.0.1:{api.port}{path}", headers=headers)
+
+
+def test_requests_without_the_front_proxy_certificate_are_unauthenticated(
+    aggregated_virt_api: AggregatedVirtApi,
+) -> None:
+    path = f"{BASE}/namespaces/default/virtualmachines/vm/start"
+    answer = _direct(aggregated_virt_api, "PUT", path, {"X-Remote-User": "admin"}, client_cert=False)
+    assert (answer.status, answer.data) == (401, b"request is not authenticated")
+    open_path = _direct(aggregated_virt_api, "GET", BASE, {}, client_cert=False)
+    assert open_path.status == 200
+
+
+def test_direct_requests_are_reviewed(aggregated_virt_api: AggregatedVirtApi, namespace: str) -> None:
+    path = f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start"
+    no_groups = _direct(aggregated_virt_api, "PUT", path, {"X-Remote-User": "mallory"}, client_cert=True)
+    assert (no_groups.status, no_groups.data) == (401, b"a valid group header is required for authorization")
+    headers = {"X-Remote-User": "mallory", "X-Remote-Group": "system:authenticated"}
+    denied = _direct(aggregated_virt_api, "PUT", path, headers, client_cert=True)
+    assert denied.status == 401
+    unknown = _direct(aggregated_virt_api, "GET", "/metrics-or-anything", headers, client_cert=True)
+    assert (unknown.status, unknown.data) == (401, b"unknown api endpoint: /metrics-or-anything")
+    admin = {"X-Remote-User": "root", "X-Remote-Group": "system:masters"}
+    missing = _direct(aggregated_virt_api, "PUT", path, admin, client_cert=True)
+    assert missing.status == 404
+    assert json.loads(missing.data)["message"] == 'virtualmachine.kubevirt.io "vm" not found'
