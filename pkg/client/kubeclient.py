@@ -71,9 +71,12 @@ class KubeClient:
         self._user_agent = user_agent
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None, *, user_agent: str = "kubevirt-py") -> KubeClient:
-        """From a kubeconfig file; with None, the pod's service account (or ``$KUBECONFIG`` outside a pod)."""
-        return cls(connect(path), user_agent=user_agent)
+    def from_kubeconfig(
+        cls, path: str | None, *, user_agent: str = "kubevirt-py", context: str | None = None
+    ) -> KubeClient:
+        """From a kubeconfig file; with None, the pod's service account (or ``$KUBECONFIG`` outside a pod).
+        ``context`` picks a kubeconfig context other than the current one."""
+        return cls(connect(path, context=context), user_agent=user_agent)
 
     # Reads.
 

@@ -6,15 +6,22 @@ import click
 
 from kubevirt.log import configure as configure_logging
 from kubevirt.version import get_version
+from kubevirt.virtctl.clientconfig import ClientFlags, client_flags
+from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
 from kubevirt.virtctl.render import render
 from kubevirt.virtctl.validate import validate
 
 
 @click.group(name="virtctl", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(get_version(), prog_name="virtctl", message="%(prog)s %(version)s")
-def root() -> None:
+@client_flags
+@click.pass_context
+def root(
+    ctx: click.Context, /, kubeconfig: str | None, kube_context: str | None, namespace: str | None
+) -> None:
     """virtctl controls virtual machine related operations on your kubernetes cluster."""
     configure_logging("virtctl")
+    ctx.obj = ClientFlags(kubeconfig, kube_context, namespace)
 
 
 @root.command()
@@ -25,3 +32,5 @@ def version() -> None:
 
 root.add_command(render)
 root.add_command(validate)
+for command in LIFECYCLE_COMMANDS:
+    root.add_command(command)

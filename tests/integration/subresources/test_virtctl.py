@@ -1,0 +1,163 @@
+"""virtctl's lifecycle commands against the real API server and virt-api behind the aggregator."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from localcluster.apiserver import ApiServer
+
+from kubevirt.client import (
+    VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
+    VIRTUAL_MACHINE_INSTANCES,
+    VIRTUAL_MACHINES,
+    KubeClient,
+    Resource,
+)
+from kubevirt.virtctl.root import root
+
+from .conftest import AggregatedVirtApi
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+
+
+@pytest.fixture
+def namespace(kube: KubeClient) -> str:
+    name = f"virtctl-{uuid.uuid4().hex[:8]}"
+    kube.create(NAMESPACES, None, {"metadata": {"name": name}})
+    return name
+
+
+def virtctl(apiserver: ApiServer, *args: str) -> Any:
+    return CliRunner().invoke(
+        root, ["--kubeconfig", str(apiserver.kubeconfig), *args], catch_exceptions=False
+    )
+
+
+def make_vm(kube: KubeClient, namespace: str, run_strategy: str) -> None:
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "vm", "namespace": namespace},
+        "spec": {"runStrategy": run_strategy, "template": {"spec": {"domain": {"devices": {}}}}},
+    }
+    kube.create(VIRTUAL_MACHINES, namespace, vm)
+
+
+def run_strategy(kube: KubeClient, namespace: str) -> str:
+    return str(kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"])
+
+
+def test_start_stop_and_their_refusals(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    make_vm(kube, namespace, "Halted")
+    dry = virtctl(apiserver, "start", "vm", "-n", namespace, "--dry-run")
+    assert (dry.exit_code, dry.stdout) == (0, "VM vm was scheduled to start\n")
+    assert run_strategy(kube, namespace) == "Halted"
+    started = virtctl(apiserver, "-n", namespace, "start", "vm")
+    assert (started.exit_code, started.stdout) == (0, "VM vm was scheduled to start\n")
+    assert run_strategy(kube, namespace) == "Always"
+    again = virtctl(apiserver, "start", "vm", "--namespace", namespace)
+    assert again.exit_code == 1
+    assert again.stderr == (
+        'Error starting VirtualMachine Operation cannot be fulfilled on virtualmachine.kubevirt.io "vm": '
+        "Always does not support manual start requests\n"
+    )
+    stopped = virtctl(apiserver, "stop", "vm", "-n", namespace)
+    assert (stopped.exit_code, stopped.stdout) == (0, "VM vm was scheduled to stop\n")
+    assert run_strategy(kube, namespace) == "Halted"
+
+
+def test_force_and_grace_period_go_together(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, namespace: str
+) -> None:
+    for command in ("stop", "restart"):
+        alone = virtctl(apiserver, command, "vm", "-n", namespace, "--force")
+        assert (alone.exit_code, alone.stderr) == (1, "Must both use --force=true and set --grace-period.\n")
+
+
+def test_restart_and_migrate_without_a_vmi(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    make_vm(kube, namespace, "Always")
+    restarted = virtctl(apiserver, "restart", "vm", "-n", namespace)
+    assert restarted.exit_code == 1
+    assert restarted.stderr.endswith('"vm": VM is not running: Halted\n')
+    migrated = virtctl(apiserver, "migrate", "vm", "-n", namespace)
+    assert migrated.stderr == (
+        'Error migrating VirtualMachine virtualmachineinstance.kubevirt.io "vm" not found\n'
+    )
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "vm", "namespace": namespace},
+        "spec": {"domain": {"devices": {}}},
+    }
+    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
+    created["status"] = {"phase": "Running", "nodeName": "node01"}
+    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    migrated = virtctl(apiserver, "migrate", "vm", "-n", namespace, "--addedNodeSelector", "zone=b")
+    assert (migrated.exit_code, migrated.stdout) == (0, "VM vm was scheduled to migrate\n")
+    [migration] = kube.list(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace)[0]
+    assert migration["spec"] == {"vmiName": "vm", "addedNodeSelector": {"zone": "b"}}
+    restarted = virtctl(apiserver, "restart", "vm", "-n", namespace)
+    assert (restarted.exit_code, restarted.stdout) == (0, "VM vm was scheduled to restart\n")
+    requests = kube.get(VIRTUAL_MACHINES, namespace, "vm")["status"]["stateChangeRequests"]
+    assert [r["action"] for r in requests] == ["Stop", "Start"]
+
+
+def test_pause_unpause_and_soft_reboot_reach_the_checks(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "vmi", "namespace": namespace},
+        "spec": {"domain": {"devices": {}}},
+    }
+    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
+    created["status"] = {"phase": "Scheduled", "nodeName": "node01"}
+    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    paused = virtctl(apiserver, "pause", "vmi", "vmi", "-n", namespace)
+    assert paused.exit_code == 1
+    assert paused.stderr == (
+        "Error pausing VirtualMachineInstance vmi: Operation cannot be fulfilled on "
+        'virtualmachineinstance.kubevirt.io "vmi": VM is not running\n'
+    )
+    unpaused = virtctl(apiserver, "unpause", "VMI", "vmi", "-n", namespace)
+    assert unpaused.stderr.endswith('"vmi": VMI is not running\n')
+    created = kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, "vmi")
+    created["status"]["phase"] = "Running"
+    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    rebooted = virtctl(apiserver, "soft-reboot", "vmi", "-n", namespace)
+    assert (rebooted.exit_code, rebooted.stderr) == (
+        1,
+        "Error soft rebooting VirtualMachineInstance vmi: No virt-handler on node node01 found\n",
+    )
+    missing_vm = virtctl(apiserver, "pause", "vm", "nothing", "-n", namespace)
+    assert missing_vm.stderr.startswith("Error getting VirtualMachine nothing: ")
+
+
+def test_a_forced_stop_sends_its_grace_period(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    make_vm(kube, namespace, "Halted")
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "vm", "namespace": namespace},
+        "spec": {"domain": {"devices": {}}, "terminationGracePeriodSeconds": 30},
+    }
+    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
+    created["status"] = {"phase": "Running"}
+    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    plain = virtctl(apiserver, "stop", "vm", "-n", namespace)
+    assert plain.stderr.endswith("Halted only supports manual stop requests with a shorter graceperiod\n")
+    forced = virtctl(apiserver, "stop", "vm", "-n", namespace, "--force", "--grace-period", "0")
+    assert (forced.exit_code, forced.stdout) == (0, "VM vm was scheduled to stop\n")
+    assert kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, "vm")["spec"]["terminationGracePeriodSeconds"] == 0
+    requests = kube.get(VIRTUAL_MACHINES, namespace, "vm")["status"]["stateChangeRequests"]
+    assert requests == [{"action": "Stop", "uid": created["metadata"]["uid"]}]
