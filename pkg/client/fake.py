@@ -252,7 +252,7 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
 
 
 def apply_json_patch(document: JSON, operations: list[Any]) -> JSON:
-    """RFC 6902 ``add``, ``replace``, ``remove`` and ``test``; a failed test is the server's 422."""
+    """RFC 6902 ``add``, ``replace``, ``remove`` and ``test``; a failed test is a 422 as the server says."""
     result = copy.deepcopy(document)
     for operation in operations:
         op, path = operation["op"], operation["path"]
@@ -260,9 +260,7 @@ def apply_json_patch(document: JSON, operations: list[Any]) -> JSON:
         if op == "test":
             current = parent[int(last)] if isinstance(parent, list) else parent.get(last)
             if current != operation.get("value"):
-                raise InvalidError(
-                    422, "Invalid", f"jsonpatch test operation does not apply: test failed at {path}"
-                )
+                raise InvalidError(422, "Invalid", f"the server rejected our request: test failed at {path}")
         elif op == "remove":
             if isinstance(parent, list):
                 del parent[int(last)]

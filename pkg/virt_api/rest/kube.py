@@ -8,7 +8,9 @@ from typing import Any, Protocol
 from kubevirt.client import JSON, ApiError, KubeApi, NotFoundError, Resource
 from kubevirt.virt_api.rest.status import StatusError, internal, not_found
 
-# The API server's wording for a failed ``test`` operation; KubeVirt turns it into a 409.
+# The JSON patch library's wording for a failed ``test``; KubeVirt turns an error naming it into a 409.
+# kube-apiserver (1.32) answers a failed test with a generic 422 ("the server rejected our request due to
+# an error in our request") instead, which KubeVirt, and so this code, answers with 500.
 JSONPATCH_TEST_FAILED = "jsonpatch test operation does not apply"
 
 

@@ -12,6 +12,7 @@ from kubevirt.client import (
     VIRTUAL_MACHINE_INSTANCES,
     VIRTUAL_MACHINES,
     ApiError,
+    InvalidError,
 )
 from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_api.rest.bodies import Options
@@ -158,29 +159,33 @@ def test_pending_requests_make_a_second_start_an_internal_error(api: FakeKubeApi
     assert err.message == "Internal error occurred: unable to complete request: stop/start already underway"
 
 
-def test_a_vm_changed_underneath_is_a_conflict(api: FakeKubeApi) -> None:
-    class RacingApi(FakeKubeApi):
-        def patch(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            super().patch(
-                VIRTUAL_MACHINES,
-                NS,
-                "vm",
-                [
-                    {
-                        "op": "replace",
-                        "path": "/status",
-                        "value": {"stateChangeRequests": [{"action": "Start"}]},
-                    }
-                ],
-                subresource="status",
-            )
-            return super().patch(*args, **kwargs)
+class FailingPatches(FakeKubeApi):
+    """Every patch fails with the given error, as a real server's answer to a lost race."""
 
-    racing = RacingApi()
-    racing.add(VIRTUAL_MACHINES, vm_object(runStrategy="Manual", status={"printableStatus": "Stopped"}))
-    err = refusal(lifecycle(racing).start, NS, "vm", Options())
-    assert err.code == 409
-    assert err.message.startswith(conflict_message("jsonpatch test operation does not apply"))
+    def __init__(self, error: ApiError) -> None:
+        super().__init__()
+        self.error = error
+
+    def patch(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise self.error
+
+
+def test_a_failed_test_operation_is_a_conflict() -> None:
+    api = FailingPatches(
+        InvalidError(422, "Invalid", "jsonpatch test operation does not apply: doc is missing path")
+    )
+    api.add(VIRTUAL_MACHINES, vm_object(runStrategy="Manual", status={"printableStatus": "Stopped"}))
+    err = refusal(lifecycle(api).start, NS, "vm", Options())
+    assert (err.code, err.reason) == (409, "Conflict")
+    assert err.message == conflict_message("jsonpatch test operation does not apply: doc is missing path")
+
+
+def test_the_servers_generic_patch_refusal_is_an_internal_error() -> None:
+    generic = "the server rejected our request due to an error in our request"
+    api = FailingPatches(InvalidError(422, "Invalid", generic))
+    api.add(VIRTUAL_MACHINES, vm_object(runStrategy="Halted"))
+    err = refusal(lifecycle(api).start, NS, "vm", Options())
+    assert (err.code, err.message) == (500, f"Internal error occurred: {generic}")
 
 
 def test_both_running_and_run_strategy_is_an_internal_error(api: FakeKubeApi) -> None:
