@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterS
 from kubevirt.client import KubeClient, KubeConfigError
 from kubevirt.log import get_logger
 from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect, own_namespace
+from kubevirt.virt_api.rest.discovery import VERSIONS, version_path
 from kubevirt.virt_api.rest.handler import CONSOLE_SERVER_PORT
 from kubevirt.virt_api.rest.wiring import (
     FrontProxyFollower,
@@ -94,9 +96,14 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
             follower.follow(options.config_refresh_interval)
         )
     probe = kubernetes.server_version if kubernetes else None
-    extensions, middlewares, trust = _subresources(options, certificate, list(handlers))
+    extensions, middlewares, trust = _subresources(options, certificate, list(handlers), lambda: ctx.config)
     server = WebhookServer(
-        handlers, limits=options.limits, version_probe=probe, extensions=extensions, middlewares=middlewares
+        handlers,
+        limits=options.limits,
+        version_probe=probe,
+        extensions=extensions,
+        middlewares=middlewares,
+        health_paths=["/healthz", *(f"{version_path(version)}/healthz" for version in VERSIONS)],
     )
     listening = await server.listen(options.listen, options.port, certificate.server_context)
     certificate.start()
@@ -124,7 +131,10 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
 
 
 def _subresources(
-    options: Options, certificate: ReloadingCertificate, webhook_paths: list[str]
+    options: Options,
+    certificate: ReloadingCertificate,
+    webhook_paths: list[str],
+    config: Callable[[], ClusterConfig],
 ) -> tuple[list[Any], list[Any], FrontProxyFollower | None]:
     """The subresource API's routes and authorising middleware; none without a cluster to ask."""
     if options.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -136,7 +146,9 @@ def _subresources(
     namespace = options.handler_namespace or own_namespace() or "kubevirt"
     follower = FrontProxyFollower(client, certificate.trust_client_ca)
     follower.refresh()
-    extension = subresource_extension(client, namespace, options.handler_tls, options.console_server_port)
+    extension = subresource_extension(
+        client, namespace, options.handler_tls, options.console_server_port, config
+    )
     return [extension], [middleware_for(client, follower, webhook_paths)], follower
 
 

@@ -20,6 +20,7 @@ from kubevirt.virt_api.rest import discovery
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.bodies import decode_options
 from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
+from kubevirt.virt_api.rest.gated import GATED_ROUTES, GatedRoute, refusal
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
 from kubevirt.virt_api.rest.status import StatusError
 from kubevirt.virt_api.rest.vmi_operations import (
@@ -28,6 +29,7 @@ from kubevirt.virt_api.rest.vmi_operations import (
     GuestAgentReadError,
     VMIOperations,
 )
+from kubevirt.virt_config import ClusterConfig
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -38,8 +40,6 @@ VM_OPTIONS = {
     "migrate": "MigrateOptions",
 }
 VMI_OPTIONS = {"pause": "PauseOptions", "unpause": "UnpauseOptions"}
-GATED_VM_OPERATIONS = ("addvolume", "removevolume")
-HOTPLUG_DISABLED = "Enable DeclarativeHotplugVolumes or HotplugVolumes feature gate to use this API."
 
 
 def status_response(err: StatusError) -> web.Response:
@@ -50,6 +50,7 @@ def status_response(err: StatusError) -> web.Response:
 class SubresourceAPI:
     lifecycle: VMLifecycle
     vmis: VMIOperations
+    config: Callable[[], ClusterConfig] = ClusterConfig
 
     def install(self, app: web.Application) -> None:
         app.router.add_get("/", self._json(discovery.root_paths))
@@ -65,9 +66,9 @@ class SubresourceAPI:
             vmi_path = f"{namespaced}/virtualmachineinstances/{{name}}"
             for operation in VM_OPTIONS:
                 app.router.add_put(f"{vm_path}/{operation}", self._vm_operation(operation))
-            for operation in GATED_VM_OPERATIONS:
-                app.router.add_put(f"{vm_path}/{operation}", _hotplug_disabled)
-                app.router.add_put(f"{vmi_path}/{operation}", _hotplug_disabled)
+            for route in GATED_ROUTES:
+                path = f"{namespaced}/{route.resource}/{{name}}/{route.subresource}"
+                app.router.add_route(route.method, path, self._gated(route))
             for operation in PUT_CHECKS:
                 app.router.add_put(f"{vmi_path}/{operation}", self._vmi_operation(operation))
             for operation in GUEST_AGENT_READS:
@@ -108,6 +109,12 @@ class SubresourceAPI:
 
         return handle
 
+    def _gated(self, route: GatedRoute) -> Handler:
+        async def handle(_request: web.Request) -> web.StreamResponse:
+            return status_response(refusal(route, self.config))
+
+        return handle
+
     def _guest_agent_read(self, operation: str) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:
             namespace, name = request.match_info["namespace"], request.match_info["name"]
@@ -118,10 +125,6 @@ class SubresourceAPI:
             return web.json_response(answer)
 
         return handle
-
-
-async def _hotplug_disabled(_request: web.Request) -> web.Response:
-    return status_response(StatusError(400, "BadRequest", HOTPLUG_DISABLED))
 
 
 def authorizing_middleware(

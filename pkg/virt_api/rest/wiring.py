@@ -21,6 +21,7 @@ from kubevirt.virt_api.rest.handler import HandlerLocator, TLSHandlerTransport
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
 from kubevirt.virt_api.rest.server import SubresourceAPI, authorizing_middleware
 from kubevirt.virt_api.rest.vmi_operations import VMIOperations
+from kubevirt.virt_config import ClusterConfig
 
 SUBJECT_ACCESS_REVIEWS = Resource(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
@@ -70,11 +71,16 @@ class FrontProxyFollower:
 
 
 def subresource_extension(
-    client: KubeClient, namespace: str, handler_tls: HandlerTLS | None, console_server_port: int
+    client: KubeClient,
+    namespace: str,
+    handler_tls: HandlerTLS | None,
+    console_server_port: int,
+    config: Callable[[], ClusterConfig],
 ) -> Callable[[web.Application], None]:
     locator = HandlerLocator(client, namespace, console_server_port)
     context = handler_tls.context() if handler_tls else ssl.create_default_context()
-    api = SubresourceAPI(VMLifecycle(client), VMIOperations(client, locator, TLSHandlerTransport(context)))
+    vmis = VMIOperations(client, locator, TLSHandlerTransport(context))
+    api = SubresourceAPI(VMLifecycle(client), vmis, config)
     return api.install
 
 

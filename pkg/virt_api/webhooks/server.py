@@ -83,8 +83,11 @@ class WebhookServer:
         version_probe: VersionProbe | None = None,
         extensions: Sequence[Callable[[web.Application], None]] = (),
         middlewares: Sequence[Any] = (),
+        health_paths: Sequence[str] = ("/healthz",),
     ) -> None:
-        """``extensions`` add further routes to the application; ``middlewares`` run for every request."""
+        """``extensions`` add further routes to the application; ``middlewares`` run for every request;
+        the health answer is served on each of ``health_paths``."""
+        self._health_paths = list(health_paths)
         self._handlers = dict(handlers)
         self._extensions = list(extensions)
         self._middlewares = list(middlewares)
@@ -100,7 +103,8 @@ class WebhookServer:
     def application(self, *, middlewares: Sequence[Any] = ()) -> web.Application:
         # aiohttp enforces client_max_size itself when the body is read (413).
         app = web.Application(client_max_size=self._limits.max_body_bytes, middlewares=list(middlewares))
-        app.router.add_get("/healthz", self._healthz)
+        for path in self._health_paths:
+            app.router.add_get(path, self._healthz)
         for path in self._handlers:
             app.router.add_route("*", path, self._admit)
         for extend in self._extensions:

@@ -191,3 +191,50 @@ def test_direct_requests_are_reviewed(aggregated_virt_api: AggregatedVirtApi, na
     missing = _direct(aggregated_virt_api, "PUT", path, admin, client_cert=True)
     assert missing.status == 404
     assert json.loads(missing.data)["message"] == 'virtualmachine.kubevirt.io "vm" not found'
+
+
+@pytest.mark.parametrize(
+    ("method", "resource", "subresource", "message"),
+    [
+        (
+            "PUT",
+            "virtualmachines",
+            "addvolume",
+            "Enable DeclarativeHotplugVolumes or HotplugVolumes feature gate to use this API.",
+        ),
+        (
+            "PUT",
+            "virtualmachines",
+            "memorydump",
+            "Enable DeclarativeHotplugVolumes or HotplugVolumes feature gate to use this API.",
+        ),
+        (
+            "GET",
+            "virtualmachineinstances",
+            "objectgraph",
+            "ObjectGraph feature gate not enabled: Unable to return object graph.",
+        ),
+        (
+            "GET",
+            "virtualmachineinstances",
+            "sev/fetchcertchain",
+            "'WorkloadEncryptionSEV' feature gate is not enabled",
+        ),
+    ],
+)
+def test_features_behind_gates_answer_as_with_the_gate_off(
+    aggregated_virt_api: AggregatedVirtApi,
+    kube: KubeClient,
+    method: str,
+    resource: str,
+    subresource: str,
+    message: str,
+) -> None:
+    with pytest.raises(ApiError) as refused:
+        kube.request(method, f"{BASE}/namespaces/default/{resource}/vm/{subresource}")
+    assert (refused.value.status, refused.value.reason, refused.value.message) == (400, "BadRequest", message)
+
+
+def test_health_under_the_group_version(aggregated_virt_api: AggregatedVirtApi, kube: KubeClient) -> None:
+    health = json.loads(kube.request("GET", f"{BASE}/healthz"))
+    assert health["apiserver"]["connectivity"] == "ok"
