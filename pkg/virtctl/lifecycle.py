@@ -13,7 +13,13 @@ from typing import Any
 
 import click
 
-from kubevirt.client import VIRTUAL_MACHINES, ApiError, KubeClient, NotFoundError
+from kubevirt.client import (
+    VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
+    VIRTUAL_MACHINES,
+    ApiError,
+    KubeClient,
+    NotFoundError,
+)
 from kubevirt.virtctl.clientconfig import client_flags, connect, flags_from
 
 SUBRESOURCES = "/apis/subresources.kubevirt.io/v1"
@@ -172,6 +178,36 @@ def migrate(
     _run(action)
 
 
+@_vm_command("migrate-cancel", "Cancel migration of a virtual machine.")
+@click.argument("vm")
+@click.pass_context
+def migrate_cancel(ctx: click.Context, /, vm: str, **flags: Any) -> None:
+    def action() -> str:
+        client, namespace = connect(flags_from(ctx, **flags))
+        try:
+            migrations, _ = client.list(
+                VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, label_selector=f"kubevirt.io/vmi-name=={vm}"
+            )
+        except ApiError as err:
+            raise CommandFailedError(
+                f"Error fetching virtual machine instance migration list  {err.message}"
+            ) from None
+        for migration in migrations:
+            if (migration.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            name = migration["metadata"]["name"]
+            try:
+                client.delete(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, name)
+            except ApiError as err:
+                raise CommandFailedError(
+                    f"Error canceling migration {name} of a VirtualMachine {vm}: {err.message}"
+                ) from None
+            return f"VM {vm} was scheduled to migrate-cancel"
+        raise CommandFailedError(f"Found no migration to cancel for {vm}")
+
+    _run(action)
+
+
 RESOURCE_TYPES = {"virtualmachine": "vm", "vm": "vm", "virtualmachineinstance": "vmi", "vmi": "vmi"}
 
 
@@ -249,4 +285,4 @@ def soft_reboot(ctx: click.Context, /, vmi: str, **flags: Any) -> None:
     _run(action)
 
 
-COMMANDS = (start, stop, restart, migrate, pause, unpause, soft_reboot)
+COMMANDS = (start, stop, restart, migrate, migrate_cancel, pause, unpause, soft_reboot)

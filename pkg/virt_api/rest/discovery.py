@@ -5,10 +5,9 @@ the server version and a minimal OpenAPI document. The shapes are KubeVirt's, in
 
 from __future__ import annotations
 
-import platform
-import sys
-from importlib import metadata
 from typing import Any
+
+from kubevirt.version import version_info
 
 GROUP = "subresources.kubevirt.io"
 VERSIONS = ("v1", "v1alpha3")  # the first is the preferred one
@@ -85,23 +84,6 @@ def api_resource_list(version: str) -> JSON:
             {"name": name, "singularName": "", "namespaced": True, "kind": "", "verbs": None}
             for name in SUBRESOURCES
         ],
-    }
-
-
-def version_info() -> JSON:
-    """The server's build, in the shape of KubeVirt's ``version.Info``."""
-    try:
-        release = metadata.version("kubevirt-py")
-    except metadata.PackageNotFoundError:
-        release = "0.0.0"
-    return {
-        "gitVersion": f"v{release}",
-        "gitCommit": "",
-        "gitTreeState": "",
-        "buildDate": "",
-        "goVersion": f"python{platform.python_version()}",
-        "compiler": sys.implementation.name,
-        "platform": f"{sys.platform}/{platform.machine()}",
     }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from kubevirt.log import get_logger
+from kubevirt.version import version_info
 from kubevirt.virt_api.rest import discovery
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.bodies import decode_options
@@ -60,7 +61,7 @@ class SubresourceAPI:
         for version in discovery.VERSIONS:
             base = discovery.version_path(version)
             app.router.add_get(base, self._json(functools.partial(discovery.api_resource_list, version)))
-            app.router.add_get(f"{base}/version", self._json(discovery.version_info))
+            app.router.add_get(f"{base}/version", self._json(version_info))
             namespaced = f"{base}/namespaces/{{namespace}}"
             vm_path = f"{namespaced}/virtualmachines/{{name}}"
             vmi_path = f"{namespaced}/virtualmachineinstances/{{name}}"

@@ -55,10 +55,10 @@ def test_start_stop_and_their_refusals(
 ) -> None:
     make_vm(kube, namespace, "Halted")
     dry = virtctl(apiserver, "start", "vm", "-n", namespace, "--dry-run")
-    assert (dry.exit_code, dry.stdout) == (0, "VM vm was scheduled to start\n")
+    assert (dry.exit_code, dry.stdout, dry.stderr) == (0, "VM vm was scheduled to start\n", "")
     assert run_strategy(kube, namespace) == "Halted"
     started = virtctl(apiserver, "-n", namespace, "start", "vm")
-    assert (started.exit_code, started.stdout) == (0, "VM vm was scheduled to start\n")
+    assert (started.exit_code, started.stdout, started.stderr) == (0, "VM vm was scheduled to start\n", "")
     assert run_strategy(kube, namespace) == "Always"
     again = virtctl(apiserver, "start", "vm", "--namespace", namespace)
     assert again.exit_code == 1
@@ -67,7 +67,7 @@ def test_start_stop_and_their_refusals(
         "Always does not support manual start requests\n"
     )
     stopped = virtctl(apiserver, "stop", "vm", "-n", namespace)
-    assert (stopped.exit_code, stopped.stdout) == (0, "VM vm was scheduled to stop\n")
+    assert (stopped.exit_code, stopped.stdout, stopped.stderr) == (0, "VM vm was scheduled to stop\n", "")
     assert run_strategy(kube, namespace) == "Halted"
 
 
@@ -100,11 +100,19 @@ def test_restart_and_migrate_without_a_vmi(
     created["status"] = {"phase": "Running", "nodeName": "node01"}
     kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
     migrated = virtctl(apiserver, "migrate", "vm", "-n", namespace, "--addedNodeSelector", "zone=b")
-    assert (migrated.exit_code, migrated.stdout) == (0, "VM vm was scheduled to migrate\n")
+    assert (migrated.exit_code, migrated.stdout, migrated.stderr) == (
+        0,
+        "VM vm was scheduled to migrate\n",
+        "",
+    )
     [migration] = kube.list(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace)[0]
     assert migration["spec"] == {"vmiName": "vm", "addedNodeSelector": {"zone": "b"}}
     restarted = virtctl(apiserver, "restart", "vm", "-n", namespace)
-    assert (restarted.exit_code, restarted.stdout) == (0, "VM vm was scheduled to restart\n")
+    assert (restarted.exit_code, restarted.stdout, restarted.stderr) == (
+        0,
+        "VM vm was scheduled to restart\n",
+        "",
+    )
     requests = kube.get(VIRTUAL_MACHINES, namespace, "vm")["status"]["stateChangeRequests"]
     assert [r["action"] for r in requests] == ["Stop", "Start"]
 
@@ -157,7 +165,60 @@ def test_a_forced_stop_sends_its_grace_period(
     plain = virtctl(apiserver, "stop", "vm", "-n", namespace)
     assert plain.stderr.endswith("Halted only supports manual stop requests with a shorter graceperiod\n")
     forced = virtctl(apiserver, "stop", "vm", "-n", namespace, "--force", "--grace-period", "0")
-    assert (forced.exit_code, forced.stdout) == (0, "VM vm was scheduled to stop\n")
+    assert (forced.exit_code, forced.stdout, forced.stderr) == (0, "VM vm was scheduled to stop\n", "")
     assert kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, "vm")["spec"]["terminationGracePeriodSeconds"] == 0
     requests = kube.get(VIRTUAL_MACHINES, namespace, "vm")["status"]["stateChangeRequests"]
     assert requests == [{"action": "Stop", "uid": created["metadata"]["uid"]}]
+
+
+def test_migrate_cancel_deletes_the_running_migration(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    none = virtctl(apiserver, "migrate-cancel", "vm", "-n", namespace)
+    assert (none.exit_code, none.stderr) == (1, "Found no migration to cancel for vm\n")
+    for name, phase in (("done", "Succeeded"), ("running", "Running")):
+        migration = {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachineInstanceMigration",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"kubevirt.io/vmi-name": "vm"}},
+            "spec": {"vmiName": "vm"},
+        }
+        created = kube.create(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, migration)
+        created["status"] = {"phase": phase}
+        kube.update_status(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, created)
+    cancelled = virtctl(apiserver, "migrate-cancel", "vm", "-n", namespace)
+    assert (cancelled.exit_code, cancelled.stdout, cancelled.stderr) == (
+        0,
+        "VM vm was scheduled to migrate-cancel\n",
+        "",
+    )
+    left = kube.list(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace)[0]
+    assert [m["metadata"]["name"] for m in left] == ["done"]
+
+
+def test_guest_agent_reads_and_version(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "vmi", "namespace": namespace},
+        "spec": {"domain": {"devices": {}}},
+    }
+    kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
+    info = virtctl(apiserver, "guestosinfo", "vmi", "-n", namespace)
+    assert (info.exit_code, info.stderr) == (
+        1,
+        "Error getting guestosinfo of VirtualMachineInstance vmi, Operation cannot be fulfilled on "
+        'virtualmachineinstance.kubevirt.io "vmi": VMI is not running\n',
+    )
+    users = virtctl(apiserver, "userlist", "absent", "-n", namespace)
+    assert users.stderr == (
+        "Error listing users of VirtualMachineInstance absent, "
+        'virtualmachineinstance.kubevirt.io "absent" not found\n'
+    )
+    version = virtctl(apiserver, "version")
+    assert version.exit_code == 0
+    client_line, server_line = version.stdout.splitlines()
+    assert client_line.startswith('Client Version: version.Info{GitVersion:"v')
+    assert server_line.startswith('Server Version: version.Info{GitVersion:"v')
