@@ -88,23 +88,41 @@ def api_resource_list(version: str) -> JSON:
 
 
 def openapi_v2() -> JSON:
-    """A Swagger 2.0 document naming the subresource paths (no schemas)."""
+    """A Swagger 2.0 document naming the subresource paths (no schemas).
+
+    The aggregator converts it to OpenAPI v3 and merges it into the API server's own document, so
+    every operation is complete (parameters and responses): kube-apiserver 1.32 crashes converting an
+    operation without them.
+    """
     paths: JSON = {}
     for version in VERSIONS:
         base = f"{version_path(version)}/namespaces/{{namespace}}"
         for name in SUBRESOURCES:
             if "/" not in name:
-                paths[f"{base}/{name}"] = {"put": {"operationId": f"{version}-{name}"}}
+                paths[f"{base}/{name}"] = {"put": _operation(f"{version}-{name}", ("namespace",))}
                 continue
             resource, sub = name.split("/", 1)
             verb = "get" if sub in _READS else "put"
-            paths[f"{base}/{resource}/{{name}}/{sub}"] = {
-                verb: {"operationId": f"{version}-{resource}-{sub}"}
-            }
+            operation = _operation(f"{version}-{resource}-{sub}", ("namespace", "name"))
+            paths[f"{base}/{resource}/{{name}}/{sub}"] = {verb: operation}
     return {
         "swagger": "2.0",
         "info": {"title": "KubeVirt API", "version": version_info()["gitVersion"]},
         "paths": paths,
+    }
+
+
+def _operation(operation_id: str, path_parameters: tuple[str, ...]) -> JSON:
+    parameters = [
+        {"name": name, "in": "path", "required": True, "type": "string", "uniqueItems": True}
+        for name in path_parameters
+    ]
+    return {
+        "operationId": operation_id,
+        "consumes": ["application/json"],
+        "produces": ["application/json"],
+        "parameters": parameters,
+        "responses": {"200": {"description": "OK"}, "401": {"description": "Unauthorized"}},
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 import uuid
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 import urllib3
 from localcluster.apiserver import ApiServer
 
-from kubevirt.client import VIRTUAL_MACHINES, ApiError, KubeClient, Resource
+from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, ApiError, KubeClient, Resource
 from kubevirt.client.errors import error_from_response
 
 from .conftest import AggregatedVirtApi
@@ -238,3 +239,51 @@ def test_features_behind_gates_answer_as_with_the_gate_off(
 def test_health_under_the_group_version(aggregated_virt_api: AggregatedVirtApi, kube: KubeClient) -> None:
     health = json.loads(kube.request("GET", f"{BASE}/healthz"))
     assert health["apiserver"]["connectivity"] == "ok"
+
+
+def test_pause_and_unpause_reach_virt_handler(
+    aggregated_virt_api: AggregatedVirtApi, kube: KubeClient, namespace: str
+) -> None:
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "vmi", "namespace": namespace},
+        "spec": {"domain": {"devices": {}}},
+    }
+    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
+    created["status"] = {"phase": "Running", "nodeName": "node01"}
+    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    base = f"{BASE}/namespaces/{namespace}/virtualmachineinstances/vmi"
+    handler = aggregated_virt_api.handler
+    before = len(handler.calls)
+    kube.request("PUT", f"{base}/pause", body={"dryRun": ["All"]})
+    assert len(handler.calls) == before  # checked, not forwarded
+    kube.request("PUT", f"{base}/pause")
+    assert handler.calls[-1] == ("PUT", f"/v1/namespaces/{namespace}/virtualmachineinstances/vmi/pause")
+    with pytest.raises(ApiError) as not_paused:
+        kube.request("PUT", f"{base}/unpause")
+    assert not_paused.value.message.endswith('"vmi": VMI is not paused')
+    handler.answer = (500, b"domain is gone")
+    try:
+        with pytest.raises(ApiError) as failed:
+            kube.request("PUT", f"{base}/freeze")
+    finally:
+        handler.answer = (202, b"")
+    assert failed.value.status == 500
+    assert failed.value.message == (
+        "Internal error occurred: unexpected return code 500 (500 Internal Server Error), "
+        "message: domain is gone"
+    )
+
+
+def test_the_api_servers_openapi_merges_ours(
+    aggregated_virt_api: AggregatedVirtApi, kube: KubeClient
+) -> None:
+    """The aggregator converts and merges virt-api's document (and survives doing so)."""
+    wanted = "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}/start"
+    deadline = time.monotonic() + 30
+    while wanted not in json.loads(kube.request("GET", "/openapi/v2", timeout=60))["paths"]:
+        assert time.monotonic() < deadline, "virt-api's paths never reached the API server's OpenAPI"
+        time.sleep(0.5)
+    v3 = json.loads(kube.request("GET", "/openapi/v3/apis/subresources.kubevirt.io/v1"))
+    assert wanted in v3["paths"]

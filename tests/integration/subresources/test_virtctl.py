@@ -141,9 +141,19 @@ def test_pause_unpause_and_soft_reboot_reach_the_checks(
     created["status"]["phase"] = "Running"
     kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
     rebooted = virtctl(apiserver, "soft-reboot", "vmi", "-n", namespace)
-    assert (rebooted.exit_code, rebooted.stderr) == (
-        1,
-        "Error soft rebooting VirtualMachineInstance vmi: No virt-handler on node node01 found\n",
+    assert (rebooted.exit_code, rebooted.stdout, rebooted.stderr) == (
+        0,
+        "VMI vmi was scheduled to soft-reboot\n",
+        "",
+    )
+    url = f"/v1/namespaces/{namespace}/virtualmachineinstances/vmi/softreboot"
+    assert aggregated_virt_api.handler.calls[-1] == ("PUT", url)
+    created = kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, "vmi")
+    created["status"]["nodeName"] = "node02"
+    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    elsewhere = virtctl(apiserver, "pause", "vmi", "vmi", "-n", namespace)
+    assert elsewhere.stderr == (
+        "Error pausing VirtualMachineInstance vmi: No virt-handler on node node02 found\n"
     )
     missing_vm = virtctl(apiserver, "pause", "vm", "nothing", "-n", namespace)
     assert missing_vm.stderr.startswith("Error getting VirtualMachine nothing: ")

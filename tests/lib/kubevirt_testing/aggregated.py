@@ -1,0 +1,186 @@
+"""virt-api behind a real API server's aggregator, with a stand-in for virt-handler.
+
+An ExternalName Service and the two APIServices point the aggregator at a virt-api process on loopback,
+which trusts the API server's front-proxy certificate. The stand-in answers virt-handler's VMI calls on
+HTTPS (``2xx`` by default) and records them; a pod labelled as virt-handler on the node ``node01``, with
+``podIP`` 127.0.0.1, makes virt-api find it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from kubevirt.apiservices import subresource_api_services
+from kubevirt.client import PODS, AlreadyExistsError, ApiError, KubeClient, Resource
+from kubevirt_testing.certificates import self_signed
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+SERVICES = Resource("", "v1", "services", "Service", namespaced=True)
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
+API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", namespaced=False)
+KUBEVIRT_NAMESPACE = "kubevirt"
+HANDLER_NODE = "node01"
+
+
+@dataclass
+class HandlerStandIn:
+    """Answers virt-handler's ``/v1/namespaces/<ns>/virtualmachineinstances/<name>/<op>`` calls."""
+
+    port: int
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    answer: tuple[int, bytes] = (202, b"")
+
+
+@dataclass
+class AggregatedVirtApi:
+    port: int
+    process: subprocess.Popen[bytes]
+    log_file: Path
+    pki_dir: Path
+    ca_file: Path
+    handler: HandlerStandIn
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace")
+
+
+def _serve_handler(workdir: Path) -> tuple[ThreadingHTTPServer, HandlerStandIn]:
+    pair = self_signed("virt-handler")
+    (workdir / "handler.crt").write_bytes(pair.cert_pem)
+    (workdir / "handler.key").write_bytes(pair.key_pem)
+    stand_in = HandlerStandIn(0)
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            stand_in.calls.append((self.command, self.path))
+            code, body = stand_in.answer
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_PUT = do_GET = _answer  # noqa: N815 - http.server's naming
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(workdir / "handler.crt"), str(workdir / "handler.key"))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    stand_in.port = int(server.server_address[1])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, stand_in
+
+
+def _available(kube: KubeClient, name: str) -> bool:
+    try:
+        service = kube.get(API_SERVICES, None, name)
+    except ApiError:
+        return False
+    conditions = (service.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
+
+
+def _reachable(kube: KubeClient) -> bool:
+    try:
+        kube.request("GET", "/apis/subresources.kubevirt.io/v1")
+    except ApiError:
+        return False
+    return True
+
+
+def _register_handler_pod(kube: KubeClient) -> None:
+    # No controller-manager makes the service account a pod needs.
+    with contextlib.suppress(AlreadyExistsError):
+        kube.create(SERVICE_ACCOUNTS, KUBEVIRT_NAMESPACE, {"metadata": {"name": "default"}})
+    pod = {
+        "metadata": {"name": "virt-handler-standin", "labels": {"kubevirt.io": "virt-handler"}},
+        "spec": {"nodeName": HANDLER_NODE, "containers": [{"name": "virt-handler", "image": "none"}]},
+    }
+    created = kube.create(PODS, KUBEVIRT_NAMESPACE, pod)
+    created["status"] = {"podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}
+    kube.update_status(PODS, KUBEVIRT_NAMESPACE, created)
+
+
+@contextlib.contextmanager
+def running_aggregated_virt_api(
+    kubeconfig: Path, pki_dir: Path, workdir: Path
+) -> Iterator[AggregatedVirtApi]:
+    """Starts virt-api and its stand-in handler, registers them, and waits for the APIServices."""
+    kube = KubeClient.from_kubeconfig(str(kubeconfig))
+    handler_server, handler = _serve_handler(workdir)
+    pair = self_signed("virt-api", dns_names=(f"virt-api.{KUBEVIRT_NAMESPACE}.svc", "localhost"))
+    cert_file, key_file = workdir / "tls.crt", workdir / "tls.key"
+    key_file.write_bytes(pair.key_pem)
+    cert_file.write_bytes(pair.cert_pem)
+    exe = shutil.which("virt-api") or shutil.which("virt-api", path=str(Path(sys.executable).parent))
+    if not exe:
+        raise RuntimeError("virt-api is not installed")
+    from localcluster.apiserver import free_port
+
+    port = free_port()
+    log_file = workdir / "virt-api.log"
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                exe,
+                "--listen=127.0.0.1",
+                f"--port={port}",
+                f"--tls-cert-file={cert_file}",
+                f"--tls-key-file={key_file}",
+                f"--kubeconfig={kubeconfig}",
+                f"--handler-namespace={KUBEVIRT_NAMESPACE}",
+                f"--console-server-port={handler.port}",
+                f"--handler-cert-file={cert_file}",
+                f"--handler-key-file={key_file}",
+                f"--handler-ca-file={workdir / 'handler.crt'}",
+                "--config-refresh-interval=1",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    api = AggregatedVirtApi(port, process, log_file, pki_dir, cert_file, handler)
+    try:
+        with contextlib.suppress(AlreadyExistsError):
+            kube.create(NAMESPACES, None, {"metadata": {"name": KUBEVIRT_NAMESPACE}})
+        service = {
+            "metadata": {"name": "virt-api"},
+            "spec": {"type": "ExternalName", "externalName": "localhost"},
+        }
+        kube.create(SERVICES, KUBEVIRT_NAMESPACE, service)
+        _register_handler_pod(kube)
+        for api_service in subresource_api_services(KUBEVIRT_NAMESPACE, pair.cert_pem, port=port):
+            kube.create(API_SERVICES, None, api_service)
+        deadline = time.monotonic() + 60
+        while not all(_available(kube, f"{v}.subresources.kubevirt.io") for v in ("v1", "v1alpha3")):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the subresource API did not become available:\n{api.log()}")
+            time.sleep(0.2)
+        # Available can precede the aggregator's proxy being ready (503 for a moment).
+        while not _reachable(kube):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the subresource API answers 503 through the aggregator:\n{api.log()}")
+            time.sleep(0.2)
+        yield api
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        handler_server.shutdown()
