@@ -11,8 +11,6 @@ from localcluster.apiserver import ApiServer
 from kubevirt.client import KubeClient
 from kubevirt_testing.aggregated import AggregatedVirtApi, running_aggregated_virt_api
 
-__all__ = ["AggregatedVirtApi"]
-
 
 @pytest.fixture(scope="session")
 def aggregated_virt_api(

@@ -6,39 +6,18 @@ from __future__ import annotations
 import json
 import ssl
 import time
-import uuid
-from typing import Any
 
 import pytest
 import urllib3
 from localcluster.apiserver import ApiServer
 
-from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, ApiError, KubeClient, Resource
+from kubevirt.client import VIRTUAL_MACHINES, ApiError, KubeClient, Resource
 from kubevirt.client.errors import error_from_response
+from kubevirt_testing.aggregated import AggregatedVirtApi, create_vm, create_vmi
 
-from .conftest import AggregatedVirtApi
-
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True)
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", namespaced=True)
 BASE = "/apis/subresources.kubevirt.io/v1"
-
-
-@pytest.fixture
-def namespace(kube: KubeClient) -> str:
-    name = f"sub-{uuid.uuid4().hex[:8]}"
-    kube.create(NAMESPACES, None, {"metadata": {"name": name}})
-    return name
-
-
-def make_vm(kube: KubeClient, namespace: str, run_strategy: str, name: str = "vm") -> dict[str, Any]:
-    vm = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachine",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"runStrategy": run_strategy, "template": {"spec": {"domain": {"devices": {}}}}},
-    }
-    return kube.create(VIRTUAL_MACHINES, namespace, vm)
 
 
 def test_discovery_through_the_aggregator(aggregated_virt_api: AggregatedVirtApi, kube: KubeClient) -> None:
@@ -57,7 +36,7 @@ def test_discovery_through_the_aggregator(aggregated_virt_api: AggregatedVirtApi
 def test_start_and_stop_through_the_aggregator(
     aggregated_virt_api: AggregatedVirtApi, kube: KubeClient, namespace: str
 ) -> None:
-    make_vm(kube, namespace, "Halted")
+    create_vm(kube, namespace, "vm", "Halted")
     kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start", body={})
     assert kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"] == "Always"
     with pytest.raises(ApiError) as refused:
@@ -76,7 +55,7 @@ def test_start_and_stop_through_the_aggregator(
 def test_paused_start_of_a_manual_vm_writes_a_state_change_request(
     aggregated_virt_api: AggregatedVirtApi, kube: KubeClient, namespace: str
 ) -> None:
-    make_vm(kube, namespace, "Manual")
+    create_vm(kube, namespace, "vm", "Manual")
     kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start", body={"paused": True})
     status = kube.get(VIRTUAL_MACHINES, namespace, "vm")["status"]
     assert status["stateChangeRequests"] == [{"action": "Start", "data": {"paused": "true"}}]
@@ -96,7 +75,7 @@ def test_refusals_carry_status_bodies(
         kube.request("PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/absent/restart")
     assert (missing.value.status, missing.value.reason) == (404, "NotFound")
     assert missing.value.message == 'virtualmachine.kubevirt.io "absent" not found'
-    make_vm(kube, namespace, "Halted")
+    create_vm(kube, namespace, "vm", "Halted")
     with pytest.raises(ApiError) as malformed:
         kube.request(
             "PUT", f"{BASE}/namespaces/{namespace}/virtualmachines/vm/stop", body={"gracePeriod": "soon"}
@@ -111,7 +90,7 @@ def test_refusals_carry_status_bodies(
 def test_rbac_on_the_subresource_decides(
     aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
 ) -> None:
-    make_vm(kube, namespace, "Halted")
+    create_vm(kube, namespace, "vm", "Halted")
     path = f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start"
     with pytest.raises(ApiError) as denied:
         _request_as(aggregated_virt_api, apiserver, "PUT", path, "alice")
@@ -244,15 +223,7 @@ def test_health_under_the_group_version(aggregated_virt_api: AggregatedVirtApi, 
 def test_pause_and_unpause_reach_virt_handler(
     aggregated_virt_api: AggregatedVirtApi, kube: KubeClient, namespace: str
 ) -> None:
-    vmi = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
-        "metadata": {"name": "vmi", "namespace": namespace},
-        "spec": {"domain": {"devices": {}}},
-    }
-    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
-    created["status"] = {"phase": "Running", "nodeName": "node01"}
-    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    create_vmi(kube, namespace, "vmi", {"phase": "Running", "nodeName": "node01"})
     base = f"{BASE}/namespaces/{namespace}/virtualmachineinstances/vmi"
     handler = aggregated_virt_api.handler
     before = len(handler.calls)

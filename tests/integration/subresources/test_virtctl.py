@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-import pytest
 from click.testing import CliRunner
 from localcluster.apiserver import ApiServer
 
@@ -14,36 +12,15 @@ from kubevirt.client import (
     VIRTUAL_MACHINE_INSTANCES,
     VIRTUAL_MACHINES,
     KubeClient,
-    Resource,
 )
 from kubevirt.virtctl.root import root
-
-from .conftest import AggregatedVirtApi
-
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-
-
-@pytest.fixture
-def namespace(kube: KubeClient) -> str:
-    name = f"virtctl-{uuid.uuid4().hex[:8]}"
-    kube.create(NAMESPACES, None, {"metadata": {"name": name}})
-    return name
+from kubevirt_testing.aggregated import AggregatedVirtApi, create_vm, create_vmi
 
 
 def virtctl(apiserver: ApiServer, *args: str) -> Any:
     return CliRunner().invoke(
         root, ["--kubeconfig", str(apiserver.kubeconfig), *args], catch_exceptions=False
     )
-
-
-def make_vm(kube: KubeClient, namespace: str, run_strategy: str) -> None:
-    vm = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachine",
-        "metadata": {"name": "vm", "namespace": namespace},
-        "spec": {"runStrategy": run_strategy, "template": {"spec": {"domain": {"devices": {}}}}},
-    }
-    kube.create(VIRTUAL_MACHINES, namespace, vm)
 
 
 def run_strategy(kube: KubeClient, namespace: str) -> str:
@@ -53,7 +30,7 @@ def run_strategy(kube: KubeClient, namespace: str) -> str:
 def test_start_stop_and_their_refusals(
     aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
 ) -> None:
-    make_vm(kube, namespace, "Halted")
+    create_vm(kube, namespace, "vm", "Halted")
     dry = virtctl(apiserver, "start", "vm", "-n", namespace, "--dry-run")
     assert (dry.exit_code, dry.stdout, dry.stderr) == (0, "VM vm was scheduled to start\n", "")
     assert run_strategy(kube, namespace) == "Halted"
@@ -82,7 +59,7 @@ def test_force_and_grace_period_go_together(
 def test_restart_and_migrate_without_a_vmi(
     aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
 ) -> None:
-    make_vm(kube, namespace, "Always")
+    create_vm(kube, namespace, "vm", "Always")
     restarted = virtctl(apiserver, "restart", "vm", "-n", namespace)
     assert restarted.exit_code == 1
     assert restarted.stderr.endswith('"vm": VM is not running: Halted\n')
@@ -90,15 +67,7 @@ def test_restart_and_migrate_without_a_vmi(
     assert migrated.stderr == (
         'Error migrating VirtualMachine virtualmachineinstance.kubevirt.io "vm" not found\n'
     )
-    vmi = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
-        "metadata": {"name": "vm", "namespace": namespace},
-        "spec": {"domain": {"devices": {}}},
-    }
-    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
-    created["status"] = {"phase": "Running", "nodeName": "node01"}
-    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    create_vmi(kube, namespace, "vm", {"phase": "Running", "nodeName": "node01"})
     migrated = virtctl(apiserver, "migrate", "vm", "-n", namespace, "--addedNodeSelector", "zone=b")
     assert (migrated.exit_code, migrated.stdout, migrated.stderr) == (
         0,
@@ -120,15 +89,7 @@ def test_restart_and_migrate_without_a_vmi(
 def test_pause_unpause_and_soft_reboot_reach_the_checks(
     aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
 ) -> None:
-    vmi = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
-        "metadata": {"name": "vmi", "namespace": namespace},
-        "spec": {"domain": {"devices": {}}},
-    }
-    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
-    created["status"] = {"phase": "Scheduled", "nodeName": "node01"}
-    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    created = create_vmi(kube, namespace, "vmi", {"phase": "Scheduled", "nodeName": "node01"})
     paused = virtctl(apiserver, "pause", "vmi", "vmi", "-n", namespace)
     assert paused.exit_code == 1
     assert paused.stderr == (
@@ -162,16 +123,8 @@ def test_pause_unpause_and_soft_reboot_reach_the_checks(
 def test_a_forced_stop_sends_its_grace_period(
     aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
 ) -> None:
-    make_vm(kube, namespace, "Halted")
-    vmi = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
-        "metadata": {"name": "vm", "namespace": namespace},
-        "spec": {"domain": {"devices": {}}, "terminationGracePeriodSeconds": 30},
-    }
-    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
-    created["status"] = {"phase": "Running"}
-    kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+    create_vm(kube, namespace, "vm", "Halted")
+    created = create_vmi(kube, namespace, "vm", {"phase": "Running"}, terminationGracePeriodSeconds=30)
     plain = virtctl(apiserver, "stop", "vm", "-n", namespace)
     assert plain.stderr.endswith("Halted only supports manual stop requests with a shorter graceperiod\n")
     forced = virtctl(apiserver, "stop", "vm", "-n", namespace, "--force", "--grace-period", "0")
@@ -209,13 +162,7 @@ def test_migrate_cancel_deletes_the_running_migration(
 def test_guest_agent_reads_and_version(
     aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
 ) -> None:
-    vmi = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
-        "metadata": {"name": "vmi", "namespace": namespace},
-        "spec": {"domain": {"devices": {}}},
-    }
-    kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
+    create_vmi(kube, namespace, "vmi")
     info = virtctl(apiserver, "guestosinfo", "vmi", "-n", namespace)
     assert (info.exit_code, info.stderr) == (
         1,

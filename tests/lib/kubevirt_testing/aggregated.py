@@ -9,10 +9,8 @@ HTTPS (``2xx`` by default) and records them; a pod labelled as virt-handler on t
 from __future__ import annotations
 
 import contextlib
-import shutil
 import ssl
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,8 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from kubevirt.apiservices import subresource_api_services
-from kubevirt.client import PODS, AlreadyExistsError, ApiError, KubeClient, Resource
+from kubevirt.client import (
+    PODS,
+    VIRTUAL_MACHINE_INSTANCES,
+    VIRTUAL_MACHINES,
+    AlreadyExistsError,
+    ApiError,
+    KubeClient,
+    Resource,
+)
 from kubevirt_testing.certificates import self_signed
+from kubevirt_testing.process import start_virt_api, terminate
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SERVICES = Resource("", "v1", "services", "Service", namespaced=True)
@@ -127,32 +134,17 @@ def running_aggregated_virt_api(
     cert_file, key_file = workdir / "tls.crt", workdir / "tls.key"
     key_file.write_bytes(pair.key_pem)
     cert_file.write_bytes(pair.cert_pem)
-    exe = shutil.which("virt-api") or shutil.which("virt-api", path=str(Path(sys.executable).parent))
-    if not exe:
-        raise RuntimeError("virt-api is not installed")
-    from localcluster.apiserver import free_port
-
-    port = free_port()
     log_file = workdir / "virt-api.log"
-    with log_file.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                exe,
-                "--listen=127.0.0.1",
-                f"--port={port}",
-                f"--tls-cert-file={cert_file}",
-                f"--tls-key-file={key_file}",
-                f"--kubeconfig={kubeconfig}",
-                f"--handler-namespace={KUBEVIRT_NAMESPACE}",
-                f"--console-server-port={handler.port}",
-                f"--handler-cert-file={cert_file}",
-                f"--handler-key-file={key_file}",
-                f"--handler-ca-file={workdir / 'handler.crt'}",
-                "--config-refresh-interval=1",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    handler_args = [
+        f"--kubeconfig={kubeconfig}",
+        f"--handler-namespace={KUBEVIRT_NAMESPACE}",
+        f"--console-server-port={handler.port}",
+        f"--handler-cert-file={cert_file}",
+        f"--handler-key-file={key_file}",
+        f"--handler-ca-file={workdir / 'handler.crt'}",
+        "--config-refresh-interval=1",
+    ]
+    process, port = start_virt_api(cert_file, key_file, log_file, handler_args)
     api = AggregatedVirtApi(port, process, log_file, pki_dir, cert_file, handler)
     try:
         with contextlib.suppress(AlreadyExistsError):
@@ -177,10 +169,33 @@ def running_aggregated_virt_api(
             time.sleep(0.2)
         yield api
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process)
         handler_server.shutdown()
+
+
+def create_vm(kube: KubeClient, namespace: str, name: str, run_strategy: str) -> dict[str, Any]:
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runStrategy": run_strategy, "template": {"spec": {"domain": {"devices": {}}}}},
+    }
+    return kube.create(VIRTUAL_MACHINES, namespace, vm)
+
+
+def create_vmi(
+    kube: KubeClient, namespace: str, name: str, status: dict[str, Any] | None = None, **spec: Any
+) -> dict[str, Any]:
+    """A VMI as if virt-handler ran it: ``status`` is written after the create (VMIs have no status
+    subresource, so it goes in with an update)."""
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"domain": {"devices": {}}, **spec},
+    }
+    created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi)
+    if status is None:
+        return created
+    created["status"] = status
+    return kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
