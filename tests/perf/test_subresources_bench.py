@@ -40,6 +40,8 @@ from kubevirt_testing.aggregated import (  # noqa: E402
 NAMESPACE = "bench"
 BASE = f"/apis/subresources.kubevirt.io/v1/namespaces/{NAMESPACE}"
 WRITE_VERBS = {"POST", "PUT", "PATCH", "DELETE", "APPLY"}
+# The API server's own housekeeping (its lease and the kubernetes Service's endpoints), not ours.
+HOUSEKEEPING = {"leases", "endpoints"}
 METRIC = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 
 
@@ -52,6 +54,8 @@ def _writes(kube: KubeClient) -> Counter[str]:
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', found["labels"]))
         if labels.get("verb") not in WRITE_VERBS or labels.get("group") == "subresources.kubevirt.io":
+            continue
+        if labels.get("resource") in HOUSEKEEPING:
             continue
         name = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
         counts[name] += int(float(found["value"]))
