@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubevirt.client import JSON
 from kubevirt.log import get_logger
 from kubevirt.version import version_info
 from kubevirt.virt_api.rest import discovery
@@ -24,6 +25,7 @@ from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
 from kubevirt.virt_api.rest.gated import GATED_ROUTES, GatedRoute, refusal
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
 from kubevirt.virt_api.rest.status import StatusError
+from kubevirt.virt_api.rest.streams import StreamRelay, check_console, check_vnc, preserve_session
 from kubevirt.virt_api.rest.vmi_operations import (
     GUEST_AGENT_READS,
     PUT_CHECKS,
@@ -52,6 +54,7 @@ class SubresourceAPI:
     lifecycle: VMLifecycle
     vmis: VMIOperations
     config: Callable[[], ClusterConfig] = ClusterConfig
+    streams: StreamRelay | None = None
 
     def install(self, app: web.Application) -> None:
         app.router.add_get("/", self._json(discovery.root_paths))
@@ -72,6 +75,9 @@ class SubresourceAPI:
                 app.router.add_route(route.method, path, self._gated(route))
             for operation in PUT_CHECKS:
                 app.router.add_put(f"{vmi_path}/{operation}", self._vmi_operation(operation))
+            if self.streams is not None:
+                app.router.add_get(f"{vmi_path}/console", self._stream("console", check_console))
+                app.router.add_get(f"{vmi_path}/vnc", self._stream("vnc", check_vnc))
             for operation in GUEST_AGENT_READS:
                 app.router.add_get(f"{vmi_path}/{operation}", self._guest_agent_read(operation))
 
@@ -107,6 +113,24 @@ class SubresourceAPI:
             except StatusError as err:
                 return status_response(err)
             return web.Response(status=code)
+
+        return handle
+
+    def _stream(self, stream: str, check: Callable[[JSON], None]) -> Handler:
+        relay = self.streams
+        assert relay is not None
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            target = stream
+            if stream == "vnc":
+                keep = preserve_session(request.query.get("preserveSession"))
+                target = f"vnc?preserveSession={'true' if keep else 'false'}"
+            try:
+                url = await asyncio.to_thread(relay.handler_url, namespace, name, target, check)
+                return await relay.relay(request, url)
+            except StatusError as err:
+                return status_response(err)
 
         return handle
 

@@ -20,6 +20,7 @@ from kubevirt.virt_api.rest.front_proxy import FrontProxyConfigError, FrontProxy
 from kubevirt.virt_api.rest.handler import HandlerLocator, TLSHandlerTransport
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
 from kubevirt.virt_api.rest.server import SubresourceAPI, authorizing_middleware
+from kubevirt.virt_api.rest.streams import StreamRelay
 from kubevirt.virt_api.rest.vmi_operations import VMIOperations
 from kubevirt.virt_config import ClusterConfig
 
@@ -80,7 +81,8 @@ def subresource_extension(
     locator = HandlerLocator(client, namespace, console_server_port)
     context = handler_tls.context() if handler_tls else ssl.create_default_context()
     vmis = VMIOperations(client, locator, TLSHandlerTransport(context))
-    api = SubresourceAPI(VMLifecycle(client), vmis, config)
+    streams = StreamRelay(client, locator, context)
+    api = SubresourceAPI(VMLifecycle(client), vmis, config, streams)
     return api.install
 
 

@@ -3,10 +3,12 @@ authorisation, with virt-api running as its own process behind an APIService."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import time
 
+import aiohttp
 import pytest
 import urllib3
 from localcluster.apiserver import ApiServer
@@ -258,3 +260,99 @@ def test_the_api_servers_openapi_merges_ours(
         time.sleep(0.5)
     v3 = json.loads(kube.request("GET", "/openapi/v3/apis/subresources.kubevirt.io/v1"))
     assert wanted in v3["paths"]
+
+
+def _websocket(api: AggregatedVirtApi, apiserver: ApiServer, path: str) -> tuple[int, bytes | str]:
+    """A websocket to ``path`` through the API server, as KubeVirt's virtctl opens one."""
+
+    async def exchange() -> tuple[int, bytes | str]:
+        context = ssl.create_default_context(cafile=str(api.pki_dir / "ca.crt"))
+        context.load_cert_chain(str(api.pki_dir / "admin.crt"), str(api.pki_dir / "admin.key"))
+        async with aiohttp.ClientSession() as session:
+            try:
+                socket = await session.ws_connect(
+                    apiserver.url.replace("https", "wss") + path,
+                    protocols=("plain.kubevirt.io",),
+                    ssl=context,
+                )
+            except aiohttp.WSServerHandshakeError as err:
+                return err.status, ""
+            assert socket.protocol == "plain.kubevirt.io"
+            await socket.send_bytes(b"hello\r")
+            echoed = await socket.receive(timeout=10)
+            await socket.close()
+            return 101, echoed.data
+
+    return asyncio.run(exchange())
+
+
+def test_console_and_vnc_are_relayed_to_virt_handler(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    create_vmi(kube, namespace, "vmi", {"phase": "Running", "nodeName": "node01"})
+    base = f"{BASE}/namespaces/{namespace}/virtualmachineinstances/vmi"
+    assert _websocket(aggregated_virt_api, apiserver, f"{base}/console") == (101, b"hello\r")
+    handler_path = f"/v1/namespaces/{namespace}/virtualmachineinstances/vmi"
+    assert aggregated_virt_api.handler.calls[-1] == ("GET", f"{handler_path}/console")
+    assert _websocket(aggregated_virt_api, apiserver, f"{base}/vnc?preserveSession=true") == (101, b"hello\r")
+    assert aggregated_virt_api.handler.calls[-1] == ("GET", f"{handler_path}/vnc?preserveSession=true")
+
+
+def test_console_refusals_are_status_answers(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    create_vmi(
+        kube, namespace, "off", {"phase": "Running"}, domain={"devices": {"autoattachSerialConsole": False}}
+    )
+    create_vmi(kube, namespace, "failed", {"phase": "Failed"})
+    create_vmi(kube, namespace, "pending", {"phase": "Pending"})
+    base = f"{BASE}/namespaces/{namespace}/virtualmachineinstances"
+    for name, code, message in (
+        ("off", 400, "No serial consoles are present."),
+        (
+            "failed",
+            409,
+            'Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "failed": '
+            "VMI is in failed status",
+        ),
+        ("pending", 400, "VMI is not running"),
+    ):
+        with pytest.raises(ApiError) as refused:
+            kube.request("GET", f"{base}/{name}/console")
+        assert (refused.value.status, refused.value.message) == (code, message)
+    with pytest.raises(ApiError) as no_graphics:
+        kube.request("GET", f"{base}/pending/vnc")
+    assert (no_graphics.value.status, no_graphics.value.message) == (400, "VMI is not running")
+
+
+def test_a_preserved_vnc_session_refuses_a_second_viewer(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    create_vmi(kube, namespace, "vmi", {"phase": "Running", "nodeName": "node01"})
+    url = (
+        apiserver.url.replace("https", "wss")
+        + f"{BASE}/namespaces/{namespace}/virtualmachineinstances/vmi/vnc"
+    )
+    pki = aggregated_virt_api.pki_dir
+
+    async def second_viewer() -> tuple[int, str]:
+        context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+        async with aiohttp.ClientSession() as session:
+            first = await session.ws_connect(url, protocols=("plain.kubevirt.io",), ssl=context)
+            try:
+                await session.ws_connect(
+                    url + "?preserveSession=true", protocols=("plain.kubevirt.io",), ssl=context
+                )
+            except aiohttp.WSServerHandshakeError as refused:
+                async with session.get(url + "?preserveSession=true", ssl=context) as plain:
+                    return refused.status, (await plain.json())["message"]
+            finally:
+                await first.close()
+            return 101, ""
+
+    status, message = asyncio.run(second_viewer())
+    assert (status, message) == (
+        500,
+        "Internal error occurred: Can't connect to websocket (503): websocket: bad handshake",
+    )

@@ -2,12 +2,13 @@
 
 An ExternalName Service and the two APIServices point the aggregator at a virt-api process on loopback,
 which trusts the API server's front-proxy certificate. The stand-in answers virt-handler's VMI calls on
-HTTPS (``2xx`` by default) and records them; a pod labelled as virt-handler on the node ``node01``, with
-``podIP`` 127.0.0.1, makes virt-api find it.
+HTTPS (``2xx`` by default), echoes console and VNC websockets, and records every call; a pod labelled
+as virt-handler on the node ``node01``, with ``podIP`` 127.0.0.1, makes virt-api find it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ssl
 import subprocess
@@ -15,9 +16,10 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from aiohttp import WSMsgType, web
 
 from kubevirt.apiservices import subresource_api_services
 from kubevirt.client import (
@@ -62,35 +64,62 @@ class AggregatedVirtApi:
         return self.log_file.read_text(errors="replace")
 
 
-def _serve_handler(workdir: Path) -> tuple[ThreadingHTTPServer, HandlerStandIn]:
+class _HandlerServer:
+    """The stand-in's aiohttp server, on a loop in its own thread."""
+
+    def __init__(self, workdir: Path, stand_in: HandlerStandIn) -> None:
+        self._stand_in = stand_in
+        self._vnc_sessions = 0
+        self._loop = asyncio.new_event_loop()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(workdir / "handler.crt"), str(workdir / "handler.key"))
+        app = web.Application()
+        app.router.add_get("/v1/namespaces/{ns}/virtualmachineinstances/{name}/console", self._stream)
+        app.router.add_get("/v1/namespaces/{ns}/virtualmachineinstances/{name}/vnc", self._stream)
+        app.router.add_route("*", "/v1/{tail:.*}", self._call)
+        self._runner = web.AppRunner(app)
+        self._loop.run_until_complete(self._runner.setup())
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
+        self._loop.run_until_complete(site.start())
+        stand_in.port = int(self._runner.addresses[0][1])
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+
+    async def _call(self, request: web.Request) -> web.Response:
+        await request.read()
+        self._stand_in.calls.append((request.method, request.path_qs))
+        code, body = self._stand_in.answer
+        return web.Response(status=code, body=body)
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        """Echoes every message; a second VNC session asking to preserve the first is refused."""
+        self._stand_in.calls.append((request.method, request.path_qs))
+        vnc = request.path.endswith("/vnc")
+        if vnc and self._vnc_sessions and request.query.get("preserveSession") == "true":
+            return web.Response(status=503, text="Active VNC connection. Request denied.")
+        socket = web.WebSocketResponse(protocols=("plain.kubevirt.io",))
+        await socket.prepare(request)
+        self._vnc_sessions += vnc
+        try:
+            async for message in socket:
+                if message.type == WSMsgType.BINARY:
+                    await socket.send_bytes(message.data)
+        finally:
+            self._vnc_sessions -= vnc
+        return socket
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+def _serve_handler(workdir: Path) -> tuple[_HandlerServer, HandlerStandIn]:
     pair = self_signed("virt-handler")
     (workdir / "handler.crt").write_bytes(pair.cert_pem)
     (workdir / "handler.key").write_bytes(pair.key_pem)
     stand_in = HandlerStandIn(0)
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
-            stand_in.calls.append((self.command, self.path))
-            code, body = stand_in.answer
-            self.send_response(code)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_PUT = do_GET = _answer  # noqa: N815 - http.server's naming
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(str(workdir / "handler.crt"), str(workdir / "handler.key"))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    stand_in.port = int(server.server_address[1])
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, stand_in
+    return _HandlerServer(workdir, stand_in), stand_in
 
 
 def _available(kube: KubeClient, name: str) -> bool:
@@ -170,7 +199,7 @@ def running_aggregated_virt_api(
         yield api
     finally:
         terminate(process)
-        handler_server.shutdown()
+        handler_server.stop()
 
 
 def create_vm(kube: KubeClient, namespace: str, name: str, run_strategy: str) -> dict[str, Any]:
