@@ -9,6 +9,7 @@ import click
 
 from kubevirt.service import binary
 from kubevirt.virt_api import app
+from kubevirt.virt_api.rest.wiring import HandlerTLS
 from kubevirt.virt_api.webhooks.server import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ServerLimits
 from kubevirt.virt_config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 
@@ -41,6 +42,21 @@ POSITIVE_SECONDS = PositiveSeconds()
 @click.option("--listen", default="0.0.0.0", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8443, show_default=True, type=click.IntRange(0, 65535), help="HTTPS port.")
 @click.option("--console-server-port", default=8186, show_default=True, type=int, help="Console server port.")
+@click.option(
+    "--handler-cert-file",
+    default="/etc/virt-handler/clientcertificates/tls.crt",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Client certificate towards virt-handler.",
+)
+@click.option(
+    "--handler-key-file",
+    default="/etc/virt-handler/clientcertificates/tls.key",
+    show_default=True,
+    type=click.Path(path_type=Path),
+)
+@click.option("--handler-ca-file", default=None, type=click.Path(path_type=Path), help="CA of virt-handler.")
+@click.option("--handler-namespace", default=None, help="Namespace of virt-handler pods (default: own).")
 @click.option(
     "--subresources-only", is_flag=True, help="Accepted for compatibility with KubeVirt's virt-api."
 )
@@ -82,6 +98,10 @@ def main(
     listen: str,
     port: int,
     console_server_port: int,
+    handler_cert_file: Path,
+    handler_key_file: Path,
+    handler_ca_file: Path | None,
+    handler_namespace: str | None,
     subresources_only: bool,
     tls_cert_file: Path,
     tls_key_file: Path,
@@ -92,7 +112,7 @@ def main(
     max_request_bytes: int,
     request_timeout: float,
 ) -> None:
-    del console_server_port, subresources_only  # no console server or subresource API yet
+    del subresources_only  # the webhooks and the subresources are always served together
     options = app.Options(
         listen=listen,
         port=port,
@@ -103,5 +123,8 @@ def main(
         cert_reload_interval=cert_reload_interval,
         kubeconfig=kubeconfig,
         config_refresh_interval=config_refresh_interval,
+        console_server_port=console_server_port,
+        handler_tls=HandlerTLS(handler_cert_file, handler_key_file, handler_ca_file),
+        handler_namespace=handler_namespace,
     )
     sys.exit(app.run(options))

@@ -46,16 +46,19 @@ class Connection:
         return headers
 
 
-def connect(kubeconfig: str | None, *, pool_size: int = 16) -> Connection:
+def connect(kubeconfig: str | None, *, pool_size: int = 16, context: str | None = None) -> Connection:
     """A connection from ``kubeconfig``; with None, the pod's service account, or else ``$KUBECONFIG``
-    (or ``~/.kube/config``) outside a pod."""
+    (or ``~/.kube/config``) outside a pod. ``context`` picks a kubeconfig context other than the current."""
     configuration = k8s_client.Configuration()
     try:
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        if kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
             k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
             k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig, client_configuration=configuration, persist_config=False
+                config_file=kubeconfig,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
             )
     except (k8s_config.ConfigException, OSError) as err:
         raise KubeConfigError(f"kubeconfig {kubeconfig or '(default)'}: {err}") from None

@@ -80,7 +80,10 @@ class FakeKubeApi:
             ]
             return items, str(next(self._versions))
 
-    def create(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON:
+    def create(
+        self, resource: Resource, namespace: str | None, body: Mapping[str, Any], *, dry_run: bool = False
+    ) -> JSON:
+        """With ``dry_run`` the object is checked and returned but neither stored nor counted."""
         with self._lock:
             self._maybe_fail()
             obj = copy.deepcopy(dict(body))
@@ -100,6 +103,8 @@ class FakeKubeApi:
             meta["creationTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             obj.setdefault("apiVersion", resource.api_version)
             obj.setdefault("kind", resource.kind)
+            if dry_run:
+                return obj
             return self._store("create", key, obj)
 
     def update(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON:
@@ -117,7 +122,9 @@ class FakeKubeApi:
         *,
         patch_type: str = "json",
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSON:
+        """With ``dry_run`` the patch is applied to a copy (its failures raise) and nothing is stored."""
         with self._lock:
             current = copy.deepcopy(self._current(resource, namespace, name))
             if patch_type == "json":
@@ -131,6 +138,8 @@ class FakeKubeApi:
             wanted = (patch.get("metadata") or {}).get("resourceVersion") if isinstance(patch, dict) else None
             if wanted is not None and wanted != current["metadata"]["resourceVersion"]:
                 raise ConflictError(409, "Conflict", "the object has been modified")
+            if dry_run:
+                return patched
             verb = f"patch_{subresource}" if subresource else "patch"
             return self._store(verb, (resource.plural, namespace, name), patched)
 

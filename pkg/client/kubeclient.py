@@ -71,9 +71,12 @@ class KubeClient:
         self._user_agent = user_agent
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None, *, user_agent: str = "kubevirt-py") -> KubeClient:
-        """From a kubeconfig file; with None, the pod's service account (or ``$KUBECONFIG`` outside a pod)."""
-        return cls(connect(path), user_agent=user_agent)
+    def from_kubeconfig(
+        cls, path: str | None, *, user_agent: str = "kubevirt-py", context: str | None = None
+    ) -> KubeClient:
+        """From a kubeconfig file; with None, the pod's service account (or ``$KUBECONFIG`` outside a pod).
+        ``context`` picks a kubeconfig context other than the current one."""
+        return cls(connect(path, context=context), user_agent=user_agent)
 
     # Reads.
 
@@ -148,8 +151,10 @@ class KubeClient:
 
     # Writes.
 
-    def create(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON:
-        return self._json("POST", resource.path(namespace), body=body)
+    def create(
+        self, resource: Resource, namespace: str | None, body: Mapping[str, Any], *, dry_run: bool = False
+    ) -> JSON:
+        return self._json("POST", resource.path(namespace), body=body, query=_dry_run(dry_run))
 
     def update(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON:
         return self._json("PUT", resource.path(namespace, _name(body)), body=body)
@@ -166,13 +171,18 @@ class KubeClient:
         *,
         patch_type: str = "json",
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSON:
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             known = ", ".join(PATCH_CONTENT_TYPES)
             raise ValueError(f"patch_type: must be one of {known}, not {patch_type!r}")
         return self._json(
-            "PATCH", resource.path(namespace, name, subresource), body=patch, content_type=content_type
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            body=patch,
+            content_type=content_type,
+            query=_dry_run(dry_run),
         )
 
     def delete(
@@ -280,6 +290,11 @@ class KubeClient:
 
 def _query(**params: Any) -> dict[str, str]:
     return {key: str(value) for key, value in params.items() if value is not None and value != ""}
+
+
+def _dry_run(dry_run: bool) -> dict[str, str] | None:
+    """The query of a write the server checks and answers but does not persist."""
+    return {"dryRun": "All"} if dry_run else None
 
 
 def _name(body: Mapping[str, Any]) -> str:

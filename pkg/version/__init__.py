@@ -1,5 +1,7 @@
 """The project version, as every binary reports it."""
 
+import platform
+import sys
 from importlib import metadata
 
 DISTRIBUTION = "kubevirt-py"
@@ -11,3 +13,22 @@ def get_version() -> str:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
         return "0.0.0-dev"
+
+
+def version_info() -> dict[str, str]:
+    """The build in the shape of KubeVirt's ``version.Info`` (what ``/version`` serves)."""
+    return {
+        "gitVersion": f"v{get_version()}",
+        "gitCommit": "",
+        "gitTreeState": "",
+        "buildDate": "",
+        "goVersion": f"python{platform.python_version()}",
+        "compiler": sys.implementation.name,
+        "platform": f"{sys.platform}/{platform.machine()}",
+    }
+
+
+def format_version_info(info: dict[str, str]) -> str:
+    """``version.Info`` as Go's ``%#v`` prints it, which is how virtctl shows both versions."""
+    fields = ", ".join(f'{key[0].upper()}{key[1:]}:"{value}"' for key, value in info.items())
+    return f"version.Info{{{fields}}}"

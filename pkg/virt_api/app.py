@@ -7,15 +7,27 @@ are read from files and re-read when they change.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kubevirt.admission import defaulting
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
+from kubevirt.client import KubeClient, KubeConfigError
 from kubevirt.log import get_logger
 from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect, own_namespace
+from kubevirt.virt_api.rest.discovery import VERSIONS, version_path
+from kubevirt.virt_api.rest.handler import CONSOLE_SERVER_PORT
+from kubevirt.virt_api.rest.wiring import (
+    FrontProxyFollower,
+    HandlerTLS,
+    middleware_for,
+    subresource_extension,
+)
 from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
@@ -35,6 +47,10 @@ class Options:
     cert_reload_interval: float = 2.0
     kubeconfig: str | None = None
     config_refresh_interval: float = 5.0
+    console_server_port: int = CONSOLE_SERVER_PORT
+    handler_tls: HandlerTLS | None = None
+    # Where virt-handler pods run; virt-api's own namespace when None.
+    handler_namespace: str | None = None
 
 
 class ConfigFollower(config_follower.ConfigFollower):
@@ -80,9 +96,20 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
             follower.follow(options.config_refresh_interval)
         )
     probe = kubernetes.server_version if kubernetes else None
-    server = WebhookServer(handlers, limits=options.limits, version_probe=probe)
+    extensions, middlewares, trust = _subresources(options, certificate, list(handlers), lambda: ctx.config)
+    server = WebhookServer(
+        handlers,
+        limits=options.limits,
+        version_probe=probe,
+        extensions=extensions,
+        middlewares=middlewares,
+        health_paths=["/healthz", *(f"{version_path(version)}/healthz" for version in VERSIONS)],
+    )
     listening = await server.listen(options.listen, options.port, certificate.server_context)
     certificate.start()
+    trust_task = None
+    if trust is not None:
+        trust_task = asyncio.get_running_loop().create_task(trust.follow(options.config_refresh_interval))
     log.info(
         "virt-api serving admission webhooks",
         address=options.listen,
@@ -97,8 +124,32 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
         log.info("virt-api shutting down")
         if follower_task is not None:
             follower_task.cancel()
+        if trust_task is not None:
+            trust_task.cancel()
         await certificate.stop()
         await listening.close()
+
+
+def _subresources(
+    options: Options,
+    certificate: ReloadingCertificate,
+    webhook_paths: list[str],
+    config: Callable[[], ClusterConfig],
+) -> tuple[list[Any], list[Any], FrontProxyFollower | None]:
+    """The subresource API's routes and authorising middleware; none without a cluster to ask."""
+    if options.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return [], [], None
+    try:
+        client = KubeClient.from_kubeconfig(options.kubeconfig, user_agent="virt-api")
+    except KubeConfigError as err:
+        raise ClusterConfigError(str(err)) from None
+    namespace = options.handler_namespace or own_namespace() or "kubevirt"
+    follower = FrontProxyFollower(client, certificate.trust_client_ca)
+    follower.refresh()
+    extension = subresource_extension(
+        client, namespace, options.handler_tls, options.console_server_port, config
+    )
+    return [extension], [middleware_for(client, follower, webhook_paths)], follower
 
 
 def run(options: Options) -> int:

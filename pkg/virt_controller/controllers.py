@@ -24,6 +24,12 @@ from kubevirt.client import (
     EventSink,
     KubeApi,
 )
+from kubevirt.client.resources import (
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+    VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
+    VIRTUAL_MACHINE_INSTANCETYPES,
+    VIRTUAL_MACHINE_PREFERENCES,
+)
 from kubevirt.controller import (
     Controller,
     ControllerExpectations,
@@ -46,6 +52,12 @@ from kubevirt_api.core.v1 import (
     VirtualMachine,
     VirtualMachineInstance,
     VirtualMachineInstanceReplicaSet,
+)
+from kubevirt_api.instancetype.v1beta1 import (
+    VirtualMachineClusterInstancetype,
+    VirtualMachineClusterPreference,
+    VirtualMachineInstancetype,
+    VirtualMachinePreference,
 )
 from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
 
@@ -118,6 +130,16 @@ class ControllerSet:
             expectations=UIDTrackingControllerExpectations(),
             enqueue=self._queue("virtualmachine"),
             rng=self._rng,
+            instancetype_store=factory.informer(
+                VIRTUAL_MACHINE_INSTANCETYPES, VirtualMachineInstancetype
+            ).store,
+            cluster_instancetype_store=factory.informer(
+                VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, VirtualMachineClusterInstancetype
+            ).store,
+            preference_store=factory.informer(VIRTUAL_MACHINE_PREFERENCES, VirtualMachinePreference).store,
+            cluster_preference_store=factory.informer(
+                VIRTUAL_MACHINE_CLUSTER_PREFERENCES, VirtualMachineClusterPreference
+            ).store,
         )
         _Handlers.connect(vms, vm, "vm")
         _Handlers.connect(vmis, vm, "vmi")

@@ -2,28 +2,56 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from typing import Any
+
 import click
 
+from kubevirt.client import ApiError
 from kubevirt.log import configure as configure_logging
-from kubevirt.version import get_version
+from kubevirt.version import format_version_info, get_version, version_info
+from kubevirt.virtctl.clientconfig import ClientFlags, client_flags, connect, flags_from
 from kubevirt.virtctl.create import create
+from kubevirt.virtctl.guest_agent import COMMANDS as GUEST_AGENT_COMMANDS
+from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
+from kubevirt.virtctl.lifecycle import SUBRESOURCES
 from kubevirt.virtctl.render import render
 from kubevirt.virtctl.validate import validate
 
 
 @click.group(name="virtctl", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(get_version(), prog_name="virtctl", message="%(prog)s %(version)s")
-def root() -> None:
+@client_flags
+@click.pass_context
+def root(
+    ctx: click.Context, /, kubeconfig: str | None, kube_context: str | None, namespace: str | None
+) -> None:
     """virtctl controls virtual machine related operations on your kubernetes cluster."""
     configure_logging("virtctl")
+    ctx.obj = ClientFlags(kubeconfig, kube_context, namespace)
 
 
 @root.command()
-def version() -> None:
-    """Print the client version."""
-    click.echo(f"Client Version: {get_version()}")
+@click.option("-c", "--client", "client_only", is_flag=True, help="Client version only (no server required).")
+@client_flags
+@click.pass_context
+def version(ctx: click.Context, /, client_only: bool, **flags: Any) -> None:
+    """Print the client and server version information."""
+    click.echo(f"Client Version: {format_version_info(version_info())}")
+    if client_only:
+        return
+    client, _ = connect(flags_from(ctx, **flags))
+    try:
+        server = json.loads(client.request("GET", f"{SUBRESOURCES}/version"))
+    except (ApiError, ValueError) as err:
+        click.echo(f"failed to get server version: {err}", err=True)
+        sys.exit(1)
+    click.echo(f"Server Version: {format_version_info(server)}")
 
 
 root.add_command(create)
 root.add_command(render)
 root.add_command(validate)
+for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS):
+    root.add_command(command)

@@ -1,5 +1,8 @@
 """etcd and kube-apiserver alone on loopback, for integration tests of API clients (no node, no kubelet).
 
+The API server runs its aggregator with a front-proxy CA and client certificate (``pki/front-proxy-*``),
+so an aggregated API server started beside it can be reached through an APIService.
+
 Everything lives in one temporary directory on free ports, so any number of these can run beside the
 local cluster and each other. The certificates, process handling and readiness checks are the cluster's.
 """
@@ -22,6 +25,7 @@ from .readiness import url_ok, wait_for
 GENERATED_CRDS = REPO / "manifests" / "generated"
 BUILD_KUBERNETES = REPO / "hack" / "cluster" / "build-kubernetes"
 SERVICE_SUBNET = "10.96.0.0/16"
+FRONT_PROXY_CLIENT = "front-proxy-client"
 
 
 @dataclass(frozen=True)
@@ -93,8 +97,10 @@ def running_apiserver(directory: Path, *, install_crds: bool = True) -> Iterator
                 client=False,
             ),
             pki.Leaf("admin", "kubernetes-admin", ("system:masters",)),
+            # The aggregator's identity towards aggregated APIs (virt-api's subresources).
+            pki.Leaf("front-proxy-client", FRONT_PROXY_CLIENT, ca="front-proxy-ca"),
         ],
-        ("ca",),
+        ("ca", "front-proxy-ca"),
     )
     etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     etcd_url = f"http://127.0.0.1:{etcd_port}"
@@ -141,6 +147,13 @@ def running_apiserver(directory: Path, *, install_crds: bool = True) -> Iterator
                 f"--service-account-signing-key-file={pki_dir / 'sa.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--authorization-mode=RBAC",
+                f"--requestheader-client-ca-file={pki_dir / 'front-proxy-ca.crt'}",
+                f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={pki_dir / 'front-proxy-client.crt'}",
+                f"--proxy-client-key-file={pki_dir / 'front-proxy-client.key'}",
             ],
             f"{url}/readyz",
             timeout=120,

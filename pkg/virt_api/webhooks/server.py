@@ -105,8 +105,16 @@ class WebhookServer:
         *,
         limits: ServerLimits | None = None,
         version_probe: VersionProbe | None = None,
+        extensions: Sequence[Callable[[web.Application], None]] = (),
+        middlewares: Sequence[Any] = (),
+        health_paths: Sequence[str] = ("/healthz",),
     ) -> None:
+        """``extensions`` add further routes to the application; ``middlewares`` run for every request;
+        the health answer is served on each of ``health_paths``."""
+        self._health_paths = list(health_paths)
         self._handlers = dict(handlers)
+        self._extensions = list(extensions)
+        self._middlewares = list(middlewares)
         self._limits = limits or ServerLimits()
         self._version_probe = version_probe
         self._api_version: Any = None
@@ -121,15 +129,18 @@ class WebhookServer:
     def application(self, *, middlewares: Sequence[Any] = ()) -> web.Application:
         # aiohttp enforces client_max_size itself when the body is read (413).
         app = web.Application(client_max_size=self._limits.max_body_bytes, middlewares=list(middlewares))
-        app.router.add_get("/healthz", self._healthz)
+        for path in self._health_paths:
+            app.router.add_get(path, self._healthz)
         for path in self._handlers:
             app.router.add_route("*", path, self._admit)
+        for extend in self._extensions:
+            extend(app)
         return app
 
     async def listen(self, host: str, port: int, ssl_context: ssl.SSLContext | None) -> Listening:
         """Serve on ``host:port`` (0 picks a free port) until :meth:`Listening.close`."""
         deadline = HeaderDeadline(self._limits.body_timeout)
-        app = self.application(middlewares=[deadline.middleware])
+        app = self.application(middlewares=[deadline.middleware, *self._middlewares])
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         if runner.server is None:

@@ -15,11 +15,19 @@ from pathlib import Path
 from kubevirt.log import get_logger
 
 
-def _load(cert_file: Path, key_file: Path) -> ssl.SSLContext:
+def _load(cert_file: Path, key_file: Path, client_ca: str | None = None) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(str(cert_file), str(key_file))
+    if client_ca:
+        _verify_clients(context, client_ca)
     return context
+
+
+def _verify_clients(context: ssl.SSLContext, client_ca: str) -> None:
+    """Client certificates are optional (the webhooks' callers send none) but verified when sent."""
+    context.load_verify_locations(cadata=client_ca)
+    context.verify_mode = ssl.CERT_OPTIONAL
 
 
 class ReloadingCertificate:
@@ -31,6 +39,7 @@ class ReloadingCertificate:
         self._interval = interval
         self._log = get_logger(cert=str(cert_file))
         self._stamp = self._mtimes()
+        self._client_ca: str | None = None
         self._current = _load(cert_file, key_file)
         # The context given to the listener; each handshake is switched to the current one.
         self.server_context = _load(cert_file, key_file)
@@ -43,6 +52,17 @@ class ReloadingCertificate:
     def _select(self, sock: ssl.SSLObject, _server_name: str | None, _ctx: ssl.SSLContext) -> None:
         sock.context = self._current
 
+    def trust_client_ca(self, client_ca: str) -> None:
+        """Verify client certificates against ``client_ca`` (PEM) from now on; a no-op when unchanged."""
+        if client_ca == self._client_ca:
+            return
+        fresh = _load(self._cert_file, self._key_file, client_ca)
+        # The listener's context decides whether a certificate is requested; the swapped-in one verifies it.
+        _verify_clients(self.server_context, client_ca)
+        self._client_ca = client_ca
+        self._current = fresh
+        self._log.info("verifying client certificates against the front-proxy CA")
+
     def reload_if_changed(self) -> bool:
         """Load the files again if they changed; returns whether a new certificate is in use."""
         try:
@@ -53,7 +73,7 @@ class ReloadingCertificate:
         if stamp == self._stamp:
             return False
         try:
-            fresh = _load(self._cert_file, self._key_file)
+            fresh = _load(self._cert_file, self._key_file, self._client_ca)
         except (OSError, ssl.SSLError) as err:
             # Likely mid-rotation (certificate written, key not yet): try again on the next tick.
             self._log.warning("new certificate not loadable yet", reason=str(err))

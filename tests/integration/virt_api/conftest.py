@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import http.client
 import json
-import shutil
 import socket
 import ssl
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from typing import Any
 import pytest
 
 from kubevirt_testing.certificates import self_signed
+from kubevirt_testing.process import start_virt_api, terminate
 
 
 def make_certificate(cert_file: Path, key_file: Path, common_name: str) -> bytes:
@@ -27,12 +26,6 @@ def make_certificate(cert_file: Path, key_file: Path, common_name: str) -> bytes
     key_file.write_bytes(pair.key_pem)
     cert_file.write_bytes(pair.cert_pem)
     return pair.cert_der
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -94,29 +87,11 @@ class VirtApi:
 def launch(workdir: Path, extra_args: list[str] | None = None, *, expect_healthy: bool = True) -> VirtApi:
     """Start virt-api with a fresh certificate in ``workdir``; returns once /healthz answers (200, or any
     answer when ``expect_healthy`` is false)."""
-    # The console script sits beside the interpreter running the tests.
-    exe = shutil.which("virt-api") or shutil.which("virt-api", path=str(Path(sys.executable).parent))
-    assert exe, "virt-api is not installed"
     cert_file, key_file = workdir / "tls.crt", workdir / "tls.key"
     make_certificate(cert_file, key_file, "virt-api-1")
-    port = free_port()
     log_file = workdir / "virt-api.log"
-    with log_file.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                exe,
-                "--listen=127.0.0.1",
-                f"--port={port}",
-                f"--tls-cert-file={cert_file}",
-                f"--tls-key-file={key_file}",
-                "--cert-reload-interval=0.2",
-                "--request-timeout=1.5",
-                f"--max-request-bytes={2 * 1024 * 1024}",
-                *(extra_args or []),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    limits = ["--cert-reload-interval=0.2", "--request-timeout=1.5", f"--max-request-bytes={2 * 1024 * 1024}"]
+    process, port = start_virt_api(cert_file, key_file, log_file, [*limits, *(extra_args or [])])
     api = VirtApi(port, cert_file, key_file, process, log_file)
     deadline = time.monotonic() + 30
     while True:
@@ -132,12 +107,7 @@ def launch(workdir: Path, extra_args: list[str] | None = None, *, expect_healthy
 
 
 def stop(api: VirtApi) -> None:
-    api.process.terminate()
-    try:
-        api.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        api.process.kill()
-        api.process.wait()
+    terminate(api.process)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from typing import Final
 
 from pydantic import Field
 
-from kubevirt_api.base import ApiModel, Int32, Int64, TypeMeta
+from kubevirt_api.base import ApiModel, Int, Int64, TypeMeta, Uint32
 from kubevirt_api.core.v1.domain import (
     EFI,
     GPU,
@@ -90,19 +90,19 @@ class SpreadAcross:
 
 # Go's uint32 fields appear in KubeVirt's OpenAPI as int64 and its plain int fields as int32.
 class CPUInstancetype(ApiModel):
-    guest: Int64
+    guest: Uint32
     model: str | None = None
     dedicated_cpu_placement: bool | None = Field(default=None, alias="dedicatedCPUPlacement")
     numa: NUMA | None = None
     isolate_emulator_thread: bool | None = Field(default=None, alias="isolateEmulatorThread")
     realtime: Realtime | None = None
-    max_sockets: Int64 | None = Field(default=None, alias="maxSockets")
+    max_sockets: Uint32 | None = Field(default=None, alias="maxSockets")
 
 
 class MemoryInstancetype(ApiModel):
     guest: Quantity
     hugepages: Hugepages | None = None
-    overcommit_percent: Int32 | None = Field(
+    overcommit_percent: Int | None = Field(
         default=None, alias="overcommitPercent", json_schema_extra={"minimum": 0, "maximum": 100}
     )
     max_guest: Quantity | None = Field(default=None, alias="maxGuest")
@@ -149,7 +149,7 @@ class ClockPreferences(ApiModel):
 
 class SpreadOptions(ApiModel):
     across: str | None = None
-    ratio: Int64 | None = None
+    ratio: Uint32 | None = None
 
 
 class CPUPreferences(ApiModel):
@@ -231,7 +231,7 @@ class VolumePreferences(ApiModel):
 
 
 class CPUPreferenceRequirement(ApiModel):
-    guest: Int64
+    guest: Uint32
 
 
 class MemoryPreferenceRequirement(ApiModel):
@@ -257,7 +257,7 @@ class VirtualMachinePreferenceSpec(ApiModel):
     )
     requirements: PreferenceRequirements | None = None
     annotations: dict[str, str] | None = None
-    prefer_spread_socket_to_core_ratio: Int64 | None = Field(
+    prefer_spread_socket_to_core_ratio: Uint32 | None = Field(
         default=None, alias="preferSpreadSocketToCoreRatio"
     )
 

@@ -1,0 +1,1 @@
+"""The ``subresources.kubevirt.io`` aggregated API: lifecycle requests, discovery, authorisation."""

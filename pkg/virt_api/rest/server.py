@@ -1,0 +1,197 @@
+"""The subresource API's HTTP surface on virt-api's TLS port, beside the admission webhooks.
+
+Routes are added to the webhook server's aiohttp application. The authorising middleware runs for
+every path except the webhooks': a refusal is 401 with the reason as plain text, a review that could
+not be made a 500 with no body. Handlers run in threads (they block on the API server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from kubevirt.client import JSON
+from kubevirt.log import get_logger
+from kubevirt.version import version_info
+from kubevirt.virt_api.rest import discovery
+from kubevirt.virt_api.rest.authorizer import Authorizer
+from kubevirt.virt_api.rest.bodies import decode_options
+from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
+from kubevirt.virt_api.rest.gated import GATED_ROUTES, GatedRoute, refusal
+from kubevirt.virt_api.rest.lifecycle import VMLifecycle
+from kubevirt.virt_api.rest.status import StatusError
+from kubevirt.virt_api.rest.streams import StreamRelay, check_console, check_vnc, preserve_session
+from kubevirt.virt_api.rest.vmi_operations import (
+    GUEST_AGENT_READS,
+    PUT_CHECKS,
+    GuestAgentReadError,
+    VMIOperations,
+)
+from kubevirt.virt_config import ClusterConfig
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+VM_OPTIONS = {
+    "start": "StartOptions",
+    "stop": "StopOptions",
+    "restart": "RestartOptions",
+    "migrate": "MigrateOptions",
+}
+VMI_OPTIONS = {"pause": "PauseOptions", "unpause": "UnpauseOptions"}
+
+
+def status_response(err: StatusError) -> web.Response:
+    return web.json_response(err.body(), status=err.code)
+
+
+@dataclass
+class SubresourceAPI:
+    lifecycle: VMLifecycle
+    vmis: VMIOperations
+    config: Callable[[], ClusterConfig] = ClusterConfig
+    streams: StreamRelay | None = None
+
+    def install(self, app: web.Application) -> None:
+        app.router.add_get("/", self._json(discovery.root_paths))
+        app.router.add_get("/apis", self._json(discovery.api_group_list))
+        app.router.add_get(discovery.group_path(), self._json(discovery.api_group))
+        app.router.add_get("/openapi/v2", self._json(discovery.openapi_v2))
+        for version in discovery.VERSIONS:
+            base = discovery.version_path(version)
+            app.router.add_get(base, self._json(functools.partial(discovery.api_resource_list, version)))
+            app.router.add_get(f"{base}/version", self._json(version_info))
+            namespaced = f"{base}/namespaces/{{namespace}}"
+            vm_path = f"{namespaced}/virtualmachines/{{name}}"
+            vmi_path = f"{namespaced}/virtualmachineinstances/{{name}}"
+            for operation in VM_OPTIONS:
+                app.router.add_put(f"{vm_path}/{operation}", self._vm_operation(operation))
+            for route in GATED_ROUTES:
+                path = f"{namespaced}/{route.resource}/{{name}}/{route.subresource}"
+                app.router.add_route(route.method, path, self._gated(route))
+            for operation in PUT_CHECKS:
+                app.router.add_put(f"{vmi_path}/{operation}", self._vmi_operation(operation))
+            if self.streams is not None:
+                app.router.add_get(f"{vmi_path}/console", self._stream("console", check_console))
+                app.router.add_get(f"{vmi_path}/vnc", self._stream("vnc", check_vnc))
+            for operation in GUEST_AGENT_READS:
+                app.router.add_get(f"{vmi_path}/{operation}", self._guest_agent_read(operation))
+
+    @staticmethod
+    def _json(produce: Callable[[], Any]) -> Handler:
+        async def handle(_request: web.Request) -> web.Response:
+            return web.json_response(produce())
+
+        return handle
+
+    def _vm_operation(self, operation: str) -> Handler:
+        call = getattr(self.lifecycle, operation)
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            try:
+                options = decode_options(VM_OPTIONS[operation], await request.read())
+                code = await asyncio.to_thread(call, namespace, name, options)
+            except StatusError as err:
+                return status_response(err)
+            return web.Response(status=code)
+
+        return handle
+
+    def _vmi_operation(self, operation: str) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            try:
+                body = await request.read()
+                kind = VMI_OPTIONS.get(operation)
+                options = decode_options(kind, body) if kind else decode_options("PauseOptions", b"")
+                code = await asyncio.to_thread(self.vmis.put, operation, namespace, name, options, body)
+            except StatusError as err:
+                return status_response(err)
+            return web.Response(status=code)
+
+        return handle
+
+    def _stream(self, stream: str, check: Callable[[JSON], None]) -> Handler:
+        relay = self.streams
+        assert relay is not None
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            target = stream
+            if stream == "vnc":
+                keep = preserve_session(request.query.get("preserveSession"))
+                target = f"vnc?preserveSession={'true' if keep else 'false'}"
+            try:
+                url = await asyncio.to_thread(relay.handler_url, namespace, name, target, check)
+                return await relay.relay(request, url)
+            except StatusError as err:
+                return status_response(err)
+
+        return handle
+
+    def _gated(self, route: GatedRoute) -> Handler:
+        async def handle(_request: web.Request) -> web.StreamResponse:
+            return status_response(refusal(route, self.config))
+
+        return handle
+
+    def _guest_agent_read(self, operation: str) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            try:
+                answer = await asyncio.to_thread(self.vmis.read_guest_agent, operation, namespace, name)
+            except GuestAgentReadError as err:
+                return web.Response(status=500, text=str(err))
+            return web.json_response(answer)
+
+        return handle
+
+
+def authorizing_middleware(
+    authorizer: Authorizer, trust: Callable[[], FrontProxyTrust | None], exempt: Collection[str]
+) -> Any:
+    """Refuses what the authorizer refuses; ``exempt`` paths (the webhooks) pass untouched."""
+    log = get_logger()
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in exempt:
+            return await handler(request)
+        current = trust()
+        certificate = _peer_common_name(request)
+        authenticated = (
+            certificate is not None and current is not None and current.allows(certificate or None)
+        )
+        if current is not None:
+            authorizer.names = current.headers
+        headers = list(request.headers.items())
+        try:
+            decision = await asyncio.to_thread(
+                authorizer.decide, request.path, request.method, authenticated, headers
+            )
+        except Exception as err:  # the review itself failed: KubeVirt answers 500 with no body
+            log.error("internal error during auth request", reason=str(err))
+            return web.Response(status=500)
+        if not decision.allowed:
+            return web.Response(status=401, text=decision.reason)
+        return await handler(request)
+
+    return middleware
+
+
+def _peer_common_name(request: web.Request) -> str | None:
+    """The verified client certificate's common name ('' if it has none); None without a certificate."""
+    transport = request.transport
+    peer = transport.get_extra_info("peercert") if transport is not None else None
+    if not peer:
+        return None
+    for rdn in peer.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return ""

@@ -1,0 +1,97 @@
+"""Builds the subresource API for a running virt-api: the handlers on the runtime client, the
+authorizer posting SubjectAccessReviews, and the front-proxy trust kept current from its ConfigMap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from kubevirt.client import JSON, KubeClient, Resource
+from kubevirt.log import get_logger
+from kubevirt.virt_api.rest.authorizer import Authorizer
+from kubevirt.virt_api.rest.front_proxy import FrontProxyConfigError, FrontProxyTrust, read_front_proxy_trust
+from kubevirt.virt_api.rest.handler import HandlerLocator, TLSHandlerTransport
+from kubevirt.virt_api.rest.lifecycle import VMLifecycle
+from kubevirt.virt_api.rest.server import SubresourceAPI, authorizing_middleware
+from kubevirt.virt_api.rest.streams import StreamRelay
+from kubevirt.virt_api.rest.vmi_operations import VMIOperations
+from kubevirt.virt_config import ClusterConfig
+
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
+
+
+@dataclass(frozen=True)
+class HandlerTLS:
+    """virt-api's client certificate towards virt-handler and the CA that signed virt-handler's."""
+
+    cert_file: Path
+    key_file: Path
+    ca_file: Path | None = None
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+        # virt-handler's certificate names no IP address; its CA is what identifies it.
+        context.check_hostname = False
+        if self.cert_file.is_file() and self.key_file.is_file():
+            context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        return context
+
+
+@dataclass
+class FrontProxyFollower:
+    """Re-reads the front-proxy trust; the TLS listener is told each new CA."""
+
+    client: KubeClient
+    trust_client_ca: Callable[[str], None]
+    current: FrontProxyTrust | None = field(default=None)
+
+    def refresh(self) -> None:
+        try:
+            trust = read_front_proxy_trust(self.client)
+        except FrontProxyConfigError as err:
+            get_logger().warning(
+                "front-proxy trust unavailable, subresources refuse requests", reason=str(err)
+            )
+            return
+        self.trust_client_ca(trust.client_ca)
+        self.current = trust
+
+    async def follow(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            await asyncio.to_thread(self.refresh)
+
+
+def subresource_extension(
+    client: KubeClient,
+    namespace: str,
+    handler_tls: HandlerTLS | None,
+    console_server_port: int,
+    config: Callable[[], ClusterConfig],
+) -> Callable[[web.Application], None]:
+    locator = HandlerLocator(client, namespace, console_server_port)
+    context = handler_tls.context() if handler_tls else ssl.create_default_context()
+    vmis = VMIOperations(client, locator, TLSHandlerTransport(context))
+    streams = StreamRelay(client, locator, context)
+    api = SubresourceAPI(VMLifecycle(client), vmis, config, streams)
+    return api.install
+
+
+def authorizer_for(client: KubeClient) -> Authorizer:
+    def create_review(review: JSON) -> JSON:
+        return client.create(SUBJECT_ACCESS_REVIEWS, None, review)
+
+    return Authorizer(create_review)
+
+
+def middleware_for(client: KubeClient, follower: FrontProxyFollower, exempt: list[str]) -> Any:
+    return authorizing_middleware(authorizer_for(client), lambda: follower.current, exempt)

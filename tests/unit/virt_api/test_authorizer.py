@@ -1,0 +1,157 @@
+"""The subresource API's authorisation: which paths are open, and the SubjectAccessReview it builds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubevirt.client import ApiError
+from kubevirt.client.fake import FakeKubeApi
+from kubevirt.virt_api.rest.authorizer import (
+    Authorizer,
+    ReviewNotPossibleError,
+    rbac_verb,
+    resource_attributes,
+)
+from kubevirt.virt_api.rest.front_proxy import CONFIG_MAPS, FrontProxyConfigError, read_front_proxy_trust
+
+USER = [("X-Remote-User", "alice"), ("X-Remote-Group", "devs"), ("X-Remote-Group", "system:authenticated")]
+
+
+class Reviews:
+    def __init__(self, allowed: bool, reason: str = "") -> None:
+        self.seen: list[dict[str, Any]] = []
+        self.answer = {"status": {"allowed": allowed, "reason": reason}}
+
+    def __call__(self, review: dict[str, Any]) -> dict[str, Any]:
+        self.seen.append(review)
+        return self.answer
+
+
+def test_open_paths_need_nothing() -> None:
+    authorizer = Authorizer(Reviews(False))
+    for path in ("/apis", "/apis/subresources.kubevirt.io/v1alpha3/version", "/healthz", "/openapi/v2"):
+        assert authorizer.decide(path, "GET", False, []).allowed
+
+
+def test_a_request_without_a_certificate_is_not_authenticated() -> None:
+    decision = Authorizer(Reviews(True)).decide(
+        "/apis/x/v1/namespaces/ns/virtualmachines/vm/start", "PUT", False, USER
+    )
+    assert (decision.allowed, decision.reason) == (False, "request is not authenticated")
+
+
+def test_the_review_names_user_groups_extras_and_the_subresource() -> None:
+    reviews = Reviews(True)
+    headers = [*USER, ("X-Remote-Extra-Scopes", "a"), ("X-Remote-Extra-Scopes", "b")]
+    path = "/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachines/vm/start"
+    assert Authorizer(reviews).decide(path, "PUT", True, headers).allowed
+    [review] = reviews.seen
+    assert review["spec"] == {
+        "user": "alice",
+        "groups": ["devs", "system:authenticated"],
+        "extra": {"scopes": ["a", "b"]},
+        "resourceAttributes": {
+            "namespace": "ns",
+            "verb": "update",
+            "group": "subresources.kubevirt.io",
+            "version": "v1",
+            "resource": "virtualmachines",
+            "subresource": "start",
+            "name": "vm",
+        },
+    }
+
+
+def test_a_denial_is_the_reviews_reason() -> None:
+    path = "/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm/console"
+    decision = Authorizer(Reviews(False, "no RBAC policy matched")).decide(path, "GET", True, USER)
+    assert (decision.allowed, decision.reason) == (False, "no RBAC policy matched")
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/metrics", "unknown api endpoint: /metrics"),
+        ("/apis/g/v1/namespaces/ns/pods/p/log", "unknown resource type pods"),
+        ("/apis/g/v1/namespaces/ns/other", "unknown resource type other"),
+    ],
+)
+def test_paths_outside_the_api_are_refused(path: str, reason: str) -> None:
+    decision = Authorizer(Reviews(True)).decide(path, "GET", True, USER)
+    assert (decision.allowed, decision.reason) == (False, reason)
+
+
+def test_missing_user_or_group_headers() -> None:
+    path = "/apis/g/v1/namespaces/ns/virtualmachines/vm/start"
+    assert Authorizer(Reviews(True)).decide(path, "PUT", True, []).reason == (
+        "a valid user header is required for authorization"
+    )
+    assert Authorizer(Reviews(True)).decide(path, "PUT", True, USER[:1]).reason == (
+        "a valid group header is required for authorization"
+    )
+
+
+def test_port_forward_reviews_ignore_port_and_protocol() -> None:
+    path = "/apis/g/v1/namespaces/ns/virtualmachineinstances/vm/portforward/22/tcp"
+    assert resource_attributes(path, "GET")["subresource"] == "portforward"
+    nested = "/apis/g/v1/namespaces/ns/virtualmachineinstances/vm/sev/fetchcertchain"
+    assert resource_attributes(nested, "GET")["subresource"] == "sev/fetchcertchain"
+    assert resource_attributes("/apis/g/v1/namespaces/ns/expand-vm-spec", "PUT")["verb"] == "update"
+
+
+def test_http_verbs_map_to_rbac_verbs() -> None:
+    assert [rbac_verb(m, "x") for m in ("POST", "GET", "HEAD", "PUT", "PATCH", "DELETE")] == [
+        "create",
+        "get",
+        "get",
+        "update",
+        "patch",
+        "delete",
+    ]
+    assert (rbac_verb("GET", ""), rbac_verb("DELETE", "")) == ("list", "deletecollection")
+    with pytest.raises(ReviewNotPossibleError, match="unknown http verb in request: TRACE"):
+        rbac_verb("TRACE", "x")
+
+
+def test_a_failed_review_propagates() -> None:
+    def failing(_review: dict[str, Any]) -> dict[str, Any]:
+        raise ApiError(503, "ServiceUnavailable", "down")
+
+    path = "/apis/g/v1/namespaces/ns/virtualmachines/vm/start"
+    with pytest.raises(ApiError):
+        Authorizer(failing).decide(path, "PUT", True, USER)
+
+
+def test_front_proxy_trust_from_the_config_map() -> None:
+    api = FakeKubeApi()
+    with pytest.raises(
+        FrontProxyConfigError, match="cannot read kube-system/extension-apiserver-authentication"
+    ):
+        read_front_proxy_trust(api)
+    data = {
+        "requestheader-client-ca-file": "PEM",
+        "requestheader-allowed-names": '["front-proxy-client"]',
+        "requestheader-username-headers": '["X-Remote-User"]',
+        "requestheader-group-headers": '["X-Other-Group"]',
+    }
+    meta = {"name": "extension-apiserver-authentication", "namespace": "kube-system"}
+    api.add(CONFIG_MAPS, {"metadata": meta, "data": data})
+    trust = read_front_proxy_trust(api)
+    assert trust.client_ca == "PEM"
+    assert [trust.allows(name) for name in ("front-proxy-client", "someone-else", None)] == [
+        True,
+        False,
+        False,
+    ]
+    assert trust.headers.group == ["X-Remote-Group", "X-Other-Group"]
+    api.patch(
+        CONFIG_MAPS,
+        "kube-system",
+        meta["name"],
+        {"data": {"requestheader-group-headers": "nope"}},
+        patch_type="merge",
+    )
+    with pytest.raises(FrontProxyConfigError, match=r"data\.requestheader-group-headers: not a JSON list"):
+        read_front_proxy_trust(api)
