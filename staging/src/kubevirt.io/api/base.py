@@ -44,36 +44,18 @@ __all__ = [
 ]
 
 
-# The API server reads a schema's minimum and maximum as float64: a bound beyond 2**53 is not kept exactly
-# (2**63 - 1 becomes 2**63, which overflows to -2**63 and refuses every value). Such bounds stay in the
-# models only; the API server's own int64 decoding already refuses what lies beyond them.
-_EXACT_IN_FLOAT64 = 2**53
-
-
 def _integer_schema(bits: int, *, signed: bool, schema_format: str | None) -> dict[str, Any]:
-    """The CRD schema of a Go integer type: the format controller-gen writes for it, and the range bounds
-    the API server can hold exactly."""
+    """The CRD schema of a Go integer type: its range, and the format controller-gen writes for it."""
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
     schema: dict[str, Any] = {"type": "integer"}
     if schema_format:
         schema["format"] = schema_format
-    low, high = _integer_range(bits, signed=signed)
-    schema.update(
-        {
-            key: bound
-            for key, bound in (("minimum", low), ("maximum", high))
-            if abs(bound) <= _EXACT_IN_FLOAT64
-        }
-    )
+    schema.update(minimum=low, maximum=high)
     return schema
 
 
-def _integer_range(bits: int, *, signed: bool) -> tuple[int, int]:
-    return (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
-
-
-def _bounds(bits: int, *, signed: bool) -> Any:
-    low, high = _integer_range(bits, signed=signed)
-    return Field(ge=low, le=high)
+def _bounds(schema: dict[str, Any]) -> Any:
+    return Field(ge=schema["minimum"], le=schema["maximum"])
 
 
 # Go's integer types: a value outside the type's range is refused, as Go's decoder refuses it (``int``
@@ -86,13 +68,13 @@ _UINT = _integer_schema(64, signed=False, schema_format=None)
 _UINT8 = _integer_schema(8, signed=False, schema_format=None)
 _UINT32 = _integer_schema(32, signed=False, schema_format="int32")
 _UINT64 = _integer_schema(64, signed=False, schema_format="int64")
-Int = Annotated[int, _bounds(64, signed=True), WithJsonSchema(_INT)]
-Int32 = Annotated[int, _bounds(32, signed=True), WithJsonSchema(_INT32)]
-Int64 = Annotated[int, _bounds(64, signed=True), WithJsonSchema(_INT64)]
-Uint = Annotated[int, _bounds(64, signed=False), WithJsonSchema(_UINT)]
-Uint8 = Annotated[int, _bounds(8, signed=False), WithJsonSchema(_UINT8)]
-Uint32 = Annotated[int, _bounds(32, signed=False), WithJsonSchema(_UINT32)]
-Uint64 = Annotated[int, _bounds(64, signed=False), WithJsonSchema(_UINT64)]
+Int = Annotated[int, _bounds(_INT), WithJsonSchema(_INT)]
+Int32 = Annotated[int, _bounds(_INT32), WithJsonSchema(_INT32)]
+Int64 = Annotated[int, _bounds(_INT64), WithJsonSchema(_INT64)]
+Uint = Annotated[int, _bounds(_UINT), WithJsonSchema(_UINT)]
+Uint8 = Annotated[int, _bounds(_UINT8), WithJsonSchema(_UINT8)]
+Uint32 = Annotated[int, _bounds(_UINT32), WithJsonSchema(_UINT32)]
+Uint64 = Annotated[int, _bounds(_UINT64), WithJsonSchema(_UINT64)]
 # metav1.Time stays an RFC 3339 string in Python, so it round-trips byte for byte.
 Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 

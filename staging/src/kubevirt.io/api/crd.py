@@ -260,10 +260,29 @@ CRDS: Final[dict[str, CrdFacts]] = {
 }
 
 
+# The API server reads a schema's minimum and maximum as float64: a bound beyond 2**53 is not kept exactly
+# (int64's maximum 2**63 - 1 becomes 2**63, which overflows to -2**63 and refuses every value). The CRDs
+# keep only the bounds it can hold; its own int64 decoding refuses what lies beyond the others, and the
+# admission schema check (crd_schema) keeps them all.
+_EXACT_IN_FLOAT64 = 2**53
+
+
+def _bounds_the_api_server_holds(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_bounds_the_api_server_holds(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: _bounds_the_api_server_holds(value)
+        for key, value in schema.items()
+        if not (key in ("minimum", "maximum") and isinstance(value, int) and abs(value) > _EXACT_IN_FLOAT64)
+    }
+
+
 def custom_resource_definition(kind: str) -> JSON:
     """The CRD object for ``kind``, as the operator installs it."""
     facts = CRDS[kind]
-    schema = crd_schema(kind)
+    schema = _bounds_the_api_server_holds(crd_schema(kind))
     subresources: JSON = {}
     if facts.status_subresource:
         subresources["status"] = {}
