@@ -6,6 +6,8 @@ import io
 import json
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,9 +17,14 @@ from kubevirt.version import get_version
 BINARIES = ["virt-operator", "virt-api", "virt-controller", "virt-handler", "virt-launcher", "virtctl"]
 
 
+def _script(binary: str) -> str | None:
+    """The console script installed beside this interpreter (the project's environment, whatever PATH says)."""
+    return shutil.which(binary, path=str(Path(sys.executable).parent))
+
+
 @pytest.mark.parametrize("binary", BINARIES)
 def test_version_flag_prints_project_version(binary: str) -> None:
-    exe = shutil.which(binary)
+    exe = _script(binary)
     assert exe, f"{binary} is not installed as a console script"
     result = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True, timeout=60)
     assert result.stdout.strip() == f"{binary} {get_version()}"
@@ -25,7 +32,7 @@ def test_version_flag_prints_project_version(binary: str) -> None:
 
 @pytest.mark.parametrize("binary", BINARIES)
 def test_help_describes_the_binary(binary: str) -> None:
-    exe = shutil.which(binary)
+    exe = _script(binary)
     assert exe
     result = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True, timeout=60)
     assert result.stdout.startswith("Usage:")
@@ -33,7 +40,7 @@ def test_help_describes_the_binary(binary: str) -> None:
 
 
 def test_virtctl_version_subcommand() -> None:
-    exe = shutil.which("virtctl")
+    exe = _script("virtctl")
     assert exe
     result = subprocess.run(
         [exe, "version", "--client"], capture_output=True, text=True, check=True, timeout=60
@@ -42,7 +49,7 @@ def test_virtctl_version_subcommand() -> None:
 
 
 def test_bad_flag_is_a_usage_error_not_a_traceback() -> None:
-    exe = shutil.which("virt-handler")
+    exe = _script("virt-handler")
     assert exe
     result = subprocess.run([exe, "--no-such-flag"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
