@@ -18,7 +18,7 @@ BINARIES = ["virt-operator", "virt-api", "virt-controller", "virt-handler", "vir
 
 
 def _script(binary: str) -> str | None:
-    """The console script installed beside this interpreter (the project's environment, whatever PATH says)."""
+    """The console script beside this interpreter (the project's environment, whatever PATH says)."""
     return shutil.which(binary, path=str(Path(sys.executable).parent))
 
 
