@@ -17,9 +17,9 @@ from typing import Any
 from kubevirt.admission import defaulting
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
-from kubevirt.client import KubeClient, KubeConfigError
+from kubevirt.client import KubeClient, KubeConfigError, own_namespace
 from kubevirt.log import get_logger
-from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect, own_namespace
+from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect
 from kubevirt.virt_api.rest.discovery import VERSIONS, version_path
 from kubevirt.virt_api.rest.handler import CONSOLE_SERVER_PORT
 from kubevirt.virt_api.rest.wiring import (

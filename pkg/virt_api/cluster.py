@@ -166,18 +166,3 @@ def connect(kubeconfig: str | None) -> ClusterState:
     # No silent retries: the API server waits for the answer, and a refusal with the reason is better.
     configuration.retries = 0
     return KubernetesClusterState(client.ApiClient(configuration))
-
-
-SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-
-def own_namespace() -> str | None:
-    """The namespace virt-api runs in (``POD_NAMESPACE`` or the service account's), if known."""
-    namespace = os.environ.get("POD_NAMESPACE")
-    if namespace:
-        return namespace
-    try:
-        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
