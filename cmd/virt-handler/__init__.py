@@ -19,11 +19,11 @@ from kubevirt.virt_handler import app
 @click.option("--graceful-shutdown-seconds", default=300, show_default=True, type=click.IntRange(min=0))
 @click.option("--kubevirt-share-dir", default="/var/run/kubevirt", show_default=True)
 @click.option(
-    "--kubelet-root",
-    default=Path("/var/lib/kubelet"),
+    "--kubelet-pods-dir",
+    default=Path("/pods"),
     show_default=True,
     type=click.Path(path_type=Path),
-    help="The kubelet's root directory; launcher sockets are found under its pods/.",
+    help="Where the kubelet's pods directory is mounted; launcher sockets are found under it.",
 )
 @click.option("--vm-controller-threads", default=3, show_default=True, type=click.IntRange(min=1))
 @binary("virt-handler", "The node agent: drives each VMI on this node through its virt-launcher.")
@@ -36,13 +36,13 @@ def main(
     max_metric_requests: int,
     graceful_shutdown_seconds: int,
     kubevirt_share_dir: str,
-    kubelet_root: Path,
+    kubelet_pods_dir: Path,
     vm_controller_threads: int,
 ) -> None:
     options = app.Options(
         node_name=hostname_override or socket.gethostname(),
         kubeconfig=kubeconfig,
-        kubelet_root=kubelet_root,
+        pods_dir=kubelet_pods_dir,
         workers=vm_controller_threads,
     )
     sys.exit(app.run(options))

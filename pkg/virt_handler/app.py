@@ -29,12 +29,9 @@ EXIT_CANNOT_START = 2
 class Options:
     node_name: str
     kubeconfig: str | None = None
-    kubelet_root: Path = Path("/var/lib/kubelet")
+    # The kubelet's pods directory, mounted short: a socket path must stay under 108 bytes.
+    pods_dir: Path = Path("/pods")
     workers: int = 3
-
-    @property
-    def pods_dir(self) -> Path:
-        return self.kubelet_root / "pods"
 
 
 class VirtHandler:
