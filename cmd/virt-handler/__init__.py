@@ -25,6 +25,7 @@ from kubevirt.virt_handler import app
     type=click.Path(path_type=Path),
     help="Where the kubelet's pods directory is mounted; launcher sockets are found under it.",
 )
+@click.option("--max-devices", default=1000, show_default=True, type=click.IntRange(min=1))
 @click.option("--vm-controller-threads", default=3, show_default=True, type=click.IntRange(min=1))
 @binary("virt-handler", "The node agent: drives each VMI on this node through its virt-launcher.")
 def main(
@@ -37,6 +38,7 @@ def main(
     graceful_shutdown_seconds: int,
     kubevirt_share_dir: str,
     kubelet_pods_dir: Path,
+    max_devices: int,
     vm_controller_threads: int,
 ) -> None:
     options = app.Options(
@@ -44,5 +46,6 @@ def main(
         kubeconfig=kubeconfig,
         pods_dir=kubelet_pods_dir,
         workers=vm_controller_threads,
+        max_devices=max_devices,
     )
     sys.exit(app.run(options))

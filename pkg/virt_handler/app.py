@@ -1,7 +1,8 @@
 """virt-handler's application object: what runs once the flags are parsed.
 
-One process per node: the heartbeat keeps the node labelled schedulable, and the VM controller drives
-every VMI labelled with this node's name through its virt-launcher.
+One process per node: the heartbeat keeps the node labelled schedulable, the device plugins advertise the
+host devices launcher pods request, and the VM controller drives every VMI labelled with this node's name
+through its virt-launcher.
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.log import get_logger
+from kubevirt.virt_handler.device_manager.plugin import (
+    DEFAULT_DEVICE_PLUGINS_DIR,
+    DEFAULT_MAX_DEVICES,
+    PERMANENT_DEVICES,
+    DevicePlugin,
+)
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.vm_controller import VMController
 
@@ -32,6 +39,8 @@ class Options:
     # The kubelet's pods directory, mounted short: a socket path must stay under 108 bytes.
     pods_dir: Path = Path("/pods")
     workers: int = 3
+    device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
+    max_devices: int = DEFAULT_MAX_DEVICES
 
 
 class VirtHandler:
@@ -60,6 +69,10 @@ class VirtHandler:
         )
         self._controller = Controller("virt-handler-vm", self._queue, reconciler, workers=options.workers)
         self._heartbeat = Heartbeat(api, options.node_name)
+        self._plugins = [
+            DevicePlugin(device, plugins_dir=options.device_plugins_dir, count=options.max_devices)
+            for device in PERMANENT_DEVICES
+        ]
 
     def stop(self) -> None:
         self._stop.set()
@@ -70,6 +83,12 @@ class VirtHandler:
             target=self._heartbeat.run, args=(self._stop,), name="heartbeat", daemon=True
         )
         beats.start()
+        plugins = [
+            threading.Thread(target=plugin.run, args=(self._stop,), name=plugin.device.name, daemon=True)
+            for plugin in self._plugins
+        ]
+        for thread in plugins:
+            thread.start()
         self._factory.start()
         if not self._factory.wait_for_cache_sync(CACHE_SYNC_TIMEOUT):
             log.error("the VMI cache did not sync")
@@ -81,6 +100,8 @@ class VirtHandler:
         self._factory.stop()
         self._events.stop()
         beats.join(timeout=10)
+        for thread in plugins:
+            thread.join(timeout=5)
         return 0
 
 
