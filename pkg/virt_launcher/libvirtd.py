@@ -39,6 +39,14 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def can_unshare_mounts() -> bool:
+    """Whether this process may make a private mount namespace (not in an unprivileged container)."""
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "true"], capture_output=True, check=False
+    )
+    return probe.returncode == 0
+
+
 class LibvirtdError(Exception):
     """libvirtd could not be started."""
 
@@ -76,20 +84,27 @@ class Libvirtd:
     def start(self, timeout: float = 15.0) -> None:
         self._write_config()
         self._seed_capabilities()
-        mounts = " && ".join(
-            f"mkdir -p {target} && mount --bind {self.runtime_dir / name} {target}"
-            for name, target in SYSTEM_DIRS.items()
-        )
         config = self.runtime_dir / "etc" / "libvirtd.conf"
         pid_file = self.runtime_dir / "libvirtd.pid"
-        script = f"{mounts} && exec {self.binary} --config {config} --pid-file {pid_file}"
+        daemon = f"exec {self.binary} --config {config} --pid-file {pid_file}"
+        if can_unshare_mounts():
+            mounts = " && ".join(
+                f"mkdir -p {target} && mount --bind {self.runtime_dir / name} {target}"
+                for name, target in SYSTEM_DIRS.items()
+            )
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f"{mounts} && {daemon}"]
+        else:
+            # In a container without CAP_SYS_ADMIN (KubeVirt's launcher pod): the container's own
+            # directories are private already, so they are linked instead of bound.
+            self._link_system_dirs()
+            argv = ["sh", "-c", daemon]
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
         log = self.log_file.open("ab")
         with log:
             self.process = reaper.start_owned(
                 lambda: subprocess.Popen(
-                    ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                    argv,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -163,6 +178,26 @@ class Libvirtd:
                 ]
             )
         )
+
+    def _link_system_dirs(self) -> None:
+        """Make libvirt's system directories and ours the same: a directory that is a mount point (the
+        pod's libvirt-runtime volume) is used where it is, any other is replaced by a link to ours."""
+        for name, target in SYSTEM_DIRS.items():
+            ours, theirs = self.runtime_dir / name, Path(target)
+            if theirs.is_symlink() and theirs.resolve() == ours.resolve():
+                continue
+            if os.path.ismount(theirs):
+                if not ours.is_symlink():
+                    shutil.rmtree(ours)
+                    ours.symlink_to(theirs)
+                continue
+            if theirs.is_dir() and not theirs.is_symlink():
+                shutil.rmtree(theirs)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    theirs.unlink()
+            theirs.parent.mkdir(parents=True, exist_ok=True)
+            theirs.symlink_to(ours)
 
     def _seed_capabilities(self) -> None:
         if self.capabilities_cache is None or not self.capabilities_cache.is_dir():
