@@ -64,3 +64,14 @@ def test_container_disk_listens_on_its_socket_until_stopped(tmp_path: Path) -> N
     stop.set()
     holder.join(5)
     assert not sock_path.exists()
+
+
+def test_mount_namespaces_need_cap_sys_admin(tmp_path: Path) -> None:
+    from kubevirt.virt_launcher.libvirtd import can_unshare_mounts
+
+    status = tmp_path / "status"
+    status.write_text("Name:\tx\nCapEff:\t000001ffffffffff\n")
+    assert can_unshare_mounts(status) is True
+    # The container runtime's default set: no CAP_SYS_ADMIN (bit 21).
+    status.write_text("Name:\tx\nCapEff:\t00000000a80425fb\n")
+    assert can_unshare_mounts(status) is False
