@@ -1,11 +1,51 @@
 """Entrypoint of virt-handler: parse flags, wire the application from ``kubevirt.virt_handler``, run."""
 
+import socket
 import sys
+from pathlib import Path
+
+import click
 
 from kubevirt.service import binary
 from kubevirt.virt_handler import app
 
 
+@click.option("--kubeconfig", default=None, help="Kubeconfig file; in a pod the service account is used.")
+@click.option("--hostname-override", default="", help="This node's name (default: the host name).")
+@click.option("--pod-ip-address", default="", help="The handler pod's IP address (accepted; no servers yet).")
+@click.option("--port", default=8185, show_default=True, type=click.IntRange(0, 65535), help="HTTPS port.")
+@click.option("--console-server-port", default=8186, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--max-metric-requests", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option("--graceful-shutdown-seconds", default=300, show_default=True, type=click.IntRange(min=0))
+@click.option("--kubevirt-share-dir", default="/var/run/kubevirt", show_default=True)
+@click.option(
+    "--kubelet-pods-dir",
+    default=Path("/pods"),
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Where the kubelet's pods directory is mounted; launcher sockets are found under it.",
+)
+@click.option("--max-devices", default=1000, show_default=True, type=click.IntRange(min=1))
+@click.option("--vm-controller-threads", default=3, show_default=True, type=click.IntRange(min=1))
 @binary("virt-handler", "The node agent: drives each VMI on this node through its virt-launcher.")
-def main() -> None:
-    sys.exit(app.run())
+def main(
+    kubeconfig: str | None,
+    hostname_override: str,
+    pod_ip_address: str,
+    port: int,
+    console_server_port: int,
+    max_metric_requests: int,
+    graceful_shutdown_seconds: int,
+    kubevirt_share_dir: str,
+    kubelet_pods_dir: Path,
+    max_devices: int,
+    vm_controller_threads: int,
+) -> None:
+    options = app.Options(
+        node_name=hostname_override or socket.gethostname(),
+        kubeconfig=kubeconfig,
+        pods_dir=kubelet_pods_dir,
+        workers=vm_controller_threads,
+        max_devices=max_devices,
+    )
+    sys.exit(app.run(options))

@@ -1,8 +1,9 @@
-"""Python stubs for the handler <-> launcher gRPC protocols (``pkg/handler_launcher_com/**/*.proto``).
+"""Python stubs for the gRPC protocols: handler <-> launcher (``pkg/handler_launcher_com/**/*.proto``) and
+the kubelet's device plugin API (``pkg/virt_handler/device_manager/deviceplugin/**/*.proto``).
 
 Runs grpcio-tools' protoc with the mypy-protobuf plugins, so the messages and services come with
 ``.pyi`` stubs that ``mypy --strict`` can check callers against. The proto files are mapped under the
-``kubevirt`` import name, so the generated modules import each other as ``kubevirt.handler_launcher_com...``.
+``kubevirt`` import name, so the generated modules import each other as ``kubevirt.<package>...``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-PROTO_ROOT = Path("pkg/handler_launcher_com")
-IMPORT_PREFIX = Path("kubevirt/handler_launcher_com")
+# Each proto tree and the import name its modules get.
+PROTO_ROOTS = (
+    (Path("pkg/handler_launcher_com"), Path("kubevirt/handler_launcher_com")),
+    (
+        Path("pkg/virt_handler/device_manager/deviceplugin"),
+        Path("kubevirt/virt_handler/device_manager/deviceplugin"),
+    ),
+)
 
 
 def _plugin(name: str) -> str:
@@ -26,17 +33,24 @@ def _plugin(name: str) -> str:
 
 
 def generate(root: Path) -> dict[Path, bytes]:
+    files: dict[Path, bytes] = {}
+    for proto_root, import_prefix in PROTO_ROOTS:
+        files.update(_generate_tree(root, proto_root, import_prefix))
+    return files
+
+
+def _generate_tree(root: Path, proto_root: Path, import_prefix: Path) -> dict[Path, bytes]:
     from grpc_tools import protoc  # a dev dependency: imported only when generating
 
-    protos = sorted((root / PROTO_ROOT).rglob("*.proto"))
+    protos = sorted((root / proto_root).rglob("*.proto"))
     include = str(Path(protoc.__file__).parent / "_proto")
     files: dict[Path, bytes] = {}
     with tempfile.TemporaryDirectory() as out:
         for proto in protos:
-            virtual = IMPORT_PREFIX / proto.relative_to(root / PROTO_ROOT)
+            virtual = import_prefix / proto.relative_to(root / proto_root)
             args = [
                 "protoc",
-                f"-I{IMPORT_PREFIX}={root / PROTO_ROOT}",
+                f"-I{import_prefix}={root / proto_root}",
                 f"-I{include}",
                 f"--plugin=protoc-gen-mypy={_plugin('protoc-gen-mypy')}",
                 f"--plugin=protoc-gen-mypy_grpc={_plugin('protoc-gen-mypy_grpc')}",
@@ -49,6 +63,6 @@ def generate(root: Path) -> dict[Path, bytes]:
             if protoc.main(args) != 0:
                 raise RuntimeError(f"protoc failed on {proto}")
         for produced in sorted(Path(out).rglob("*_pb2*")):
-            relative = produced.relative_to(Path(out) / IMPORT_PREFIX)
-            files[PROTO_ROOT / relative] = produced.read_bytes()
+            relative = produced.relative_to(Path(out) / import_prefix)
+            files[proto_root / relative] = produced.read_bytes()
     return files

@@ -41,6 +41,18 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+_CAP_SYS_ADMIN = 21
+
+
+def can_unshare_mounts(status: Path = Path("/proc/self/status")) -> bool:
+    """Whether this process may make a private mount namespace: it holds CAP_SYS_ADMIN (which a
+    container without privileges lacks)."""
+    for line in status.read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> _CAP_SYS_ADMIN & 1)
+    return False
+
+
 class LibvirtdError(Exception):
     """libvirtd could not be started."""
 
@@ -86,14 +98,20 @@ class Libvirtd:
     def start(self, timeout: float = 15.0) -> None:
         self.write_config()
         self._seed_capabilities()
-        script = self.start_script()
+        if can_unshare_mounts():
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", self.start_script()]
+        else:
+            # In a container without CAP_SYS_ADMIN (KubeVirt's launcher pod): the container's own
+            # directories are private already, so they are linked instead of bound.
+            self._link_system_dirs()
+            argv = ["sh", "-c", self.daemon_command()]
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
         log = self.log_file.open("ab")
         with log:
             self.process = reaper.start_owned(
                 lambda: subprocess.Popen(
-                    ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                    argv,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -119,9 +137,14 @@ class Libvirtd:
             f"mkdir -p {quote(target)} && mount --bind {quote(str(self.runtime_dir / name))} {quote(target)}"
             for name, target in SYSTEM_DIRS.items()
         )
+        return f"{mounts} && {self.daemon_command()}"
+
+    def daemon_command(self) -> str:
+        """The shell command running libvirtd on our configuration (paths quoted)."""
+        quote = shlex.quote
         config = quote(str(self.runtime_dir / "etc" / "libvirtd.conf"))
         pid_file = quote(str(self.runtime_dir / "libvirtd.pid"))
-        return f"{mounts} && exec {quote(self.binary)} --config {config} --pid-file {pid_file}"
+        return f"exec {quote(self.binary)} --config {config} --pid-file {pid_file}"
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -178,6 +201,26 @@ class Libvirtd:
                 ]
             )
         )
+
+    def _link_system_dirs(self) -> None:
+        """Make libvirt's system directories and ours the same: a directory that is a mount point (the
+        pod's libvirt-runtime volume) is used where it is, any other is replaced by a link to ours."""
+        for name, target in SYSTEM_DIRS.items():
+            ours, theirs = self.runtime_dir / name, Path(target)
+            if theirs.is_symlink() and theirs.resolve() == ours.resolve():
+                continue
+            if os.path.ismount(theirs):
+                if not ours.is_symlink():
+                    shutil.rmtree(ours)
+                    ours.symlink_to(theirs)
+                continue
+            if theirs.is_dir() and not theirs.is_symlink():
+                shutil.rmtree(theirs)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    theirs.unlink()
+            theirs.parent.mkdir(parents=True, exist_ok=True)
+            theirs.symlink_to(ours)
 
     def _seed_capabilities(self) -> None:
         if self.capabilities_cache is None or not self.capabilities_cache.is_dir():

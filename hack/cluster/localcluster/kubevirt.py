@@ -1,6 +1,7 @@
 """KubeVirt's components deployed by hand on the local cluster, for functional tests and benchmarks, until
-virt-operator installs them: virt-controller's Deployment, and a node equipped as virt-handler would leave
-it (labelled schedulable, with the ``devices.kubevirt.io/*`` resources its device plugins advertise)."""
+virt-operator installs them: virt-controller's Deployment, virt-handler's DaemonSet, and a node equipped
+as virt-handler would leave it (labelled schedulable, with the ``devices.kubevirt.io/*`` resources its
+device plugins advertise) for tests that run without virt-handler."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .pki import serving_pair
 
 INSTALL_NAMESPACE = "kubevirt"
 VIRT_CONTROLLER = "virt-controller"
+VIRT_HANDLER = "virt-handler"
 CONTROLLER_CERT_DIR = "/etc/virt-controller/certificates"
 DEVICES = ("devices.kubevirt.io/kvm", "devices.kubevirt.io/tun", "devices.kubevirt.io/vhost-net")
 SCHEDULABLE_LABEL = "kubevirt.io/schedulable"
@@ -69,6 +71,23 @@ def controller_leaders(cluster: Cluster) -> list[str]:
         if answer.returncode == 0 and json.loads(answer.stdout)["apiserver"]["leader"] == "true":
             leaders.append(name)
     return leaders
+
+
+def deploy_virt_handler(cluster: Cluster, *, rbac: list[JSON], daemonset: JSON) -> None:
+    """Deploys virt-handler's RBAC and DaemonSet (the image as built locally) and waits for its pod."""
+    cluster.kubectl("create", "namespace", INSTALL_NAMESPACE, check=False)
+    for container in daemonset["spec"]["template"]["spec"]["containers"]:
+        container["imagePullPolicy"] = "Never"
+        # The host's root is not a shared mount here, which Bidirectional propagation requires; nothing
+        # the handler does yet mounts into those directories.
+        for mount in container["volumeMounts"]:
+            mount.pop("mountPropagation", None)
+    cluster.apply(*rbac, daemonset)
+    cluster.kubectl("rollout", "status", "daemonset", VIRT_HANDLER, "-n", INSTALL_NAMESPACE, "--timeout=120s")
+
+
+def remove_virt_handler(cluster: Cluster) -> None:
+    cluster.kubectl("delete", "daemonset", VIRT_HANDLER, "-n", INSTALL_NAMESPACE, "--wait=true", check=False)
 
 
 def node_name(cluster: Cluster) -> str:

@@ -48,6 +48,8 @@ PYTHON_STEPS = (
     f"$(ls {WHEELS}/*.whl | grep -v '/{PROJECT.replace('-', '_')}-')",
     f"{VENV}/bin/pip install --no-cache-dir --no-index --no-deps {WHEELS}/{PROJECT.replace('-', '_')}-*.whl",
 )
+# The programs KubeVirt's launcher pod template calls by absolute path.
+LAUNCHER_POD_TOOLS = ("virt-launcher-monitor", "virt-launcher", "virt-tail", "container-disk")
 LAUNCHER_STEPS = (
     f"{_APT} {' '.join(LAUNCHER_PACKAGES)} && {_APT_CLEAN}",
     # libvirt's QEMU driver needs the users Debian's libvirt-daemon-system would create.
@@ -55,6 +57,8 @@ LAUNCHER_STEPS = (
     "(getent group libvirt-qemu || groupadd --system --gid 64055 libvirt-qemu) && "
     "(getent passwd libvirt-qemu || useradd --system --uid 64055 --gid libvirt-qemu --groups kvm "
     "--home-dir /var/lib/libvirt --no-create-home --shell /usr/sbin/nologin libvirt-qemu)",
+    # KubeVirt's launcher pod runs these from /usr/bin; they are the venv's console scripts (added later).
+    " && ".join(f"ln -sf {VENV}/bin/{tool} /usr/bin/{tool}" for tool in LAUNCHER_POD_TOOLS),
 )
 ENV = (f"PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",)
 

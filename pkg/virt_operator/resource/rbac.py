@@ -12,6 +12,7 @@ from typing import Any
 from kubevirt_api.core.v1.constants import APP_LABEL
 
 CONTROLLER_SERVICE_ACCOUNT = "kubevirt-controller"
+HANDLER_SERVICE_ACCOUNT = "kubevirt-handler"
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
 Rule = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
@@ -120,6 +121,19 @@ _CONTROLLER_CLUSTER_RULES: tuple[Rule, ...] = (
     (("resource.k8s.io",), ("resourceslices", "resourceclaims"), ("list", "watch", "get")),
 )
 
+_HANDLER_NAMESPACED_RULES: tuple[Rule, ...] = ((("",), ("configmaps",), _READ),)
+
+_HANDLER_CLUSTER_RULES: tuple[Rule, ...] = (
+    (("kubevirt.io",), ("virtualmachineinstances",), ("update", "patch", "list", "watch")),
+    (("",), ("nodes",), ("patch", "list", "watch", "get")),
+    (("",), ("configmaps",), _READ),
+    (("",), ("events",), ("create", "patch")),
+    (("apiextensions.k8s.io",), ("customresourcedefinitions",), _READ),
+    (("kubevirt.io",), ("kubevirts",), _READ),
+    (("migrations.kubevirt.io",), ("migrationpolicies",), _READ),
+    (("apps",), ("controllerrevisions",), ("get",)),
+)
+
 
 def _rules(table: Iterable[Rule]) -> list[JSON]:
     return [
@@ -148,21 +162,35 @@ def _binding(kind: str, name: str, namespace: str, account_namespace: str) -> JS
 
 def controller_rbac(namespace: str) -> list[JSON]:
     """virt-controller's ServiceAccount, its Role in the install namespace and its ClusterRole, bound."""
-    name = CONTROLLER_SERVICE_ACCOUNT
+    return _component_rbac(
+        CONTROLLER_SERVICE_ACCOUNT, namespace, _CONTROLLER_NAMESPACED_RULES, _CONTROLLER_CLUSTER_RULES
+    )
+
+
+def handler_rbac(namespace: str) -> list[JSON]:
+    """virt-handler's ServiceAccount, its Role in the install namespace and its ClusterRole, bound."""
+    return _component_rbac(
+        HANDLER_SERVICE_ACCOUNT, namespace, _HANDLER_NAMESPACED_RULES, _HANDLER_CLUSTER_RULES
+    )
+
+
+def _component_rbac(
+    name: str, namespace: str, namespaced: tuple[Rule, ...], cluster: tuple[Rule, ...]
+) -> list[JSON]:
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _metadata(name, namespace)},
         {
             "apiVersion": RBAC_API_VERSION,
             "kind": "Role",
             "metadata": _metadata(name, namespace),
-            "rules": _rules(_CONTROLLER_NAMESPACED_RULES),
+            "rules": _rules(namespaced),
         },
         _binding("Role", name, namespace, namespace),
         {
             "apiVersion": RBAC_API_VERSION,
             "kind": "ClusterRole",
             "metadata": _metadata(name),
-            "rules": _rules(_CONTROLLER_CLUSTER_RULES),
+            "rules": _rules(cluster),
         },
         _binding("ClusterRole", name, namespace, namespace),
     ]

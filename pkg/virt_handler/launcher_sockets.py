@@ -1,0 +1,69 @@
+"""Finding a VMI's launcher command socket on this node, through the kubelet's pod directories.
+
+Every component of the path below the pods directory is opened with ``O_NOFOLLOW``: a launcher pod
+controls what its volumes hold, and must not make virt-handler follow a symlink out of the pods tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from kubevirt.handler_launcher_com.sockets import READY_SOCKET, SOCKETS_DIR
+
+EMPTY_DIR = "kubernetes.io~empty-dir"
+
+
+class SocketLookupError(Exception):
+    """No single launcher socket could be found."""
+
+
+@contextlib.contextmanager
+def _open_dir_nofollow(root: Path, parts: list[str]) -> Iterator[int]:
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts:
+            if part in ("", ".", "..") or "/" in part:
+                raise SocketLookupError(f"{part!r}: not a plain path component")
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def socket_dir(pods_dir: Path, pod_uid: str) -> list[str]:
+    """The path components of a pod's ``sockets`` emptyDir below the kubelet's pods directory."""
+    return [pod_uid, "volumes", EMPTY_DIR, SOCKETS_DIR]
+
+
+def pod_has_socket(pods_dir: Path, pod_uid: str) -> bool:
+    """Whether the pod's ``sockets`` volume holds a ready launcher socket (not a link to one)."""
+    try:
+        with _open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
+            info = os.stat(READY_SOCKET, dir_fd=fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as err:
+        if err.errno == 40:  # ELOOP: a symlink where a directory was expected
+            return False
+        raise
+    return stat.S_ISSOCK(info.st_mode)
+
+
+def find_launcher_socket(pods_dir: Path, active_pods: Mapping[str, str], node: str) -> Path:
+    """The one ready launcher socket among the VMI's pods on ``node`` (KubeVirt's rule: exactly one)."""
+    found = [
+        pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)
+        for uid, pod_node in sorted(active_pods.items())
+        if pod_node == node and pod_has_socket(pods_dir, uid)
+    ]
+    if not found:
+        raise SocketLookupError("No command socket found for vmi")
+    if len(found) > 1:
+        raise SocketLookupError(f"Found multiple sockets for vmi: {[str(p) for p in found]}")
+    return found[0]

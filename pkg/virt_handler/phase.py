@@ -1,0 +1,51 @@
+"""The VMI phase a launcher's domain implies (KubeVirt's ``calculateVmPhaseForStatusReason``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEDULED = "Scheduled"
+RUNNING = "Running"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+FINAL_PHASES = (SUCCEEDED, FAILED)
+
+_RUNNING_STATES = ("Running", "Blocked", "PMSuspended")
+_DOWN_STATES = ("Shutoff", "Crashed")
+_CLEAN_STOPS = ("Shutdown", "Saved", "FromSnapshot")
+
+
+def domain_state(domain: dict[str, Any] | None) -> tuple[str, str]:
+    status = (domain or {}).get("Status") or {}
+    return str(status.get("Status") or ""), str(status.get("Reason") or "")
+
+
+def _acpi_applies(vmi_grace: int | None, domain: dict[str, Any]) -> bool:
+    features = ((domain.get("Spec") or {}).get("Features")) or {}
+    return (vmi_grace is None or vmi_grace != 0) and features.get("ACPI") is not None
+
+
+def phase_from_domain(
+    current: str, domain: dict[str, Any] | None, *, launcher_unresponsive: bool, vmi_grace: int | None
+) -> str:
+    """The phase the VMI should have given its launcher's ``domain`` (None: no domain yet or any more)."""
+    if domain is None:
+        if current == SCHEDULED:
+            return FAILED if launcher_unresponsive else SCHEDULED
+        if current != RUNNING and current not in FINAL_PHASES:
+            return SCHEDULED
+        return FAILED if current == RUNNING else current
+    state, reason = domain_state(domain)
+    if state in _DOWN_STATES:
+        if reason in ("Crashed", "Panicked"):
+            return FAILED
+        if reason == "Destroyed":
+            return FAILED if _acpi_applies(vmi_grace, domain) else SUCCEEDED
+        if reason in _CLEAN_STOPS:
+            return SUCCEEDED
+        return current
+    if state == "Paused":
+        return FAILED if reason == "PostcopyFailed" else RUNNING
+    if state in _RUNNING_STATES:
+        return RUNNING
+    return current

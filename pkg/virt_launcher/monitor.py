@@ -1,0 +1,119 @@
+"""virt-launcher-monitor: the compute container's first process.
+
+It runs virt-launcher with its own arguments (less ``--keep-after-failure``), turns every stop signal into
+one SIGTERM for the launcher, reaps whatever the container orphans, and once the launcher is gone makes
+sure no QEMU outlives it. Its exit code is the launcher's (1 when a QEMU would not stop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kubevirt.log import get_logger
+from kubevirt.virt_launcher import COMPONENT
+
+KEEP_AFTER_FAILURE = "--keep-after-failure"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT)
+QEMU_STOP_TIMEOUT = 10.0
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def launcher_arguments(argv: Sequence[str]) -> tuple[list[str], bool]:
+    """The launcher's arguments and whether to stay alive after it failed."""
+    keep = KEEP_AFTER_FAILURE in argv
+    return [arg for arg in argv if arg != KEEP_AFTER_FAILURE], keep
+
+
+def _parent(pid: int, proc: Path) -> int:
+    # /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+    stat = (proc / str(pid) / "stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def qemu_processes(ancestor: int | None = None, proc: Path = Path("/proc")) -> list[int]:
+    """PIDs of QEMU system emulators descending from ``ancestor`` (default: this process)."""
+    ancestor = os.getpid() if ancestor is None else ancestor
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            name = (entry / "comm").read_text().strip()
+            if not (name.startswith("qemu-system") or name == "qemu-kvm"):
+                continue
+            pid = int(entry.name)
+            while pid > 1 and pid != ancestor:
+                pid = _parent(pid, proc)
+            if pid == ancestor:
+                found.append(int(entry.name))
+    return found
+
+
+def _become_subreaper() -> None:
+    # Orphans of the launcher (libvirtd's children) are then ours to reap, not PID 1's of the host.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _reap_others(launcher_pid: int) -> int | None:
+    """Reap every exited child; return the launcher's exit code if it was among them."""
+    code = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return code
+        if pid == 0:
+            return code
+        if pid == launcher_pid:
+            code = os.waitstatus_to_exitcode(status)
+            code = 128 - code if code < 0 else code
+
+
+def stop_qemu(timeout: float = QEMU_STOP_TIMEOUT, find: Callable[[], list[int]] = qemu_processes) -> bool:
+    """SIGTERM every leftover QEMU and wait for them; False if one is still there after ``timeout``."""
+    pids = find()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.2)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(-1, os.WNOHANG)
+        pids = find()
+    return not pids
+
+
+def run(argv: Sequence[str], launcher: str = "virt-launcher") -> int:
+    log = get_logger(component=COMPONENT)
+    args, keep_after_failure = launcher_arguments(argv)
+    _become_subreaper()
+    child = subprocess.Popen([launcher, *args])
+
+    def forward(signum: int, _frame: object) -> None:
+        log.info("forwarding a stop signal to virt-launcher", signal=signal.Signals(signum).name)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGTERM)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, forward)
+    code: int | None = None
+    while code is None:
+        time.sleep(0.2)
+        code = _reap_others(child.pid)
+    log.info("virt-launcher exited", exit_code=code)
+    if not stop_qemu():
+        log.error("a QEMU process did not stop after virt-launcher exited")
+        code = 1
+    if code != 0 and keep_after_failure:
+        log.info("keeping the container alive after the failure", exit_code=code)
+        while True:
+            signal.pause()
+    return code

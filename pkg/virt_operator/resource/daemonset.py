@@ -1,0 +1,86 @@
+"""virt-handler's DaemonSet, laid out as KubeVirt v1.6's operator lays it out (one privileged pod per node
+in the host's PID namespace, with the host directories it works in)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubevirt.virt_operator.resource.rbac import HANDLER_SERVICE_ACCOUNT
+
+JSON = dict[str, Any]
+VIRT_HANDLER = "virt-handler"
+KUBELET_ROOT = "/var/lib/kubelet"
+# name, host path, mount path, propagation. The kubelet's pods directory is mounted at the short /pods
+# because unix socket paths longer than 108 bytes cannot be connected to.
+HOST_VOLUMES: tuple[tuple[str, str, str, str | None], ...] = (
+    ("libvirt-runtimes", "/var/run/kubevirt-libvirt-runtimes", "/var/run/kubevirt-libvirt-runtimes", None),
+    ("virt-share-dir", "/var/run/kubevirt", "/var/run/kubevirt", "Bidirectional"),
+    ("virt-private-dir", "/var/run/kubevirt-private", "/var/run/kubevirt-private", None),
+    ("kubelet-pods", f"{KUBELET_ROOT}/pods", "/pods", None),
+    ("kubelet", KUBELET_ROOT, KUBELET_ROOT, "Bidirectional"),
+    ("node-labeller", "/var/lib/kubevirt-node-labeller", "/var/lib/kubevirt-node-labeller", None),
+)
+
+
+def _field_env(name: str, path: str) -> JSON:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def handler_daemonset(
+    namespace: str, image: str, *, pod_grace_seconds: int = 330, verbosity: int = 2
+) -> JSON:
+    labels = {"kubevirt.io": VIRT_HANDLER}
+    mounts = []
+    volumes = []
+    for name, host_path, mount_path, propagation in HOST_VOLUMES:
+        mount: JSON = {"name": name, "mountPath": mount_path}
+        if propagation:
+            mount["mountPropagation"] = propagation
+        mounts.append(mount)
+        volumes.append({"name": name, "hostPath": {"path": host_path}})
+    container: JSON = {
+        "name": VIRT_HANDLER,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [
+            VIRT_HANDLER,
+            "--port",
+            "8443",
+            "--hostname-override",
+            "$(NODE_NAME)",
+            "--pod-ip-address",
+            "$(MY_POD_IP)",
+            "--max-metric-requests",
+            "3",
+            "--console-server-port",
+            "8186",
+            "--graceful-shutdown-seconds",
+            str(pod_grace_seconds - 15),
+            "-v",
+            str(verbosity),
+        ],
+        "env": [_field_env("NODE_NAME", "spec.nodeName"), _field_env("MY_POD_IP", "status.podIP")],
+        "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
+        "resources": {"requests": {"cpu": "10m", "memory": "325Mi"}},
+        "volumeMounts": mounts,
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": VIRT_HANDLER, "namespace": namespace, "labels": {"kubevirt.io": VIRT_HANDLER}},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "template": {
+                "metadata": {"name": VIRT_HANDLER, "labels": {**labels, "prometheus.kubevirt.io": "true"}},
+                "spec": {
+                    "serviceAccountName": HANDLER_SERVICE_ACCOUNT,
+                    "hostPID": True,
+                    "terminationGracePeriodSeconds": pod_grace_seconds,
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }

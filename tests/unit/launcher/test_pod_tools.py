@@ -1,0 +1,77 @@
+"""The small programs of the launcher pod: virt-launcher-monitor, virt-tail and container-disk."""
+
+from __future__ import annotations
+
+import io
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import kubevirt.container_disk as container_disk
+from kubevirt.virt_launcher import console_tail, monitor
+
+
+def test_monitor_drops_keep_after_failure_and_remembers_it() -> None:
+    args, keep = monitor.launcher_arguments(["--name", "a", "--keep-after-failure", "--uid", "u"])
+    assert (args, keep) == (["--name", "a", "--uid", "u"], True)
+    assert monitor.launcher_arguments(["--name", "a"]) == (["--name", "a"], False)
+
+
+def test_monitor_returns_the_launchers_exit_code(tmp_path: Path) -> None:
+    launcher = tmp_path / "launcher"
+    launcher.write_text(f"#!{sys.executable}\nimport sys\nsys.exit(len(sys.argv) + 3)\n")
+    launcher.chmod(0o755)
+    # Two arguments after the program name: exit code 3 + 3.
+    assert monitor.run(["a", "b"], str(launcher)) == 6
+
+
+def test_stop_qemu_reports_a_process_that_will_not_go() -> None:
+    assert monitor.stop_qemu(timeout=0.3, find=lambda: [2**22 + 7]) is False
+    assert monitor.stop_qemu(timeout=0.3, find=list) is True
+
+
+def test_tail_waits_for_the_file_and_follows_appends(tmp_path: Path) -> None:
+    log = tmp_path / "virt-serial0-log"
+    out = io.BytesIO()
+    stop = threading.Event()
+    follower = threading.Thread(target=console_tail.follow, args=(log, out, stop, 0.01))
+    follower.start()
+    time.sleep(0.05)
+    log.write_bytes(b"boot\n")
+    with log.open("ab") as more:
+        more.write(b"MARKER\n")
+    deadline = time.monotonic() + 5
+    while b"MARKER" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    follower.join(5)
+    assert out.getvalue() == b"boot\nMARKER\n"
+
+
+def test_container_disk_listens_on_its_socket_until_stopped(tmp_path: Path) -> None:
+    copy_path = tmp_path / "disk_0"
+    stop = threading.Event()
+    holder = threading.Thread(target=container_disk.hold, args=(copy_path, stop))
+    holder.start()
+    sock_path = tmp_path / "disk_0.sock"
+    deadline = time.monotonic() + 5
+    while not sock_path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(sock_path))
+    stop.set()
+    holder.join(5)
+    assert not sock_path.exists()
+
+
+def test_mount_namespaces_need_cap_sys_admin(tmp_path: Path) -> None:
+    from kubevirt.virt_launcher.libvirtd import can_unshare_mounts
+
+    status = tmp_path / "status"
+    status.write_text("Name:\tx\nCapEff:\t000001ffffffffff\n")
+    assert can_unshare_mounts(status) is True
+    # The container runtime's default set: no CAP_SYS_ADMIN (bit 21).
+    status.write_text("Name:\tx\nCapEff:\t00000000a80425fb\n")
+    assert can_unshare_mounts(status) is False

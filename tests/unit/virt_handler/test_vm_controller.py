@@ -1,0 +1,216 @@
+"""virt-handler's VM controller against a fake API and a fake launcher: socket lookup, phases, status."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubevirt.client import NODES, VIRTUAL_MACHINE_INSTANCES
+from kubevirt.client.fake import FakeKubeApi
+from kubevirt.controller import RequeueAfter, Store
+from kubevirt.handler_launcher_com.cmd.client import CommandFailedError
+from kubevirt.virt_handler import phase
+from kubevirt.virt_handler.heartbeat import Heartbeat
+from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
+from kubevirt.virt_handler.vm_controller import SYNC_FAILED_REASON, VMController
+
+NODE = "node01"
+POD_UID = "pod-1"
+JSON = dict[str, Any]
+
+
+class FakeLauncher:
+    def __init__(self) -> None:
+        self.domain: JSON | None = None
+        self.calls: list[str] = []
+        self.fail: str | None = None
+
+    def sync_vmi(self, vmi: JSON) -> None:
+        self.calls.append("SyncVirtualMachine")
+        if self.fail:
+            raise CommandFailedError("SyncVirtualMachine", self.fail)
+        self.domain = _domain("Running", "Booted")
+
+    def vmi_command(self, command: str, vmi: JSON) -> None:
+        self.calls.append(command)
+        self.domain = _domain("Shutoff", "Destroyed") if command == "KillVirtualMachine" else None
+
+    def get_domain(self) -> JSON | None:
+        return self.domain
+
+    def close(self) -> None:
+        pass
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
+        self.seen.append((event_type, reason, message))
+
+
+def _domain(state: str, reason: str) -> JSON:
+    nic = {"Alias": {"Name": "ua-default"}, "MAC": {"MAC": "52:54:00:00:00:01"}}
+    return {
+        "Spec": {"Devices": {"Interfaces": [nic]}, "Features": {"ACPI": {}}},
+        "Status": {"Status": state, "Reason": reason, "Interfaces": None, "OSInfo": {"Name": ""}},
+    }
+
+
+def _vmi(phase_name: str = "Scheduled") -> JSON:
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "tiny", "namespace": "default", "labels": {"kubevirt.io/nodeName": NODE}},
+        "spec": {"domain": {}},
+        "status": {"phase": phase_name, "activePods": {POD_UID: NODE}},
+    }
+
+
+@pytest.fixture
+def pods_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    sockets = tmp_path / POD_UID / "volumes" / "kubernetes.io~empty-dir" / "sockets"
+    sockets.mkdir(parents=True)
+    with socket.socket(socket.AF_UNIX) as listener:
+        # A relative name: the absolute temporary path is longer than a unix socket address allows.
+        monkeypatch.chdir(sockets)
+        listener.bind("launcher-sock")
+        monkeypatch.undo()
+        yield tmp_path
+
+
+class Harness:
+    def __init__(self, pods_dir: Path, vmi: JSON) -> None:
+        self.api = FakeKubeApi()
+        self.store: Store[JSON] = Store()
+        self.launcher = FakeLauncher()
+        self.events = Events()
+        self.connected: list[Path] = []
+        self.put(self.api.add(VIRTUAL_MACHINE_INSTANCES, vmi))
+
+        def connect(path: Path) -> FakeLauncher:
+            self.connected.append(path)
+            return self.launcher
+
+        self.controller = VMController(
+            api=self.api,
+            events=self.events,
+            vmi_store=self.store,
+            node=NODE,
+            pods_dir=pods_dir,
+            connect=connect,
+        )
+
+    def put(self, vmi: JSON) -> None:
+        self.store.upsert(vmi)
+
+    def reconcile(self) -> JSON:
+        with contextlib.suppress(RequeueAfter):
+            self.controller.reconcile("default/tiny")
+        current = self.api.get(VIRTUAL_MACHINE_INSTANCES, "default", "tiny")
+        self.put(current)
+        return current
+
+
+def test_a_scheduled_vmi_is_synced_and_becomes_running(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _vmi())
+    vmi = harness.reconcile()
+    assert harness.connected == [pods_dir / POD_UID / "volumes/kubernetes.io~empty-dir/sockets/launcher-sock"]
+    assert harness.launcher.calls == ["SyncVirtualMachine"]
+    assert vmi["status"]["phase"] == "Running"
+    assert vmi["status"]["nodeName"] == NODE
+    assert vmi["status"]["interfaces"] == [
+        {"name": "default", "mac": "52:54:00:00:00:01", "infoSource": "domain"}
+    ]
+    assert [s["phase"] for s in vmi["status"]["phaseTransitionTimestamps"]] == ["Running"]
+    assert harness.events.seen == [("Normal", "Started", "VirtualMachineInstance started.")]
+
+
+def test_a_failed_sync_sets_synchronized_false_and_keeps_the_phase(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _vmi())
+    harness.launcher.fail = "no such disk"
+    vmi = harness.reconcile()
+    assert vmi["status"]["phase"] == "Scheduled"
+    (condition,) = vmi["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "Synchronized",
+        "False",
+        SYNC_FAILED_REASON,
+    )
+    assert "no such disk" in condition["message"]
+
+
+def test_a_deleted_running_vmi_is_killed_then_undefined(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _vmi())
+    harness.reconcile()
+    deleting = harness.api.get(VIRTUAL_MACHINE_INSTANCES, "default", "tiny")
+    deleting["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    harness.put(deleting)
+    vmi = harness.reconcile()
+    assert harness.launcher.calls[-1] == "KillVirtualMachine"
+    # Destroyed with ACPI and the default grace period: the guest did not stop by itself.
+    assert vmi["status"]["phase"] == "Failed"
+
+
+def test_without_a_socket_the_vmi_waits(tmp_path: Path) -> None:
+    harness = Harness(tmp_path, _vmi())
+    with pytest.raises(RequeueAfter):
+        harness.controller.reconcile("default/tiny")
+    assert harness.launcher.calls == []
+
+
+def test_a_symlinked_sockets_directory_is_not_followed(tmp_path: Path, pods_dir: Path) -> None:
+    evil = tmp_path / "evil"
+    (evil / "volumes").mkdir(parents=True)
+    (evil / "volumes" / "kubernetes.io~empty-dir").symlink_to(
+        pods_dir / POD_UID / "volumes/kubernetes.io~empty-dir"
+    )
+    with pytest.raises(SocketLookupError, match="No command socket"):
+        find_launcher_socket(tmp_path, {"evil": NODE}, NODE)
+    with pytest.raises(SocketLookupError, match="No command socket"):
+        find_launcher_socket(pods_dir, {POD_UID: "other-node"}, NODE)
+
+
+@pytest.mark.parametrize(
+    ("current", "state", "reason", "grace", "expected"),
+    [
+        ("Scheduled", "Running", "Booted", None, "Running"),
+        ("Running", "Paused", "User", None, "Running"),
+        ("Running", "Paused", "PostcopyFailed", None, "Failed"),
+        ("Running", "Shutoff", "Shutdown", None, "Succeeded"),
+        ("Running", "Shutoff", "Destroyed", 0, "Succeeded"),
+        ("Running", "Shutoff", "Destroyed", 30, "Failed"),
+        ("Running", "Crashed", "Panicked", None, "Failed"),
+        ("Scheduled", "ShuttingDown", "User", None, "Scheduled"),
+    ],
+)
+def test_phase_from_domain(current: str, state: str, reason: str, grace: int | None, expected: str) -> None:
+    result = phase.phase_from_domain(
+        current, _domain(state, reason), launcher_unresponsive=False, vmi_grace=grace
+    )
+    assert result == expected
+
+
+def test_phase_without_a_domain() -> None:
+    assert (
+        phase.phase_from_domain("Scheduled", None, launcher_unresponsive=False, vmi_grace=None) == "Scheduled"
+    )
+    assert phase.phase_from_domain("Scheduled", None, launcher_unresponsive=True, vmi_grace=None) == "Failed"
+    assert phase.phase_from_domain("Running", None, launcher_unresponsive=False, vmi_grace=None) == "Failed"
+
+
+def test_heartbeat_labels_and_annotates_the_node() -> None:
+    api = FakeKubeApi()
+    api.add(NODES, {"metadata": {"name": NODE}})
+    assert Heartbeat(api, NODE).beat() is True
+    node = api.get(NODES, None, NODE)
+    assert node["metadata"]["labels"]["kubevirt.io/schedulable"] == "true"
+    assert node["metadata"]["annotations"]["kubevirt.io/heartbeat"].endswith("Z")
+    Heartbeat(api, NODE).beat(schedulable=False)
+    assert api.get(NODES, None, NODE)["metadata"]["labels"]["kubevirt.io/schedulable"] == "false"
