@@ -61,24 +61,15 @@ def test_device_plugins_advertise_the_host_devices(cluster: Cluster, virt_handle
     assert _count(status["allocatable"]["devices.kubevirt.io/vhost-net"]) == 0
 
 
-KUBEVIRT_CR = {
-    "apiVersion": "kubevirt.io/v1",
-    "kind": "KubeVirt",
-    "metadata": {"name": "kubevirt", "namespace": kubevirt.INSTALL_NAMESPACE},
-    # KVM guests hang on this machine: QEMU's TCG it is.
-    "spec": {"configuration": {"developerConfiguration": {"useEmulation": True}}},
-}
-
-
 @pytest.fixture(scope="module")
 def virt_controller(cluster: Cluster, crds: list[str], virt_handler: str) -> Iterator[None]:
-    cluster.apply(KUBEVIRT_CR)
+    kubevirt.apply_emulation_config(cluster)
     kubevirt.deploy_virt_controller(
         cluster, rbac=controller_rbac(kubevirt.INSTALL_NAMESPACE), launcher_image=LAUNCHER, replicas=1
     )
     yield
     kubevirt.remove_virt_controller(cluster)
-    cluster.kubectl("delete", "kubevirt", "kubevirt", "-n", kubevirt.INSTALL_NAMESPACE, check=False)
+    kubevirt.remove_emulation_config(cluster)
 
 
 def _vmi(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:

@@ -13,7 +13,10 @@ creation to its launcher pod being bound to the node. It prints, and writes as J
   from ``/proc`` on this host, where the cluster's containers run.
 
 The VMs ask for 10m CPU and 16Mi of memory without the launcher overhead so that N pods fit on one small
-node; no guest boots (virt-handler is not deployed), the pods only need to be scheduled.
+node; no guest boots: virt-handler is not deployed (N emulated guests would not fit on the machine), and the
+node is given the device resources its device plugins would advertise. The kubelet zeroes those resources
+once a real device plugin has registered them and gone, so run it on a cluster where virt-handler has not
+run since the kubelet started (``hack/cluster-down && hack/cluster-up``).
 """
 
 from __future__ import annotations

@@ -86,6 +86,24 @@ def deploy_virt_handler(cluster: Cluster, *, rbac: list[JSON], daemonset: JSON) 
     cluster.kubectl("rollout", "status", "daemonset", VIRT_HANDLER, "-n", INSTALL_NAMESPACE, "--timeout=120s")
 
 
+# KVM guests hang on this kind of machine: launcher pods ask for no /dev/kvm and QEMU uses TCG.
+EMULATION_KUBEVIRT_CR: JSON = {
+    "apiVersion": "kubevirt.io/v1",
+    "kind": "KubeVirt",
+    "metadata": {"name": "kubevirt", "namespace": INSTALL_NAMESPACE},
+    "spec": {"configuration": {"developerConfiguration": {"useEmulation": True}}},
+}
+
+
+def apply_emulation_config(cluster: Cluster) -> None:
+    cluster.kubectl("create", "namespace", INSTALL_NAMESPACE, check=False)
+    cluster.apply(EMULATION_KUBEVIRT_CR)
+
+
+def remove_emulation_config(cluster: Cluster) -> None:
+    cluster.kubectl("delete", "kubevirt", "kubevirt", "-n", INSTALL_NAMESPACE, check=False)
+
+
 def remove_virt_handler(cluster: Cluster) -> None:
     cluster.kubectl("delete", "daemonset", VIRT_HANDLER, "-n", INSTALL_NAMESPACE, "--wait=true", check=False)
 
@@ -95,7 +113,9 @@ def node_name(cluster: Cluster) -> str:
 
 
 def equip_node(cluster: Cluster, node: str, *, devices: int = 110) -> None:
-    """What virt-handler does to its node that the scheduler looks at."""
+    """What virt-handler does to its node that the scheduler looks at, without virt-handler (benchmarks
+    that schedule more launcher pods than the machine could run guests for). The kubelet keeps the
+    resources only while no device plugin of the same names has registered since it started."""
     cluster.kubectl("label", "node", node, f"{SCHEDULABLE_LABEL}=true", "--overwrite")
     capacity = {"status": {"capacity": {device: str(devices) for device in DEVICES}}}
     cluster.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(capacity))
