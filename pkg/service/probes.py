@@ -2,14 +2,13 @@
 
 KubeVirt's controllers serve ``/healthz``, ``/leader`` and ``/metrics`` on one TLS port (8443 in the
 install manifests). The agents here are thread-based, so this is a small threaded ``http.server``
-rather than an event loop of its own. Each handshake checks the certificate files' modification times
-and switches to a renewed pair once it loads, so a rotated certificate is served without a restart.
+rather than an event loop of its own; the certificate follows its files as virt-api's does
+(:class:`~kubevirt.service.tls.ReloadingCertificate`), checked from a thread of its own.
 """
 
 from __future__ import annotations
 
 import json
-import ssl
 import threading
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,44 +17,11 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
-from kubevirt.log import get_logger
+from kubevirt.service.tls import ReloadingCertificate
 
 JSON = dict[str, Any]
 # A probe answers a status code and a JSON body.
 Probe = Callable[[], tuple[int, JSON]]
-
-
-def _load(cert_file: Path, key_file: Path) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(str(cert_file), str(key_file))
-    return context
-
-
-class _FollowingCertificate:
-    """A server context whose certificate follows the files on disk (checked on every handshake)."""
-
-    def __init__(self, cert_file: Path, key_file: Path) -> None:
-        self._files = (cert_file, key_file)
-        self._stamp = self._mtimes()
-        self._current = _load(cert_file, key_file)
-        self.server_context = _load(cert_file, key_file)
-        self.server_context.sni_callback = self._select
-        self._log = get_logger(cert=str(cert_file))
-
-    def _mtimes(self) -> tuple[int, ...]:
-        return tuple(path.stat().st_mtime_ns for path in self._files)
-
-    def _select(self, sock: ssl.SSLObject, _server_name: str | None, _ctx: ssl.SSLContext) -> None:
-        try:
-            stamp = self._mtimes()
-            if stamp != self._stamp:
-                self._current = _load(*self._files)
-                self._stamp = stamp
-                self._log.info("serving a renewed TLS certificate")
-        except (OSError, ssl.SSLError) as err:  # mid-rotation: keep the pair that works
-            self._log.warning("new certificate not loadable yet", reason=str(err))
-        sock.context = self._current
 
 
 class ProbeServer:
@@ -70,13 +36,18 @@ class ProbeServer:
         key_file: Path,
         probes: Mapping[str, Probe],
         registry: CollectorRegistry = REGISTRY,
+        cert_reload_interval: float = 2.0,
     ) -> None:
-        certificate = _FollowingCertificate(cert_file, key_file)
+        self._certificate = ReloadingCertificate(cert_file, key_file, interval=cert_reload_interval)
         handler = _handler_class(dict(probes), registry)
         self._server = ThreadingHTTPServer((address, port), handler)
         self._server.daemon_threads = True
-        self._server.socket = certificate.server_context.wrap_socket(self._server.socket, server_side=True)
+        self._server.socket = self._certificate.server_context.wrap_socket(
+            self._server.socket, server_side=True
+        )
         self._thread = threading.Thread(target=self._server.serve_forever, name="probe-server", daemon=True)
+        self._stopped = threading.Event()
+        self._reloader = threading.Thread(target=self._follow_certificate, name="probe-cert", daemon=True)
 
     @property
     def port(self) -> int:
@@ -84,10 +55,16 @@ class ProbeServer:
 
     def start(self) -> None:
         self._thread.start()
+        self._reloader.start()
 
     def stop(self) -> None:
+        self._stopped.set()
         self._server.shutdown()
         self._server.server_close()
+
+    def _follow_certificate(self) -> None:
+        while not self._stopped.wait(self._certificate.interval):
+            self._certificate.reload_if_changed()
 
 
 def _handler_class(probes: dict[str, Probe], registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:

@@ -19,6 +19,7 @@ from kubevirt.admission.schema import schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.client import KubeClient, KubeConfigError, own_namespace
 from kubevirt.log import get_logger
+from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect
 from kubevirt.virt_api.rest.discovery import VERSIONS, version_path
 from kubevirt.virt_api.rest.handler import CONSOLE_SERVER_PORT
@@ -31,7 +32,6 @@ from kubevirt.virt_api.rest.wiring import (
 from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
-from kubevirt.virt_api.webhooks.tls import ReloadingCertificate
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_config import follower as config_follower
 

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "lib"))
 from kubevirt.admission import defaulting, pipeline
 from kubevirt.admission.schema import schema_check
 from kubevirt.admission.vmi_create import admit_vmi_create
+from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import WebhookServer
-from kubevirt.virt_api.webhooks.tls import ReloadingCertificate
 from kubevirt.virt_config import ClusterConfig
 from kubevirt_testing.certificates import self_signed
 

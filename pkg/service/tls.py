@@ -1,4 +1,4 @@
-"""A server TLS context whose certificate follows the files on disk.
+"""A server TLS context whose certificate follows the files on disk (virt-api's port, the agents' probes).
 
 The certificate and key are re-read when their modification time changes. A new pair is loaded into a
 fresh context first and only then swapped in (through the SNI callback, which OpenSSL runs for every
@@ -36,7 +36,7 @@ class ReloadingCertificate:
     def __init__(self, cert_file: Path, key_file: Path, *, interval: float = 2.0) -> None:
         self._cert_file = cert_file
         self._key_file = key_file
-        self._interval = interval
+        self.interval = interval
         self._log = get_logger(cert=str(cert_file))
         self._stamp = self._mtimes()
         self._client_ca: str | None = None
@@ -85,7 +85,7 @@ class ReloadingCertificate:
 
     async def _watch(self) -> None:
         while True:
-            await asyncio.sleep(self._interval)
+            await asyncio.sleep(self.interval)
             self.reload_if_changed()
 
     def start(self) -> None:
