@@ -79,11 +79,6 @@ def _vm(name: str, run_strategy: str, *, node_selector: dict[str, str] | None = 
     }
 
 
-def _get(cluster: Cluster, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
-    found = cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
-    return json.loads(found.stdout) if found.returncode == 0 else None
-
-
 def _items(cluster: Cluster, namespace: str, kind: str) -> list[dict[str, Any]]:
     items = cluster.kubectl_json("get", kind, "-n", namespace)["items"]
     assert isinstance(items, list)
@@ -117,7 +112,7 @@ def test_vm_always_gets_a_vmi_and_a_scheduled_launcher_pod(
         return len(pods) == 1 and pods[0]["spec"].get("nodeName") == node
 
     cluster.wait_until("the launcher pod is bound to the node", scheduled)
-    vmi = _get(cluster, namespace, "vmi", "always")
+    vmi = cluster.find("vmi", "always", namespace)
     assert vmi is not None
     owner = vmi["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("VirtualMachine", "always", True)
@@ -128,11 +123,11 @@ def test_vm_always_gets_a_vmi_and_a_scheduled_launcher_pod(
     cluster.wait_until(
         "the VMI leaves Pending",
         lambda: (
-            (_get(cluster, namespace, "vmi", "always") or {}).get("status", {}).get("phase")
+            (cluster.find("vmi", "always", namespace) or {}).get("status", {}).get("phase")
             in ("Scheduling", "Scheduled", "Running")
         ),
     )
-    vm = _get(cluster, namespace, "vm", "always")
+    vm = cluster.find("vm", "always", namespace)
     assert vm is not None
     assert vm["status"]["created"] is True
     assert vm["status"]["printableStatus"] in ("Starting", "Running")
@@ -145,7 +140,7 @@ def test_halted_deletes_the_vmi_and_rerun_on_failure_recreates_it(
     cluster.wait_until(
         "a launcher pod", lambda: len(_pods(cluster, namespace, "kubevirt.io=virt-launcher")) == 1
     )
-    first = _get(cluster, namespace, "vmi", "rerun")
+    first = cluster.find("vmi", "rerun", namespace)
     assert first is not None
     # The launcher pod vanishing fails the VMI; RerunOnFailure then starts a new one.
     cluster.kubectl(
@@ -153,7 +148,7 @@ def test_halted_deletes_the_vmi_and_rerun_on_failure_recreates_it(
     )
 
     def replaced() -> bool:
-        vmi = _get(cluster, namespace, "vmi", "rerun")
+        vmi = cluster.find("vmi", "rerun", namespace)
         return vmi is not None and vmi["metadata"]["uid"] != first["metadata"]["uid"]
 
     cluster.wait_until("a new VMI after the failure", replaced, timeout=120)
@@ -161,11 +156,11 @@ def test_halted_deletes_the_vmi_and_rerun_on_failure_recreates_it(
     cluster.kubectl(
         "patch", "vm", "rerun", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}'
     )
-    cluster.wait_until("the VMI is gone", lambda: _get(cluster, namespace, "vmi", "rerun") is None)
+    cluster.wait_until("the VMI is gone", lambda: cluster.find("vmi", "rerun", namespace) is None)
     cluster.wait_until(
         "the VM reports Stopped",
         lambda: (
-            (_get(cluster, namespace, "vm", "rerun") or {}).get("status", {}).get("printableStatus")
+            (cluster.find("vm", "rerun", namespace) or {}).get("status", {}).get("printableStatus")
             == "Stopped"
         ),
     )
@@ -187,7 +182,7 @@ def test_replica_set_scales_up_and_down(cluster: Cluster, virt_controller: None,
         assert vmi["metadata"]["ownerReferences"][0]["kind"] == "VirtualMachineInstanceReplicaSet"
     cluster.wait_until(
         "status.replicas 3",
-        lambda: (_get(cluster, namespace, "vmirs", "three") or {}).get("status", {}).get("replicas") == 3,
+        lambda: (cluster.find("vmirs", "three", namespace) or {}).get("status", {}).get("replicas") == 3,
     )
     cluster.kubectl(
         "patch", "vmirs", "three", "-n", namespace, "--type=merge", "-p", '{"spec":{"replicas":1}}'

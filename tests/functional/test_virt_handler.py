@@ -72,11 +72,6 @@ def virt_controller(cluster: Cluster, crds: list[str], virt_handler: str) -> Ite
     kubevirt.remove_emulation_config(cluster)
 
 
-def _vmi(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
-    found = cluster.kubectl("get", "vmi", name, "-n", namespace, "-o", "json", check=False)
-    return json.loads(found.stdout) if found.returncode == 0 else None
-
-
 def _qemu_of(namespace: str, name: str) -> list[str]:
     found = subprocess.run(["pgrep", "-f", f"guest={namespace}_{name},"], capture_output=True, text=True)
     return found.stdout.split()
@@ -98,10 +93,12 @@ def test_a_vmi_runs_on_the_node_and_stops_when_deleted(
     cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(vmi))
     cluster.wait_until(
         "the VMI is Running",
-        lambda: ((_vmi(cluster, namespace, "bare") or {}).get("status") or {}).get("phase") == "Running",
+        lambda: (
+            ((cluster.find("vmi", "bare", namespace) or {}).get("status") or {}).get("phase") == "Running"
+        ),
         timeout=180,
     )
-    status = (_vmi(cluster, namespace, "bare") or {})["status"]
+    status = (cluster.find("vmi", "bare", namespace) or {})["status"]
     assert status["nodeName"] == virt_handler
     assert [p["phase"] for p in status["phaseTransitionTimestamps"]][-2:] == ["Scheduled", "Running"]
     assert len(_qemu_of(namespace, "bare")) == 1

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -41,6 +42,13 @@ class Cluster:
         loaded = json.loads(self.kubectl(*args, "-o", "json").stdout)
         assert isinstance(loaded, dict)
         return loaded
+
+    def find(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object as JSON, or None when it does not exist (or cannot be read)."""
+        scope = ["-n", namespace] if namespace else []
+        found = self.kubectl("get", kind, name, *scope, "-o", "json", check=False)
+        loaded = json.loads(found.stdout) if found.returncode == 0 else None
+        return loaded if isinstance(loaded, dict) else None
 
     def image(self, binary: str) -> str:
         return image_name(binary)
