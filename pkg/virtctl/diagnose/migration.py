@@ -50,7 +50,7 @@ def _target(findings: Findings, uid: str | None, evidence: dict[str, Any], sourc
         message, more = unscheduled(
             findings, pod, role="migration target pod", excluded=(source,) if source else ()
         )
-        return Link(NAME, Status.BROKEN, message, {**evidence, **more})
+        return Link(NAME, Status.BROKEN, message, {**evidence, "targetPodScheduling": more})
     evidence["targetNode"] = node
     trouble = container_trouble(pod)
     if trouble is not None:
