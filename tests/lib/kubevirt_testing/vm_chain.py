@@ -13,10 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubevirt.client import (
-    NODES,
     PODS,
     VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
-    VIRTUAL_MACHINE_INSTANCES,
     VIRTUAL_MACHINES,
     KubeApi,
     Resource,
@@ -236,19 +234,21 @@ def warning_event(
     }
 
 
-_STATUS_SUBRESOURCE = {PODS.plural, VIRTUAL_MACHINES.plural, VIRTUAL_MACHINE_INSTANCES.plural}
-_STATUS_SUBRESOURCE.add(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS.plural)
+# Kinds whose create drops the status: it is written through the status subresource afterwards. Nodes
+# keep theirs (the kubelet registers so) and VMIs have no status subresource (as in KubeVirt).
+_STATUS_SUBRESOURCE = frozenset(
+    {PODS.plural, VIRTUAL_MACHINES.plural, VIRTUAL_MACHINE_INSTANCE_MIGRATIONS.plural}
+)
 
 
 def put(api: KubeApi, resource: Resource, obj: Mapping[str, Any]) -> JSON:
-    """Creates ``obj`` on a real API server and then writes its status, which a create drops."""
+    """Creates ``obj`` on a real API server with its status, as the controllers would have left it."""
     body = copy.deepcopy(dict(obj))
-    status = body.pop("status", None)
     namespace = (body.get("metadata") or {}).get("namespace") if resource.namespaced else None
-    if resource is NODES and status is not None:
-        body["status"] = status  # a node's status is kept on create (the kubelet registers so)
-        return api.create(resource, None, body)
+    if resource.plural not in _STATUS_SUBRESOURCE:
+        return api.create(resource, namespace, body)
+    status = body.pop("status", None)
     created = api.create(resource, namespace, body)
-    if status is None or resource.plural not in _STATUS_SUBRESOURCE:
+    if status is None:
         return created
     return api.update_status(resource, namespace, {**created, "status": status})
