@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +48,12 @@ def _evidence_lines(value: Any, indent: str) -> list[str]:
     return [f"{indent}{value}"]
 
 
+def _printable(text: str) -> str:
+    """One output line with its control characters (newlines too) written as escapes: messages and
+    events come from other users of the cluster, and must not move the cursor or forge lines."""
+    return "".join(char if unicodedata.category(char)[0] != "C" else repr(char)[1:-1] for char in text)
+
+
 def as_text(kind: str, namespace: str, name: str, links: Sequence[Link]) -> str:
     """One line per link; the evidence under a broken or unseen link."""
     lines = [f"{_KIND_NAMES.get(kind, kind)} {namespace}/{name}"]
@@ -55,7 +62,7 @@ def as_text(kind: str, namespace: str, name: str, links: Sequence[Link]) -> str:
         if link.status in (Status.BROKEN, Status.UNKNOWN) and link.evidence:
             lines.extend(_evidence_lines(link.evidence, " " * (_WIDTH + 5)))
     lines.append(summary(links))
-    return "\n".join(lines)
+    return "\n".join(_printable(line) for line in lines)
 
 
 def as_json(links: Sequence[Link]) -> str:

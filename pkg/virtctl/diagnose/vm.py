@@ -56,6 +56,8 @@ def _backoff(vm: VirtualMachine, findings: Findings) -> str | None:
         return None
     count = (failure.consecutive_fail_count if failure is not None else None) or 0
     retry_at = failure.retry_after_timestamp if failure is not None else None
+    if not retry_at and printable != CRASH_LOOP:
+        return None  # a failure record with no retry time holds nothing back
     wait = ""
     if retry_at:
         try:

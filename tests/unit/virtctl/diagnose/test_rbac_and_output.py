@@ -13,10 +13,11 @@ from kubevirt.client import JSON, ApiError, ForbiddenError, Resource
 from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virtctl.diagnose import Status
 from kubevirt.virtctl.diagnose import command as command_module
+from kubevirt.virtctl.diagnose.output import as_text
 from kubevirt.virtctl.root import root
 from kubevirt_testing import vm_chain as chain
 
-from .harness import NAME, NS, broken, by_name, scene, walk
+from .harness import NAME, NS, RUNNING_VM_STATUS, broken, by_name, scene, walk
 
 
 class Refusing:
@@ -127,3 +128,24 @@ def test_an_unknown_kind_is_a_usage_error() -> None:
     result = CliRunner().invoke(root, ["diagnose", "pod", NAME])
     assert result.exit_code == 2
     assert "'pod' is not one of 'vm', 'vmi'" in result.output
+
+
+def test_control_characters_from_the_cluster_cannot_reach_the_terminal() -> None:
+    said = "0/1 nodes\x1b[2J\nforged line\r"
+    scheduled = [chain.condition("PodScheduled", "False", "Unschedulable", said)]
+    vmi = chain.vmi(NAME, NS, phase="Scheduling", node=None, conditions=[])
+
+    def pod(uid: str) -> JSON:
+        return chain.launcher_pod(NAME, NS, uid, node=None, phase="Pending", conditions=scheduled)
+
+    text = as_text("vm", NS, NAME, walk(scene(vmi=vmi, pod=pod)))
+    assert "\x1b" not in text
+    assert "\r" not in text
+    assert not any(line.startswith("forged") for line in text.splitlines())
+    assert "0/1 nodes\\x1b[2J\\nforged line\\r" in text
+
+
+def test_a_failure_record_without_a_retry_time_holds_nothing_back() -> None:
+    status = {**RUNNING_VM_STATUS, "startFailure": {"consecutiveFailCount": 1}}
+    links = walk(scene(vm=chain.vm(NAME, NS, status=status)))
+    assert links[0].status is Status.OK
