@@ -22,8 +22,10 @@ from click.testing import CliRunner
 from localcluster.apiserver import ApiServer
 
 from kubevirt.client import (
+    EVENTS,
     NODES,
     PODS,
+    VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
     VIRTUAL_MACHINE_INSTANCES,
     VIRTUAL_MACHINES,
     KubeClient,
@@ -247,3 +249,87 @@ def test_a_user_limited_to_vms_sees_forbidden_and_still_gets_an_answer(
         f"could not see virtualmachineinstancemigrations in namespace {namespace}: forbidden."
     )
     assert {link["status"] for name, link in links.items() if name != "vm"} == {"unknown"}
+
+
+def test_a_vm_refused_by_admission(
+    apiserver: ApiServer, kube: KubeClient, vm_chain: Chain, namespace: str
+) -> None:
+    denied = (
+        'admission webhook "virtualmachineinstances-create-validator.kubevirt.io" denied the request: '
+        "spec.domain.devices.disks[0].name: Name of disk must be unique."
+    )
+    vm_chain.vm(status={"printableStatus": "Stopped"})
+    kube.create(
+        EVENTS,
+        namespace,
+        chain.warning_event(
+            namespace,
+            "VirtualMachine",
+            "vm",
+            "FailedCreate",
+            f"Error creating virtual machine instance: {denied}",
+        ),
+    )
+    links = links_of(apiserver.kubeconfig, namespace)
+    assert [link["link"] for link in links] == ["vm", "vmi"]
+    assert links[-1]["message"] == (
+        "Admission refused the VMI the VM tried to create: "
+        "spec.domain.devices.disks[0].name: Name of disk must be unique."
+    )
+
+
+def test_a_vm_in_start_failure_backoff(apiserver: ApiServer, vm_chain: Chain, namespace: str) -> None:
+    retry = chain.stamp(datetime.now(UTC) + timedelta(minutes=2))
+    failure = {"consecutiveFailCount": 2, "lastFailedVMIUID": "3f1c", "retryAfterTimestamp": retry}
+    vm_chain.vm(status={"printableStatus": "CrashLoopBackOff", "startFailure": failure})
+    links = links_of(apiserver.kubeconfig, namespace)
+    assert links[-1]["link"] == "vm"
+    assert links[-1]["message"].startswith(
+        "The VM is in start-failure backoff (CrashLoopBackOff): the last 2 start(s) failed before the guest "
+        f"ran (last VMI uid 3f1c); the next start is allowed at {retry} (in 1m"
+    )
+
+
+def test_a_paused_vmi(apiserver: ApiServer, vm_chain: Chain, namespace: str) -> None:
+    vm_chain.node()
+    vm_chain.vm(status={"printableStatus": "Paused"})
+    paused = chain.condition("Paused", "True", "PausedByUser", "VMI was paused by user")
+    uid = vm_chain.vmi("Running", scheduled=True, conditions=[*chain.ready_conditions(), paused])
+    vm_chain.pod(uid)
+    links = links_of(apiserver.kubeconfig, namespace)
+    assert links[-1]["message"] == "The VMI is paused (PausedByUser); virtctl unpause resumes it."
+
+
+def test_a_migration_with_no_second_node(
+    apiserver: ApiServer, kube: KubeClient, vm_chain: Chain, namespace: str
+) -> None:
+    vm_chain.node()
+    vm_chain.vm(status={"printableStatus": "Migrating", "created": True, "ready": True})
+    uid = vm_chain.vmi("Running", scheduled=True, conditions=chain.ready_conditions())
+    vm_chain.pod(uid)
+    created = chain.put(
+        kube, VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, chain.migration("mig", namespace, "vm", phase="Scheduling")
+    )
+    anti_affinity = "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+    vm_chain.pod(
+        uid,
+        node=None,
+        phase="Pending",
+        name="virt-launcher-vm-target",
+        labels={"kubevirt.io/migrationJobUID": created["metadata"]["uid"]},
+        conditions=[chain.condition("PodScheduled", "False", "Unschedulable", anti_affinity)],
+    )
+    links = links_of(apiserver.kubeconfig, namespace)
+    assert [(link["link"], link["status"]) for link in links][-3:] == [
+        ("node", "ok"),
+        ("launcher", "unknown"),
+        ("migration", "broken"),
+    ]
+    assert links[-1]["message"] == (
+        "The migration target pod virt-launcher-vm-target can never be scheduled: there is no node it may "
+        f"run on other than {vm_chain.node_name}."
+    )
+    assert links[-1]["evidence"]["phase"] == "Scheduling"
+    assert links[-1]["evidence"]["targetPodScheduling"]["conditions"] == [
+        f"PodScheduled=False Unschedulable: {anti_affinity}"
+    ]
