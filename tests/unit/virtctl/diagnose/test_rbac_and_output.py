@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kubevirt.client import JSON, ApiError, ForbiddenError, Resource
+from kubevirt.client import JSON, ApiError, ConnectionFailedError, ForbiddenError, Resource
 from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virtctl.diagnose import Status
 from kubevirt.virtctl.diagnose import command as command_module
@@ -149,3 +149,30 @@ def test_a_failure_record_without_a_retry_time_holds_nothing_back() -> None:
     status = {**RUNNING_VM_STATUS, "startFailure": {"consecutiveFailCount": 1}}
     links = walk(scene(vm=chain.vm(NAME, NS, status=status)))
     assert links[0].status is Status.OK
+
+
+class Unreachable:
+    """An API server that cannot be reached; counts the attempts."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.writes: list[object] = []
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> JSON:
+        self.calls += 1
+        raise ConnectionFailedError("GET: connection refused")
+
+    def list(
+        self, resource: Resource, namespace: str | None = None, **selectors: Any
+    ) -> tuple[list[JSON], str]:
+        self.calls += 1
+        raise ConnectionFailedError("GET: connection refused")
+
+
+def test_an_unreachable_server_is_tried_once_and_named_on_every_link() -> None:
+    api = Unreachable()
+    links = walk(api)
+    assert api.calls == 1
+    assert links[0].message.startswith(f"could not see VirtualMachine {NS}/{NAME}: 0 ConnectionFailed: GET")
+    assert {link.status for link in links} == {Status.UNKNOWN}
+    assert "connection refused" in links[-1].message
