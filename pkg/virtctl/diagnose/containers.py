@@ -79,6 +79,10 @@ def check_containers(findings: Findings) -> Link:
         *(pod_status.get("containerStatuses") or ()),
     ]
     evidence: dict[str, Any] = {"pod": name_of(pod), "containers": [_state_line(s) for s in statuses]}
+    deleting = (pod.get("metadata") or {}).get("deletionTimestamp")
+    if deleting:
+        message = f"The launcher pod {name_of(pod)} is being deleted (since {deleting})."
+        return Link(NAME, Status.BROKEN, message, evidence)
     trouble = container_trouble(pod)
     if trouble is not None:
         uid = (pod.get("metadata") or {}).get("uid")

@@ -18,20 +18,23 @@ __all__ = ["Fit", "fit", "pod_requests"]
 
 @dataclass(frozen=True)
 class Fit:
-    """Resources no node can hold (resource → what is asked and the most any node offers), and the
-    nodeSelector terms no node carries."""
+    """Resources no node can hold (resource → what is asked and the most any node offers), the
+    nodeSelector terms no node carries, and whether some node has everything at once."""
 
     nodes: int
     short: dict[str, dict[str, str]] = field(default_factory=dict)
     unmatched_selector: dict[str, str] = field(default_factory=dict)
+    one_node_has_all: bool = False
 
     @property
     def fits_somewhere(self) -> bool:
-        return self.nodes > 0 and not self.short and not self.unmatched_selector
+        return self.one_node_has_all
 
     def sentence(self) -> str:
         if self.nodes == 0:
             return "there is no node it may run on"
+        if not self.short and not self.unmatched_selector:
+            return "no single node both carries its nodeSelector and holds all its requests"
         parts = [
             f"{resource} {amounts['requested']} requested but no node offers more than {amounts['largest']}"
             for resource, amounts in sorted(self.short.items())
@@ -101,11 +104,13 @@ def fit(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], *, excluded:
         if requested > largest:
             short[resource] = {"requested": str(requested), "largest": str(largest)}
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    labels = [(node.get("metadata") or {}).get("labels") or {} for node in candidates]
     unmatched = {
-        key: value
-        for key, value in selector.items()
-        if not any(
-            ((node.get("metadata") or {}).get("labels") or {}).get(key) == value for node in candidates
-        )
+        key: value for key, value in selector.items() if not any(found.get(key) == value for found in labels)
     }
-    return Fit(nodes=len(candidates), short=short, unmatched_selector=unmatched)
+    one_has_all = any(
+        all(found.get(key) == value for key, value in selector.items())
+        and all(offer.get(resource, Quantity("0")) >= requested for resource, requested in requests.items())
+        for found, offer in zip(labels, offers, strict=True)
+    )
+    return Fit(nodes=len(candidates), short=short, unmatched_selector=unmatched, one_node_has_all=one_has_all)

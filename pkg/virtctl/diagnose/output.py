@@ -29,7 +29,9 @@ def _evidence_lines(value: Any, indent: str) -> list[str]:
     if isinstance(value, dict):
         lines = []
         for key, item in value.items():
-            if isinstance(item, (dict, list)) and item:
+            if isinstance(item, (dict, list)) and not item:
+                continue  # nothing to show
+            if isinstance(item, (dict, list)):
                 lines.append(f"{indent}{key}:")
                 lines.extend(_evidence_lines(item, indent + "  "))
             else:

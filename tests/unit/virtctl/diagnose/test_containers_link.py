@@ -42,3 +42,15 @@ def test_running_containers_are_fine() -> None:
         Status.OK,
         "all containers are running in pod virt-launcher-vm1-abcde.",
     )
+
+
+def test_a_terminating_launcher_pod_is_named() -> None:
+    def pod(uid: str) -> dict[str, object]:
+        built = chain.launcher_pod(NAME, NS, uid)
+        built["metadata"]["deletionTimestamp"] = chain.stamp(chain.NOW)
+        return built
+
+    link = broken(walk(scene(pod=pod)))
+    assert link.message == (
+        f"The launcher pod virt-launcher-vm1-abcde is being deleted (since {chain.stamp(chain.NOW)})."
+    )

@@ -36,3 +36,20 @@ def test_an_excluded_node_leaves_nowhere_to_go() -> None:
 def test_a_pod_that_fits_is_said_to() -> None:
     verdict = fit(_pod([_container(cpu="1")]), [chain.node("node-a")])
     assert verdict.fits_somewhere
+
+
+def test_resources_spread_over_two_nodes_do_not_fit_one_pod() -> None:
+    pod = {
+        "spec": {
+            "containers": [_container(cpu="1", **{chain.KVM: "1"})],
+            "nodeSelector": {"kubevirt.io/schedulable": "true"},
+        }
+    }
+    nodes = [
+        chain.node("has-kvm", allocatable={"cpu": "2", chain.KVM: "1"}, schedulable="false"),
+        chain.node("schedulable", allocatable={"cpu": "2"}),
+    ]
+    verdict = fit(pod, nodes)
+    assert (verdict.short, verdict.unmatched_selector) == ({}, {})
+    assert not verdict.fits_somewhere
+    assert verdict.sentence() == "no single node both carries its nodeSelector and holds all its requests"
