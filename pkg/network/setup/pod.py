@@ -40,6 +40,11 @@ class PodNetworkSetup:
     def is_done(self, uid: str, binding: PodBinding) -> bool:
         return self.cache.read(uid, binding.name) is not None
 
+    def pending(self, vmi: Mapping[str, Any]) -> bool:
+        """Whether ``vmi`` has a pod network binding not set up yet (raises for an impossible one)."""
+        binding = pod_binding(vmi.get("spec") or {})
+        return binding is not None and not self.is_done(str(vmi["metadata"]["uid"]), binding)
+
     def setup(
         self, vmi: Mapping[str, Any], pid: int, *, netns: Path | None = None, root: PodRoot | None = None
     ) -> Phase1Result | None:
