@@ -186,3 +186,27 @@ def test_absent_pod_interface(topology: Topology, tmp_path: Path) -> None:
         PodNetworkSetup(private_dir=tmp_path).setup(
             masquerade_vmi(), 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
         )
+
+
+def test_ipv6_when_the_pod_has_it(topology: Topology, tmp_path: Path) -> None:
+    def add_ipv6() -> None:
+        with IPRoute() as ipr:
+            ipr.addr("add", index=ipr.link_lookup(ifname="eth0")[0], address="fd00:10:244::2", prefixlen=64)
+
+    topology.run(topology.pod, add_ipv6)
+    PodNetworkSetup(private_dir=tmp_path).setup(
+        masquerade_vmi(), 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
+    )
+
+    def bridge_ipv6() -> list[str]:
+        with IPRoute() as ipr:
+            index = ipr.link_lookup(ifname="k6t-eth0")[0]
+            return [
+                f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}" for a in ipr.get_addr(index=index, family=10)
+            ]
+
+    assert "fd10:0:2::1/120" in topology.run(topology.pod, bridge_ipv6)
+    assert topology.run(topology.pod, lambda: read_sysctl("net.ipv6.conf.all.forwarding")) == "1"
+    ruleset = rules(topology, "list table ip6 nat")
+    assert "ip6 saddr fd10:0:2::2 counter masquerade" in ruleset
+    assert "counter dnat to fd10:0:2::2" in ruleset
