@@ -11,6 +11,7 @@ import pytest
 from pyroute2 import IPRoute
 
 from kubevirt.network.cache import read_dhcp_cache
+from kubevirt.network.errors import NetworkError
 from kubevirt.network.launcher import LauncherNetwork
 from kubevirt.network.setup.pod import PodNetworkSetup
 from kubevirt.podroot import PodRoot
@@ -95,3 +96,30 @@ def test_bridge_binding_hands_the_pod_ip_to_the_vm(
     finally:
         inbound.close()
         outbound.close()
+
+
+def test_a_failed_bridge_binding_gives_the_pod_its_link_back(topology: Topology, tmp_path: Path) -> None:
+    def squat_tap() -> None:
+        with IPRoute() as ipr:
+            ipr.link("add", ifname="tap0", kind="bridge")
+
+    topology.run(topology.pod, squat_tap)
+    before = pod_links(topology)
+
+    def default_route() -> list[str]:
+        with IPRoute() as ipr:
+            return [r.get_attr("RTA_GATEWAY") for r in ipr.get_default_routes(family=2)]
+
+    with pytest.raises(NetworkError, match="creating tap tap0"):
+        PodNetworkSetup(private_dir=tmp_path).setup(
+            bridge_vmi(), 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
+        )
+    after = pod_links(topology)
+    assert set(after) == set(before)  # no bridge, no eth0-nic, no placeholder
+    assert (after["eth0"]["mac"], after["eth0"]["ipv4"]) == (before["eth0"]["mac"], [POD_IP])
+    assert topology.run(topology.pod, default_route) == [CLIENT_IP]
+    listener = Listener(topology, topology.client, 9000)
+    try:
+        assert connect(topology, topology.pod, CLIENT_IP, 9000) == b"ok"  # the pod is on the network again
+    finally:
+        listener.close()
