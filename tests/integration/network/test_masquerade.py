@@ -14,7 +14,7 @@ from pyroute2 import IPRoute
 from kubevirt.network.errors import NetworkError, PodNetworkError
 from kubevirt.network.launcher import LauncherNetwork
 from kubevirt.network.nft.libnft import Nft
-from kubevirt.network.podnet import read_sysctl
+from kubevirt.network.podnet import read_sysctl, write_sysctl
 from kubevirt.network.setup.pod import PodNetworkSetup
 from kubevirt.podroot import PodRoot
 from kubevirt_testing.pod_netns import CLIENT_IP, POD_IP, POD_MTU, Listener, Topology, connect, guest_address
@@ -166,6 +166,9 @@ def test_failure_leaves_nothing_configured(topology: Topology, tmp_path: Path) -
 
     topology.run(topology.pod, squat_tap)
     before = links_in(topology, topology.pod)
+    topology.run(
+        topology.pod, lambda: write_sysctl("net.ipv4.ip_forward", "0")
+    )  # a new netns inherits the node's
     setup = PodNetworkSetup(private_dir=tmp_path)
     vmi = masquerade_vmi()
     with pytest.raises(NetworkError, match="creating tap tap0"):
