@@ -44,9 +44,8 @@ class DHCPServer:
 
     def start(self) -> None:
         command = [dnsmasq_binary(), *dnsmasq_args(self.spec)]
-        self.process = self._popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
+        # In the launcher's process group: whatever ends the launcher's group ends its DHCP server too.
+        self.process = self._popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         threading.Thread(target=self._follow, name="dhcp-log", daemon=True).start()
         deadline = time.monotonic() + READY_TIMEOUT
         while not self._ready.wait(0.02):
