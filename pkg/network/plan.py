@@ -7,6 +7,7 @@ is absent. Every refusal names the VMI field at fault.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from kubevirt_api.core.v1 import Interface, Network
 
 Binding = Literal["masquerade", "bridge"]
 PROTOCOLS = ("TCP", "UDP")
+_MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$")
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ def pod_binding(spec: Mapping[str, Any]) -> PodBinding | None:
                 f"{field}.name",
                 "more than one interface is connected to a pod network in spec.domain.devices.interfaces",
             )
+        if iface.mac_address and not _MAC.match(iface.mac_address):
+            raise NetworkConfigError(f"{field}.macAddress", f"malformed MAC address ({iface.mac_address})")
         if iface.ports and binding != "masquerade":
             raise NetworkConfigError(f"{field}.ports", "ports are only forwarded by the masquerade binding")
         found = PodBinding(
@@ -127,7 +131,7 @@ def pod_binding(spec: Mapping[str, Any]) -> PodBinding | None:
             tap=names.PRIMARY_TAP,
             bridge=names.bridge_name(names.POD_INTERFACE),
             ports=_ports(iface, field),
-            mac=iface.mac_address or None,
+            mac=iface.mac_address.replace("-", ":").lower() if iface.mac_address else None,
             vm_cidr=network.pod.vm_network_cidr or names.DEFAULT_VM_CIDR,
             vm_ipv6_cidr=network.pod.vm_ipv6_network_cidr or names.DEFAULT_VM_IPV6_CIDR,
             model=iface.model or "virtio",

@@ -67,7 +67,7 @@ def test_no_address_no_server() -> None:
 def test_resolv_conf() -> None:
     parsed = parse_resolv_conf(
         "# generated\nnameserver 10.96.0.10\nnameserver fd00::10\nnameserver bogus\n"
-        "search a.svc.cluster.local svc.cluster.local cluster.local.\noptions ndots:5\n"
+        "search a.svc.cluster.local svc.cluster.local cluster.local. bad,option:x\noptions ndots:5\n"
         "nameserver 10.96.0.10\n"
     )
     assert parsed.nameservers == ("10.96.0.10",)

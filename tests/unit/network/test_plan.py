@@ -108,6 +108,11 @@ def test_nothing_to_do_without_a_pod_binding() -> None:
             "too small",
         ),
         (
+            spec({"name": "default", "bridge": {}, "macAddress": "02:00:00:00:00:01,set:x"}),
+            "spec.domain.devices.interfaces[0].macAddress",
+            "malformed MAC address",
+        ),
+        (
             spec({"name": "default", "masquerade": {}, "ports": [{"port": "eighty"}]}),
             "spec.domain.devices.interfaces[0]",
             "port",
