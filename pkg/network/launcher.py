@@ -23,7 +23,7 @@ from kubevirt.network.dhcp.resolvconf import DNSSettings, parse_resolv_conf
 from kubevirt.network.dhcp.server import DHCPServer
 from kubevirt.network.errors import PodNetworkError
 from kubevirt.network.plan import PodBinding, pod_binding
-from kubevirt.network.podnet import link_attrs, link_index
+from kubevirt.network.podnet import discover, link_attrs, link_index
 from kubevirt.podroot import PodRoot
 
 
@@ -37,16 +37,25 @@ class TapInterface:
     mtu: int
 
 
-def masquerade_dhcp_config(binding: PodBinding, *, mac: str, mtu: int) -> DHCPConfig:
-    gateway, vm = names.gateway_and_vm_ip(binding.vm_cidr)
-    return DHCPConfig(
-        name=binding.pod_iface,
-        ip=ipaddress.IPv4Interface(f"{vm}/{gateway.network.prefixlen}"),
-        mac=mac,
-        advertising_ip=str(gateway.ip),
-        gateway=str(gateway.ip),
-        mtu=mtu,
-    )
+def masquerade_dhcp_config(binding: PodBinding, *, mac: str, mtu: int, ipv4: bool, ipv6: bool) -> DHCPConfig:
+    """The VM's addresses behind the masquerade bridge, for each IP family the pod has."""
+    config = DHCPConfig(name=binding.pod_iface, mac=mac, mtu=mtu)
+    if ipv4:
+        gateway, vm = names.gateway_and_vm_ip(binding.vm_cidr)
+        config = dataclasses.replace(
+            config,
+            ip=ipaddress.IPv4Interface(f"{vm}/{gateway.network.prefixlen}"),
+            advertising_ip=str(gateway.ip),
+            gateway=str(gateway.ip),
+        )
+    if ipv6:
+        gateway6, vm6 = names.gateway_and_vm_ip(binding.vm_ipv6_cidr)
+        config = dataclasses.replace(
+            config,
+            ipv6=ipaddress.IPv6Interface(f"{vm6}/{gateway6.network.prefixlen}"),
+            advertising_ipv6=str(gateway6.ip),
+        )
+    return config
 
 
 class LauncherNetwork:
@@ -70,6 +79,7 @@ class LauncherNetwork:
             return []
         with IPRoute() as ipr:
             pod = link_attrs(ipr, binding.pod_iface)
+            families = discover(ipr, binding.pod_iface) if binding.binding == "masquerade" else None
             target = binding.tap if link_index(ipr, binding.tap) is not None else binding.pod_iface
             if link_index(ipr, binding.bridge) is None:
                 raise PodNetworkError(f"bridge ({binding.bridge}) is missing: the pod network is not set up")
@@ -78,11 +88,15 @@ class LauncherNetwork:
                 mtu = int(link_attrs(ipr, names.bridged_pod_iface_name(binding.pod_iface))["mtu"])
         mac = binding.mac or str(pod["mac"])
         if binding.binding == "masquerade":
-            config = masquerade_dhcp_config(binding, mac=mac, mtu=mtu)
+            assert families is not None
+            config = masquerade_dhcp_config(
+                binding, mac=mac, mtu=mtu, ipv4=bool(families.ipv4), ipv6=bool(families.ipv6)
+            )
         else:
             cached = cache.read_dhcp_cache(self._root, binding.pod_iface)
             config = dataclasses.replace(cached, mtu=mtu, mac=cached.mac or mac)
-        if not config.ipam_disabled and binding.name not in self.servers:
+        has_address = config.ip is not None or config.ipv6 is not None
+        if has_address and not config.ipam_disabled and binding.name not in self.servers:
             self._start_server(vmi, binding, config)
         return [TapInterface(name=binding.name, target=target, mac=mac, mtu=mtu)]
 

@@ -30,11 +30,13 @@ class ServerSpec:
 
 def dnsmasq_args(spec: ServerSpec) -> list[str]:
     config = spec.config
-    if config.ip is None:
-        raise ValueError("the DHCP configuration has no IPv4 address to hand out")
-    vm_ip = str(config.ip.ip)
-    netmask = str(config.ip.netmask)
-    host = f"{config.mac},set:vm,{vm_ip}"
+    if config.ip is None and config.ipv6 is None:
+        raise ValueError("the DHCP configuration has no address to hand out")
+    host = f"{config.mac},set:vm"
+    if config.ip is not None:
+        host += f",{config.ip.ip}"
+    if config.ipv6 is not None:
+        host += f",[{config.ipv6.ip}]"  # DHCPv6, as KubeVirt's masquerade binding serves it
     if _HOSTNAME.match(spec.hostname):
         host += f",{spec.hostname}"
     args = [
@@ -51,10 +53,15 @@ def dnsmasq_args(spec: ServerSpec) -> list[str]:
         "--except-interface=lo",
         "--bind-interfaces",
         "--dhcp-authoritative",
-        f"--dhcp-range=tag:vm,{vm_ip},static,{netmask},{INFINITE}",
         f"--dhcp-host={host},{INFINITE}",
         "--dhcp-ignore=tag:!known",
     ]
+    if config.ipv6 is not None:
+        args.append(f"--dhcp-range=tag:vm,{config.ipv6.ip},static,{config.ipv6.network.prefixlen},{INFINITE}")
+    if config.ip is None:
+        return args
+    vm_ip = str(config.ip.ip)
+    args.append(f"--dhcp-range=tag:vm,{vm_ip},static,{config.ip.netmask},{INFINITE}")
     if config.advertising_ip and ipaddress.ip_address(config.advertising_ip) not in config.ip.network:
         # The server's own address is outside the VM's subnet (the bridge binding's link-local one).
         args.append(f"--shared-network={spec.interface},{vm_ip}")

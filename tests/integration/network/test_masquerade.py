@@ -191,14 +191,15 @@ def test_absent_pod_interface(topology: Topology, tmp_path: Path) -> None:
         )
 
 
-def test_ipv6_when_the_pod_has_it(topology: Topology, tmp_path: Path) -> None:
+def test_ipv6_when_the_pod_has_it(topology: Topology, tmp_path: Path, resolv_conf: Path) -> None:
     def add_ipv6() -> None:
         with IPRoute() as ipr:
             ipr.addr("add", index=ipr.link_lookup(ifname="eth0")[0], address="fd00:10:244::2", prefixlen=64)
 
     topology.run(topology.pod, add_ipv6)
+    vmi = masquerade_vmi()
     PodNetworkSetup(private_dir=tmp_path).setup(
-        masquerade_vmi(), 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
+        vmi, 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
     )
 
     def bridge_ipv6() -> list[str]:
@@ -213,3 +214,12 @@ def test_ipv6_when_the_pod_has_it(topology: Topology, tmp_path: Path) -> None:
     ruleset = rules(topology, "list table ip6 nat")
     assert "ip6 saddr fd10:0:2::2 counter masquerade" in ruleset
     assert "counter dnat to fd10:0:2::2" in ruleset
+
+    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf, lease_dir=tmp_path)
+    try:
+        (tap,) = topology.run(topology.pod, lambda: launcher.prepare(vmi))
+        topology.attach_guest("k6t-eth0", tap.mac)
+        assert topology.dhcpv6_solicit(tap.mac) == ["fd10:0:2::2"]  # DHCPv6, beside DHCPv4
+        assert topology.udhcpc()["ip"] == "10.0.2.2"
+    finally:
+        launcher.stop()

@@ -9,10 +9,13 @@ VM behind the tap, which runs a real DHCP client (busybox udhcpc) and real socke
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
+import struct
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -80,10 +83,52 @@ class Topology:
         assert result.returncode == 0, f"udhcpc failed: {result.stdout}{result.stderr}"
         return dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
 
+    def dhcpv6_solicit(self, mac: str) -> list[str]:
+        """A DHCPv6 SOLICIT from the guest (busybox has no DHCPv6 client); the addresses advertised."""
+        return self.run(self.guest, lambda: _solicit(mac))
+
     def close(self) -> None:
         for name in reversed(self.created):
             with contextlib.suppress(OSError):
                 netns.remove(name)
+
+
+def _solicit(mac: str, timeout: float = 10.0) -> list[str]:
+    duid = struct.pack("!HH", 3, 1) + bytes.fromhex(mac.replace(":", ""))  # DUID-LL, Ethernet
+    options = struct.pack("!HH", 1, len(duid)) + duid  # client identifier
+    options += struct.pack("!HHIII", 3, 12, 1, 0, 0)  # IA_NA 1, no preferred times
+    options += struct.pack("!HHH", 8, 2, 0)  # elapsed time
+    with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0")
+        sock.bind(("::", 546))
+        sock.settimeout(timeout)
+        deadline = time.monotonic() + timeout
+        while True:  # the guest's link-local address may still be tentative: retry until it can send
+            try:
+                sock.sendto(
+                    bytes([1]) + os.urandom(3) + options, ("ff02::1:2", 547, 0, socket.if_nametoindex("eth0"))
+                )
+                reply, _ = sock.recvfrom(2048)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+    assert reply[0] == 2, f"not an ADVERTISE: message type {reply[0]}"
+    addresses = []
+    offset = 4
+    while offset + 4 <= len(reply):
+        code, length = struct.unpack("!HH", reply[offset : offset + 4])
+        body = reply[offset + 4 : offset + 4 + length]
+        if code == 3:  # IA_NA: IAID, T1, T2, then its own options
+            inner = 12
+            while inner + 4 <= len(body):
+                inner_code, inner_length = struct.unpack("!HH", body[inner : inner + 4])
+                if inner_code == 5:  # IA address
+                    addresses.append(socket.inet_ntop(socket.AF_INET6, body[inner + 4 : inner + 20]))
+                inner += 4 + inner_length
+        offset += 4 + length
+    return addresses
 
 
 def _configure(

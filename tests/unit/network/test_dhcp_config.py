@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 
 import pytest
@@ -31,6 +32,7 @@ def test_masquerade_server_knows_only_the_vm() -> None:
     assert "--interface=k6t-eth0" in given
     assert "--port=0" in given  # DHCP only: no DNS server in the pod
     assert "--dhcp-host=0a:58:0a:f4:00:05,set:vm,10.0.2.2,vm,infinite" in given
+    assert not any(":0:2::" in a for a in given)  # no IPv6 in the pod, none for the VM
     assert "--dhcp-ignore=tag:!known" in given
     assert "--dhcp-range=tag:vm,10.0.2.2,static,255.255.255.0,infinite" in given
     assert "--dhcp-option=tag:vm,option:router,10.0.2.1" in given
@@ -59,8 +61,15 @@ def test_bridge_server_shares_the_pod_subnet_and_its_routes() -> None:
     )
 
 
+def test_dual_stack_masquerade_serves_dhcpv6_too() -> None:
+    given = args(dataclasses.replace(MASQ, ipv6=ipaddress.IPv6Interface("fd10:0:2::2/120")))
+    assert "--dhcp-host=0a:58:0a:f4:00:05,set:vm,10.0.2.2,[fd10:0:2::2],vm,infinite" in given
+    assert "--dhcp-range=tag:vm,fd10:0:2::2,static,120,infinite" in given
+    assert "--dhcp-range=tag:vm,10.0.2.2,static,255.255.255.0,infinite" in given
+
+
 def test_no_address_no_server() -> None:
-    with pytest.raises(ValueError, match="no IPv4 address"):
+    with pytest.raises(ValueError, match="no address to hand out"):
         args(DHCPConfig(name="eth0", ipam_disabled=True))
 
 
