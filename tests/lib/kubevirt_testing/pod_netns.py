@@ -93,7 +93,7 @@ class Topology:
                 netns.remove(name)
 
 
-def _solicit(mac: str, timeout: float = 10.0) -> list[str]:
+def _solicit(mac: str, timeout: float = 30.0) -> list[str]:
     duid = struct.pack("!HH", 3, 1) + bytes.fromhex(mac.replace(":", ""))  # DUID-LL, Ethernet
     options = struct.pack("!HH", 1, len(duid)) + duid  # client identifier
     options += struct.pack("!HHIII", 3, 12, 1, 0, 0)  # IA_NA 1, no preferred times
@@ -101,9 +101,11 @@ def _solicit(mac: str, timeout: float = 10.0) -> list[str]:
     with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0")
         sock.bind(("::", 546))
-        sock.settimeout(timeout)
+        sock.settimeout(
+            1.0
+        )  # a client retransmits; the first may leave before the link-local address is usable
         deadline = time.monotonic() + timeout
-        while True:  # the guest's link-local address may still be tentative: retry until it can send
+        while True:
             try:
                 sock.sendto(
                     bytes([1]) + os.urandom(3) + options, ("ff02::1:2", 547, 0, socket.if_nametoindex("eth0"))
