@@ -24,6 +24,7 @@ from kubevirt.virt_handler.device_manager.plugin import (
     DevicePlugin,
 )
 from kubevirt.virt_handler.heartbeat import Heartbeat
+from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.vm_controller import VMController
 
 COMPONENT = "virt-handler"
@@ -41,6 +42,7 @@ class Options:
     workers: int = 3
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
+    private_dir: Path = DEFAULT_PRIVATE_DIR  # the node's records of each VMI's pod network
 
 
 class VirtHandler:
@@ -60,6 +62,7 @@ class VirtHandler:
             node=options.node_name,
             pods_dir=options.pods_dir,
             connect=LauncherClient,
+            network=HandlerNetwork(private_dir=options.private_dir),
         )
         enqueue = self._queue.add
         vmis.add_event_handler(

@@ -21,12 +21,20 @@ from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, Launch
 from kubevirt.log import get_logger
 from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
+from kubevirt.virt_handler.network import NetworkSetupError
 
 JSON = dict[str, Any]
 SYNCHRONIZED = "Synchronized"
 SYNC_FAILED_REASON = "Synchronizing with the Domain failed."
 SOCKET_WAIT_SECONDS = 1.0
 RESYNC_SECONDS = 5.0
+
+
+class Network(Protocol):
+    def setup(self, vmi: JSON, launcher_socket: Path) -> None: ...
+    def interface_status(self, vmi: JSON, interfaces: list[JSON]) -> list[JSON]: ...
+    def forget(self, uid: str) -> None: ...
+    def forget_all_but(self, uids: list[str]) -> None: ...
 
 
 class Launcher(Protocol):
@@ -82,6 +90,7 @@ class VMController:
         node: str,
         pods_dir: Path,
         connect: Callable[[Path], Launcher],
+        network: Network | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -89,15 +98,21 @@ class VMController:
         self._node = node
         self._pods_dir = pods_dir
         self._connect = connect
+        self._network = network
         self._log = get_logger()
 
     def reconcile(self, key: str) -> None:
         vmi = self._vmis.get_by_key(key)
         if vmi is None:
-            return  # Its pod, and with it the launcher, goes with it; nothing of ours is left.
+            # Its pod, and with it the launcher and the pod's network, goes with it.
+            if self._network is not None:
+                self._network.forget_all_but([str(v["metadata"].get("uid")) for v in self._vmis.list()])
+            return
         vmi = copy.deepcopy(vmi)
         status = vmi.setdefault("status", {})
         current = status.get("phase") or ""
+        if current in phases.FINAL_PHASES and self._network is not None:
+            self._network.forget(str(vmi["metadata"].get("uid")))
         if current in phases.FINAL_PHASES or current not in (phases.SCHEDULED, phases.RUNNING):
             return
         if (vmi["metadata"].get("labels") or {}).get("kubevirt.io/nodeName") != self._node:
@@ -106,14 +121,27 @@ class VMController:
             socket = find_launcher_socket(self._pods_dir, status.get("activePods") or {}, self._node)
         except SocketLookupError:
             raise RequeueAfter(SOCKET_WAIT_SECONDS) from None
-        launcher = self._connect(socket)
-        try:
-            domain, error = self._drive(launcher, vmi)
-        finally:
-            launcher.close()
+        domain, error = None, self._network_error(vmi, socket)
+        if error is None:
+            launcher = self._connect(socket)
+            try:
+                domain, error = self._drive(launcher, vmi)
+            finally:
+                launcher.close()
         self._update_status(key, vmi, domain, error)
         if error is not None or vmi["status"].get("phase") != phases.RUNNING:
             raise RequeueAfter(SOCKET_WAIT_SECONDS if error is None else RESYNC_SECONDS)
+
+    def _network_error(self, vmi: JSON, socket: Path) -> str | None:
+        """Phase 1 of the VMI's network before the launcher defines the domain; its failure, if any."""
+        if self._network is None or vmi["metadata"].get("deletionTimestamp") is not None:
+            return None
+        try:
+            self._network.setup(vmi, socket)
+        except NetworkSetupError as err:
+            self._events.event(vmi, "Warning", err.reason, err.message)
+            return err.message
+        return None
 
     def _drive(self, launcher: Launcher, vmi: JSON) -> tuple[JSON | None, str | None]:
         deleting = vmi["metadata"].get("deletionTimestamp") is not None
@@ -142,6 +170,8 @@ class VMController:
         current = status.get("phase") or ""
         if domain is not None:
             if interfaces := interfaces_from_domain(domain):
+                if self._network is not None:
+                    interfaces = self._network.interface_status(vmi, interfaces)
                 status["interfaces"] = interfaces
             if info := guest_os_info(domain):
                 status["guestOSInfo"] = info
