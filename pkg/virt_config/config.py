@@ -2,7 +2,8 @@
 
 KubeVirt's built-in values overlaid by the KubeVirt CR's ``spec.configuration``: feature gates (gates
 that graduated count as enabled whatever the CR says), the VM rollout strategy, eviction strategy,
-architectures and their emulated machines, and whether a bridge may sit on the pod network.
+architectures and their emulated machines, whether a bridge may sit on the pod network, and what
+virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector, emulation).
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ class ClusterConfig:
     )
     permit_bridge_interface_on_pod_network: bool = True
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
+    # None: KubeVirt's built-in list of obsolete CPU models.
+    obsolete_cpu_models: frozenset[str] | None = None
+    min_cpu_model: str = ""
+    # ``ksmConfiguration.nodeLabelSelector``; None when KSM handling is not configured at all.
+    ksm_node_label_selector: Mapping[str, Any] | None = None
+    use_emulation: bool = False
 
     @classmethod
     def build(
@@ -113,6 +120,8 @@ class ClusterConfig:
         default_arch = architectures.get("defaultArchitecture")
         bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
         namespace = install_namespace or _mapping(kubevirt.get("metadata")).get("namespace")
+        obsolete = configuration.get("obsoleteCPUModels")
+        ksm = configuration.get("ksmConfiguration")
         return cls(
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
@@ -123,6 +132,15 @@ class ClusterConfig:
             install_namespace=namespace
             if isinstance(namespace, str) and namespace
             else DEFAULT_INSTALL_NAMESPACE,
+            # KubeVirt's labeller looks the models up by key; the values play no part.
+            obsolete_cpu_models=frozenset(str(model) for model in obsolete)
+            if isinstance(obsolete, Mapping)
+            else None,
+            min_cpu_model=str(configuration.get("minCPUModel") or ""),
+            ksm_node_label_selector=dict(_mapping(_mapping(ksm).get("nodeLabelSelector")))
+            if isinstance(ksm, Mapping)
+            else None,
+            use_emulation=developer.get("useEmulation") is True,
         )
 
     def enabled(self, gate: str) -> bool:
@@ -154,7 +172,13 @@ _PREFIX = "spec.configuration"
 
 def _check(configuration: Mapping[str, Any]) -> None:
     """The checks KubeVirt's CRD schema and config validation make on the fields read here."""
-    for key in ("developerConfiguration", "architectureConfiguration", "network"):
+    for key in (
+        "developerConfiguration",
+        "architectureConfiguration",
+        "network",
+        "obsoleteCPUModels",
+        "ksmConfiguration",
+    ):
         value = configuration.get(key)
         if value is not None and not isinstance(value, Mapping):
             raise InvalidConfigurationError(f"{_PREFIX}.{key}: must be an object")

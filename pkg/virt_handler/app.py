@@ -1,8 +1,8 @@
 """virt-handler's application object: what runs once the flags are parsed.
 
-One process per node: the heartbeat keeps the node labelled schedulable, the device plugins advertise the
-host devices launcher pods request, and the VM controller drives every VMI labelled with this node's name
-through its virt-launcher.
+One process per node: the heartbeat keeps the node labelled schedulable, the node labeller labels it with
+what its libvirt can run, the device plugins advertise the host devices launcher pods request, and the VM
+controller drives every VMI labelled with this node's name through its virt-launcher.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.log import get_logger
+from kubevirt.virt_handler.config import HandlerConfig
 from kubevirt.virt_handler.device_manager.plugin import (
     DEFAULT_DEVICE_PLUGINS_DIR,
     DEFAULT_MAX_DEVICES,
@@ -24,6 +25,8 @@ from kubevirt.virt_handler.device_manager.plugin import (
     DevicePlugin,
 )
 from kubevirt.virt_handler.heartbeat import Heartbeat
+from kubevirt.virt_handler.node_labeller import capabilities, host
+from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.vm_controller import VMController
 
 COMPONENT = "virt-handler"
@@ -41,6 +44,7 @@ class Options:
     workers: int = 3
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
+    node_labeller_dir: Path = capabilities.DEFAULT_DIRECTORY
 
 
 class VirtHandler:
@@ -49,6 +53,8 @@ class VirtHandler:
         self._stop = threading.Event()
         self._events = EventRecorder(api, COMPONENT, host=options.node_name)
         self._factory = SharedInformerFactory(api)
+        self._config = HandlerConfig(self._factory)
+        self._labeller = _node_labeller(api, options, self._config)
         vmis = self._factory.informer(
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )
@@ -87,6 +93,11 @@ class VirtHandler:
             threading.Thread(target=plugin.run, args=(self._stop,), name=plugin.device.name, daemon=True)
             for plugin in self._plugins
         ]
+        if self._labeller is not None:
+            labeller = threading.Thread(
+                target=self._labeller.run, args=(self._stop,), name="node-labeller", daemon=True
+            )
+            plugins.append(labeller)  # started and joined with the plugins
         for thread in plugins:
             thread.start()
         self._factory.start()
@@ -103,6 +114,26 @@ class VirtHandler:
         for thread in plugins:
             thread.join(timeout=5)
         return 0
+
+
+def _node_labeller(api: KubeClient, options: Options, config: HandlerConfig) -> NodeLabeller | None:
+    """The node labeller, or None (logged) when the node's capabilities were not written."""
+    try:
+        caps = capabilities.load(options.node_labeller_dir)
+    except capabilities.CapabilitiesError as err:
+        get_logger().error("node-labeller could not load the node's capabilities", reason=str(err))
+        return None
+    labeller = NodeLabeller(
+        api=api,
+        events=EventRecorder(api, "node-labeller", host=options.node_name),
+        node=options.node_name,
+        capabilities=caps,
+        config=config.current,
+        realtime=host.realtime_capable,
+        hyperv=host.hyperv_capabilities(),
+    )
+    config.on_change(labeller.config_changed)
+    return labeller
 
 
 def run(options: Options) -> int:
