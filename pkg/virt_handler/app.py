@@ -27,7 +27,9 @@ from kubevirt.virt_handler.device_manager.plugin import (
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
+from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.vm_controller import VMController
+from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 
 COMPONENT = "virt-handler"
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
@@ -45,6 +47,7 @@ class Options:
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
     node_labeller_dir: Path = capabilities.DEFAULT_DIRECTORY
+    watchdog_timeout: float = DEFAULT_TIMEOUT_SECONDS
 
 
 class VirtHandler:
@@ -74,6 +77,14 @@ class VirtHandler:
             lambda obj: enqueue(key_of(obj)),
         )
         self._controller = Controller("virt-handler-vm", self._queue, reconciler, workers=options.workers)
+        self._watchdog = LauncherWatchdog(
+            vmi_store=vmis.store,
+            node=options.node_name,
+            pods_dir=options.pods_dir,
+            enqueue=enqueue,
+            timeout=options.watchdog_timeout,
+        )
+        self._orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=options.pods_dir, connect=LauncherClient)
         self._heartbeat = Heartbeat(api, options.node_name)
         self._plugins = [
             DevicePlugin(device, plugins_dir=options.device_plugins_dir, count=options.max_devices)
@@ -106,6 +117,11 @@ class VirtHandler:
             self._stop.set()
         else:
             log.info("virt-handler running", node=self._options.node_name)
+            # Both need the synced cache: a launcher is an orphan only if no known VMI lists its pod.
+            for target, name in ((self._watchdog.run, "launcher-watchdog"), (self._orphans.run, "orphans")):
+                thread = threading.Thread(target=target, args=(self._stop,), name=name, daemon=True)
+                thread.start()
+                plugins.append(thread)
             self._controller.run(self._stop)
         self._stop.wait()
         self._factory.stop()
