@@ -76,7 +76,7 @@ class ClusterConfig:
     # None: KubeVirt's built-in list of obsolete CPU models.
     obsolete_cpu_models: frozenset[str] | None = None
     min_cpu_model: str = ""
-    # ``ksmConfiguration.nodeLabelSelector``; None when KSM handling is not configured at all.
+    # ``ksmConfiguration.nodeLabelSelector``; None: KSM is handled on no node.
     ksm_node_label_selector: Mapping[str, Any] | None = None
     use_emulation: bool = False
 
@@ -121,7 +121,7 @@ class ClusterConfig:
         bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
         namespace = install_namespace or _mapping(kubevirt.get("metadata")).get("namespace")
         obsolete = configuration.get("obsoleteCPUModels")
-        ksm = configuration.get("ksmConfiguration")
+        selector = _mapping(configuration.get("ksmConfiguration")).get("nodeLabelSelector")
         return cls(
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
@@ -137,9 +137,8 @@ class ClusterConfig:
             if isinstance(obsolete, Mapping)
             else None,
             min_cpu_model=str(configuration.get("minCPUModel") or ""),
-            ksm_node_label_selector=dict(_mapping(_mapping(ksm).get("nodeLabelSelector")))
-            if isinstance(ksm, Mapping)
-            else None,
+            # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
+            ksm_node_label_selector=dict(selector) if isinstance(selector, Mapping) else None,
             use_emulation=developer.get("useEmulation") is True,
         )
 

@@ -25,6 +25,7 @@ from kubevirt.virt_handler.device_manager.plugin import (
     DevicePlugin,
 )
 from kubevirt.virt_handler.heartbeat import Heartbeat
+from kubevirt.virt_handler.ksm import KsmHandler
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.orphans import OrphanSweeper
@@ -58,6 +59,8 @@ class VirtHandler:
         self._factory = SharedInformerFactory(api)
         self._config = HandlerConfig(self._factory)
         self._labeller = _node_labeller(api, options, self._config)
+        self._ksm = KsmHandler(api=api, node=options.node_name, config=self._config.current)
+        self._config.on_change(self._ksm.config_changed)
         vmis = self._factory.informer(
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )
@@ -109,6 +112,7 @@ class VirtHandler:
                 target=self._labeller.run, args=(self._stop,), name="node-labeller", daemon=True
             )
             plugins.append(labeller)  # started and joined with the plugins
+        plugins.append(threading.Thread(target=self._ksm.run, args=(self._stop,), name="ksm", daemon=True))
         for thread in plugins:
             thread.start()
         self._factory.start()
