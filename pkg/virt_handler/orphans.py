@@ -35,7 +35,7 @@ class OrphanLauncher(Protocol):
 def _domain_owner(domain: JSON) -> tuple[str, str, str]:
     meta = domain.get("ObjectMeta") or {}
     uid = (((domain.get("Spec") or {}).get("Metadata") or {}).get("KubeVirt") or {}).get("UID") or ""
-    return str(meta.get("Namespace") or ""), str(meta.get("Name") or ""), str(uid)
+    return str(meta.get("namespace") or ""), str(meta.get("name") or ""), str(uid)
 
 
 class OrphanSweeper:
@@ -105,11 +105,11 @@ class OrphanSweeper:
             )
         return f"{namespace}/{name}"
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, period: float = PERIOD_SECONDS) -> None:
         while True:
             try:
                 self.sweep()
             except Exception:  # one bad pass must not end the cleanup for good
                 self._log.exception("the orphan sweep failed")
-            if stop.wait(PERIOD_SECONDS):
+            if stop.wait(period):
                 return

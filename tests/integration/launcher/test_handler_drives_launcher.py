@@ -16,7 +16,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import pytest
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient, Resource
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import LauncherWatchdog
 
@@ -36,13 +36,70 @@ EMPTY_DIR = Path("volumes/kubernetes.io~empty-dir/sockets")
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 WATCHDOG_TIMEOUT = 3
 BOOT_BUDGET = 60.0
+ORPHAN_PERIOD = 1.0
 
 
-@dataclass
 class Handler:
-    kube: KubeClient
-    namespace: str
-    pods_dir: Path
+    """virt-handler's VM controller, watchdog and orphan sweeper on their informers; started on demand."""
+
+    def __init__(self, kube: KubeClient, namespace: str, pods_dir: Path) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.pods_dir = pods_dir
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._factory: SharedInformerFactory | None = None
+        self._events: EventRecorder | None = None
+
+    def start(self) -> None:
+        factory = SharedInformerFactory(self.kube)
+        vmis = factory.informer(
+            VIRTUAL_MACHINE_INSTANCES, namespace=self.namespace, label_selector=f"kubevirt.io/nodeName={NODE}"
+        )
+        queue = RateLimitingQueue(name="test-handler")
+        self._events = EventRecorder(self.kube, "virt-handler", host=NODE)
+        reconciler = VMController(
+            api=self.kube,
+            events=self._events,
+            vmi_store=vmis.store,
+            node=NODE,
+            pods_dir=self.pods_dir,
+            connect=LauncherClient,
+        )
+        vmis.add_event_handler(
+            lambda obj: queue.add(key_of(obj)),
+            lambda _old, new: queue.add(key_of(new)),
+            lambda obj: queue.add(key_of(obj)),
+        )
+        watchdog = LauncherWatchdog(
+            vmi_store=vmis.store,
+            node=NODE,
+            pods_dir=self.pods_dir,
+            enqueue=queue.add,
+            timeout=WATCHDOG_TIMEOUT,
+        )
+        orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=self.pods_dir, connect=LauncherClient)
+        factory.start()
+        assert factory.wait_for_cache_sync(30)
+        self._factory = factory
+        self._threads = [
+            threading.Thread(
+                target=Controller("test-handler", queue, reconciler, workers=2).run, args=(self._stop,)
+            ),
+            threading.Thread(target=watchdog.run, args=(self._stop,)),
+            threading.Thread(target=orphans.run, args=(self._stop, ORPHAN_PERIOD)),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(10)
+        if self._factory is not None:
+            self._factory.stop()
+        if self._events is not None:
+            self._events.stop()
 
     def vmi(self, name: str) -> dict[str, Any]:
         return self.kube.get(VIRTUAL_MACHINE_INSTANCES, self.namespace, name)
@@ -65,38 +122,9 @@ class Handler:
 @pytest.fixture
 def handler(kube: KubeClient, namespace: str) -> Iterator[Handler]:
     pods_dir = Path(tempfile.mkdtemp(prefix="h", dir="/tmp"))  # short: socket paths have a size limit
-    stop = threading.Event()
-    factory = SharedInformerFactory(kube)
-    vmis = factory.informer(
-        VIRTUAL_MACHINE_INSTANCES, namespace=namespace, label_selector=f"kubevirt.io/nodeName={NODE}"
-    )
-    queue = RateLimitingQueue(name="test-handler")
-    events = EventRecorder(kube, "virt-handler", host=NODE)
-    reconciler = VMController(
-        api=kube, events=events, vmi_store=vmis.store, node=NODE, pods_dir=pods_dir, connect=LauncherClient
-    )
-    vmis.add_event_handler(
-        lambda obj: queue.add(key_of(obj)),
-        lambda _old, new: queue.add(key_of(new)),
-        lambda obj: queue.add(key_of(obj)),
-    )
-    watchdog = LauncherWatchdog(
-        vmi_store=vmis.store, node=NODE, pods_dir=pods_dir, enqueue=queue.add, timeout=WATCHDOG_TIMEOUT
-    )
-    factory.start()
-    assert factory.wait_for_cache_sync(30)
-    threads = [
-        threading.Thread(target=Controller("test-handler", queue, reconciler, workers=2).run, args=(stop,)),
-        threading.Thread(target=watchdog.run, args=(stop,)),
-    ]
-    for thread in threads:
-        thread.start()
-    yield Handler(kube, namespace, pods_dir)
-    stop.set()
-    for thread in threads:
-        thread.join(10)
-    factory.stop()
-    events.stop()
+    handler = Handler(kube, namespace, pods_dir)
+    yield handler
+    handler.stop()
     mounted = pods_dir / POD_UID / EMPTY_DIR
     subprocess.run(["umount", "-l", str(mounted)], check=False, capture_output=True)
     with contextlib.suppress(OSError):
@@ -139,6 +167,7 @@ def _release(handler: Handler, name: str) -> None:
 def test_kill_9_of_the_launcher_fails_the_vmi(
     handler: Handler, launcher_pods: Any, make_vmi: Any, guest_marker: str
 ) -> None:
+    handler.start()
     pod = _start(handler, launcher_pods, make_vmi, "killed")
     handler.wait_for("killed", lambda v: v["status"].get("phase") == "Running", BOOT_BUDGET)
     pod.wait_for_serial(guest_marker, BOOT_BUDGET)
@@ -158,6 +187,7 @@ def test_kill_9_of_the_launcher_fails_the_vmi(
 def test_deleting_the_vmi_shuts_it_down_then_kills_it_after_the_grace_period(
     handler: Handler, launcher_pods: Any, make_vmi: Any, guest_marker: str
 ) -> None:
+    handler.start()
     pod = _start(handler, launcher_pods, make_vmi, "stopped", terminationGracePeriodSeconds=4)
     handler.wait_for("stopped", lambda v: v["status"].get("phase") == "Running", BOOT_BUDGET)
     pod.wait_for_serial(guest_marker, BOOT_BUDGET)
@@ -176,3 +206,26 @@ def test_deleting_the_vmi_shuts_it_down_then_kills_it_after_the_grace_period(
     assert pod.wait_exit(30) == 0  # its domain undefined, the launcher is done
     assert vmi["status"]["phase"] == "Failed"  # ACPI was applicable and the guest did not stop by itself
     _release(handler, "stopped")
+
+
+def test_a_restarted_handler_picks_up_a_booting_vmi_and_cleans_up_after_a_vanished_one(
+    handler: Handler, launcher_pods: Any, make_vmi: Any, guest_marker: str
+) -> None:
+    pod = _start(handler, launcher_pods, make_vmi, "resumed", terminationGracePeriodSeconds=3)
+    # The previous handler synced the VMI and died before it could report anything.
+    vmi = handler.vmi("resumed")
+    pod.client.sync_vmi(vmi)
+    handler.start()
+    vmi = handler.wait_for("resumed", lambda v: v["status"].get("phase") == "Running", BOOT_BUDGET)
+    assert [s["phase"] for s in vmi["status"]["phaseTransitionTimestamps"]] == ["Running"]
+    pod.wait_for_serial(guest_marker, BOOT_BUDGET)
+
+    # The VMI vanishes from the API at once (no finalizer left): its launcher's domain is an orphan.
+    _release(handler, "resumed")
+    handler.kube.delete(VIRTUAL_MACHINE_INSTANCES, handler.namespace, "resumed")
+    gone = time.monotonic()
+    assert pod.wait_exit(60) == 0  # ACPI (ignored), the kill after 3 s, the undefine: the launcher is done
+    took = time.monotonic() - gone
+    print(f"orphaned domain stopped and undefined {took:.1f}s after its VMI vanished (grace 3s)")
+    assert took >= 3
+    assert "the domain is gone" in pod.logs()

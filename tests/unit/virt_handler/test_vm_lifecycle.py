@@ -50,7 +50,7 @@ class FakeLauncher:
         if self.domain is not None:
             metadata["GracePeriod"] = {**self.domain["Spec"]["Metadata"]["KubeVirt"]["GracePeriod"], **grace}
         self.domain = {
-            "ObjectMeta": {"Name": "tiny", "Namespace": "default"},
+            "ObjectMeta": {"name": "tiny", "namespace": "default"},
             "Spec": {"Features": {"ACPI": {}}, "Metadata": {"KubeVirt": metadata}},
             "Status": {"Status": state, "Reason": reason},
         }
