@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -97,24 +98,18 @@ class VirtHandler:
     def stop(self) -> None:
         self._stop.set()
 
+    def _thread(self, target: Callable[[threading.Event], None], name: str) -> threading.Thread:
+        thread = threading.Thread(target=target, args=(self._stop,), name=name, daemon=True)
+        thread.start()
+        return thread
+
     def run(self) -> int:
         log = get_logger()
-        beats = threading.Thread(
-            target=self._heartbeat.run, args=(self._stop,), name="heartbeat", daemon=True
-        )
-        beats.start()
-        plugins = [
-            threading.Thread(target=plugin.run, args=(self._stop,), name=plugin.device.name, daemon=True)
-            for plugin in self._plugins
-        ]
+        beats = self._thread(self._heartbeat.run, "heartbeat")
+        helpers = [self._thread(plugin.run, plugin.device.name) for plugin in self._plugins]
         if self._labeller is not None:
-            labeller = threading.Thread(
-                target=self._labeller.run, args=(self._stop,), name="node-labeller", daemon=True
-            )
-            plugins.append(labeller)  # started and joined with the plugins
-        plugins.append(threading.Thread(target=self._ksm.run, args=(self._stop,), name="ksm", daemon=True))
-        for thread in plugins:
-            thread.start()
+            helpers.append(self._thread(self._labeller.run, "node-labeller"))
+        helpers.append(self._thread(self._ksm.run, "ksm"))
         self._factory.start()
         if not self._factory.wait_for_cache_sync(CACHE_SYNC_TIMEOUT):
             log.error("the VMI cache did not sync")
@@ -122,16 +117,14 @@ class VirtHandler:
         else:
             log.info("virt-handler running", node=self._options.node_name)
             # Both need the synced cache: a launcher is an orphan only if no known VMI lists its pod.
-            for target, name in ((self._watchdog.run, "launcher-watchdog"), (self._orphans.run, "orphans")):
-                thread = threading.Thread(target=target, args=(self._stop,), name=name, daemon=True)
-                thread.start()
-                plugins.append(thread)
+            helpers.append(self._thread(self._watchdog.run, "launcher-watchdog"))
+            helpers.append(self._thread(self._orphans.run, "orphans"))
             self._controller.run(self._stop)
         self._stop.wait()
         self._factory.stop()
         self._events.stop()
         beats.join(timeout=10)
-        for thread in plugins:
+        for thread in helpers:
             thread.join(timeout=5)
         return 0
 

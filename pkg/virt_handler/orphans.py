@@ -89,8 +89,7 @@ class OrphanSweeper:
         if vmi is not None and (vmi.get("metadata") or {}).get("uid") == uid:
             return None
         stub: JSON = {"metadata": {"namespace": namespace, "name": name, "uid": uid}, "spec": {}}
-        state, _ = phases.domain_state(domain)
-        if state in ("Shutoff", "Crashed", ""):
+        if not phases.domain_alive(domain):
             launcher.vmi_command("DeleteVirtualMachine", stub)
             self._log.info("undefined the domain of a deleted VMI", namespace=namespace, name=name, uid=uid)
         else:

@@ -42,7 +42,6 @@ SOCKET_WAIT_SECONDS = 1.0
 RESYNC_SECONDS = 5.0
 # A launcher whose socket never appears within this time is unresponsive (KubeVirt's 3 minutes).
 LAUNCHER_START_TIMEOUT_SECONDS = 180.0
-_DOWN_STATES = ("Shutoff", "Crashed", "")
 
 
 class Launcher(Protocol):
@@ -60,10 +59,6 @@ class _Outcome:
     error: str | None = None
     requeue: float | None = None
     disconnected: bool = False
-
-
-def _alive(domain: JSON | None) -> bool:
-    return domain is not None and phases.domain_state(domain)[0] not in _DOWN_STATES
 
 
 def _now() -> str:
@@ -171,7 +166,7 @@ class VMController:
             return
         if outcome.disconnected:
             raise RequeueAfter(SOCKET_WAIT_SECONDS)  # the watchdog decides whether it is gone
-        if outcome.domain is not None and not _alive(outcome.domain):
+        if outcome.domain is not None and not phases.domain_alive(outcome.domain):
             with self._lock:
                 self._last_down[uid] = outcome.domain
         self._update_status(key, vmi, outcome.domain, outcome.error)
@@ -225,9 +220,9 @@ class VMController:
             shutdown.marked_for_graceful_shutdown(domain) and vmi["status"].get("phase") == phases.RUNNING
         )
         try:
-            if stopping and domain is not None and _alive(domain):
+            if stopping and domain is not None and phases.domain_alive(domain):
                 return self._shut_down(launcher, vmi, domain)
-            if domain is not None and (final or deleting or not _alive(domain)):
+            if domain is not None and (final or deleting or not phases.domain_alive(domain)):
                 launcher.vmi_command("DeleteVirtualMachine", vmi)
                 self._events.event(vmi, "Normal", "Deleted", "Signaled Deletion")
                 return _Outcome(domain)  # the phase comes from how the domain stopped
