@@ -75,7 +75,6 @@ class ClusterConfig:
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
     # None: KubeVirt's built-in list of obsolete CPU models.
     obsolete_cpu_models: frozenset[str] | None = None
-    min_cpu_model: str = ""
     # ``ksmConfiguration.nodeLabelSelector``; None: KSM is handled on no node.
     ksm_node_label_selector: Mapping[str, Any] | None = None
     use_emulation: bool = False
@@ -136,7 +135,6 @@ class ClusterConfig:
             obsolete_cpu_models=frozenset(str(model) for model in obsolete)
             if isinstance(obsolete, Mapping)
             else None,
-            min_cpu_model=str(configuration.get("minCPUModel") or ""),
             # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
             ksm_node_label_selector=dict(selector) if isinstance(selector, Mapping) else None,
             use_emulation=developer.get("useEmulation") is True,

@@ -1,7 +1,8 @@
 """The labels a node's capabilities give (KubeVirt's ``prepareLabels``), and which labels the labeller owns.
 
 Pure: the capabilities, the cluster's obsolete CPU models and the few host facts (realtime, Hyper-V
-capabilities of /dev/kvm) in, a label map out.
+capabilities of /dev/kvm) in, a label map out. The cluster's ``minCPUModel`` plays no part: KubeVirt
+v1.6 reads it nowhere.
 """
 
 from __future__ import annotations

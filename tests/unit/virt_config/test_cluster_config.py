@@ -74,7 +74,6 @@ def test_the_node_labeller_and_ksm_settings_are_read() -> None:
             "spec": {
                 "configuration": {
                     "obsoleteCPUModels": {"EPYC": True, "Westmere": False},
-                    "minCPUModel": "Penryn",
                     "ksmConfiguration": {"nodeLabelSelector": {"matchLabels": {"ksm": "on"}}},
                     "developerConfiguration": {"useEmulation": True},
                 }
@@ -82,7 +81,6 @@ def test_the_node_labeller_and_ksm_settings_are_read() -> None:
         }
     )
     assert config.obsolete_cpu_models == frozenset({"EPYC", "Westmere"})
-    assert config.min_cpu_model == "Penryn"
     assert config.ksm_node_label_selector == {"matchLabels": {"ksm": "on"}}
     assert config.use_emulation is True
     default = ClusterConfig.from_kubevirt({"spec": {"configuration": {}}})
