@@ -3,7 +3,7 @@
 KubeVirt's built-in values overlaid by the KubeVirt CR's ``spec.configuration``: feature gates (gates
 that graduated count as enabled whatever the CR says), the VM rollout strategy, eviction strategy,
 architectures and their emulated machines, whether a bridge may sit on the pod network, and what
-virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector, emulation).
+virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector).
 """
 
 from __future__ import annotations
@@ -77,7 +77,6 @@ class ClusterConfig:
     obsolete_cpu_models: frozenset[str] | None = None
     # ``ksmConfiguration.nodeLabelSelector``; None: KSM is handled on no node.
     ksm_node_label_selector: Mapping[str, Any] | None = None
-    use_emulation: bool = False
 
     @classmethod
     def build(
@@ -137,7 +136,6 @@ class ClusterConfig:
             else None,
             # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
             ksm_node_label_selector=dict(selector) if isinstance(selector, Mapping) else None,
-            use_emulation=developer.get("useEmulation") is True,
         )
 
     def enabled(self, gate: str) -> bool:

@@ -75,14 +75,12 @@ def test_the_node_labeller_and_ksm_settings_are_read() -> None:
                 "configuration": {
                     "obsoleteCPUModels": {"EPYC": True, "Westmere": False},
                     "ksmConfiguration": {"nodeLabelSelector": {"matchLabels": {"ksm": "on"}}},
-                    "developerConfiguration": {"useEmulation": True},
                 }
             }
         }
     )
     assert config.obsolete_cpu_models == frozenset({"EPYC", "Westmere"})
     assert config.ksm_node_label_selector == {"matchLabels": {"ksm": "on"}}
-    assert config.use_emulation is True
     default = ClusterConfig.from_kubevirt({"spec": {"configuration": {}}})
     assert (default.obsolete_cpu_models, default.ksm_node_label_selector) == (None, None)
     with pytest.raises(
