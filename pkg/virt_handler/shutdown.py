@@ -54,9 +54,11 @@ def _parse_time(value: Any) -> datetime | None:
 def next_step(vmi_grace: int | None, domain: JSON, now: datetime) -> Step:
     """What to do next for a live ``domain`` that has to stop."""
     metadata = grace_metadata(domain)
-    if not metadata.get("DeletionGracePeriodSeconds"):
+    stored = metadata.get("DeletionGracePeriodSeconds")
+    # The launcher writes an integer; anything else (a launcher is not trusted) counts as none.
+    if not isinstance(stored, int) or isinstance(stored, bool) or stored == 0:
         return Step(Action.KILL)
-    grace = vmi_grace if vmi_grace is not None else int(metadata["DeletionGracePeriodSeconds"])
+    grace = vmi_grace if vmi_grace is not None else stored
     if grace <= 0:
         return Step(Action.KILL)
     started = _parse_time(metadata.get("DeletionTimestamp"))

@@ -259,6 +259,7 @@ def test_a_launcher_gone_while_stopping_is_no_error(pods_dir: Path) -> None:
     ("vmi_grace", "grace", "status", "started_ago", "expected", "requeue"),
     [
         (None, 0, "Running", None, shutdown.Action.KILL, None),  # no grace period in the metadata
+        (None, "30", "Running", None, shutdown.Action.KILL, None),  # not what a launcher writes
         (0, 30, "Running", None, shutdown.Action.KILL, None),
         (None, 30, "Running", None, shutdown.Action.SHUTDOWN, 5),
         (3, 30, "Running", None, shutdown.Action.SHUTDOWN, 3),  # the VMI's grace wins
@@ -269,7 +270,7 @@ def test_a_launcher_gone_while_stopping_is_no_error(pods_dir: Path) -> None:
 )
 def test_next_shutdown_step(
     vmi_grace: int | None,
-    grace: int,
+    grace: object,
     status: str,
     started_ago: int | None,
     expected: shutdown.Action,
