@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient, KubeConfigError
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
@@ -75,11 +76,7 @@ class VirtHandler:
             connect=LauncherClient,
         )
         enqueue = self._queue.add
-        vmis.add_event_handler(
-            lambda obj: enqueue(key_of(obj)),
-            lambda _old, new: enqueue(key_of(new)),
-            lambda obj: enqueue(key_of(obj)),
-        )
+
         self._controller = Controller("virt-handler-vm", self._queue, reconciler, workers=options.workers)
         self._watchdog = LauncherWatchdog(
             vmi_store=vmis.store,
@@ -89,6 +86,16 @@ class VirtHandler:
             timeout=options.watchdog_timeout,
         )
         self._orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=options.pods_dir, connect=LauncherClient)
+
+        def deleted(obj: dict[str, Any]) -> None:
+            enqueue(key_of(obj))
+            self._orphans.poke()  # its launcher may hold a domain nobody else will stop
+
+        vmis.add_event_handler(
+            lambda obj: enqueue(key_of(obj)),
+            lambda _old, new: enqueue(key_of(new)),
+            deleted,
+        )
         self._heartbeat = Heartbeat(api, options.node_name)
         self._plugins = [
             DevicePlugin(device, plugins_dir=options.device_plugins_dir, count=options.max_devices)

@@ -9,6 +9,7 @@ Run once the VMI cache has synced (right after virt-handler starts, then periodi
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,7 @@ from kubevirt.handler_launcher_com.sockets import READY_SOCKET
 from kubevirt.log import get_logger
 from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler.launcher_sockets import is_marked_unresponsive, launcher_pods, socket_dir
-from kubevirt.virt_handler.shutdown import Action, next_step
+from kubevirt.virt_handler.shutdown import RESEND_SECONDS, Action, next_step
 
 JSON = dict[str, Any]
 PERIOD_SECONDS = 10.0
@@ -51,6 +52,7 @@ class OrphanSweeper:
         self._pods_dir = pods_dir
         self._connect = connect
         self._now = now
+        self._poked = threading.Event()
         self._log = get_logger()
 
     def _known_pods(self) -> set[str]:
@@ -104,11 +106,20 @@ class OrphanSweeper:
             )
         return f"{namespace}/{name}"
 
+    def poke(self) -> None:
+        """Sweep now (a VMI was deleted) instead of at the next period."""
+        self._poked.set()
+
     def run(self, stop: threading.Event, period: float = PERIOD_SECONDS) -> None:
-        while True:
+        while not stop.is_set():
+            self._poked.clear()
+            acted: list[str] = []
             try:
-                self.sweep()
+                acted = self.sweep()
             except Exception:  # one bad pass must not end the cleanup for good
                 self._log.exception("the orphan sweep failed")
-            if stop.wait(period):
-                return
+            # A domain being stopped is looked at again soon: ACPI again, or the kill when its time is up.
+            wait = min(period, RESEND_SECONDS) if acted else period
+            deadline = time.monotonic() + wait
+            while not (stop.is_set() or self._poked.is_set()) and time.monotonic() < deadline:
+                self._poked.wait(min(1.0, wait))

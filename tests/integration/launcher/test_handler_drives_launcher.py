@@ -36,7 +36,6 @@ EMPTY_DIR = Path("volumes/kubernetes.io~empty-dir/sockets")
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 WATCHDOG_TIMEOUT = 3
 BOOT_BUDGET = 60.0
-ORPHAN_PERIOD = 1.0
 
 
 class Handler:
@@ -66,10 +65,14 @@ class Handler:
             pods_dir=self.pods_dir,
             connect=LauncherClient,
         )
+        orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=self.pods_dir, connect=LauncherClient)
+
+        def deleted(obj: dict[str, Any]) -> None:
+            queue.add(key_of(obj))
+            orphans.poke()  # as virt-handler does: a deleted VMI may leave an orphan
+
         vmis.add_event_handler(
-            lambda obj: queue.add(key_of(obj)),
-            lambda _old, new: queue.add(key_of(new)),
-            lambda obj: queue.add(key_of(obj)),
+            lambda obj: queue.add(key_of(obj)), lambda _old, new: queue.add(key_of(new)), deleted
         )
         watchdog = LauncherWatchdog(
             vmi_store=vmis.store,
@@ -78,7 +81,6 @@ class Handler:
             enqueue=queue.add,
             timeout=WATCHDOG_TIMEOUT,
         )
-        orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=self.pods_dir, connect=LauncherClient)
         factory.start()
         assert factory.wait_for_cache_sync(30)
         self._factory = factory
@@ -87,7 +89,7 @@ class Handler:
                 target=Controller("test-handler", queue, reconciler, workers=2).run, args=(self._stop,)
             ),
             threading.Thread(target=watchdog.run, args=(self._stop,)),
-            threading.Thread(target=orphans.run, args=(self._stop, ORPHAN_PERIOD)),
+            threading.Thread(target=orphans.run, args=(self._stop,)),  # KubeVirt's period, and pokes
         ]
         for thread in self._threads:
             thread.start()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -450,3 +452,22 @@ def test_launchers_of_known_vmis_are_not_visited(pods_dir: Path) -> None:
     store.upsert(_vmi())
     assert _sweeper(pods_dir, store, launcher).sweep() == []
     assert launcher.calls == []
+
+
+def test_a_poke_sweeps_at_once(pods_dir: Path) -> None:
+    launcher = FakeLauncher(grace=0)
+    sweeper = _sweeper(pods_dir, Store(), launcher)
+    stop = threading.Event()
+    runner = threading.Thread(target=sweeper.run, args=(stop, 3600.0))
+    runner.start()
+    try:
+        time.sleep(0.2)  # the first pass found no domain
+        launcher._set("Running", "Booted")
+        sweeper.poke()
+        deadline = time.monotonic() + 5
+        while launcher.calls != ["KillVirtualMachine"]:
+            assert time.monotonic() < deadline, launcher.calls
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        runner.join(5)
