@@ -21,7 +21,7 @@ class HandlerConfig:
         self._listeners: list[Callable[[], None]] = []
         self._follower = ConfigFollower(None, namespace, current=self.current, publish=self._publish)
         informer = factory.informer(KUBEVIRTS, namespace=namespace)
-        informer.add_event_handler(self._observe, lambda _old, new: self._observe(new), lambda _gone: None)
+        informer.add_event_handler(self.observe, lambda _old, new: self.observe(new), lambda _gone: None)
 
     def current(self) -> ClusterConfig:
         with self._lock:
@@ -30,7 +30,8 @@ class HandlerConfig:
     def on_change(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
 
-    def _observe(self, kubevirt: dict[str, Any]) -> None:
+    def observe(self, kubevirt: dict[str, Any]) -> None:
+        """Take a KubeVirt CR the informer delivered (the last valid configuration stays otherwise)."""
         self._follower.observe(kubevirt)
 
     def _publish(self, config: ClusterConfig) -> None:

@@ -10,11 +10,13 @@ import pytest
 
 from kubevirt.client import NODES
 from kubevirt.client.fake import FakeKubeApi
+from kubevirt.controller import SharedInformerFactory
 from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_handler.config import HandlerConfig
 from kubevirt.virt_handler.node_labeller import capabilities, labels
 from kubevirt.virt_handler.node_labeller.capabilities import CapabilitiesError, HostCapabilities
 from kubevirt.virt_handler.node_labeller.host import realtime_capable
-from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
+from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller, labels_patch
 
 TESTDATA = Path(__file__).parent / "testdata" / "node_labeller"
 NODE = "node01"
@@ -181,10 +183,23 @@ def test_a_node_marked_skip_is_left_alone(caps: HostCapabilities) -> None:
 
 
 def test_the_patch_tests_the_labels_it_read() -> None:
-    from kubevirt.virt_handler.node_labeller.labeller import labels_patch
-
     assert labels_patch({"a": "1"}, {"a": "1", "b": "2"}) == [
         {"op": "test", "path": "/metadata/labels", "value": {"a": "1"}},
         {"op": "replace", "path": "/metadata/labels", "value": {"a": "1", "b": "2"}},
     ]
     assert labels_patch(None, {"b": "2"}) == [{"op": "add", "path": "/metadata/labels", "value": {"b": "2"}}]
+
+
+def test_a_new_cluster_configuration_relabels_the_node() -> None:
+    config = HandlerConfig(SharedInformerFactory(FakeKubeApi()))
+    changes: list[str] = []
+    config.on_change(lambda: changes.append("changed"))
+    assert config.current().obsolete_cpu_models is None
+    kubevirt = {
+        "metadata": {"namespace": "kubevirt"},
+        "spec": {"configuration": {"obsoleteCPUModels": {"EPYC": True}}},
+    }
+    config.observe(kubevirt)
+    config.observe(kubevirt)  # the same configuration again: no change
+    assert config.current().obsolete_cpu_models == frozenset({"EPYC"})
+    assert changes == ["changed"]
