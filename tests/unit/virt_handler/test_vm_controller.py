@@ -155,13 +155,16 @@ def test_a_deleted_running_vmi_is_killed_then_undefined(pods_dir: Path) -> None:
     deleting = harness.api.get(VIRTUAL_MACHINE_INSTANCES, "default", "tiny")
     deleting["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
     harness.put(deleting)
-    vmi = harness.reconcile()
+    harness.reconcile()
     assert harness.launcher.calls[-1] == "KillVirtualMachine"
+    vmi = harness.reconcile()
+    assert harness.launcher.calls[-1] == "DeleteVirtualMachine"
     # Destroyed with ACPI and the default grace period: the guest did not stop by itself.
     assert vmi["status"]["phase"] == "Failed"
 
 
 def test_without_a_socket_the_vmi_waits(tmp_path: Path) -> None:
+    (tmp_path / POD_UID).mkdir()  # the pod is there, its launcher not yet ready
     harness = Harness(tmp_path, _vmi())
     with pytest.raises(RequeueAfter):
         harness.controller.reconcile("default/tiny")
