@@ -65,6 +65,17 @@ def volumes(vmi: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
     return out
 
 
+def sources(vmi: Mapping[str, Any], key: str) -> list[tuple[int, str, Mapping[str, Any], str]]:
+    """Each volume with a ``key`` source: its index, name, that source and the source's field path."""
+    out = []
+    for index, volume in volumes(vmi):
+        source = volume.get(key)
+        if source is not None:
+            field = f"spec.volumes[{index}].{key}"
+            out.append((index, volume["name"], _mapping(source, field), field))
+    return out
+
+
 class PodStorage:
     """Prepares one launcher pod's disks; remembers each containerDisk image's description."""
 
@@ -81,9 +92,8 @@ class PodStorage:
 
     def _container_disks_info(self, vmi: Mapping[str, Any]) -> dict[str, DiskInfo]:
         with self._lock:
-            for index, volume in volumes(vmi):
-                name = volume["name"]
-                if volume.get("containerDisk") is None or name in self._disks_info:
+            for index, name, _, _ in sources(vmi, "containerDisk"):
+                if name in self._disks_info:
                     continue
                 try:
                     info = container_disk.image_info(
@@ -113,13 +123,10 @@ class PodStorage:
 
     def _container_disk_steps(self, vmi: Mapping[str, Any]) -> list[Step]:
         infos = self._container_disks_info(vmi)
-        steps: list[Step] = []
-        for index, volume in volumes(vmi):
-            if volume.get("containerDisk") is None:
-                continue
-            name = volume["name"]
-            steps.append(self._overlay_step(index, name, infos[name].format))
-        return steps
+        return [
+            self._overlay_step(index, name, infos[name].format)
+            for index, name, _, _ in sources(vmi, "containerDisk")
+        ]
 
     def _overlay_step(self, index: int, name: str, image_format: str) -> Step:
         def make() -> None:
@@ -168,13 +175,8 @@ class PodStorage:
 
     def _empty_disk_steps(self, vmi: Mapping[str, Any]) -> list[Step]:
         steps: list[Step] = []
-        for index, volume in volumes(vmi):
-            source = volume.get("emptyDisk")
-            if source is None:
-                continue
-            field = f"spec.volumes[{index}].emptyDisk"
-            name = volume["name"]
-            capacity = _quantity(_mapping(source, field).get("capacity"), f"{field}.capacity")
+        for _, name, source, field in sources(vmi, "emptyDisk"):
+            capacity = _quantity(source.get("capacity"), f"{field}.capacity")
             try:
                 size = emptydisk.image_size(capacity, name, f"{field}.capacity")
             except emptydisk.EmptyDiskError as err:
@@ -195,17 +197,11 @@ class PodStorage:
 
     def _host_disk_steps(self, vmi: Mapping[str, Any]) -> list[Step]:
         steps: list[Step] = []
-        for index, volume in volumes(vmi):
-            source = volume.get("hostDisk")
-            if source is None:
-                continue
-            field = f"spec.volumes[{index}].hostDisk"
-            source = _mapping(source, field)
+        for _, name, source, field in sources(vmi, "hostDisk"):
             path = source.get("path")
             if not isinstance(path, str) or not path:
                 raise StoragePreparationError(f"{field}.path: required")
             capacity = _quantity(source.get("capacity"), f"{field}.capacity")
-            name = volume["name"]
             try:
                 size = host_disk.plan(
                     self._dirs.host_disk_dir, name, path, str(source.get("type") or ""), capacity, field
@@ -241,16 +237,14 @@ class PodStorage:
         devices = ((vmi.get("spec") or {}).get("domain") or {}).get("devices") or {}
         with_disk = {disk.get("name") for disk in devices.get("disks") or [] if isinstance(disk, Mapping)}
         steps: list[Step] = []
-        for index, volume in volumes(vmi):
-            for kind in config_disk.KINDS:
-                source = volume.get(kind.key)
-                if source is None or volume["name"] not in with_disk:
+        for kind in config_disk.KINDS:
+            for _, name, source, field in sources(vmi, kind.key):
+                if name not in with_disk:
                     continue
-                field = f"spec.volumes[{index}].{kind.key}"
-                label = _mapping(source, field).get("volumeLabel") or ""
+                label = source.get("volumeLabel") or ""
                 if not isinstance(label, str):
                     raise StoragePreparationError(f"{field}.volumeLabel: must be a string")
-                steps.append(self._config_disk_step(kind, volume["name"], label, field))
+                steps.append(self._config_disk_step(kind, name, label, field))
         return steps
 
     def _config_disk_step(self, kind: config_disk.Kind, name: str, label: str, field: str) -> Step:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-import pycdlib
 import pytest
 
 from kubevirt import cloudinit
+from kubevirt_testing.iso import read_iso
 
 
 def vmi(*volumes: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -23,22 +22,6 @@ def vmi(*volumes: dict[str, Any], **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
-
-
-def iso_files(path: Path) -> tuple[str, dict[str, bytes]]:
-    image = pycdlib.PyCdlib()
-    image.open(str(path))
-    try:
-        files = {}
-        for root, _, names in image.walk(rr_path="/"):
-            for name in names:
-                full = f"{root.rstrip('/')}/{name}"
-                out = io.BytesIO()
-                image.get_file_from_iso_fp(out, rr_path=full)
-                files[full.lstrip("/")] = out.getvalue()
-        return image.pvd.volume_identifier.decode().strip(), files
-    finally:
-        image.close()
 
 
 def test_no_cloud_inline_user_data_and_base64_network_data(tmp_path: Path) -> None:
@@ -54,7 +37,7 @@ def test_no_cloud_inline_user_data_and_base64_network_data(tmp_path: Path) -> No
     path = cloudinit.iso_path(tmp_path / "cloud-init-data", data.data_source, "web.example", "prod")
     assert path == tmp_path / "cloud-init-data/prod/web.example/noCloud.iso"
     cloudinit.write_iso_image(data, path)
-    label, files = iso_files(path)
+    label, files = read_iso(path)
     assert label == "cidata"
     assert files == {
         "meta-data": b'{"instance-id":"5d307ca9-b3ef-428c-8861-06e72d69f223","local-hostname":"web"}',
@@ -73,7 +56,7 @@ def test_config_drive_layout_and_metadata(tmp_path: Path) -> None:
     path = cloudinit.iso_path(tmp_path, data.data_source, "web.example", "prod")
     assert path.name == "configdrive.iso"
     cloudinit.write_iso_image(data, path)
-    label, files = iso_files(path)
+    label, files = read_iso(path)
     assert label == "config-2"
     assert set(files) == {"openstack/latest/meta_data.json", "openstack/latest/user_data"}
     assert json.loads(files["openstack/latest/meta_data.json"]) == {
