@@ -287,7 +287,9 @@ class Launcher:
         self._changed.set()
 
     def _convert(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str:
-        """The converter, told each containerDisk image's format (KubeVirt's launcher probes it itself)."""
+        """The converter, told each containerDisk image's format and which volumes are block devices
+        (KubeVirt's launcher finds both out itself)."""
+        node = dataclasses.replace(node, block_volumes=self._storage.block_volumes(vmi_json))
         infos = self._storage.disks_info(vmi_json)
         if infos:
             merged = cmd_pb2.VirtualMachineOptions()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import stat
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +27,7 @@ from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 
 Step = Callable[[], None]
+PVC_DISK_IMAGE = "disk.img"  # a filesystem PVC's image, as the converter expects it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +39,7 @@ class StorageDirs:
     private_dir: Path = Path("/var/run/kubevirt-private")
     empty_disk_dir: Path = Path("/var/run/libvirt/empty-disks")
     service_account_dir: Path = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+    block_device_dir: Path = Path("/dev")
 
     @property
     def host_disk_dir(self) -> Path:
@@ -114,6 +118,7 @@ class PodStorage:
         steps += self._container_disk_steps(vmi)
         steps += self._empty_disk_steps(vmi)
         steps += self._host_disk_steps(vmi)
+        steps += self._pvc_disk_steps(vmi)
         steps += self._config_disk_steps(vmi)
         self._check_kernel_boot(vmi)
         for step in steps:
@@ -230,6 +235,66 @@ class PodStorage:
 
         return make
 
+    # -- PVC and DataVolume -------------------------------------------------------------------------
+
+    def block_volumes(self, raw_vmi: bytes) -> frozenset[str]:
+        """The PVC and DataVolume volumes the pod has as block devices, for the converter."""
+        vmi = _load(raw_vmi)
+        return frozenset(name for name, _ in self._claimed_volumes(vmi) if self._is_block(name))
+
+    def _claimed_volumes(self, vmi: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [
+            (name, field)
+            for key in ("persistentVolumeClaim", "dataVolume")
+            for _, name, _, field in sources(vmi, key)
+        ]
+
+    def _is_block(self, name: str) -> bool:
+        """Whether ``/dev/<volume>`` is the volume's block device (absent: a filesystem volume)."""
+        try:
+            mode = os.lstat(self._dirs.block_device_dir / name).st_mode
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            raise StoragePreparationError(
+                f"volume {name}: cannot check for its block device: {err}"
+            ) from None
+        if not stat.S_ISBLK(mode):
+            raise StoragePreparationError(
+                f"volume {name}: found {self._dirs.block_device_dir / name}, but it's not a block device"
+            )
+        return True
+
+    def _pvc_disk_steps(self, vmi: Mapping[str, Any]) -> list[Step]:
+        """``disk.img`` in each filesystem PVC that has none yet, sized from the claim (KubeVirt's
+        replacement of such a PVC by a DiskOrCreate hostDisk)."""
+        status = vmi.get("status") or {}
+        claims = {
+            entry.get("name"): (index, entry)
+            for index, entry in enumerate(status.get("volumeStatus") or [])
+            if isinstance(entry, Mapping) and isinstance(entry.get("persistentVolumeClaimInfo"), Mapping)
+        }
+        devices = ((vmi.get("spec") or {}).get("domain") or {}).get("devices") or {}
+        passthrough = {f.get("name") for f in devices.get("filesystems") or [] if isinstance(f, Mapping)}
+        steps: list[Step] = []
+        for name, field in self._claimed_volumes(vmi):
+            index, entry = claims.get(name, (0, {}))
+            if not entry or entry.get("hotplugVolume") is not None or name in passthrough:
+                continue
+            info = entry["persistentVolumeClaimInfo"]
+            if info.get("volumeMode") == "Block" or self._is_block(name):
+                continue
+            size = _claim_size(info, name, f"status.volumeStatus[{index}].persistentVolumeClaimInfo")
+            try:
+                planned = host_disk.plan(
+                    self._dirs.host_disk_dir, name, PVC_DISK_IMAGE, host_disk.DISK_OR_CREATE, size, field
+                )
+            except host_disk.HostDiskError as err:
+                raise StoragePreparationError(str(err)) from None
+            if planned is not None:
+                steps.append(self._host_disk_step(name, PVC_DISK_IMAGE, planned, size, field))
+        return steps
+
     # -- configMap, secret, downwardAPI, serviceAccount ----------------------------------------------
 
     def _config_disk_steps(self, vmi: Mapping[str, Any]) -> list[Step]:
@@ -292,6 +357,24 @@ def _mapping(value: Any, field: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise StoragePreparationError(f"{field}: must be an object")
     return value
+
+
+def _claim_size(info: Mapping[str, Any], name: str, field: str) -> int:
+    """The claim's requested size when the capacity is larger or unknown, else its capacity; in MiB."""
+    capacity = _quantity((info.get("capacity") or {}).get("storage"), f"{field}.capacity.storage")
+    requested = _quantity((info.get("requests") or {}).get("storage"), f"{field}.requests.storage")
+    if not capacity and not requested:
+        raise StoragePreparationError(
+            f"{field}: unable to determine capacity of HostDisk from PVC that provides no storage capacity "
+            "or requests"
+        )
+    size = requested if requested and (not capacity or capacity > requested) else capacity
+    size -= size % emptydisk.MIB
+    if size <= 0:
+        raise StoragePreparationError(
+            f"{field}: the size for volume {name} is too low, must be at least 1MiB"
+        )
+    return size
 
 
 def _quantity(value: Any, field: str) -> int:
