@@ -29,7 +29,7 @@ from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.notify_client import NotifyClient
-from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
+from kubevirt.virt_launcher.storage import EMPTY_DISKS, PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
@@ -81,14 +81,7 @@ class Launcher:
     ) -> None:
         self.config = config
         self._converter = converter
-        self._storage = PodStorage(
-            StorageDirs(
-                container_disk_dir=config.container_disk_dir,
-                ephemeral_disk_dir=config.ephemeral_disk_dir,
-                private_dir=config.private_dir,
-            ),
-            disk_memory_limit=config.disk_memory_limit,
-        )
+        self._storage = self._pod_storage(StorageDirs().empty_disk_dir)
         self._warm_up = warm_up or (lambda: None)
         self._stop = threading.Event()
         self._signal_name = ""
@@ -140,6 +133,8 @@ class Launcher:
                 libvirtd.stop()
                 return EXIT_FAILURE
             uri = libvirtd.uri
+            # Empty disks go to libvirt's runtime directory, which is our libvirtd's own.
+            self._storage = self._pod_storage(libvirtd.runtime_dir / "run" / EMPTY_DISKS)
         try:
             conn = self._connect(uri)
         except libvirt.libvirtError as err:
@@ -285,6 +280,16 @@ class Launcher:
     def _release_target(self) -> None:
         self._target_released.set()
         self._changed.set()
+
+    def _pod_storage(self, empty_disk_dir: Path) -> PodStorage:
+        cfg = self.config
+        dirs = StorageDirs(
+            container_disk_dir=cfg.container_disk_dir,
+            ephemeral_disk_dir=cfg.ephemeral_disk_dir,
+            private_dir=cfg.private_dir,
+            empty_disk_dir=empty_disk_dir,
+        )
+        return PodStorage(dirs, disk_memory_limit=cfg.disk_memory_limit)
 
     def _convert(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str:
         """The converter, told each containerDisk image's format and which volumes are block devices

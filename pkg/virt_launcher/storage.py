@@ -27,6 +27,7 @@ from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 
 Step = Callable[[], None]
+EMPTY_DISKS = "empty-disks"
 PVC_DISK_IMAGE = "disk.img"  # a filesystem PVC's image, as the converter expects it
 
 
@@ -37,7 +38,7 @@ class StorageDirs:
     container_disk_dir: Path = Path("/var/run/kubevirt/container-disks")
     ephemeral_disk_dir: Path = Path("/var/run/kubevirt-ephemeral-disks")
     private_dir: Path = Path("/var/run/kubevirt-private")
-    empty_disk_dir: Path = Path("/var/run/libvirt/empty-disks")
+    empty_disk_dir: Path = Path("/var/run/libvirt") / EMPTY_DISKS  # libvirt's runtime directory
     service_account_dir: Path = Path("/var/run/secrets/kubernetes.io/serviceaccount")
     block_device_dir: Path = Path("/dev")
 

@@ -67,8 +67,9 @@ DISK_GUEST_MODULES = (
     "drivers/cdrom/cdrom.ko",
     "fs/isofs/isofs.ko",
 )
-# It prints what the first disk starts with, the second disk's label, runs the user-data script found
-# on it, and writes a marker to sector 1 of the first disk.
+# It prints what its first disk starts with, then each other disk's size and volume label, the files of
+# each ISO among them (running a user-data script it finds), and writes a marker to sector 1 of the
+# first disk.
 DISK_GUEST_INIT = """#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -76,10 +77,19 @@ mount -t devtmpfs devtmpfs /dev
 for module in $(cat /lib/modules/order); do insmod /lib/modules/$module; done
 i=0
 while [ ! -b /dev/vdb ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
-echo "disk0: $(head -c 32 /dev/vda | tr -cd 'A-Z-')" > /dev/ttyS0
-echo "disk1 label: $(dd if=/dev/vdb bs=1 skip=32808 count=32 2>/dev/null | tr -d ' ')" > /dev/ttyS0
+echo "vda: $(head -c 32 /dev/vda | tr -cd 'A-Z-')" > /dev/ttyS0
 mkdir -p /mnt
-mount -t iso9660 -o ro /dev/vdb /mnt && sh /mnt/user-data > /dev/ttyS0 2>&1
+for disk in /dev/vd[b-z]; do
+  label=$(dd if=$disk bs=1 skip=32808 count=32 2>/dev/null | tr -d ' \\0')
+  echo "${disk#/dev/}: size=$(blockdev --getsize64 $disk) label=$label" > /dev/ttyS0
+  if mount -t iso9660 -o ro $disk /mnt 2>/dev/null; then
+    for file in $(cd /mnt && find . -type f | sort); do
+      echo "${disk#/dev/}: file ${file#./}=$(head -c 100 /mnt/$file | tr -d '\\n')" > /dev/ttyS0
+    done
+    [ -f /mnt/user-data ] && sh /mnt/user-data > /dev/ttyS0 2>&1
+    umount /mnt
+  fi
+done
 echo GUEST-WROTE-THIS | dd of=/dev/vda bs=512 seek=1 conv=notrunc,fsync 2>/dev/null
 sync
 echo DISKS-CHECKED > /dev/ttyS0

@@ -33,6 +33,7 @@ def test_a_config_map_volume_becomes_an_image(tmp_path: Path) -> None:
     assert path == tmp_path / "config-map-disks" / "app-config.iso"
     config_disk.write(path, "", files)
     assert read_iso(path) == ("cfgdata", files)
+    assert path.stat().st_size % (1 << 20) == 0  # cylinder-aligned, as xorrisofs -partition_cyl_align
 
 
 def test_the_service_account_image_and_a_label(tmp_path: Path) -> None:
