@@ -311,16 +311,28 @@ class PodStorage:
                 if not isinstance(label, str):
                     raise StoragePreparationError(f"{field}.volumeLabel: must be a string")
                 steps.append(self._config_disk_step(kind, name, label, field))
+        for _, name, source, field in sources(vmi, config_disk.SYSPREP.key):
+            if source.get("configMap") is not None or source.get("secret") is not None:
+                steps.append(
+                    self._config_disk_step(config_disk.SYSPREP, name, config_disk.SYSPREP_LABEL, field)
+                )
         return steps
 
     def _config_disk_step(self, kind: config_disk.Kind, name: str, label: str, field: str) -> Step:
+        """Reads the volume's files now (bad content refuses the request); the step writes the image."""
         dirs = self._dirs
         source = config_disk.source_path(dirs.private_dir, dirs.service_account_dir, kind, name)
         path = config_disk.iso_path(dirs.private_dir, kind, name)
+        try:
+            files = config_disk.read_files(source)
+            if kind is config_disk.SYSPREP:
+                config_disk.check_unattend(files)
+        except config_disk.ConfigDiskError as err:
+            raise StoragePreparationError(f"{field}: creating the {kind.key} disk failed: {err}") from None
 
         def make() -> None:
             try:
-                config_disk.write(path, label, config_disk.read_files(source))
+                config_disk.write(path, label, files)
             except (ValueError, OSError) as err:
                 raise StoragePreparationError(
                     f"{field}: creating the {kind.key} disk failed: {err}"
