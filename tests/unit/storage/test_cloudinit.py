@@ -159,3 +159,34 @@ def test_a_volume_name_that_climbs_is_refused(tmp_path: Path) -> None:
         cloudinit.read_volume_data(
             vmi({"name": "..", "cloudInitNoCloud": {"secretRef": {"name": "s"}}}), tmp_path
         )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"accessCredentials": "x"}, r"spec.accessCredentials: must be a list"),
+        ({"accessCredentials": ["x"]}, r"spec.accessCredentials\[0\]: must be an object"),
+        (
+            {"accessCredentials": [{"sshPublicKey": []}]},
+            r"spec.accessCredentials\[0\].sshPublicKey: must be an object",
+        ),
+        (
+            {
+                "accessCredentials": [
+                    {
+                        "sshPublicKey": {
+                            "propagationMethod": {"noCloud": {}},
+                            "source": {"secret": {"secretName": 5}},
+                        }
+                    }
+                ]
+            },
+            r"secretName: '5' is not a secret name",
+        ),
+        ({"domain": {"firmware": "uefi"}}, r"spec.domain.firmware: must be an object"),
+    ],
+)
+def test_malformed_fields_are_named(tmp_path: Path, spec: dict[str, Any], message: str) -> None:
+    document = vmi({"name": "ci", "cloudInitNoCloud": {"userData": "x"}}, **spec)
+    with pytest.raises(cloudinit.CloudInitError, match=message):
+        cloudinit.read_volume_data(document, tmp_path)
