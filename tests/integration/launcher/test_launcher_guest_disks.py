@@ -1,5 +1,5 @@
 """A real guest sees the disks the launcher prepared: a containerDisk through its overlay, a cloud-init
-ISO, an empty disk and a configMap ISO.
+ISO, an empty disk, a configMap ISO, a hostDisk and a filesystem PVC's disk.img.
 
 The guest (DISK_GUEST_INIT in the conftest) prints the first bytes of its first disk (the image behind
 the overlay), each other disk's size and label and the files on it, runs the user-data script it finds,
@@ -36,12 +36,27 @@ def test_the_guest_reads_the_disks_prepared_in_its_pod(
         {"name": "cloudinit", "cloudInitNoCloud": {"userData": f"#!/bin/sh\necho {USER_DATA_MARKER}\n"}},
         {"name": "scratch", "emptyDisk": {"capacity": "64Mi"}},
         {"name": "app-config", "configMap": {"name": "app", "volumeLabel": "APPCFG"}},
+        {
+            "name": "host",
+            "hostDisk": {"path": "/srv/vm/data.img", "type": "DiskOrCreate", "capacity": "16Mi"},
+        },
+        {"name": "claim", "persistentVolumeClaim": {"claimName": "data"}},
     ]
     vmi["spec"]["volumes"] = volumes
     vmi["spec"]["domain"]["devices"]["disks"] = [
         {"name": v["name"], "disk": {"bus": "virtio"}} for v in volumes
     ]
+    vmi["status"]["volumeStatus"] = [
+        {
+            "name": "claim",
+            "target": "vdf",
+            "persistentVolumeClaimInfo": {"capacity": {"storage": "24Mi"}, "volumeMode": "Filesystem"},
+        }
+    ]
     pod = launcher_pods(vmi, guest=disk_test_guest)
+    # The host directory of the hostDisk and the claim's filesystem, as virt-controller mounts them.
+    for volume in ("host", "claim"):
+        pod.in_pod(f"/var/run/kubevirt-private/vmi-disks/{volume}").mkdir(parents=True)
     # What the kubelet mounts for the configMap volume: a key linked through ..data.
     config_map = pod.in_pod("/var/run/kubevirt-private/config-map/app-config")
     (config_map / "..2026_12_01").mkdir(parents=True)
@@ -60,6 +75,8 @@ def test_the_guest_reads_the_disks_prepared_in_its_pod(
     assert f"vdc: size={64 << 20} label=\n" in serial  # the empty disk
     assert "label=APPCFG\n" in serial
     assert "vdd: file greeting=hello from a configMap\n" in serial
+    assert f"vde: size={16 << 20} label=\n" in serial  # the hostDisk, created sparse
+    assert f"vdf: size={24 << 20} label=\n" in serial  # the claim's disk.img
     overlay = pod.in_pod("/var/run/kubevirt-ephemeral-disks/disk-data/root/disk.qcow2")
     assert b"GUEST-WROTE-THIS" in overlay.read_bytes()
     assert image.read_bytes()[:512].startswith(IMAGE_CONTENT)
