@@ -1,8 +1,9 @@
 """virt-handler's application object: what runs once the flags are parsed.
 
 One process per node: the heartbeat keeps the node labelled schedulable, the device plugins advertise the
-host devices launcher pods request, and the VM controller drives every VMI labelled with this node's name
-through its virt-launcher.
+host devices launcher pods request, the VM controller drives every VMI labelled with this node's name
+through its virt-launcher, and the console server (mutual TLS) answers virt-api's console, VNC and
+lifecycle calls for those VMIs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient, KubeConfigError
+from kubevirt.client import (
+    VIRTUAL_MACHINE_INSTANCES,
+    EventRecorder,
+    KubeClient,
+    KubeConfigError,
+    own_namespace,
+)
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.log import get_logger
@@ -24,12 +31,15 @@ from kubevirt.virt_handler.device_manager.plugin import (
     DevicePlugin,
 )
 from kubevirt.virt_handler.heartbeat import Heartbeat
+from kubevirt.virt_handler.rest.lifecycle import VMIStore
+from kubevirt.virt_handler.rest.server import CA_CONFIG_MAP, ServerThread, console_server_thread
 from kubevirt.virt_handler.vm_controller import VMController
 
 COMPONENT = "virt-handler"
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
 CACHE_SYNC_TIMEOUT = 60.0
 EXIT_CANNOT_START = 2
+DEFAULT_NAMESPACE = "kubevirt"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +51,12 @@ class Options:
     workers: int = 3
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
+    listen: str = "0.0.0.0"
+    console_server_port: int = 8186
+    tls_cert_file: Path = Path("/etc/virt-handler/servercertificates/tls.crt")
+    tls_key_file: Path = Path("/etc/virt-handler/servercertificates/tls.key")
+    ca_config_map: str = CA_CONFIG_MAP
+    externally_managed: bool = False
 
 
 class VirtHandler:
@@ -69,10 +85,33 @@ class VirtHandler:
         )
         self._controller = Controller("virt-handler-vm", self._queue, reconciler, workers=options.workers)
         self._heartbeat = Heartbeat(api, options.node_name)
+        self._console = self._console_server(options, api, vmis.store)
         self._plugins = [
             DevicePlugin(device, plugins_dir=options.device_plugins_dir, count=options.max_devices)
             for device in PERMANENT_DEVICES
         ]
+
+    def _console_server(self, options: Options, api: KubeClient, vmis: VMIStore) -> ServerThread | None:
+        if not (options.tls_cert_file.is_file() and options.tls_key_file.is_file()):
+            # Without its certificate it could serve nobody; the rest of the handler still works.
+            get_logger().error(
+                "console server disabled: no server certificate", cert_file=str(options.tls_cert_file)
+            )
+            return None
+        return console_server_thread(
+            api=api,
+            vmis=vmis,
+            events=self._events,
+            pods_dir=options.pods_dir,
+            node=options.node_name,
+            namespace=own_namespace() or DEFAULT_NAMESPACE,
+            cert_file=options.tls_cert_file,
+            key_file=options.tls_key_file,
+            listen=options.listen,
+            port=options.console_server_port,
+            ca_config_map=options.ca_config_map,
+            externally_managed=options.externally_managed,
+        )
 
     def stop(self) -> None:
         self._stop.set()
@@ -90,6 +129,12 @@ class VirtHandler:
         for thread in plugins:
             thread.start()
         self._factory.start()
+        if self._console is not None:
+            try:
+                self._console.start()
+            except OSError as err:
+                log.error("console server could not start", reason=str(err))
+                self._console = None
         if not self._factory.wait_for_cache_sync(CACHE_SYNC_TIMEOUT):
             log.error("the VMI cache did not sync")
             self._stop.set()
@@ -97,6 +142,8 @@ class VirtHandler:
             log.info("virt-handler running", node=self._options.node_name)
             self._controller.run(self._stop)
         self._stop.wait()
+        if self._console is not None:
+            self._console.stop()
         self._factory.stop()
         self._events.stop()
         beats.join(timeout=10)

@@ -22,7 +22,8 @@ class SocketLookupError(Exception):
 
 
 @contextlib.contextmanager
-def _open_dir_nofollow(root: Path, parts: list[str]) -> Iterator[int]:
+def open_dir_nofollow(root: Path, parts: list[str]) -> Iterator[int]:
+    """A descriptor of ``root/parts...``, each component opened without following a symlink."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for part in parts:
@@ -44,7 +45,7 @@ def socket_dir(pods_dir: Path, pod_uid: str) -> list[str]:
 def pod_has_socket(pods_dir: Path, pod_uid: str) -> bool:
     """Whether the pod's ``sockets`` volume holds a ready launcher socket (not a link to one)."""
     try:
-        with _open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
+        with open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
             info = os.stat(READY_SOCKET, dir_fd=fd, follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError):
         return False
@@ -55,15 +56,22 @@ def pod_has_socket(pods_dir: Path, pod_uid: str) -> bool:
     return stat.S_ISSOCK(info.st_mode)
 
 
-def find_launcher_socket(pods_dir: Path, active_pods: Mapping[str, str], node: str) -> Path:
-    """The one ready launcher socket among the VMI's pods on ``node`` (KubeVirt's rule: exactly one)."""
+def find_launcher_pod(pods_dir: Path, active_pods: Mapping[str, str], node: str) -> str:
+    """The UID of the one pod on ``node`` whose launcher is ready (KubeVirt's rule: exactly one)."""
     found = [
-        pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)
+        uid
         for uid, pod_node in sorted(active_pods.items())
         if pod_node == node and pod_has_socket(pods_dir, uid)
     ]
     if not found:
         raise SocketLookupError("No command socket found for vmi")
     if len(found) > 1:
-        raise SocketLookupError(f"Found multiple sockets for vmi: {[str(p) for p in found]}")
+        sockets = [str(pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)) for uid in found]
+        raise SocketLookupError(f"Found multiple sockets for vmi: {sockets}")
     return found[0]
+
+
+def find_launcher_socket(pods_dir: Path, active_pods: Mapping[str, str], node: str) -> Path:
+    """The one ready launcher socket among the VMI's pods on ``node``."""
+    uid = find_launcher_pod(pods_dir, active_pods, node)
+    return pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)

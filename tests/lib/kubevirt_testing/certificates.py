@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,84 @@ def self_signed(
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return KeyPair(
+        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
+        key_pem=key_pem,
+        cert_der=cert.public_bytes(serialization.Encoding.DER),
+    )
+
+
+@dataclass(frozen=True)
+class CertificateAuthority:
+    """A CA that issues leaf certificates (KubeVirt's own CA signs virt-api's and virt-handler's)."""
+
+    pair: KeyPair
+    _key: ec.EllipticCurvePrivateKey
+    _name: x509.Name
+
+    @classmethod
+    def create(cls, common_name: str = "kubevirt.io") -> CertificateAuthority:
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+        now = datetime.datetime.now(datetime.UTC)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .sign(key, hashes.SHA256())
+        )
+        return cls(_pair(cert, key), key, name)
+
+    def issue(
+        self,
+        common_name: str,
+        *,
+        client: bool = False,
+        ip_addresses: tuple[str, ...] = ("127.0.0.1",),
+    ) -> KeyPair:
+        """A leaf certificate for client authentication (``client``) or for serving."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.UTC)
+        usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+            .issuer_name(self._name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        )
+        if ip_addresses:
+            alt_names = [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+            builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        return _pair(builder.sign(self._key, hashes.SHA256()), key)
+
+
+def _pair(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> KeyPair:
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
