@@ -31,3 +31,15 @@ def test_daemonset_mounts_the_pods_directory_short_and_names_the_node() -> None:
     command = container["command"]
     assert command[command.index("--hostname-override") + 1] == "$(NODE_NAME)"
     assert command[command.index("--graceful-shutdown-seconds") + 1] == "315"
+
+
+def test_daemonset_mounts_the_console_server_certificates_when_they_exist() -> None:
+    pod = handler_daemonset("kubevirt", "img")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert volumes["kubevirt-virt-handler-server-certs"]["secret"] == {
+        "secretName": "kubevirt-virt-handler-server-certs",
+        "optional": True,
+    }
+    assert mounts["kubevirt-virt-handler-server-certs"] == "/etc/virt-handler/servercertificates"
+    assert mounts["kubevirt-virt-handler-certs"] == "/etc/virt-handler/clientcertificates"
