@@ -9,8 +9,13 @@ out a pod's emptyDirs, so the handler finds them through a pods directory, as on
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -122,6 +127,48 @@ def virtctl(apiserver: ApiServer, *args: str) -> Any:
     return CliRunner().invoke(root, arguments, catch_exceptions=False)
 
 
+def virtctl_process(apiserver: ApiServer, *args: str, stdin: int | None = None) -> subprocess.Popen[bytes]:
+    exe = shutil.which("virtctl") or str(Path(sys.executable).parent / "virtctl")
+    return subprocess.Popen(
+        [exe, "--kubeconfig", str(apiserver.kubeconfig), *args],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def console_from_the_command_line(apiserver: ApiServer, namespace: str) -> None:
+    """``virtctl console`` with stdin and stdout as pipes: the guest's ticks come out, Ctrl+] leaves."""
+    process = virtctl_process(apiserver, "console", "console", "-n", namespace, stdin=subprocess.PIPE)
+    assert process.stdout is not None
+    assert process.stdin is not None
+    output = b""
+    deadline = time.monotonic() + 30
+    while not re.search(rb"tick \d+\r?\n", output) and time.monotonic() < deadline:
+        output += os.read(process.stdout.fileno(), 4096)
+    assert re.search(rb"tick \d+", output), output
+    process.stdin.write(bytes([29]))
+    process.stdin.flush()
+    assert process.wait(15) == 0
+    assert process.stderr is not None
+    assert process.stderr.read().decode() == (
+        "Successfully connected to console console. Press Ctrl+] or Ctrl+5 to exit console.\n"
+    )
+
+
+def vnc_from_the_command_line(apiserver: ApiServer, namespace: str) -> None:
+    """``virtctl vnc --proxy-only`` prints its port; a viewer connecting there meets QEMU's VNC server."""
+    process = virtctl_process(apiserver, "vnc", "console", "-n", namespace, "--proxy-only")
+    assert process.stdout is not None
+    announced = json.loads(process.stdout.readline())
+    with socket.create_connection(("127.0.0.1", announced["port"]), timeout=15) as viewer:
+        banner = b""
+        while len(banner) < 12:
+            banner += viewer.recv(12 - len(banner))
+    assert banner == b"RFB 003.008\n"
+    assert process.wait(15) == 0
+
+
 def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
     apiserver: ApiServer,
     kube: KubeClient,
@@ -194,5 +241,8 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
             second.wait_for(lambda ticks: max(ticks) > resumed)
             second.leave()
             assert second.ended is None  # the user left with Ctrl+]
+
+            console_from_the_command_line(apiserver, namespace)
+            vnc_from_the_command_line(apiserver, namespace)
     finally:
         handler.stop()
