@@ -1,4 +1,5 @@
-"""Self-signed serving certificates (what virt-api and the webhooks serve until an operator rotates them)."""
+"""Self-signed serving certificates (what virt-api and the webhooks serve until an operator rotates them),
+and a CA issuing client and serving certificates (KubeVirt's CA signs virt-api's and virt-handler's)."""
 
 from __future__ import annotations
 
@@ -46,14 +47,7 @@ def self_signed(
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return KeyPair(
-        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
-        key_pem=key_pem,
-        cert_der=cert.public_bytes(serialization.Encoding.DER),
-    )
+    return _pair(cert, key)
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,14 @@ import aiohttp
 import pytest
 import urllib3
 
+from kubevirt.client import CONFIG_MAPS
+from kubevirt.client.fake import FakeKubeApi
 from kubevirt.handler_launcher_com.cmd.client import CommandFailedError
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_handler.private_sockets import UnsafeSocketError, connect_private_socket, private_dir
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME, PeerRefusedError, check_client_certificate
-from kubevirt.virt_handler.rest.server import ConsoleServer, ServerThread
+from kubevirt.virt_handler.rest.server import ClientCAFollower, ConsoleServer, ServerThread
 from kubevirt_testing.certificates import CertificateAuthority, KeyPair
 
 pytestmark = pytest.mark.timeout(60)
@@ -408,3 +410,20 @@ def test_a_socket_name_that_is_a_symlink_or_a_file_is_refused(pods_dir: Path, tm
             connect_private_socket(pods_dir, "..", VMI_UID, "virt-vnc")
     with contextlib.closing(connect_private_socket(pods_dir, POD_UID, VMI_UID, "virt-vnc")) as vnc:
         assert vnc.recv(12) == b"RFB 003.008\n"
+
+
+def test_the_client_ca_follows_the_kubevirt_ca_config_map(tmp_path: Path) -> None:
+    pki = Pki(CertificateAuthority.create(), tmp_path)
+    cert, key = pki.write("server", pki.ca.issue("kubevirt.io:system:node:virt-handler"))
+    certificate = ReloadingCertificate(Path(cert), Path(key), require_client_cert=True)
+    api = FakeKubeApi()
+    follower = ClientCAFollower(api, "kubevirt", certificate)
+    assert not follower.refresh()  # no ConfigMap yet: nobody is trusted
+    api.add(CONFIG_MAPS, {"metadata": {"name": "kubevirt-ca", "namespace": "kubevirt"}, "data": {}})
+    assert not follower.refresh()
+    config_map = api.get(CONFIG_MAPS, "kubevirt", "kubevirt-ca")
+    config_map["data"] = {"ca-bundle": pki.ca.pair.cert_pem.decode()}
+    api.update(CONFIG_MAPS, "kubevirt", config_map)
+    assert follower.refresh()
+    assert certificate.server_context.verify_mode == ssl.CERT_REQUIRED
+    assert len(certificate.server_context.get_ca_certs()) == 1
