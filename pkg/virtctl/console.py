@@ -29,6 +29,7 @@ from kubevirt.virtctl.streams import (
     StreamError,
     copy_from_stream,
     copy_to_stream,
+    end_stream,
     open_stream,
 )
 
@@ -100,11 +101,12 @@ def attach(ws: websocket.WebSocket, read: Callable[[], bytes], write: Callable[[
         done.set()
 
     # Daemon threads: a read blocked on the terminal must not keep virtctl alive.
-    threading.Thread(target=output, name="console-output", daemon=True).start()
+    reader = threading.Thread(target=output, name="console-output", daemon=True)
+    reader.start()
     threading.Thread(target=typing, name="console-input", daemon=True).start()
     done.wait()
     left = user_left.is_set()
-    ws.close()
+    end_stream(ws, reader)
     if outcome and not left:
         raise outcome[0]
 

@@ -17,6 +17,7 @@ from kubevirt.virtctl.create import create
 from kubevirt.virtctl.guest_agent import COMMANDS as GUEST_AGENT_COMMANDS
 from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
 from kubevirt.virtctl.lifecycle import SUBRESOURCES
+from kubevirt.virtctl.portforward import port_forward
 from kubevirt.virtctl.render import render
 from kubevirt.virtctl.validate import validate
 from kubevirt.virtctl.vnc import vnc
@@ -57,5 +58,6 @@ root.add_command(render)
 root.add_command(validate)
 root.add_command(console)
 root.add_command(vnc)
+root.add_command(port_forward)
 for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS):
     root.add_command(command)

@@ -9,7 +9,10 @@ or the status code and the text the server answered.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
 from collections.abc import Callable, Mapping
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -18,9 +21,8 @@ import websocket
 from kubevirt.client import KubeClient
 
 PLAIN_SUBPROTOCOL = "plain.kubevirt.io"
-SUBRESOURCE_PATH = (
-    "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachineinstances/{name}/{sub}"
-)
+SUBRESOURCE_PATH = "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/{resource}/{name}/{sub}"
+VMIS = "virtualmachineinstances"
 BAD_REQUEST = 400
 HANDSHAKE_TIMEOUT = 30.0
 
@@ -33,12 +35,16 @@ class StreamError(Exception):
         self.status = status
 
 
-def stream_url(host: str, namespace: str, name: str, subresource: str, query: Mapping[str, str]) -> str:
+def stream_url(
+    host: str, namespace: str, name: str, subresource: str, query: Mapping[str, str], resource: str = VMIS
+) -> str:
     parts = urlsplit(host)
     scheme = {"https": "wss", "http": "ws"}.get(parts.scheme)
     if scheme is None:
         raise StreamError(f"Unsupported Protocol {parts.scheme}")
-    path = parts.path.rstrip("/") + SUBRESOURCE_PATH.format(namespace=namespace, name=name, sub=subresource)
+    path = parts.path.rstrip("/") + SUBRESOURCE_PATH.format(
+        namespace=namespace, resource=resource, name=name, sub=subresource
+    )
     return urlunsplit((scheme, parts.netloc, path, urlencode(dict(query)), ""))
 
 
@@ -68,10 +74,12 @@ def open_stream(
     name: str,
     subresource: str,
     query: Mapping[str, str] | None = None,
+    *,
+    resource: str = VMIS,
 ) -> websocket.WebSocket:
     """A connected websocket; the caller closes it."""
     connection = client.connection
-    url = stream_url(connection.host, namespace, name, subresource, query or {})
+    url = stream_url(connection.host, namespace, name, subresource, query or {}, resource)
     sslopt = {}
     if url.startswith("wss:"):
         context = connection.ssl_context()
@@ -120,3 +128,42 @@ def copy_to_stream(read: Callable[[], bytes], ws: websocket.WebSocket) -> None:
             ws.send_binary(chunk)
         except (websocket.WebSocketConnectionClosedException, OSError):
             return
+
+
+def end_stream(ws: websocket.WebSocket, reader: threading.Thread, timeout: float = 3.0) -> None:
+    """Closes the stream while ``reader`` may still be reading it: a close frame, then the reader gets the
+    server's answer and ends, then the socket goes."""
+    with contextlib.suppress(websocket.WebSocketException, OSError):
+        ws.send_close()
+    reader.join(timeout)
+    ws.shutdown()  # type: ignore[no-untyped-call]  # websocket-client leaves it unannotated
+
+
+def relay_socket(ws: websocket.WebSocket, connection: socket.socket, read_size: int = 32 * 1024) -> None:
+    """Copies between the stream and a local connection, both ways, until either side ends."""
+    done = threading.Event()
+
+    def from_stream() -> None:
+        try:
+            copy_from_stream(ws, connection.sendall)
+        except (StreamEndedError, OSError):
+            pass
+        finally:
+            done.set()
+
+    def to_stream() -> None:
+        try:
+            copy_to_stream(lambda: connection.recv(read_size), ws)
+        except OSError:
+            pass
+        finally:
+            done.set()
+
+    reader = threading.Thread(target=from_stream, daemon=True)
+    reader.start()
+    threading.Thread(target=to_stream, daemon=True).start()
+    done.wait()
+    end_stream(ws, reader)
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)  # wakes a recv blocked in the other thread
+    connection.close()

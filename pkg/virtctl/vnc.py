@@ -21,18 +21,11 @@ import click
 import websocket
 
 from kubevirt.virtctl.clientconfig import client_flags, connect, flags_from
-from kubevirt.virtctl.streams import (
-    StreamEndedError,
-    StreamError,
-    copy_from_stream,
-    copy_to_stream,
-    open_stream,
-)
+from kubevirt.virtctl.streams import StreamError, open_stream, relay_socket
 
 LISTEN_TIMEOUT = 60.0
 REMOTE_VIEWER = "remote-viewer"
 TIGER_VNC = "vncviewer"
-READ_SIZE = 32 * 1024
 
 
 class VNCError(Exception):
@@ -56,33 +49,6 @@ def viewer_command(port: int, vnc_type: str | None, vnc_path: str | None) -> lis
     raise VNCError(f"could not find {REMOTE_VIEWER} or {TIGER_VNC} binary in $PATH")
 
 
-def relay_connection(ws: websocket.WebSocket, connection: socket.socket) -> None:
-    """Copies both ways until either side ends."""
-    done = threading.Event()
-
-    def from_stream() -> None:
-        try:
-            copy_from_stream(ws, connection.sendall)
-        except (StreamEndedError, OSError):
-            pass
-        finally:
-            done.set()
-
-    def to_stream() -> None:
-        try:
-            copy_to_stream(lambda: connection.recv(READ_SIZE), ws)
-        except OSError:
-            pass
-        finally:
-            done.set()
-
-    for target in (from_stream, to_stream):
-        threading.Thread(target=target, daemon=True).start()
-    done.wait()
-    ws.close()
-    connection.close()
-
-
 def serve_one_viewer(
     ws: websocket.WebSocket, listener: socket.socket, *, accept_timeout: float | None
 ) -> None:
@@ -95,7 +61,7 @@ def serve_one_viewer(
     finally:
         listener.close()
     connection.settimeout(None)
-    relay_connection(ws, connection)
+    relay_socket(ws, connection)
 
 
 def run_vnc(

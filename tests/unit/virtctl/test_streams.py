@@ -1,6 +1,7 @@
-"""virtctl console and vnc against a local websocket server playing virt-api: the URL, subprotocol and
-credentials sent, client-go's wording of refusals, the console's retry while the VMI is not ready, its
-escape byte and disconnection, and the VNC proxy's port announcement and relay."""
+"""virtctl console, vnc and port-forward against a local websocket server playing virt-api: the URL,
+subprotocol and credentials sent, client-go's wording of refusals, the console's retry while the VMI is
+not ready, its escape byte and disconnection, the VNC proxy's port announcement and relay, and
+port-forward's parsing and one stream per connection."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,14 @@ from click.testing import CliRunner
 from kubevirt.client import KubeClient
 from kubevirt.virtctl import console as console_module
 from kubevirt.virtctl.console import TIMED_OUT, attach, connect_console
+from kubevirt.virtctl.portforward import (
+    ForwardedPort,
+    Forwarder,
+    PortForwardError,
+    Target,
+    parse_port,
+    parse_target,
+)
 from kubevirt.virtctl.root import root
 from kubevirt.virtctl.streams import StreamEndedError, StreamError, open_stream, refusal, stream_url
 from kubevirt.virtctl.vnc import VNCError, run_vnc, viewer_command
@@ -36,9 +46,14 @@ class FakeVirtApi:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.not_ready = 0  # how many console requests get 400 before one is upgraded
+        self.open_streams = 0
         self._loop = asyncio.new_event_loop()
         app = web.Application()
         app.router.add_get(VMI_PATH.format(name="{name}", stream="{stream}"), self._handle)
+        app.router.add_get(
+            "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/{resource}/{name}/portforward/{port}/{proto}",
+            self._handle,
+        )
         self._runner = web.AppRunner(app)
         self._loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -71,10 +86,21 @@ class FakeVirtApi:
             assert request.transport is not None
             request.transport.abort()  # gone without a close frame
             return ws
-        async for message in ws:
-            if message.type == WSMsgType.BINARY:
-                await ws.send_bytes(message.data)
+        self.open_streams += 1
+        try:
+            async for message in ws:
+                if message.type == WSMsgType.BINARY:
+                    await ws.send_bytes(message.data)
+        finally:
+            self.open_streams -= 1
         return ws
+
+    def wait_until_closed(self, timeout: float = 10.0) -> None:
+        """Until every echoing stream has been closed by its client."""
+        deadline = time.monotonic() + timeout
+        while self.open_streams and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert self.open_streams == 0
 
     def stop(self) -> None:
         asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
@@ -252,3 +278,65 @@ def test_vnc_type_and_path_go_together(kubeconfig: Path) -> None:
     result = CliRunner().invoke(root, ["--kubeconfig", str(kubeconfig), "vnc", "vm", "--vnc-type", "tiger"])
     assert result.exit_code == 2
     assert "[vnc-type vnc-path]" in result.stderr
+
+
+# -- port-forward ---------------------------------------------------------------------------------
+
+
+def test_port_forward_targets_and_ports_parse_as_kubevirt_s() -> None:
+    assert parse_target("vmi/testvmi") == Target("vmi", "testvmi", "")
+    assert parse_target("VirtualMachines/vm/other") == Target("vm", "vm", "other")
+    assert parse_target("vm/vm.legacy-ns") == Target("vm", "vm", "legacy-ns")
+    for bad, message in (
+        ("", "target cannot be empty"),
+        ("vmi", "target must contain type and name separated by '/'"),
+        ("vmi/a/b/c", "target is not valid with more than two '/'"),
+        ("vmi/a/", "namespace cannot be empty"),
+        ("pod/a", "unsupported resource type 'pod'"),
+        ("vmi/", "name cannot be empty"),
+    ):
+        with pytest.raises(PortForwardError) as refused:
+            parse_target(bad)
+        assert str(refused.value) == message
+    assert parse_port("8080") == ForwardedPort("tcp", 8080, 8080)
+    assert parse_port("udp/8080:9090") == ForwardedPort("udp", 8080, 9090)
+    assert parse_port("8080:22").subresource == "portforward/22/tcp"
+    with pytest.raises(PortForwardError, match="missing local and/or remote port"):
+        parse_port("tcp/")
+
+
+def test_port_forward_relays_each_connection_through_its_own_stream(
+    virt_api: FakeVirtApi, client: KubeClient
+) -> None:
+    forwarder = Forwarder(client, Target("vm", "echo", "ns"))
+    port = ForwardedPort("tcp", 0, 22)
+    listener = forwarder.listen("127.0.0.1", port)
+    local = listener.getsockname()[1]
+    threading.Thread(target=forwarder.serve, args=(listener, port), daemon=True).start()
+    for _ in range(2):
+        with socket.create_connection(("127.0.0.1", local), timeout=10) as connection:
+            assert connection.recv(6) == b"hello\n"
+            connection.sendall(b"SSH-2.0-test\r\n")
+            received = b""
+            while not received.endswith(b"\r\n"):
+                received += connection.recv(64)
+            assert received == b"SSH-2.0-test\r\n"
+    listener.close()
+    virt_api.wait_until_closed()  # each viewer's leaving closed its stream
+    paths = [r["path"] for r in virt_api.requests]
+    assert (
+        paths
+        == ["/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachines/echo/portforward/22/tcp"] * 2
+    )
+    with pytest.raises(PortForwardError, match="unknown protocol: udp"):
+        forwarder.listen("127.0.0.1", ForwardedPort("udp", 0, 53))
+
+
+def test_port_forward_command_refusals(kubeconfig: Path) -> None:
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(root, ["--kubeconfig", str(kubeconfig), "port-forward", *args])
+
+    stdio = run("vmi/vm", "22", "23", "--stdio")
+    assert (stdio.exit_code, stdio.stderr) == (1, "only one port supported when forwarding to stdout\n")
+    bad = run("pod/x", "22")
+    assert (bad.exit_code, bad.stderr) == (1, "unsupported resource type 'pod'\n")
