@@ -7,10 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import socket
 import ssl
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +26,7 @@ from kubevirt.virt_handler.rest.lifecycle import LauncherLocator
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME, PeerRefusedError, check_client_certificate
 from kubevirt.virt_handler.rest.server import ClientCAFollower, ConsoleServer, ServerThread
 from kubevirt_testing.certificates import CertificateAuthority, KeyPair
+from kubevirt_testing.unix_echo import EchoServer, bind_unix
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -37,46 +35,6 @@ NODE = "node01"
 POD_UID = "pod-1"
 VMI_UID = "0b7c4a3e-1111-4222-8333-944445555666"
 BASE = "/v1/namespaces/default/virtualmachineinstances"
-
-
-def bind_unix(path: Path) -> socket.socket:
-    """A listening unix socket at ``path``, however long (bound through a directory descriptor)."""
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    listener = socket.socket(socket.AF_UNIX)
-    try:
-        listener.bind(f"/proc/self/fd/{directory}/{path.name}")
-    finally:
-        os.close(directory)
-    listener.listen()
-    return listener
-
-
-class EchoServer:
-    """Answers every connection with a greeting, then echoes what it receives (QEMU's side)."""
-
-    def __init__(self, path: Path, greeting: bytes) -> None:
-        self.listener = bind_unix(path)
-        self.greeting = greeting
-        self.connections = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._echo, args=(connection,), daemon=True).start()
-
-    def _echo(self, connection: socket.socket) -> None:
-        with connection:
-            connection.sendall(self.greeting)
-            while data := connection.recv(4096):
-                connection.sendall(data)
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 @dataclass
