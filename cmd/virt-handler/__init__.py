@@ -12,7 +12,11 @@ from kubevirt.virt_handler import app
 
 @click.option("--kubeconfig", default=None, help="Kubeconfig file; in a pod the service account is used.")
 @click.option("--hostname-override", default="", help="This node's name (default: the host name).")
-@click.option("--pod-ip-address", default="", help="The handler pod's IP address (accepted; no servers yet).")
+@click.option(
+    "--pod-ip-address",
+    default="",
+    help="The handler pod's IP address (accepted; the servers bind to --listen).",
+)
 @click.option("--port", default=8185, show_default=True, type=click.IntRange(0, 65535), help="HTTPS port.")
 @click.option("--console-server-port", default=8186, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--max-metric-requests", default=3, show_default=True, type=click.IntRange(min=1))
