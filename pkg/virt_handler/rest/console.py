@@ -30,6 +30,7 @@ PLAIN_SUBPROTOCOL = "plain.kubevirt.io"
 READ_CHUNK = 32 * 1024
 USB_SLOTS = 4
 VNC_IN_USE = "Active VNC connection. Request denied."
+NOT_AN_UPGRADE = "websocket: the client is not using the websocket protocol"
 SERVICE_UNAVAILABLE = 503
 
 
@@ -85,6 +86,11 @@ class ConsoleHandler:
     async def _exclusive(
         self, request: web.Request, vmi: JSON, kind: str, socket_name: str
     ) -> web.StreamResponse:
+        if not _websocket().can_prepare(request).ok:
+            # Not an upgrade: refused before it could end the session in progress.
+            return web.Response(
+                status=BAD_REQUEST, text="websocket: the client is not using the websocket protocol"
+            )
         try:
             connection = await asyncio.to_thread(self._dial, vmi, socket_name)
         except RouteError as err:
@@ -112,11 +118,19 @@ def _name(vmi: JSON) -> str:
     return str(vmi["metadata"].get("name") or "")
 
 
+def _websocket() -> web.WebSocketResponse:
+    return web.WebSocketResponse(protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=0, heartbeat=None)
+
+
 async def relay(request: web.Request, connection: socket.socket, stop: asyncio.Event) -> web.StreamResponse:
     """Upgrades the request and copies bytes both ways until either side or ``stop`` ends it."""
     connection.setblocking(False)
-    reader, writer = await asyncio.open_unix_connection(sock=connection)
-    client = web.WebSocketResponse(protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=0, heartbeat=None)
+    try:
+        reader, writer = await asyncio.open_unix_connection(sock=connection)
+    except OSError:
+        connection.close()
+        raise
+    client = _websocket()
     try:
         await client.prepare(request)
         await _until_first_ends(

@@ -319,6 +319,20 @@ def test_vnc_refuses_a_second_client_that_wants_the_first_kept(harness: Harness)
     asyncio.run(scenario())
 
 
+def test_a_request_that_is_no_upgrade_leaves_the_running_console_alone(harness: Harness) -> None:
+    async def scenario() -> None:
+        async with aiohttp.ClientSession() as session:
+            console = await _open(harness, session, "testvmi/console")
+            assert await _receive(console, b"login: ") == b"login: "
+            plain = harness.call("GET", "testvmi/console")
+            assert plain.status == 400
+            await console.send_bytes(b"still here\n")
+            assert await _receive(console, b"here\n") == b"still here\n"
+            await console.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_missing_socket_is_refused_before_the_upgrade(harness: Harness) -> None:
     async def scenario() -> None:
         async with aiohttp.ClientSession() as session:
