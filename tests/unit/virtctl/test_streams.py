@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
 import socket
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +24,7 @@ from click.testing import CliRunner
 
 from kubevirt.client import KubeClient
 from kubevirt.virtctl import console as console_module
-from kubevirt.virtctl.console import TIMED_OUT, attach, connect_console
+from kubevirt.virtctl.console import TIMED_OUT, attach, connect_console, raw_terminal
 from kubevirt.virtctl.portforward import (
     ForwardedPort,
     Forwarder,
@@ -340,3 +343,22 @@ def test_port_forward_command_refusals(kubeconfig: Path) -> None:
     assert (stdio.exit_code, stdio.stderr) == (1, "only one port supported when forwarding to stdout\n")
     bad = run("pod/x", "22")
     assert (bad.exit_code, bad.stderr) == (1, "unsupported resource type 'pod'\n")
+
+
+def test_the_terminal_is_raw_during_the_session_and_restored_after() -> None:
+    controller, terminal = pty.openpty()
+    try:
+        before = termios.tcgetattr(terminal)
+        assert before[3] & termios.ECHO
+        with raw_terminal(terminal):
+            during = termios.tcgetattr(terminal)
+            assert not during[3] & (termios.ECHO | termios.ICANON)
+        assert termios.tcgetattr(terminal) == before
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    read_end, write_end = os.pipe()  # not a terminal: left as it is
+    with raw_terminal(read_end):
+        pass
+    os.close(read_end)
+    os.close(write_end)
