@@ -12,7 +12,6 @@ import contextlib
 import os
 import sys
 import termios
-import threading
 import time
 import tty
 from collections.abc import Callable, Iterator
@@ -27,10 +26,9 @@ from kubevirt.virtctl.streams import (
     BAD_REQUEST,
     StreamEndedError,
     StreamError,
-    copy_from_stream,
-    copy_to_stream,
-    end_stream,
     open_stream,
+    pump,
+    write_stdout,
 )
 
 ESCAPE = 29  # Ctrl+] (and Ctrl+5)
@@ -83,32 +81,9 @@ def user_input(read: Callable[[], bytes]) -> Callable[[], bytes]:
 
 def attach(ws: websocket.WebSocket, read: Callable[[], bytes], write: Callable[[bytes], None]) -> None:
     """Relays until the user leaves (returns) or the server ends the stream (:class:`StreamEndedError`)."""
-    outcome: list[StreamEndedError] = []
-    done = threading.Event()
-    user_left = threading.Event()
-
-    def output() -> None:
-        try:
-            copy_from_stream(ws, write)
-        except StreamEndedError as ended:
-            outcome.append(ended)
-        finally:
-            done.set()
-
-    def typing() -> None:
-        copy_to_stream(user_input(read), ws)
-        user_left.set()
-        done.set()
-
-    # Daemon threads: a read blocked on the terminal must not keep virtctl alive.
-    reader = threading.Thread(target=output, name="console-output", daemon=True)
-    reader.start()
-    threading.Thread(target=typing, name="console-input", daemon=True).start()
-    done.wait()
-    left = user_left.is_set()
-    end_stream(ws, reader)
-    if outcome and not left:
-        raise outcome[0]
+    ended = pump(ws, user_input(read), write)
+    if ended is not None:
+        raise ended
 
 
 @contextlib.contextmanager
@@ -122,11 +97,6 @@ def raw_terminal(fd: int) -> Iterator[None]:
         yield
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-
-
-def _write_stdout(data: bytes) -> None:
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
 
 
 @click.command(name="console", help="Connect to a console of a virtual machine instance.")
@@ -152,7 +122,7 @@ def console(ctx: click.Context, /, vmi: str, timeout: int, **flags: Any) -> None
     with raw_terminal(stdin):
         click.echo(CONNECTED.format(vmi=vmi), err=True, nl=False)
         try:
-            attach(ws, lambda: os.read(stdin, READ_SIZE), _write_stdout)
+            attach(ws, lambda: os.read(stdin, READ_SIZE), write_stdout)
         except StreamEndedError as err:
             ended = err
     if ended is not None and ended.abnormal:

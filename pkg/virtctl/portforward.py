@@ -23,13 +23,11 @@ from kubevirt.log import get_logger
 from kubevirt.virtctl.clientconfig import client_flags, connect, flags_from
 from kubevirt.virtctl.streams import (
     VMIS,
-    StreamEndedError,
     StreamError,
-    copy_from_stream,
-    copy_to_stream,
-    end_stream,
     open_stream,
+    pump,
     relay_socket,
+    write_stdout,
 )
 
 TCP, UDP = "tcp", "udp"
@@ -149,31 +147,7 @@ class Forwarder:
             threading.Thread(target=relay_socket, args=(stream, connection), daemon=True).start()
 
     def stdio(self, port: ForwardedPort) -> None:
-        stream = self.open(port)
-        done = threading.Event()
-
-        def out() -> None:
-            try:
-                copy_from_stream(stream, _write_stdout)
-            except StreamEndedError:
-                pass
-            finally:
-                done.set()
-
-        def into() -> None:
-            copy_to_stream(lambda: os.read(sys.stdin.fileno(), READ_SIZE), stream)
-            done.set()
-
-        reader = threading.Thread(target=out, daemon=True)
-        reader.start()
-        threading.Thread(target=into, daemon=True).start()
-        done.wait()
-        end_stream(stream, reader)
-
-
-def _write_stdout(data: bytes) -> None:
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+        pump(self.open(port), lambda: os.read(sys.stdin.fileno(), READ_SIZE), write_stdout)
 
 
 @click.command(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -139,31 +140,51 @@ def end_stream(ws: websocket.WebSocket, reader: threading.Thread, timeout: float
     ws.shutdown()  # type: ignore[no-untyped-call]  # websocket-client leaves it unannotated
 
 
-def relay_socket(ws: websocket.WebSocket, connection: socket.socket, read_size: int = 32 * 1024) -> None:
-    """Copies between the stream and a local connection, both ways, until either side ends."""
-    done = threading.Event()
+def pump(
+    ws: websocket.WebSocket, read: Callable[[], bytes], write: Callable[[bytes], None]
+) -> StreamEndedError | None:
+    """Relays ``read()`` into the stream and the stream into ``write`` until either side ends, then
+    closes the stream. Returns how the server ended it, or None when the local side ended first."""
+    ended: list[StreamEndedError] = []
+    done, local_end = threading.Event(), threading.Event()
 
     def from_stream() -> None:
         try:
-            copy_from_stream(ws, connection.sendall)
-        except (StreamEndedError, OSError):
-            pass
+            copy_from_stream(ws, write)
+        except StreamEndedError as err:
+            ended.append(err)
+        except OSError:  # the local side can take no more
+            local_end.set()
         finally:
             done.set()
 
     def to_stream() -> None:
         try:
-            copy_to_stream(lambda: connection.recv(read_size), ws)
+            copy_to_stream(read, ws)
         except OSError:
             pass
         finally:
+            local_end.set()
             done.set()
 
-    reader = threading.Thread(target=from_stream, daemon=True)
+    # Daemon threads: a read blocked on a terminal must not keep virtctl alive.
+    reader = threading.Thread(target=from_stream, name="stream-output", daemon=True)
     reader.start()
-    threading.Thread(target=to_stream, daemon=True).start()
+    threading.Thread(target=to_stream, name="stream-input", daemon=True).start()
     done.wait()
+    local = local_end.is_set()
     end_stream(ws, reader)
+    return None if local or not ended else ended[0]
+
+
+def relay_socket(ws: websocket.WebSocket, connection: socket.socket, read_size: int = 32 * 1024) -> None:
+    """Copies between the stream and a local connection, both ways, until either side ends."""
+    pump(ws, lambda: connection.recv(read_size), connection.sendall)
     with contextlib.suppress(OSError):
         connection.shutdown(socket.SHUT_RDWR)  # wakes a recv blocked in the other thread
     connection.close()
+
+
+def write_stdout(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
