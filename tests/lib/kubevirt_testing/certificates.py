@@ -12,6 +12,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+DAY = datetime.timedelta(days=1)
+
 
 @dataclass(frozen=True)
 class KeyPair:
@@ -27,22 +29,15 @@ def self_signed(
     *,
     dns_names: tuple[str, ...] = ("localhost",),
     ip_addresses: tuple[str, ...] = ("127.0.0.1",),
-    valid_for: datetime.timedelta = datetime.timedelta(days=1),
+    valid_for: datetime.timedelta = DAY,
 ) -> KeyPair:
     """A self-signed EC P-256 certificate for ``dns_names`` and ``ip_addresses``."""
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.UTC)
+    name = _common_name(common_name)
     alt_names: list[x509.GeneralName] = [x509.DNSName(dns) for dns in dns_names]
     alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))  # tolerate small clock skew
-        .not_valid_after(now + valid_for)
+        _builder(name, name, key, valid_for)
         .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
@@ -61,16 +56,9 @@ class CertificateAuthority:
     @classmethod
     def create(cls, common_name: str = "kubevirt.io") -> CertificateAuthority:
         key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        now = datetime.datetime.now(datetime.UTC)
+        name = _common_name(common_name)
         cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
+            _builder(name, name, key, DAY)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
@@ -99,22 +87,33 @@ class CertificateAuthority:
     ) -> KeyPair:
         """A leaf certificate for client authentication (``client``) or for serving."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
         usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-            .issuer_name(self._name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        builder = _builder(_common_name(common_name), self._name, key, DAY).add_extension(
+            x509.ExtendedKeyUsage([usage]), critical=False
         )
         if ip_addresses:
             alt_names = [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
             builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         return _pair(builder.sign(self._key, hashes.SHA256()), key)
+
+
+def _common_name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _builder(
+    subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey, valid_for: datetime.timedelta
+) -> x509.CertificateBuilder:
+    now = datetime.datetime.now(datetime.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))  # tolerate small clock skew
+        .not_valid_after(now + valid_for)
+    )
 
 
 def _pair(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> KeyPair:
