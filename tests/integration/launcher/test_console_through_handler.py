@@ -1,14 +1,18 @@
-"""The whole console and lifecycle chain with real parts: virtctl's console client → the real API server's
-aggregator → the virt-api binary → virt-handler's console server (mutual TLS, certificates of one CA) →
-QEMU's serial socket in a real guest's launcher pod, and ``virtctl pause``/``unpause`` through the same
-path down to the launcher's domain.
+"""The whole console and lifecycle chain with real parts: virtctl (its console client, and the command as
+a process) → the real API server's aggregator → the virt-api binary → virt-handler's console server
+(mutual TLS, certificates of one CA published in the ``kubevirt-ca`` ConfigMap) → QEMU's serial and VNC
+sockets in a real guest's launcher pod, and ``virtctl pause``/``unpause`` the same way down to the
+launcher's domain.
 
+virt-handler runs as its application object, in process: its VM controller boots the guest through the
+launcher and reports it Running, and its console server answers from the same node-filtered VMI cache.
 The launcher's ``sockets`` and ``private`` directories are host directories laid out as the kubelet lays
 out a pod's emptyDirs, so the handler finds them through a pods directory, as on a node.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -27,38 +31,27 @@ import pytest
 from click.testing import CliRunner
 from localcluster.apiserver import ApiServer
 
-from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, KubeClient
-from kubevirt.service.tls import ReloadingCertificate
-from kubevirt.virt_handler.rest.lifecycle import LauncherLocator
+from kubevirt.client import CONFIG_MAPS, VIRTUAL_MACHINE_INSTANCES, AlreadyExistsError, KubeClient
+from kubevirt.virt_handler import app
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME
-from kubevirt.virt_handler.rest.server import ConsoleServer, ServerThread
 from kubevirt.virtctl.console import attach, connect_console
 from kubevirt.virtctl.root import root
 from kubevirt.virtctl.streams import StreamEndedError
-from kubevirt_testing.aggregated import HANDLER_NODE, HandlerEndpoint, create_vmi, running_aggregated_virt_api
+from kubevirt_testing.aggregated import (
+    HANDLER_NODE,
+    KUBEVIRT_NAMESPACE,
+    NAMESPACES,
+    HandlerEndpoint,
+    running_aggregated_virt_api,
+)
 from kubevirt_testing.certificates import CertificateAuthority, KeyPair
+from kubevirt_testing.process import free_port
 
 pytestmark = pytest.mark.timeout(300)
 
 POD_UID = "pod-1"
 BOOT_BUDGET = 30.0
 JSON = dict[str, Any]
-
-
-class Events:
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str]] = []
-
-    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
-        self.seen.append((event_type, reason))
-
-
-class Store:
-    def __init__(self) -> None:
-        self.items: dict[str, JSON] = {}
-
-    def get_by_key(self, key: str) -> JSON | None:
-        return self.items.get(key)
 
 
 class Console:
@@ -169,6 +162,45 @@ def vnc_from_the_command_line(apiserver: ApiServer, namespace: str) -> None:
     assert process.wait(15) == 0
 
 
+def wait_for_phase(kube: KubeClient, namespace: str, name: str, phase: str, timeout: float) -> JSON:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        vmi = kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, name)
+        if (vmi.get("status") or {}).get("phase") == phase:
+            return vmi
+        time.sleep(0.2)
+    raise AssertionError(f"the VMI did not reach {phase}: {vmi.get('status')}")
+
+
+def scheduled_vmi(kube: KubeClient, namespace: str, spec: JSON) -> JSON:
+    """The VMI as virt-controller and the scheduler leave it: on this node, its launcher pod known."""
+    created = kube.create(
+        VIRTUAL_MACHINE_INSTANCES,
+        namespace,
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachineInstance",
+            "metadata": {"name": "console", "labels": {"kubevirt.io/nodeName": HANDLER_NODE}},
+            "spec": spec,
+        },
+    )
+    created["status"] = {
+        "phase": "Scheduled",
+        "nodeName": HANDLER_NODE,
+        "activePods": {POD_UID: HANDLER_NODE},
+        "runtimeUser": 0,
+    }
+    return kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
+
+
+def publish_ca(kube: KubeClient, bundle: str) -> None:
+    with contextlib.suppress(AlreadyExistsError):
+        kube.create(CONFIG_MAPS, KUBEVIRT_NAMESPACE, {"metadata": {"name": "kubevirt-ca"}, "data": {}})
+    config_map = kube.get(CONFIG_MAPS, KUBEVIRT_NAMESPACE, "kubevirt-ca")
+    config_map["data"] = {"ca-bundle": bundle}
+    kube.update(CONFIG_MAPS, KUBEVIRT_NAMESPACE, config_map)
+
+
 def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
     apiserver: ApiServer,
     kube: KubeClient,
@@ -177,39 +209,53 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
     make_vmi: Any,
     pod_dirs: Path,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    empty_dirs = pod_dirs / POD_UID / "volumes" / "kubernetes.io~empty-dir"
-    (empty_dirs / "private").mkdir(parents=True)
-    vmi = make_vmi("console")
-    vmi["metadata"]["namespace"] = namespace
-    pod = launcher_pods(vmi, share=empty_dirs, private=empty_dirs / "private")
-    pod.client.sync_vmi(vmi)
-    pod.wait_for_serial("tick 1", BOOT_BUDGET)
-
-    # virt-handler's console server, with its own cache holding the running VMI.
+    # KubeVirt's CA, published in the kubevirt-ca ConfigMap; virt-handler's serving and client certificates.
     ca = CertificateAuthority.create()
     pki = tmp_path / "pki"
     pki.mkdir()
     (pki / "ca.crt").write_bytes(ca.pair.cert_pem)
     server_cert, server_key = write_pair(pki, "server", ca.issue("kubevirt.io:system:node:virt-handler"))
     client_cert, client_key = write_pair(pki, "client", ca.issue(CLIENT_COMMON_NAME, client=True))
-    certificate = ReloadingCertificate(server_cert, server_key, require_client_cert=True)
-    certificate.trust_client_ca(ca.pair.cert_pem.decode())
-    store = Store()
-    running = {"phase": "Running", "nodeName": HANDLER_NODE, "activePods": {POD_UID: HANDLER_NODE}}
-    store.items[f"{namespace}/console"] = {**vmi, "status": running}
-    events = Events()
-    handler = ServerThread(
-        ConsoleServer(store, LauncherLocator(pod_dirs, HANDLER_NODE), events), certificate, "127.0.0.1", 0
+    with contextlib.suppress(AlreadyExistsError):
+        kube.create(NAMESPACES, None, {"metadata": {"name": KUBEVIRT_NAMESPACE}})
+    publish_ca(kube, ca.pair.cert_pem.decode())
+    monkeypatch.setenv("POD_NAMESPACE", KUBEVIRT_NAMESPACE)
+
+    # The launcher pod, its emptyDirs laid out as the kubelet does, for a VMI scheduled to this node.
+    spec = make_vmi("console")["spec"]
+    created = scheduled_vmi(kube, namespace, spec)
+    empty_dirs = pod_dirs / POD_UID / "volumes" / "kubernetes.io~empty-dir"
+    (empty_dirs / "private").mkdir(parents=True)
+    vmi = {**make_vmi("console", uid=created["metadata"]["uid"]), "spec": spec}
+    vmi["metadata"]["namespace"] = namespace
+    pod = launcher_pods(vmi, share=empty_dirs, private=empty_dirs / "private")
+
+    # virt-handler itself: it boots the guest through the launcher and serves the console server.
+    port = free_port()
+    options = app.Options(
+        node_name=HANDLER_NODE,
+        kubeconfig=str(apiserver.kubeconfig),
+        pods_dir=pod_dirs,
+        device_plugins_dir=tmp_path / "device-plugins",
+        listen="127.0.0.1",
+        console_server_port=port,
+        tls_cert_file=server_cert,
+        tls_key_file=server_key,
     )
-    port = handler.start()
+    (tmp_path / "device-plugins").mkdir()
+    handler = app.VirtHandler(options, KubeClient.from_kubeconfig(str(apiserver.kubeconfig)))
+    running = threading.Thread(target=handler.run, daemon=True)
+    running.start()
     endpoint = HandlerEndpoint(port, pki / "ca.crt", client_cert, client_key)
     workdir = tmp_path / "virt-api"
     workdir.mkdir()
     try:
+        wait_for_phase(kube, namespace, "console", "Running", BOOT_BUDGET)
+        pod.wait_for_serial("tick 1", BOOT_BUDGET)
         pki_dir = apiserver.directory / "pki"
         with running_aggregated_virt_api(apiserver.kubeconfig, pki_dir, workdir, endpoint):
-            create_vmi(kube, namespace, "console", {"phase": "Running", "nodeName": HANDLER_NODE})
             client = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
 
             first = Console(client, namespace, "console")
@@ -246,3 +292,4 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
             vnc_from_the_command_line(apiserver, namespace)
     finally:
         handler.stop()
+        running.join(30)
