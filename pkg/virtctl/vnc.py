@@ -8,6 +8,7 @@ it 60 seconds to connect. One viewer connection is relayed; when either side end
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import socket
@@ -72,24 +73,39 @@ def run_vnc(
     announce: Callable[[str], None],
     start_viewer: Callable[[int], None],
 ) -> None:
+    """Announces the port (``--proxy-only``) or starts the viewer, then relays the one connection.
+    A viewer that cannot be started ends the wait at once (:class:`VNCError`)."""
     port = int(listener.getsockname()[1])
     if proxy_only:
         announce(json.dumps({"port": port}, separators=(",", ":")))
         serve_one_viewer(ws, listener, accept_timeout=None)
         return
-    viewer = threading.Thread(target=start_viewer, args=(port,), daemon=True)
-    viewer.start()
-    serve_one_viewer(ws, listener, accept_timeout=LISTEN_TIMEOUT)
+    failed: list[VNCError] = []
 
-
-def _viewer_starter(vnc_type: str | None, vnc_path: str | None) -> Callable[[int], None]:
-    def start(port: int) -> None:
+    def viewer() -> None:
         try:
-            command = viewer_command(port, vnc_type, vnc_path)
+            start_viewer(port)
         except VNCError as err:
-            click.echo(f"error encountered: {err}", err=True)
-            return
-        subprocess.run(command, capture_output=True, check=False)
+            failed.append(err)
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept below
+
+    threading.Thread(target=viewer, name="vnc-viewer", daemon=True).start()
+    try:
+        serve_one_viewer(ws, listener, accept_timeout=LISTEN_TIMEOUT)
+    except VNCError:
+        if failed:
+            raise VNCError(f"error encountered: {failed[0]}") from None
+        raise
+
+
+def start_viewer_for(vnc_type: str | None, vnc_path: str | None) -> Callable[[int], None]:
+    def start(port: int) -> None:
+        command = viewer_command(port, vnc_type, vnc_path)
+        try:
+            subprocess.run(command, capture_output=True, check=False)
+        except OSError as err:
+            raise VNCError(f"{command[0]} execution failed: {err}") from None
 
     return start
 
@@ -140,7 +156,7 @@ def vnc(
             listener,
             proxy_only=proxy_only,
             announce=click.echo,
-            start_viewer=_viewer_starter(vnc_type, vnc_path),
+            start_viewer=start_viewer_for(vnc_type, vnc_path),
         )
     except VNCError as err:
         click.echo(str(err), err=True)

@@ -35,7 +35,7 @@ from kubevirt.virtctl.portforward import (
 )
 from kubevirt.virtctl.root import root
 from kubevirt.virtctl.streams import StreamEndedError, StreamError, open_stream, refusal, stream_url
-from kubevirt.virtctl.vnc import VNCError, run_vnc, viewer_command
+from kubevirt.virtctl.vnc import VNCError, run_vnc, start_viewer_for, viewer_command
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -262,6 +262,25 @@ def test_vnc_proxy_only_announces_its_port_and_relays_one_viewer(client: KubeCli
         assert received == b"RFB 003.008\n"
     proxy.join(10)
     assert not proxy.is_alive()
+
+
+def test_vnc_without_a_viewer_fails_at_once(client: KubeClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    ws = open_stream(client, "ns", "echo", "vnc")
+    listener = socket.create_server(("127.0.0.1", 0))
+    started = time.monotonic()
+    with pytest.raises(VNCError) as failed:
+        run_vnc(
+            ws,
+            listener,
+            proxy_only=False,
+            announce=lambda _line: None,
+            start_viewer=start_viewer_for(None, None),
+        )
+    assert str(failed.value) == (
+        "error encountered: could not find remote-viewer or vncviewer binary in $PATH"
+    )
+    assert time.monotonic() - started < 5  # not the 60 s a viewer has to connect
 
 
 def test_vnc_viewer_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
