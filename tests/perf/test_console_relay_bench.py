@@ -5,7 +5,11 @@ serial socket, and measures from a websocket client (virtctl's library) the roun
 (a keystroke and its echo: p50/p99) and the throughput of 64 KiB messages, next to the same on the unix
 socket directly: the difference is what the relay adds.
 
-Run ``hack/bench-console [ROUND_TRIPS] [MEBIBYTES]``; under pytest it runs 200 round trips and 4 MiB.
+With ``--through-virt-api`` it also measures the whole path virtctl uses: kube-apiserver's aggregator
+(started for the run) and the virt-api binary in front of the same console server.
+
+Run ``hack/bench-console [ROUND_TRIPS] [MEBIBYTES] [--through-virt-api]``; under pytest it runs 200 round
+trips and 4 MiB, without the API server.
 """
 
 from __future__ import annotations
@@ -20,15 +24,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "hack" / "cluster"))
 sys.path.insert(0, str(REPO / "tests" / "lib"))
 
 import websocket  # noqa: E402
+from localcluster.apiserver import running_apiserver  # noqa: E402
 
+from kubevirt.client import KubeClient  # noqa: E402
 from kubevirt.service.tls import ReloadingCertificate  # noqa: E402
 from kubevirt.virt_handler.private_sockets import SERIAL_SOCKET, connect_private_socket, private_dir  # noqa: E402
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator  # noqa: E402
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME  # noqa: E402
 from kubevirt.virt_handler.rest.server import ConsoleServer, ServerThread  # noqa: E402
+from kubevirt.virtctl.streams import open_stream  # noqa: E402
+from kubevirt_testing.aggregated import HANDLER_NODE, HandlerEndpoint, create_vmi, running_aggregated_virt_api  # noqa: E402
 from kubevirt_testing.certificates import CertificateAuthority, KeyPair  # noqa: E402
 from kubevirt_testing.unix_echo import EchoServer  # noqa: E402
 
@@ -107,7 +116,25 @@ def _receive_stream(ws: websocket.WebSocket) -> Callable[[int], bytes]:
     return receive
 
 
-def run(trips: int, mib: int) -> dict[str, dict[str, float]]:
+def _through_virt_api(root: Path, endpoint: HandlerEndpoint, trips: int, mib: int) -> dict[str, float]:
+    """The same through kube-apiserver's aggregator and the virt-api binary, as virtctl console streams."""
+    (root / "virt-api").mkdir()
+    with running_apiserver(root / "apiserver") as apiserver:
+        kubeconfig = apiserver.kubeconfig
+        with running_aggregated_virt_api(
+            kubeconfig, apiserver.directory / "pki", root / "virt-api", endpoint
+        ):
+            client = KubeClient.from_kubeconfig(str(kubeconfig))
+            create_vmi(client, "default", "bench", {"phase": "Running", "nodeName": HANDLER_NODE})
+            ws = open_stream(client, "default", "bench", "console")
+            ws.settimeout(None)
+            try:
+                return _measure(ws.send_binary, _receive_stream(ws), trips, mib)
+            finally:
+                ws.close()
+
+
+def run(trips: int, mib: int, *, through_virt_api: bool = False) -> dict[str, dict[str, float]]:
     with tempfile.TemporaryDirectory() as work:
         root = Path(work)
         pods = root / "pods"
@@ -140,6 +167,10 @@ def run(trips: int, mib: int) -> dict[str, dict[str, float]]:
             )
             results["handler relay"] = _measure(ws.send_binary, _receive_stream(ws), trips, mib)
             ws.close()
+            if through_virt_api:
+                (root / "ca.crt").write_bytes(ca.pair.cert_pem)
+                endpoint = HandlerEndpoint(port, root / "ca.crt", Path(client_cert), Path(client_key))
+                results["virtctl stream"] = _through_virt_api(root, endpoint, trips, mib)
         finally:
             server.stop()
             echo.close()
@@ -149,7 +180,7 @@ def run(trips: int, mib: int) -> dict[str, dict[str, float]]:
 def _report(results: dict[str, dict[str, float]]) -> None:
     for name, numbers in results.items():
         print(
-            f"{name:>14}: round trip p50 {numbers['p50_ms']:.3f} ms, p99 {numbers['p99_ms']:.3f} ms; "
+            f"{name:>15}: round trip p50 {numbers['p50_ms']:.3f} ms, p99 {numbers['p99_ms']:.3f} ms; "
             f"throughput {numbers['mib_per_s']:.0f} MiB/s"
         )
 
@@ -161,5 +192,7 @@ def test_console_relay_bench() -> None:
 
 
 if __name__ == "__main__":
-    arguments = [int(a) for a in sys.argv[1:3]]
-    _report(run(*(arguments + [2000, 64][len(arguments) :])))
+    chain = "--through-virt-api" in sys.argv
+    arguments = [int(a) for a in sys.argv[1:] if a.isdigit()][:2]
+    trips, mib = arguments + [2000, 64][len(arguments) :]
+    _report(run(trips, mib, through_virt_api=chain))
