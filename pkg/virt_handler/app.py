@@ -1,8 +1,9 @@
 """virt-handler's application object: what runs once the flags are parsed.
 
 One process per node: the heartbeat keeps the node labelled schedulable, the node labeller labels it with
-what its libvirt can run, the device plugins advertise the host devices launcher pods request, and the VM
-controller drives every VMI labelled with this node's name through its virt-launcher.
+what its libvirt can run, the device plugins advertise the host devices launcher pods request, the VM
+controller drives every VMI labelled with this node's name through its virt-launcher, and the console
+server (mutual TLS) answers virt-api's console, VNC and lifecycle calls for those VMIs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient, KubeConfigError
+from kubevirt.client import (
+    VIRTUAL_MACHINE_INSTANCES,
+    EventRecorder,
+    KubeClient,
+    KubeConfigError,
+    own_namespace,
+)
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.log import get_logger
@@ -32,6 +39,8 @@ from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.orphans import OrphanSweeper
+from kubevirt.virt_handler.rest.lifecycle import VMIStore
+from kubevirt.virt_handler.rest.server import CA_CONFIG_MAP, ServerThread, console_server_thread
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 
@@ -39,6 +48,7 @@ COMPONENT = "virt-handler"
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
 CACHE_SYNC_TIMEOUT = 60.0
 EXIT_CANNOT_START = 2
+DEFAULT_NAMESPACE = "kubevirt"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +63,12 @@ class Options:
     private_dir: Path = DEFAULT_PRIVATE_DIR  # the node's records of each VMI's pod network
     node_labeller_dir: Path = capabilities.DEFAULT_DIRECTORY
     watchdog_timeout: float = DEFAULT_TIMEOUT_SECONDS
+    listen: str = "0.0.0.0"
+    console_server_port: int = 8186
+    tls_cert_file: Path = Path("/etc/virt-handler/servercertificates/tls.crt")
+    tls_key_file: Path = Path("/etc/virt-handler/servercertificates/tls.key")
+    ca_config_map: str = CA_CONFIG_MAP
+    externally_managed: bool = False
 
 
 class VirtHandler:
@@ -100,10 +116,33 @@ class VirtHandler:
             deleted,
         )
         self._heartbeat = Heartbeat(api, options.node_name)
+        self._console = self._console_server(options, api, vmis.store)
         self._plugins = [
             DevicePlugin(device, plugins_dir=options.device_plugins_dir, count=options.max_devices)
             for device in PERMANENT_DEVICES
         ]
+
+    def _console_server(self, options: Options, api: KubeClient, vmis: VMIStore) -> ServerThread | None:
+        if not (options.tls_cert_file.is_file() and options.tls_key_file.is_file()):
+            # Without its certificate it could serve nobody; the rest of the handler still works.
+            get_logger().error(
+                "console server disabled: no server certificate", cert_file=str(options.tls_cert_file)
+            )
+            return None
+        return console_server_thread(
+            api=api,
+            vmis=vmis,
+            events=self._events,
+            pods_dir=options.pods_dir,
+            node=options.node_name,
+            namespace=own_namespace() or DEFAULT_NAMESPACE,
+            cert_file=options.tls_cert_file,
+            key_file=options.tls_key_file,
+            listen=options.listen,
+            port=options.console_server_port,
+            ca_config_map=options.ca_config_map,
+            externally_managed=options.externally_managed,
+        )
 
     def stop(self) -> None:
         self._stop.set()
@@ -121,6 +160,12 @@ class VirtHandler:
             helpers.append(self._thread(self._labeller.run, "node-labeller"))
         helpers.append(self._thread(self._ksm.run, "ksm"))
         self._factory.start()
+        if self._console is not None:
+            try:
+                self._console.start()
+            except OSError as err:
+                log.error("console server could not start", reason=str(err))
+                self._console = None
         if not self._factory.wait_for_cache_sync(CACHE_SYNC_TIMEOUT):
             log.error("the VMI cache did not sync")
             self._stop.set()
@@ -131,6 +176,8 @@ class VirtHandler:
             helpers.append(self._thread(self._orphans.run, "orphans"))
             self._controller.run(self._stop)
         self._stop.wait()
+        if self._console is not None:
+            self._console.stop()
         self._factory.stop()
         self._events.stop()
         beats.join(timeout=10)

@@ -51,3 +51,15 @@ def test_the_node_labeller_runs_first_from_the_launcher_image() -> None:
     assert init["volumeMounts"] == [mount]
     (handler,) = pod["containers"]
     assert mount in handler["volumeMounts"]
+
+
+def test_daemonset_mounts_the_console_server_certificates_when_they_exist() -> None:
+    pod = handler_daemonset("kubevirt", "img")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert volumes["kubevirt-virt-handler-server-certs"]["secret"] == {
+        "secretName": "kubevirt-virt-handler-server-certs",
+        "optional": True,
+    }
+    assert mounts["kubevirt-virt-handler-server-certs"] == "/etc/virt-handler/servercertificates"
+    assert mounts["kubevirt-virt-handler-certs"] == "/etc/virt-handler/clientcertificates"

@@ -22,6 +22,12 @@ HOST_VOLUMES: tuple[tuple[str, str, str, str | None], ...] = (
 )
 NODE_LABELLER_DIR = "/var/lib/kubevirt-node-labeller"
 
+# Secret name, mount path: the console server's certificate, and the client one virt-api presents to it.
+CERTIFICATE_SECRETS: tuple[tuple[str, str], ...] = (
+    ("kubevirt-virt-handler-certs", "/etc/virt-handler/clientcertificates"),
+    ("kubevirt-virt-handler-server-certs", "/etc/virt-handler/servercertificates"),
+)
+
 
 def _field_env(name: str, path: str) -> JSON:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
@@ -62,6 +68,10 @@ def handler_daemonset(
             mount["mountPropagation"] = propagation
         mounts.append(mount)
         volumes.append({"name": name, "hostPath": {"path": host_path}})
+    for secret, mount_path in CERTIFICATE_SECRETS:
+        # Optional, as KubeVirt's operator attaches them: the pod starts before the secrets exist.
+        volumes.append({"name": secret, "secret": {"secretName": secret, "optional": True}})
+        mounts.append({"name": secret, "readOnly": True, "mountPath": mount_path})
     container: JSON = {
         "name": VIRT_HANDLER,
         "image": image,

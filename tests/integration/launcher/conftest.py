@@ -483,8 +483,12 @@ def start_launcher_pod(
     grace_period: int = 5,
     notify: bool = False,
     extra: tuple[str, ...] = (),
+    share: Path | None = None,
+    private: Path | None = None,
 ) -> LauncherPod:
-    share = tmp / "share"
+    """``share`` and ``private`` (host directories, like a pod's emptyDirs) default to the test's
+    ``share`` and a tmpfs seen only by the launcher."""
+    share = share or tmp / "share"
     (share / "migrationproxy").mkdir(parents=True, exist_ok=True)
     recorder = serve_notify(share) if notify else None
     log_path = tmp / "launcher.log"
@@ -507,6 +511,9 @@ def start_launcher_pod(
             "mount -t tmpfs tmpfs /run/kubevirt-private",
             "mkdir -p /run/kubevirt-ephemeral-disks",
             "mount -t tmpfs tmpfs /run/kubevirt-ephemeral-disks",
+            f"mount --bind {private} /run/kubevirt-private"
+            if private
+            else "mount -t tmpfs tmpfs /run/kubevirt-private",
             "mkdir -p /run/kubevirt/container-disks/kernel-boot",
             f"mount --bind -o ro {guest} /run/kubevirt/container-disks/kernel-boot",
             'exec "$@"',
