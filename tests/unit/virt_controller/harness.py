@@ -17,6 +17,7 @@ from kubevirt.client import (
     VIRTUAL_MACHINES,
 )
 from kubevirt.client.resources import (
+    CONTROLLER_REVISIONS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
@@ -103,6 +104,7 @@ class Controllers:
             cluster_instancetype_store=c.informer(VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES).store,
             preference_store=c.informer(VIRTUAL_MACHINE_PREFERENCES).store,
             cluster_preference_store=c.informer(VIRTUAL_MACHINE_CLUSTER_PREFERENCES).store,
+            revision_store=c.informer(CONTROLLER_REVISIONS).store,
         )
         vms.add_event_handler(self.vm.on_vm_add, self.vm.on_vm_update, self.vm.on_vm_delete)
         vmis.add_event_handler(self.vm.on_vmi_add, self.vm.on_vmi_update, self.vm.on_vmi_delete)
