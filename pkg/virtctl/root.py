@@ -13,6 +13,7 @@ from kubevirt.log import configure as configure_logging
 from kubevirt.version import format_version_info, get_version, version_info
 from kubevirt.virtctl.clientconfig import ClientFlags, client_flags, connect, flags_from
 from kubevirt.virtctl.create import create
+from kubevirt.virtctl.expand import expand
 from kubevirt.virtctl.guest_agent import COMMANDS as GUEST_AGENT_COMMANDS
 from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
 from kubevirt.virtctl.lifecycle import SUBRESOURCES
@@ -51,6 +52,7 @@ def version(ctx: click.Context, /, client_only: bool, **flags: Any) -> None:
 
 
 root.add_command(create)
+root.add_command(expand)
 root.add_command(render)
 root.add_command(validate)
 for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS):
