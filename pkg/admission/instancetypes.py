@@ -16,13 +16,14 @@ from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
 from kubevirt.admission.json_fields import JSON, obj, opt_obj, opt_text
-from kubevirt.admission.state import ClusterStateError, InstancetypeState
+from kubevirt.admission.state import ClusterStateError, InstancetypeState, VolumeSourceState
 from kubevirt.instancetype import (
     RequirementError,
     apply_to_vmi,
     check_requirements,
     check_spread_topology,
 )
+from kubevirt.instancetype.infer import InferenceError, infer_matchers
 from kubevirt.instancetype.matcher import (
     UnexpectedKindError,
     instancetype_kind,
@@ -44,6 +45,7 @@ __all__ = [
     "SelectedSpecs",
     "expansion_causes",
     "find_specs",
+    "infer_from_volumes",
     "matcher_causes",
     "matcher_update_causes",
     "requirement_causes",
@@ -115,6 +117,35 @@ def matcher_update_causes(vm: JSON, old: JSON) -> list[StatusCause]:
             message = "the Matcher Name has been updated without updating the RevisionName"
             return [c.invalid(Path("spec", key, "revisionName"), message)]
     return []
+
+
+def infer_from_volumes(vm: JSON, state: object, namespace: str) -> None:
+    """The mutating webhook's ``inferFromVolume`` step on ``vm`` (changed in place; ``namespace`` is the
+    request's); raises :class:`InferenceError`. Without a way to read volumes, a matcher that infers
+    cannot be resolved."""
+    spec = opt_obj(vm, "spec") or {}
+    inferring = any(
+        opt_text(opt_obj(spec, key) or {}, "inferFromVolume") for key in ("instancetype", "preference")
+    )
+    if not inferring:
+        return
+    if not isinstance(state, VolumeSourceState):
+        raise InferenceError("no Kubernetes API configured to look up volumes to infer defaults from")
+    try:
+        infer_matchers(vm, _Volumes(state, namespace))
+    except ClusterStateError as err:
+        raise InferenceError(str(err)) from None
+
+
+@dataclass(frozen=True)
+class _Volumes:
+    """The state's volume lookups; a VM without a namespace looks in the request's."""
+
+    state: VolumeSourceState
+    namespace: str
+
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        return self.state.get_volume_source(kind, namespace or self.namespace, name)
 
 
 # -- the validating webhook ---------------------------------------------------------------------------
