@@ -35,6 +35,14 @@ class InstancetypeState(Protocol):
 
 
 @runtime_checkable
+class RevisionState(Protocol):
+    def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
+        """A ControllerRevision (a VM's stored instance type or preference), or ``None`` when it does
+        not exist; raises :class:`ClusterStateError`."""
+        ...
+
+
+@runtime_checkable
 class VolumeSourceState(Protocol):
     def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
         """A ``PersistentVolumeClaim``, ``DataVolume`` or ``DataSource`` (for ``inferFromVolume``), or
@@ -75,6 +83,10 @@ class StaticClusterState:
 
     def get_pod(self, namespace: str, name: str) -> JSON | None:
         return self._find(self._pods, namespace, name)
+
+    def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
+        revisions = [o for o in self._instancetype_objects if o.get("kind") == "ControllerRevision"]
+        return self._find(revisions, namespace, name)
 
     def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
         # Given with the instance types: any object list may hold PVCs, DataVolumes and DataSources.

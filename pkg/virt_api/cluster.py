@@ -106,6 +106,22 @@ class KubernetesClusterState:
             raise self._failed(what, err) from None
         return found if isinstance(found, dict) else None
 
+    def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
+        """A ControllerRevision (a VM's stored instance type or preference)."""
+        what = f"ControllerRevision {namespace}/{name}"
+        try:
+            revision = client.AppsV1Api(self._api).read_namespaced_controller_revision(
+                name, namespace, _request_timeout=REQUEST_TIMEOUT
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise self._failed(what, err) from None
+        except HTTPError as err:
+            raise self._failed(what, err) from None
+        found = self._api.sanitize_for_serialization(revision)  # type: ignore[no-untyped-call]
+        return found if isinstance(found, dict) else None
+
     def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
         """A PVC, or a CDI DataVolume or DataSource, for ``inferFromVolume``."""
         what = f"{kind} {namespace}/{name}"
