@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 ROLLOUT_LIVE_UPDATE = "LiveUpdate"
 ROLLOUT_STAGE = "Stage"
@@ -55,6 +55,9 @@ KUBEVIRT_SERVICE_ACCOUNT_NAMES = (
 )
 
 
+INSTANCETYPE_REFERENCE_POLICIES: Final = ("reference", "expand", "expandAll")
+
+
 class InvalidConfigurationError(ValueError):
     """A KubeVirt CR whose configuration cannot be used (the last valid one stays in force)."""
 
@@ -72,6 +75,9 @@ class ClusterConfig:
     )
     permit_bridge_interface_on_pod_network: bool = True
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
+    # How VMs keep their instance type and preference: "reference" (a ControllerRevision), "expand"
+    # (written into the VM unless it already references revisions) or "expandAll" (always written in).
+    instancetype_reference_policy: str = "reference"
 
     @classmethod
     def build(
@@ -113,6 +119,7 @@ class ClusterConfig:
         default_arch = architectures.get("defaultArchitecture")
         bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
         namespace = install_namespace or _mapping(kubevirt.get("metadata")).get("namespace")
+        policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
         return cls(
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
@@ -123,6 +130,7 @@ class ClusterConfig:
             install_namespace=namespace
             if isinstance(namespace, str) and namespace
             else DEFAULT_INSTALL_NAMESPACE,
+            instancetype_reference_policy=policy if isinstance(policy, str) and policy else "reference",
         )
 
     def enabled(self, gate: str) -> bool:
@@ -154,7 +162,7 @@ _PREFIX = "spec.configuration"
 
 def _check(configuration: Mapping[str, Any]) -> None:
     """The checks KubeVirt's CRD schema and config validation make on the fields read here."""
-    for key in ("developerConfiguration", "architectureConfiguration", "network"):
+    for key in ("developerConfiguration", "architectureConfiguration", "network", "instancetype"):
         value = configuration.get(key)
         if value is not None and not isinstance(value, Mapping):
             raise InvalidConfigurationError(f"{_PREFIX}.{key}: must be an object")
@@ -170,6 +178,12 @@ def _check(configuration: Mapping[str, Any]) -> None:
         raise InvalidConfigurationError(
             f"{_PREFIX}.vmRolloutStrategy: unknown strategy {strategy!r}, "
             f"expected one of {list(ROLLOUT_STRATEGIES)}"
+        )
+    policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
+    if policy is not None and policy not in INSTANCETYPE_REFERENCE_POLICIES:
+        raise InvalidConfigurationError(
+            f"{_PREFIX}.instancetype.referencePolicy: unknown policy {policy!r}, "
+            f"expected one of {list(INSTANCETYPE_REFERENCE_POLICIES)}"
         )
     bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
     if bridge is not None and not isinstance(bridge, bool):

@@ -142,6 +142,7 @@ class ControllerSet:
                 VIRTUAL_MACHINE_CLUSTER_PREFERENCES, VirtualMachineClusterPreference
             ).store,
             revision_store=factory.informer(CONTROLLER_REVISIONS).store,
+            config=config.cluster_config,
         )
         _Handlers.connect(vms, vm, "vm")
         _Handlers.connect(vmis, vm, "vmi")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from kubevirt.client import KubeApi
+from kubevirt.client import VIRTUAL_MACHINES, KubeApi
 from kubevirt.client.errors import AlreadyExistsError, ApiError, NotFoundError
 from kubevirt.client.resources import (
     CONTROLLER_REVISIONS,
@@ -26,6 +26,7 @@ from kubevirt.client.resources import (
 )
 from kubevirt.controller import Store, key_for
 from kubevirt.instancetype import apply_to_vmi, conflicts_message
+from kubevirt.instancetype.expand import ExpandError, expand_vm
 from kubevirt.instancetype.find import (
     INSTANCETYPE,
     PREFERENCE,
@@ -37,6 +38,7 @@ from kubevirt.instancetype.find import (
     find_preference,
 )
 from kubevirt.instancetype.revision import RevisionError, build_revision, same_spec
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.watch.common import SyncError, describe_api_error
 from kubevirt_api.core.v1.vm import (
     ControllerRevisionRef,
@@ -44,6 +46,7 @@ from kubevirt_api.core.v1.vm import (
     InstancetypeStatusRef,
     PreferenceMatcher,
     VirtualMachine,
+    VirtualMachineStatus,
 )
 from kubevirt_api.instancetype.v1beta1 import (
     VirtualMachineClusterInstancetype,
@@ -66,6 +69,7 @@ __all__ = [
 
 FAILED_FIND_INSTANCETYPE_REASON: Final = "FailedFindInstancetype"
 FAILED_FIND_PREFERENCE_REASON: Final = "FailedFindPreference"
+FAILED_CREATE_REASON: Final = "FailedCreate"
 STORE_REVISION_ERROR_FORMAT: Final = (
     "error encountered while storing instancetype.kubevirt.io controllerRevisions: {}"
 )
@@ -137,6 +141,64 @@ class InstancetypeSync:
             _found(PREFERENCE, lambda: find_preference(vm, self._get)),
         )
 
+    def expand_into_vm(self, vm: VirtualMachine, cluster: ClusterConfig) -> VirtualMachine | None:
+        """The ``expand`` / ``expandAll`` reference policies: the selection written into the VM itself
+        (spec, then status without the references), its old revisions deleted. Returns the VM as
+        written, or None when nothing was written (``expand`` leaves VMs that reference revisions)."""
+        policy = cluster.instancetype_reference_policy
+        if policy == "expand" and (
+            _has_revision(vm.status, "instancetype_ref") or _has_revision(vm.status, "preference_ref")
+        ):
+            return None
+        selection = self.select(vm)
+        try:
+            expanded = expand_vm(
+                vm,
+                selection.instancetype.spec if selection.instancetype is not None else None,
+                selection.preference.spec if selection.preference is not None else None,
+                cluster,
+            )
+        except ExpandError as err:
+            raise SyncError(
+                f"error encountered while expanding into VirtualMachine: {err}", FAILED_CREATE_REASON
+            ) from None
+        if expanded == vm:
+            return None
+        written = self._write_expanded(expanded)
+        self._delete_revisions(vm)
+        return written
+
+    def _write_expanded(self, expanded: VirtualMachine) -> VirtualMachine:
+        """The expanded spec, then its status (without the references), as two writes like KubeVirt."""
+        namespace = (expanded.metadata or ObjectMeta()).namespace
+        what = "update expanded VirtualMachine"
+        try:
+            written = self._api.update(VIRTUAL_MACHINES, namespace, expanded.to_dict())
+            what = "update expanded VirtualMachine Status"
+            written["status"] = expanded.status.to_dict() if expanded.status is not None else {}
+            written = self._api.update_status(VIRTUAL_MACHINES, namespace, written)
+        except ApiError as err:
+            message = f"error encountered when trying to {what}: {describe_api_error(err)}"
+            raise SyncError(message, FAILED_CREATE_REASON) from err
+        return VirtualMachine.from_dict(written)
+
+    def _delete_revisions(self, vm: VirtualMachine) -> None:
+        meta = vm.metadata or ObjectMeta()
+        for attribute in ("instancetype_ref", "preference_ref"):
+            name = _revision_name(vm.status, attribute)
+            if name is None:
+                continue
+            try:
+                self._api.delete(CONTROLLER_REVISIONS, meta.namespace, name)
+            except NotFoundError:
+                continue
+            except ApiError as err:
+                message = (
+                    f"error encountered cleaning controllerRevision {name} after successfully expanding "
+                    f"VirtualMachine {meta.name}: {describe_api_error(err)}"
+                )
+                raise SyncError(message, FAILED_CREATE_REASON) from err
+
     def store(self, vm: VirtualMachine) -> dict[str, Any]:
         """Stores missing revisions; returns the status merge patch recording the changed references
         (empty when nothing changed; a merge patch, as a new VM may have no status yet). Raises
@@ -194,6 +256,15 @@ class InstancetypeSync:
 
 
 T = TypeVar("T")
+
+
+def _revision_name(status: VirtualMachineStatus | None, attribute: str) -> str | None:
+    ref: InstancetypeStatusRef | None = getattr(status, attribute) if status is not None else None
+    return ref.controller_revision_ref.name or None if ref and ref.controller_revision_ref else None
+
+
+def _has_revision(status: VirtualMachineStatus | None, attribute: str) -> bool:
+    return _revision_name(status, attribute) is not None
 
 
 def _found(which: str, find: Callable[[], T]) -> T:

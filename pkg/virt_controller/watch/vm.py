@@ -8,6 +8,7 @@ creations and deletions.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
@@ -19,6 +20,7 @@ from kubevirt.instancetype import expand_vmi
 from kubevirt.instancetype.conflict import joined_paths
 from kubevirt.instancetype.preference_apply import apply_device_preferences
 from kubevirt.log import get_logger
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.watch.common import (
     Clock,
     Enqueue,
@@ -123,7 +125,9 @@ class VMController:
         preference_store: Store[VirtualMachinePreference] | None = None,
         cluster_preference_store: Store[VirtualMachineClusterPreference] | None = None,
         revision_store: Store[Any] | None = None,
+        config: Callable[[], ClusterConfig] = ClusterConfig,
     ) -> None:
+        self._config = config
         stores = (instancetype_store, cluster_instancetype_store, preference_store, cluster_preference_store)
         self._instancetypes = (
             InstancetypeSync(api=api, stores=InstancetypeStores(*stores, revisions=revision_store))
@@ -195,7 +199,8 @@ class VMController:
                 self._stop(run, vmi, key)
             return
         self._set_vm_finalizer(run, present=True)
-        self._sync_instancetypes(run)
+        if self._sync_instancetypes(run):
+            return  # the VM itself was rewritten: its update brings it back
         try:
             strategy = run.vm.run_strategy()
         except ValueError as err:
@@ -203,14 +208,24 @@ class VMController:
         self._sync_run_strategy(run, vmi, strategy, key)
         self._sync_firmware_uuid(run)
 
-    def _sync_instancetypes(self, run: _Run) -> None:
+    def _sync_instancetypes(self, run: _Run) -> bool:
         """Checks that what the VM selects exists, stores ControllerRevisions of it and records them in
-        the status (one status patch), then selects the stored copies for the VMI."""
+        the status (one status patch), then selects the stored copies for the VMI. Under the
+        ``expand`` policies the selection is written into the VM instead; True when the VM was
+        rewritten so (this pass stops there)."""
         vm = run.vm
         sync = self._instancetypes
         if sync is None or (vm.spec.instancetype is None and vm.spec.preference is None):
-            return
+            return False
         sync.select(vm)
+        cluster = self._config()
+        if cluster.instancetype_reference_policy in ("expand", "expandAll"):
+            written = sync.expand_into_vm(vm, cluster)
+            if written is not None:
+                run.replace(written, take_status=True)
+                return True
+            run.selection = sync.select(vm)
+            return False
         try:
             status_patch = sync.store(vm)
             if status_patch:
@@ -231,6 +246,7 @@ class VMController:
             self._events.event(vm, "Warning", FAILED_CREATE_REASON, message)
             raise SyncError(message, FAILED_CREATE_REASON) from err
         run.selection = sync.select(run.vm)
+        return False
 
     # -- run strategies --------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES
@@ -11,6 +12,7 @@ from kubevirt.client.resources import (
     VIRTUAL_MACHINE_PREFERENCES,
 )
 from kubevirt.instancetype.revision import build_revision
+from kubevirt.virt_config import ClusterConfig
 
 from .fakes import JSON, Cluster
 from .harness import NAMESPACE, Controllers, vm_manifest
@@ -296,3 +298,53 @@ def test_an_existing_revision_with_the_same_data_is_taken() -> None:
     _start(cluster, vm)
     assert len(_vmis(cluster)) == 1
     assert len(cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE)) == 1
+
+
+def _expand_policy(policy: str) -> ClusterConfig:
+    return dataclasses.replace(ClusterConfig(), instancetype_reference_policy=policy)
+
+
+def test_the_expand_policy_writes_the_instancetype_into_the_vm() -> None:
+    cluster = Cluster()
+    _cluster_instancetype(cluster, "u1.small", 1, "2Gi")
+    _preference(cluster, "virtio", {"devices": {"preferredDiskBus": "virtio"}})
+    controllers = Controllers(cluster, config=_expand_policy("expand"))
+    vm = _vm_without_size(
+        instancetype={"name": "u1.small"}, preference={"name": "virtio", "kind": "VirtualMachinePreference"}
+    )
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm)
+    controllers.run()
+    stored = cluster.api.get(VIRTUAL_MACHINES, NAMESPACE, "testvm")
+    assert "instancetype" not in stored["spec"]
+    assert "preference" not in stored["spec"]
+    domain = stored["spec"]["template"]["spec"]["domain"]
+    assert domain["memory"] == {"guest": "2Gi"}
+    assert domain["devices"]["disks"] == [{"name": "root", "disk": {"bus": "virtio"}}]
+    assert "instancetypeRef" not in stored.get("status", {})
+    assert cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE) == []
+    # The VM then runs as a plain VM.
+    [vmi] = _vmis(cluster)
+    assert vmi["spec"]["domain"]["memory"] == {"guest": "2Gi"}
+
+
+def test_expand_leaves_vms_with_revisions_and_expand_all_does_not() -> None:
+    cluster = Cluster()
+    _cluster_instancetype(cluster, "u1.small", 1, "2Gi")
+    vm = _vm_without_size(instancetype={"name": "u1.small"})
+    vm["spec"]["runStrategy"] = "Halted"
+    controllers = _start(cluster, vm)
+    [revision] = cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE)
+    controllers.config = _expand_policy("expand")
+    controllers.queues["vm"].add(f"{NAMESPACE}/testvm")
+    controllers.run()
+    assert "instancetype" in cluster.api.get(VIRTUAL_MACHINES, NAMESPACE, "testvm")["spec"]
+    controllers.config = _expand_policy("expandAll")
+    controllers.queues["vm"].add(f"{NAMESPACE}/testvm")
+    controllers.run()
+    stored = cluster.api.get(VIRTUAL_MACHINES, NAMESPACE, "testvm")
+    assert "instancetype" not in stored["spec"]
+    assert stored["spec"]["template"]["spec"]["domain"]["memory"] == {"guest": "2Gi"}
+    # The stored copy it no longer needs is deleted.
+    assert revision["metadata"]["name"] not in [
+        r["metadata"]["name"] for r in cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE)
+    ]
