@@ -2,7 +2,7 @@
 
 Supported: the name, run strategy, grace period and memory, ``--instancetype`` / ``--preference``
 (``[kind/]name``), their inference from a volume, container disk, PVC, imported (DataVolume template)
-and sysprep volumes. The cloud-init and access credential flags of KubeVirt's command are not offered.
+and sysprep volumes, access credentials and the cloud-init disk (see :mod:`.cloudinit`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from click.core import ParameterSource
 
 from kubevirt.admission.k8s_names import dns1123_label
 from kubevirt.instancetype.matcher import DEFAULT_INSTANCETYPE_KIND, DEFAULT_PREFERENCE_KIND
+from kubevirt.virtctl.create.cloudinit import CloudInitFlags, access_credentials, cloud_init_volume
 from kubevirt.virtctl.create.imports import FLAG as IMPORT_FLAG
 from kubevirt.virtctl.create.imports import imported_volume
 from kubevirt.virtctl.create.output import manifest_yaml
@@ -39,6 +40,7 @@ RUN_STRATEGIES: Final = ("Always", "Manual", "Halted", "Once", "RerunOnFailure")
 _INSTANCETYPE_KINDS: Final = ("virtualmachineinstancetype", DEFAULT_INSTANCETYPE_KIND)
 _PREFERENCE_KINDS: Final = ("virtualmachinepreference", DEFAULT_PREFERENCE_KIND)
 _VOLUME_PARAMS: Final = ("src", "name", "bootorder")
+_CLOUD_INIT_DATA: Final = ("cloud-init-user-data", "cloud-init-network-data")
 _DEPRECATED_IMPORTS: Final = (
     ("volume-datasource", "ds"),
     ("volume-clone-pvc", "pvc"),
@@ -227,9 +229,26 @@ def _infer(draft: _Draft, spec: dict[str, Any], explicit: bool, key: str, wanted
         spec["template"]["spec"]["domain"].pop("memory", None)
 
 
-def _bool_option(name: str, help_text: str) -> Callable[[_F], _F]:
+def _bool_option(name: str, help_text: str, *, default: bool = True) -> Callable[[_F], _F]:
     # Like cobra's bool flags: "--flag" alone means true, "--flag=false" turns it off.
-    return click.option(name, type=click.BOOL, default=True, is_flag=False, flag_value=True, help=help_text)
+    return click.option(
+        name, type=click.BOOL, default=default, is_flag=False, flag_value=True, help=help_text
+    )
+
+
+def _cloud_init_flags(ctx: click.Context, flags: dict[str, Any]) -> CloudInitFlags:
+    names = ("user", "password-file", "ssh-key", "ga-manage-ssh", "cloud-init", *_CLOUD_INIT_DATA)
+    return CloudInitFlags(
+        user=flags["user"],
+        password_file=flags["password_file"],
+        # A string slice flag: every value may list several keys, comma-separated.
+        ssh_keys=[key for value in flags["ssh_key"] for key in value.split(",") if key],
+        ga_manage_ssh=flags["ga_manage_ssh"],
+        cloud_init=flags["cloud_init"],
+        user_data=flags["cloud_init_user_data"],
+        network_data=flags["cloud_init_network_data"],
+        changed={name for name in names if _changed(ctx, name.replace("-", "_"))},
+    )
 
 
 @click.command(name="vm")
@@ -258,6 +277,20 @@ def _bool_option(name: str, help_text: str) -> Callable[[_F], _F]:
 @click.option("--volume-clone-pvc", multiple=True, help="Deprecated: --volume-import type:pvc,...")
 @click.option("--volume-blank", multiple=True, help="Deprecated: --volume-import type:blank,...")
 @click.option("--volume-sysprep", default=None, help="src:<configmap or secret>[,type:configmap|secret]")
+@click.option("--user", default="", help="The user in the cloud-init user data.")
+@click.option("--password-file", default="", help="A file holding the user's password (stored in cleartext).")
+@click.option("--ssh-key", multiple=True, help="SSH authorized keys for the cloud-init user data.")
+@_bool_option("--ga-manage-ssh", "Let the guest agent manage SSH keys (SELinux boolean).", default=False)
+@click.option(
+    "--access-cred",
+    multiple=True,
+    help="type:ssh|password,src:<secret>[,method:ga|nocloud|configdrive][,user:<u>]",
+)
+@click.option(
+    "--cloud-init", default="nocloud", help="The cloud-init data source: nocloud, configdrive or none."
+)
+@click.option("--cloud-init-user-data", default="", help="Base64 encoded cloud-init user data.")
+@click.option("--cloud-init-network-data", default="", help="Base64 encoded cloud-init network data.")
 @click.pass_context
 def create_vm(ctx: click.Context, /, **flags: Any) -> None:
     """Create a VirtualMachine manifest."""
@@ -288,6 +321,13 @@ def create_vm(ctx: click.Context, /, **flags: Any) -> None:
     _imports(draft, _import_values(ctx, flags))
     if flags["volume_sysprep"] is not None:
         _sysprep(draft, flags["volume_sysprep"])
+    cloud_init = _cloud_init_flags(ctx, flags)
+    credentials = access_credentials(flags["access_cred"], cloud_init)
+    if credentials:
+        spec["template"]["spec"]["accessCredentials"] = credentials
+    cloud_init_disk = cloud_init_volume(cloud_init, [volume["name"] for volume in draft.volumes])
+    if cloud_init_disk is not None:
+        draft.volumes.append(cloud_init_disk)
     if flags["infer_instancetype"] and not flags["instancetype"] and not _changed(ctx, "memory"):
         explicit = _changed(ctx, "infer_instancetype", "infer_instancetype_from")
         _infer(draft, spec, explicit, "instancetype", flags["infer_instancetype_from"])
