@@ -1,4 +1,6 @@
-"""Writes the common instance types and preferences virt-operator installs to manifests/generated/."""
+"""Writes the common instance types and preferences virt-operator installs to
+manifests/common-instancetypes/: beside, not among, the CRDs in manifests/generated/, which are applied
+before any object of their kinds can be."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import yaml
 
 from kubevirt.virt_operator.resource.common_instancetypes import cluster_instancetypes, cluster_preferences
 
-OUT_DIR = Path("manifests/generated")
+OUT_DIR = Path("manifests/common-instancetypes")
 
 
 def _bundle(objects: list[dict[str, Any]]) -> bytes:

@@ -3,7 +3,7 @@ installs the ``common-instancetypes`` bundle (release v1.4.1): the u1, o1, cx1 a
 OS preferences, unless ``spec.configuration.commonInstancetypesDeployment.enabled`` is false.
 
 The objects are built here from tables of the published sizes and a few preference traits, so a
-size or an OS is one line; ``hack/generate`` writes them to ``manifests/generated/``.
+size or an OS is one line; ``hack/generate`` writes them to ``manifests/common-instancetypes/``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from kubevirt.virt_operator.resource.common_instancetypes import (
 )
 from kubevirt.virtctl.root import root
 
-MANIFESTS = Path(__file__).parents[3] / "manifests" / "generated"
+MANIFESTS = Path(__file__).parents[3] / "manifests" / "common-instancetypes"
 
 # (vCPUs, guest memory) per size, as the common-instancetypes release publishes them.
 PUBLISHED = {
