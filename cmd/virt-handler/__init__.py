@@ -26,6 +26,13 @@ from kubevirt.virt_handler import app
     help="Where the kubelet's pods directory is mounted; launcher sockets are found under it.",
 )
 @click.option("--max-devices", default=1000, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--watchdog-timeout",
+    default=30,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Seconds a launcher's command socket may refuse connections before its VMI fails.",
+)
 @click.option("--vm-controller-threads", default=3, show_default=True, type=click.IntRange(min=1))
 @binary("virt-handler", "The node agent: drives each VMI on this node through its virt-launcher.")
 def main(
@@ -40,6 +47,7 @@ def main(
     kubelet_pods_dir: Path,
     max_devices: int,
     vm_controller_threads: int,
+    watchdog_timeout: int,
 ) -> None:
     options = app.Options(
         node_name=hostname_override or socket.gethostname(),
@@ -47,5 +55,6 @@ def main(
         pods_dir=kubelet_pods_dir,
         workers=vm_controller_threads,
         max_devices=max_devices,
+        watchdog_timeout=watchdog_timeout,
     )
     sys.exit(app.run(options))

@@ -27,6 +27,7 @@ from kubevirt.log import get_logger
 from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
+from kubevirt.virt_launcher.network import PodNetworkConverter
 from kubevirt.virt_launcher.notify_client import NotifyClient
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
@@ -159,9 +160,10 @@ class Launcher:
             if forwarder is not None:
                 forwarder.poke()
 
+        converter = PodNetworkConverter(self._converter)
         manager = DomainManager(
             conn,
-            self._converter,
+            converter,
             node=node,
             on_domain_change=changed,
             pre_start_hooks=[self._pre_start],
@@ -198,6 +200,7 @@ class Launcher:
             notifier.close()
             return code
         finally:
+            converter.stop()
             server.stop(grace=1).wait()
             for path in (init_socket, cmd_socket_path(cfg.share_dir)):
                 with contextlib.suppress(FileNotFoundError):

@@ -31,3 +31,23 @@ def test_daemonset_mounts_the_pods_directory_short_and_names_the_node() -> None:
     command = container["command"]
     assert command[command.index("--hostname-override") + 1] == "$(NODE_NAME)"
     assert command[command.index("--graceful-shutdown-seconds") + 1] == "315"
+
+
+def test_the_node_labeller_runs_first_from_the_launcher_image() -> None:
+    plain = handler_daemonset("kubevirt", "img")["spec"]["template"]["spec"]
+    assert "initContainers" not in plain
+    daemonset = handler_daemonset("kubevirt", "img", launcher_image="launcher", force_emulation=True)
+    pod = daemonset["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    assert init["image"] == "launcher"
+    assert init["command"] == [
+        "node-labeller",
+        "--output-dir",
+        "/var/lib/kubevirt-node-labeller",
+        "--force-emulation",
+    ]
+    assert init["securityContext"]["privileged"] is True
+    mount = {"name": "node-labeller", "mountPath": "/var/lib/kubevirt-node-labeller"}
+    assert init["volumeMounts"] == [mount]
+    (handler,) = pod["containers"]
+    assert mount in handler["volumeMounts"]

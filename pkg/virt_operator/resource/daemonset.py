@@ -20,15 +20,39 @@ HOST_VOLUMES: tuple[tuple[str, str, str, str | None], ...] = (
     ("kubelet", KUBELET_ROOT, KUBELET_ROOT, "Bidirectional"),
     ("node-labeller", "/var/lib/kubevirt-node-labeller", "/var/lib/kubevirt-node-labeller", None),
 )
+NODE_LABELLER_DIR = "/var/lib/kubevirt-node-labeller"
 
 
 def _field_env(name: str, path: str) -> JSON:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
+def node_labeller_init_container(launcher_image: str, *, force_emulation: bool = False) -> JSON:
+    """KubeVirt's init container: the launcher image writes libvirt's view of the node for the labeller."""
+    command = ["node-labeller", "--output-dir", NODE_LABELLER_DIR]
+    if force_emulation:
+        command.append("--force-emulation")
+    return {
+        "name": "virt-launcher",
+        "image": launcher_image,
+        "command": command,
+        "securityContext": {"privileged": True},
+        "volumeMounts": [{"name": "node-labeller", "mountPath": NODE_LABELLER_DIR}],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+
+
 def handler_daemonset(
-    namespace: str, image: str, *, pod_grace_seconds: int = 330, verbosity: int = 2
+    namespace: str,
+    image: str,
+    *,
+    pod_grace_seconds: int = 330,
+    verbosity: int = 2,
+    launcher_image: str | None = None,
+    force_emulation: bool = False,
 ) -> JSON:
+    """With ``launcher_image``, the node labeller's init container runs first (``force_emulation``: it
+    describes QEMU's TCG even where /dev/kvm opens)."""
     labels = {"kubevirt.io": VIRT_HANDLER}
     mounts = []
     volumes = []
@@ -64,6 +88,18 @@ def handler_daemonset(
         "resources": {"requests": {"cpu": "10m", "memory": "325Mi"}},
         "volumeMounts": mounts,
     }
+    pod: JSON = {
+        "serviceAccountName": HANDLER_SERVICE_ACCOUNT,
+        "hostPID": True,
+        "terminationGracePeriodSeconds": pod_grace_seconds,
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if launcher_image is not None:
+        pod["initContainers"] = [
+            node_labeller_init_container(launcher_image, force_emulation=force_emulation)
+        ]
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -73,14 +109,7 @@ def handler_daemonset(
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {
                 "metadata": {"name": VIRT_HANDLER, "labels": {**labels, "prometheus.kubevirt.io": "true"}},
-                "spec": {
-                    "serviceAccountName": HANDLER_SERVICE_ACCOUNT,
-                    "hostPID": True,
-                    "terminationGracePeriodSeconds": pod_grace_seconds,
-                    "tolerations": [{"operator": "Exists"}],
-                    "containers": [container],
-                    "volumes": volumes,
-                },
+                "spec": pod,
             },
         },
     }

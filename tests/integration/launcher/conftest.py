@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import gzip
+import hashlib
 import io
 import json
 import lzma
@@ -54,6 +55,51 @@ while true; do
   /bin/busybox sleep 1
 done
 """
+# The networked guest: virtio-net's modules, DHCP on eth0 (printing the lease), an HTTP server on port
+# 80 (with a 16 MiB /blob for throughput), then the same marker and ticks. Built as NET_INITRD beside
+# the plain initramfs.
+NET_MODULES = (
+    "virtio_ring",
+    "virtio",
+    "virtio_pci_legacy_dev",
+    "virtio_pci_modern_dev",
+    "virtio_pci",
+    "failover",
+    "net_failover",
+    "virtio_net",
+)
+NET_LEASE_MARKER = "DHCP-BOUND"
+NET_GUEST_INIT = f"""#!/bin/busybox sh
+B=/bin/busybox
+$B mkdir -p /proc /sys /www
+$B mount -t proc proc /proc
+$B mount -t sysfs sys /sys
+for m in {" ".join(NET_MODULES)}; do $B insmod /lib/modules/$m.ko; done
+$B ip link set lo up
+$B ip link set eth0 up
+$B udhcpc -i eth0 -n -q -t 20 -T 2 -s /bin/dhcp.sh > /dev/null 2>&1
+echo hello-from-the-guest > /www/index.html
+$B mknod /dev/zero c 1 5
+$B dd if=/dev/zero of=/www/blob bs=1M count=16 2> /dev/null
+$B httpd -p 80 -h /www
+$B echo {MARKER} > /dev/ttyS0
+i=0
+while true; do
+  i=$((i+1))
+  $B echo "tick $i" > /dev/ttyS0
+  $B sleep 1
+done
+"""
+NET_DHCP_SCRIPT = f"""#!/bin/busybox sh
+B=/bin/busybox
+[ "$1" = bound ] || exit 0
+$B ip addr add $ip/$mask dev $interface
+$B ip route add default via $router dev $interface
+$B echo "{NET_LEASE_MARKER} ip=$ip router=$router mtu=$mtu dns=$dns" > /dev/ttyS0
+"""
+# Named by its content: a changed init is a new file, not a stale cache.
+_NET_DIGEST = hashlib.sha256((NET_GUEST_INIT + NET_DHCP_SCRIPT).encode()).hexdigest()[:8]
+NET_INITRD = f"initrd-net-{_NET_DIGEST}.gz"
 LAUNCHER = shutil.which("virt-launcher") or str(Path(sys.executable).parent / "virt-launcher")
 
 
@@ -156,9 +202,48 @@ def build_test_guest(target: Path = GUEST_DIR) -> Path:
     return target
 
 
+def build_network_initrd(target: Path = GUEST_DIR) -> Path:
+    """Build (once) the networked guest's initramfs (:data:`NET_INITRD`) in ``target``; returns ``target``."""
+    if (target / NET_INITRD).exists():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target) as work_dir:
+        work = Path(work_dir)
+        os.chmod(work, 0o755)
+        for deb, name in (
+            (_apt_download(_kernel_package(), work), "kernel"),
+            (_apt_download("busybox-static", work), "busybox"),
+        ):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(work / name)], check=True)
+        entries = [
+            ("bin", 0o40755, b"", 0, 0),
+            ("dev", 0o40755, b"", 0, 0),
+            ("dev/console", 0o20600, b"", 5, 1),
+            ("dev/ttyS0", 0o20600, b"", 4, 64),
+            ("lib", 0o40755, b"", 0, 0),
+            ("lib/modules", 0o40755, b"", 0, 0),
+            ("bin/busybox", 0o100755, (work / "busybox/bin/busybox").read_bytes(), 0, 0),
+            ("bin/dhcp.sh", 0o100755, NET_DHCP_SCRIPT.encode(), 0, 0),
+            ("init", 0o100755, NET_GUEST_INIT.encode(), 0, 0),
+        ]
+        for module in NET_MODULES:
+            found = next(
+                iter(glob.glob(str(work / f"kernel/lib/modules/*/kernel/**/{module}.ko"), recursive=True))
+            )
+            entries.append((f"lib/modules/{module}.ko", 0o100644, Path(found).read_bytes(), 0, 0))
+        (work / NET_INITRD).write_bytes(gzip.compress(_cpio_newc(entries), 6))
+        os.replace(work / NET_INITRD, target / NET_INITRD)
+    return target
+
+
 @pytest.fixture(scope="session")
 def test_guest() -> Path:
     return build_test_guest()
+
+
+@pytest.fixture(scope="session")
+def network_test_guest(test_guest: Path) -> Path:
+    return build_network_initrd(test_guest)
 
 
 def kernel_boot_vmi(name: str, *, uid: str | None = None, **spec_extra: Any) -> dict[str, Any]:
@@ -428,6 +513,11 @@ def notify_server_factory() -> Iterator[Any]:
 @pytest.fixture
 def make_vmi() -> Any:
     return kernel_boot_vmi
+
+
+@pytest.fixture
+def guest_net_initrd() -> str:
+    return NET_INITRD
 
 
 @pytest.fixture
