@@ -16,6 +16,7 @@ import yaml
 
 from kubevirt.client import ApiError
 from kubevirt.virtctl.clientconfig import client_flags, connect, flags_from
+from kubevirt.virtctl.create.output import manifest_yaml
 from kubevirt.virtctl.lifecycle import SUBRESOURCES, CommandFailedError
 from kubevirt.virtctl.manifests import read_manifest
 from kubevirt_api.base import ApiParseError
@@ -44,11 +45,9 @@ def _formatted(answer: bytes, output: str) -> str:
         vm = VirtualMachine.from_dict(json.loads(answer))
     except (ValueError, ApiParseError) as err:
         raise CommandFailedError(f"error decoding the expanded VirtualMachine: {err}") from None
-    document = to_go_json(vm)
     if output == JSON:
-        return json.dumps(document, indent=1)  # Go's MarshalIndent with a one-space indent
-    # sigs.k8s.io/yaml goes through a map, so keys come out sorted.
-    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False, width=1_000_000)
+        return json.dumps(to_go_json(vm), indent=1)  # Go's MarshalIndent with a one-space indent
+    return manifest_yaml(vm)
 
 
 @click.command(
