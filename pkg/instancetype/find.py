@@ -60,10 +60,9 @@ class FindError(Exception):
 
 @dataclass(frozen=True)
 class Found(Generic[S]):
-    """The spec to apply and where it came from (``revision`` is the ControllerRevision's name)."""
+    """The spec to apply, from the VM's stored revision or the live object."""
 
     spec: S
-    revision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,8 +143,7 @@ def _find(
     revision = _stored(matcher, ref, namespace, get, which)
     try:
         if revision is not None:
-            name = (revision.get("metadata") or {}).get("name")
-            return Found(which.decode(revision), str(name) if name else None)
+            return Found(which.decode(revision))
         live = _live(matcher, namespace, get, which)
         return Found(which.decode({"data": _as_data(live)}))
     except RevisionError as err:
