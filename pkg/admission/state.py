@@ -34,6 +34,22 @@ class InstancetypeState(Protocol):
         ...
 
 
+@runtime_checkable
+class RevisionState(Protocol):
+    def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
+        """A ControllerRevision (a VM's stored instance type or preference), or ``None`` when it does
+        not exist; raises :class:`ClusterStateError`."""
+        ...
+
+
+@runtime_checkable
+class VolumeSourceState(Protocol):
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        """A ``PersistentVolumeClaim``, ``DataVolume`` or ``DataSource`` (for ``inferFromVolume``), or
+        ``None`` when it does not exist; raises :class:`ClusterStateError`."""
+        ...
+
+
 class StaticClusterState:
     """A fixed set of objects; what tests and offline tools use."""
 
@@ -68,6 +84,14 @@ class StaticClusterState:
     def get_pod(self, namespace: str, name: str) -> JSON | None:
         return self._find(self._pods, namespace, name)
 
+    def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
+        revisions = [o for o in self._instancetype_objects if o.get("kind") == "ControllerRevision"]
+        return self._find(revisions, namespace, name)
+
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        # Given with the instance types: any object list may hold PVCs, DataVolumes and DataSources.
+        return self._find([o for o in self._instancetype_objects if o.get("kind") == kind], namespace, name)
+
     def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
         of_kind = [o for o in self._instancetype_objects if o.get("kind") == kind]
         if kind.startswith("VirtualMachineCluster"):
@@ -98,3 +122,6 @@ class NoClusterState:
 
     def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
         raise ClusterStateError("no Kubernetes API configured to look up instance types and preferences")
+
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        raise ClusterStateError(f"no Kubernetes API configured to look up {kind}s")

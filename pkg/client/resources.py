@@ -11,6 +11,7 @@ from kubevirt_api.core.v1.register import GroupVersionKind
 from kubevirt_api.instancetype import constants as instancetype
 
 __all__ = [
+    "CONTROLLER_REVISIONS",
     "EVENTS",
     "INSTANCETYPE_RESOURCES",
     "KUBEVIRTS",
@@ -79,6 +80,7 @@ EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 PERSISTENT_VOLUME_CLAIMS = Resource(
     "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True
 )
+CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 VIRTUAL_MACHINES = Resource(GROUP_NAME, "v1", "virtualmachines", "VirtualMachine", namespaced=True)
 VIRTUAL_MACHINE_INSTANCES = Resource(

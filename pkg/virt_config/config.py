@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 ROLLOUT_LIVE_UPDATE = "LiveUpdate"
 ROLLOUT_STAGE = "Stage"
@@ -56,6 +56,9 @@ KUBEVIRT_SERVICE_ACCOUNT_NAMES = (
 )
 
 
+INSTANCETYPE_REFERENCE_POLICIES: Final = ("reference", "expand", "expandAll")
+
+
 class InvalidConfigurationError(ValueError):
     """A KubeVirt CR whose configuration cannot be used (the last valid one stays in force)."""
 
@@ -77,6 +80,9 @@ class ClusterConfig:
     obsolete_cpu_models: frozenset[str] | None = None
     # ``ksmConfiguration.nodeLabelSelector``; None: KSM is handled on no node.
     ksm_node_label_selector: Mapping[str, Any] | None = None
+    # How VMs keep their instance type and preference: "reference" (a ControllerRevision), "expand"
+    # (written into the VM unless it already references revisions) or "expandAll" (always written in).
+    instancetype_reference_policy: str = "reference"
 
     @classmethod
     def build(
@@ -120,6 +126,7 @@ class ClusterConfig:
         namespace = install_namespace or _mapping(kubevirt.get("metadata")).get("namespace")
         obsolete = configuration.get("obsoleteCPUModels")
         selector = _mapping(configuration.get("ksmConfiguration")).get("nodeLabelSelector")
+        policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
         return cls(
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
@@ -136,6 +143,7 @@ class ClusterConfig:
             else None,
             # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
             ksm_node_label_selector=dict(selector) if isinstance(selector, Mapping) else None,
+            instancetype_reference_policy=policy if isinstance(policy, str) and policy else "reference",
         )
 
     def enabled(self, gate: str) -> bool:
@@ -173,6 +181,7 @@ def _check(configuration: Mapping[str, Any]) -> None:
         "network",
         "obsoleteCPUModels",
         "ksmConfiguration",
+        "instancetype",
     ):
         value = configuration.get(key)
         if value is not None and not isinstance(value, Mapping):
@@ -189,6 +198,12 @@ def _check(configuration: Mapping[str, Any]) -> None:
         raise InvalidConfigurationError(
             f"{_PREFIX}.vmRolloutStrategy: unknown strategy {strategy!r}, "
             f"expected one of {list(ROLLOUT_STRATEGIES)}"
+        )
+    policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
+    if policy is not None and policy not in INSTANCETYPE_REFERENCE_POLICIES:
+        raise InvalidConfigurationError(
+            f"{_PREFIX}.instancetype.referencePolicy: unknown policy {policy!r}, "
+            f"expected one of {list(INSTANCETYPE_REFERENCE_POLICIES)}"
         )
     bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
     if bridge is not None and not isinstance(bridge, bool):

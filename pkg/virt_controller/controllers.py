@@ -25,6 +25,7 @@ from kubevirt.client import (
     KubeApi,
 )
 from kubevirt.client.resources import (
+    CONTROLLER_REVISIONS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
@@ -140,6 +141,8 @@ class ControllerSet:
             cluster_preference_store=factory.informer(
                 VIRTUAL_MACHINE_CLUSTER_PREFERENCES, VirtualMachineClusterPreference
             ).store,
+            revision_store=factory.informer(CONTROLLER_REVISIONS).store,
+            config=config.cluster_config,
         )
         _Handlers.connect(vms, vm, "vm")
         _Handlers.connect(vmis, vm, "vmi")

@@ -15,6 +15,7 @@ from kubevirt.virtctl.clientconfig import ClientFlags, client_flags, connect, fl
 from kubevirt.virtctl.console import console
 from kubevirt.virtctl.create import create
 from kubevirt.virtctl.diagnose.command import diagnose_command
+from kubevirt.virtctl.expand import expand
 from kubevirt.virtctl.expose import expose
 from kubevirt.virtctl.guest_agent import COMMANDS as GUEST_AGENT_COMMANDS
 from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
@@ -56,6 +57,7 @@ def version(ctx: click.Context, /, client_only: bool, **flags: Any) -> None:
 
 
 root.add_command(create)
+root.add_command(expand)
 root.add_command(diagnose_command)
 root.add_command(expose)
 root.add_command(render)

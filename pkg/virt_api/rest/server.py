@@ -21,6 +21,7 @@ from kubevirt.version import version_info
 from kubevirt.virt_api.rest import discovery
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.bodies import decode_options
+from kubevirt.virt_api.rest.expand import VMExpander
 from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
 from kubevirt.virt_api.rest.gated import GATED_ROUTES, GatedRoute, refusal
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
@@ -55,6 +56,7 @@ class SubresourceAPI:
     vmis: VMIOperations
     config: Callable[[], ClusterConfig] = ClusterConfig
     streams: StreamRelay | None = None
+    expander: VMExpander | None = None
 
     def install(self, app: web.Application) -> None:
         app.router.add_get("/", self._json(discovery.root_paths))
@@ -80,6 +82,9 @@ class SubresourceAPI:
                 app.router.add_get(f"{vmi_path}/vnc", self._stream("vnc", check_vnc))
             for operation in GUEST_AGENT_READS:
                 app.router.add_get(f"{vmi_path}/{operation}", self._guest_agent_read(operation))
+            if self.expander is not None:
+                app.router.add_put(f"{namespaced}/expand-vm-spec", self._expand_given(self.expander))
+                app.router.add_get(f"{vm_path}/expand-spec", self._expand_stored(self.expander))
 
     @staticmethod
     def _json(produce: Callable[[], Any]) -> Handler:
@@ -129,6 +134,29 @@ class SubresourceAPI:
             try:
                 url = await asyncio.to_thread(relay.handler_url, namespace, name, target, check)
                 return await relay.relay(request, url)
+            except StatusError as err:
+                return status_response(err)
+
+        return handle
+
+    @staticmethod
+    def _expand_given(expander: VMExpander) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace = request.match_info["namespace"]
+            try:
+                body = await request.read()
+                return web.json_response(await asyncio.to_thread(expander.expand_given, namespace, body))
+            except StatusError as err:
+                return status_response(err)
+
+        return handle
+
+    @staticmethod
+    def _expand_stored(expander: VMExpander) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            try:
+                return web.json_response(await asyncio.to_thread(expander.expand_stored, namespace, name))
             except StatusError as err:
                 return status_response(err)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from kubevirt.controller import (
 from kubevirt.virt_controller.watch.vm import VMController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
+from kubevirt_testing.waiting import eventually
 
 
 def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
@@ -102,13 +103,6 @@ class NoEvents:
 @dataclass
 class Running:
     api: CountingApi
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ def test_graduated_gates_count_as_enabled_without_being_listed() -> None:
         ({"developerConfiguration": {"featureGates": "Snapshot"}}, "featureGates"),
         ({"network": {"permitBridgeInterfaceOnPodNetwork": "yes"}}, "permitBridgeInterfaceOnPodNetwork"),
         ({"developerConfiguration": []}, "spec.configuration.developerConfiguration"),
+        ({"instancetype": {"referencePolicy": "copy"}}, "spec.configuration.instancetype.referencePolicy"),
     ],
 )
 def test_an_invalid_configuration_is_refused_naming_the_field(
@@ -42,6 +43,12 @@ def test_an_invalid_configuration_is_refused_naming_the_field(
 ) -> None:
     with pytest.raises(InvalidConfigurationError, match=field):
         ClusterConfig.from_kubevirt(kubevirt_cr(configuration))
+
+
+def test_the_instancetype_reference_policy() -> None:
+    assert ClusterConfig().instancetype_reference_policy == "reference"
+    configured = ClusterConfig.from_kubevirt(kubevirt_cr({"instancetype": {"referencePolicy": "expandAll"}}))
+    assert configured.instancetype_reference_policy == "expandAll"
 
 
 def test_the_follower_keeps_the_last_valid_configuration() -> None:
