@@ -41,6 +41,7 @@ from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
 from kubevirt.virt_handler.rest.server import CA_CONFIG_MAP, ServerThread, console_server_thread
+from kubevirt.virt_handler.status import NodeFacts
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 
@@ -93,6 +94,7 @@ class VirtHandler:
             pods_dir=options.pods_dir,
             connect=LauncherClient,
             network=HandlerNetwork(private_dir=options.private_dir),
+            node_facts=_node_facts(options),
         )
         enqueue = self._queue.add
 
@@ -204,6 +206,15 @@ def _node_labeller(api: KubeClient, options: Options, config: HandlerConfig) -> 
     )
     config.on_change(labeller.config_changed)
     return labeller
+
+
+def _node_facts(options: Options) -> NodeFacts:
+    """What migratability needs from the node; without its capabilities, no host-model CPU."""
+    try:
+        caps = capabilities.load(options.node_labeller_dir, features=False)
+    except capabilities.CapabilitiesError:
+        return NodeFacts()  # the labeller already logged why
+    return NodeFacts(host_cpu_model=caps.host_model.name if caps.host_model else "")
 
 
 def run(options: Options) -> int:

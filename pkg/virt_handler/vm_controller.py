@@ -35,6 +35,7 @@ from kubevirt.virt_handler.launcher_sockets import (
     pod_uid_of,
 )
 from kubevirt.virt_handler.network import NetworkSetupError
+from kubevirt.virt_handler.status import NodeFacts, apply_domain
 
 JSON = dict[str, Any]
 SYNCHRONIZED = "Synchronized"
@@ -117,6 +118,7 @@ class VMController:
         connect: Callable[[Path], Launcher],
         clock: Callable[[], float] = time.monotonic,
         network: Network | None = None,
+        node_facts: NodeFacts | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -126,6 +128,7 @@ class VMController:
         self._connect = connect
         self._clock = clock
         self._network = network
+        self._node_facts = node_facts or NodeFacts()
         self._log = get_logger()
         self._lock = threading.Lock()
         # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
@@ -259,6 +262,8 @@ class VMController:
             if final or stopping:
                 return _Outcome(domain)
             launcher.sync_vmi(vmi)
+            if domain is None:
+                self._events.event(vmi, "Normal", "Created", "VirtualMachineInstance defined.")
             return _Outcome(launcher.get_domain())
         except LauncherDisconnectedError:
             # The launcher went away while stopping its domain: that is what stopping does.
@@ -279,6 +284,7 @@ class VMController:
 
     def _failed(self, vmi: JSON, err: LauncherClientError) -> _Outcome:
         self._log.error("syncing with the launcher failed", name=vmi["metadata"]["name"], reason=str(err))
+        self._events.event(vmi, "Warning", "SyncFailed", str(err))
         return _Outcome(error=str(err))
 
     def _update_status(
@@ -300,6 +306,8 @@ class VMController:
                 status["interfaces"] = interfaces
             if info := guest_os_info(domain):
                 status["guestOSInfo"] = info
+        status["nodeName"] = status.get("nodeName") or self._node
+        apply_domain(vmi, domain, self._node_facts, _now)
         if error is None or domain is not None:
             new_phase = phases.phase_from_domain(
                 current,
@@ -309,7 +317,6 @@ class VMController:
             )
         else:
             new_phase = current
-        status["nodeName"] = status.get("nodeName") or self._node
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != SYNCHRONIZED]
         if error is not None:
             conditions.append(

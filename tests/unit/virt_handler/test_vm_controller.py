@@ -132,7 +132,10 @@ def test_a_scheduled_vmi_is_synced_and_becomes_running(pods_dir: Path) -> None:
         {"name": "default", "mac": "52:54:00:00:00:01", "infoSource": "domain"}
     ]
     assert [s["phase"] for s in vmi["status"]["phaseTransitionTimestamps"]] == ["Running"]
-    assert harness.events.seen == [("Normal", "Started", "VirtualMachineInstance started.")]
+    assert harness.events.seen == [
+        ("Normal", "Created", "VirtualMachineInstance defined."),
+        ("Normal", "Started", "VirtualMachineInstance started."),
+    ]
 
 
 def test_a_failed_sync_sets_synchronized_false_and_keeps_the_phase(pods_dir: Path) -> None:
@@ -140,7 +143,7 @@ def test_a_failed_sync_sets_synchronized_false_and_keeps_the_phase(pods_dir: Pat
     harness.launcher.fail = "no such disk"
     vmi = harness.reconcile()
     assert vmi["status"]["phase"] == "Scheduled"
-    (condition,) = vmi["status"]["conditions"]
+    (condition,) = [c for c in vmi["status"]["conditions"] if c["type"] == "Synchronized"]
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "Synchronized",
         "False",
@@ -262,7 +265,7 @@ def test_a_refused_network_is_reported_and_nothing_starts(pods_dir: Path) -> Non
     vmi = harness.reconcile()
     assert harness.launcher.calls == []  # no domain for a VMI whose network could not be set up
     assert vmi["status"]["phase"] == "Scheduled"
-    (condition,) = vmi["status"]["conditions"]
+    (condition,) = [c for c in vmi["status"]["conditions"] if c["type"] == "Synchronized"]
     assert (condition["type"], condition["status"], condition["message"]) == (
         "Synchronized",
         "False",
