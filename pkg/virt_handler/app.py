@@ -33,6 +33,7 @@ from kubevirt.virt_handler.device_manager.plugin import (
     PERMANENT_DEVICES,
     DevicePlugin,
 )
+from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.ksm import KsmHandler
 from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
@@ -86,6 +87,8 @@ class VirtHandler:
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )
         self._queue = RateLimitingQueue(name="virt-handler-vm")
+        # What the VM controller sees of each domain, read back by the console server for diagnosis.
+        self._domain_events = DomainEventLog()
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -95,6 +98,7 @@ class VirtHandler:
             connect=LauncherClient,
             network=HandlerNetwork(private_dir=options.private_dir),
             node_facts=_node_facts(options),
+            domain_events=self._domain_events,
         )
         enqueue = self._queue.add
 
@@ -144,6 +148,7 @@ class VirtHandler:
             port=options.console_server_port,
             ca_config_map=options.ca_config_map,
             externally_managed=options.externally_managed,
+            domain_events=self._domain_events,
         )
 
     def stop(self) -> None:

@@ -27,6 +27,7 @@ from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, Launch
 from kubevirt.log import get_logger
 from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler import shutdown
+from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.launcher_sockets import (
     SocketLookupError,
     find_launcher_socket,
@@ -119,6 +120,7 @@ class VMController:
         clock: Callable[[], float] = time.monotonic,
         network: Network | None = None,
         node_facts: NodeFacts | None = None,
+        domain_events: DomainEventLog | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -129,6 +131,7 @@ class VMController:
         self._clock = clock
         self._network = network
         self._node_facts = node_facts or NodeFacts()
+        self._domain_events = domain_events or DomainEventLog()
         self._log = get_logger()
         self._lock = threading.Lock()
         # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
@@ -183,6 +186,8 @@ class VMController:
                 outcome = self._drive(launcher, vmi)
             finally:
                 launcher.close()
+        if outcome.error is None and not outcome.disconnected:
+            self._domain_events.observe(uid, outcome.domain)
         if final:
             self._forget(uid)
             return
@@ -239,6 +244,7 @@ class VMController:
             self._waiting_since.pop(uid, None)
             self._reached.discard(uid)
             self._last_down.pop(uid, None)
+        self._domain_events.forget(uid)
 
     def _drive(self, launcher: Launcher, vmi: JSON) -> _Outcome:
         final = vmi["status"].get("phase") in phases.FINAL_PHASES

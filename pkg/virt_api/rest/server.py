@@ -30,6 +30,7 @@ from kubevirt.virt_api.rest.status import StatusError
 from kubevirt.virt_api.rest.streams import StreamRelay, check_console, check_vnc, preserve_session
 from kubevirt.virt_api.rest.vmi_operations import (
     GUEST_AGENT_READS,
+    LAUNCHER_STATE,
     PUT_CHECKS,
     GuestAgentReadError,
     VMIOperations,
@@ -87,6 +88,7 @@ class SubresourceAPI:
                 self._install_portforward(app, vmi_path, self.portforward.vmi)
             for operation in GUEST_AGENT_READS:
                 app.router.add_get(f"{vmi_path}/{operation}", self._guest_agent_read(operation))
+            app.router.add_get(f"{vmi_path}/{LAUNCHER_STATE}", self._launcher_state)
             if self.expander is not None:
                 app.router.add_put(f"{namespaced}/expand-vm-spec", self._expand_given(self.expander))
                 app.router.add_get(f"{vm_path}/expand-spec", self._expand_stored(self.expander))
@@ -184,6 +186,13 @@ class SubresourceAPI:
             return status_response(refusal(route, self.config))
 
         return handle
+
+    async def _launcher_state(self, request: web.Request) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        try:
+            return web.json_response(await asyncio.to_thread(self.vmis.launcher_state, namespace, name))
+        except StatusError as err:
+            return status_response(err)
 
     def _guest_agent_read(self, operation: str) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:

@@ -23,7 +23,9 @@ from aiohttp import web
 from kubevirt.client import CONFIG_MAPS, JSON, ApiError, EventSink, KubeApi
 from kubevirt.log import get_logger
 from kubevirt.service.tls import ReloadingCertificate
+from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.rest.console import ConsoleHandler
+from kubevirt.virt_handler.rest.launcher_state import LauncherStateReader
 from kubevirt.virt_handler.rest.lifecycle import (
     GUEST_AGENT_READS,
     PUT_COMMANDS,
@@ -37,6 +39,7 @@ from kubevirt.virt_handler.rest.peer import PeerRefusedError, check_client_certi
 
 VMI_PATH = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}"
 CA_CONFIG_MAP = "kubevirt-ca"
+LAUNCHER_STATE = "launcherstate"  # read-only, for virtctl diagnose (not a KubeVirt route)
 CA_BUNDLE_KEY = "ca-bundle"
 UNAUTHORIZED = 401
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -52,12 +55,15 @@ class ConsoleServer:
     launchers: LauncherLocator
     events: EventSink
     externally_managed: bool = False
+    domain_events: DomainEventLog = field(default_factory=DomainEventLog)
     console: ConsoleHandler = field(init=False)
     lifecycle: LifecycleHandler = field(init=False)
+    launcher_state: LauncherStateReader = field(init=False)
 
     def __post_init__(self) -> None:
         self.console = ConsoleHandler(self.launchers)
         self.lifecycle = LifecycleHandler(self.vmis, self.launchers, self.events)
+        self.launcher_state = LauncherStateReader(self.vmis, self.launchers, self.domain_events)
 
     def application(self) -> web.Application:
         app = web.Application(middlewares=[self._peer_check], client_max_size=64 * 1024)
@@ -68,6 +74,7 @@ class ConsoleServer:
             app.router.add_put(f"{VMI_PATH}/{operation}", self._put(operation))
         for operation in GUEST_AGENT_READS:
             app.router.add_get(f"{VMI_PATH}/{operation}", self._read(operation))
+        app.router.add_get(f"{VMI_PATH}/{LAUNCHER_STATE}", self._read_launcher_state)
         return app
 
     @web.middleware
@@ -113,6 +120,14 @@ class ConsoleServer:
             return web.json_response(answer)
 
         return handle
+
+    async def _read_launcher_state(self, request: web.Request) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        try:
+            answer = await asyncio.to_thread(self.launcher_state.read, namespace, name)
+        except RouteError as err:
+            return _refusal(err)
+        return web.json_response(answer)
 
 
 @dataclass
@@ -223,8 +238,11 @@ def console_server_thread(
     port: int,
     ca_config_map: str = CA_CONFIG_MAP,
     externally_managed: bool = False,
+    domain_events: DomainEventLog | None = None,
 ) -> ServerThread:
     certificate = ReloadingCertificate(cert_file, key_file, require_client_cert=True)
-    server = ConsoleServer(vmis, LauncherLocator(pods_dir, node), events, externally_managed)
+    server = ConsoleServer(
+        vmis, LauncherLocator(pods_dir, node), events, externally_managed, domain_events or DomainEventLog()
+    )
     follower = ClientCAFollower(api, namespace, certificate, ca_config_map)
     return ServerThread(server, certificate, listen, port, follower)

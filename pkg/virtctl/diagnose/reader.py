@@ -6,13 +6,14 @@ link turns into "could not see X: forbidden" before the walk goes on with what i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kubevirt.client import JSON, ApiError, ConnectionFailedError, ForbiddenError, NotFoundError, Resource
 from kubevirt.log import get_logger
 
-__all__ = ["ApiReader", "Reader", "UnseenError"]
+__all__ = ["ApiReader", "RawReader", "Reader", "UnseenError"]
 
 _log = get_logger()
 
@@ -30,6 +31,13 @@ class ApiReader(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> tuple[list[JSON], str]: ...
+
+
+@runtime_checkable
+class RawReader(Protocol):
+    """A client that can also GET a path of its own (a virt-api subresource, say)."""
+
+    def request(self, method: str, path: str) -> bytes: ...
 
 
 class UnseenError(Exception):
@@ -81,6 +89,24 @@ class Reader:
             lambda: self._api.list(resource, namespace, label_selector=label_selector)[0],
         )
         return items
+
+    def subresource(self, path: str, what: str) -> JSON:
+        """GETs ``path`` (read-only: the walk never sends anything else); raises :class:`UnseenError`."""
+        api = self._api
+        if not isinstance(api, RawReader):
+            raise UnseenError(what, "this client cannot call subresources")
+
+        def read() -> JSON:
+            try:
+                decoded = json.loads(api.request("GET", path))
+            except ValueError:
+                raise ApiError(500, "InternalError", "the answer is not JSON") from None
+            if not isinstance(decoded, dict):
+                raise ApiError(500, "InternalError", "the answer is not a JSON object")
+            return decoded
+
+        answer: JSON = self._read(("raw", path), what, read)
+        return answer
 
     def _get(self, resource: Resource, namespace: str | None, name: str) -> JSON | None:
         try:

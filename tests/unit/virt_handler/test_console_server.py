@@ -41,6 +41,7 @@ BASE = "/v1/namespaces/default/virtualmachineinstances"
 class FakeLauncher:
     calls: list[tuple[str, Any]] = field(default_factory=list)
     fail: str | None = None
+    domain: JSON | None = None
 
     def vmi_command(self, command: str, vmi: JSON) -> None:
         self.calls.append((command, vmi["metadata"]["name"]))
@@ -60,6 +61,11 @@ class FakeLauncher:
 
     def get_filesystems(self) -> list[Any]:
         return []
+
+    def get_domain(self) -> JSON | None:
+        if self.fail:
+            raise CommandFailedError("GetDomain", self.fail)
+        return self.domain
 
     def close(self) -> None:
         pass
@@ -213,6 +219,25 @@ def test_guest_agent_reads_answer_json(harness: Harness) -> None:
     assert json.loads(users.data) == {"metadata": {}, "items": [{"userName": "root"}]}
     filesystems = harness.call("GET", "testvmi/filesystemlist")
     assert json.loads(filesystems.data) == {"metadata": {}, "items": []}
+
+
+def test_launcher_state_reports_socket_and_domain_read_only(harness: Harness) -> None:
+    harness.launcher.domain = {"Status": {"Status": "Paused", "Reason": "User"}}
+    answer = harness.call("GET", "testvmi/launcherstate")
+    assert (answer.status, json.loads(answer.data)) == (
+        200,
+        {
+            "socket": {"state": "Ready", "message": ""},
+            "domain": {"exists": True, "status": "Paused", "reason": "User"},
+            "lastDomainEvent": None,
+        },
+    )
+    assert harness.launcher.calls == []  # nothing but GetDomain was sent
+    harness.launcher.fail = "connection reset by peer"
+    failed = json.loads(harness.call("GET", "testvmi/launcherstate").data)
+    assert failed["socket"]["state"] == "Unreachable"
+    assert "connection reset by peer" in failed["socket"]["message"]
+    assert harness.call("GET", "other/launcherstate").status == 404
 
 
 # -- who may call -------------------------------------------------------------------------------

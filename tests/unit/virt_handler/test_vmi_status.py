@@ -8,6 +8,7 @@ from typing import Any
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
 from kubevirt.virt_handler import status as vmi_status
+from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.status import NodeFacts, libvirt_quantity
 
 from .test_vm_controller import NODE, FakeLauncher, Harness, _domain, _vmi, pods_dir
@@ -263,3 +264,20 @@ def test_freeze_status_follows_the_domain() -> None:
     domain["Status"]["FSFreezeStatus"] = {"Status": "thawed"}
     vmi_status.update_fs_freeze(status, domain)
     assert "fsFreezeStatus" not in status
+
+
+def test_the_controller_records_the_domain_changes_it_sees(pods_dir: Path) -> None:
+    harness = _harness(pods_dir, _masquerade_vmi(), _rich_domain())
+    log = DomainEventLog(now=lambda: NOW)
+    harness.controller._domain_events = log
+    harness.reconcile()
+    uid = harness.api.get(VIRTUAL_MACHINE_INSTANCES, "default", "tiny")["metadata"]["uid"]
+    first = log.last(uid)
+    assert first is not None
+    assert (first.type, first.status) == ("Added", "Running")
+    assert harness.launcher.domain is not None
+    harness.launcher.domain["Status"].update(Status="Paused", Reason="User")
+    harness.reconcile()
+    paused = log.last(uid)
+    assert paused is not None
+    assert (paused.type, paused.status, paused.reason) == ("Modified", "Paused", "User")

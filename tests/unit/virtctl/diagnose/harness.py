@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
-from kubevirt.client import NODES, PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES
+from kubevirt.client import NODES, PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, ApiError, Resource
 from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virtctl.diagnose import Link, Status, diagnose
 from kubevirt.virtctl.diagnose.reader import ApiReader
@@ -66,3 +67,53 @@ def broken(links: list[Link]) -> Link:
     assert links[-1].status is Status.BROKEN, [link.to_json() for link in links]
     assert all(link.status is not Status.BROKEN for link in links[:-1])
     return links[-1]
+
+
+class WithLauncherState:
+    """The fake API plus virt-api's ``launcherstate`` subresource: ``answer`` is what virt-handler
+    said, or the ApiError virt-api (or the aggregator) answered."""
+
+    def __init__(self, api: FakeKubeApi, answer: JSON | ApiError) -> None:
+        self.api = api
+        self.answer = answer
+        self.writes = api.writes
+        self.paths: list[str] = []
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> JSON:
+        return self.api.get(resource, namespace, name)
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[JSON], str]:
+        return self.api.list(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector
+        )
+
+    def request(self, method: str, path: str) -> bytes:
+        assert method == "GET"
+        self.paths.append(path)
+        if isinstance(self.answer, ApiError):
+            raise self.answer
+        return json.dumps(self.answer).encode()
+
+
+def launcher_state(
+    socket: str = "Ready", status: str | None = "Running", reason: str = "Booted", message: str = ""
+) -> JSON:
+    return {
+        "socket": {"state": socket, "message": message},
+        "domain": None
+        if socket != "Ready"
+        else ({"exists": False} if status is None else {"exists": True, "status": status, "reason": reason}),
+        "lastDomainEvent": {
+            "type": "Modified",
+            "status": "Running",
+            "reason": "Booted",
+            "timestamp": "2026-01-01T00:00:00Z",
+        },
+    }
