@@ -149,6 +149,7 @@ class VirtHandler:
             ca_config_map=options.ca_config_map,
             externally_managed=options.externally_managed,
             domain_events=self._domain_events,
+            domain_changed=self._queue.add,  # pause and the like: the VMI's status follows at once
         )
 
     def stop(self) -> None:

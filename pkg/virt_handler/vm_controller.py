@@ -43,6 +43,9 @@ SYNCHRONIZED = "Synchronized"
 SYNC_FAILED_REASON = "Synchronizing with the Domain failed."
 SOCKET_WAIT_SECONDS = 1.0
 RESYNC_SECONDS = 5.0
+# A running VMI's domain is read again this often: without domain events from the launcher, this is
+# how a guest agent connecting or a pause the handler did not make reaches the status.
+RUNNING_RESYNC_SECONDS = 30.0
 # A launcher whose socket never appears within this time is unresponsive (KubeVirt's 3 minutes).
 LAUNCHER_START_TIMEOUT_SECONDS = 180.0
 
@@ -201,6 +204,7 @@ class VMController:
             raise RequeueAfter(outcome.requeue)
         if outcome.error is not None or vmi["status"].get("phase") != phases.RUNNING:
             raise RequeueAfter(SOCKET_WAIT_SECONDS if outcome.error is None else RESYNC_SECONDS)
+        raise RequeueAfter(RUNNING_RESYNC_SECONDS)
 
     def _network_error(self, vmi: JSON, socket: Path) -> str | None:
         """Phase 1 of the VMI's network before the launcher defines the domain; its failure, if any."""

@@ -119,6 +119,8 @@ class LifecycleHandler:
     vmis: VMIStore
     launchers: LauncherLocator
     events: EventSink
+    # Told the VMI's key after a command went through: the domain changed, its status should follow.
+    domain_changed: Callable[[str], None] | None = None
 
     def put(self, operation: str, namespace: str, name: str, body: bytes) -> int:
         vmi = lookup_vmi(self.vmis, namespace, name)
@@ -131,6 +133,8 @@ class LifecycleHandler:
                 self._command(launcher, vmi, PUT_COMMANDS[operation])
         finally:
             launcher.close()
+        if self.domain_changed is not None:
+            self.domain_changed(f"{namespace}/{name}")
         return ACCEPTED
 
     def read(self, operation: str, namespace: str, name: str) -> JSON:

@@ -56,13 +56,14 @@ class ConsoleServer:
     events: EventSink
     externally_managed: bool = False
     domain_events: DomainEventLog = field(default_factory=DomainEventLog)
+    domain_changed: Callable[[str], None] | None = None
     console: ConsoleHandler = field(init=False)
     lifecycle: LifecycleHandler = field(init=False)
     launcher_state: LauncherStateReader = field(init=False)
 
     def __post_init__(self) -> None:
         self.console = ConsoleHandler(self.launchers)
-        self.lifecycle = LifecycleHandler(self.vmis, self.launchers, self.events)
+        self.lifecycle = LifecycleHandler(self.vmis, self.launchers, self.events, self.domain_changed)
         self.launcher_state = LauncherStateReader(self.vmis, self.launchers, self.domain_events)
 
     def application(self) -> web.Application:
@@ -239,10 +240,16 @@ def console_server_thread(
     ca_config_map: str = CA_CONFIG_MAP,
     externally_managed: bool = False,
     domain_events: DomainEventLog | None = None,
+    domain_changed: Callable[[str], None] | None = None,
 ) -> ServerThread:
     certificate = ReloadingCertificate(cert_file, key_file, require_client_cert=True)
     server = ConsoleServer(
-        vmis, LauncherLocator(pods_dir, node), events, externally_managed, domain_events or DomainEventLog()
+        vmis,
+        LauncherLocator(pods_dir, node),
+        events,
+        externally_managed,
+        domain_events or DomainEventLog(),
+        domain_changed,
     )
     follower = ClientCAFollower(api, namespace, certificate, ca_config_map)
     return ServerThread(server, certificate, listen, port, follower)

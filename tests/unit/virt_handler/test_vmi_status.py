@@ -6,12 +6,17 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
+from kubevirt.controller import RequeueAfter, Store
 from kubevirt.virt_handler import status as vmi_status
 from kubevirt.virt_handler.domain_events import DomainEventLog
+from kubevirt.virt_handler.rest.lifecycle import LauncherLocator, LifecycleHandler
 from kubevirt.virt_handler.status import NodeFacts, libvirt_quantity
+from kubevirt.virt_handler.vm_controller import RUNNING_RESYNC_SECONDS
 
-from .test_vm_controller import NODE, FakeLauncher, Harness, _domain, _vmi, pods_dir
+from .test_vm_controller import NODE, Events, FakeLauncher, Harness, _domain, _vmi, pods_dir
 
 __all__ = ["pods_dir"]  # the fixture, used by name
 
@@ -281,3 +286,24 @@ def test_the_controller_records_the_domain_changes_it_sees(pods_dir: Path) -> No
     paused = log.last(uid)
     assert paused is not None
     assert (paused.type, paused.status, paused.reason) == ("Modified", "Paused", "User")
+
+
+def test_a_running_vmi_is_read_again_after_the_resync_period(pods_dir: Path) -> None:
+    harness = _harness(pods_dir, _masquerade_vmi(), _rich_domain())
+    harness.reconcile()
+    with pytest.raises(RequeueAfter) as caught:
+        harness.controller.reconcile("default/tiny")
+    assert caught.value.seconds == RUNNING_RESYNC_SECONDS
+
+
+def test_a_lifecycle_command_asks_for_the_status_to_follow(pods_dir: Path) -> None:
+    changed: list[str] = []
+    launcher = DomainLauncher(_rich_domain())
+    vmi = _masquerade_vmi()
+    store = Store[JSON]()
+    store.upsert(vmi)
+    handler = LifecycleHandler(
+        store, LauncherLocator(pods_dir, NODE, connect=lambda _p: launcher), Events(), changed.append
+    )
+    assert handler.put("pause", "default", "tiny", b"") == 202
+    assert changed == ["default/tiny"]
