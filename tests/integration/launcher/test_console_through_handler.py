@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,13 @@ from kubevirt.client import CONFIG_MAPS, VIRTUAL_MACHINE_INSTANCES, AlreadyExist
 from kubevirt.virt_handler import app
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME
 from kubevirt.virtctl.console import attach, connect_console
+from kubevirt.virtctl.diagnose.findings import Findings
+from kubevirt.virtctl.diagnose.launcher import check_launcher
+from kubevirt.virtctl.diagnose.reader import Reader
+from kubevirt.virtctl.diagnose.verdict import Link, Status
 from kubevirt.virtctl.root import root
 from kubevirt.virtctl.streams import StreamEndedError
+from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_testing.aggregated import (
     HANDLER_NODE,
     KUBEVIRT_NAMESPACE,
@@ -193,6 +199,38 @@ def scheduled_vmi(kube: KubeClient, namespace: str, spec: JSON) -> JSON:
     return kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, created)
 
 
+def wait_for_condition(kube: KubeClient, namespace: str, kind: str, *, present: bool) -> JSON:
+    """The VMI's condition of ``kind`` once virt-handler wrote it (or ``{}`` once it removed it)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        vmi = kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, "console")
+        found = next((c for c in vmi["status"].get("conditions") or [] if c["type"] == kind), None)
+        if (found is not None) == present:
+            return found or {}
+        time.sleep(0.2)
+    raise AssertionError(f"condition {kind} present={not present}: {vmi['status'].get('conditions')}")
+
+
+def handler_status_is_written(vmi: JSON) -> None:
+    """What virt-handler derives from the real domain, besides the phase."""
+    status = vmi["status"]
+    assert "q35" in status["machine"]["type"]  # what libvirt expanded the requested q35 to
+    assert status["memory"]["guestCurrent"]
+    assert status["migrationMethod"] in ("BlockMigration", "LiveMigration")
+    kinds = {c["type"]: c for c in status.get("conditions") or []}
+    assert "LiveMigratable" in kinds
+    assert "StorageLiveMigratable" in kinds
+    assert "Paused" not in kinds
+
+
+def diagnose_launcher(client: KubeClient, namespace: str) -> Link:
+    """``virtctl diagnose``'s launcher link over the real chain: the aggregator, virt-api, virt-handler."""
+    findings = Findings("vmi", namespace, "console", datetime.now(UTC), Reader(client))
+    raw = client.get(VIRTUAL_MACHINE_INSTANCES, namespace, "console")
+    findings.vmi = VirtualMachineInstance.from_dict(raw)
+    return check_launcher(findings)
+
+
 def publish_ca(kube: KubeClient, bundle: str) -> None:
     with contextlib.suppress(AlreadyExistsError):
         kube.create(CONFIG_MAPS, KUBEVIRT_NAMESPACE, {"metadata": {"name": "kubevirt-ca"}, "data": {}})
@@ -252,7 +290,7 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
     workdir = tmp_path / "virt-api"
     workdir.mkdir()
     try:
-        wait_for_phase(kube, namespace, "console", "Running", BOOT_BUDGET)
+        handler_status_is_written(wait_for_phase(kube, namespace, "console", "Running", BOOT_BUDGET))
         pod.wait_for_serial("tick 1", BOOT_BUDGET)
         pki_dir = apiserver.directory / "pki"
         with running_aggregated_virt_api(apiserver.kubeconfig, pki_dir, workdir, endpoint):
@@ -269,13 +307,22 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
             time.sleep(2.5)
             assert max(first.ticks()) <= frozen + 1  # a tick in flight may still arrive
 
-            # virt-api unpauses only a VMI whose status says it is paused (virt-handler writes that).
-            current = kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, "console")
-            current["status"]["conditions"] = [{"type": "Paused", "status": "True"}]
-            kube.update(VIRTUAL_MACHINE_INSTANCES, namespace, current)
+            # virt-api unpauses only a VMI whose status says it is paused: virt-handler writes that.
+            paused_condition = wait_for_condition(kube, namespace, "Paused", present=True)
+            assert (paused_condition["reason"], paused_condition["message"]) == (
+                "PausedByUser",
+                "VMI was paused by user",
+            )
+            launcher_link = diagnose_launcher(client, namespace)
+            assert launcher_link.status is Status.OK, launcher_link.message
+            assert launcher_link.message.startswith(
+                "Socket up, domain Paused (User); last domain event Modified"
+            )
+            assert launcher_link.evidence["socket"]["state"] == "Ready"
             unpaused = virtctl(apiserver, "unpause", "vmi", "console", "-n", namespace)
             assert (unpaused.exit_code, unpaused.stdout) == (0, "VMI console was scheduled to unpause\n")
             assert pod.status()[0] == "Running"
+            wait_for_condition(kube, namespace, "Paused", present=False)
             first.wait_for(lambda ticks: max(ticks) > frozen + 1)
 
             # A second console takes over; the first one is ended by the server.
