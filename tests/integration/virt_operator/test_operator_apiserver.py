@@ -1,0 +1,377 @@
+"""virt-operator against a real kube-apiserver: install from a KubeVirt CR, report status as KubeVirt
+does, repair drift, refuse a second CR, and uninstall.
+
+The API server has no controller-manager and no nodes, so Deployments and DaemonSets never report
+ready by themselves: where a test needs them ready it writes their status subresource, standing in
+for the kube-controller-manager. The server is this module's own, since uninstalling deletes CRDs
+other tests' servers rely on.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hack" / "cluster"))
+
+from localcluster.apiserver import running_apiserver
+
+from kubevirt.client import KUBEVIRTS, VIRTUAL_MACHINE_INSTANCES, KubeClient, NotFoundError, Resource
+from kubevirt.client.connection import connect
+from kubevirt.virt_operator.app import POOL_SIZE, Options, VirtOperator
+from kubevirt.virt_operator.certificates import component_certificates
+from kubevirt.virt_operator.resource.config import InstallConfig
+from kubevirt.virt_operator.resource.release import operator_manifest
+from kubevirt.virt_operator.resource.strategy import install_strategy
+from kubevirt.virt_operator.resources import (
+    BY_KIND,
+    CLUSTER_ROLES,
+    CONFIG_MAPS,
+    CUSTOM_RESOURCE_DEFINITIONS,
+    DAEMON_SETS,
+    DEPLOYMENTS,
+    SECRETS,
+    SERVICES,
+    VALIDATING_WEBHOOKS,
+)
+
+pytestmark = pytest.mark.integration
+
+JSON = dict[str, Any]
+NS = "kubevirt"
+IMAGE = "registry.test/kubevirt/virt-operator:v1"
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
+RELEASE_RESOURCES = {**BY_KIND, "Namespace": NAMESPACES, "PriorityClass": PRIORITY_CLASSES}
+
+
+def eventually(what: str, condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def find(kube: KubeClient, resource: Resource, namespace: str | None, name: str) -> JSON | None:
+    try:
+        return kube.get(resource, namespace, name)
+    except NotFoundError:
+        return None
+
+
+def kubevirt(kube: KubeClient, name: str = "kubevirt", namespace: str = NS) -> JSON | None:
+    return find(kube, KUBEVIRTS, namespace, name)
+
+
+def condition(kv: JSON | None, kind: str) -> JSON:
+    for found in ((kv or {}).get("status") or {}).get("conditions") or []:
+        if found["type"] == kind:
+            return dict(found)
+    return {}
+
+
+def phase(kube: KubeClient) -> str | None:
+    return ((kubevirt(kube) or {}).get("status") or {}).get("phase")
+
+
+def play_controller_manager(kube: KubeClient) -> None:
+    """What the kube-controller-manager would report once every pod of the workloads is ready."""
+    for name in ("virt-api", "virt-controller"):
+        deployment = kube.get(DEPLOYMENTS, NS, name)
+        replicas = deployment["spec"]["replicas"]
+        status = {
+            "observedGeneration": deployment["metadata"]["generation"],
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+        }
+        kube.patch(DEPLOYMENTS, NS, name, {"status": status}, patch_type="merge", subresource="status")
+    daemonset = kube.get(DAEMON_SETS, NS, "virt-handler")
+    status = {
+        "observedGeneration": daemonset["metadata"]["generation"],
+        "desiredNumberScheduled": 1,
+        "currentNumberScheduled": 1,
+        "numberReady": 1,
+        "updatedNumberScheduled": 1,
+        "numberAvailable": 1,
+        "numberMisscheduled": 0,
+    }
+    kube.patch(DAEMON_SETS, NS, "virt-handler", {"status": status}, patch_type="merge", subresource="status")
+
+
+def expected_objects() -> list[JSON]:
+    return install_strategy(InstallConfig(namespace=NS, registry="registry.test/kubevirt", tag="v1"))
+
+
+def _established(kube: KubeClient, name: str) -> bool:
+    crd_conditions = (kube.get(CUSTOM_RESOURCE_DEFINITIONS, None, name).get("status") or {}).get(
+        "conditions"
+    ) or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in crd_conditions)
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeClient]:
+    with running_apiserver(tmp_path_factory.mktemp("operator-apiserver"), install_crds=False) as server:
+        client = KubeClient(connect(str(server.kubeconfig), pool_size=POOL_SIZE))
+        # The release manifest, as `kubectl apply` would install it, but for the operator's Deployment:
+        # the operator runs in this process instead.
+        for obj in operator_manifest(NS, IMAGE):
+            if obj["kind"] != "Deployment":
+                resource = RELEASE_RESOURCES[obj["kind"]]
+                client.create(resource, NS if resource.namespaced else None, obj)
+        eventually("the KubeVirt CRD is established", lambda: _established(client, "kubevirts.kubevirt.io"))
+        yield client
+
+
+@pytest.fixture(scope="module")
+def operator(kube: KubeClient) -> Iterator[VirtOperator]:
+    options = Options(
+        namespace=NS, operator_image=IMAGE, lease_duration=4.0, renew_deadline=3.0, retry_period=0.5
+    )
+    running = VirtOperator(kube, options)
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    eventually("the operator leads", running.leading.is_set)
+    yield running
+    running.stop()
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def installed(kube: KubeClient, operator: VirtOperator) -> JSON:
+    kube.create(
+        KUBEVIRTS,
+        NS,
+        {"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": {"name": "kubevirt"}, "spec": {}},
+    )
+    eventually(
+        "every object is created", lambda: condition(kubevirt(kube), "Created").get("status") == "True"
+    )
+    kv = kubevirt(kube)
+    assert kv is not None
+    return kv
+
+
+def test_install_creates_every_object_with_the_operators_labels(kube: KubeClient, installed: JSON) -> None:
+    for obj in expected_objects():
+        resource = BY_KIND[obj["kind"]]
+        namespace = obj["metadata"].get("namespace")
+        found = find(kube, resource, namespace, obj["metadata"]["name"])
+        assert found is not None, (obj["kind"], obj["metadata"]["name"])
+        labels = found["metadata"]["labels"]
+        assert labels["app.kubernetes.io/managed-by"] == "virt-operator"
+        assert labels["app.kubernetes.io/component"] == "kubevirt"
+        annotations = found["metadata"]["annotations"]
+        assert annotations["kubevirt.io/install-strategy-version"] == "v1"
+        assert annotations["kubevirt.io/install-strategy-registry"] == "registry.test/kubevirt"
+        assert (
+            annotations["kubevirt.io/install-strategy-identifier"]
+            == installed["status"]["targetDeploymentID"]
+        )
+    for spec in component_certificates(NS):
+        secret = kube.get(SECRETS, NS, spec.secret)
+        assert secret["type"] == "kubernetes.io/tls"
+    bundle = kube.get(CONFIG_MAPS, NS, "kubevirt-ca")["data"]["ca-bundle"]
+    validator = kube.get(VALIDATING_WEBHOOKS, None, "virt-api-validator")
+    for hook in validator["webhooks"]:
+        assert base64.b64decode(hook["clientConfig"]["caBundle"]).decode() == bundle
+    assert installed["metadata"]["finalizers"] == ["foregroundDeleteKubeVirt"]
+
+
+def test_status_walks_from_deploying_to_deployed_once_the_workloads_are_ready(
+    kube: KubeClient, installed: JSON
+) -> None:
+    status = installed["status"]
+    assert status["phase"] == "Deploying"
+    assert status["targetKubeVirtVersion"] == status["observedKubeVirtVersion"] == "v1"
+    assert status["targetKubeVirtRegistry"] == "registry.test/kubevirt"
+    assert status["operatorVersion"]
+    available = condition(installed, "Available")
+    assert (available["status"], available["reason"]) == ("False", "DeploymentInProgress")
+    assert available["message"] == "Deploying version v1 with registry registry.test/kubevirt"
+    assert condition(installed, "Progressing")["status"] == "True"
+    assert condition(installed, "Created")["message"] == "All resources were created."
+
+    play_controller_manager(kube)
+    eventually("Deployed", lambda: phase(kube) == "Deployed")
+    kv = kubevirt(kube)
+    assert kv is not None
+    for kind, value in (("Available", "True"), ("Progressing", "False"), ("Degraded", "False")):
+        found = condition(kv, kind)
+        assert (found["status"], found["reason"], found["message"]) == (
+            value,
+            "AllComponentsReady",
+            "All components are ready.",
+        )
+        assert found["lastTransitionTime"]
+    assert kv["status"]["observedGeneration"] == kv["metadata"]["generation"]
+
+
+def _deployed(kube: KubeClient) -> None:
+    play_controller_manager(kube)
+    eventually("Deployed", lambda: phase(kube) == "Deployed")
+
+
+def test_a_deleted_or_edited_object_is_restored(kube: KubeClient, installed: JSON) -> None:
+    _deployed(kube)
+    old_uid = kube.get(DEPLOYMENTS, NS, "virt-api")["metadata"]["uid"]
+    kube.delete(DEPLOYMENTS, NS, "virt-api")
+    eventually(
+        "virt-api's Deployment is recreated",
+        lambda: (
+            (find(kube, DEPLOYMENTS, NS, "virt-api") or {}).get("metadata", {}).get("uid")
+            not in (None, old_uid)
+        ),
+    )
+    kube.patch(CLUSTER_ROLES, None, "kubevirt.io:view", {"rules": []}, patch_type="merge")
+    eventually(
+        "the view role is restored", lambda: bool(kube.get(CLUSTER_ROLES, None, "kubevirt.io:view")["rules"])
+    )
+    kube.patch(
+        SERVICES, NS, "virt-api", {"spec": {"ports": [{"port": 444, "targetPort": 8443}]}}, patch_type="merge"
+    )
+    eventually(
+        "the virt-api Service is restored",
+        lambda: kube.get(SERVICES, NS, "virt-api")["spec"]["ports"][0]["port"] == 443,
+    )
+    kube.delete(SECRETS, NS, "kubevirt-virt-api-certs")
+    eventually(
+        "the certificate is reissued", lambda: find(kube, SECRETS, NS, "kubevirt-virt-api-certs") is not None
+    )
+    _deployed(kube)
+
+
+def test_a_second_kubevirt_is_refused_and_the_first_keeps_working(kube: KubeClient, installed: JSON) -> None:
+    _deployed(kube)
+    kube.create(
+        KUBEVIRTS,
+        NS,
+        {"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": {"name": "second"}, "spec": {}},
+    )
+    eventually(
+        "the second CR is refused",
+        lambda: condition(kubevirt(kube, "second"), "Synchronized").get("reason") == "ExistingDeployment",
+    )
+    refused = condition(kubevirt(kube, "second"), "Synchronized")
+    assert (refused["status"], refused["message"]) == ("False", "There is an active KubeVirt deployment")
+    second = kubevirt(kube, "second")
+    assert second is not None
+    assert not (second.get("status") or {}).get("phase")
+    assert "finalizers" not in second["metadata"]
+    assert phase(kube) == "Deployed"
+    assert condition(kubevirt(kube), "Synchronized") == {}
+    kube.delete(KUBEVIRTS, NS, "second")
+    eventually("the second CR goes", lambda: kubevirt(kube, "second") is None)
+    assert phase(kube) == "Deployed"
+
+
+def test_an_invalid_configuration_is_reported_and_changes_nothing(kube: KubeClient, installed: JSON) -> None:
+    _deployed(kube)
+    before = kube.get(DEPLOYMENTS, NS, "virt-api")
+    bad = {"resourceName": "virt-api", "resourceType": "Deployment", "patch": "{nope", "type": "merge"}
+    kube.patch(
+        KUBEVIRTS, NS, "kubevirt", {"spec": {"customizeComponents": {"patches": [bad]}}}, patch_type="merge"
+    )
+    eventually(
+        "the error is reported",
+        lambda: condition(kubevirt(kube), "Synchronized").get("reason") == "DeploymentFailed",
+    )
+    synchronized = condition(kubevirt(kube), "Synchronized")
+    assert synchronized["message"].startswith(
+        "An error occurred during deployment: spec.customizeComponents.patches[0].patch"
+    )
+    assert condition(kubevirt(kube), "Degraded")["status"] == "True"
+    assert (
+        kube.get(DEPLOYMENTS, NS, "virt-api")["metadata"]["resourceVersion"]
+        == before["metadata"]["resourceVersion"]
+    )
+    kube.patch(KUBEVIRTS, NS, "kubevirt", {"spec": {"customizeComponents": None}}, patch_type="merge")
+    eventually("the error clears", lambda: condition(kubevirt(kube), "Synchronized") == {})
+    _deployed(kube)
+
+
+def _ignore_webhook_failures() -> list[JSON]:
+    """customizeComponents patches that let VMIs be created while virt-api does not run."""
+    patches = []
+    for obj in expected_objects():
+        if obj["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            ops = [
+                {"op": "replace", "path": f"/webhooks/{index}/failurePolicy", "value": "Ignore"}
+                for index in range(len(obj["webhooks"]))
+            ]
+            patches.append(
+                {
+                    "resourceName": obj["metadata"]["name"],
+                    "resourceType": obj["kind"],
+                    "patch": json.dumps(ops),
+                    "type": "json",
+                }
+            )
+    return patches
+
+
+def test_uninstall_waits_for_workloads_when_asked_then_removes_everything(
+    kube: KubeClient, installed: JSON
+) -> None:
+    spec = {
+        "uninstallStrategy": "BlockUninstallIfWorkloadsExist",
+        "customizeComponents": {"patches": _ignore_webhook_failures()},
+    }
+    kube.patch(KUBEVIRTS, NS, "kubevirt", {"spec": spec}, patch_type="merge")
+    eventually(
+        "the webhooks ignore failures",
+        lambda: (
+            kube.get(VALIDATING_WEBHOOKS, None, "virt-api-validator")["webhooks"][0]["failurePolicy"]
+            == "Ignore"
+        ),
+    )
+    _deployed(kube)
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "workload"},
+        "spec": {"domain": {"devices": {}, "resources": {"requests": {"memory": "64Mi"}}}},
+    }
+    kube.create(VIRTUAL_MACHINE_INSTANCES, NS, vmi)
+
+    kube.delete(KUBEVIRTS, NS, "kubevirt")
+    eventually(
+        "the uninstall is refused",
+        lambda: condition(kubevirt(kube), "Synchronized").get("reason") == "DeletionFailed",
+    )
+    refused = condition(kubevirt(kube), "Synchronized")
+    assert refused["message"] == (
+        "An error occurred during deletion: Rejecting the uninstall request, since there are still Virtual "
+        "Machine Instances present. Either delete all KubeVirt related workloads or change the uninstall "
+        "strategy before uninstalling KubeVirt."
+    )
+    assert phase(kube) == "Deleting"
+    assert condition(kubevirt(kube), "Degraded")["message"] == "Deletion was triggered"
+    assert find(kube, DEPLOYMENTS, NS, "virt-api") is not None
+
+    kube.delete(VIRTUAL_MACHINE_INSTANCES, NS, "workload")
+    eventually("the KubeVirt CR is gone", lambda: kubevirt(kube) is None, timeout=60)
+    for obj in expected_objects():
+        resource = BY_KIND[obj["kind"]]
+        eventually(
+            f"{obj['kind']} {obj['metadata']['name']} is gone",
+            lambda resource=resource, obj=obj: (
+                find(kube, resource, obj["metadata"].get("namespace"), obj["metadata"]["name"]) is None
+            ),
+        )
+    for spec_ in component_certificates(NS):
+        assert find(kube, SECRETS, NS, spec_.secret) is None
+    # The operator's own objects stay: they belong to the operator manifest.
+    assert find(kube, CUSTOM_RESOURCE_DEFINITIONS, None, "kubevirts.kubevirt.io") is not None
+    assert find(kube, CLUSTER_ROLES, None, "kubevirt-operator") is not None
