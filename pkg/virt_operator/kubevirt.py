@@ -30,7 +30,7 @@ from kubevirt.controller import RequeueAfter, Store, key_for
 from kubevirt.log import get_logger
 from kubevirt.version import get_version
 from kubevirt.virt_operator import conditions
-from kubevirt.virt_operator.apply import Applier
+from kubevirt.virt_operator.apply import Applier, contains
 from kubevirt.virt_operator.certificates import CertificateError, reconcile_certificates, rotation_policy
 from kubevirt.virt_operator.readiness import workloads_ready
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, install_config
@@ -176,17 +176,29 @@ class KubeVirtReconciler:
         except ApiError as err:
             conditions.failed_error(status, str(err))
             raise
-        # Everything of the strategy exists now: it is the observed one.
-        for field in ("KubeVirtVersion", "KubeVirtRegistry", "DeploymentConfig", "DeploymentID"):
-            status[f"observed{field}"] = status[f"target{field}"]
-        conditions.created(status)
-        workloads = [obj for obj in desired if obj["kind"] in ("Deployment", "DaemonSet")]
-        if workloads_ready([self._applier.cached(obj) for obj in workloads]):
+        ready = self._rolled_out(desired)
+        # A fresh install is synced once everything exists; an update once the components rolled over
+        # to it. From then on the target is the observed install.
+        if ready or not conditions.is_updating(status):
+            for field in ("KubeVirtVersion", "KubeVirtRegistry", "DeploymentConfig", "DeploymentID"):
+                status[f"observed{field}"] = status[f"target{field}"]
+            conditions.created(status)
+        if ready:
             status["phase"] = KubeVirtPhase.DEPLOYED
             conditions.available(status)
             status["observedGeneration"] = kv.metadata.generation
         wait = (issued.next_rotation - now).total_seconds()
         return min(max(wait, 1.0), MAX_ROTATION_WAIT_SECONDS)
+
+    def _rolled_out(self, desired: list[JSON]) -> bool:
+        """Every Deployment and DaemonSet is as the strategy says (a cache still showing the version
+        before a patch is not) and reports ready."""
+        current: list[JSON | None] = []
+        for obj in desired:
+            if obj["kind"] in ("Deployment", "DaemonSet"):
+                cached = self._applier.cached(obj)
+                current.append(cached if cached is not None and contains(cached, obj) else None)
+        return workloads_ready(current)
 
     def _record_target(self, status: JSON, config: InstallConfig) -> None:
         status["operatorVersion"] = get_version()

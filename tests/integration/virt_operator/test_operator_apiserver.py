@@ -1,35 +1,24 @@
 """virt-operator against a real kube-apiserver: install from a KubeVirt CR, report status as KubeVirt
-does, repair drift, refuse a second CR, and uninstall.
+does, repair drift, refuse a second CR, upgrade, and uninstall.
 
 The API server has no controller-manager and no nodes, so Deployments and DaemonSets never report
 ready by themselves: where a test needs them ready it writes their status subresource, standing in
-for the kube-controller-manager. The server is this module's own, since uninstalling deletes CRDs
-other tests' servers rely on.
+for the kube-controller-manager. The tests run in order against one install, the last one removing it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hack" / "cluster"))
-
-from localcluster.apiserver import running_apiserver
-
-from kubevirt.client import KUBEVIRTS, VIRTUAL_MACHINE_INSTANCES, KubeClient, NotFoundError, Resource
-from kubevirt.client.connection import connect
-from kubevirt.virt_operator.app import POOL_SIZE, Options, VirtOperator
+from kubevirt.client import KUBEVIRTS, VIRTUAL_MACHINE_INSTANCES, KubeClient
+from kubevirt.virt_operator.app import VirtOperator
 from kubevirt.virt_operator.certificates import component_certificates
 from kubevirt.virt_operator.resource.config import InstallConfig
-from kubevirt.virt_operator.resource.release import operator_manifest
 from kubevirt.virt_operator.resource.strategy import install_strategy
 from kubevirt.virt_operator.resources import (
     BY_KIND,
@@ -42,119 +31,40 @@ from kubevirt.virt_operator.resources import (
     SERVICES,
     VALIDATING_WEBHOOKS,
 )
+from kubevirt_testing.operator import (
+    NS,
+    condition,
+    create_kubevirt,
+    deployed,
+    eventually,
+    find,
+    kubevirt,
+    phase,
+    play_controller_manager,
+    running_operator,
+)
 
 pytestmark = pytest.mark.integration
 
 JSON = dict[str, Any]
-NS = "kubevirt"
-IMAGE = "registry.test/kubevirt/virt-operator:v1"
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
-RELEASE_RESOURCES = {**BY_KIND, "Namespace": NAMESPACES, "PriorityClass": PRIORITY_CLASSES}
 
 
-def eventually(what: str, condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.2)
-
-
-def find(kube: KubeClient, resource: Resource, namespace: str | None, name: str) -> JSON | None:
-    try:
-        return kube.get(resource, namespace, name)
-    except NotFoundError:
-        return None
-
-
-def kubevirt(kube: KubeClient, name: str = "kubevirt", namespace: str = NS) -> JSON | None:
-    return find(kube, KUBEVIRTS, namespace, name)
-
-
-def condition(kv: JSON | None, kind: str) -> JSON:
-    for found in ((kv or {}).get("status") or {}).get("conditions") or []:
-        if found["type"] == kind:
-            return dict(found)
-    return {}
-
-
-def phase(kube: KubeClient) -> str | None:
-    return ((kubevirt(kube) or {}).get("status") or {}).get("phase")
-
-
-def play_controller_manager(kube: KubeClient) -> None:
-    """What the kube-controller-manager would report once every pod of the workloads is ready."""
-    for name in ("virt-api", "virt-controller"):
-        deployment = kube.get(DEPLOYMENTS, NS, name)
-        replicas = deployment["spec"]["replicas"]
-        status = {
-            "observedGeneration": deployment["metadata"]["generation"],
-            "replicas": replicas,
-            "updatedReplicas": replicas,
-            "readyReplicas": replicas,
-            "availableReplicas": replicas,
-        }
-        kube.patch(DEPLOYMENTS, NS, name, {"status": status}, patch_type="merge", subresource="status")
-    daemonset = kube.get(DAEMON_SETS, NS, "virt-handler")
-    status = {
-        "observedGeneration": daemonset["metadata"]["generation"],
-        "desiredNumberScheduled": 1,
-        "currentNumberScheduled": 1,
-        "numberReady": 1,
-        "updatedNumberScheduled": 1,
-        "numberAvailable": 1,
-        "numberMisscheduled": 0,
-    }
-    kube.patch(DAEMON_SETS, NS, "virt-handler", {"status": status}, patch_type="merge", subresource="status")
-
-
-def expected_objects() -> list[JSON]:
-    return install_strategy(InstallConfig(namespace=NS, registry="registry.test/kubevirt", tag="v1"))
-
-
-def _established(kube: KubeClient, name: str) -> bool:
-    crd_conditions = (kube.get(CUSTOM_RESOURCE_DEFINITIONS, None, name).get("status") or {}).get(
-        "conditions"
-    ) or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in crd_conditions)
-
-
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeClient]:
-    with running_apiserver(tmp_path_factory.mktemp("operator-apiserver"), install_crds=False) as server:
-        client = KubeClient(connect(str(server.kubeconfig), pool_size=POOL_SIZE))
-        # The release manifest, as `kubectl apply` would install it, but for the operator's Deployment:
-        # the operator runs in this process instead.
-        for obj in operator_manifest(NS, IMAGE):
-            if obj["kind"] != "Deployment":
-                resource = RELEASE_RESOURCES[obj["kind"]]
-                client.create(resource, NS if resource.namespaced else None, obj)
-        eventually("the KubeVirt CRD is established", lambda: _established(client, "kubevirts.kubevirt.io"))
-        yield client
+def expected_objects(generation: int = 1) -> list[JSON]:
+    config = InstallConfig(
+        namespace=NS, registry="registry.test/kubevirt", tag="v1", kubevirt_generation=generation
+    )
+    return install_strategy(config)
 
 
 @pytest.fixture(scope="module")
 def operator(kube: KubeClient) -> Iterator[VirtOperator]:
-    options = Options(
-        namespace=NS, operator_image=IMAGE, lease_duration=4.0, renew_deadline=3.0, retry_period=0.5
-    )
-    running = VirtOperator(kube, options)
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    eventually("the operator leads", running.leading.is_set)
-    yield running
-    running.stop()
-    thread.join(timeout=10)
+    with running_operator(kube) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
 def installed(kube: KubeClient, operator: VirtOperator) -> JSON:
-    kube.create(
-        KUBEVIRTS,
-        NS,
-        {"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": {"name": "kubevirt"}, "spec": {}},
-    )
+    create_kubevirt(kube)
     eventually(
         "every object is created", lambda: condition(kubevirt(kube), "Created").get("status") == "True"
     )
@@ -218,13 +128,8 @@ def test_status_walks_from_deploying_to_deployed_once_the_workloads_are_ready(
     assert kv["status"]["observedGeneration"] == kv["metadata"]["generation"]
 
 
-def _deployed(kube: KubeClient) -> None:
-    play_controller_manager(kube)
-    eventually("Deployed", lambda: phase(kube) == "Deployed")
-
-
 def test_a_deleted_or_edited_object_is_restored(kube: KubeClient, installed: JSON) -> None:
-    _deployed(kube)
+    deployed(kube)
     old_uid = kube.get(DEPLOYMENTS, NS, "virt-api")["metadata"]["uid"]
     kube.delete(DEPLOYMENTS, NS, "virt-api")
     eventually(
@@ -249,16 +154,12 @@ def test_a_deleted_or_edited_object_is_restored(kube: KubeClient, installed: JSO
     eventually(
         "the certificate is reissued", lambda: find(kube, SECRETS, NS, "kubevirt-virt-api-certs") is not None
     )
-    _deployed(kube)
+    deployed(kube)
 
 
 def test_a_second_kubevirt_is_refused_and_the_first_keeps_working(kube: KubeClient, installed: JSON) -> None:
-    _deployed(kube)
-    kube.create(
-        KUBEVIRTS,
-        NS,
-        {"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": {"name": "second"}, "spec": {}},
-    )
+    deployed(kube)
+    create_kubevirt(kube, "second")
     eventually(
         "the second CR is refused",
         lambda: condition(kubevirt(kube, "second"), "Synchronized").get("reason") == "ExistingDeployment",
@@ -277,7 +178,7 @@ def test_a_second_kubevirt_is_refused_and_the_first_keeps_working(kube: KubeClie
 
 
 def test_an_invalid_configuration_is_reported_and_changes_nothing(kube: KubeClient, installed: JSON) -> None:
-    _deployed(kube)
+    deployed(kube)
     before = kube.get(DEPLOYMENTS, NS, "virt-api")
     bad = {"resourceName": "virt-api", "resourceType": "Deployment", "patch": "{nope", "type": "merge"}
     kube.patch(
@@ -298,7 +199,47 @@ def test_an_invalid_configuration_is_reported_and_changes_nothing(kube: KubeClie
     )
     kube.patch(KUBEVIRTS, NS, "kubevirt", {"spec": {"customizeComponents": None}}, patch_type="merge")
     eventually("the error clears", lambda: condition(kubevirt(kube), "Synchronized") == {})
-    _deployed(kube)
+    deployed(kube)
+
+
+def test_an_upgrade_rolls_every_component_through_kubevirts_update_conditions(
+    kube: KubeClient, installed: JSON
+) -> None:
+    deployed(kube)
+    kube.patch(KUBEVIRTS, NS, "kubevirt", {"spec": {"imageTag": "v2"}}, patch_type="merge")
+    eventually(
+        "the update starts",
+        lambda: condition(kubevirt(kube), "Available").get("reason") == "UpdateInProgress",
+    )
+    kv = kubevirt(kube)
+    message = (
+        "Transitioning from previous version v1 with registry registry.test/kubevirt "
+        "to target version v2 using registry registry.test/kubevirt"
+    )
+    for kind in ("Available", "Progressing", "Degraded"):
+        assert (condition(kv, kind)["status"], condition(kv, kind)["message"]) == ("True", message)
+    assert condition(kv, "Created") == {}
+    assert kv is not None
+    assert kv["status"]["observedKubeVirtVersion"] == "v1"
+    assert kv["status"]["targetKubeVirtVersion"] == "v2"
+    for name in ("virt-api", "virt-controller"):
+        (container,) = kube.get(DEPLOYMENTS, NS, name)["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == f"registry.test/kubevirt/{name}:v2"
+    (handler,) = kube.get(DAEMON_SETS, NS, "virt-handler")["spec"]["template"]["spec"]["containers"]
+    assert handler["image"] == "registry.test/kubevirt/virt-handler:v2"
+
+    # The update is over once the components rolled over to it.
+    play_controller_manager(kube)
+    eventually(
+        "the update completes",
+        lambda: condition(kubevirt(kube), "Available").get("reason") == "AllComponentsReady",
+    )
+    kv = kubevirt(kube)
+    assert kv is not None
+    assert kv["status"]["observedKubeVirtVersion"] == "v2"
+    assert kv["status"]["observedDeploymentID"] == kv["status"]["targetDeploymentID"]
+    assert condition(kv, "Created")["status"] == "True"
+    assert phase(kube) == "Deployed"
 
 
 def _ignore_webhook_failures() -> list[JSON]:
@@ -336,7 +277,7 @@ def test_uninstall_waits_for_workloads_when_asked_then_removes_everything(
             == "Ignore"
         ),
     )
-    _deployed(kube)
+    deployed(kube)
     vmi = {
         "apiVersion": "kubevirt.io/v1",
         "kind": "VirtualMachineInstance",
