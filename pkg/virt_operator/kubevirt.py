@@ -95,6 +95,7 @@ class KubeVirtReconciler:
         before: JSON = copy.deepcopy(raw.get("status") or {})
         status: JSON = copy.deepcopy(before)
         requeue: float | None = None
+        version = kv.metadata.resource_version
         try:
             if not self._is_the_active_install(kv):
                 conditions.failed_exists(status)
@@ -104,9 +105,9 @@ class KubeVirtReconciler:
                 requeue = self._sync_installation(kv, status)
         finally:
             # A failed sync still reports why (the controller retries it with backoff).
-            self._write_status(kv, before, status)
+            version = self._write_status(kv, before, status)
         if status.get("phase") == KubeVirtPhase.DELETED:
-            self._remove_finalizer(kv)
+            self._remove_finalizer(kv, version)
         if requeue is not None:
             raise RequeueAfter(requeue)
 
@@ -252,36 +253,38 @@ class KubeVirtReconciler:
         finalizers = list(kv.metadata.finalizers or [])
         if conditions.FINALIZER in finalizers:
             return
-        self._patch_finalizers(kv, [*finalizers, conditions.FINALIZER])
+        self._patch_finalizers(kv, [*finalizers, conditions.FINALIZER], kv.metadata.resource_version)
 
-    def _remove_finalizer(self, kv: KubeVirt) -> None:
+    def _remove_finalizer(self, kv: KubeVirt, version: str | None) -> None:
         assert kv.metadata is not None
         finalizers = list(kv.metadata.finalizers or [])
         if conditions.FINALIZER in finalizers:
-            self._patch_finalizers(kv, [f for f in finalizers if f != conditions.FINALIZER])
+            self._patch_finalizers(kv, [f for f in finalizers if f != conditions.FINALIZER], version)
 
-    def _patch_finalizers(self, kv: KubeVirt, finalizers: list[str]) -> None:
+    def _patch_finalizers(self, kv: KubeVirt, finalizers: list[str], version: str | None) -> None:
         assert kv.metadata is not None
         # The resourceVersion makes this a precondition: a stale cache fails with a conflict and retries.
-        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": kv.metadata.resource_version}}
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": version}}
         namespace, name = kv.metadata.namespace, kv.metadata.name or ""
         self._api.patch(KUBEVIRTS, namespace, name, patch, patch_type="merge")
 
-    def _write_status(self, kv: KubeVirt, before: JSON, status: JSON) -> None:
+    def _write_status(self, kv: KubeVirt, before: JSON, status: JSON) -> str | None:
+        """Writes a changed status; returns the CR's resourceVersion after it."""
         assert kv.metadata is not None
         if status == before:
-            return
+            return kv.metadata.resource_version
         conditions.stamp_times(before, status, self._clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
         namespace, name = kv.metadata.namespace, kv.metadata.name or ""
         try:
-            self._api.patch(
+            written = self._api.patch(
                 KUBEVIRTS, namespace, name, {"status": status}, patch_type="merge", subresource="status"
             )
         except NotFoundError:
-            return  # deleted meanwhile
+            return None  # deleted meanwhile
         _log.info(
             "KubeVirt status",
             key=key_for(namespace, name),
             phase=status.get("phase"),
             conditions={c["type"]: c["status"] for c in status.get("conditions") or []},
         )
+        return str(written["metadata"]["resourceVersion"])
