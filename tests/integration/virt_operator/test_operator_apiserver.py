@@ -57,8 +57,8 @@ def expected_objects(generation: int = 1) -> list[JSON]:
 
 
 @pytest.fixture(scope="module")
-def operator(kube: KubeClient) -> Iterator[VirtOperator]:
-    with running_operator(kube) as running:
+def operator(operator_kube: KubeClient) -> Iterator[VirtOperator]:
+    with running_operator(operator_kube) as running:
         yield running
 
 

@@ -23,8 +23,8 @@ from kubevirt_testing.operator import (
 pytestmark = pytest.mark.integration
 
 
-def test_a_successor_converges_after_the_leader_dies(kube: KubeClient) -> None:
-    with running_operator(kube):
+def test_a_successor_converges_after_the_leader_dies(kube: KubeClient, operator_kube: KubeClient) -> None:
+    with running_operator(operator_kube):
         create_kubevirt(kube)
         eventually(
             "the first operator installs",
@@ -35,8 +35,8 @@ def test_a_successor_converges_after_the_leader_dies(kube: KubeClient) -> None:
     kube.delete(SECRETS, NS, "kubevirt-ca")
 
     with (
-        running_operator(kube, wait_for_lead=False) as second,
-        running_operator(kube, wait_for_lead=False) as third,
+        running_operator(operator_kube, wait_for_lead=False) as second,
+        running_operator(operator_kube, wait_for_lead=False) as third,
     ):
         eventually(
             "one successor leads", lambda: second.leading.is_set() or third.leading.is_set(), timeout=30

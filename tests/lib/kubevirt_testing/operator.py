@@ -111,12 +111,13 @@ def deployed(kube: KubeClient) -> None:
 
 
 @contextmanager
-def running_operator(kube: KubeClient, *, wait_for_lead: bool = True) -> Iterator[VirtOperator]:
-    """virt-operator on threads, with a short Lease so that a successor takes over within seconds."""
+def running_operator(api: KubeClient, *, wait_for_lead: bool = True) -> Iterator[VirtOperator]:
+    """virt-operator on threads, talking to the API as ``api``, with a short Lease so that a successor
+    takes over within seconds."""
     options = Options(
         namespace=NS, operator_image=IMAGE, lease_duration=4.0, renew_deadline=3.0, retry_period=0.5
     )
-    operator = VirtOperator(kube, options)
+    operator = VirtOperator(api, options)
     thread = threading.Thread(target=operator.run, daemon=True)
     thread.start()
     try:
