@@ -20,6 +20,10 @@ HANDLER_CLIENT_CERT_SECRET = "kubevirt-virt-handler-certs"
 CONTROLLER_CERT_SECRET = "kubevirt-controller-certs"
 EXPORT_CA_SECRET = "kubevirt-export-ca"
 _RESTRICTED = {"type": "RuntimeDefault"}
+# KubeVirt's images declare USER 1001; this project's images keep root as their user, so the pods say
+# which unprivileged user to run as (runAsNonRoot alone would refuse to start them).
+NON_ROOT_USER = 1001
+NON_ROOT_POD = {"runAsNonRoot": True, "runAsUser": NON_ROOT_USER, "seccompProfile": _RESTRICTED}
 
 
 def _anti_affinity(name: str) -> JSON:
@@ -66,7 +70,7 @@ def _base(name: str, config: InstallConfig, service_account: str, secrets: dict[
         "affinity": _anti_affinity(name),
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
         "nodeSelector": {"kubernetes.io/os": "linux"},
-        "securityContext": {"runAsNonRoot": True, "seccompProfile": _RESTRICTED},
+        "securityContext": dict(NON_ROOT_POD),
         "containers": [container],
         "volumes": volumes,
     }

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubevirt.virt_operator.resource.config import DEFAULT_REPLICAS
-from kubevirt.virt_operator.resource.deployments import PRIORITY_CLASS
+from kubevirt.virt_operator.resource.deployments import NON_ROOT_POD, PRIORITY_CLASS
 from kubevirt.virt_operator.resource.operator_rbac import OPERATOR_SERVICE_ACCOUNT, operator_rbac
 from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL
 from kubevirt.virt_operator.resource.strategy import kubevirt_crd
@@ -123,7 +123,7 @@ def operator_deployment(
                     },
                     "serviceAccountName": OPERATOR_SERVICE_ACCOUNT,
                     "nodeSelector": {"kubernetes.io/os": "linux"},
-                    "securityContext": {"runAsNonRoot": True, "seccompProfile": _RESTRICTED},
+                    "securityContext": dict(NON_ROOT_POD),
                     "containers": [container],
                 },
             },
