@@ -293,9 +293,20 @@ def bundle_config_map(name: str, namespace: str, bundle: bytes) -> JSON:
 
 
 def _format_duration(value: datetime.timedelta) -> str:
-    """Go's ``time.Duration.String()`` for whole seconds (``168h0m0s``)."""
+    """Go's ``time.Duration.String()`` for whole seconds (``168h0m0s``, ``1m30s``, ``10s``)."""
     seconds = int(value.total_seconds())
-    return f"{seconds // 3600}h{seconds % 3600 // 60}m{seconds % 60}s"
+    hours, minutes, rest = seconds // 3600, seconds % 3600 // 60, seconds % 60
+    if hours:
+        return f"{hours}h{minutes}m{rest}s"
+    if minutes:
+        return f"{minutes}m{rest}s"
+    return f"{rest}s"
+
+
+def _issued_for(secret: JSON | None, life: datetime.timedelta) -> bool:
+    """Whether the Secret's certificate was issued for this lifetime (a changed one reissues it)."""
+    annotations = ((secret or {}).get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(DURATION_ANNOTATION) == _format_duration(life))
 
 
 @dataclass(frozen=True)
@@ -324,7 +335,8 @@ def reconcile_certificates(
     bundles: dict[str, bytes] = {}
     for ca_name, common_name in ((CA_SECRET, "kubevirt.io"), (EXPORT_CA_SECRET, "export.kubevirt.io")):
         ca = load_pair(secrets.get(ca_name))
-        if rotation_deadline(ca, None, policy.ca_renew_before, None, now) <= now:
+        due = rotation_deadline(ca, None, policy.ca_renew_before, None, now)
+        if due <= now or not _issued_for(secrets.get(ca_name), policy.ca_duration):
             ca = new_ca(common_name, now, policy.ca_duration)
         assert ca is not None
         cas[ca_name] = ca
@@ -337,7 +349,7 @@ def reconcile_certificates(
         ca = cas[spec.signer]
         pair = load_pair(secrets.get(spec.secret))
         due = rotation_deadline(pair, ca, policy.cert_renew_before, policy.ca_renew_before, now)
-        if due <= now or pair is None:
+        if due <= now or pair is None or not _issued_for(secrets.get(spec.secret), policy.cert_duration):
             pair = new_certificate(spec, ca, namespace, now, policy.cert_duration)
             due = rotation_deadline(pair, ca, policy.cert_renew_before, policy.ca_renew_before, now)
         deadlines.append(due)

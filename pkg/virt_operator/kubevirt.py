@@ -34,6 +34,7 @@ from kubevirt.virt_operator.apply import Applier, contains
 from kubevirt.virt_operator.certificates import CertificateError, reconcile_certificates, rotation_policy
 from kubevirt.virt_operator.readiness import workloads_ready
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, install_config
+from kubevirt.virt_operator.resource.metadata import stamp
 from kubevirt.virt_operator.resource.strategy import install_strategy
 from kubevirt.virt_operator.resources import CONFIG_MAPS, SECRETS
 from kubevirt_api.core.v1.kubevirt import KubeVirt, KubeVirtPhase, KubeVirtUninstallStrategy
@@ -170,10 +171,11 @@ class KubeVirtReconciler:
             _log.warning("invalid KubeVirt configuration, keeping the installed one", reason=str(err))
             conditions.failed_error(status, str(err))
             return None
+        certificates = [stamp(obj, config) for obj in [*issued.secrets, *issued.config_maps]]
         try:
-            self._applier.apply_all([*issued.secrets, *issued.config_maps])
+            self._applier.apply_all(certificates)
             self._applier.apply_all(desired)
-            self._applier.delete_stale([*issued.secrets, *issued.config_maps, *desired])
+            self._applier.delete_stale([*certificates, *desired])
         except ApiError as err:
             conditions.failed_error(status, str(err))
             raise

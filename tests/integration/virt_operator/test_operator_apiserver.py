@@ -9,11 +9,13 @@ for the kube-controller-manager. The tests run in order against one install, the
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from cryptography import x509
 
 from kubevirt.client import KUBEVIRTS, VIRTUAL_MACHINE_INSTANCES, KubeClient
 from kubevirt.virt_operator.app import VirtOperator
@@ -240,6 +242,37 @@ def test_an_upgrade_rolls_every_component_through_kubevirts_update_conditions(
     assert kv["status"]["observedDeploymentID"] == kv["status"]["targetDeploymentID"]
     assert condition(kv, "Created")["status"] == "True"
     assert phase(kube) == "Deployed"
+
+
+def test_certificates_rotate_per_the_strategy_and_the_ca_stays_trusted(
+    kube: KubeClient, installed: JSON
+) -> None:
+    deployed(kube)
+    ca_before = kube.get(SECRETS, NS, "kubevirt-ca")["data"]
+    bundle_before = kube.get(CONFIG_MAPS, NS, "kubevirt-ca")["data"]["ca-bundle"]
+    first = kube.get(SECRETS, NS, "kubevirt-virt-api-certs")["data"]["tls.crt"]
+    # Server certificates of 10 s, renewed with 5 s left: rotated every ~5 s without a CR change.
+    strategy = {"selfSigned": {"server": {"duration": "10s", "renewBefore": "5s"}}}
+    # (A changed duration reissues at once, then every ~5 s without a CR change.)
+    kube.patch(
+        KUBEVIRTS, NS, "kubevirt", {"spec": {"certificateRotateStrategy": strategy}}, patch_type="merge"
+    )
+    seen = {first}
+
+    def rotated_twice() -> bool:
+        seen.add(kube.get(SECRETS, NS, "kubevirt-virt-api-certs")["data"]["tls.crt"])
+        return len(seen) >= 3
+
+    eventually("virt-api's certificate rotates twice", rotated_twice, timeout=40)
+    current = x509.load_pem_x509_certificate(
+        base64.b64decode(kube.get(SECRETS, NS, "kubevirt-virt-api-certs")["data"]["tls.crt"])
+    )
+    assert current.not_valid_after_utc - current.not_valid_before_utc == datetime.timedelta(seconds=10)
+    ca = x509.load_pem_x509_certificate(base64.b64decode(ca_before["tls.crt"]))
+    current.verify_directly_issued_by(ca)
+    assert kube.get(SECRETS, NS, "kubevirt-ca")["data"] == ca_before
+    assert kube.get(CONFIG_MAPS, NS, "kubevirt-ca")["data"]["ca-bundle"] == bundle_before
+    kube.patch(KUBEVIRTS, NS, "kubevirt", {"spec": {"certificateRotateStrategy": None}}, patch_type="merge")
 
 
 def _ignore_webhook_failures() -> list[JSON]:

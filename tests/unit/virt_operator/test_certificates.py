@@ -134,3 +134,15 @@ def test_a_bad_duration_names_its_field() -> None:
     config = KubeVirtSelfSignConfiguration.model_validate({"server": {"duration": "soon"}})
     with pytest.raises(CertificateError, match=r"selfSigned\.server\.duration"):
         rotation_policy(config)
+
+
+def test_a_changed_duration_reissues_the_certificates_it_applies_to() -> None:
+    secrets, maps = _by_name(reconcile_certificates(NS, RotationPolicy(), {}, {}, T0))
+    shorter = RotationPolicy(
+        cert_duration=datetime.timedelta(seconds=90), cert_renew_before=datetime.timedelta(seconds=30)
+    )
+    reissued, _ = _by_name(reconcile_certificates(NS, shorter, secrets, maps, T0))
+    assert reissued["kubevirt-ca"] == secrets["kubevirt-ca"]
+    api = reissued["kubevirt-virt-api-certs"]
+    assert api["metadata"]["annotations"]["kubevirt.io/duration"] == "1m30s"
+    assert _cert(api).not_valid_after_utc == T0 + datetime.timedelta(seconds=90)
