@@ -57,6 +57,8 @@ class InstallConfig:
     product_component: str = ""
     verbosity: dict[str, int] = field(default_factory=dict)
     patches: tuple[Patch, ...] = ()
+    # customizeComponents.flags: component (virt-api, virt-controller, virt-handler) → flag → value.
+    flags: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     kubevirt_generation: int = 0
 
     @property
@@ -127,6 +129,18 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
             Patch(p.resource_name, p.resource_type, p.patch, p.type)
             for p in spec.customize_components.patches
         )
+    flags: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    customized_flags = spec.customize_components.flags if spec.customize_components else None
+    if customized_flags is not None:
+        flags = tuple(
+            (component, tuple(sorted(values.items(), key=lambda item: item[0].lower())))
+            for component, values in (
+                ("virt-api", customized_flags.api),
+                ("virt-controller", customized_flags.controller),
+                ("virt-handler", customized_flags.handler),
+            )
+            if values
+        )
     metadata = kv.metadata
     return InstallConfig(
         namespace=namespace,
@@ -140,5 +154,6 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
         product_component=spec.product_component or "",
         verbosity=verbosity,
         patches=patches,
+        flags=flags,
         kubevirt_generation=int(metadata.generation or 0) if metadata else 0,
     )

@@ -16,7 +16,7 @@ from typing import Any
 from kubevirt.apiservices import subresource_api_services
 from kubevirt.virt_operator.resource import cluster_roles, rbac, services, webhooks
 from kubevirt.virt_operator.resource.config import InstallConfig
-from kubevirt.virt_operator.resource.customize import apply_patches
+from kubevirt.virt_operator.resource.customize import customize, customizer_hash
 from kubevirt.virt_operator.resource.daemonset import handler_daemonset
 from kubevirt.virt_operator.resource.deployments import (
     api_deployment,
@@ -87,4 +87,5 @@ def install_strategy(config: InstallConfig, ca_bundle: bytes | None = None) -> l
         *subresource_api_services(namespace, ca_bundle),
         *workloads(config),
     ]
-    return [apply_patches(stamp(obj, config), config.patches) for obj in objects]
+    digest = customizer_hash(config)
+    return [customize(stamp(obj, config), config, digest) for obj in objects]

@@ -153,7 +153,7 @@ def test_verbosity_reaches_the_component_arguments() -> None:
     api_args = objects["Deployment", "virt-api"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert api_args[api_args.index("-v") + 1] == "5"
     handler_command = objects["DaemonSet", "virt-handler"]["spec"]["template"]["spec"]["containers"][0][
-        "command"
+        "args"
     ]
     assert handler_command[handler_command.index("-v") + 1] == "4"
 
@@ -184,10 +184,51 @@ def test_customize_components_patches_apply_and_are_recorded(patch_type: str, pa
     assert api["spec"]["replicas"] == 3
     assert api["metadata"]["annotations"]["kubevirt.io/customizer-identifier"]
     assert objects["Deployment", "virt-controller"]["spec"]["replicas"] == 2
+    # Every customizable object carries the customizations' hash, so a change of them shows everywhere.
+    digest = api["metadata"]["annotations"]["kubevirt.io/customizer-identifier"]
+    assert (
+        objects["Service", "virt-api"]["metadata"]["annotations"]["kubevirt.io/customizer-identifier"]
+        == digest
+    )
+    assert (
+        digest
+        != _strategy()["Deployment", "virt-api"]["metadata"]["annotations"][
+            "kubevirt.io/customizer-identifier"
+        ]
+    )
     assert (
         "kubevirt.io/customizer-identifier"
-        not in objects["Deployment", "virt-controller"]["metadata"]["annotations"]
+        not in objects["ClusterRole", "kubevirt.io:view"]["metadata"]["annotations"]
     )
+
+
+def test_a_patch_may_address_every_object_of_a_kind_without_regard_to_case() -> None:
+    patch = {"metadata": {"labels": {"team": "virt"}}}
+    spec = {
+        "customizeComponents": {
+            "patches": [
+                {
+                    "resourceName": "*",
+                    "resourceType": "deployment",
+                    "patch": json.dumps(patch),
+                    "type": "merge",
+                }
+            ]
+        }
+    }
+    objects = _strategy(spec)
+    assert objects["Deployment", "virt-api"]["metadata"]["labels"]["team"] == "virt"
+    assert objects["Deployment", "virt-controller"]["metadata"]["labels"]["team"] == "virt"
+    assert "team" not in objects["DaemonSet", "virt-handler"]["metadata"]["labels"]
+
+
+def test_flags_extend_the_component_command_and_keep_its_arguments() -> None:
+    objects = _strategy({"customizeComponents": {"flags": {"handler": {"Max-Devices": "20", "debug": ""}}}})
+    (container,) = objects["DaemonSet", "virt-handler"]["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["virt-handler", "--debug", "--max-devices", "20"]
+    assert "--hostname-override" in container["args"]
+    (api,) = objects["Deployment", "virt-api"]["spec"]["template"]["spec"]["containers"]
+    assert api["command"] == ["virt-api"]
 
 
 def test_strategic_patch_merges_containers_by_name() -> None:
