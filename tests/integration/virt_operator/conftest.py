@@ -36,10 +36,10 @@ def kube(apiserver: ApiServer) -> KubeClient:
 
 
 @pytest.fixture(scope="module")
-def operator_kube(
+def operator_kubeconfig(
     apiserver: ApiServer, kube: KubeClient, tmp_path_factory: pytest.TempPathFactory
-) -> KubeClient:
-    """A client authenticated as the operator's service account (a TokenRequest, as a pod would get)."""
+) -> Path:
+    """A kubeconfig of the operator's service account (a TokenRequest token, as a pod would get)."""
     request = {
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",
@@ -52,7 +52,13 @@ def operator_kube(
     config["contexts"][0]["context"]["user"] = "operator"
     kubeconfig = tmp_path_factory.mktemp("operator-sa") / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump(config))
-    client = KubeClient(connect(str(kubeconfig), pool_size=POOL_SIZE), user_agent="virt-operator")
+    return kubeconfig
+
+
+@pytest.fixture(scope="module")
+def operator_kube(operator_kubeconfig: Path) -> KubeClient:
+    """A client authenticated as the operator's service account."""
+    client = KubeClient(connect(str(operator_kubeconfig), pool_size=POOL_SIZE), user_agent="virt-operator")
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     answer = json.loads(
         client.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=review)
