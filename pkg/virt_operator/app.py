@@ -35,6 +35,7 @@ from kubevirt.service.probes import ProbeServer
 from kubevirt.virt_operator.certificates import new_ca
 from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
 from kubevirt.virt_operator.resource.metadata import MANAGED_SELECTOR
+from kubevirt.virt_operator.resource.strategy import crds
 from kubevirt.virt_operator.resources import MANAGED
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
@@ -143,6 +144,8 @@ class VirtOperator:
         self.stop_event.set()
 
     def run(self) -> int:
+        # The CRDs' structural schemas take a moment to build: done before a CR asks for them.
+        threading.Thread(target=crds, name="warm-strategy", daemon=True).start()
         elector = threading.Thread(
             target=self._elector.run, args=(self.stop_event,), name="leader-election", daemon=True
         )
