@@ -23,6 +23,7 @@ from kubevirt.client.events import EventRecorder
 from kubevirt.client.kubeclient import KubeClient
 from kubevirt.client.protocols import JSON, EventSink, KubeApi
 from kubevirt.client.resources import (
+    CONFIG_MAPS,
     EVENTS,
     KUBEVIRTS,
     LEASES,
@@ -38,6 +39,7 @@ from kubevirt.client.resources import (
 )
 
 __all__ = [
+    "CONFIG_MAPS",
     "EVENTS",
     "JSON",
     "KUBEVIRTS",

@@ -78,6 +78,11 @@ class KubeClient:
         ``context`` picks a kubeconfig context other than the current one."""
         return cls(connect(path, context=context), user_agent=user_agent)
 
+    @property
+    def connection(self) -> Connection:
+        """Where the API server is and how to reach it (for streams that bypass the pool)."""
+        return self._connection
+
     # Reads.
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> JSON:

@@ -74,6 +74,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 PERSISTENT_VOLUME_CLAIMS = Resource(
     "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True

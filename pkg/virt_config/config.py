@@ -2,7 +2,8 @@
 
 KubeVirt's built-in values overlaid by the KubeVirt CR's ``spec.configuration``: feature gates (gates
 that graduated count as enabled whatever the CR says), the VM rollout strategy, eviction strategy,
-architectures and their emulated machines, and whether a bridge may sit on the pod network.
+architectures and their emulated machines, whether a bridge may sit on the pod network, and what
+virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector).
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class ClusterConfig:
     )
     permit_bridge_interface_on_pod_network: bool = True
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
+    # None: KubeVirt's built-in list of obsolete CPU models.
+    obsolete_cpu_models: frozenset[str] | None = None
+    # ``ksmConfiguration.nodeLabelSelector``; None: KSM is handled on no node.
+    ksm_node_label_selector: Mapping[str, Any] | None = None
 
     @classmethod
     def build(
@@ -113,6 +118,8 @@ class ClusterConfig:
         default_arch = architectures.get("defaultArchitecture")
         bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
         namespace = install_namespace or _mapping(kubevirt.get("metadata")).get("namespace")
+        obsolete = configuration.get("obsoleteCPUModels")
+        selector = _mapping(configuration.get("ksmConfiguration")).get("nodeLabelSelector")
         return cls(
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
@@ -123,6 +130,12 @@ class ClusterConfig:
             install_namespace=namespace
             if isinstance(namespace, str) and namespace
             else DEFAULT_INSTALL_NAMESPACE,
+            # KubeVirt's labeller looks the models up by key; the values play no part.
+            obsolete_cpu_models=frozenset(str(model) for model in obsolete)
+            if isinstance(obsolete, Mapping)
+            else None,
+            # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
+            ksm_node_label_selector=dict(selector) if isinstance(selector, Mapping) else None,
         )
 
     def enabled(self, gate: str) -> bool:
@@ -154,7 +167,13 @@ _PREFIX = "spec.configuration"
 
 def _check(configuration: Mapping[str, Any]) -> None:
     """The checks KubeVirt's CRD schema and config validation make on the fields read here."""
-    for key in ("developerConfiguration", "architectureConfiguration", "network"):
+    for key in (
+        "developerConfiguration",
+        "architectureConfiguration",
+        "network",
+        "obsoleteCPUModels",
+        "ksmConfiguration",
+    ):
         value = configuration.get(key)
         if value is not None and not isinstance(value, Mapping):
             raise InvalidConfigurationError(f"{_PREFIX}.{key}: must be an object")

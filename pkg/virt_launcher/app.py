@@ -22,12 +22,15 @@ from typing import Any
 import libvirt
 
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient, LauncherClientError
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.handler_launcher_com.sockets import cmd_socket_path, init_socket_path, notify_socket_path
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
+from kubevirt.virt_launcher.network import PodNetworkConverter
 from kubevirt.virt_launcher.notify_client import NotifyClient
+from kubevirt.virt_launcher.storage import EMPTY_DISKS, PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
@@ -61,6 +64,7 @@ class LauncherConfig:
     pod_name: str = ""
     libvirt_log_filters: str = ""
     ovmf_path: str = ""
+    disk_memory_limit: int = 0
 
     @property
     def vmi_private_dir(self) -> Path:
@@ -78,6 +82,7 @@ class Launcher:
     ) -> None:
         self.config = config
         self._converter = converter
+        self._storage = self._pod_storage(StorageDirs().empty_disk_dir)
         self._warm_up = warm_up or (lambda: None)
         self._stop = threading.Event()
         self._signal_name = ""
@@ -129,6 +134,8 @@ class Launcher:
                 libvirtd.stop()
                 return EXIT_FAILURE
             uri = libvirtd.uri
+            # Empty disks go to libvirt's runtime directory, which is our libvirtd's own.
+            self._storage = self._pod_storage(libvirtd.runtime_dir / "run" / EMPTY_DISKS)
         try:
             conn = self._connect(uri)
         except libvirt.libvirtError as err:
@@ -159,9 +166,10 @@ class Launcher:
             if forwarder is not None:
                 forwarder.poke()
 
+        converter = PodNetworkConverter(self._convert)
         manager = DomainManager(
             conn,
-            self._converter,
+            converter,
             node=node,
             on_domain_change=changed,
             pre_start_hooks=[self._pre_start],
@@ -198,6 +206,7 @@ class Launcher:
             notifier.close()
             return code
         finally:
+            converter.stop()
             server.stop(grace=1).wait()
             for path in (init_socket, cmd_socket_path(cfg.share_dir)):
                 with contextlib.suppress(FileNotFoundError):
@@ -275,9 +284,41 @@ class Launcher:
         self._target_released.set()
         self._changed.set()
 
+    def _pod_storage(self, empty_disk_dir: Path) -> PodStorage:
+        cfg = self.config
+        dirs = StorageDirs(
+            container_disk_dir=cfg.container_disk_dir,
+            ephemeral_disk_dir=cfg.ephemeral_disk_dir,
+            private_dir=cfg.private_dir,
+            empty_disk_dir=empty_disk_dir,
+        )
+        return PodStorage(dirs, disk_memory_limit=cfg.disk_memory_limit)
+
+    def _convert(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str:
+        """The converter, told each containerDisk image's format and which volumes are block devices
+        (KubeVirt's launcher finds both out itself)."""
+        node = dataclasses.replace(node, block_volumes=self._storage.block_volumes(vmi_json))
+        infos = self._storage.disks_info(vmi_json)
+        if infos:
+            merged = cmd_pb2.VirtualMachineOptions()
+            if options is not None:
+                merged.CopyFrom(options)
+            for name, info in infos.items():
+                merged.DisksInfo[name].CopyFrom(
+                    cmd_pb2.DiskInfo(
+                        format=info.format,
+                        backingFile=info.backing_file,
+                        actualSize=info.actual_size,
+                        virtualSize=info.virtual_size,
+                    )
+                )
+            options = merged
+        return self._converter(vmi_json, options, node)
+
     def _pre_start(self, facts: VMIFacts) -> None:
         private = self.config.private_dir / facts.uid if facts.uid else self.config.vmi_private_dir
         private.mkdir(parents=True, exist_ok=True)
+        self._storage.prepare(facts.raw)
 
     def _prepare_directories(self) -> None:
         cfg = self.config

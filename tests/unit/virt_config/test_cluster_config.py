@@ -66,3 +66,24 @@ def test_the_follower_keeps_the_last_valid_configuration() -> None:
     assert follower.refresh()
     assert current.rollout_strategy == "Stage"
     assert len(published) == 2
+
+
+def test_the_node_labeller_and_ksm_settings_are_read() -> None:
+    config = ClusterConfig.from_kubevirt(
+        {
+            "spec": {
+                "configuration": {
+                    "obsoleteCPUModels": {"EPYC": True, "Westmere": False},
+                    "ksmConfiguration": {"nodeLabelSelector": {"matchLabels": {"ksm": "on"}}},
+                }
+            }
+        }
+    )
+    assert config.obsolete_cpu_models == frozenset({"EPYC", "Westmere"})
+    assert config.ksm_node_label_selector == {"matchLabels": {"ksm": "on"}}
+    default = ClusterConfig.from_kubevirt({"spec": {"configuration": {}}})
+    assert (default.obsolete_cpu_models, default.ksm_node_label_selector) == (None, None)
+    with pytest.raises(
+        InvalidConfigurationError, match=r"spec\.configuration\.obsoleteCPUModels: must be an object"
+    ):
+        ClusterConfig.from_kubevirt({"spec": {"configuration": {"obsoleteCPUModels": ["EPYC"]}}})
