@@ -56,6 +56,7 @@ class InstallConfig:
     product_version: str = ""
     product_component: str = ""
     verbosity: dict[str, int] = field(default_factory=dict)
+    use_emulation: bool = False
     patches: tuple[Patch, ...] = ()
     # customizeComponents.flags: component (virt-api, virt-controller, virt-handler) → flag → value.
     flags: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
@@ -153,6 +154,7 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
         product_version=spec.product_version or "",
         product_component=spec.product_component or "",
         verbosity=verbosity,
+        use_emulation=bool(developer.use_emulation) if developer else False,
         patches=patches,
         flags=flags,
         kubevirt_generation=int(metadata.generation or 0) if metadata else 0,

@@ -19,6 +19,7 @@ from kubevirt.virt_operator.resource.config import InstallConfig
 from kubevirt.virt_operator.resource.customize import customize, customizer_hash
 from kubevirt.virt_operator.resource.daemonset import handler_daemonset
 from kubevirt.virt_operator.resource.deployments import (
+    VIRT_LAUNCHER,
     api_deployment,
     controller_deployment,
     pod_disruption_budget,
@@ -29,10 +30,6 @@ from kubevirt_api.crd import CRDS, custom_resource_definition
 JSON = dict[str, Any]
 KUBEVIRT_KIND = "KubeVirt"  # its CRD ships with the operator, not with the strategy
 VIRT_HANDLER = "virt-handler"
-HANDLER_CERTIFICATES = {
-    "kubevirt-virt-handler-certs": "/etc/virt-handler/clientcertificates",
-    "kubevirt-virt-handler-server-certs": "/etc/virt-handler/servercertificates",
-}
 
 
 @functools.cache
@@ -59,14 +56,14 @@ def workloads(config: InstallConfig) -> list[JSON]:
         if budget is not None:
             objects.append(budget)
     daemonset = handler_daemonset(
-        config.namespace, config.image(VIRT_HANDLER), verbosity=config.verbosity_of(VIRT_HANDLER)
+        config.namespace,
+        config.image(VIRT_HANDLER),
+        verbosity=config.verbosity_of(VIRT_HANDLER),
+        launcher_image=config.image(VIRT_LAUNCHER),
+        force_emulation=config.use_emulation,
     )
     pod = daemonset["spec"]["template"]["spec"]
-    for secret, path in HANDLER_CERTIFICATES.items():
-        pod["volumes"].append({"name": secret, "secret": {"secretName": secret, "optional": True}})
-        for container in pod["containers"]:
-            container["volumeMounts"].append({"name": secret, "mountPath": path, "readOnly": True})
-    for container in pod["containers"]:
+    for container in [*pod["containers"], *pod.get("initContainers", [])]:
         container["imagePullPolicy"] = config.pull_policy
     objects.append(daemonset)
     return objects

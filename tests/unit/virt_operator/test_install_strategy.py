@@ -117,6 +117,19 @@ def test_deployments_run_two_replicas_of_the_configured_images_with_budgets() ->
     }
 
 
+def test_the_handler_daemonset_labels_nodes_from_the_launcher_image_and_mounts_each_volume_once() -> None:
+    objects = _strategy(
+        {"imageTag": "b", "configuration": {"developerConfiguration": {"useEmulation": True}}}
+    )
+    pod = objects["DaemonSet", "virt-handler"]["spec"]["template"]["spec"]
+    (labeller,) = pod["initContainers"]
+    assert labeller["image"] == "quay.io/kubevirt/virt-launcher:b"
+    assert "--force-emulation" in labeller["command"]
+    names = [volume["name"] for volume in pod["volumes"]]
+    assert len(names) == len(set(names))
+    assert "kubevirt-virt-handler-server-certs" in names
+
+
 def test_a_single_infra_replica_gets_no_disruption_budget() -> None:
     objects = _strategy({"infra": {"replicas": 1}})
     assert objects["Deployment", "virt-api"]["spec"]["replicas"] == 1
