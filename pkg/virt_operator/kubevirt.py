@@ -132,7 +132,11 @@ class KubeVirtReconciler:
             created = str(other.metadata.creation_timestamp or "")
             return (not holds, created, other.metadata.name or "")
 
-        return min(candidates, key=rank) is kv if candidates else False
+        if not candidates:
+            return False
+        first = min(candidates, key=rank).metadata
+        assert first is not None
+        return first.name == kv.metadata.name
 
     # Installing.
 
