@@ -233,9 +233,17 @@ def test_kubevirt_names_versions_and_subresources() -> None:
             ["SourceKind", "SourceName", "Phase", "ReadyToUse", "CreationTime", "Error"],
         ),
         ("VirtualMachineSnapshotContent", "snapshot.kubevirt.io", ["ReadyToUse", "CreationTime", "Error"]),
-        ("VirtualMachineRestore", "snapshot.kubevirt.io", ["TargetKind", "TargetName", "Complete", "RestoreTime"]),
+        (
+            "VirtualMachineRestore",
+            "snapshot.kubevirt.io",
+            ["TargetKind", "TargetName", "Complete", "RestoreTime"],
+        ),
         ("VirtualMachineExport", "export.kubevirt.io", ["SourceKind", "SourceName", "Phase"]),
-        ("VirtualMachineClone", "clone.kubevirt.io", ["Phase", "SourceVirtualMachine", "TargetVirtualMachine"]),
+        (
+            "VirtualMachineClone",
+            "clone.kubevirt.io",
+            ["Phase", "SourceVirtualMachine", "TargetVirtualMachine"],
+        ),
     ],
 )
 def test_snapshot_export_and_clone_crds_follow_kubevirt(kind: str, group: str, columns: list[str]) -> None:

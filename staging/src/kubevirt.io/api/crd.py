@@ -14,8 +14,8 @@ from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME, POOL_GROUP_NAM
 from kubevirt_api.export.v1beta1.types import EXPORT_GROUP_NAME, EXPORT_VERSIONS
 from kubevirt_api.instancetype.constants import INSTANCETYPE_GROUP_NAME
 from kubevirt_api.migrations.v1alpha1.types import MIGRATIONS_GROUP_NAME, MIGRATIONS_VERSIONS
-from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME, SNAPSHOT_VERSIONS
 from kubevirt_api.openapi import crd_schema
+from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME, SNAPSHOT_VERSIONS
 
 __all__ = ["CRDS", "CrdFacts", "custom_resource_definition"]
 

@@ -45,7 +45,9 @@ class VirtualMachineCloneSpec(ApiModel):
 
 
 class VirtualMachineCloneStatus(ApiModel):
-    creation_time: Time | None = Field(default=None, alias="creationTime", json_schema_extra={"nullable": True})
+    creation_time: Time | None = Field(
+        default=None, alias="creationTime", json_schema_extra={"nullable": True}
+    )
     phase: str | None = None
     conditions: list[CloneCondition] | None = None
     snapshot_name: str | None = Field(default=None, alias="snapshotName")

@@ -10,6 +10,12 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from kubevirt_api.base import TypeMeta
+from kubevirt_api.clone.v1beta1.types import (
+    CLONE_GROUP_NAME,
+    CLONE_VERSIONS,
+    VirtualMachineClone,
+    VirtualMachineCloneList,
+)
 from kubevirt_api.core.v1.constants import GROUP_NAME, POOL_GROUP_NAME, SUBRESOURCE_GROUP_NAME
 from kubevirt_api.core.v1.kubevirt import KubeVirt, KubeVirtList
 from kubevirt_api.core.v1.migration import (
@@ -23,6 +29,12 @@ from kubevirt_api.core.v1.replicaset import (
 )
 from kubevirt_api.core.v1.vm import VirtualMachine, VirtualMachineList
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance, VirtualMachineInstanceList
+from kubevirt_api.export.v1beta1.types import (
+    EXPORT_GROUP_NAME,
+    EXPORT_VERSIONS,
+    VirtualMachineExport,
+    VirtualMachineExportList,
+)
 from kubevirt_api.instancetype.constants import INSTANCETYPE_GROUP_NAME, INSTANCETYPE_LATEST_VERSION
 from kubevirt_api.instancetype.v1beta1.types import (
     VirtualMachineClusterInstancetype,
@@ -33,18 +45,6 @@ from kubevirt_api.instancetype.v1beta1.types import (
     VirtualMachineInstancetypeList,
     VirtualMachinePreference,
     VirtualMachinePreferenceList,
-)
-from kubevirt_api.clone.v1beta1.types import (
-    CLONE_GROUP_NAME,
-    CLONE_VERSIONS,
-    VirtualMachineClone,
-    VirtualMachineCloneList,
-)
-from kubevirt_api.export.v1beta1.types import (
-    EXPORT_GROUP_NAME,
-    EXPORT_VERSIONS,
-    VirtualMachineExport,
-    VirtualMachineExportList,
 )
 from kubevirt_api.migrations.v1alpha1.types import (
     MIGRATIONS_GROUP_NAME,

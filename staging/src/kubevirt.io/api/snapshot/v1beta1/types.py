@@ -70,7 +70,9 @@ class VirtualMachineSnapshotStatus(ApiModel):
     virtual_machine_snapshot_content_name: str | None = Field(
         default=None, alias="virtualMachineSnapshotContentName"
     )
-    creation_time: Time | None = Field(default=None, alias="creationTime", json_schema_extra={"nullable": True})
+    creation_time: Time | None = Field(
+        default=None, alias="creationTime", json_schema_extra={"nullable": True}
+    )
     phase: str | None = None
     ready_to_use: bool | None = Field(default=None, alias="readyToUse")
     error: Error | None = None
@@ -125,16 +127,22 @@ class VirtualMachineSnapshotContentSpec(ApiModel):
 
 class VolumeSnapshotStatus(ApiModel):
     volume_snapshot_name: str = Field(alias="volumeSnapshotName")
-    creation_time: Time | None = Field(default=None, alias="creationTime", json_schema_extra={"nullable": True})
+    creation_time: Time | None = Field(
+        default=None, alias="creationTime", json_schema_extra={"nullable": True}
+    )
     ready_to_use: bool | None = Field(default=None, alias="readyToUse")
     error: Error | None = None
 
 
 class VirtualMachineSnapshotContentStatus(ApiModel):
-    creation_time: Time | None = Field(default=None, alias="creationTime", json_schema_extra={"nullable": True})
+    creation_time: Time | None = Field(
+        default=None, alias="creationTime", json_schema_extra={"nullable": True}
+    )
     ready_to_use: bool | None = Field(default=None, alias="readyToUse")
     error: Error | None = None
-    volume_snapshot_status: list[VolumeSnapshotStatus] | None = Field(default=None, alias="volumeSnapshotStatus")
+    volume_snapshot_status: list[VolumeSnapshotStatus] | None = Field(
+        default=None, alias="volumeSnapshotStatus"
+    )
 
 
 class VirtualMachineSnapshotContent(TypeMeta):
