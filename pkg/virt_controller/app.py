@@ -7,7 +7,6 @@ replica that loses the lease exits, as KubeVirt's does, so that it restarts as a
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import threading
@@ -17,9 +16,9 @@ from types import FrameType
 from typing import Any
 
 from kubevirt.client import EventRecorder, KubeClient, KubeConfigError, own_namespace
-from kubevirt.client.errors import ApiError, ConnectionFailedError
 from kubevirt.controller import LeaderElector, SharedInformerFactory
 from kubevirt.log import get_logger
+from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.config import ClusterConfigSource
@@ -55,15 +54,6 @@ class Options:
     config: ClusterConfig = field(default_factory=ClusterConfig)
 
 
-def _healthz(api: KubeClient) -> tuple[int, JSON]:
-    """KubeVirt's health answer: the apiserver is reachable from here, and its version."""
-    try:
-        version = json.loads(api.request("GET", "/version"))
-    except (ApiError, ConnectionFailedError, ValueError) as err:
-        return 500, {"apiserver": {"connectivity": "failed", "error": str(err)}}
-    return 200, {"apiserver": {"connectivity": "ok", "version": version}}
-
-
 class VirtController:
     def __init__(self, options: Options, api: KubeClient, namespace: str) -> None:
         self._options = options
@@ -84,6 +74,7 @@ class VirtController:
             template=options.template,
             threads=options.threads,
         )
+        self._health = ApiServerHealth(api.server_version, self._config.resource_version)
         election = options.leader_election
         self._elector = LeaderElector(
             api,
@@ -99,7 +90,7 @@ class VirtController:
 
     def probes(self) -> dict[str, Any]:
         return {
-            "/healthz": lambda: _healthz(self._api),
+            "/healthz": self._health,
             "/leader": lambda: (200, {"apiserver": {"leader": str(self._leading.is_set()).lower()}}),
         }
 
