@@ -31,6 +31,7 @@ COMPONENT = "virt-controller"
 # Exit codes: 0 stopped by a signal, 1 lost the lease or failed while running, 2 cannot start.
 EXIT_LOST_LEADERSHIP = 1
 EXIT_CANNOT_START = 2
+CONFIG_SYNC_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,7 +66,10 @@ class VirtController:
         self._leading = threading.Event()
         self._events = EventRecorder(api, COMPONENT, host=socket.gethostname())
         self._factory = SharedInformerFactory(api)
-        self._config = ClusterConfigSource(self._factory, namespace=namespace, initial=options.config)
+        # The configuration is followed by every replica, leader or not (as in KubeVirt), so that each
+        # one's /healthz reports the KubeVirt CR version it runs with.
+        self._config_factory = SharedInformerFactory(api)
+        self._config = ClusterConfigSource(self._config_factory, namespace=namespace, initial=options.config)
         self._controllers = ControllerSet(
             api=api,
             events=self._events,
@@ -96,7 +100,9 @@ class VirtController:
 
     def _start_leading(self) -> None:
         self._log.info("became the leader, starting the controllers", lease=f"{self._namespace}/{LEASE_NAME}")
-        if self._controllers.start(self._stop):
+        # Controllers render launcher pods from the configuration: it must be read first.
+        config_synced = self._config_factory.wait_for_cache_sync(CONFIG_SYNC_TIMEOUT)
+        if config_synced and self._controllers.start(self._stop):
             self._leading.set()
         elif not self._stop.is_set():
             self._log.error("the caches did not sync, giving up the lease")
@@ -114,12 +120,14 @@ class VirtController:
         self._stop.set()
 
     def run(self) -> int:
+        self._config_factory.start()
         elector = threading.Thread(
             target=self._elector.run, args=(self._stop,), name="leader-election", daemon=True
         )
         elector.start()
         self._stop.wait()
         self._controllers.shut_down()
+        self._config_factory.stop()
         self._events.stop()
         elector.join(timeout=self._options.leader_election.renew_deadline)
         return EXIT_LOST_LEADERSHIP if self._lost.is_set() else 0

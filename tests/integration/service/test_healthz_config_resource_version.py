@@ -192,3 +192,34 @@ def test_healthz_reports_the_kubevirt_cr_version_in_force(
     resource_version = _change_the_cr(kube, namespace)
     _reports(healthz, resource_version, timeout=10)
     assert time.monotonic() - changed_at < 10
+
+
+def test_a_standby_virt_controller_follows_the_configuration_too(
+    kube: KubeClient,
+    namespace: str,
+    kubevirt_cr: JSON,
+    certificate: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    options = virt_controller.Options(tls_cert_file=certificate[0], tls_key_file=certificate[1])
+    replicas = []
+    for pod_name in ("virt-controller-a", "virt-controller-b"):  # the lease holder's identity is the pod's
+        monkeypatch.setattr(virt_controller.socket, "gethostname", lambda name=pod_name: name)
+        replicas.append(virt_controller.VirtController(options, kube, namespace))
+    runners = [threading.Thread(target=replica.run, daemon=True) for replica in replicas]
+    for runner in runners:
+        runner.start()
+    try:
+        probes = [replica.probes() for replica in replicas]
+        deadline = time.monotonic() + 60
+        while sum(p["/leader"]()[1]["apiserver"]["leader"] == "true" for p in probes) != 1:
+            assert time.monotonic() < deadline, "no leader elected"
+            time.sleep(0.2)
+        resource_version = _change_the_cr(kube, namespace)
+        for probe in probes:
+            _reports(probe["/healthz"], resource_version, timeout=10)
+    finally:
+        for replica in replicas:
+            replica.stop()
+        for runner in runners:
+            runner.join(30)
