@@ -461,3 +461,22 @@ def test_realistic_objects_of_the_other_kinds_pass_and_wrong_types_fail() -> Non
         },
     }
     assert list(validator("VirtualMachinePool").iter_errors(pool)) == []
+
+
+def test_snapshot_export_and_clone_schemas_carry_kubevirts_list_markers() -> None:
+    snapshot_status = crd_schema("VirtualMachineSnapshot")["properties"]["status"]["properties"]
+    assert snapshot_status["indications"]["x-kubernetes-list-type"] == "set"
+    assert snapshot_status["conditions"]["x-kubernetes-list-type"] == "atomic"
+    link = crd_schema("VirtualMachineExport")["properties"]["status"]["properties"]["links"]["properties"][
+        "internal"
+    ]["properties"]
+    assert (link["volumes"]["x-kubernetes-list-type"], link["volumes"]["x-kubernetes-list-map-keys"]) == (
+        "map",
+        ["name"],
+    )
+    assert link["volumes"]["items"]["properties"]["formats"]["x-kubernetes-list-map-keys"] == ["format"]
+    assert link["manifests"]["x-kubernetes-list-map-keys"] == ["type"]
+    clone_status = crd_schema("VirtualMachineClone")["properties"]["status"]["properties"]
+    assert clone_status["targetName"] == {"type": "string", "nullable": True}
+    restore = crd_schema("VirtualMachineRestore")["properties"]["spec"]
+    assert restore["required"] == ["target", "virtualMachineSnapshotName"]

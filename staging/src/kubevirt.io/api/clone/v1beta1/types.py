@@ -29,19 +29,27 @@ class CloneCondition(Condition):
 
 
 class VirtualMachineCloneTemplateFilters(ApiModel):
-    annotation_filters: list[str] | None = Field(default=None, alias="annotationFilters")
-    label_filters: list[str] | None = Field(default=None, alias="labelFilters")
+    annotation_filters: list[str] | None = Field(
+        default=None, alias="annotationFilters", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    label_filters: list[str] | None = Field(
+        default=None, alias="labelFilters", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class VirtualMachineCloneSpec(ApiModel):
     source: core_v1.TypedLocalObjectReference
     target: core_v1.TypedLocalObjectReference | None = None
-    annotation_filters: list[str] | None = Field(default=None, alias="annotationFilters")
-    label_filters: list[str] | None = Field(default=None, alias="labelFilters")
+    annotation_filters: list[str] | None = Field(
+        default=None, alias="annotationFilters", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    label_filters: list[str] | None = Field(
+        default=None, alias="labelFilters", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     template: VirtualMachineCloneTemplateFilters | None = None
     new_mac_addresses: dict[str, str] | None = Field(default=None, alias="newMacAddresses")
     new_sm_bios_serial: str | None = Field(default=None, alias="newSMBiosSerial")
-    patches: list[str] | None = None
+    patches: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
 
 
 class VirtualMachineCloneStatus(ApiModel):
@@ -49,10 +57,14 @@ class VirtualMachineCloneStatus(ApiModel):
         default=None, alias="creationTime", json_schema_extra={"nullable": True}
     )
     phase: str | None = None
-    conditions: list[CloneCondition] | None = None
-    snapshot_name: str | None = Field(default=None, alias="snapshotName")
-    restore_name: str | None = Field(default=None, alias="restoreName")
-    target_name: str | None = Field(default=None, alias="targetName")
+    conditions: list[CloneCondition] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    snapshot_name: str | None = Field(
+        default=None, alias="snapshotName", json_schema_extra={"nullable": True}
+    )
+    restore_name: str | None = Field(default=None, alias="restoreName", json_schema_extra={"nullable": True})
+    target_name: str | None = Field(default=None, alias="targetName", json_schema_extra={"nullable": True})
 
 
 class VirtualMachineClone(TypeMeta):

@@ -45,7 +45,10 @@ class VirtualMachineExportVolumeFormat(ApiModel):
 
 class VirtualMachineExportVolume(ApiModel):
     name: str
-    formats: list[VirtualMachineExportVolumeFormat] | None = None
+    formats: list[VirtualMachineExportVolumeFormat] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["format"]},
+    )
 
 
 class VirtualMachineExportManifest(ApiModel):
@@ -55,8 +58,14 @@ class VirtualMachineExportManifest(ApiModel):
 
 class VirtualMachineExportLink(ApiModel):
     cert: str
-    volumes: list[VirtualMachineExportVolume] | None = None
-    manifests: list[VirtualMachineExportManifest] | None = None
+    volumes: list[VirtualMachineExportVolume] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    manifests: list[VirtualMachineExportManifest] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
 
 
 class VirtualMachineExportLinks(ApiModel):
@@ -68,12 +77,12 @@ class VirtualMachineExportStatus(ApiModel):
     phase: str | None = None
     links: VirtualMachineExportLinks | None = None
     token_secret_ref: str | None = Field(default=None, alias="tokenSecretRef")
-    ttl_expiration_time: Time | None = Field(
-        default=None, alias="ttlExpirationTime", json_schema_extra={"nullable": True}
-    )
+    ttl_expiration_time: Time | None = Field(default=None, alias="ttlExpirationTime")
     service_name: str | None = Field(default=None, alias="serviceName")
     virtual_machine_name: str | None = Field(default=None, alias="virtualMachineName")
-    conditions: list[ExportCondition] | None = None
+    conditions: list[ExportCondition] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class VirtualMachineExport(TypeMeta):

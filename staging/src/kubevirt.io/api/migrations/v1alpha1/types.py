@@ -48,7 +48,7 @@ class MigrationPolicyStatus(ApiModel):
 class MigrationPolicy(TypeMeta):
     metadata: meta_v1.ObjectMeta | None = None
     spec: MigrationPolicySpec
-    status: MigrationPolicyStatus | None = None
+    status: MigrationPolicyStatus | None = Field(default=None, json_schema_extra={"nullable": True})
 
 
 class MigrationPolicyList(TypeMeta):

@@ -55,8 +55,12 @@ class SnapshotCondition(Condition):
 
 
 class SnapshotVolumesLists(ApiModel):
-    included_volumes: list[str] | None = Field(default=None, alias="includedVolumes")
-    excluded_volumes: list[str] | None = Field(default=None, alias="excludedVolumes")
+    included_volumes: list[str] | None = Field(
+        default=None, alias="includedVolumes", json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    excluded_volumes: list[str] | None = Field(
+        default=None, alias="excludedVolumes", json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
 
 
 class VirtualMachineSnapshotSpec(ApiModel):
@@ -76,8 +80,10 @@ class VirtualMachineSnapshotStatus(ApiModel):
     phase: str | None = None
     ready_to_use: bool | None = Field(default=None, alias="readyToUse")
     error: Error | None = None
-    conditions: list[SnapshotCondition] | None = None
-    indications: list[str] | None = None
+    conditions: list[SnapshotCondition] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    indications: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "set"})
     snapshot_volumes: SnapshotVolumesLists | None = Field(default=None, alias="snapshotVolumes")
 
 
@@ -108,7 +114,7 @@ class SourceSpec(ApiModel):
 
 class PersistentVolumeClaim(ApiModel):
     metadata: meta_v1.ObjectMeta | None = Field(
-        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True, "nullable": True}
+        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True}
     )
     spec: core_v1.PersistentVolumeClaimSpec | None = None
 
@@ -122,7 +128,9 @@ class VolumeBackup(ApiModel):
 class VirtualMachineSnapshotContentSpec(ApiModel):
     virtual_machine_snapshot_name: str | None = Field(default=None, alias="virtualMachineSnapshotName")
     source: SourceSpec
-    volume_backups: list[VolumeBackup] | None = Field(default=None, alias="volumeBackups")
+    volume_backups: list[VolumeBackup] | None = Field(
+        default=None, alias="volumeBackups", json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class VolumeSnapshotStatus(ApiModel):
@@ -141,7 +149,7 @@ class VirtualMachineSnapshotContentStatus(ApiModel):
     ready_to_use: bool | None = Field(default=None, alias="readyToUse")
     error: Error | None = None
     volume_snapshot_status: list[VolumeSnapshotStatus] | None = Field(
-        default=None, alias="volumeSnapshotStatus"
+        default=None, alias="volumeSnapshotStatus", json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
 
 
@@ -169,9 +177,9 @@ class VirtualMachineRestoreSpec(ApiModel):
     target_readiness_policy: str | None = Field(default=None, alias="targetReadinessPolicy")
     volume_restore_policy: str | None = Field(default=None, alias="volumeRestorePolicy")
     volume_restore_overrides: list[VolumeRestoreOverride] | None = Field(
-        default=None, alias="volumeRestoreOverrides"
+        default=None, alias="volumeRestoreOverrides", json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
-    patches: list[str] | None = None
+    patches: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
 
 
 class VolumeRestore(ApiModel):
@@ -182,11 +190,17 @@ class VolumeRestore(ApiModel):
 
 
 class VirtualMachineRestoreStatus(ApiModel):
-    restores: list[VolumeRestore] | None = None
-    restore_time: Time | None = Field(default=None, alias="restoreTime", json_schema_extra={"nullable": True})
-    deleted_data_volumes: list[str] | None = Field(default=None, alias="deletedDataVolumes")
+    restores: list[VolumeRestore] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    restore_time: Time | None = Field(default=None, alias="restoreTime")
+    deleted_data_volumes: list[str] | None = Field(
+        default=None, alias="deletedDataVolumes", json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
     complete: bool | None = None
-    conditions: list[SnapshotCondition] | None = None
+    conditions: list[SnapshotCondition] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
 
 
 class VirtualMachineRestore(TypeMeta):
