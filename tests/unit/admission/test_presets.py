@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from kubevirt.admission.presets import PresetConflictError, apply_presets, merge_domain
+from kubevirt.admission.registration import VALIDATING_HOOKS
 from kubevirt.admission.review import CREATE, AdmissionRequest, GroupVersionResource
 from kubevirt.admission.state import StaticClusterState
 from kubevirt.virt_api.app import build_context
-from kubevirt.virt_api.webhooks.routes import VMI_MUTATE, webhook_handlers
+from kubevirt.virt_api.webhooks.routes import VMI_MUTATE, VMIPRESET_VALIDATE, webhook_handlers
 from kubevirt.virt_config import ClusterConfig
 
 JSON = dict[str, Any]
@@ -145,3 +146,44 @@ def test_the_mutating_webhook_refuses_conflicting_presets_with_422() -> None:
     assert answer["allowed"] is False
     assert answer["status"]["code"] == 422
     assert "VirtualMachinePresets cannot be applied due to conflicts" in answer["status"]["message"]
+
+
+def _validate(obj: JSON) -> JSON:
+    handler = webhook_handlers(build_context(ClusterConfig()))[VMIPRESET_VALIDATE]
+    request = AdmissionRequest(
+        uid="u",
+        operation=CREATE,
+        resource=GroupVersionResource("kubevirt.io", "v1", "virtualmachineinstancepresets"),
+        sub_resource="",
+        name="p",
+        namespace="ns",
+        object=obj,
+        old_object=None,
+    )
+    return handler(request).to_dict("u")
+
+
+def test_the_preset_validator_accepts_a_valid_domain() -> None:
+    assert _validate(preset("small", {"cpu": {"cores": 2}, "devices": {}}))["allowed"] is True
+
+
+def test_the_preset_validator_refuses_a_missing_domain_and_invalid_firmware_with_field_paths() -> None:
+    missing = preset("small", {})
+    del missing["spec"]["domain"]
+    answer = _validate(missing)
+    assert answer["allowed"] is False
+    assert answer["status"]["details"]["causes"] == [
+        {"reason": "FieldValueRequired", "message": "missing domain.", "field": "spec.domain"}
+    ]
+    both = preset("small", {"firmware": {"bootloader": {"bios": {}, "efi": {}}}, "devices": {}})
+    answer = _validate(both)
+    assert answer["allowed"] is False
+    [cause] = answer["status"]["details"]["causes"]
+    assert cause["field"] == "spec.domain.firmware.bootloader"
+    assert "mutually exclusive" in cause["message"]
+
+
+def test_the_preset_validator_is_registered_like_kubevirts() -> None:
+    [hook] = [h for h in VALIDATING_HOOKS if h.path == VMIPRESET_VALIDATE]
+    assert hook.name == "virtualmachinepreset-validator.kubevirt.io"
+    assert (hook.operations, hook.resources) == (("CREATE", "UPDATE"), ("virtualmachineinstancepresets",))
