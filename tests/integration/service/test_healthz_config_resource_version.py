@@ -4,11 +4,7 @@ the CR within 10 s."""
 
 from __future__ import annotations
 
-import asyncio
-import http.client
-import json
 import shutil
-import ssl
 import tempfile
 import threading
 import time
@@ -26,7 +22,7 @@ from kubevirt.virt_api.webhooks.server import ServerLimits
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller import app as virt_controller
 from kubevirt.virt_handler import app as virt_handler
-from kubevirt_testing.certificates import self_signed
+from kubevirt_testing.inprocess import https_json, virt_api_running, write_certificate
 from kubevirt_testing.process import free_port
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,25 +32,12 @@ Healthz = Callable[[], tuple[int, JSON]]
 
 
 def _https_get(port: int, path: str) -> tuple[int, JSON]:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=5)
-    try:
-        conn.request("GET", path)
-        reply = conn.getresponse()
-        return reply.status, json.loads(reply.read())
-    finally:
-        conn.close()
+    return https_json(port, "GET", path)
 
 
 @pytest.fixture
 def certificate(tmp_path: Path) -> tuple[Path, Path]:
-    pair = self_signed("healthz")
-    cert_file, key_file = tmp_path / "tls.crt", tmp_path / "tls.key"
-    key_file.write_bytes(pair.key_pem)
-    cert_file.write_bytes(pair.cert_pem)
-    return cert_file, key_file
+    return write_certificate(tmp_path, "healthz")
 
 
 @pytest.fixture
@@ -86,18 +69,8 @@ def virt_api_healthz(apiserver: Any, namespace: str, certificate: tuple[Path, Pa
         namespace=namespace,
         handler_namespace=namespace,
     )
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-    runner = threading.Thread(
-        target=lambda: loop.run_until_complete(virt_api.serve(options, stop)), daemon=True
-    )
-    runner.start()
-    try:
+    with virt_api_running(options):
         yield lambda: _https_get(port, "/healthz")
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        runner.join(15)
-        loop.close()
 
 
 @pytest.fixture
