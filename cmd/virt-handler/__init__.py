@@ -96,6 +96,7 @@ def main(
         max_devices=max_devices,
         watchdog_timeout=watchdog_timeout,
         listen=listen,
+        port=port,
         console_server_port=console_server_port,
         tls_cert_file=tls_cert_file,
         tls_key_file=tls_key_file,

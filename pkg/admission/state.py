@@ -50,6 +50,13 @@ class VolumeSourceState(Protocol):
         ...
 
 
+@runtime_checkable
+class PresetState(Protocol):
+    def list_vmi_presets(self, namespace: str) -> list[JSON]:
+        """The VirtualMachineInstancePresets of a namespace; raises :class:`ClusterStateError`."""
+        ...
+
+
 class StaticClusterState:
     """A fixed set of objects; what tests and offline tools use."""
 
@@ -59,7 +66,9 @@ class StaticClusterState:
         migrations: list[JSON] | None = None,
         pods: list[JSON] | None = None,
         instancetype_objects: list[JSON] | None = None,
+        presets: list[JSON] | None = None,
     ) -> None:
+        self._presets = list(presets or [])
         self._vmis = list(vmis or [])
         self._migrations = list(migrations or [])
         self._pods = list(pods or [])
@@ -98,6 +107,9 @@ class StaticClusterState:
             return next((o for o in of_kind if self._meta(o).get("name") == name), None)
         return self._find(of_kind, namespace, name)
 
+    def list_vmi_presets(self, namespace: str) -> list[JSON]:
+        return [p for p in self._presets if self._meta(p).get("namespace", "") == namespace]
+
     def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
         found = []
         for migration in self._migrations:
@@ -122,6 +134,10 @@ class NoClusterState:
 
     def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
         raise ClusterStateError("no Kubernetes API configured to look up instance types and preferences")
+
+    def list_vmi_presets(self, namespace: str) -> list[JSON]:
+        # Without an API there are no presets to apply; VMIs are still defaulted.
+        return []
 
     def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
         raise ClusterStateError(f"no Kubernetes API configured to look up {kind}s")

@@ -211,6 +211,11 @@ class KubeClient:
 
     # The wire.
 
+    def server_version(self) -> JSON:
+        """The API server's ``/version`` answer; failures raise ApiError subclasses."""
+        version: JSON = json.loads(self.request("GET", "/version"))
+        return version
+
     def request(
         self,
         method: str,

@@ -71,6 +71,16 @@ class KubernetesClusterState:
             return []
         return [item for item in items if isinstance(item, dict)]
 
+    def list_vmi_presets(self, namespace: str) -> list[JSON]:
+        try:
+            listed = self._custom.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, "virtualmachineinstancepresets", _request_timeout=REQUEST_TIMEOUT
+            )
+        except (ApiException, HTTPError) as err:
+            raise self._failed(f"VirtualMachineInstancePresets of {namespace}", err) from None
+        items = listed.get("items") if isinstance(listed, dict) else None
+        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
     def get_pod(self, namespace: str, name: str) -> JSON | None:
         try:
             pod = self._core.read_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT)

@@ -45,6 +45,7 @@ from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.config import ClusterConfigSource
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
 from kubevirt.virt_controller.watch.node import NodeController
+from kubevirt.virt_controller.watch.notactedon import UNHANDLED_KINDS, NotActedOnController
 from kubevirt.virt_controller.watch.pool import PoolController
 from kubevirt.virt_controller.watch.replicaset import ReplicaSetController
 from kubevirt.virt_controller.watch.vm import VMController
@@ -79,6 +80,7 @@ class Threads:
     replicaset: int = 3
     pool: int = 3
     node: int = 3
+    not_acted_on: int = 1
 
 
 class _Handlers:
@@ -202,6 +204,19 @@ class ControllerSet:
         _Handlers.connect(nodes, node, "node")
         _Handlers.connect(vmis, node, "vmi")
         self._add("node", node, threads.node)
+
+        for unhandled in UNHANDLED_KINDS:
+            name = f"not-acted-on-{unhandled.resource.plural}"
+            informer = factory.informer(unhandled.resource)
+            not_acted_on = NotActedOnController(
+                api=api,
+                events=events,
+                unhandled=unhandled,
+                store=informer.store,
+                enqueue=self._queue(name),
+            )
+            informer.add_event_handler(not_acted_on.on_add, not_acted_on.on_update, not_acted_on.on_delete)
+            self._add(name, not_acted_on, threads.not_acted_on)
 
     def _queue(self, name: str) -> Callable[[str], None]:
         queue = RateLimitingQueue(name=name)

@@ -26,6 +26,8 @@ from kubevirt.client import (
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.log import get_logger
+from kubevirt.service.health import ApiServerHealth
+from kubevirt.service.probes import Probe, ProbeServer
 from kubevirt.virt_handler.config import HandlerConfig
 from kubevirt.virt_handler.device_manager.plugin import (
     DEFAULT_DEVICE_PLUGINS_DIR,
@@ -66,11 +68,15 @@ class Options:
     node_labeller_dir: Path = capabilities.DEFAULT_DIRECTORY
     watchdog_timeout: float = DEFAULT_TIMEOUT_SECONDS
     listen: str = "0.0.0.0"
+    # /healthz and /metrics (KubeVirt's install runs it with --port 8443).
+    port: int = 8185
     console_server_port: int = 8186
     tls_cert_file: Path = Path("/etc/virt-handler/servercertificates/tls.crt")
     tls_key_file: Path = Path("/etc/virt-handler/servercertificates/tls.key")
     ca_config_map: str = CA_CONFIG_MAP
     externally_managed: bool = False
+    # Where the KubeVirt CR is followed; the handler's own namespace when None (all outside a pod).
+    namespace: str | None = None
 
 
 class VirtHandler:
@@ -79,7 +85,7 @@ class VirtHandler:
         self._stop = threading.Event()
         self._events = EventRecorder(api, COMPONENT, host=options.node_name)
         self._factory = SharedInformerFactory(api)
-        self._config = HandlerConfig(self._factory)
+        self._config = HandlerConfig(self._factory, namespace=options.namespace or own_namespace())
         self._labeller = _node_labeller(api, options, self._config)
         self._ksm = KsmHandler(api=api, node=options.node_name, config=self._config.current)
         self._config.on_change(self._ksm.config_changed)
@@ -123,6 +129,8 @@ class VirtHandler:
         )
         self._heartbeat = Heartbeat(api, options.node_name)
         self._console = self._console_server(options, api, vmis.store)
+        self._health = ApiServerHealth(api.server_version, self._config.resource_version)
+        self._probes: ProbeServer | None = None
         self._plugins = [
             DevicePlugin(device, plugins_dir=options.device_plugins_dir, count=options.max_devices)
             for device in PERMANENT_DEVICES
@@ -152,6 +160,24 @@ class VirtHandler:
             domain_changed=self._queue.add,  # pause and the like: the VMI's status follows at once
         )
 
+    def probes(self) -> dict[str, Probe]:
+        return {"/healthz": self._health}
+
+    def _start_probe_server(self) -> None:
+        options = self._options
+        try:
+            self._probes = ProbeServer(
+                options.listen,
+                options.port,
+                cert_file=options.tls_cert_file,
+                key_file=options.tls_key_file,
+                probes=self.probes(),
+            )
+        except (OSError, ValueError) as err:
+            get_logger().error("health server could not start", reason=str(err), port=options.port)
+            return
+        self._probes.start()
+
     def stop(self) -> None:
         self._stop.set()
 
@@ -168,6 +194,7 @@ class VirtHandler:
             helpers.append(self._thread(self._labeller.run, "node-labeller"))
         helpers.append(self._thread(self._ksm.run, "ksm"))
         self._factory.start()
+        self._start_probe_server()
         if self._console is not None:
             try:
                 self._console.start()
@@ -184,6 +211,8 @@ class VirtHandler:
             helpers.append(self._thread(self._orphans.run, "orphans"))
             self._controller.run(self._stop)
         self._stop.wait()
+        if self._probes is not None:
+            self._probes.stop()
         if self._console is not None:
             self._console.stop()
         self._factory.stop()

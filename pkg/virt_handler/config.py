@@ -27,6 +27,10 @@ class HandlerConfig:
         with self._lock:
             return self._config
 
+    def resource_version(self) -> str:
+        """The resourceVersion of the KubeVirt CR whose configuration is in force ("" before one)."""
+        return self._follower.resource_version
+
     def on_change(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
 

@@ -10,7 +10,15 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from kubevirt.client import JSON, ApiError, ConnectionFailedError, ForbiddenError, NotFoundError, Resource
+from kubevirt.client import (
+    JSON,
+    ApiError,
+    ConnectionFailedError,
+    ForbiddenError,
+    KubeReader,
+    NotFoundError,
+    Resource,
+)
 from kubevirt.log import get_logger
 
 __all__ = ["ApiReader", "RawReader", "Reader", "UnseenError"]
@@ -18,19 +26,8 @@ __all__ = ["ApiReader", "RawReader", "Reader", "UnseenError"]
 _log = get_logger()
 
 
-class ApiReader(Protocol):
-    """The read half of :class:`kubevirt.client.KubeApi`: a diagnosis needs nothing else."""
-
-    def get(self, resource: Resource, namespace: str | None, name: str) -> JSON: ...
-
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> tuple[list[JSON], str]: ...
+# The read half of the client is all a diagnosis needs.
+ApiReader = KubeReader
 
 
 @runtime_checkable
