@@ -38,13 +38,13 @@ from kubevirt.virt_handler.device_manager.plugin import (
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.ksm import KsmHandler
+from kubevirt.virt_handler.migratable import NodeFacts
 from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
 from kubevirt.virt_handler.rest.server import CA_CONFIG_MAP, ServerThread, console_server_thread
-from kubevirt.virt_handler.status import NodeFacts
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 

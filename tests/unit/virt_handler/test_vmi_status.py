@@ -10,6 +10,7 @@ import pytest
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
 from kubevirt.controller import RequeueAfter, Store
+from kubevirt.virt_handler import migratable, status_conditions
 from kubevirt.virt_handler import status as vmi_status
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator, LifecycleHandler
@@ -164,7 +165,7 @@ def test_a_failed_sync_is_a_sync_failed_event(pods_dir: Path) -> None:
 
 def _live(vmi: JSON, facts: NodeFacts | None = None) -> tuple[JSON, JSON, str]:
     vmi.setdefault("status", {})
-    vmi_status.update_live_migratable(vmi["status"], vmi, facts or NodeFacts())
+    migratable.update_live_migratable(vmi["status"], vmi, facts or NodeFacts())
     live = _condition(vmi, "LiveMigratable")
     storage = _condition(vmi, "StorageLiveMigratable")
     assert live is not None
@@ -228,12 +229,14 @@ def test_an_equal_condition_keeps_its_timestamps() -> None:
     # The API server dropped the nulls it was sent: the same condition, not a change to write again.
     stored: JSON = {"conditions": [{"type": "LiveMigratable", "status": "True"}]}
     before = copy.deepcopy(stored)
-    vmi_status.set_condition(
+    status_conditions.set_condition(
         stored,
         {"type": "LiveMigratable", "status": "True", "lastProbeTime": None, "lastTransitionTime": None},
     )
     assert stored == before
-    vmi_status.set_condition(stored, {"type": "LiveMigratable", "status": "False", "reason": "NotMigratable"})
+    status_conditions.set_condition(
+        stored, {"type": "LiveMigratable", "status": "False", "reason": "NotMigratable"}
+    )
     assert stored["conditions"] == [{"type": "LiveMigratable", "status": "False", "reason": "NotMigratable"}]
 
 
