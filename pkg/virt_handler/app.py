@@ -9,6 +9,7 @@ server (mutual TLS) answers virt-api's console, VNC and lifecycle calls for thos
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from kubevirt.virt_handler.device_manager.plugin import (
 )
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.ksm import KsmHandler
+from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
+from kubevirt.virt_handler.migration_proxy import ProxyManager
 from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
@@ -69,6 +72,8 @@ class Options:
     tls_key_file: Path = Path("/etc/virt-handler/servercertificates/tls.key")
     ca_config_map: str = CA_CONFIG_MAP
     externally_managed: bool = False
+    # The address the migration target listens on and publishes (the handler pod's IP).
+    migration_ip: str = ""
 
 
 class VirtHandler:
@@ -85,6 +90,16 @@ class VirtHandler:
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )
         self._queue = RateLimitingQueue(name="virt-handler-vm")
+        migration_ip = options.migration_ip or socket.gethostbyname(socket.gethostname())
+        self._proxies = ProxyManager(listen_address=migration_ip)
+        roles: dict[str, Any] = {
+            "api": api,
+            "events": self._events,
+            "node": options.node_name,
+            "pods_dir": options.pods_dir,
+            "connect": LauncherClient,
+            "proxies": self._proxies,
+        }
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -93,8 +108,24 @@ class VirtHandler:
             pods_dir=options.pods_dir,
             connect=LauncherClient,
             network=HandlerNetwork(private_dir=options.private_dir),
+            migration_source=MigrationSource(**roles),
         )
         enqueue = self._queue.add
+        # Migration targets: VMIs still owned by another node, labelled for this one.
+        targets = self._factory.informer(
+            VIRTUAL_MACHINE_INSTANCES,
+            label_selector=f"{MIGRATION_TARGET_NODE_NAME_LABEL}={options.node_name}",
+        )
+        self._target_queue = RateLimitingQueue(name="virt-handler-migration-target")
+        target = MigrationTarget(vmi_store=targets.store, address=migration_ip, **roles)
+        self._target_controller = Controller(
+            "virt-handler-migration-target", self._target_queue, target, workers=2
+        )
+        targets.add_event_handler(
+            lambda obj: self._target_queue.add(key_of(obj)),
+            lambda _old, new: self._target_queue.add(key_of(new)),
+            lambda obj: self._target_queue.add(key_of(obj)),
+        )
 
         self._controller = Controller("virt-handler-vm", self._queue, reconciler, workers=options.workers)
         self._watchdog = LauncherWatchdog(
@@ -174,11 +205,13 @@ class VirtHandler:
             # Both need the synced cache: a launcher is an orphan only if no known VMI lists its pod.
             helpers.append(self._thread(self._watchdog.run, "launcher-watchdog"))
             helpers.append(self._thread(self._orphans.run, "orphans"))
+            helpers.append(self._thread(self._target_controller.run, "migration-target"))
             self._controller.run(self._stop)
         self._stop.wait()
         if self._console is not None:
             self._console.stop()
         self._factory.stop()
+        self._proxies.shut_down()
         self._events.stop()
         beats.join(timeout=10)
         for thread in helpers:

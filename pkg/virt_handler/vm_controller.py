@@ -34,6 +34,7 @@ from kubevirt.virt_handler.launcher_sockets import (
     pod_dir_exists,
     pod_uid_of,
 )
+from kubevirt.virt_handler.migration import MigrationSource
 from kubevirt.virt_handler.network import NetworkSetupError
 
 JSON = dict[str, Any]
@@ -117,6 +118,7 @@ class VMController:
         connect: Callable[[Path], Launcher],
         clock: Callable[[], float] = time.monotonic,
         network: Network | None = None,
+        migration_source: MigrationSource | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -126,6 +128,7 @@ class VMController:
         self._connect = connect
         self._clock = clock
         self._network = network
+        self._migration_source = migration_source
         self._log = get_logger()
         self._lock = threading.Lock()
         # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
@@ -148,6 +151,9 @@ class VMController:
         if current not in (phases.SCHEDULED, phases.RUNNING, *phases.FINAL_PHASES):
             return
         if (vmi["metadata"].get("labels") or {}).get("kubevirt.io/nodeName") != self._node:
+            return
+        if self._migration_source is not None and self._migration_source.owns(vmi):
+            self._migration_source.reconcile(vmi)  # the launcher is busy migrating: that role drives it
             return
         uid = str(vmi["metadata"].get("uid") or key)
         final = current in phases.FINAL_PHASES

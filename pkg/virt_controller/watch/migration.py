@@ -262,7 +262,7 @@ class MigrationController:
         elif phase == SCHEDULED and pod is not None and podutil.is_pod_ready(pod):
             if migration_state(vmi).get("migrationUid") != migration["metadata"]["uid"]:
                 self._hand_off(migration, vmi, pod)
-        elif phase == RUNNING and deleting:
+        elif phase in (PREPARING_TARGET, TARGET_READY, RUNNING) and deleting:
             state = migration_state(vmi)
             if state.get("migrationUid") == migration["metadata"]["uid"] and not state.get("abortRequested"):
                 self._patch_migration_state(vmi, {**state, "abortRequested": True})
