@@ -137,12 +137,12 @@ class MigrationSource(_Role):
 
     def owns(self, vmi: JSON) -> bool:
         state = migration_state(vmi)
-        return (
-            bool(state.get("migrationUid"))
-            and state.get("sourceNode") == self._node
-            and (vmi.get("status") or {}).get("nodeName") == self._node
-            and not state.get("failed")
-        )
+        if not state.get("migrationUid") or state.get("sourceNode") != self._node:
+            return False
+        if state.get("failed"):
+            self._proxies.stop(str(vmi["metadata"]["uid"]))  # whoever reported it, the pipes go
+            return False
+        return (vmi.get("status") or {}).get("nodeName") == self._node
 
     def reconcile(self, vmi: JSON) -> None:
         vmi = copy.deepcopy(vmi)
@@ -275,8 +275,10 @@ class MigrationTarget(_Role):
         except LauncherDisconnectedError:
             raise RequeueAfter(POLL_SECONDS) from None
         except (LauncherClientError, MigrationProxyError) as err:
-            self._log.error("migration target failed", name=vmi["metadata"]["name"], reason=str(err))
-            self._patch(vmi, {**state, "failed": True, "failureReason": str(err), "endTimestamp": _now()})
+            # The source decides how the migration ends; the target tries again (the incoming domain
+            # comes and goes while the migration runs or is cancelled).
+            self._log.warning("migration target not ready", name=vmi["metadata"]["name"], reason=str(err))
+            raise RequeueAfter(POLL_SECONDS) from err
         finally:
             launcher.close()
 

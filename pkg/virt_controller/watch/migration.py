@@ -22,7 +22,7 @@ from kubevirt.client import (
     EventSink,
     KubeApi,
 )
-from kubevirt.client.errors import NotFoundError
+from kubevirt.client.errors import ConflictError, NotFoundError
 from kubevirt.controller import RequeueAfter, Store, key_for, key_of, split_key
 from kubevirt.log import get_logger
 from kubevirt.virt_config.migrations import MigrationConfig
@@ -420,8 +420,7 @@ class MigrationController:
         state = migration_state(vmi)
         ours = state.get("migrationUid") == uid
         if phase in FINAL:
-            if ours and (state.get("completed") or state.get("failed")):
-                status["migrationState"] = state
+            pass  # only the copy of the final migrationState and the cleanup below are left to do
         elif vmi is None:
             self._fail(migration, "Migration failed because vmi does not exist.")
         elif (vmi.get("status") or {}).get("phase") in FINAL and not ours:
@@ -446,6 +445,8 @@ class MigrationController:
             if meta.get("deletionTimestamp"):
                 self._add_abort_condition(migration)
             self._advance(migration, vmi, pod, state)
+        if is_final(migration) and ours and (state.get("completed") or state.get("failed")):
+            status["migrationState"] = state
         self._clean_up_failed_target(migration, vmi, pod)
         self._write(cached, migration)
 
@@ -529,6 +530,14 @@ class MigrationController:
         self._delete_pod(migration, pod, f"migration failed and pod {_pod_ref(pod)} is deleted")
 
     def _write(self, cached: JSON, migration: JSON) -> None:
+        try:
+            self._write_changes(cached, migration)
+        except NotFoundError:
+            return  # released by its finalizer and gone
+        except ConflictError:
+            raise RequeueAfter(0.1) from None  # the cache was behind: look again at what is there now
+
+    def _write_changes(self, cached: JSON, migration: JSON) -> None:
         namespace = migration["metadata"].get("namespace")
         if is_final(migration):
             finalizers = migration["metadata"].get("finalizers") or []
