@@ -68,6 +68,8 @@ HOSTNAME_TOPOLOGY: Final = "kubernetes.io/hostname"
 # KubeVirt's pending target pod timeouts, overridable per VMIM by annotation.
 UNSCHEDULABLE_POD_TIMEOUT_SECONDS: Final = 300
 PENDING_POD_TIMEOUT_SECONDS: Final = 900
+# Finished migrations kept per VMI; older ones are deleted.
+KEPT_FINISHED_MIGRATIONS: Final = 5
 # How long a migration held back by the parallel limits waits before it looks again.
 LIMIT_REQUEUE_SECONDS: Final = 5.0
 
@@ -220,6 +222,29 @@ class MigrationController:
         self._update_status(cached, migration, vmi, pod)
         if requeue is not None:
             raise RequeueAfter(requeue)
+        if is_final(cached) and vmi is not None:
+            self._collect_finished(migration)
+
+    def _collect_finished(self, migration: Mapping[str, Any]) -> None:
+        """Keeps the newest finished migrations of a VMI (KubeVirt keeps five), deletes older ones."""
+        namespace = migration["metadata"].get("namespace")
+        vmi_name = (migration.get("spec") or {}).get("vmiName")
+        finished = sorted(
+            (
+                m
+                for m in self._migrations.list()
+                if m["metadata"].get("namespace") == namespace
+                and (m.get("spec") or {}).get("vmiName") == vmi_name
+                and is_final(m)
+                and not m["metadata"].get("deletionTimestamp")
+            ),
+            key=lambda m: str(m["metadata"].get("creationTimestamp") or ""),
+        )
+        for old in finished[: max(0, len(finished) - KEPT_FINISHED_MIGRATIONS)]:
+            try:
+                self._api.delete(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, old["metadata"]["name"])
+            except NotFoundError:
+                continue  # collected already
 
     def _target_pod(self, migration: Mapping[str, Any]) -> JSON | None:
         uid = migration["metadata"].get("uid")

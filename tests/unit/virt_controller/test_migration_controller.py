@@ -317,3 +317,20 @@ def test_a_second_migration_of_a_migrating_vmi_fails_and_a_vanished_vmi_fails_it
     world.settle()
     assert world.phase("mig1") == "Failed"
     assert failed_messages(world)[-1] == "Migration failed because vmi does not exist."
+
+
+def test_only_the_five_newest_finished_migrations_of_a_vmi_are_kept() -> None:
+    world = World()
+    world.running_vmi("vm1")
+    for index in range(7):
+        world.api.clock.advance(1)
+        world.migrate(f"old{index}", "vm1")
+        world.api.edit(
+            VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
+            NS,
+            f"old{index}",
+            lambda m: m.update(status={"phase": "Failed"}),
+        )
+    world.settle()
+    kept = sorted(m["metadata"]["name"] for m in world.api.find(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS))
+    assert kept == ["old2", "old3", "old4", "old5", "old6"]
