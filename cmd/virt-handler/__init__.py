@@ -87,7 +87,6 @@ def main(
     vm_controller_threads: int,
     watchdog_timeout: int,
 ) -> None:
-    del client_cert_file, client_key_file  # accepted: virt-handler makes no client calls yet
     options = app.Options(
         node_name=hostname_override or socket.gethostname(),
         kubeconfig=kubeconfig,
@@ -102,5 +101,7 @@ def main(
         ca_config_map=ca_configmap_name,
         externally_managed=externally_managed,
         migration_ip=pod_ip_address,
+        client_cert_file=Path(client_cert_file),
+        client_key_file=Path(client_key_file),
     )
     sys.exit(app.run(options))

@@ -33,6 +33,8 @@ class MigrationConfig:
     allow_auto_converge: bool = False
     allow_post_copy: bool = False
     allow_workload_disruption: bool = False
+    # Plain TCP between the nodes' migration proxies instead of mutual TLS.
+    disable_tls: bool = False
 
     @classmethod
     def from_configuration(cls, migrations: Mapping[str, Any], field: str) -> MigrationConfig:
@@ -71,6 +73,7 @@ class MigrationConfig:
             allow_auto_converge=flag("allowAutoConverge"),
             allow_post_copy=flag("allowPostCopy"),
             allow_workload_disruption=flag("allowWorkloadDisruption"),
+            disable_tls=flag("disableTLS"),
         )
 
     def to_status(self) -> dict[str, Any]:
@@ -85,6 +88,7 @@ class MigrationConfig:
             "allowAutoConverge": self.allow_auto_converge,
             "allowPostCopy": self.allow_post_copy,
             "allowWorkloadDisruption": self.allow_workload_disruption,
+            "disableTLS": self.disable_tls,
         }
 
 

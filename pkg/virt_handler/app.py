@@ -37,13 +37,18 @@ from kubevirt.virt_handler.device_manager.plugin import (
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.ksm import KsmHandler
 from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
-from kubevirt.virt_handler.migration_proxy import ProxyManager
+from kubevirt.virt_handler.migration_proxy import ProxyManager, TLSFiles, TLSProvider
 from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
-from kubevirt.virt_handler.rest.server import CA_CONFIG_MAP, ServerThread, console_server_thread
+from kubevirt.virt_handler.rest.server import (
+    CA_CONFIG_MAP,
+    ServerThread,
+    console_server_thread,
+    read_ca_bundle,
+)
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 
@@ -74,6 +79,8 @@ class Options:
     externally_managed: bool = False
     # The address the migration target listens on and publishes (the handler pod's IP).
     migration_ip: str = ""
+    client_cert_file: Path = Path("/etc/virt-handler/clientcertificates/tls.crt")
+    client_key_file: Path = Path("/etc/virt-handler/clientcertificates/tls.key")
 
 
 class VirtHandler:
@@ -91,7 +98,18 @@ class VirtHandler:
         )
         self._queue = RateLimitingQueue(name="virt-handler-vm")
         migration_ip = options.migration_ip or socket.gethostbyname(socket.gethostname())
-        self._proxies = ProxyManager(listen_address=migration_ip)
+        tls_files = TLSFiles(
+            options.tls_cert_file, options.tls_key_file, options.client_cert_file, options.client_key_file
+        )
+        namespace = own_namespace() or DEFAULT_NAMESPACE
+        self._proxies = ProxyManager(
+            listen_address=migration_ip,
+            tls=TLSProvider(
+                tls_files,
+                ca_bundle=lambda: read_ca_bundle(api, namespace, options.ca_config_map),
+                disabled=lambda: self._config.current().migrations.disable_tls,
+            ),
+        )
         roles: dict[str, Any] = {
             "api": api,
             "events": self._events,

@@ -21,6 +21,8 @@ import stat
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from kubevirt.log import get_logger
@@ -92,23 +94,48 @@ def unix_opener(root: PodRoot, directory: str, name: str) -> Opener:
     return open_
 
 
-class ProxyManager:
-    """Source and target proxies per migration key (the VMI's UID), on one event loop."""
+@dataclass(frozen=True)
+class TLSContexts:
+    server: ssl.SSLContext
+    client: ssl.SSLContext
 
-    def __init__(
-        self,
-        *,
-        listen_address: str,
-        server_tls: ssl.SSLContext | None = None,
-        client_tls: ssl.SSLContext | None = None,
-    ) -> None:
+
+def tls_contexts(
+    *, cert_file: Path, key_file: Path, client_cert_file: Path, client_key_file: Path, ca_bundle: str
+) -> TLSContexts:
+    """Mutual TLS between two nodes' handlers: each side proves a certificate the cluster CA signed.
+
+    Peers are handlers on other nodes, addressed by IP: the chain is verified, not a host name.
+    """
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.minimum_version = ssl.TLSVersion.TLSv1_2
+    server.load_cert_chain(str(cert_file), str(key_file))
+    server.load_verify_locations(cadata=ca_bundle)
+    server.verify_mode = ssl.CERT_REQUIRED
+    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client.minimum_version = ssl.TLSVersion.TLSv1_2
+    client.check_hostname = False
+    client.load_cert_chain(str(client_cert_file), str(client_key_file))
+    client.load_verify_locations(cadata=ca_bundle)
+    client.verify_mode = ssl.CERT_REQUIRED
+    return TLSContexts(server, client)
+
+
+class ProxyManager:
+    """Source and target proxies per migration key (the VMI's UID), on one event loop.
+
+    ``tls`` is asked for the contexts each time a proxy starts (certificates and CA may rotate);
+    None from it means plain TCP.
+    """
+
+    def __init__(self, *, listen_address: str, tls: Callable[[], TLSContexts | None] | None = None) -> None:
         self._address = listen_address
-        self._server_tls = server_tls
-        self._client_tls = client_tls
+        self._tls = tls or (lambda: None)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="migration-proxy", daemon=True)
         self._thread.start()
         self._servers: dict[str, list[asyncio.AbstractServer]] = {}
+        self._pipes: dict[str, set[asyncio.Task[None]]] = {}  # open connections per key (loop thread only)
         self._target_ports: dict[str, dict[str, int]] = {}
         self._lock = threading.Lock()
         self._log = get_logger(component="migration-proxy")
@@ -131,8 +158,9 @@ class ProxyManager:
                 return dict(self._target_ports[key])
         servers: list[asyncio.AbstractServer] = []
         ports: dict[str, int] = {}
+        tls = self._tls()
         for pod_port, opener in destinations.items():
-            server = self._run(self._serve_tcp(opener))
+            server = self._run(self._serve_tcp(key, opener, tls.server if tls else None))
             servers.append(server)
             ports[str(server.sockets[0].getsockname()[1])] = pod_port
         with self._lock:
@@ -141,8 +169,11 @@ class ProxyManager:
         self._log.info("migration target listening", key=key, address=self._address, ports=ports)
         return dict(ports)
 
-    async def _serve_tcp(self, opener: Opener) -> asyncio.AbstractServer:
+    async def _serve_tcp(
+        self, key: str, opener: Opener, tls: ssl.SSLContext | None
+    ) -> asyncio.AbstractServer:
         async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self._track(key)
             try:
                 inner = await asyncio.to_thread(opener)
                 inner_reader, inner_writer = await asyncio.open_connection(sock=inner)
@@ -152,7 +183,7 @@ class ProxyManager:
                 return
             await _pipe(reader, writer, inner_reader, inner_writer)
 
-        return await asyncio.start_server(accepted, self._address, 0, ssl=self._server_tls)
+        return await asyncio.start_server(accepted, self._address, 0, ssl=tls)
 
     # -- source ----------------------------------------------------------------------------------
 
@@ -163,16 +194,24 @@ class ProxyManager:
                 for listener, _, _ in listeners:
                     listener.close()
                 return
-        servers = [self._run(self._serve_unix(listener, host, port)) for listener, host, port in listeners]
+        tls = self._tls()
+        client = tls.client if tls else None
+        servers = [
+            self._run(self._serve_unix(key, listener, host, port, client))
+            for listener, host, port in listeners
+        ]
         with self._lock:
             self._servers[key] = servers
         self._log.info("migration source proxy started", key=key, to=[(h, p) for _, h, p in listeners])
 
-    async def _serve_unix(self, listener: socket.socket, host: str, port: int) -> asyncio.AbstractServer:
+    async def _serve_unix(
+        self, key: str, listener: socket.socket, host: str, port: int, tls: ssl.SSLContext | None
+    ) -> asyncio.AbstractServer:
         async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self._track(key)
             try:
                 outer_reader, outer_writer = await asyncio.open_connection(
-                    host, port, ssl=self._client_tls, server_hostname="" if self._client_tls else None
+                    host, port, ssl=tls, server_hostname="" if tls else None
                 )
             except (OSError, ssl.SSLError) as err:
                 self._log.warning("migration source cannot reach the target", reason=str(err))
@@ -188,13 +227,28 @@ class ProxyManager:
         with self._lock:
             return key in self._servers
 
+    def _track(self, key: str) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            pipes = self._pipes.setdefault(key, set())
+            pipes.add(task)
+            task.add_done_callback(pipes.discard)
+
+    async def _close(self, key: str, servers: list[asyncio.AbstractServer]) -> None:
+        """Stop listening and end the open connections: a finished migration keeps no pipe."""
+        for server in servers:
+            server.close()
+        pipes = self._pipes.pop(key, set())
+        for task in pipes:
+            task.cancel()
+        await asyncio.gather(*pipes, return_exceptions=True)
+
     def stop(self, key: str) -> None:
         with self._lock:
             servers = self._servers.pop(key, [])
             self._target_ports.pop(key, None)
-        for server in servers:
-            self._loop.call_soon_threadsafe(server.close)
         if servers:
+            self._run(self._close(key, servers))
             self._log.info("migration proxy stopped", key=key)
 
     def shut_down(self) -> None:
@@ -204,6 +258,7 @@ class ProxyManager:
             self.stop(key)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
 
 
 async def _pipe(
@@ -227,3 +282,53 @@ async def _pipe(
     finally:
         for stream in (writer, other_writer):
             stream.close()
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """The handler's server certificate (target listeners) and client certificate (source proxies)."""
+
+    cert_file: Path
+    key_file: Path
+    client_cert_file: Path
+    client_key_file: Path
+
+
+class TLSProvider:
+    """Contexts from the handler's certificate files and the cluster CA, read when a proxy starts.
+
+    ``disabled`` is the cluster's ``migrations.disableTLS``. Without certificates or CA the proxies
+    carry plain TCP, and say so in the log: a handler deployed without them still migrates.
+    """
+
+    def __init__(
+        self, files: TLSFiles, ca_bundle: Callable[[], str | None], disabled: Callable[[], bool]
+    ) -> None:
+        self._files = files
+        self._ca_bundle = ca_bundle
+        self._disabled = disabled
+        self._log = get_logger(component="migration-proxy")
+
+    def __call__(self) -> TLSContexts | None:
+        if self._disabled():
+            return None
+        files = self._files
+        missing = [
+            str(path)
+            for path in (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file)
+            if not path.is_file()
+        ]
+        bundle = self._ca_bundle()
+        if missing or not bundle:
+            self._log.warning("migration proxies without TLS", missing=missing, ca_known=bool(bundle))
+            return None
+        try:
+            return tls_contexts(
+                cert_file=files.cert_file,
+                key_file=files.key_file,
+                client_cert_file=files.client_cert_file,
+                client_key_file=files.client_key_file,
+                ca_bundle=bundle,
+            )
+        except (OSError, ssl.SSLError) as err:
+            raise MigrationProxyError(f"migration TLS: {err}") from err
