@@ -1,7 +1,7 @@
 """Live migration through the whole control path: a VirtualMachineInstanceMigration in a real
 kube-apiserver, virt-controller's VMI and migration controllers, two virt-handlers' logic (node-a and
-node-b, each with its own pods directory and migration proxies on loopback) and two real launchers,
-each with its own libvirtd, moving the busybox guest under TCG.
+node-b, each with its own pods directory and migration proxies speaking mutual TLS on loopback) and
+two real launchers, each with its own libvirtd, moving the busybox guest under TCG.
 
 No scheduler or kubelet runs here: the test plays them. It binds each launcher pod the controllers
 create to its node, starts a launcher for it in a pod-like mount namespace, mounts the launcher's
@@ -44,9 +44,10 @@ from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch.migration import MigrationController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
-from kubevirt.virt_handler.migration_proxy import ProxyManager
+from kubevirt.virt_handler.migration_proxy import ProxyManager, TLSContexts, TLSFiles, TLSProvider
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_testing.certificates import CertificateAuthority, KeyPair
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -71,6 +72,24 @@ def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
     }
 
 
+def tls_contexts_from_pems(
+    directory: Path, server: KeyPair, client: KeyPair, ca: CertificateAuthority
+) -> TLSContexts:
+    directory.mkdir()
+    files = TLSFiles(
+        directory / "tls.crt", directory / "tls.key", directory / "client.crt", directory / "client.key"
+    )
+    for path, data in zip(
+        (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file),
+        (server.cert_pem, server.key_pem, client.cert_pem, client.key_pem),
+        strict=True,
+    ):
+        path.write_bytes(data)
+    contexts = TLSProvider(files, ca_bundle=lambda: ca.pair.cert_pem.decode(), disabled=lambda: False)()
+    assert contexts is not None
+    return contexts
+
+
 def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -85,12 +104,15 @@ class Node:
     """One node's virt-handler logic: the VM controller (with the migration source role) and the
     migration target controller, on their own informers, pods directory and proxies."""
 
-    def __init__(self, kube: KubeClient, namespace: str, name: str) -> None:
+    def __init__(self, kube: KubeClient, namespace: str, name: str, ca: CertificateAuthority) -> None:
         self.name = name
         self.kube = kube
         self.pods_dir = Path(tempfile.mkdtemp(prefix=f"h{name[-1]}", dir="/tmp"))
         self.mounts: list[Path] = []
-        self.proxies = ProxyManager(listen_address="127.0.0.1")
+        # Mutual TLS between the nodes' proxies, with certificates from one cluster CA.
+        server, client = ca.issue(name), ca.issue(name, client=True)
+        tls = tls_contexts_from_pems(self.pods_dir.parent / f"{self.pods_dir.name}-tls", server, client, ca)
+        self.proxies = ProxyManager(listen_address="127.0.0.1", tls=lambda: tls)
         self.events = EventRecorder(kube, "virt-handler", host=name)
         self.factory = SharedInformerFactory(kube)
         self.stop_event = threading.Event()
@@ -158,7 +180,8 @@ class Node:
         self.proxies.shut_down()
         for mounted in self.mounts:
             subprocess.run(["umount", "-l", str(mounted)], check=False, capture_output=True)
-        subprocess.run(["rm", "-rf", "--one-file-system", str(self.pods_dir)], check=False)
+        for leftover in (self.pods_dir, self.pods_dir.parent / f"{self.pods_dir.name}-tls"):
+            subprocess.run(["rm", "-rf", "--one-file-system", str(leftover)], check=False)
 
 
 class ControlPlane:
@@ -249,7 +272,8 @@ class Scenario:
 
     def start(self, config: MigrationConfig) -> None:
         self.control = ControlPlane(self.kube, self.namespace, config)
-        self.nodes = {name: Node(self.kube, self.namespace, name) for name in ("node-a", "node-b")}
+        ca = CertificateAuthority.create()
+        self.nodes = {name: Node(self.kube, self.namespace, name, ca) for name in ("node-a", "node-b")}
 
     def stop(self) -> None:
         for node in self.nodes.values():
