@@ -488,3 +488,60 @@ def test_deleting_a_running_vmim_aborts_it_and_the_guest_stays_on_node_a(
     # The kubelet confirms the deletion once the pod's containers are gone.
     scenario.kube.delete(PODS, scenario.namespace, going["metadata"]["name"], grace_period_seconds=0)
     assert scenario.vmi("stayer")["status"]["nodeName"] == "node-a"
+
+
+def test_an_unschedulable_target_pod_fails_the_migration_after_its_timeout(scenario: Scenario) -> None:
+    """No guest needed: nothing reaches a handler before the target pod runs."""
+    scenario.start(MigrationConfig())
+    vmi = scenario.make_vmi("waiter")
+    vmi["metadata"]["namespace"] = scenario.namespace
+    del vmi["metadata"]["uid"]
+    created = scenario.kube.create(
+        VIRTUAL_MACHINE_INSTANCES, scenario.namespace, {k: v for k, v in vmi.items() if k != "status"}
+    )
+    # Once its launcher pod exists, virt-controller's caches know the VMI.
+    wait_for(lambda: scenario.pods(**{"kubevirt.io/created-by": created["metadata"]["uid"]}), 20, "VMI's pod")
+    scenario.kube.create(
+        VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
+        scenario.namespace,
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachineInstanceMigration",
+            "metadata": {
+                "name": "nowhere",
+                "annotations": {"kubevirt.io/migrationUnschedulablePodTimeoutSeconds": "2"},
+            },
+            "spec": {"vmiName": "waiter"},
+        },
+    )
+    uid = scenario.kube.get(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, scenario.namespace, "nowhere")["metadata"][
+        "uid"
+    ]
+    [pod] = wait_for(lambda: scenario.pods(**{"kubevirt.io/migrationJobUID": uid}), 20, "target pod")
+    # The scheduler finds no node for it.
+    unschedulable = {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/2 nodes"}
+        ],
+    }
+    scenario.kube.patch(
+        PODS,
+        scenario.namespace,
+        pod["metadata"]["name"],
+        {"status": unschedulable},
+        patch_type="merge",
+        subresource="status",
+    )
+    assert scenario.control is not None
+    wait_for(lambda: scenario.control.seen("nowhere")[-1:] == ["Failed"], 30, "VMIM Failed")
+    assert scenario.control.seen("nowhere") == ["Pending", "Scheduling", "Failed"]
+    assert not scenario.pods(**{"kubevirt.io/migrationJobUID": uid})
+    reasons = scenario.reasons("nowhere")
+    assert "migrationTargetPodUnschedulable" in reasons
+    assert reasons[-1] == "FailedMigration"
+    events = scenario.kube.list(EVENTS, scenario.namespace)[0]
+    messages = {e["reason"]: e["message"] for e in events if e["involvedObject"].get("name") == "nowhere"}
+    assert messages["FailedMigration"] == "Migration target pod was removed during active migration."
+    assert "timeout period exceeded" in messages["SuccessfulDelete"]
+    assert "migrationState" not in scenario.vmi("waiter").get("status", {})
