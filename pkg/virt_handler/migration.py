@@ -55,6 +55,8 @@ MIGRATION_TARGET_NODE_NAME_LABEL = "kubevirt.io/migrationTargetNodeName"
 DIRECT_MIGRATION_PORT = 49152
 # While a migration runs, the roles look again this often (launcher events do not reach them).
 POLL_SECONDS = 0.5
+# How long the source waits, after the end, for the target to report the domain running there.
+TARGET_CONFIRMATION_SECONDS = 60.0
 ABORTING = "Aborting"
 ABORT_SUCCEEDED = "Succeeded"
 
@@ -68,6 +70,11 @@ class MigrationLauncher(Protocol):
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(text: str) -> datetime:
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def migration_state(vmi: Mapping[str, Any]) -> JSON:
@@ -92,7 +99,9 @@ class _Role:
         connect: Callable[[Path], MigrationLauncher],
         proxies: ProxyManager,
         pod_root: Callable[[Path], PodRoot] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        self._clock = clock
         self._api = api
         self._events = events
         self._node = node
@@ -151,7 +160,9 @@ class MigrationSource(_Role):
         socket = self._socket(vmi)
         if socket is None:
             if state.get("endTimestamp"):
-                return  # the migrated-away launcher exited; the target owns the VMI now
+                # The migrated-away launcher exited; the target takes the VMI over, or it times out.
+                self._await_target(vmi, state, state)
+                return
             raise RequeueAfter(POLL_SECONDS)
         launcher = self._connect(socket)
         try:
@@ -165,10 +176,47 @@ class MigrationSource(_Role):
             self._proxies.stop(uid)
         finally:
             launcher.close()
-        if new_state != state:
-            self._patch(vmi, new_state)
         if not new_state.get("endTimestamp"):
+            if new_state != state:
+                self._patch(vmi, new_state)
             raise RequeueAfter(POLL_SECONDS)
+        self._await_target(vmi, state, new_state)
+
+    def _await_target(self, vmi: JSON, state: JSON, new_state: JSON) -> None:
+        """After a successful end the target must report the domain running there in time (KubeVirt's
+        60 s); otherwise the guest is nowhere the cluster knows of and the VMI fails."""
+        status: JSON = {}
+        requeue: float | None = None
+        if not new_state.get("failed") and not new_state.get("targetNodeDomainReadyTimestamp"):
+            try:
+                elapsed = (self._clock() - _parse_time(str(new_state["endTimestamp"]))).total_seconds()
+            except ValueError:  # an end nobody can date is as good as long past
+                elapsed = TARGET_CONFIRMATION_SECONDS + 1
+            message = None
+            if not new_state.get("targetNode"):
+                message = "The VirtualMachineInstance migrated to unknown host."
+            elif elapsed > TARGET_CONFIRMATION_SECONDS:
+                message = (
+                    "The VirtualMachineInstance's domain was never observed on the target after the "
+                    "migration completed within the timeout period."
+                )
+            else:
+                requeue = max(5.0, TARGET_CONFIRMATION_SECONDS - elapsed)
+            if message is not None:
+                new_state = {**new_state, "completed": True, "failed": True}
+                stamps = (vmi.get("status") or {}).get("phaseTransitionTimestamps") or []
+                status = {
+                    "phase": phases.FAILED,
+                    "phaseTransitionTimestamps": [
+                        *stamps,
+                        {"phase": phases.FAILED, "phaseTransitionTimestamp": _now()},
+                    ],
+                }
+                self._events.event(vmi, "Warning", "Migrated", message)
+        if new_state != state or status:
+            self._patch(vmi, new_state, status=status)
+        if requeue is not None:
+            raise RequeueAfter(requeue)
 
     def _drive(self, launcher: MigrationLauncher, vmi: JSON, state: JSON, socket: Path) -> JSON:
         uid = str(vmi["metadata"]["uid"])

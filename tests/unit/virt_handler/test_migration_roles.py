@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,9 @@ class World:
             "connect": lambda _path: self.launcher,
             "proxies": self.proxies,
             "pod_root": lambda _socket: PodRoot(self.pod_root),
+            "clock": lambda: self.now,
         }
+        self.now = datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC)
         self.source = MigrationSource(node=SOURCE, **roles)
         self.store: Store[JSON] = Store()
         self.target = MigrationTarget(node=TARGET, vmi_store=self.store, address="127.0.0.1", **roles)
@@ -287,3 +290,38 @@ def test_a_failed_migration_releases_the_target_launcher_and_its_label(world: Wo
     assert world.launcher.calls == ["SyncMigrationTarget", "SignalTargetPodCleanup"]
     assert "kubevirt.io/migrationTargetNodeName" not in world.vmi()["metadata"]["labels"]
     assert not world.proxies.running(world.uid)
+
+
+def test_a_target_that_never_reports_the_domain_fails_the_vmi_after_a_minute(world: World) -> None:
+    world.report(targetNodeAddress="127.0.0.1", targetDirectMigrationNodePorts={"1": 0})
+    ended = {"UID": "mig-1", "EndTimestamp": "2026-01-01T00:00:03Z", "Completed": True, "Mode": "PreCopy"}
+    world.launcher.domain = domain("Shutoff", "Migrated", ended)
+    with pytest.raises(RequeueAfter) as wait:
+        world.source.reconcile(world.vmi())
+    assert wait.value.seconds == pytest.approx(33)
+    assert world.vmi()["status"]["phase"] == "Running"
+    assert world.state()["endTimestamp"] == "2026-01-01T00:00:03Z"
+
+    world.now += timedelta(seconds=34)
+    world.run_source()
+    vmi = world.vmi()
+    assert vmi["status"]["phase"] == "Failed"
+    assert (vmi["status"]["migrationState"]["failed"], vmi["status"]["migrationState"]["completed"]) == (
+        True,
+        True,
+    )
+    assert world.events.seen[-1] == (
+        "Migrated",
+        "The VirtualMachineInstance's domain was never observed on the target after the migration "
+        "completed within the timeout period.",
+    )
+
+
+def test_a_confirmed_target_leaves_the_vmi_to_it(world: World) -> None:
+    world.report(targetNodeAddress="127.0.0.1", targetDirectMigrationNodePorts={"1": 0})
+    world.report(targetNodeDomainReadyTimestamp="2026-01-01T00:00:04Z")
+    ended = {"UID": "mig-1", "EndTimestamp": "2026-01-01T00:00:03Z", "Completed": True, "Mode": "PreCopy"}
+    world.launcher.domain = domain("Shutoff", "Migrated", ended)
+    world.now += timedelta(hours=1)
+    world.source.reconcile(world.vmi())  # no requeue: nothing left for the source to wait for
+    assert world.vmi()["status"]["phase"] == "Running"
