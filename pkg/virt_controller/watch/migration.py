@@ -23,7 +23,7 @@ from kubevirt.client import (
     KubeApi,
 )
 from kubevirt.client.errors import ConflictError, NotFoundError
-from kubevirt.controller import RequeueAfter, Store, key_for, key_of, split_key
+from kubevirt.controller import ControllerExpectations, RequeueAfter, Store, key_for, key_of, split_key
 from kubevirt.log import get_logger
 from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch import pods as podutil
@@ -156,6 +156,8 @@ class MigrationController:
         self._config = config
         self._enqueue = enqueue
         self._clock = clock
+        # A target pod just created is not in the pod cache yet: no second one until it is.
+        self._expectations = ControllerExpectations()
         self._log = get_logger(controller="migration")
 
     # -- informer callbacks ----------------------------------------------------------------------
@@ -179,7 +181,10 @@ class MigrationController:
         self._enqueue_for_vmi(obj)
 
     def on_pod_add(self, obj: Any) -> None:
-        self._enqueue_for_pod(obj)
+        key = self._migration_key_of_pod(obj)
+        if key is not None:
+            self._expectations.creation_observed(key)
+            self._enqueue(key)
 
     def on_pod_update(self, _old: Any, new: Any) -> None:
         self._enqueue_for_pod(new)
@@ -195,16 +200,24 @@ class MigrationController:
                 self._enqueue(key_of(migration))
 
     def _enqueue_for_pod(self, pod: Any) -> None:
-        meta = pod.get("metadata") or {} if isinstance(pod, Mapping) else {}
+        key = self._migration_key_of_pod(pod)
+        if key is not None:
+            self._enqueue(key)
+
+    @staticmethod
+    def _migration_key_of_pod(pod: Mapping[str, Any]) -> str | None:
+        meta = pod.get("metadata") or {}
         name = (meta.get("annotations") or {}).get(MIGRATION_JOB_NAME_ANNOTATION)
         if name and (meta.get("labels") or {}).get(MIGRATION_JOB_LABEL):
-            self._enqueue(key_for(meta.get("namespace"), name))
+            return key_for(meta.get("namespace"), name)
+        return None
 
     # -- reconcile -------------------------------------------------------------------------------
 
     def reconcile(self, key: str) -> None:
         cached = self._migrations.get_by_key(key)
         if cached is None:
+            self._expectations.delete_expectations(key)
             return
         migration = copy.deepcopy(cached)
         namespace = migration["metadata"].get("namespace")
@@ -212,9 +225,14 @@ class MigrationController:
             key_for(namespace, (migration.get("spec") or {}).get("vmiName") or "")
         )
         vmi = vmi_model.to_dict() if vmi_model is not None else None
+        if vmi is None and not migration["metadata"].get("deletionTimestamp") and not is_final(migration):
+            # A migration of a VMI that is gone has nothing to do: KubeVirt deletes it (the finalizer
+            # then lets it fail and go).
+            self._api.delete(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, migration["metadata"]["name"])
+            return
         pod = self._target_pod(migration)
         requeue: float | None = None
-        if not is_final(migration):
+        if not is_final(migration) and self._expectations.satisfied_expectations(key):
             try:
                 pod = self._sync(migration, vmi_model, vmi, pod)
             except RequeueAfter as wait:
@@ -280,7 +298,8 @@ class MigrationController:
             return pod
         if phase == PENDING and pod is None:
             self._check_limits(migration, vmi)
-            return self._create_target_pod(migration, vmi_model)
+            self._create_target_pod(migration, vmi_model)
+            return None
         if phase in (PENDING, SCHEDULING) and pod is not None:
             if self._pending_timed_out(migration, vmi, pod):
                 return None
@@ -332,16 +351,22 @@ class MigrationController:
             )
             raise RequeueAfter(LIMIT_REQUEUE_SECONDS)
 
-    def _create_target_pod(self, migration: JSON, vmi: VirtualMachineInstance) -> JSON:
+    def _create_target_pod(self, migration: JSON, vmi: VirtualMachineInstance) -> None:
         pod = render_target_pod(vmi, migration, self._render_pod)
-        created: JSON = self._api.create(PODS, migration["metadata"].get("namespace"), pod)
+        key = key_of(migration)
+        self._expectations.expect_creations(key, 1)
+        try:
+            created: JSON = self._api.create(PODS, migration["metadata"].get("namespace"), pod)
+        except Exception:
+            self._expectations.creation_observed(key)  # nothing is coming to observe
+            raise
         self._events.event(
             migration,
             "Normal",
             SUCCESSFUL_CREATE_POD,
             f"Created migration target pod {podutil.pod_name(created)}",
         )
-        return created
+        # The phase moves on when the pod cache has it (the pod informer brings the key back).
 
     def _delete_pod(self, migration: Mapping[str, Any], pod: Mapping[str, Any], message: str) -> None:
         try:

@@ -315,7 +315,8 @@ def test_a_second_migration_of_a_migrating_vmi_fails_and_a_vanished_vmi_fails_it
 
     world.api.remove(VIRTUAL_MACHINE_INSTANCES, NS, "vm1")
     world.settle()
-    assert world.phase("mig1") == "Failed"
+    # Deleted, then failed (with its target pod gone) and released by its finalizer.
+    assert [m["metadata"]["name"] for m in world.api.find(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS)] == ["mig2"]
     assert failed_messages(world)[-1] == "Migration failed because vmi does not exist."
 
 
@@ -334,3 +335,20 @@ def test_only_the_five_newest_finished_migrations_of_a_vmi_are_kept() -> None:
     world.settle()
     kept = sorted(m["metadata"]["name"] for m in world.api.find(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS))
     assert kept == ["old2", "old3", "old4", "old5", "old6"]
+
+
+def test_a_target_pod_not_yet_in_the_cache_is_neither_created_twice_nor_taken_for_lost() -> None:
+    world = World()
+    world.running_vmi("vm1")
+    world.migrate("mig1", "vm1")
+    key = f"{NS}/mig1"
+    world.cluster.sync()
+    world.controller.reconcile(key)  # "" -> Pending
+    world.cluster.sync()
+    world.controller.reconcile(key)  # creates the target pod
+    world.controller.reconcile(key)  # again, before the pod informer delivered it
+    assert len(world.target_pods("mig1")) == 1
+    assert world.phase("mig1") == "Pending"
+    assert failed_messages(world) == []
+    world.settle()
+    assert world.phase("mig1") == "Scheduling"
