@@ -97,7 +97,7 @@ class VirtHandler:
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )
         self._queue = RateLimitingQueue(name="virt-handler-vm")
-        migration_ip = options.migration_ip or socket.gethostbyname(socket.gethostname())
+        migration_ip = options.migration_ip or _host_address()
         tls_files = TLSFiles(
             options.tls_cert_file, options.tls_key_file, options.client_cert_file, options.client_key_file
         )
@@ -235,6 +235,15 @@ class VirtHandler:
         for thread in helpers:
             thread.join(timeout=5)
         return 0
+
+
+def _host_address() -> str:
+    """This host's address when no pod IP was given (loopback, logged, when the name resolves to none)."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError as err:
+        get_logger().warning("no address for migrations: using loopback", reason=str(err))
+        return "127.0.0.1"
 
 
 def _node_labeller(api: KubeClient, options: Options, config: HandlerConfig) -> NodeLabeller | None:
