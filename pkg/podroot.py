@@ -8,21 +8,11 @@ above it; ``/proc`` magic links are refused.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 from pathlib import Path, PurePosixPath
 
-_SYS_OPENAT2 = 437  # x86_64 and aarch64 alike
-RESOLVE_NO_MAGICLINKS = 0x02
-RESOLVE_IN_ROOT = 0x10
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-
-
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+from kubevirt import safepath
 
 
 class PodPathError(OSError):
@@ -30,12 +20,10 @@ class PodPathError(OSError):
 
 
 def _openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
-    how = _OpenHow(flags | os.O_CLOEXEC, mode, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
-    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, path.encode(), ctypes.byref(how), ctypes.sizeof(how))
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise PodPathError(err, f"{path}: {os.strerror(err)}")
-    return int(fd)
+    try:
+        return safepath.openat2(dir_fd, path, flags, resolve=safepath.IN_ROOT, mode=mode)
+    except OSError as err:
+        raise PodPathError(err.errno, f"{path}: {os.strerror(err.errno or 0)}") from err
 
 
 class PodRoot:

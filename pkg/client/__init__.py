@@ -21,7 +21,7 @@ from kubevirt.client.errors import (
 )
 from kubevirt.client.events import EventRecorder
 from kubevirt.client.kubeclient import KubeClient
-from kubevirt.client.protocols import JSON, EventSink, KubeApi
+from kubevirt.client.protocols import JSON, EventSink, KubeApi, KubeReader
 from kubevirt.client.resources import (
     CONFIG_MAPS,
     EVENTS,
@@ -64,6 +64,7 @@ __all__ = [
     "KubeApi",
     "KubeClient",
     "KubeConfigError",
+    "KubeReader",
     "NotFoundError",
     "Resource",
     "own_namespace",

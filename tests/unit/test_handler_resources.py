@@ -28,7 +28,8 @@ def test_daemonset_mounts_the_pods_directory_short_and_names_the_node() -> None:
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     assert mounts["kubelet-pods"]["mountPath"] == "/pods"
     assert mounts["virt-share-dir"]["mountPropagation"] == "Bidirectional"
-    command = container["command"]
+    assert container["command"] == ["virt-handler"]
+    command = container["args"]
     assert command[command.index("--hostname-override") + 1] == "$(NODE_NAME)"
     assert command[command.index("--graceful-shutdown-seconds") + 1] == "315"
 

@@ -76,8 +76,8 @@ def handler_daemonset(
         "name": VIRT_HANDLER,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": [
-            VIRT_HANDLER,
+        "command": [VIRT_HANDLER],
+        "args": [
             "--port",
             "8443",
             "--hostname-override",

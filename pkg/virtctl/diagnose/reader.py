@@ -7,9 +7,17 @@ link turns into "could not see X: forbidden" before the walk goes on with what i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from kubevirt.client import JSON, ApiError, ConnectionFailedError, ForbiddenError, NotFoundError, Resource
+from kubevirt.client import (
+    JSON,
+    ApiError,
+    ConnectionFailedError,
+    ForbiddenError,
+    KubeReader,
+    NotFoundError,
+    Resource,
+)
 from kubevirt.log import get_logger
 
 __all__ = ["ApiReader", "Reader", "UnseenError"]
@@ -17,19 +25,8 @@ __all__ = ["ApiReader", "Reader", "UnseenError"]
 _log = get_logger()
 
 
-class ApiReader(Protocol):
-    """The read half of :class:`kubevirt.client.KubeApi`: a diagnosis needs nothing else."""
-
-    def get(self, resource: Resource, namespace: str | None, name: str) -> JSON: ...
-
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> tuple[list[JSON], str]: ...
+# The read half of the client is all a diagnosis needs.
+ApiReader = KubeReader
 
 
 class UnseenError(Exception):

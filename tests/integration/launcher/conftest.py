@@ -301,6 +301,7 @@ def network_test_guest(test_guest: Path) -> Path:
     return build_network_initrd(test_guest)
 
 
+@pytest.fixture(scope="session")
 def disk_test_guest() -> Path:
     """The test guest with disk drivers, reporting what its two virtio disks hold (DISK_GUEST_INIT)."""
     # Cached per content: a changed /init or module list builds a new guest.
