@@ -463,6 +463,9 @@ class MigrationController:
     # -- status: failure detection first, then the phase machine ---------------------------------
 
     def _update_status(self, cached: JSON, migration: JSON, vmi: JSON | None, pod: JSON | None) -> None:
+        # Events and the failed target's deletion wait for the status write: a pass on a stale
+        # cache ends in a conflict and must leave no trace.
+        effects: list[Callable[[], None]] = []
         status = migration.setdefault("status", {})
         phase = phase_of(migration)
         meta = migration["metadata"]
@@ -472,35 +475,44 @@ class MigrationController:
         if phase in FINAL:
             pass  # only the copy of the final migrationState and the cleanup below are left to do
         elif vmi is None:
-            self._fail(migration, "Migration failed because vmi does not exist.")
+            self._fail(migration, "Migration failed because vmi does not exist.", effects)
         elif (vmi.get("status") or {}).get("phase") in FINAL and not ours:
-            self._fail(migration, "Migration failed vmi shutdown during migration.")
+            self._fail(migration, "Migration failed vmi shutdown during migration.", effects)
         elif meta.get("deletionTimestamp") and phase in _BEFORE_HAND_OFF:
             self._add_abort_condition(migration)
-            self._fail(migration, "Migration failed due to being canceled")
+            self._fail(migration, "Migration failed due to being canceled", effects)
         elif pod is not None and podutil.is_pod_down_or_going_down(pod):
-            self._interrupt(migration, vmi, "Migration failed because target pod shutdown during migration")
+            message = "Migration failed because target pod shutdown during migration"
+            self._interrupt(migration, vmi, message, effects)
         elif pod is None and phase not in _BEFORE_TARGET_CREATED:
-            self._interrupt(migration, vmi, "Migration target pod was removed during active migration.")
+            message = "Migration target pod was removed during active migration."
+            self._interrupt(migration, vmi, message, effects)
         elif phase not in _BEFORE_HAND_OFF and not state:
-            self._fail(migration, "VMI's migration state was cleared during the active migration.")
+            self._fail(migration, "VMI's migration state was cleared during the active migration.", effects)
         elif phase not in _BEFORE_HAND_OFF and not ours:
             self._fail(
                 migration,
                 "VMI's migration state was taken over by another migration job during active migration.",
+                effects,
             )
         elif ours and state.get("failed"):
-            self._fail(migration, "source node reported migration failed")
+            self._fail(migration, "source node reported migration failed", effects)
         else:
             if meta.get("deletionTimestamp"):
                 self._add_abort_condition(migration)
-            self._advance(migration, vmi, pod, state)
+            self._advance(migration, pod, state, effects)
         if is_final(migration) and ours and (state.get("completed") or state.get("failed")):
             status["migrationState"] = state
-        self._clean_up_failed_target(migration, vmi, pod)
+        if self._target_to_clean_up(migration, vmi, pod) and pod is not None:
+            message = f"migration failed and pod {_pod_ref(pod)} is deleted"
+            effects.append(lambda: self._delete_pod(migration, pod, message))
         self._write(cached, migration)
+        for effect in effects:
+            effect()
 
-    def _advance(self, migration: JSON, vmi: JSON, pod: JSON | None, state: JSON) -> None:
+    def _advance(
+        self, migration: JSON, pod: JSON | None, state: JSON, effects: list[Callable[[], None]]
+    ) -> None:
         phase = phase_of(migration)
         ours = state.get("migrationUid") == migration["metadata"]["uid"]
         nxt: str | None = None
@@ -517,6 +529,7 @@ class MigrationController:
                 self._fail(
                     migration,
                     "VMI is not eligible for migration because another migration job is in progress.",
+                    effects,
                 )
                 return
             nxt = PENDING
@@ -532,8 +545,10 @@ class MigrationController:
             nxt = RUNNING
         elif phase == RUNNING and state.get("completed"):
             nxt = SUCCEEDED
-            self._events.event(
-                migration, "Normal", SUCCESSFUL_MIGRATION, "Source node reported migration succeeded"
+            effects.append(
+                lambda: self._events.event(
+                    migration, "Normal", SUCCESSFUL_MIGRATION, "Source node reported migration succeeded"
+                )
             )
         if nxt is not None:
             self._set_phase(migration, nxt)
@@ -550,12 +565,16 @@ class MigrationController:
             {"phase": phase, "phaseTransitionTimestamp": format_time(self._clock())},
         ]
 
-    def _fail(self, migration: JSON, message: str) -> None:
+    def _fail(self, migration: JSON, message: str, effects: list[Callable[[], None]]) -> None:
         self._set_phase(migration, FAILED)
-        self._events.event(migration, "Warning", FAILED_MIGRATION, message)
-        self._log.warning("migration failed", migration=key_of(migration), reason=message)
 
-    def _interrupt(self, migration: JSON, vmi: JSON, message: str) -> None:
+        def report() -> None:
+            self._events.event(migration, "Warning", FAILED_MIGRATION, message)
+            self._log.warning("migration failed", migration=key_of(migration), reason=message)
+
+        effects.append(report)
+
+    def _interrupt(self, migration: JSON, vmi: JSON, message: str, effects: list[Callable[[], None]]) -> None:
         """Fail the migration, and tell the VMI when it was handed off already (the handlers stop)."""
         state = migration_state(vmi)
         if state.get("migrationUid") == migration["metadata"]["uid"] and not state.get("completed"):
@@ -563,7 +582,7 @@ class MigrationController:
             failed.setdefault("failureReason", "Target pod is down")
             failed.setdefault("endTimestamp", format_time(self._clock()))
             self._patch_migration_state(vmi, failed)
-        self._fail(migration, message)
+        self._fail(migration, message, effects)
 
     @staticmethod
     def _add_abort_condition(migration: JSON) -> None:
@@ -571,13 +590,12 @@ class MigrationController:
         if not any(c.get("type") == ABORT_REQUESTED for c in conditions):
             conditions.append({"type": ABORT_REQUESTED, "status": "True", "lastProbeTime": None})
 
-    def _clean_up_failed_target(self, migration: JSON, vmi: JSON | None, pod: JSON | None) -> None:
+    @staticmethod
+    def _target_to_clean_up(migration: JSON, vmi: JSON | None, pod: JSON | None) -> bool:
         """A failed migration's target pod goes, unless the VMI moved there after all."""
         if phase_of(migration) != FAILED or pod is None or podutil.is_terminating(pod):
-            return
-        if vmi is not None and (vmi.get("status") or {}).get("nodeName") == podutil.pod_node(pod):
-            return
-        self._delete_pod(migration, pod, f"migration failed and pod {_pod_ref(pod)} is deleted")
+            return False
+        return vmi is None or (vmi.get("status") or {}).get("nodeName") != podutil.pod_node(pod)
 
     def _write(self, cached: JSON, migration: JSON) -> None:
         try:

@@ -352,3 +352,29 @@ def test_a_target_pod_not_yet_in_the_cache_is_neither_created_twice_nor_taken_fo
     assert failed_messages(world) == []
     world.settle()
     assert world.phase("mig1") == "Scheduling"
+
+
+def test_a_pass_on_a_stale_cache_reports_nothing() -> None:
+    world = World()
+    world.running_vmi("vm1")
+    world.migrate("mig1", "vm1")
+    world.settle()
+    world.kubelet_runs(world.target_pods("mig1")[0])
+    world.settle()
+    world.handler_reports("vm1", targetNodeAddress="10.0.0.2")
+    world.settle()
+    world.handler_reports("vm1", startTimestamp="2026-01-01T12:00:01Z")
+    world.settle()
+    stale = world.migrations.store.get_by_key(f"{NS}/mig1")
+    world.handler_reports("vm1", failed=True, endTimestamp="2026-01-01T12:00:02Z")
+    world.settle()
+    assert world.phase("mig1") == "Failed"
+    recorded = list(world.events.recorded)
+
+    # The informer still holds the Running migration and sees its target pod go down.
+    world.migrations.store.upsert(stale)
+    [pod] = world.target_pods("mig1") or [None]
+    assert pod is None  # deleted with the failure
+    with pytest.raises(RequeueAfter):
+        world.controller.reconcile(f"{NS}/mig1")
+    assert world.events.recorded == recorded
