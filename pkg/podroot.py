@@ -77,6 +77,11 @@ class PodRoot:
         finally:
             os.close(directory)
 
+    def open_directory(self, relative: str) -> int:
+        """A descriptor of a directory in the pod (the caller closes it), e.g. to reach a socket in it
+        through ``/proc/self/fd/<fd>/<name>``."""
+        return self._open(relative, os.O_RDONLY | os.O_DIRECTORY)
+
     def read(self, relative: str) -> bytes:
         fd = self._open(relative, os.O_RDONLY | os.O_NOFOLLOW)
         try:

@@ -15,7 +15,7 @@ from kubevirt.virt_handler import app
 @click.option(
     "--pod-ip-address",
     default="",
-    help="The handler pod's IP address (accepted; the servers bind to --listen).",
+    help="The handler pod's IP address: migration targets listen on it and publish it.",
 )
 @click.option("--port", default=8185, show_default=True, type=click.IntRange(0, 65535), help="HTTPS port.")
 @click.option("--console-server-port", default=8186, show_default=True, type=click.IntRange(0, 65535))
@@ -87,7 +87,6 @@ def main(
     vm_controller_threads: int,
     watchdog_timeout: int,
 ) -> None:
-    del client_cert_file, client_key_file  # accepted: virt-handler makes no client calls yet
     options = app.Options(
         node_name=hostname_override or socket.gethostname(),
         kubeconfig=kubeconfig,
@@ -102,5 +101,8 @@ def main(
         tls_key_file=tls_key_file,
         ca_config_map=ca_configmap_name,
         externally_managed=externally_managed,
+        migration_ip=pod_ip_address,
+        client_cert_file=Path(client_cert_file),
+        client_key_file=Path(client_key_file),
     )
     sys.exit(app.run(options))

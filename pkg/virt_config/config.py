@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubevirt.virt_config.migrations import InvalidMigrationConfigurationError, MigrationConfig
+
 ROLLOUT_LIVE_UPDATE = "LiveUpdate"
 ROLLOUT_STAGE = "Stage"
 ROLLOUT_STRATEGIES = (ROLLOUT_LIVE_UPDATE, ROLLOUT_STAGE)
@@ -83,6 +85,7 @@ class ClusterConfig:
     # How VMs keep their instance type and preference: "reference" (a ControllerRevision), "expand"
     # (written into the VM unless it already references revisions) or "expandAll" (always written in).
     instancetype_reference_policy: str = "reference"
+    migrations: MigrationConfig = field(default_factory=MigrationConfig)
 
     @classmethod
     def build(
@@ -127,7 +130,14 @@ class ClusterConfig:
         obsolete = configuration.get("obsoleteCPUModels")
         selector = _mapping(configuration.get("ksmConfiguration")).get("nodeLabelSelector")
         policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
+        try:
+            migrations = MigrationConfig.from_configuration(
+                _mapping(configuration.get("migrations")), f"{_PREFIX}.migrations"
+            )
+        except InvalidMigrationConfigurationError as err:
+            raise InvalidConfigurationError(str(err)) from err
         return cls(
+            migrations=migrations,
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
             eviction_strategy=eviction if isinstance(eviction, str) else None,

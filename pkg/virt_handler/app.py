@@ -9,6 +9,7 @@ server (mutual TLS) answers virt-api's console, VNC and lifecycle calls for thos
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,12 +40,19 @@ from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.ksm import KsmHandler
 from kubevirt.virt_handler.migratable import NodeFacts
+from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
+from kubevirt.virt_handler.migration_proxy import ProxyManager, TLSFiles, TLSProvider
 from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
-from kubevirt.virt_handler.rest.server import CA_CONFIG_MAP, ServerThread, console_server_thread
+from kubevirt.virt_handler.rest.server import (
+    CA_CONFIG_MAP,
+    ServerThread,
+    console_server_thread,
+    read_ca_bundle,
+)
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 
@@ -77,6 +85,10 @@ class Options:
     externally_managed: bool = False
     # Where the KubeVirt CR is followed; the handler's own namespace when None (all outside a pod).
     namespace: str | None = None
+    # The address the migration target listens on and publishes (the handler pod's IP).
+    migration_ip: str = ""
+    client_cert_file: Path = Path("/etc/virt-handler/clientcertificates/tls.crt")
+    client_key_file: Path = Path("/etc/virt-handler/clientcertificates/tls.key")
 
 
 class VirtHandler:
@@ -95,6 +107,27 @@ class VirtHandler:
         self._queue = RateLimitingQueue(name="virt-handler-vm")
         # What the VM controller sees of each domain, read back by the console server for diagnosis.
         self._domain_events = DomainEventLog()
+        migration_ip = options.migration_ip or _host_address()
+        tls_files = TLSFiles(
+            options.tls_cert_file, options.tls_key_file, options.client_cert_file, options.client_key_file
+        )
+        namespace = own_namespace() or DEFAULT_NAMESPACE
+        self._proxies = ProxyManager(
+            listen_address=migration_ip,
+            tls=TLSProvider(
+                tls_files,
+                ca_bundle=lambda: read_ca_bundle(api, namespace, options.ca_config_map),
+                disabled=lambda: self._config.current().migrations.disable_tls,
+            ),
+        )
+        roles: dict[str, Any] = {
+            "api": api,
+            "events": self._events,
+            "node": options.node_name,
+            "pods_dir": options.pods_dir,
+            "connect": LauncherClient,
+            "proxies": self._proxies,
+        }
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -105,8 +138,24 @@ class VirtHandler:
             network=HandlerNetwork(private_dir=options.private_dir),
             node_facts=_node_facts(options),
             domain_events=self._domain_events,
+            migration_source=MigrationSource(**roles),
         )
         enqueue = self._queue.add
+        # Migration targets: VMIs still owned by another node, labelled for this one.
+        targets = self._factory.informer(
+            VIRTUAL_MACHINE_INSTANCES,
+            label_selector=f"{MIGRATION_TARGET_NODE_NAME_LABEL}={options.node_name}",
+        )
+        self._target_queue = RateLimitingQueue(name="virt-handler-migration-target")
+        target = MigrationTarget(vmi_store=targets.store, address=migration_ip, **roles)
+        self._target_controller = Controller(
+            "virt-handler-migration-target", self._target_queue, target, workers=2
+        )
+        targets.add_event_handler(
+            lambda obj: self._target_queue.add(key_of(obj)),
+            lambda _old, new: self._target_queue.add(key_of(new)),
+            lambda obj: self._target_queue.add(key_of(obj)),
+        )
 
         self._controller = Controller("virt-handler-vm", self._queue, reconciler, workers=options.workers)
         self._watchdog = LauncherWatchdog(
@@ -209,6 +258,7 @@ class VirtHandler:
             # Both need the synced cache: a launcher is an orphan only if no known VMI lists its pod.
             helpers.append(self._thread(self._watchdog.run, "launcher-watchdog"))
             helpers.append(self._thread(self._orphans.run, "orphans"))
+            helpers.append(self._thread(self._target_controller.run, "migration-target"))
             self._controller.run(self._stop)
         self._stop.wait()
         if self._probes is not None:
@@ -216,11 +266,21 @@ class VirtHandler:
         if self._console is not None:
             self._console.stop()
         self._factory.stop()
+        self._proxies.shut_down()
         self._events.stop()
         beats.join(timeout=10)
         for thread in helpers:
             thread.join(timeout=5)
         return 0
+
+
+def _host_address() -> str:
+    """This host's address when no pod IP was given (loopback, logged, when the name resolves to none)."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError as err:
+        get_logger().warning("no address for migrations: using loopback", reason=str(err))
+        return "127.0.0.1"
 
 
 def _node_labeller(api: KubeClient, options: Options, config: HandlerConfig) -> NodeLabeller | None:

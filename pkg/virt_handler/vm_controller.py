@@ -35,6 +35,7 @@ from kubevirt.virt_handler.launcher_sockets import (
     pod_dir_exists,
     pod_uid_of,
 )
+from kubevirt.virt_handler.migration import MigrationSource
 from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.status import NodeFacts, apply_domain
 
@@ -124,6 +125,7 @@ class VMController:
         network: Network | None = None,
         node_facts: NodeFacts | None = None,
         domain_events: DomainEventLog | None = None,
+        migration_source: MigrationSource | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -135,6 +137,7 @@ class VMController:
         self._network = network
         self._node_facts = node_facts or NodeFacts()
         self._domain_events = domain_events or DomainEventLog()
+        self._migration_source = migration_source
         self._log = get_logger()
         self._lock = threading.Lock()
         # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
@@ -157,6 +160,9 @@ class VMController:
         if current not in (phases.SCHEDULED, phases.RUNNING, *phases.FINAL_PHASES):
             return
         if (vmi["metadata"].get("labels") or {}).get("kubevirt.io/nodeName") != self._node:
+            return
+        if self._migration_source is not None and self._migration_source.owns(vmi):
+            self._migration_source.reconcile(vmi)  # the launcher is busy migrating: that role drives it
             return
         uid = str(vmi["metadata"].get("uid") or key)
         final = current in phases.FINAL_PHASES

@@ -131,6 +131,20 @@ class ConsoleServer:
         return web.json_response(answer)
 
 
+def read_ca_bundle(api: KubeApi, namespace: str, name: str = CA_CONFIG_MAP) -> str | None:
+    """The cluster CA bundle from the ``kubevirt-ca`` ConfigMap (None, logged, when unavailable)."""
+    try:
+        config_map = api.get(CONFIG_MAPS, namespace, name)
+    except ApiError as err:
+        get_logger().warning("the KubeVirt CA is unavailable", config_map=name, reason=str(err))
+        return None
+    bundle = (config_map.get("data") or {}).get(CA_BUNDLE_KEY)
+    if not bundle:
+        get_logger().warning("the KubeVirt CA ConfigMap has no CA bundle", config_map=name)
+        return None
+    return str(bundle)
+
+
 @dataclass
 class ClientCAFollower:
     """Keeps the listener trusting the CA bundle of the ``kubevirt-ca`` ConfigMap."""
@@ -142,16 +156,10 @@ class ClientCAFollower:
 
     def refresh(self) -> bool:
         """Reads the ConfigMap; returns whether a CA is now trusted."""
-        try:
-            config_map = self.api.get(CONFIG_MAPS, self.namespace, self.name)
-        except ApiError as err:
-            get_logger().warning("the KubeVirt CA is unavailable", config_map=self.name, reason=str(err))
-            return False
-        bundle = (config_map.get("data") or {}).get(CA_BUNDLE_KEY)
+        bundle = read_ca_bundle(self.api, self.namespace, self.name)
         if not bundle:
-            get_logger().warning("the KubeVirt CA ConfigMap has no CA bundle", config_map=self.name)
             return False
-        self.certificate.trust_client_ca(str(bundle))
+        self.certificate.trust_client_ca(bundle)
         return True
 
     async def follow(self, interval: float) -> None:

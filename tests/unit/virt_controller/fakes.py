@@ -56,6 +56,7 @@ _STATUS_SUBRESOURCE = {
     "virtualmachines",
     "virtualmachineinstancereplicasets",
     "virtualmachinepools",
+    "virtualmachineinstancemigrations",
     "pods",
     "nodes",
 }
@@ -396,6 +397,7 @@ DECODERS: dict[str, Callable[[JSON], Any]] = {
     VIRTUAL_MACHINE_POOLS.plural: VirtualMachinePool.from_dict,
     PODS.plural: _same,
     NODES.plural: _same,
+    "virtualmachineinstancemigrations": _same,
     CONTROLLER_REVISIONS.plural: _same,
     VIRTUAL_MACHINE_INSTANCETYPES.plural: VirtualMachineInstancetype.from_dict,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES.plural: VirtualMachineClusterInstancetype.from_dict,
