@@ -297,8 +297,8 @@ class TLSFiles:
 class TLSProvider:
     """Contexts from the handler's certificate files and the cluster CA, read when a proxy starts.
 
-    ``disabled`` is the cluster's ``migrations.disableTLS``. Without certificates or CA the proxies
-    carry plain TCP, and say so in the log: a handler deployed without them still migrates.
+    ``disabled`` is the cluster's ``migrations.disableTLS``, the only way to plain TCP: a handler missing
+    its certificates or the CA refuses to migrate rather than send guest memory unprotected.
     """
 
     def __init__(
@@ -307,7 +307,6 @@ class TLSProvider:
         self._files = files
         self._ca_bundle = ca_bundle
         self._disabled = disabled
-        self._log = get_logger(component="migration-proxy")
 
     def __call__(self) -> TLSContexts | None:
         if self._disabled():
@@ -320,8 +319,10 @@ class TLSProvider:
         ]
         bundle = self._ca_bundle()
         if missing or not bundle:
-            self._log.warning("migration proxies without TLS", missing=missing, ca_known=bool(bundle))
-            return None
+            what = ", ".join(missing) if missing else "the CA bundle"
+            raise MigrationProxyError(
+                f"migration TLS: {what} missing (set migrations.disableTLS for plain TCP)"
+            )
         try:
             return tls_contexts(
                 cert_file=files.cert_file,

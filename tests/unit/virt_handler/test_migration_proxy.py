@@ -118,7 +118,8 @@ def test_a_pod_link_out_of_its_root_is_not_followed(tmp_path: Path) -> None:
     assert list(outside.iterdir()) == []
 
 
-def test_tls_is_off_when_disabled_or_without_certificates(tmp_path: Path) -> None:
+def test_tls_is_off_only_when_disabled_and_missing_certificates_refuse(tmp_path: Path) -> None:
     files = TLSFiles(tmp_path / "a", tmp_path / "b", tmp_path / "c", tmp_path / "d")
     assert TLSProvider(files, ca_bundle=lambda: "pem", disabled=lambda: True)() is None
-    assert TLSProvider(files, ca_bundle=lambda: "pem", disabled=lambda: False)() is None
+    with pytest.raises(MigrationProxyError, match="disableTLS"):
+        TLSProvider(files, ca_bundle=lambda: "pem", disabled=lambda: False)()
