@@ -5,5 +5,5 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 apt_install etcd-server containerd runc containernetworking-plugins iptables conntrack debootstrap \
-    ethtool socat util-linux mount kmod
+    ethtool socat util-linux mount kmod dosfstools mtools syslinux
 command -v go >/dev/null || apt_install golang-go
