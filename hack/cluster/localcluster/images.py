@@ -228,6 +228,18 @@ class Builder:
             digest.update(wheel.name.encode() + hashlib.sha256(wheel.read_bytes()).digest())
         return house, digest.hexdigest()
 
+    def container_disk(self) -> tuple[Path, str]:
+        """The static container-disk executable, compiled on this host (like the wheels); returns its
+        directory and a digest of it."""
+        out = self.root / "container-disk"
+        out.mkdir(parents=True, exist_ok=True)
+        with self.timer.step("container-disk"):
+            command = recipe.CONTAINER_DISK_COMMAND.format(
+                output=out / "container-disk", source=REPO / recipe.CONTAINER_DISK_SOURCE
+            )
+            _run(["sh", "-ec", command])
+        return out, hashlib.sha256((out / "container-disk").read_bytes()).hexdigest()
+
     def pause_layer(self) -> BuiltLayer:
         source = REPO / "hack" / "cluster" / "pause"
         key = _key("pause", *(path.read_text() for path in sorted(source.iterdir())))
@@ -319,9 +331,17 @@ class Builder:
         stages = {"python": [debian, base, deps, project]}
         if any(target.stage == "launcher" for target in targets):
             launcher = self.run_stage("launcher", [debian, base], recipe.LAUNCHER_STEPS)
-            # The venv layers only add /opt/kubevirt, so they stack on the launcher layer unchanged
+            program, program_digest = self.container_disk()
+            tools = self.run_stage(
+                "container-disk",
+                [debian, base, launcher],
+                recipe.CONTAINER_DISK_INSTALL_STEPS,
+                binds={recipe.CONTAINER_DISK_BUILD: program},
+                inputs=program_digest,
+            )
+            # The venv layers only add /opt/kubevirt, so they stack on the launcher layers unchanged
             # (the Dockerfile's COPY --from=python).
-            stages["launcher"] = [debian, base, launcher, deps, project]
+            stages["launcher"] = [debian, base, launcher, tools, deps, project]
         for target in targets:
             config = oci.ImageConfig(entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV))
             built.append(self.archive(image_name(target.binary), target.binary, stages[target.stage], config))

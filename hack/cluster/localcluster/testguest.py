@@ -59,7 +59,9 @@ ip link set lo up
 source=""
 i=0
 while [ -z "$source" ] && [ $i -lt 30 ]; do
-  source=$(findfs LABEL=cidata 2>/dev/null || findfs LABEL=CIDATA 2>/dev/null || findfs LABEL=config-2 2>/dev/null)
+  for label in cidata CIDATA config-2; do
+    [ -z "$source" ] && source=$(findfs "LABEL=$label" 2>/dev/null)
+  done
   [ -z "$source" ] && sleep 0.1
   i=$((i+1))
 done
@@ -69,9 +71,8 @@ if [ -n "$source" ] && mount -o ro "$source" /mnt/cidata; then
   for candidate in /mnt/cidata/user-data /mnt/cidata/openstack/latest/user_data; do
     [ -f "$candidate" ] && userdata="$candidate" && break
   done
-  [ -f /mnt/cidata/meta-data ] && sed -n 's/^local-hostname: *//p' /mnt/cidata/meta-data | while read -r name; do
-    hostname "$name"
-  done
+  name=$(sed -n 's/^local-hostname: *//p' /mnt/cidata/meta-data 2>/dev/null)
+  [ -n "$name" ] && hostname "$name"
 fi
 if [ -n "$userdata" ] && [ "$(head -c 2 "$userdata")" = "#!" ]; then
   cp "$userdata" /run/user-data && chmod 700 /run/user-data && /run/user-data
@@ -131,7 +132,14 @@ class TestGuest:
 
 def recipe_digest() -> str:
     """Changes whenever what the guest is built from changes (it keys the cache)."""
-    parts = (GUEST_INIT, UDHCPC_SCRIPT, SYSLINUX_CFG, " ".join(MODULES), " ".join(PACKAGES), str(DISK_SIZE_KIB))
+    parts = (
+        GUEST_INIT,
+        UDHCPC_SCRIPT,
+        SYSLINUX_CFG,
+        " ".join(MODULES),
+        " ".join(PACKAGES),
+        str(DISK_SIZE_KIB),
+    )
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -152,7 +160,9 @@ def kernel_package() -> str:
 
 
 def _download(package: str, into: Path) -> Path:
-    if subprocess.run(["apt-get", "download", package], cwd=into, capture_output=True, check=False).returncode:
+    if subprocess.run(
+        ["apt-get", "download", package], cwd=into, capture_output=True, check=False
+    ).returncode:
         _run(["apt-get", "update", "-qq"])
         _run(["apt-get", "download", package], cwd=into)
     found = sorted(into.glob(f"{package}_*.deb"))
@@ -219,7 +229,9 @@ def _initramfs(kernel_root: Path, busybox: bytes) -> bytes:
         ("etc/group", 0o100644, b"root:x:0:\n"),
         ("etc/modules", 0o100644, "".join(f"{path.stem}\n" for path in modules).encode()),
     ]
-    entries += [(f"lib/modules/{path.stem}.ko", 0o100644, (modules_dir / path).read_bytes()) for path in modules]
+    entries += [
+        (f"lib/modules/{path.stem}.ko", 0o100644, (modules_dir / path).read_bytes()) for path in modules
+    ]
     return gzip.compress(cpio_newc(entries), 9)
 
 
