@@ -80,7 +80,12 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
     "--simulate-crash", is_flag=True, help="Exit at once with a failure (for testing crash handling)."
 )
 @click.option("--run-as-nonroot", is_flag=True, help="Accepted for compatibility; QEMU runs as root here.")
-@click.option("--disk-memory-limit", type=int, default=0, help="Accepted for compatibility.")
+@click.option(
+    "--disk-memory-limit",
+    type=int,
+    default=0,
+    help="Memory limit (bytes) for qemu-img reading a containerDisk's image (0: KubeVirt's default).",
+)
 @click.option("--image-volume", is_flag=True, help="Accepted for compatibility.")
 @click.option("--qemu-agent-sys-interval", type=int, default=120, help="Accepted; no guest agent polling.")
 @click.option("--qemu-agent-file-interval", type=int, default=300, help="Accepted; no guest agent polling.")
@@ -126,6 +131,7 @@ def main(**flags: object) -> None:
         pod_name=os.environ.get("POD_NAME", ""),
         libvirt_log_filters=str(flags["libvirt_log_filters"]),
         ovmf_path=str(flags["ovmf_path"]),
+        disk_memory_limit=int(str(flags["disk_memory_limit"])),
     )
     launcher = app.Launcher(config, converter, warm_up=converter.start)
     launcher.install_signal_handlers()

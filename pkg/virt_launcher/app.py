@@ -22,12 +22,14 @@ from typing import Any
 import libvirt
 
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient, LauncherClientError
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.handler_launcher_com.sockets import cmd_socket_path, init_socket_path, notify_socket_path
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.notify_client import NotifyClient
+from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
@@ -61,6 +63,7 @@ class LauncherConfig:
     pod_name: str = ""
     libvirt_log_filters: str = ""
     ovmf_path: str = ""
+    disk_memory_limit: int = 0
 
     @property
     def vmi_private_dir(self) -> Path:
@@ -78,6 +81,14 @@ class Launcher:
     ) -> None:
         self.config = config
         self._converter = converter
+        self._storage = PodStorage(
+            StorageDirs(
+                container_disk_dir=config.container_disk_dir,
+                ephemeral_disk_dir=config.ephemeral_disk_dir,
+                private_dir=config.private_dir,
+            ),
+            disk_memory_limit=config.disk_memory_limit,
+        )
         self._warm_up = warm_up or (lambda: None)
         self._stop = threading.Event()
         self._signal_name = ""
@@ -161,7 +172,7 @@ class Launcher:
 
         manager = DomainManager(
             conn,
-            self._converter,
+            self._convert,
             node=node,
             on_domain_change=changed,
             pre_start_hooks=[self._pre_start],
@@ -275,9 +286,29 @@ class Launcher:
         self._target_released.set()
         self._changed.set()
 
+    def _convert(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str:
+        """The converter, told each containerDisk image's format (KubeVirt's launcher probes it itself)."""
+        infos = self._storage.disks_info(vmi_json)
+        if infos:
+            merged = cmd_pb2.VirtualMachineOptions()
+            if options is not None:
+                merged.CopyFrom(options)
+            for name, info in infos.items():
+                merged.DisksInfo[name].CopyFrom(
+                    cmd_pb2.DiskInfo(
+                        format=info.format,
+                        backingFile=info.backing_file,
+                        actualSize=info.actual_size,
+                        virtualSize=info.virtual_size,
+                    )
+                )
+            options = merged
+        return self._converter(vmi_json, options, node)
+
     def _pre_start(self, facts: VMIFacts) -> None:
         private = self.config.private_dir / facts.uid if facts.uid else self.config.vmi_private_dir
         private.mkdir(parents=True, exist_ok=True)
+        self._storage.prepare(facts.raw)
 
     def _prepare_directories(self) -> None:
         cfg = self.config

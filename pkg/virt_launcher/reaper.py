@@ -10,16 +10,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import subprocess
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+
+from kubevirt.childprocess import forget, owned, start_owned
+
+__all__ = ["become_subreaper", "forget", "owned", "start_owned", "start_reaping"]
 
 _PR_SET_CHILD_SUBREAPER = 36
-P = TypeVar("P", bound="subprocess.Popen[Any]")
 _lock = threading.Lock()
-_owned: set[int] = set()
 _started = False
 
 
@@ -30,23 +29,6 @@ def become_subreaper() -> bool:
         return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
-
-
-def start_owned(start: Callable[[], P]) -> P:
-    """Start a child (``start`` makes the ``subprocess.Popen``) whose exit status its owner collects.
-
-    The child is registered before the reaper can look at it: a child that exits at once would
-    otherwise be reaped first, and its owner would read a made-up status of 0.
-    """
-    with _lock:
-        process = start()
-        _owned.add(process.pid)
-    return process
-
-
-def forget(pid: int) -> None:
-    with _lock:
-        _owned.discard(pid)
 
 
 def start_reaping(interval: float = 0.1) -> None:
@@ -68,9 +50,7 @@ def _reap_forever(interval: float) -> None:
             continue
         if info is None:
             continue
-        with _lock:
-            owned = info.si_pid in _owned
-        if owned:
+        if owned(info.si_pid):
             time.sleep(interval)  # its owner collects the status
             continue
         with contextlib.suppress(ChildProcessError):

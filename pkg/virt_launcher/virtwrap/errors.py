@@ -23,3 +23,7 @@ class WrongStateError(ManagerError):
 
 class LibvirtCallError(ManagerError):
     """libvirt refused an operation."""
+
+
+class StoragePreparationError(ManagerError):
+    """A volume's file could not be made ready in the pod; the message names the VMI field at fault."""

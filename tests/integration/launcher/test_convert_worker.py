@@ -60,7 +60,7 @@ def test_worker_converts_and_reports_bad_fields() -> None:
         assert dead.returncode == -signal.SIGKILL
         assert dead.stdout is not None
         assert dead.stdout.closed
-        assert dead.pid not in reaper._owned
+        assert not reaper.owned(dead.pid)
         assert worker._process is not dead
     finally:
         worker.stop()
@@ -76,7 +76,7 @@ def test_worker_stops_after_use_and_starts_again() -> None:
     assert process.stdout is not None
     assert process.stdout.closed  # its pipes go with it
     assert process.returncode == 0
-    assert process.pid not in reaper._owned
+    assert not reaper.owned(process.pid)
     second = worker(encoded(kernel_boot_vmi()), None, NodeFacts())
     assert first == second
     assert 'type="kvm"' in first

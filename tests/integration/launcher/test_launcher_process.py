@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.handler_launcher_com.cmd.client import CommandFailedError, LauncherClient
 from kubevirt.handler_launcher_com.sockets import cmd_socket_path, init_socket_path
 
 pytestmark = pytest.mark.timeout(60)
@@ -165,6 +165,34 @@ def test_accepts_the_flags_virt_controller_renders(start: Any) -> None:
     launcher.client.ping()
     launcher.process.send_signal(signal.SIGTERM)
     assert launcher.process.wait(20) == 0
+
+
+def test_sync_prepares_the_disks_or_reports_the_bad_field(start: Any, tmp_path: Path) -> None:
+    container_disks, ephemeral = tmp_path / "container-disks", tmp_path / "ephemeral"
+    container_disks.mkdir()
+    subprocess.run(["qemu-img", "create", "-f", "raw", str(container_disks / "disk_0.img"), "4M"], check=True)
+    launcher = start("--container-disk-dir", str(container_disks), "--ephemeral-disk-dir", str(ephemeral))
+    vmi = launcher.vmi
+    vmi["spec"]["domain"]["devices"]["disks"] = [{"name": "root", "disk": {"bus": "virtio"}}]
+    vmi["spec"]["volumes"] = [
+        {"name": "root", "containerDisk": {"image": "example/raw:1"}},
+        {"name": "ci", "cloudInitNoCloud": {"userDataBase64": "not base64"}},
+    ]
+    with pytest.raises(CommandFailedError) as caught:
+        launcher.client.sync_vmi(vmi)
+    assert "spec.volumes[1].cloudInitNoCloud.userDataBase64: not valid base64" in caught.value.reason
+    assert launcher.client.get_domain() is None
+    assert not ephemeral.exists()  # nothing written for a request refused
+
+    vmi["spec"]["volumes"][1]["cloudInitNoCloud"] = {"userData": "#cloud-config\n"}
+    launcher.client.sync_vmi(vmi)
+    domain = launcher.client.get_domain()
+    assert domain is not None
+    disk = domain["Spec"]["Devices"]["Disks"][0]
+    assert disk["Source"]["File"] == "/var/run/kubevirt-ephemeral-disks/disk-data/root/disk.qcow2"
+    assert disk["BackingStore"]["Format"]["Type"] == "raw"  # probed with qemu-img, not assumed
+    assert (ephemeral / "disk-data/root/disk.qcow2").is_file()
+    assert (ephemeral / "cloud-init-data/default/kb1/noCloud.iso").is_file()
 
 
 def test_simulated_crash_fails_at_once(tmp_path: Path) -> None:
