@@ -17,6 +17,7 @@ from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.log import get_logger
+from kubevirt.virt_handler.container_disk.mounter import Mounter
 from kubevirt.virt_handler.device_manager.plugin import (
     DEFAULT_DEVICE_PLUGINS_DIR,
     DEFAULT_MAX_DEVICES,
@@ -38,6 +39,10 @@ class Options:
     kubeconfig: str | None = None
     # The kubelet's pods directory, mounted short: a socket path must stay under 108 bytes.
     pods_dir: Path = Path("/pods")
+    # The same directory in the host's mount namespace, where container disks are mounted.
+    host_pods_dir: Path = Path("/var/lib/kubelet/pods")
+    # What was mounted for which VMI, kept across restarts of the handler.
+    mount_state_dir: Path = Path("/var/run/kubevirt-private/container-disk-mount-state")
     workers: int = 3
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
@@ -60,6 +65,11 @@ class VirtHandler:
             node=options.node_name,
             pods_dir=options.pods_dir,
             connect=LauncherClient,
+            mounter=Mounter(
+                pods_dir=options.pods_dir,
+                host_pods_dir=options.host_pods_dir,
+                state_dir=options.mount_state_dir,
+            ),
         )
         enqueue = self._queue.add
         vmis.add_event_handler(

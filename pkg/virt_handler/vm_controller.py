@@ -20,6 +20,7 @@ from kubevirt.controller import RequeueAfter, Store, split_key
 from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, LauncherDisconnectedError
 from kubevirt.log import get_logger
 from kubevirt.virt_handler import phase as phases
+from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 
 JSON = dict[str, Any]
@@ -82,6 +83,7 @@ class VMController:
         node: str,
         pods_dir: Path,
         connect: Callable[[Path], Launcher],
+        mounter: Mounter | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -89,22 +91,33 @@ class VMController:
         self._node = node
         self._pods_dir = pods_dir
         self._connect = connect
+        self._mounter = mounter
         self._log = get_logger()
 
     def reconcile(self, key: str) -> None:
         vmi = self._vmis.get_by_key(key)
         if vmi is None:
-            return  # Its pod, and with it the launcher, goes with it; nothing of ours is left.
+            # Its pod, and with it the launcher, goes with it; only our mounts into that pod are left.
+            namespace, name = split_key(key)
+            for uid in self._mounter.recorded(namespace or "", name) if self._mounter else []:
+                self._unmount(uid)
+            return
         vmi = copy.deepcopy(vmi)
         status = vmi.setdefault("status", {})
         current = status.get("phase") or ""
-        if current in phases.FINAL_PHASES or current not in (phases.SCHEDULED, phases.RUNNING):
+        if current in phases.FINAL_PHASES:
+            self._unmount(vmi["metadata"].get("uid") or "")
+            return
+        if current not in (phases.SCHEDULED, phases.RUNNING):
             return
         if (vmi["metadata"].get("labels") or {}).get("kubevirt.io/nodeName") != self._node:
             return
         try:
             socket = find_launcher_socket(self._pods_dir, status.get("activePods") or {}, self._node)
         except SocketLookupError:
+            if vmi["metadata"].get("deletionTimestamp") is not None:
+                # The launcher is gone: the kubelet cannot remove the pod's volumes while our mounts stay.
+                self._unmount(vmi["metadata"].get("uid") or "")
             raise RequeueAfter(SOCKET_WAIT_SECONDS) from None
         launcher = self._connect(socket)
         try:
@@ -127,14 +140,33 @@ class VMController:
                 elif domain is not None:
                     launcher.vmi_command("DeleteVirtualMachine", vmi)
                     self._events.event(vmi, "Normal", "Deleted", "Signaled Deletion")
+                else:
+                    self._unmount(vmi["metadata"].get("uid") or "")
             elif domain is None or alive:
+                if domain is None and self._mounter is not None:
+                    # The disks must be in the pod before the launcher builds the domain on them.
+                    if not self._mounter.ready(vmi, self._node):
+                        raise RequeueAfter(SOCKET_WAIT_SECONDS)
+                    self._mounter.mount(vmi, self._node)
                 launcher.sync_vmi(vmi)
             return launcher.get_domain(), None
+        except ContainerDiskError as err:
+            self._log.error("mounting container disks failed", name=vmi["metadata"]["name"], reason=str(err))
+            return None, str(err)
         except LauncherDisconnectedError:
             return None, None
         except LauncherClientError as err:
             self._log.error("syncing with the launcher failed", name=vmi["metadata"]["name"], reason=str(err))
             return None, str(err)
+
+    def _unmount(self, vmi_uid: str) -> None:
+        if self._mounter is None or not vmi_uid:
+            return
+        try:
+            self._mounter.unmount(vmi_uid)
+        except ContainerDiskError as err:
+            self._log.error("unmounting container disks failed", vmi_uid=vmi_uid, reason=str(err))
+            raise RequeueAfter(RESYNC_SECONDS) from None
 
     def _update_status(self, key: str, vmi: JSON, domain: JSON | None, error: str | None) -> None:
         original = copy.deepcopy(vmi["status"])
