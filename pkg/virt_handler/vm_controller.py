@@ -73,6 +73,12 @@ def guest_os_info(domain: JSON) -> JSON:
     return {ours: info[theirs] for theirs, ours in keys.items() if info.get(theirs)}
 
 
+def machine_type(domain: JSON) -> str:
+    """The machine type libvirt expanded the domain's to (``q35`` becomes ``pc-q35-<version>``)."""
+    os_type = ((((domain.get("Spec") or {}).get("OS")) or {}).get("Type")) or {}
+    return str(os_type.get("Machine") or "")
+
+
 class VMController:
     def __init__(
         self,
@@ -177,6 +183,8 @@ class VMController:
                 status["interfaces"] = interfaces
             if info := guest_os_info(domain):
                 status["guestOSInfo"] = info
+            if machine := machine_type(domain):
+                status["machine"] = {"type": machine}
         if error is None or domain is not None:
             new_phase = phases.phase_from_domain(
                 current,

@@ -2,18 +2,23 @@
 annotation fresh, and its device plugins give the node the ``devices.kubevirt.io/*`` resources that
 launcher pods request (``vhost-net`` without allocatable devices where the host has no /dev/vhost-net).
 With virt-controller beside it, a VMI's launcher pod starts QEMU through the handler's sync and the VMI
-turns Running; deleting the VMI takes the pod and QEMU away."""
+turns Running; deleting the VMI takes the pod and QEMU away. The test guest boots from its containerDisk
+(mounted into the launcher pod by the handler) with NoCloud user data, which its console log shows."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from localcluster import kubevirt
 from localcluster.handle import Cluster
+from localcluster.testguest import BOOT_MARKER
 
 from kubevirt.virt_operator.resource.daemonset import handler_daemonset
 from kubevirt.virt_operator.resource.rbac import controller_rbac, handler_rbac
@@ -110,3 +115,118 @@ def test_a_vmi_runs_on_the_node_and_stops_when_deleted(
         timeout=120,
     )
     assert _qemu_of(namespace, "bare") == []
+
+
+TEST_GUEST_DISK = "localhost/kubevirt/test-guest-container-disk:devel"
+
+
+def _mounts_in_pod_volumes() -> list[str]:
+    """Mount points the handler made in launcher pods' container-disks volumes (seen from the host)."""
+    return [
+        line.split()[4]
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if "/volumes/kubernetes.io~empty-dir/container-disks/" in line.split()[4]
+    ]
+
+
+@pytest.fixture(scope="module")
+def booted_guest(
+    cluster: Cluster, virt_controller: None, virt_handler: str, crds: list[str]
+) -> Iterator[tuple[str, str, str]]:
+    """One VMI booting the test guest from its containerDisk with NoCloud user data; (namespace, name,
+    marker). One guest for the whole module: boots are the expensive part."""
+    namespace = f"ft-boot-{os.getpid() % 10000}"
+    cluster.kubectl("create", "namespace", namespace)
+    marker = f"USER-DATA-RAN-{uuid.uuid4().hex[:8]}"
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "guest"},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "domain": {
+                "resources": {"requests": {"memory": "128Mi"}},
+                "devices": {
+                    "disks": [
+                        {"name": "rootdisk", "disk": {"bus": "virtio"}},
+                        {"name": "cloudinitdisk", "disk": {"bus": "virtio"}},
+                    ]
+                },
+            },
+            "volumes": [
+                {"name": "rootdisk", "containerDisk": {"image": TEST_GUEST_DISK}},
+                {"name": "cloudinitdisk", "cloudInitNoCloud": {"userData": f"#!/bin/sh\necho {marker}\n"}},
+            ],
+        },
+    }
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(vmi))
+    try:
+        yield namespace, "guest", marker
+    finally:
+        cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def _vmi(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    return cluster.find("vmi", name, namespace) or {}
+
+
+def test_a_container_disk_guest_boots_to_running_with_its_status_set(
+    cluster: Cluster, booted_guest: tuple[str, str, str], virt_handler: str
+) -> None:
+    namespace, name, _ = booted_guest
+
+    def running_and_ready() -> bool:
+        status = _vmi(cluster, namespace, name).get("status") or {}
+        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+        return status.get("phase") == "Running" and bool(ready) and ready[0]["status"] == "True"
+
+    cluster.wait_until("the VMI is Running and Ready", running_and_ready, timeout=240)
+    status = _vmi(cluster, namespace, name)["status"]
+    assert status["nodeName"] == virt_handler
+    assert [p["phase"] for p in status["phaseTransitionTimestamps"]][-2:] == ["Scheduled", "Running"]
+    assert status.get("launcherContainerImageVersion") == LAUNCHER
+    assert status.get("qosClass") in ("Burstable", "Guaranteed")
+    assert (status.get("machine") or {}).get("type", "").startswith("pc-q35")
+    assert len(_qemu_of(namespace, name)) == 1
+    # The image is bind-mounted read-only into the launcher pod, backing the guest's overlay.
+    mounts = _mounts_in_pod_volumes()
+    assert [m for m in mounts if m.endswith("/container-disks/disk_0.img")], mounts
+
+
+def test_the_console_log_shows_the_user_data_marker(
+    cluster: Cluster, booted_guest: tuple[str, str, str]
+) -> None:
+    namespace, name, marker = booted_guest
+    pod = _launcher_pod(cluster, namespace, name)
+
+    def logged() -> bool:
+        result = cluster.kubectl("logs", "-n", namespace, pod, "-c", "guest-console-log", check=False)
+        return marker in result.stdout and BOOT_MARKER in result.stdout
+
+    cluster.wait_until("the guest's console log shows the user data's marker", logged, timeout=120)
+
+
+def test_deleting_the_vmi_leaves_no_pod_domain_or_mount(
+    cluster: Cluster, booted_guest: tuple[str, str, str]
+) -> None:
+    namespace, name, _ = booted_guest
+    cluster.wait_until(
+        "the VMI is Running",
+        lambda: (_vmi(cluster, namespace, name).get("status") or {}).get("phase") == "Running",
+        timeout=240,
+    )
+    cluster.kubectl("delete", "vmi", name, "-n", namespace, "--wait=true", "--timeout=120s")
+    cluster.wait_until(
+        "the launcher pod is gone",
+        lambda: not cluster.kubectl_json("get", "pods", "-n", namespace)["items"],
+        timeout=120,
+    )
+    assert _qemu_of(namespace, name) == []
+    assert _mounts_in_pod_volumes() == []
+
+
+def _launcher_pod(cluster: Cluster, namespace: str, name: str) -> str:
+    pods = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", f"vm.kubevirt.io/name={name}")["items"]
+    assert isinstance(pods, list)
+    assert len(pods) == 1, pods
+    return str(pods[0]["metadata"]["name"])

@@ -78,10 +78,6 @@ def deploy_virt_handler(cluster: Cluster, *, rbac: list[JSON], daemonset: JSON) 
     cluster.kubectl("create", "namespace", INSTALL_NAMESPACE, check=False)
     for container in daemonset["spec"]["template"]["spec"]["containers"]:
         container["imagePullPolicy"] = "Never"
-        # The host's root is not a shared mount here, which Bidirectional propagation requires; nothing
-        # the handler does yet mounts into those directories.
-        for mount in container["volumeMounts"]:
-            mount.pop("mountPropagation", None)
     cluster.apply(*rbac, daemonset)
     cluster.kubectl("rollout", "status", "daemonset", VIRT_HANDLER, "-n", INSTALL_NAMESPACE, "--timeout=120s")
 
