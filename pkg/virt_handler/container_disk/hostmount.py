@@ -26,6 +26,7 @@ from kubevirt import safepath
 from kubevirt.container_disk import DISK_DIR
 
 HOST_MOUNT_NAMESPACE = "/proc/1/ns/mnt"
+HOST = "host"  # as --namespace: the host's mount namespace, found by host_mount_namespace()
 _CLONE_NEWNS = 0x00020000
 _MS_RDONLY = 0x1
 _MS_REMOUNT = 0x20
@@ -63,7 +64,35 @@ def _check(result: int, what: str) -> None:
         raise HostMountError(f"{what}: {os.strerror(code)}")
 
 
-def enter_host_mount_namespace(namespace: str = HOST_MOUNT_NAMESPACE) -> None:
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat_file:
+        # The command name in parentheses may hold spaces; the parent PID is the second field after it.
+        return int(stat_file.read().rsplit(")", 1)[1].split()[1])
+
+
+def host_mount_namespace() -> str:
+    """PID 1's mount namespace (KubeVirt's choice), or where a host keeps PID 1 out of reach (its
+    capabilities exceed a privileged container's), the nearest ancestor's outside our own: the container
+    runtime's shim, which runs in the node's mount namespace."""
+    try:
+        os.close(os.open(HOST_MOUNT_NAMESPACE, os.O_RDONLY | os.O_CLOEXEC))
+        return HOST_MOUNT_NAMESPACE
+    except PermissionError:
+        pass
+    own = os.stat("/proc/self/ns/mnt").st_ino
+    pid = os.getppid()
+    while pid > 1:
+        candidate = f"/proc/{pid}/ns/mnt"
+        try:
+            if os.stat(candidate).st_ino != own:
+                return candidate
+            pid = _parent(pid)
+        except OSError:
+            break
+    return "/proc/self/ns/mnt"  # no other namespace above us: this is the host's
+
+
+def enter_host_mount_namespace(namespace: str) -> None:
     fd = os.open(namespace, os.O_RDONLY | os.O_CLOEXEC)
     try:
         _check(_libc.setns(fd, _CLONE_NEWNS), f"setns {namespace}")
@@ -236,7 +265,7 @@ def unmount(target: Target) -> bool:
 
 def main(argv: list[str]) -> int:
     """``hostmount [--namespace PATH] mount|unmount JSON``: the request as JSON; prints the answer as JSON."""
-    namespace: str | None = HOST_MOUNT_NAMESPACE
+    namespace: str | None = HOST
     if argv[:1] == ["--namespace"]:
         namespace, argv = argv[1] or None, argv[2:]
     if len(argv) != 2 or argv[0] not in ("mount", "unmount"):
@@ -246,7 +275,7 @@ def main(argv: list[str]) -> int:
         request = json.loads(argv[1])
         target = Target(pods_dir=request["podsDir"], pod_uid=request["podUID"], name=request["name"])
         if namespace:
-            enter_host_mount_namespace(namespace)
+            enter_host_mount_namespace(host_mount_namespace() if namespace == HOST else namespace)
         if argv[0] == "mount":
             changed = mount(int(request["pid"]), str(request.get("path") or ""), target)
         else:

@@ -125,7 +125,7 @@ class Mounter:
         pods_dir: Path,
         host_pods_dir: Path,
         state_dir: Path,
-        namespace: str | None = "/proc/1/ns/mnt",
+        namespace: str | None = "host",
         hostmount: HostMount = run_hostmount,
     ) -> None:
         self._pods_dir = pods_dir  # the kubelet's pods directory as this process sees it
