@@ -58,6 +58,11 @@ class VirtHandler:
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )
         self._queue = RateLimitingQueue(name="virt-handler-vm")
+        self._mounter = Mounter(
+            pods_dir=options.pods_dir,
+            host_pods_dir=options.host_pods_dir,
+            state_dir=options.mount_state_dir,
+        )
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -65,11 +70,7 @@ class VirtHandler:
             node=options.node_name,
             pods_dir=options.pods_dir,
             connect=LauncherClient,
-            mounter=Mounter(
-                pods_dir=options.pods_dir,
-                host_pods_dir=options.host_pods_dir,
-                state_dir=options.mount_state_dir,
-            ),
+            mounter=self._mounter,
         )
         enqueue = self._queue.add
         vmis.add_event_handler(
@@ -105,6 +106,9 @@ class VirtHandler:
             self._stop.set()
         else:
             log.info("virt-handler running", node=self._options.node_name)
+            # Mounts recorded by an earlier run whose VMI went away meanwhile: their keys clean them up.
+            for key in self._mounter.recorded_keys():
+                self._queue.add(key)
             self._controller.run(self._stop)
         self._stop.wait()
         self._factory.stop()

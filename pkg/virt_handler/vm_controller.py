@@ -109,6 +109,12 @@ class VMController:
                 self._unmount(uid)
             return
         vmi = copy.deepcopy(vmi)
+        if self._mounter is not None:
+            # A VMI deleted and created again under the same name while its mounts were still there.
+            namespace, name = split_key(key)
+            for uid in self._mounter.recorded(namespace or "", name):
+                if uid != vmi["metadata"].get("uid"):
+                    self._unmount(uid)
         status = vmi.setdefault("status", {})
         current = status.get("phase") or ""
         if current in phases.FINAL_PHASES:

@@ -206,19 +206,32 @@ class Mounter:
                 raise ContainerDiskError(f"failed to unmount {target}: {err}") from None
         self._record_path(vmi_uid).unlink(missing_ok=True)
 
-    def recorded(self, namespace: str, name: str) -> list[str]:
-        """The UIDs of recorded VMIs called ``namespace/name`` (a deleted VMI is only known by its key)."""
+    def _records(self) -> dict[str, JSON]:
         if not self._state_dir.is_dir():
-            return []
-        found = []
+            return {}
+        found = {}
         for path in sorted(self._state_dir.glob("*.json")):
             try:
                 record = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
-            if record.get("namespace") == namespace and record.get("name") == name:
-                found.append(path.stem)
+            if isinstance(record, dict):
+                found[path.stem] = record
         return found
+
+    def recorded(self, namespace: str, name: str) -> list[str]:
+        """The UIDs of recorded VMIs called ``namespace/name`` (a deleted VMI is only known by its key)."""
+        return [
+            uid
+            for uid, record in self._records().items()
+            if record.get("namespace") == namespace and record.get("name") == name
+        ]
+
+    def recorded_keys(self) -> list[str]:
+        """``namespace/name`` of every VMI with recorded mounts."""
+        return sorted(
+            {f"{record.get('namespace')}/{record.get('name')}" for record in self._records().values()}
+        )
 
     def _target(self, pod_uid: str, name: str) -> JSON:
         return {"podsDir": str(self._host_pods_dir), "podUID": pod_uid, "name": name}
