@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -230,3 +231,57 @@ def _launcher_pod(cluster: Cluster, namespace: str, name: str) -> str:
     assert isinstance(pods, list)
     assert len(pods) == 1, pods
     return str(pods[0]["metadata"]["name"])
+
+
+def _pids(pattern: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True, check=False)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def test_a_killed_handler_picks_the_vmi_up_and_a_killed_launcher_fails_it(
+    cluster: Cluster, virt_controller: None, virt_handler: str, namespace: str
+) -> None:
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "crash"},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "domain": {
+                "resources": {"requests": {"memory": "128Mi"}},
+                "devices": {"disks": [{"name": "rootdisk", "disk": {"bus": "virtio"}}]},
+            },
+            "volumes": [{"name": "rootdisk", "containerDisk": {"image": TEST_GUEST_DISK}}],
+        },
+    }
+    handlers = _pids("bin/virt-handler --port")
+    assert len(handlers) == 1
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(vmi))
+    cluster.wait_until(
+        "the VMI is Scheduled",
+        lambda: (
+            (_vmi(cluster, namespace, "crash").get("status") or {}).get("phase") in ("Scheduled", "Running")
+        ),
+        timeout=120,
+    )
+    os.kill(handlers[0], signal.SIGKILL)
+    cluster.wait_until(
+        "the restarted handler brings the VMI to Running",
+        lambda: (_vmi(cluster, namespace, "crash").get("status") or {}).get("phase") == "Running",
+        timeout=240,
+    )
+    assert _pids("bin/virt-handler --port") not in ([], handlers)
+
+    uid = _vmi(cluster, namespace, "crash")["metadata"]["uid"]
+    launchers = [
+        pid for pid in _pids(f"bin/virt-launcher .*--uid {uid}") if pid not in _pids("virt-launcher-monitor")
+    ]
+    assert len(launchers) == 1, launchers
+    os.kill(launchers[0], signal.SIGKILL)
+    cluster.wait_until(
+        "the VMI whose launcher was killed is Failed",
+        lambda: (_vmi(cluster, namespace, "crash").get("status") or {}).get("phase") == "Failed",
+        timeout=120,
+    )
+    cluster.wait_until("QEMU is gone", lambda: not _qemu_of(namespace, "crash"), timeout=60)
+    cluster.wait_until("the disk is unmounted", lambda: not _mounts_in_pod_volumes(), timeout=60)
