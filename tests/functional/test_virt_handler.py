@@ -257,6 +257,8 @@ def test_a_killed_handler_picks_the_vmi_up_and_a_killed_launcher_fails_it(
     handlers = _pids("bin/virt-handler --port")
     assert len(handlers) == 1
     cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(vmi))
+    # Once the kubelet admitted the launcher pod: while the handler is down its device plugins are too, and
+    # the kubelet refuses a pod that asks for their devices then (UnexpectedAdmissionError).
     cluster.wait_until(
         "the VMI is Scheduled",
         lambda: (
@@ -271,6 +273,8 @@ def test_a_killed_handler_picks_the_vmi_up_and_a_killed_launcher_fails_it(
         timeout=240,
     )
     assert _pids("bin/virt-handler --port") not in ([], handlers)
+    phases = [p["phase"] for p in _vmi(cluster, namespace, "crash")["status"]["phaseTransitionTimestamps"]]
+    assert "Failed" not in phases
 
     uid = _vmi(cluster, namespace, "crash")["metadata"]["uid"]
     launchers = [
