@@ -210,3 +210,17 @@ def test_a_mount_in_use_is_detached_and_its_reader_keeps_the_image(pod: Pod, mou
         mounter.unmount("vmi-uid-1")
         assert _mounts_at(pod.volume / "disk_0.img") == []
         assert reader.read() == IMAGE
+
+
+def test_the_helper_finds_and_enters_the_hosts_mount_namespace(
+    pod: Pod, pods_dir: Path, tmp_path: Path
+) -> None:
+    # As in the handler's pod: the namespace is PID 1's, or the nearest ancestor's outside our own; here
+    # (no container around the test) that is this very namespace, so the mount shows up right here.
+    mounter = Mounter(pods_dir=pods_dir, host_pods_dir=pods_dir, state_dir=tmp_path / "state")
+    subject = vmi(pod, {"name": "rootdisk", "containerDisk": {"image": "x"}})
+    pod.start("disk_0.sock")  # type: ignore[attr-defined]
+    mounter.mount(subject, NODE)
+    assert (pod.volume / "disk_0.img").read_bytes() == IMAGE
+    mounter.unmount("vmi-uid-1")
+    assert _mounts_at(pod.volume / "disk_0.img") == []
