@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from localcluster import kubevirt
 from localcluster.handle import Cluster
 from localcluster.testguest import BOOT_MARKER
@@ -119,6 +120,7 @@ def test_a_vmi_runs_on_the_node_and_stops_when_deleted(
 
 
 TEST_GUEST_DISK = "localhost/kubevirt/test-guest-container-disk:devel"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _mounts_in_pod_volumes() -> list[str]:
@@ -289,3 +291,29 @@ def test_a_killed_handler_picks_the_vmi_up_and_a_killed_launcher_fails_it(
     )
     cluster.wait_until("QEMU is gone", lambda: not _qemu_of(namespace, "crash"), timeout=60)
     cluster.wait_until("the disk is unmounted", lambda: not _mounts_in_pod_volumes(), timeout=60)
+
+
+def test_a_guest_boots_from_a_kernel_boot_container(
+    cluster: Cluster, virt_controller: None, virt_handler: str, namespace: str
+) -> None:
+    vmi = yaml.safe_load((EXAMPLES / "vmi-test-guest-kernel-boot.yaml").read_text())
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(vmi))
+    name = vmi["metadata"]["name"]
+    cluster.wait_until(
+        "the kernel-boot VMI is Running",
+        lambda: (_vmi(cluster, namespace, name).get("status") or {}).get("phase") == "Running",
+        timeout=240,
+    )
+    mounts = _mounts_in_pod_volumes()
+    assert sorted(Path(m).name for m in mounts if "/kernel-boot/" in m) == ["initrd.gz", "vmlinuz"]
+    pod = _launcher_pod(cluster, namespace, name)
+
+    def booted() -> bool:
+        log = cluster.kubectl("logs", "-n", namespace, pod, "-c", "guest-console-log", check=False).stdout
+        return BOOT_MARKER in log
+
+    cluster.wait_until("the kernel-boot guest's console shows its boot marker", booted, timeout=120)
+    cluster.kubectl("delete", "vmi", name, "-n", namespace, "--wait=true", "--timeout=120s")
+    cluster.wait_until(
+        "the kernel and initrd are unmounted", lambda: not _mounts_in_pod_volumes(), timeout=120
+    )
