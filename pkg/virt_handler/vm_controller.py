@@ -2,8 +2,10 @@
 
 A reconcile reads the VMI from the node's cache, finds the launcher's command socket through the pod
 directories, and then does one of: kill and undefine the domain (VMI deleted or final), or sync the VMI
-into the launcher (start it). Whatever the domain then looks like is written back as the VMI's status
-(phase, node, interfaces, guest OS, conditions) with a conditional merge patch, only when it changed.
+into the launcher (start it; before the first sync its containerDisks are mounted into the pod, once their
+containers are up). Whatever the domain then looks like is written back as the VMI's status (phase, node,
+machine, interfaces, guest OS, conditions) with a conditional merge patch, only when it changed. The
+containerDisk mounts go when the VMI is final, or deleted and its launcher gone.
 """
 
 from __future__ import annotations
