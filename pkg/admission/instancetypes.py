@@ -16,25 +16,20 @@ from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
 from kubevirt.admission.json_fields import JSON, obj, opt_obj, opt_text
-from kubevirt.admission.state import ClusterStateError, InstancetypeState
+from kubevirt.admission.state import ClusterStateError, InstancetypeState, RevisionState, VolumeSourceState
+from kubevirt.client.resources import CONTROLLER_REVISIONS, Resource
 from kubevirt.instancetype import (
     RequirementError,
     apply_to_vmi,
     check_requirements,
     check_spread_topology,
 )
-from kubevirt.instancetype.matcher import (
-    UnexpectedKindError,
-    instancetype_kind,
-    not_found_message,
-    preference_kind,
-)
+from kubevirt.instancetype.find import FindError, Found, Getter, find_instancetype, find_preference
+from kubevirt.instancetype.infer import InferenceError, infer_matchers
 from kubevirt.log import get_logger
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1.vm import (
     InferFromVolumeFailurePolicy,
-    InstancetypeMatcher,
-    PreferenceMatcher,
     VirtualMachine,
 )
 from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
@@ -44,6 +39,7 @@ __all__ = [
     "SelectedSpecs",
     "expansion_causes",
     "find_specs",
+    "infer_from_volumes",
     "matcher_causes",
     "matcher_update_causes",
     "requirement_causes",
@@ -117,46 +113,72 @@ def matcher_update_causes(vm: JSON, old: JSON) -> list[StatusCause]:
     return []
 
 
-# -- the validating webhook ---------------------------------------------------------------------------
-def _spec_or_none(
-    state: InstancetypeState,
-    namespace: str,
-    matcher: InstancetypeMatcher | PreferenceMatcher | None,
-    resolve: Callable[[str | None], str],
-    parse: Callable[[JSON], _Spec],
-) -> _Spec | None:
-    """The selected object's spec; ``None`` (logged) when it cannot be found or read."""
-    if matcher is None:
-        return None
+def infer_from_volumes(vm: JSON, state: object, namespace: str) -> None:
+    """The mutating webhook's ``inferFromVolume`` step on ``vm`` (changed in place; ``namespace`` is the
+    request's); raises :class:`InferenceError`. Without a way to read volumes, a matcher that infers
+    cannot be resolved."""
+    spec = opt_obj(vm, "spec") or {}
+    inferring = any(
+        opt_text(opt_obj(spec, key) or {}, "inferFromVolume") for key in ("instancetype", "preference")
+    )
+    if not inferring:
+        return
+    if not isinstance(state, VolumeSourceState):
+        raise InferenceError("no Kubernetes API configured to look up volumes to infer defaults from")
     try:
-        kind = resolve(matcher.kind)
-        found = state.get_instancetype_object(kind, namespace, matcher.name or "")
-        if found is None:
-            raise LookupError(not_found_message(kind, matcher.name or ""))
-        return parse(obj(found, "spec"))
-    except (LookupError, UnexpectedKindError, ClusterStateError, ApiParseError) as err:
-        what = "instance type" if isinstance(matcher, InstancetypeMatcher) else "preference"
+        infer_matchers(vm, _Volumes(state, namespace))
+    except ClusterStateError as err:
+        raise InferenceError(str(err)) from None
+
+
+@dataclass(frozen=True)
+class _Volumes:
+    """The state's volume lookups; a VM without a namespace looks in the request's."""
+
+    state: VolumeSourceState
+    namespace: str
+
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        return self.state.get_volume_source(kind, namespace or self.namespace, name)
+
+
+# -- the validating webhook ---------------------------------------------------------------------------
+def _getter(state: InstancetypeState, namespace: str) -> Getter:
+    """The state's lookups in the finder's terms; ControllerRevisions only where the state has them."""
+
+    def get(resource: Resource, where: str | None, name: str) -> JSON | None:
+        if resource.plural == CONTROLLER_REVISIONS.plural:
+            if not isinstance(state, RevisionState):
+                return None
+            return state.get_controller_revision(where or namespace, name)
+        return state.get_instancetype_object(resource.kind, where or namespace, name)
+
+    return get
+
+
+def _spec_or_none(find: Callable[[], Found[_Spec] | None], what: str) -> _Spec | None:
+    """The selected spec; ``None`` (logged) when it cannot be found or read."""
+    try:
+        found = find()
+    except (FindError, ClusterStateError, ApiParseError) as err:
         _log.warning(f"ignoring an error looking for the {what}", error=str(err))
         return None
+    return found.spec if found is not None else None
 
 
 def find_specs(vm: VirtualMachine, namespace: str, state: InstancetypeState | None) -> SelectedSpecs:
     """The selected specs; what cannot be found is logged and left out, as KubeVirt's admitter does.
 
-    Without ``state`` nothing can be looked up. A matcher's ``revisionName`` is not followed (no
-    ControllerRevisions here): the object of that name is used.
+    Without ``state`` nothing can be looked up. As in KubeVirt, a VM's stored ControllerRevision
+    (``revisionName``, or the one its status records) is used before the live object.
     """
     if state is None or (vm.spec.instancetype is None and vm.spec.preference is None):
         return SelectedSpecs()
     where = vm.metadata.namespace if vm.metadata and vm.metadata.namespace else namespace
-    # The namespaced and cluster-wide kinds share one spec type.
+    get = _getter(state, where)
     return SelectedSpecs(
-        _spec_or_none(
-            state, where, vm.spec.instancetype, instancetype_kind, VirtualMachineInstancetypeSpec.from_dict
-        ),
-        _spec_or_none(
-            state, where, vm.spec.preference, preference_kind, VirtualMachinePreferenceSpec.from_dict
-        ),
+        _spec_or_none(lambda: find_instancetype(vm, get), "instance type"),
+        _spec_or_none(lambda: find_preference(vm, get), "preference"),
     )
 
 

@@ -20,6 +20,7 @@ from kubevirt.admission.review import CREATE
 from kubevirt.admission.state import InstancetypeState
 from kubevirt.admission.vmi_create import admit_vmi_create
 from kubevirt.defaults import DefaultingError
+from kubevirt.instancetype.infer import InferenceError
 from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1.vm import VirtualMachine
@@ -152,9 +153,16 @@ def validate_vm(
     causes = instancetypes.matcher_causes(raw)
     if causes:
         return Outcome(causes)
+    inferred = copy.deepcopy(raw)
+    try:
+        if state is not None:  # offline without objects, as with missing instance types: tolerated
+            instancetypes.infer_from_volumes(inferred, state, namespace)
+    except InferenceError as err:
+        # The webhook refuses with a plain 400 message (no field): one message-only cause here.
+        return Outcome([c.message_only(err.message)])
     try:
         defaulted, causes = expand_and_default_vm(
-            copy.deepcopy(raw), config, defaulter, state=state, namespace=namespace
+            inferred, config, defaulter, state=state, namespace=namespace
         )
     except DefaultingError as err:
         return Outcome(defaulting_causes(err))

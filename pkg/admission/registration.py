@@ -107,6 +107,12 @@ VALIDATING_HOOKS = (
         versions=("v1alpha1",),
     ),
     Hook(
+        "virtualmachinepreset-validator.kubevirt.io",
+        "/vmipreset-validate",
+        ("CREATE", "UPDATE"),
+        ("virtualmachineinstancepresets",),
+    ),
+    Hook(
         "migration-create-validator.kubevirt.io",
         "/migration-validate-create",
         ("CREATE",),

@@ -34,6 +34,29 @@ class InstancetypeState(Protocol):
         ...
 
 
+@runtime_checkable
+class RevisionState(Protocol):
+    def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
+        """A ControllerRevision (a VM's stored instance type or preference), or ``None`` when it does
+        not exist; raises :class:`ClusterStateError`."""
+        ...
+
+
+@runtime_checkable
+class VolumeSourceState(Protocol):
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        """A ``PersistentVolumeClaim``, ``DataVolume`` or ``DataSource`` (for ``inferFromVolume``), or
+        ``None`` when it does not exist; raises :class:`ClusterStateError`."""
+        ...
+
+
+@runtime_checkable
+class PresetState(Protocol):
+    def list_vmi_presets(self, namespace: str) -> list[JSON]:
+        """The VirtualMachineInstancePresets of a namespace; raises :class:`ClusterStateError`."""
+        ...
+
+
 class StaticClusterState:
     """A fixed set of objects; what tests and offline tools use."""
 
@@ -43,7 +66,9 @@ class StaticClusterState:
         migrations: list[JSON] | None = None,
         pods: list[JSON] | None = None,
         instancetype_objects: list[JSON] | None = None,
+        presets: list[JSON] | None = None,
     ) -> None:
+        self._presets = list(presets or [])
         self._vmis = list(vmis or [])
         self._migrations = list(migrations or [])
         self._pods = list(pods or [])
@@ -68,11 +93,22 @@ class StaticClusterState:
     def get_pod(self, namespace: str, name: str) -> JSON | None:
         return self._find(self._pods, namespace, name)
 
+    def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
+        revisions = [o for o in self._instancetype_objects if o.get("kind") == "ControllerRevision"]
+        return self._find(revisions, namespace, name)
+
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        # Given with the instance types: any object list may hold PVCs, DataVolumes and DataSources.
+        return self._find([o for o in self._instancetype_objects if o.get("kind") == kind], namespace, name)
+
     def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
         of_kind = [o for o in self._instancetype_objects if o.get("kind") == kind]
         if kind.startswith("VirtualMachineCluster"):
             return next((o for o in of_kind if self._meta(o).get("name") == name), None)
         return self._find(of_kind, namespace, name)
+
+    def list_vmi_presets(self, namespace: str) -> list[JSON]:
+        return [p for p in self._presets if self._meta(p).get("namespace", "") == namespace]
 
     def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
         found = []
@@ -98,3 +134,10 @@ class NoClusterState:
 
     def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
         raise ClusterStateError("no Kubernetes API configured to look up instance types and preferences")
+
+    def list_vmi_presets(self, namespace: str) -> list[JSON]:
+        # Without an API there are no presets to apply; VMIs are still defaulted.
+        return []
+
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        raise ClusterStateError(f"no Kubernetes API configured to look up {kind}s")

@@ -210,20 +210,25 @@ def _probes_need_pod_network(field: Path, spec: JSON) -> list[StatusCause]:
 def _domain(field: Path, domain: JSON) -> list[StatusCause]:
     """``validateDomainSpec``: disks, firmware, and SecureBoot needing SMM."""
     out = devices_rules.disks(field.child("devices", "disks"), items(obj(domain, "devices"), "disks"))
-    firmware = opt_obj(domain, "firmware")
-    if firmware is not None:
-        bootloader = opt_obj(firmware, "bootloader")
-        if bootloader is not None and has(bootloader, "efi") and has(bootloader, "bios"):
-            where = field.child("firmware", "bootloader")
-            out.append(
-                c.invalid(
-                    where, f"{where} has both EFI and BIOS configured, but they are mutually exclusive."
-                )
-            )
-        out.extend(_kernel_boot(field.child("firmware", "kernelBoot"), opt_obj(firmware, "kernelBoot")))
+    out.extend(validate_firmware(field.child("firmware"), opt_obj(domain, "firmware")))
     if _secure_boot(domain) and not _smm_enabled(domain):
         message = f"{field} has EFI SecureBoot enabled. SecureBoot requires SMM, which is currently disabled."
         out.append(c.invalid(field, message))
+    return out
+
+
+def validate_firmware(field: Path, firmware: JSON | None) -> list[StatusCause]:
+    """``validateFirmware``: BIOS and EFI exclude each other; a kernel boot is complete."""
+    if firmware is None:
+        return []
+    out: list[StatusCause] = []
+    bootloader = opt_obj(firmware, "bootloader")
+    if bootloader is not None and has(bootloader, "efi") and has(bootloader, "bios"):
+        where = field.child("bootloader")
+        out.append(
+            c.invalid(where, f"{where} has both EFI and BIOS configured, but they are mutually exclusive.")
+        )
+    out.extend(_kernel_boot(field.child("kernelBoot"), opt_obj(firmware, "kernelBoot")))
     return out
 
 

@@ -39,14 +39,10 @@ def owned(pid: int) -> bool:
         return pid in _owned
 
 
-def run(
-    command: Sequence[str], *, preexec_fn: Callable[[], None] | None = None
-) -> subprocess.CompletedProcess[str]:
+def run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
     """``subprocess.run`` (text output captured, no check) of an owned child."""
     process = start_owned(
-        lambda: subprocess.Popen(
-            list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn
-        )
+        lambda: subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     )
     try:
         stdout, stderr = process.communicate()

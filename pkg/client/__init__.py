@@ -21,8 +21,9 @@ from kubevirt.client.errors import (
 )
 from kubevirt.client.events import EventRecorder
 from kubevirt.client.kubeclient import KubeClient
-from kubevirt.client.protocols import JSON, EventSink, KubeApi
+from kubevirt.client.protocols import JSON, EventSink, KubeApi, KubeReader
 from kubevirt.client.resources import (
+    CONFIG_MAPS,
     EVENTS,
     KUBEVIRTS,
     LEASES,
@@ -38,6 +39,7 @@ from kubevirt.client.resources import (
 )
 
 __all__ = [
+    "CONFIG_MAPS",
     "EVENTS",
     "JSON",
     "KUBEVIRTS",
@@ -62,6 +64,7 @@ __all__ = [
     "KubeApi",
     "KubeClient",
     "KubeConfigError",
+    "KubeReader",
     "NotFoundError",
     "Resource",
     "own_namespace",

@@ -11,6 +11,7 @@ then back into dicts is many times slower than decoding the JSON once (see hack/
 from __future__ import annotations
 
 import os
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,17 @@ class Connection:
         if basic and "authorization" not in headers:
             headers["authorization"] = basic
         return headers
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The same TLS settings for connections made outside the pool (websockets)."""
+        config = self.configuration
+        context = ssl.create_default_context(cafile=config.ssl_ca_cert or None)
+        if not config.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if config.cert_file:
+            context.load_cert_chain(config.cert_file, config.key_file or None)
+        return context
 
 
 def connect(kubeconfig: str | None, *, pool_size: int = 16, context: str | None = None) -> Connection:

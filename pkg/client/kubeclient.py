@@ -78,6 +78,11 @@ class KubeClient:
         ``context`` picks a kubeconfig context other than the current one."""
         return cls(connect(path, context=context), user_agent=user_agent)
 
+    @property
+    def connection(self) -> Connection:
+        """Where the API server is and how to reach it (for streams that bypass the pool)."""
+        return self._connection
+
     # Reads.
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> JSON:
@@ -205,6 +210,11 @@ class KubeClient:
         self.request("DELETE", resource.path(namespace, name), body=options)
 
     # The wire.
+
+    def server_version(self) -> JSON:
+        """The API server's ``/version`` answer; failures raise ApiError subclasses."""
+        version: JSON = json.loads(self.request("GET", "/version"))
+        return version
 
     def request(
         self,

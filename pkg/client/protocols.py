@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from kubevirt.client.resources import Resource
 
-__all__ = ["JSON", "EventSink", "KubeApi"]
+__all__ = ["JSON", "EventSink", "KubeApi", "KubeReader"]
 
 JSON = dict[str, Any]
 # Spelled before the classes: inside them `list` is the method.
@@ -19,8 +19,8 @@ _Items = list[JSON]
 _Patch = list[Any] | dict[str, Any]
 
 
-class KubeApi(Protocol):
-    """Plain-JSON reads and writes of API objects; ``namespace`` is None for cluster-scoped kinds."""
+class KubeReader(Protocol):
+    """The reads of :class:`KubeApi`, for code that must never write (``virtctl diagnose``)."""
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> JSON: ...
 
@@ -32,6 +32,10 @@ class KubeApi(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> tuple[_Items, str]: ...
+
+
+class KubeApi(KubeReader, Protocol):
+    """Plain-JSON reads and writes of API objects; ``namespace`` is None for cluster-scoped kinds."""
 
     def create(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> JSON: ...
 

@@ -6,27 +6,38 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote
 
+from kubevirt_api.clone.v1beta1.types import CLONE_GROUP_NAME, CLONE_VERSIONS
 from kubevirt_api.core.v1.constants import GROUP_NAME, POOL_GROUP_NAME
 from kubevirt_api.core.v1.register import GroupVersionKind
+from kubevirt_api.export.v1beta1.types import EXPORT_GROUP_NAME, EXPORT_VERSIONS
 from kubevirt_api.instancetype import constants as instancetype
+from kubevirt_api.migrations.v1alpha1.types import MIGRATIONS_GROUP_NAME, MIGRATIONS_VERSIONS
+from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME, SNAPSHOT_VERSIONS
 
 __all__ = [
+    "CONTROLLER_REVISIONS",
     "EVENTS",
     "INSTANCETYPE_RESOURCES",
     "KUBEVIRTS",
     "LEASES",
+    "MIGRATION_POLICIES",
     "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "VIRTUAL_MACHINES",
+    "VIRTUAL_MACHINE_CLONES",
     "VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES",
     "VIRTUAL_MACHINE_CLUSTER_PREFERENCES",
+    "VIRTUAL_MACHINE_EXPORTS",
     "VIRTUAL_MACHINE_INSTANCES",
     "VIRTUAL_MACHINE_INSTANCETYPES",
     "VIRTUAL_MACHINE_INSTANCE_MIGRATIONS",
     "VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS",
     "VIRTUAL_MACHINE_POOLS",
     "VIRTUAL_MACHINE_PREFERENCES",
+    "VIRTUAL_MACHINE_RESTORES",
+    "VIRTUAL_MACHINE_SNAPSHOTS",
+    "VIRTUAL_MACHINE_SNAPSHOT_CONTENTS",
     "Resource",
 ]
 
@@ -74,10 +85,12 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 PERSISTENT_VOLUME_CLAIMS = Resource(
     "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True
 )
+CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 VIRTUAL_MACHINES = Resource(GROUP_NAME, "v1", "virtualmachines", "VirtualMachine", namespaced=True)
 VIRTUAL_MACHINE_INSTANCES = Resource(
@@ -101,6 +114,36 @@ VIRTUAL_MACHINE_POOLS = Resource(
     POOL_GROUP_NAME, "v1alpha1", "virtualmachinepools", "VirtualMachinePool", namespaced=True
 )
 KUBEVIRTS = Resource(GROUP_NAME, "v1", "kubevirts", "KubeVirt", namespaced=True)
+VIRTUAL_MACHINE_SNAPSHOTS = Resource(
+    SNAPSHOT_GROUP_NAME,
+    SNAPSHOT_VERSIONS[0],
+    "virtualmachinesnapshots",
+    "VirtualMachineSnapshot",
+    namespaced=True,
+)
+VIRTUAL_MACHINE_SNAPSHOT_CONTENTS = Resource(
+    SNAPSHOT_GROUP_NAME,
+    SNAPSHOT_VERSIONS[0],
+    "virtualmachinesnapshotcontents",
+    "VirtualMachineSnapshotContent",
+    namespaced=True,
+)
+VIRTUAL_MACHINE_RESTORES = Resource(
+    SNAPSHOT_GROUP_NAME,
+    SNAPSHOT_VERSIONS[0],
+    "virtualmachinerestores",
+    "VirtualMachineRestore",
+    namespaced=True,
+)
+VIRTUAL_MACHINE_EXPORTS = Resource(
+    EXPORT_GROUP_NAME, EXPORT_VERSIONS[0], "virtualmachineexports", "VirtualMachineExport", namespaced=True
+)
+VIRTUAL_MACHINE_CLONES = Resource(
+    CLONE_GROUP_NAME, CLONE_VERSIONS[0], "virtualmachineclones", "VirtualMachineClone", namespaced=True
+)
+MIGRATION_POLICIES = Resource(
+    MIGRATIONS_GROUP_NAME, MIGRATIONS_VERSIONS[0], "migrationpolicies", "MigrationPolicy", namespaced=False
+)
 
 
 def _instancetype_resource(plural: str, kind: str, *, namespaced: bool) -> Resource:

@@ -60,9 +60,14 @@ def iso_path(base_dir: Path, data_source: str, name: str, namespace: str) -> Pat
 
 def read_volume_data(vmi: Mapping[str, Any], secret_dir: Path) -> CloudInitData | None:
     """The first cloud-init volume's data and metadata, or ``None`` when the VMI has none."""
-    metadata = vmi.get("metadata") or {}
-    spec = vmi.get("spec") or {}
-    for index, volume in enumerate(spec.get("volumes") or []):
+    metadata = _object(vmi, "metadata", "metadata")
+    spec = _object(vmi, "spec", "spec")
+    volumes = spec.get("volumes") or []
+    if not isinstance(volumes, list):
+        raise CloudInitError("spec.volumes: must be a list")
+    for index, volume in enumerate(volumes):
+        if not isinstance(volume, Mapping):
+            raise CloudInitError(f"spec.volumes[{index}]: must be an object")
         for key, data_source in (("cloudInitNoCloud", NO_CLOUD), ("cloudInitConfigDrive", CONFIG_DRIVE)):
             source = volume.get(key)
             if source is None:
@@ -77,7 +82,7 @@ def read_volume_data(vmi: Mapping[str, Any], secret_dir: Path) -> CloudInitData 
                     f"{field}: userDataBase64, userData, networkDataBase64 or networkData is required "
                     "for a cloud-init data source"
                 )
-            keys = _ssh_keys(spec.get("accessCredentials") or [], data_source, secret_dir)
+            keys = _ssh_keys(spec.get("accessCredentials"), data_source, secret_dir)
             return CloudInitData(
                 data_source=data_source,
                 volume_name=name,
@@ -172,20 +177,33 @@ def _secret_key(volume_dir: Path, keys: Sequence[str]) -> bytes | None:
     return None
 
 
-def _ssh_keys(credentials: Sequence[Any], data_source: str, secret_dir: Path) -> dict[str, str]:
+def _ssh_keys(credentials: Any, data_source: str, secret_dir: Path) -> dict[str, str]:
     """Public keys of the access credentials propagated through this data source, numbered from 0."""
+    if credentials is None:
+        return {}
+    if not isinstance(credentials, list):
+        raise CloudInitError("spec.accessCredentials: must be a list")
     keys: dict[str, str] = {}
     for index, credential in enumerate(credentials):
-        ssh = (credential or {}).get("sshPublicKey") or {}
-        if (ssh.get("propagationMethod") or {}).get(data_source) is None:
+        base = f"spec.accessCredentials[{index}]"
+        if not isinstance(credential, Mapping):
+            raise CloudInitError(f"{base}: must be an object")
+        ssh = _object(credential, "sshPublicKey", f"{base}.sshPublicKey")
+        methods = _object(ssh, "propagationMethod", f"{base}.sshPublicKey.propagationMethod")
+        if methods.get(data_source) is None:
             continue
-        secret_name = ((ssh.get("source") or {}).get("secret") or {}).get("secretName") or ""
+        secret = _object(
+            _object(ssh, "source", f"{base}.sshPublicKey.source"),
+            "secret",
+            f"{base}.sshPublicKey.source.secret",
+        )
+        secret_name = secret.get("secretName") or ""
         if not secret_name:
             continue
         field = f"spec.accessCredentials[{index}].sshPublicKey.source.secret.secretName"
         directory_name = f"{secret_name}-access-cred"
-        if not safepath.plain_name(directory_name):
-            raise CloudInitError(f"{field}: {secret_name[:80]!r} is not a secret name")
+        if not isinstance(secret_name, str) or not safepath.plain_name(directory_name):
+            raise CloudInitError(f"{field}: {str(secret_name)[:80]!r} is not a secret name")
         directory = secret_dir / directory_name
         try:
             names = sorted(entry.name for entry in directory.iterdir())
@@ -203,17 +221,30 @@ def _ssh_keys(credentials: Sequence[Any], data_source: str, secret_dir: Path) ->
     return keys
 
 
+def _object(parent: Mapping[str, Any], key: str, field: str) -> Mapping[str, Any]:
+    """``parent[key]`` when it is an object, ``{}`` when absent; anything else names its field."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise CloudInitError(f"{field}: must be an object")
+    return value
+
+
 # -- the metadata ----------------------------------------------------------------------------------
 
 
 def _meta_data(
     data_source: str, metadata: Mapping[str, Any], spec: Mapping[str, Any], keys: dict[str, str]
 ) -> dict[str, Any]:
-    annotations = metadata.get("annotations") or {}
-    instance_type = annotations.get(CLUSTER_INSTANCETYPE_ANNOTATION) or annotations.get(
-        INSTANCETYPE_ANNOTATION, ""
+    annotations = _object(metadata, "annotations", "metadata.annotations")
+    instance_type = str(
+        annotations.get(CLUSTER_INSTANCETYPE_ANNOTATION) or annotations.get(INSTANCETYPE_ANNOTATION) or ""
     )
-    firmware = (spec.get("domain") or {}).get("firmware")
+    domain = _object(spec, "domain", "spec.domain")
+    firmware = (
+        _object(domain, "firmware", "spec.domain.firmware") if domain.get("firmware") is not None else None
+    )
     # Without a firmware section KubeVirt makes up an instance ID.
     instance_uuid = str(firmware.get("uuid") or "") if firmware is not None else str(uuid.uuid4())
     name = str(metadata.get("name", ""))

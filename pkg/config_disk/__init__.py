@@ -1,10 +1,12 @@
-"""configMap, secret, downwardAPI and serviceAccount volumes given to the guest as ISO images.
+"""configMap, secret, downwardAPI, serviceAccount and sysprep volumes given to the guest as ISO images.
 
 The kubelet mounts each such volume in the pod (KubeVirt's paths: ``/var/run/kubevirt-private/
 {config-map,secret,downwardapi}/<volume>/`` and the service account's token directory); the image
 holds the same files, labelled with the volume's ``volumeLabel`` (``cfgdata`` without one). The
 kubelet's layout is followed inside the volume (``key -> ..data/key``) but never out of it, and its
-own ``..``-entries are left out. The content is bounded like the objects it comes from.
+own ``..``-entries are left out. The content is bounded like the objects it comes from. A sysprep
+volume (a ConfigMap or Secret at ``/var/run/kubevirt-private/sysprep/<volume>/``) must hold Windows'
+``autounattend.xml`` or ``unattend.xml`` and is labelled ``unattendCD``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from kubevirt.isoimage import write_iso
 
 DEFAULT_LABEL = "cfgdata"
 SERVICE_ACCOUNT_ISO = "service-account.iso"
+SYSPREP_LABEL = "unattendCD"
+UNATTEND_FILES = ("autounattend.xml", "unattend.xml")
 # A ConfigMap or Secret holds at most 1 MiB; a few times that covers any projection of them.
 MAX_TOTAL_BYTES = 4 * 1024 * 1024
 MAX_FILES = 1024
@@ -44,7 +48,8 @@ CONFIG_MAP = Kind("configMap", "config-map", "config-map-disks")
 SECRET = Kind("secret", "secret", "secret-disks")
 DOWNWARD_API = Kind("downwardAPI", "downwardapi", "downwardapi-disks")
 SERVICE_ACCOUNT = Kind("serviceAccount", "", "service-account-disk")
-KINDS = (CONFIG_MAP, SECRET, DOWNWARD_API, SERVICE_ACCOUNT)
+SYSPREP = Kind("sysprep", "sysprep", "sysprep-disks")
+KINDS = (CONFIG_MAP, SECRET, DOWNWARD_API, SERVICE_ACCOUNT)  # each made only for a volume a disk uses
 
 
 def iso_path(private_dir: Path, kind: Kind, volume_name: str) -> Path:
@@ -68,6 +73,14 @@ def read_files(source: Path) -> dict[str, bytes]:
     finally:
         os.close(root)
     return files
+
+
+def check_unattend(files: dict[str, bytes]) -> None:
+    """A sysprep volume's files must include Windows setup's answer file."""
+    if not any(name.lower() in UNATTEND_FILES for name in files):
+        raise ConfigDiskError(
+            "Sysprep drive should contain autounattend.xml or unattend.xml but neither were found."
+        )
 
 
 def write(path: Path, label: str, files: dict[str, bytes]) -> None:

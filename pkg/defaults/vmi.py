@@ -246,3 +246,10 @@ def set_default_network_interface(spec: VirtualMachineInstanceSpec, cluster: Clu
     """KubeVirt's ``SetDefaultNetworkInterface``: the pod network and its interface when none is given;
     raises :class:`DefaultingError` when the cluster forbids the default binding."""
     _set_default_network(spec, cluster)
+
+
+def set_default_vmi_spec(spec: VirtualMachineInstanceSpec, cluster: ClusterConfig) -> None:
+    """KubeVirt's ``SetDefaultVirtualMachineInstanceSpec``: the spec-only defaults (architecture,
+    machine type, requests, guest memory, CPU topology, pull policies, eviction strategy, default
+    network and disks), without the VMI mutator's metadata and status."""
+    _set_spec_defaults(spec, cluster)

@@ -11,13 +11,13 @@ import contextlib
 import dataclasses
 import json
 import os
-import resource
 from collections.abc import Callable
 from pathlib import Path
 
 from kubevirt import childprocess
 
 QEMU_IMG = "qemu-img"
+PRLIMIT = "prlimit"  # util-linux
 # KubeVirt's --disk-memory-limit default (virt-config's DefaultDiskVerificationMemoryLimitBytes)
 DEFAULT_INFO_MEMORY_LIMIT = 2000 * 1024 * 1024
 INFO_CPU_SECONDS = 10  # a crafted image must not keep qemu-img busy
@@ -40,12 +40,9 @@ class DiskInfo:
 def disk_info(path: Path, *, memory_limit: int = DEFAULT_INFO_MEMORY_LIMIT) -> DiskInfo:
     """``qemu-img info`` of ``path``, bounded in CPU time and memory as KubeVirt bounds it."""
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_CPU, (INFO_CPU_SECONDS, INFO_CPU_SECONDS))
-        if memory_limit > 0:
-            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-
-    output = _run([QEMU_IMG, "info", "--output", "json", str(path)], preexec_fn=limit)
+    # prlimit, not a preexec_fn: code between fork and exec is unsafe in a process with threads.
+    limits = [PRLIMIT, f"--cpu={INFO_CPU_SECONDS}", *([f"--as={memory_limit}"] if memory_limit > 0 else [])]
+    output = _run([*limits, QEMU_IMG, "info", "--output", "json", str(path)])
     try:
         info = json.loads(output)
         return DiskInfo(
@@ -97,13 +94,14 @@ def _create(path: Path, arguments: Callable[[Path], list[str]]) -> bool:
     return True
 
 
-def _run(command: list[str], preexec_fn: Callable[[], None] | None = None) -> str:
+def _run(command: list[str]) -> str:
     try:
         # An owned child: virt-launcher reaps every other one, and its status would be lost.
-        result = childprocess.run(command, preexec_fn=preexec_fn)
+        result = childprocess.run(command)
     except OSError as err:
-        raise DiskImageError(f"cannot run {command[0]}: {err}") from None
+        raise DiskImageError(f"cannot run {' '.join(command[:2])}: {err}") from None
     if result.returncode != 0:
         message = (result.stderr or result.stdout).strip() or f"exit status {result.returncode}"
-        raise DiskImageError(f"{command[0]} {command[1]} failed: {message}")
+        tool = command.index(QEMU_IMG)
+        raise DiskImageError(f"{QEMU_IMG} {command[tool + 1]} failed: {message}")
     return str(result.stdout)

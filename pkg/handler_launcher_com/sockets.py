@@ -42,3 +42,15 @@ def migration_source_socket(share_dir: Path, key: str) -> Path:
 def grpc_target(path: Path) -> str:
     """A gRPC channel target for a unix socket path."""
     return f"unix://{path.absolute()}"
+
+
+# Inside the launcher pod: libvirt's socket (the migration target's libvirt connection ends here) and
+# the directory of the migration proxy sockets.
+LAUNCHER_LIBVIRT_SOCKET_DIR = "/var/run/kubevirt-private/libvirt/sock"
+LAUNCHER_LIBVIRT_SOCKET = "libvirt-sock"
+LAUNCHER_MIGRATION_PROXY_DIR = f"{DEFAULT_SHARE_DIR}/{MIGRATION_PROXY_DIR}"
+
+
+def migration_proxy_key(vmi_uid: str, port: int | str) -> str:
+    """The proxy key of a direct migration port (``<uid>-49152``); port 0 is libvirt's, keyed by UID."""
+    return vmi_uid if str(port) == "0" else f"{vmi_uid}-{port}"

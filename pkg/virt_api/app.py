@@ -19,6 +19,7 @@ from kubevirt.admission.schema import schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.client import KubeClient, KubeConfigError, own_namespace
 from kubevirt.log import get_logger
+from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect
 from kubevirt.virt_api.rest.discovery import VERSIONS, version_path
@@ -51,6 +52,8 @@ class Options:
     handler_tls: HandlerTLS | None = None
     # Where virt-handler pods run; virt-api's own namespace when None.
     handler_namespace: str | None = None
+    # Where the KubeVirt CR is followed; virt-api's own namespace when None (all outside a pod).
+    namespace: str | None = None
 
 
 class ConfigFollower(config_follower.ConfigFollower):
@@ -90,17 +93,18 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
     ctx = build_context(options.config, state)
     handlers = webhook_handlers(ctx, patch_vmi=patch_vmi)
     follower_task: asyncio.Task[None] | None = None
+    health: ApiServerHealth | None = None
     if kubernetes is not None:
-        follower = ConfigFollower(ctx, kubernetes, own_namespace())
+        follower = ConfigFollower(ctx, kubernetes, options.namespace or own_namespace())
         follower_task = asyncio.get_running_loop().create_task(
             follower.follow(options.config_refresh_interval)
         )
-    probe = kubernetes.server_version if kubernetes else None
+        health = ApiServerHealth(kubernetes.server_version, lambda: follower.resource_version)
     extensions, middlewares, trust = _subresources(options, certificate, list(handlers), lambda: ctx.config)
     server = WebhookServer(
         handlers,
         limits=options.limits,
-        version_probe=probe,
+        health=health,
         extensions=extensions,
         middlewares=middlewares,
         health_paths=["/healthz", *(f"{version_path(version)}/healthz" for version in VERSIONS)],

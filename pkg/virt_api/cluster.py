@@ -21,6 +21,7 @@ from kubevirt_api.core.v1.constants import GROUP_NAME
 
 JSON = dict[str, Any]
 GROUP, VERSION = GROUP_NAME, "v1"
+CDI_GROUP, CDI_VERSION = "cdi.kubevirt.io", "v1beta1"
 # Each lookup must fit well inside the API server's 10 s webhook timeout.
 REQUEST_TIMEOUT = 3.0
 
@@ -70,6 +71,16 @@ class KubernetesClusterState:
             return []
         return [item for item in items if isinstance(item, dict)]
 
+    def list_vmi_presets(self, namespace: str) -> list[JSON]:
+        try:
+            listed = self._custom.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, "virtualmachineinstancepresets", _request_timeout=REQUEST_TIMEOUT
+            )
+        except (ApiException, HTTPError) as err:
+            raise self._failed(f"VirtualMachineInstancePresets of {namespace}", err) from None
+        items = listed.get("items") if isinstance(listed, dict) else None
+        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
     def get_pod(self, namespace: str, name: str) -> JSON | None:
         try:
             pod = self._core.read_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT)
@@ -96,6 +107,44 @@ class KubernetesClusterState:
             else:
                 found = self._custom.get_cluster_custom_object(
                     resource.group, resource.version, resource.plural, name, _request_timeout=REQUEST_TIMEOUT
+                )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise self._failed(what, err) from None
+        except HTTPError as err:
+            raise self._failed(what, err) from None
+        return found if isinstance(found, dict) else None
+
+    def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
+        """A ControllerRevision (a VM's stored instance type or preference)."""
+        what = f"ControllerRevision {namespace}/{name}"
+        try:
+            revision = client.AppsV1Api(self._api).read_namespaced_controller_revision(
+                name, namespace, _request_timeout=REQUEST_TIMEOUT
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise self._failed(what, err) from None
+        except HTTPError as err:
+            raise self._failed(what, err) from None
+        found = self._api.sanitize_for_serialization(revision)  # type: ignore[no-untyped-call]
+        return found if isinstance(found, dict) else None
+
+    def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
+        """A PVC, or a CDI DataVolume or DataSource, for ``inferFromVolume``."""
+        what = f"{kind} {namespace}/{name}"
+        try:
+            if kind == "PersistentVolumeClaim":
+                claim = self._core.read_namespaced_persistent_volume_claim(
+                    name, namespace, _request_timeout=REQUEST_TIMEOUT
+                )
+                found = self._api.sanitize_for_serialization(claim)  # type: ignore[no-untyped-call]
+            else:
+                plural = {"DataVolume": "datavolumes", "DataSource": "datasources"}[kind]
+                found = self._custom.get_namespaced_custom_object(
+                    CDI_GROUP, CDI_VERSION, namespace, plural, name, _request_timeout=REQUEST_TIMEOUT
                 )
         except ApiException as err:
             if err.status == 404:

@@ -2,14 +2,17 @@
 
 KubeVirt's built-in values overlaid by the KubeVirt CR's ``spec.configuration``: feature gates (gates
 that graduated count as enabled whatever the CR says), the VM rollout strategy, eviction strategy,
-architectures and their emulated machines, and whether a bridge may sit on the pod network.
+architectures and their emulated machines, whether a bridge may sit on the pod network, and what
+virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
+
+from kubevirt.virt_config.migrations import InvalidMigrationConfigurationError, MigrationConfig
 
 ROLLOUT_LIVE_UPDATE = "LiveUpdate"
 ROLLOUT_STAGE = "Stage"
@@ -55,6 +58,9 @@ KUBEVIRT_SERVICE_ACCOUNT_NAMES = (
 )
 
 
+INSTANCETYPE_REFERENCE_POLICIES: Final = ("reference", "expand", "expandAll")
+
+
 class InvalidConfigurationError(ValueError):
     """A KubeVirt CR whose configuration cannot be used (the last valid one stays in force)."""
 
@@ -72,6 +78,14 @@ class ClusterConfig:
     )
     permit_bridge_interface_on_pod_network: bool = True
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
+    # None: KubeVirt's built-in list of obsolete CPU models.
+    obsolete_cpu_models: frozenset[str] | None = None
+    # ``ksmConfiguration.nodeLabelSelector``; None: KSM is handled on no node.
+    ksm_node_label_selector: Mapping[str, Any] | None = None
+    # How VMs keep their instance type and preference: "reference" (a ControllerRevision), "expand"
+    # (written into the VM unless it already references revisions) or "expandAll" (always written in).
+    instancetype_reference_policy: str = "reference"
+    migrations: MigrationConfig = field(default_factory=MigrationConfig)
 
     @classmethod
     def build(
@@ -113,7 +127,17 @@ class ClusterConfig:
         default_arch = architectures.get("defaultArchitecture")
         bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
         namespace = install_namespace or _mapping(kubevirt.get("metadata")).get("namespace")
+        obsolete = configuration.get("obsoleteCPUModels")
+        selector = _mapping(configuration.get("ksmConfiguration")).get("nodeLabelSelector")
+        policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
+        try:
+            migrations = MigrationConfig.from_configuration(
+                _mapping(configuration.get("migrations")), f"{_PREFIX}.migrations"
+            )
+        except InvalidMigrationConfigurationError as err:
+            raise InvalidConfigurationError(str(err)) from err
         return cls(
+            migrations=migrations,
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
             eviction_strategy=eviction if isinstance(eviction, str) else None,
@@ -123,6 +147,13 @@ class ClusterConfig:
             install_namespace=namespace
             if isinstance(namespace, str) and namespace
             else DEFAULT_INSTALL_NAMESPACE,
+            # KubeVirt's labeller looks the models up by key; the values play no part.
+            obsolete_cpu_models=frozenset(str(model) for model in obsolete)
+            if isinstance(obsolete, Mapping)
+            else None,
+            # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
+            ksm_node_label_selector=dict(selector) if isinstance(selector, Mapping) else None,
+            instancetype_reference_policy=policy if isinstance(policy, str) and policy else "reference",
         )
 
     def enabled(self, gate: str) -> bool:
@@ -154,7 +185,14 @@ _PREFIX = "spec.configuration"
 
 def _check(configuration: Mapping[str, Any]) -> None:
     """The checks KubeVirt's CRD schema and config validation make on the fields read here."""
-    for key in ("developerConfiguration", "architectureConfiguration", "network"):
+    for key in (
+        "developerConfiguration",
+        "architectureConfiguration",
+        "network",
+        "obsoleteCPUModels",
+        "ksmConfiguration",
+        "instancetype",
+    ):
         value = configuration.get(key)
         if value is not None and not isinstance(value, Mapping):
             raise InvalidConfigurationError(f"{_PREFIX}.{key}: must be an object")
@@ -170,6 +208,12 @@ def _check(configuration: Mapping[str, Any]) -> None:
         raise InvalidConfigurationError(
             f"{_PREFIX}.vmRolloutStrategy: unknown strategy {strategy!r}, "
             f"expected one of {list(ROLLOUT_STRATEGIES)}"
+        )
+    policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
+    if policy is not None and policy not in INSTANCETYPE_REFERENCE_POLICIES:
+        raise InvalidConfigurationError(
+            f"{_PREFIX}.instancetype.referencePolicy: unknown policy {policy!r}, "
+            f"expected one of {list(INSTANCETYPE_REFERENCE_POLICIES)}"
         )
     bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
     if bridge is not None and not isinstance(bridge, bool):

@@ -45,7 +45,15 @@ class ConfigFollower:
         self._current = current
         self._publish = publish
         self._read_errors = read_errors
+        self._resource_version = ""
         self._log = get_logger()
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion of the last valid KubeVirt CR taken ("" before one): what the components'
+        ``/healthz`` reports as ``config-resource-version``, so tools can wait for a CR change to land.
+        A CR whose change left the configuration equal still counts, as in KubeVirt."""
+        return self._resource_version
 
     def refresh(self) -> bool:
         """Read the CR once through the lister; returns whether the configuration changed."""
@@ -66,8 +74,11 @@ class ConfigFollower:
             self._log.warning("invalid KubeVirt configuration, keeping the last valid one", reason=str(err))
             return False
         if config == self._current():
+            self._resource_version = _resource_version_of(kubevirt)
             return False
         self._publish(config)
+        # Published first: a health check that reports this version finds its configuration in force.
+        self._resource_version = _resource_version_of(kubevirt)
         self._log.info(
             "cluster configuration updated",
             feature_gates=sorted(config.feature_gates),
@@ -82,3 +93,8 @@ class ConfigFollower:
             except Exception:  # an unexpected answer must not stop following for good
                 self._log.exception("reading the KubeVirt configuration failed")
             await asyncio.sleep(interval)
+
+
+def _resource_version_of(kubevirt: Mapping[str, Any]) -> str:
+    metadata = kubevirt.get("metadata")
+    return str(metadata.get("resourceVersion") or "") if isinstance(metadata, Mapping) else ""

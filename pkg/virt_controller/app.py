@@ -7,7 +7,6 @@ replica that loses the lease exits, as KubeVirt's does, so that it restarts as a
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import threading
@@ -17,9 +16,9 @@ from types import FrameType
 from typing import Any
 
 from kubevirt.client import EventRecorder, KubeClient, KubeConfigError, own_namespace
-from kubevirt.client.errors import ApiError, ConnectionFailedError
 from kubevirt.controller import LeaderElector, SharedInformerFactory
 from kubevirt.log import get_logger
+from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.config import ClusterConfigSource
@@ -32,6 +31,7 @@ COMPONENT = "virt-controller"
 # Exit codes: 0 stopped by a signal, 1 lost the lease or failed while running, 2 cannot start.
 EXIT_LOST_LEADERSHIP = 1
 EXIT_CANNOT_START = 2
+CONFIG_SYNC_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,15 +55,6 @@ class Options:
     config: ClusterConfig = field(default_factory=ClusterConfig)
 
 
-def _healthz(api: KubeClient) -> tuple[int, JSON]:
-    """KubeVirt's health answer: the apiserver is reachable from here, and its version."""
-    try:
-        version = json.loads(api.request("GET", "/version"))
-    except (ApiError, ConnectionFailedError, ValueError) as err:
-        return 500, {"apiserver": {"connectivity": "failed", "error": str(err)}}
-    return 200, {"apiserver": {"connectivity": "ok", "version": version}}
-
-
 class VirtController:
     def __init__(self, options: Options, api: KubeClient, namespace: str) -> None:
         self._options = options
@@ -75,7 +66,10 @@ class VirtController:
         self._leading = threading.Event()
         self._events = EventRecorder(api, COMPONENT, host=socket.gethostname())
         self._factory = SharedInformerFactory(api)
-        self._config = ClusterConfigSource(self._factory, namespace=namespace, initial=options.config)
+        # The configuration is followed by every replica, leader or not (as in KubeVirt), so that each
+        # one's /healthz reports the KubeVirt CR version it runs with.
+        self._config_factory = SharedInformerFactory(api)
+        self._config = ClusterConfigSource(self._config_factory, namespace=namespace, initial=options.config)
         self._controllers = ControllerSet(
             api=api,
             events=self._events,
@@ -84,6 +78,7 @@ class VirtController:
             template=options.template,
             threads=options.threads,
         )
+        self._health = ApiServerHealth(api.server_version, self._config.resource_version)
         election = options.leader_election
         self._elector = LeaderElector(
             api,
@@ -99,13 +94,15 @@ class VirtController:
 
     def probes(self) -> dict[str, Any]:
         return {
-            "/healthz": lambda: _healthz(self._api),
+            "/healthz": self._health,
             "/leader": lambda: (200, {"apiserver": {"leader": str(self._leading.is_set()).lower()}}),
         }
 
     def _start_leading(self) -> None:
         self._log.info("became the leader, starting the controllers", lease=f"{self._namespace}/{LEASE_NAME}")
-        if self._controllers.start(self._stop):
+        # Controllers render launcher pods from the configuration: it must be read first.
+        config_synced = self._config_factory.wait_for_cache_sync(CONFIG_SYNC_TIMEOUT)
+        if config_synced and self._controllers.start(self._stop):
             self._leading.set()
         elif not self._stop.is_set():
             self._log.error("the caches did not sync, giving up the lease")
@@ -123,12 +120,14 @@ class VirtController:
         self._stop.set()
 
     def run(self) -> int:
+        self._config_factory.start()
         elector = threading.Thread(
             target=self._elector.run, args=(self._stop,), name="leader-election", daemon=True
         )
         elector.start()
         self._stop.wait()
         self._controllers.shut_down()
+        self._config_factory.stop()
         self._events.stop()
         elector.join(timeout=self._options.leader_election.renew_deadline)
         return EXIT_LOST_LEADERSHIP if self._lost.is_set() else 0

@@ -40,6 +40,10 @@ class ClusterConfigSource:
         with self._lock:
             return self._config
 
+    def resource_version(self) -> str:
+        """The resourceVersion of the KubeVirt CR whose configuration is in force ("" before one)."""
+        return self._follower.resource_version
+
     def launcher_settings(self) -> LauncherSettings:
         with self._lock:
             return self._settings

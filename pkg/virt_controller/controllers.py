@@ -17,6 +17,7 @@ from kubevirt.client import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
+    VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
     VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS,
     VIRTUAL_MACHINE_INSTANCES,
     VIRTUAL_MACHINE_POOLS,
@@ -25,6 +26,7 @@ from kubevirt.client import (
     KubeApi,
 )
 from kubevirt.client.resources import (
+    CONTROLLER_REVISIONS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
@@ -43,7 +45,9 @@ from kubevirt.controller import (
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.config import ClusterConfigSource
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
+from kubevirt.virt_controller.watch.migration import MigrationController
 from kubevirt.virt_controller.watch.node import NodeController
+from kubevirt.virt_controller.watch.notactedon import UNHANDLED_KINDS, NotActedOnController
 from kubevirt.virt_controller.watch.pool import PoolController
 from kubevirt.virt_controller.watch.replicaset import ReplicaSetController
 from kubevirt.virt_controller.watch.vm import VMController
@@ -78,6 +82,8 @@ class Threads:
     replicaset: int = 3
     pool: int = 3
     node: int = 3
+    not_acted_on: int = 1
+    migration: int = 3
 
 
 class _Handlers:
@@ -140,6 +146,8 @@ class ControllerSet:
             cluster_preference_store=factory.informer(
                 VIRTUAL_MACHINE_CLUSTER_PREFERENCES, VirtualMachineClusterPreference
             ).store,
+            revision_store=factory.informer(CONTROLLER_REVISIONS).store,
+            config=config.cluster_config,
         )
         _Handlers.connect(vms, vm, "vm")
         _Handlers.connect(vmis, vm, "vmi")
@@ -199,6 +207,34 @@ class ControllerSet:
         _Handlers.connect(nodes, node, "node")
         _Handlers.connect(vmis, node, "vmi")
         self._add("node", node, threads.node)
+
+        for unhandled in UNHANDLED_KINDS:
+            name = f"not-acted-on-{unhandled.resource.plural}"
+            informer = factory.informer(unhandled.resource)
+            not_acted_on = NotActedOnController(
+                api=api,
+                events=events,
+                unhandled=unhandled,
+                store=informer.store,
+                enqueue=self._queue(name),
+            )
+            informer.add_event_handler(not_acted_on.on_add, not_acted_on.on_update, not_acted_on.on_delete)
+            self._add(name, not_acted_on, threads.not_acted_on)
+        migrations = factory.informer(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS)
+        migration = MigrationController(
+            api=api,
+            events=events,
+            migration_store=migrations.store,
+            vmi_store=vmis.store,
+            pod_store=pods.store,
+            render_pod=self.render_pod,
+            config=lambda: config.cluster_config().migrations,
+            enqueue=self._queue("migration"),
+        )
+        _Handlers.connect(migrations, migration, "migration")
+        _Handlers.connect(vmis, migration, "vmi")
+        _Handlers.connect(pods, migration, "pod")
+        self._add("migration", migration, threads.migration)
 
     def _queue(self, name: str) -> Callable[[str], None]:
         queue = RateLimitingQueue(name=name)

@@ -1,22 +1,35 @@
 """virt-handler's application object: what runs once the flags are parsed.
 
-One process per node: the heartbeat keeps the node labelled schedulable, the device plugins advertise the
-host devices launcher pods request, and the VM controller drives every VMI labelled with this node's name
-through its virt-launcher.
+One process per node: the heartbeat keeps the node labelled schedulable, the node labeller labels it with
+what its libvirt can run, the device plugins advertise the host devices launcher pods request, the VM
+controller drives every VMI labelled with this node's name through its virt-launcher, and the console
+server (mutual TLS) answers virt-api's console, VNC and lifecycle calls for those VMIs.
 """
 
 from __future__ import annotations
 
 import signal
+import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
-from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient, KubeConfigError
+from kubevirt.client import (
+    VIRTUAL_MACHINE_INSTANCES,
+    EventRecorder,
+    KubeClient,
+    KubeConfigError,
+    own_namespace,
+)
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.log import get_logger
+from kubevirt.service.health import ApiServerHealth
+from kubevirt.service.probes import Probe, ProbeServer
+from kubevirt.virt_handler.config import HandlerConfig
 from kubevirt.virt_handler.container_disk.mounter import Mounter
 from kubevirt.virt_handler.device_manager.plugin import (
     DEFAULT_DEVICE_PLUGINS_DIR,
@@ -24,13 +37,31 @@ from kubevirt.virt_handler.device_manager.plugin import (
     PERMANENT_DEVICES,
     DevicePlugin,
 )
+from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.heartbeat import Heartbeat
+from kubevirt.virt_handler.ksm import KsmHandler
+from kubevirt.virt_handler.migratable import NodeFacts
+from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
+from kubevirt.virt_handler.migration_proxy import ProxyManager, TLSFiles, TLSProvider
+from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
+from kubevirt.virt_handler.node_labeller import capabilities, host
+from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
+from kubevirt.virt_handler.orphans import OrphanSweeper
+from kubevirt.virt_handler.rest.lifecycle import VMIStore
+from kubevirt.virt_handler.rest.server import (
+    CA_CONFIG_MAP,
+    ServerThread,
+    console_server_thread,
+    read_ca_bundle,
+)
 from kubevirt.virt_handler.vm_controller import VMController
+from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 
 COMPONENT = "virt-handler"
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
 CACHE_SYNC_TIMEOUT = 60.0
 EXIT_CANNOT_START = 2
+DEFAULT_NAMESPACE = "kubevirt"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +77,23 @@ class Options:
     workers: int = 3
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
+    private_dir: Path = DEFAULT_PRIVATE_DIR  # the node's records of each VMI's pod network
+    node_labeller_dir: Path = capabilities.DEFAULT_DIRECTORY
+    watchdog_timeout: float = DEFAULT_TIMEOUT_SECONDS
+    listen: str = "0.0.0.0"
+    # /healthz and /metrics (KubeVirt's install runs it with --port 8443).
+    port: int = 8185
+    console_server_port: int = 8186
+    tls_cert_file: Path = Path("/etc/virt-handler/servercertificates/tls.crt")
+    tls_key_file: Path = Path("/etc/virt-handler/servercertificates/tls.key")
+    ca_config_map: str = CA_CONFIG_MAP
+    externally_managed: bool = False
+    # Where the KubeVirt CR is followed; the handler's own namespace when None (all outside a pod).
+    namespace: str | None = None
+    # The address the migration target listens on and publishes (the handler pod's IP).
+    migration_ip: str = ""
+    client_cert_file: Path = Path("/etc/virt-handler/clientcertificates/tls.crt")
+    client_key_file: Path = Path("/etc/virt-handler/clientcertificates/tls.key")
 
 
 class VirtHandler:
@@ -54,6 +102,10 @@ class VirtHandler:
         self._stop = threading.Event()
         self._events = EventRecorder(api, COMPONENT, host=options.node_name)
         self._factory = SharedInformerFactory(api)
+        self._config = HandlerConfig(self._factory, namespace=options.namespace or own_namespace())
+        self._labeller = _node_labeller(api, options, self._config)
+        self._ksm = KsmHandler(api=api, node=options.node_name, config=self._config.current)
+        self._config.on_change(self._ksm.config_changed)
         vmis = self._factory.informer(
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )
@@ -63,6 +115,29 @@ class VirtHandler:
             host_pods_dir=options.host_pods_dir,
             state_dir=options.mount_state_dir,
         )
+        # What the VM controller sees of each domain, read back by the console server for diagnosis.
+        self._domain_events = DomainEventLog()
+        migration_ip = options.migration_ip or _host_address()
+        tls_files = TLSFiles(
+            options.tls_cert_file, options.tls_key_file, options.client_cert_file, options.client_key_file
+        )
+        namespace = own_namespace() or DEFAULT_NAMESPACE
+        self._proxies = ProxyManager(
+            listen_address=migration_ip,
+            tls=TLSProvider(
+                tls_files,
+                ca_bundle=lambda: read_ca_bundle(api, namespace, options.ca_config_map),
+                disabled=lambda: self._config.current().migrations.disable_tls,
+            ),
+        )
+        roles: dict[str, Any] = {
+            "api": api,
+            "events": self._events,
+            "node": options.node_name,
+            "pods_dir": options.pods_dir,
+            "connect": LauncherClient,
+            "proxies": self._proxies,
+        }
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -70,37 +145,122 @@ class VirtHandler:
             node=options.node_name,
             pods_dir=options.pods_dir,
             connect=LauncherClient,
+            network=HandlerNetwork(private_dir=options.private_dir),
+            node_facts=_node_facts(options),
+            domain_events=self._domain_events,
+            migration_source=MigrationSource(**roles),
             mounter=self._mounter,
         )
         enqueue = self._queue.add
+        # Migration targets: VMIs still owned by another node, labelled for this one.
+        targets = self._factory.informer(
+            VIRTUAL_MACHINE_INSTANCES,
+            label_selector=f"{MIGRATION_TARGET_NODE_NAME_LABEL}={options.node_name}",
+        )
+        self._target_queue = RateLimitingQueue(name="virt-handler-migration-target")
+        target = MigrationTarget(vmi_store=targets.store, address=migration_ip, **roles)
+        self._target_controller = Controller(
+            "virt-handler-migration-target", self._target_queue, target, workers=2
+        )
+        targets.add_event_handler(
+            lambda obj: self._target_queue.add(key_of(obj)),
+            lambda _old, new: self._target_queue.add(key_of(new)),
+            lambda obj: self._target_queue.add(key_of(obj)),
+        )
+
+        self._controller = Controller("virt-handler-vm", self._queue, reconciler, workers=options.workers)
+        self._watchdog = LauncherWatchdog(
+            vmi_store=vmis.store,
+            node=options.node_name,
+            pods_dir=options.pods_dir,
+            enqueue=enqueue,
+            timeout=options.watchdog_timeout,
+        )
+        self._orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=options.pods_dir, connect=LauncherClient)
+
+        def deleted(obj: dict[str, Any]) -> None:
+            enqueue(key_of(obj))
+            self._orphans.poke()  # its launcher may hold a domain nobody else will stop
+
         vmis.add_event_handler(
             lambda obj: enqueue(key_of(obj)),
             lambda _old, new: enqueue(key_of(new)),
-            lambda obj: enqueue(key_of(obj)),
+            deleted,
         )
-        self._controller = Controller("virt-handler-vm", self._queue, reconciler, workers=options.workers)
         self._heartbeat = Heartbeat(api, options.node_name)
+        self._console = self._console_server(options, api, vmis.store)
+        self._health = ApiServerHealth(api.server_version, self._config.resource_version)
+        self._probes: ProbeServer | None = None
         self._plugins = [
             DevicePlugin(device, plugins_dir=options.device_plugins_dir, count=options.max_devices)
             for device in PERMANENT_DEVICES
         ]
 
+    def _console_server(self, options: Options, api: KubeClient, vmis: VMIStore) -> ServerThread | None:
+        if not (options.tls_cert_file.is_file() and options.tls_key_file.is_file()):
+            # Without its certificate it could serve nobody; the rest of the handler still works.
+            get_logger().error(
+                "console server disabled: no server certificate", cert_file=str(options.tls_cert_file)
+            )
+            return None
+        return console_server_thread(
+            api=api,
+            vmis=vmis,
+            events=self._events,
+            pods_dir=options.pods_dir,
+            node=options.node_name,
+            namespace=own_namespace() or DEFAULT_NAMESPACE,
+            cert_file=options.tls_cert_file,
+            key_file=options.tls_key_file,
+            listen=options.listen,
+            port=options.console_server_port,
+            ca_config_map=options.ca_config_map,
+            externally_managed=options.externally_managed,
+            domain_events=self._domain_events,
+            domain_changed=self._queue.add,  # pause and the like: the VMI's status follows at once
+        )
+
+    def probes(self) -> dict[str, Probe]:
+        return {"/healthz": self._health}
+
+    def _start_probe_server(self) -> None:
+        options = self._options
+        try:
+            self._probes = ProbeServer(
+                options.listen,
+                options.port,
+                cert_file=options.tls_cert_file,
+                key_file=options.tls_key_file,
+                probes=self.probes(),
+            )
+        except (OSError, ValueError) as err:
+            get_logger().error("health server could not start", reason=str(err), port=options.port)
+            return
+        self._probes.start()
+
     def stop(self) -> None:
         self._stop.set()
 
+    def _thread(self, target: Callable[[threading.Event], None], name: str) -> threading.Thread:
+        thread = threading.Thread(target=target, args=(self._stop,), name=name, daemon=True)
+        thread.start()
+        return thread
+
     def run(self) -> int:
         log = get_logger()
-        beats = threading.Thread(
-            target=self._heartbeat.run, args=(self._stop,), name="heartbeat", daemon=True
-        )
-        beats.start()
-        plugins = [
-            threading.Thread(target=plugin.run, args=(self._stop,), name=plugin.device.name, daemon=True)
-            for plugin in self._plugins
-        ]
-        for thread in plugins:
-            thread.start()
+        beats = self._thread(self._heartbeat.run, "heartbeat")
+        helpers = [self._thread(plugin.run, plugin.device.name) for plugin in self._plugins]
+        if self._labeller is not None:
+            helpers.append(self._thread(self._labeller.run, "node-labeller"))
+        helpers.append(self._thread(self._ksm.run, "ksm"))
         self._factory.start()
+        self._start_probe_server()
+        if self._console is not None:
+            try:
+                self._console.start()
+            except OSError as err:
+                log.error("console server could not start", reason=str(err))
+                self._console = None
         if not self._factory.wait_for_cache_sync(CACHE_SYNC_TIMEOUT):
             log.error("the VMI cache did not sync")
             self._stop.set()
@@ -109,14 +269,61 @@ class VirtHandler:
             # Mounts recorded by an earlier run whose VMI went away meanwhile: their keys clean them up.
             for key in self._mounter.recorded_keys():
                 self._queue.add(key)
+            # Both need the synced cache: a launcher is an orphan only if no known VMI lists its pod.
+            helpers.append(self._thread(self._watchdog.run, "launcher-watchdog"))
+            helpers.append(self._thread(self._orphans.run, "orphans"))
+            helpers.append(self._thread(self._target_controller.run, "migration-target"))
             self._controller.run(self._stop)
         self._stop.wait()
+        if self._probes is not None:
+            self._probes.stop()
+        if self._console is not None:
+            self._console.stop()
         self._factory.stop()
+        self._proxies.shut_down()
         self._events.stop()
         beats.join(timeout=10)
-        for thread in plugins:
+        for thread in helpers:
             thread.join(timeout=5)
         return 0
+
+
+def _host_address() -> str:
+    """This host's address when no pod IP was given (loopback, logged, when the name resolves to none)."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError as err:
+        get_logger().warning("no address for migrations: using loopback", reason=str(err))
+        return "127.0.0.1"
+
+
+def _node_labeller(api: KubeClient, options: Options, config: HandlerConfig) -> NodeLabeller | None:
+    """The node labeller, or None (logged) when the node's capabilities were not written."""
+    try:
+        caps = capabilities.load(options.node_labeller_dir)
+    except capabilities.CapabilitiesError as err:
+        get_logger().error("node-labeller could not load the node's capabilities", reason=str(err))
+        return None
+    labeller = NodeLabeller(
+        api=api,
+        events=EventRecorder(api, "node-labeller", host=options.node_name),
+        node=options.node_name,
+        capabilities=caps,
+        config=config.current,
+        realtime=host.realtime_capable,
+        hyperv=host.hyperv_capabilities(),
+    )
+    config.on_change(labeller.config_changed)
+    return labeller
+
+
+def _node_facts(options: Options) -> NodeFacts:
+    """What migratability needs from the node; without its capabilities, no host-model CPU."""
+    try:
+        caps = capabilities.load(options.node_labeller_dir, features=False)
+    except capabilities.CapabilitiesError:
+        return NodeFacts()  # the labeller already logged why
+    return NodeFacts(host_cpu_model=caps.host_model.name if caps.host_model else "")
 
 
 def run(options: Options) -> int:

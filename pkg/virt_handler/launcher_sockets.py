@@ -7,12 +7,13 @@ controls what its volumes hold, and must not make virt-handler follow a symlink 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from kubevirt.handler_launcher_com.sockets import READY_SOCKET, SOCKETS_DIR
+from kubevirt.handler_launcher_com.sockets import READY_SOCKET, SOCKETS_DIR, UNRESPONSIVE_MARKER
 
 EMPTY_DIR = "kubernetes.io~empty-dir"
 
@@ -22,7 +23,8 @@ class SocketLookupError(Exception):
 
 
 @contextlib.contextmanager
-def _open_dir_nofollow(root: Path, parts: list[str]) -> Iterator[int]:
+def open_dir_nofollow(root: Path, parts: list[str]) -> Iterator[int]:
+    """A descriptor of ``root/parts...``, each component opened without following a symlink."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for part in parts:
@@ -44,26 +46,89 @@ def socket_dir(pods_dir: Path, pod_uid: str) -> list[str]:
 def pod_has_socket(pods_dir: Path, pod_uid: str) -> bool:
     """Whether the pod's ``sockets`` volume holds a ready launcher socket (not a link to one)."""
     try:
-        with _open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
+        with open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
             info = os.stat(READY_SOCKET, dir_fd=fd, follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as err:
-        if err.errno == 40:  # ELOOP: a symlink where a directory was expected
+        if err.errno == errno.ELOOP:  # a symlink where a directory was expected
             return False
         raise
     return stat.S_ISSOCK(info.st_mode)
 
 
-def find_launcher_socket(pods_dir: Path, active_pods: Mapping[str, str], node: str) -> Path:
-    """The one ready launcher socket among the VMI's pods on ``node`` (KubeVirt's rule: exactly one)."""
+def _in_sockets_dir(pods_dir: Path, pod_uid: str, name: str) -> bool:
+    try:
+        with open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError, SocketLookupError):
+        return False
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return False
+        raise
+    return True
+
+
+def pod_dir_exists(pods_dir: Path, pod_uid: str) -> bool:
+    """Whether the kubelet still has a directory for the pod (a plain directory, not a link)."""
+    try:
+        with open_dir_nofollow(pods_dir, [pod_uid]):
+            return True
+    except (FileNotFoundError, NotADirectoryError, SocketLookupError):
+        return False
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return False
+        raise
+
+
+def is_marked_unresponsive(pods_dir: Path, pod_uid: str) -> bool:
+    """Whether the watchdog marked this pod's launcher unresponsive (or its socket is gone)."""
+    return _in_sockets_dir(pods_dir, pod_uid, UNRESPONSIVE_MARKER) or not _in_sockets_dir(
+        pods_dir, pod_uid, READY_SOCKET
+    )
+
+
+def mark_unresponsive(pods_dir: Path, pod_uid: str) -> None:
+    """Leave the marker next to the socket; a link in its place is not followed (the open fails)."""
+    with open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
+        marker = os.open(
+            UNRESPONSIVE_MARKER, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd
+        )
+        os.close(marker)
+
+
+def pod_uid_of(pods_dir: Path, socket: Path) -> str:
+    """The pod UID a socket path found by :func:`find_launcher_socket` belongs to."""
+    return socket.relative_to(pods_dir).parts[0]
+
+
+def launcher_pods(pods_dir: Path) -> list[str]:
+    """The UIDs of the pods on this node with a ready launcher socket."""
+    try:
+        entries = sorted(entry.name for entry in os.scandir(pods_dir) if entry.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        return []
+    return [uid for uid in entries if pod_has_socket(pods_dir, uid)]
+
+
+def find_launcher_pod(pods_dir: Path, active_pods: Mapping[str, str], node: str) -> str:
+    """The UID of the one pod on ``node`` whose launcher is ready (KubeVirt's rule: exactly one)."""
     found = [
-        pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)
+        uid
         for uid, pod_node in sorted(active_pods.items())
         if pod_node == node and pod_has_socket(pods_dir, uid)
     ]
     if not found:
         raise SocketLookupError("No command socket found for vmi")
     if len(found) > 1:
-        raise SocketLookupError(f"Found multiple sockets for vmi: {[str(p) for p in found]}")
+        sockets = [str(pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)) for uid in found]
+        raise SocketLookupError(f"Found multiple sockets for vmi: {sockets}")
     return found[0]
+
+
+def find_launcher_socket(pods_dir: Path, active_pods: Mapping[str, str], node: str) -> Path:
+    """The one ready launcher socket among the VMI's pods on ``node``."""
+    uid = find_launcher_pod(pods_dir, active_pods, node)
+    return pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)

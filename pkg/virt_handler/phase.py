@@ -20,6 +20,11 @@ def domain_state(domain: dict[str, Any] | None) -> tuple[str, str]:
     return str(status.get("Status") or ""), str(status.get("Reason") or "")
 
 
+def domain_alive(domain: dict[str, Any] | None) -> bool:
+    """KubeVirt's ``domainAlive``: a domain exists and is neither shut off, crashed nor stateless."""
+    return domain is not None and domain_state(domain)[0] not in (*_DOWN_STATES, "")
+
+
 def _acpi_applies(vmi_grace: int | None, domain: dict[str, Any]) -> bool:
     features = ((domain.get("Spec") or {}).get("Features")) or {}
     return (vmi_grace is None or vmi_grace != 0) and features.get("ACPI") is not None

@@ -1,17 +1,22 @@
 """virt-handler's VM controller: for each VMI on this node, drive its launcher and report its domain.
 
 A reconcile reads the VMI from the node's cache, finds the launcher's command socket through the pod
-directories, and then does one of: kill and undefine the domain (VMI deleted or final), or sync the VMI
-into the launcher (start it; before the first sync its containerDisks are mounted into the pod, once their
-containers are up). Whatever the domain then looks like is written back as the VMI's status (phase, node,
-machine, interfaces, guest OS, conditions) with a conditional merge patch, only when it changed. The
-containerDisk mounts go when the VMI is final, or deleted and its launcher gone.
+directories, and then does one of (KubeVirt's order): shut the domain down gracefully (VMI deleted, or
+its pod told to stop) and kill it once the grace period is over; undefine a domain that stopped, or
+whose VMI is final or deleted; or sync the VMI into the launcher (start it). Whatever the domain then
+looks like is written back as the VMI's status (phase, node, interfaces, guest OS, conditions) with a
+conditional merge patch, only when it changed. A launcher that is gone or that the watchdog marked
+unresponsive fails its VMI. Before the first sync the VMI's containerDisks are mounted into its pod (once
+their containers are up); the mounts go when the VMI is final, or deleted and its launcher gone.
 """
 
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,14 +27,37 @@ from kubevirt.controller import RequeueAfter, Store, split_key
 from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, LauncherDisconnectedError
 from kubevirt.log import get_logger
 from kubevirt.virt_handler import phase as phases
+from kubevirt.virt_handler import shutdown
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
-from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
+from kubevirt.virt_handler.domain_events import DomainEventLog
+from kubevirt.virt_handler.launcher_sockets import (
+    SocketLookupError,
+    find_launcher_socket,
+    is_marked_unresponsive,
+    pod_dir_exists,
+    pod_uid_of,
+)
+from kubevirt.virt_handler.migration import MigrationSource
+from kubevirt.virt_handler.network import NetworkSetupError
+from kubevirt.virt_handler.status import NodeFacts, apply_domain
 
 JSON = dict[str, Any]
 SYNCHRONIZED = "Synchronized"
 SYNC_FAILED_REASON = "Synchronizing with the Domain failed."
 SOCKET_WAIT_SECONDS = 1.0
 RESYNC_SECONDS = 5.0
+# A running VMI's domain is read again this often: without domain events from the launcher, this is
+# how a guest agent connecting or a pause the handler did not make reaches the status.
+RUNNING_RESYNC_SECONDS = 30.0
+# A launcher whose socket never appears within this time is unresponsive (KubeVirt's 3 minutes).
+LAUNCHER_START_TIMEOUT_SECONDS = 180.0
+
+
+class Network(Protocol):
+    def setup(self, vmi: JSON, launcher_socket: Path) -> None: ...
+    def interface_status(self, vmi: JSON, interfaces: list[JSON]) -> list[JSON]: ...
+    def forget(self, uid: str) -> None: ...
+    def forget_all_but(self, uids: list[str]) -> None: ...
 
 
 class Launcher(Protocol):
@@ -37,6 +65,16 @@ class Launcher(Protocol):
     def vmi_command(self, command: str, vmi: JSON) -> None: ...
     def get_domain(self) -> JSON | None: ...
     def close(self) -> None: ...
+
+
+@dataclass
+class _Outcome:
+    """What driving the launcher left: the domain to report, an error, when to look again."""
+
+    domain: JSON | None = None
+    error: str | None = None
+    requeue: float | None = None
+    disconnected: bool = False
 
 
 def _now() -> str:
@@ -75,12 +113,6 @@ def guest_os_info(domain: JSON) -> JSON:
     return {ours: info[theirs] for theirs, ours in keys.items() if info.get(theirs)}
 
 
-def machine_type(domain: JSON) -> str:
-    """The machine type libvirt expanded the domain's to (``q35`` becomes ``pc-q35-<version>``)."""
-    os_type = ((((domain.get("Spec") or {}).get("OS")) or {}).get("Type")) or {}
-    return str(os_type.get("Machine") or "")
-
-
 class VMController:
     def __init__(
         self,
@@ -91,6 +123,11 @@ class VMController:
         node: str,
         pods_dir: Path,
         connect: Callable[[Path], Launcher],
+        clock: Callable[[], float] = time.monotonic,
+        network: Network | None = None,
+        node_facts: NodeFacts | None = None,
+        domain_events: DomainEventLog | None = None,
+        migration_source: MigrationSource | None = None,
         mounter: Mounter | None = None,
     ) -> None:
         self._api = api
@@ -99,79 +136,176 @@ class VMController:
         self._node = node
         self._pods_dir = pods_dir
         self._connect = connect
+        self._clock = clock
+        self._network = network
+        self._node_facts = node_facts or NodeFacts()
+        self._domain_events = domain_events or DomainEventLog()
+        self._migration_source = migration_source
         self._mounter = mounter
         self._log = get_logger()
+        self._lock = threading.Lock()
+        # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
+        self._waiting_since: dict[str, float] = {}
+        self._reached: set[str] = set()
+        # Per VMI UID: the last domain seen down, so a launcher that exits after a clean stop is not
+        # taken for a crash.
+        self._last_down: dict[str, JSON] = {}
 
     def reconcile(self, key: str) -> None:
         vmi = self._vmis.get_by_key(key)
         if vmi is None:
-            # Its pod, and with it the launcher, goes with it; only our mounts into that pod are left.
-            namespace, name = split_key(key)
-            for uid in self._mounter.recorded(namespace or "", name) if self._mounter else []:
-                self._unmount(uid)
+            # What its launcher still holds is the orphan sweeper's; its pod's network goes with the pod.
+            if self._network is not None:
+                self._network.forget_all_but([str(v["metadata"].get("uid")) for v in self._vmis.list()])
+            # Our mounts into its pod are left: the kubelet cannot remove the pod's volumes while they stay.
+            self._unmount_recorded(key, keep=None)
             return
         vmi = copy.deepcopy(vmi)
-        if self._mounter is not None:
-            # A VMI deleted and created again under the same name while its mounts were still there.
-            namespace, name = split_key(key)
-            for uid in self._mounter.recorded(namespace or "", name):
-                if uid != vmi["metadata"].get("uid"):
-                    self._unmount(uid)
+        # A VMI deleted and created again under the same name while its mounts were still there.
+        self._unmount_recorded(key, keep=vmi["metadata"].get("uid"))
         status = vmi.setdefault("status", {})
         current = status.get("phase") or ""
-        if current in phases.FINAL_PHASES:
-            self._unmount(vmi["metadata"].get("uid") or "")
-            return
-        if current not in (phases.SCHEDULED, phases.RUNNING):
+        if current not in (phases.SCHEDULED, phases.RUNNING, *phases.FINAL_PHASES):
             return
         if (vmi["metadata"].get("labels") or {}).get("kubevirt.io/nodeName") != self._node:
             return
+        if self._migration_source is not None and self._migration_source.owns(vmi):
+            self._migration_source.reconcile(vmi)  # the launcher is busy migrating: that role drives it
+            return
+        uid = str(vmi["metadata"].get("uid") or key)
+        final = current in phases.FINAL_PHASES
+        deleting = vmi["metadata"].get("deletionTimestamp") is not None
+        if final and self._network is not None:
+            self._network.forget(uid)
+        if final:
+            self._unmount(vmi["metadata"].get("uid") or "")
         try:
             socket = find_launcher_socket(self._pods_dir, status.get("activePods") or {}, self._node)
         except SocketLookupError:
-            if vmi["metadata"].get("deletionTimestamp") is not None:
-                # The launcher is gone: the kubelet cannot remove the pod's volumes while our mounts stay.
+            if final or deleting:
                 self._unmount(vmi["metadata"].get("uid") or "")
+                self._forget(uid)
+                return
+            if self._launcher_gone(uid, status):
+                self._fail_unresponsive(key, vmi, uid)
+                return
             raise RequeueAfter(SOCKET_WAIT_SECONDS) from None
-        launcher = self._connect(socket)
-        try:
-            domain, error = self._drive(launcher, vmi)
-        finally:
-            launcher.close()
-        self._update_status(key, vmi, domain, error)
-        if error is not None or vmi["status"].get("phase") != phases.RUNNING:
-            raise RequeueAfter(SOCKET_WAIT_SECONDS if error is None else RESYNC_SECONDS)
+        with self._lock:
+            self._reached.add(uid)
+            self._waiting_since.pop(uid, None)
+        if is_marked_unresponsive(self._pods_dir, pod_uid_of(self._pods_dir, socket)):
+            if not (final or deleting):
+                self._fail_unresponsive(key, vmi, uid)
+            return
+        network_error = None if (final or deleting) else self._network_error(vmi, socket)
+        if network_error is not None:
+            outcome = _Outcome(error=network_error)
+        else:
+            launcher = self._connect(socket)
+            try:
+                outcome = self._drive(launcher, vmi)
+            finally:
+                launcher.close()
+        if outcome.error is None and not outcome.disconnected:
+            self._domain_events.observe(uid, outcome.domain)
+        if final:
+            self._forget(uid)
+            return
+        if outcome.disconnected:
+            raise RequeueAfter(SOCKET_WAIT_SECONDS)  # the watchdog decides whether it is gone
+        if outcome.domain is not None and not phases.domain_alive(outcome.domain):
+            with self._lock:
+                self._last_down[uid] = outcome.domain
+        self._update_status(key, vmi, outcome.domain, outcome.error)
+        if outcome.requeue is not None:
+            raise RequeueAfter(outcome.requeue)
+        if outcome.error is not None or vmi["status"].get("phase") != phases.RUNNING:
+            raise RequeueAfter(SOCKET_WAIT_SECONDS if outcome.error is None else RESYNC_SECONDS)
+        raise RequeueAfter(RUNNING_RESYNC_SECONDS)
 
-    def _drive(self, launcher: Launcher, vmi: JSON) -> tuple[JSON | None, str | None]:
+    def _network_error(self, vmi: JSON, socket: Path) -> str | None:
+        """Phase 1 of the VMI's network before the launcher defines the domain; its failure, if any."""
+        if self._network is None:
+            return None
+        try:
+            self._network.setup(vmi, socket)
+        except NetworkSetupError as err:
+            self._events.event(vmi, "Warning", err.reason, err.message)
+            return err.message
+        return None
+
+    def _launcher_gone(self, uid: str, status: JSON) -> bool:
+        """KubeVirt's rule for a launcher without a socket: gone once it had one, once its pod
+        directory vanished, or after waiting too long for it."""
+        with self._lock:
+            if uid in self._reached:
+                return True
+            since = self._waiting_since.setdefault(uid, self._clock())
+        pods = [pod for pod, node in (status.get("activePods") or {}).items() if node == self._node]
+        if not any(pod_dir_exists(self._pods_dir, pod) for pod in pods):
+            return True
+        return self._clock() - since > LAUNCHER_START_TIMEOUT_SECONDS
+
+    def _fail_unresponsive(self, key: str, vmi: JSON, uid: str) -> None:
+        with self._lock:
+            last_down = self._last_down.get(uid)
+        current = vmi["status"].get("phase") or ""
+        grace = vmi["spec"].get("terminationGracePeriodSeconds")
+        if (
+            last_down is not None
+            and phases.phase_from_domain(current, last_down, launcher_unresponsive=True, vmi_grace=grace)
+            not in phases.FINAL_PHASES
+        ):
+            last_down = None  # it says nothing final: a launcher gone mid-run failed its VMI
+        self._log.warning("the launcher is gone or unresponsive", key=key, uid=uid)
+        self._update_status(key, vmi, last_down, None, launcher_unresponsive=True)
+
+    def _forget(self, uid: str) -> None:
+        with self._lock:
+            self._waiting_since.pop(uid, None)
+            self._reached.discard(uid)
+            self._last_down.pop(uid, None)
+        self._domain_events.forget(uid)
+
+    def _drive(self, launcher: Launcher, vmi: JSON) -> _Outcome:
+        final = vmi["status"].get("phase") in phases.FINAL_PHASES
         deleting = vmi["metadata"].get("deletionTimestamp") is not None
         try:
             domain = launcher.get_domain()
-            alive = domain is not None and phases.domain_state(domain)[0] not in ("Shutoff", "Crashed", "")
-            if deleting:
-                if alive:
-                    launcher.vmi_command("KillVirtualMachine", vmi)
-                    self._events.event(vmi, "Normal", "Deleted", "VirtualMachineInstance stopping")
-                elif domain is not None:
-                    launcher.vmi_command("DeleteVirtualMachine", vmi)
-                    self._events.event(vmi, "Normal", "Deleted", "Signaled Deletion")
-                else:
-                    self._unmount(vmi["metadata"].get("uid") or "")
-            elif domain is None or alive:
-                if domain is None and self._mounter is not None:
-                    # The disks must be in the pod before the launcher builds the domain on them.
-                    if not self._mounter.ready(vmi, self._node):
-                        raise RequeueAfter(SOCKET_WAIT_SECONDS)
-                    self._mounter.mount(vmi, self._node)
-                launcher.sync_vmi(vmi)
-            return launcher.get_domain(), None
+        except LauncherDisconnectedError:
+            return _Outcome(disconnected=True)
+        except LauncherClientError as err:
+            return self._failed(vmi, err)
+        stopping = deleting or (
+            shutdown.marked_for_graceful_shutdown(domain) and vmi["status"].get("phase") == phases.RUNNING
+        )
+        try:
+            if stopping and domain is not None and phases.domain_alive(domain):
+                return self._shut_down(launcher, vmi, domain)
+            if domain is not None and (final or deleting or not phases.domain_alive(domain)):
+                launcher.vmi_command("DeleteVirtualMachine", vmi)
+                self._events.event(vmi, "Normal", "Deleted", "Signaled Deletion")
+                return _Outcome(domain)  # the phase comes from how the domain stopped
+            if final or stopping:
+                return _Outcome(domain)
+            if domain is None and self._mounter is not None:
+                # The disks must be in the pod before the launcher builds the domain on them.
+                if not self._mounter.ready(vmi, self._node):
+                    return _Outcome(requeue=SOCKET_WAIT_SECONDS)
+                self._mounter.mount(vmi, self._node)
+            launcher.sync_vmi(vmi)
+            if domain is None:
+                self._events.event(vmi, "Normal", "Created", "VirtualMachineInstance defined.")
+            return _Outcome(launcher.get_domain())
+        except LauncherDisconnectedError:
+            # The launcher went away while stopping its domain: that is what stopping does.
+            return _Outcome(domain, requeue=SOCKET_WAIT_SECONDS) if stopping else _Outcome(disconnected=True)
+        except LauncherClientError as err:
+            return self._failed(vmi, err)
         except ContainerDiskError as err:
             self._log.error("mounting container disks failed", name=vmi["metadata"]["name"], reason=str(err))
-            return None, str(err)
-        except LauncherDisconnectedError:
-            return None, None
-        except LauncherClientError as err:
-            self._log.error("syncing with the launcher failed", name=vmi["metadata"]["name"], reason=str(err))
-            return None, str(err)
+            self._events.event(vmi, "Warning", "SyncFailed", str(err))
+            return _Outcome(error=str(err))
 
     def _unmount(self, vmi_uid: str) -> None:
         if self._mounter is None or not vmi_uid:
@@ -182,27 +316,61 @@ class VMController:
             self._log.error("unmounting container disks failed", vmi_uid=vmi_uid, reason=str(err))
             raise RequeueAfter(RESYNC_SECONDS) from None
 
-    def _update_status(self, key: str, vmi: JSON, domain: JSON | None, error: str | None) -> None:
+    def _unmount_recorded(self, key: str, *, keep: str | None) -> None:
+        """Unmounts what is recorded for VMIs called ``key`` other than the one with UID ``keep``."""
+        if self._mounter is None:
+            return
+        namespace, name = split_key(key)
+        for uid in self._mounter.recorded(namespace or "", name):
+            if uid != keep:
+                self._unmount(uid)
+
+    def _shut_down(self, launcher: Launcher, vmi: JSON, domain: JSON) -> _Outcome:
+        step = shutdown.next_step(vmi["spec"].get("terminationGracePeriodSeconds"), domain, datetime.now(UTC))
+        if step.action is shutdown.Action.KILL:
+            launcher.vmi_command(step.action.value, vmi)
+            self._events.event(vmi, "Normal", "Deleted", "VirtualMachineInstance stopping")
+            return _Outcome(domain, requeue=SOCKET_WAIT_SECONDS)
+        if step.action is shutdown.Action.SHUTDOWN:
+            launcher.vmi_command(step.action.value, vmi)
+            self._events.event(vmi, "Normal", "ShuttingDown", "Signaled Graceful Shutdown")
+        return _Outcome(domain, requeue=step.requeue_seconds)
+
+    def _failed(self, vmi: JSON, err: LauncherClientError) -> _Outcome:
+        self._log.error("syncing with the launcher failed", name=vmi["metadata"]["name"], reason=str(err))
+        self._events.event(vmi, "Warning", "SyncFailed", str(err))
+        return _Outcome(error=str(err))
+
+    def _update_status(
+        self,
+        key: str,
+        vmi: JSON,
+        domain: JSON | None,
+        error: str | None,
+        *,
+        launcher_unresponsive: bool = False,
+    ) -> None:
         original = copy.deepcopy(vmi["status"])
         status = vmi["status"]
         current = status.get("phase") or ""
         if domain is not None:
             if interfaces := interfaces_from_domain(domain):
+                if self._network is not None:
+                    interfaces = self._network.interface_status(vmi, interfaces)
                 status["interfaces"] = interfaces
             if info := guest_os_info(domain):
                 status["guestOSInfo"] = info
-            if machine := machine_type(domain):
-                status["machine"] = {"type": machine}
+        status["nodeName"] = status.get("nodeName") or self._node
+        apply_domain(vmi, domain, self._node_facts, _now)
         if error is None or domain is not None:
             new_phase = phases.phase_from_domain(
                 current,
                 domain,
-                launcher_unresponsive=False,
+                launcher_unresponsive=launcher_unresponsive,
                 vmi_grace=vmi["spec"].get("terminationGracePeriodSeconds"),
             )
         else:
             new_phase = current
-        status["nodeName"] = status.get("nodeName") or self._node
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != SYNCHRONIZED]
         if error is not None:
             conditions.append(

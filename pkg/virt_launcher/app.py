@@ -28,8 +28,9 @@ from kubevirt.log import get_logger
 from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
+from kubevirt.virt_launcher.network import PodNetworkConverter
 from kubevirt.virt_launcher.notify_client import NotifyClient
-from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
+from kubevirt.virt_launcher.storage import EMPTY_DISKS, PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
@@ -98,14 +99,7 @@ class Launcher:
     ) -> None:
         self.config = config
         self._converter = converter
-        self._storage = PodStorage(
-            StorageDirs(
-                container_disk_dir=config.container_disk_dir,
-                ephemeral_disk_dir=config.ephemeral_disk_dir,
-                private_dir=config.private_dir,
-            ),
-            disk_memory_limit=config.disk_memory_limit,
-        )
+        self._storage = self._pod_storage(StorageDirs().empty_disk_dir)
         self._warm_up = warm_up or (lambda: None)
         self._stop = threading.Event()
         self._signal_name = ""
@@ -157,6 +151,8 @@ class Launcher:
                 libvirtd.stop()
                 return EXIT_FAILURE
             uri = libvirtd.uri
+            # Empty disks go to libvirt's runtime directory, which is our libvirtd's own.
+            self._storage = self._pod_storage(libvirtd.runtime_dir / "run" / EMPTY_DISKS)
         try:
             conn = self._connect(uri)
         except libvirt.libvirtError as err:
@@ -187,9 +183,10 @@ class Launcher:
             if forwarder is not None:
                 forwarder.poke()
 
+        converter = PodNetworkConverter(self._convert)
         manager = DomainManager(
             conn,
-            self._convert,
+            converter,
             node=node,
             on_domain_change=changed,
             pre_start_hooks=[self._pre_start],
@@ -226,6 +223,7 @@ class Launcher:
             notifier.close()
             return code
         finally:
+            converter.stop()
             server.stop(grace=1).wait()
             for path in (init_socket, cmd_socket_path(cfg.share_dir)):
                 with contextlib.suppress(FileNotFoundError):
@@ -303,8 +301,20 @@ class Launcher:
         self._target_released.set()
         self._changed.set()
 
+    def _pod_storage(self, empty_disk_dir: Path) -> PodStorage:
+        cfg = self.config
+        dirs = StorageDirs(
+            container_disk_dir=cfg.container_disk_dir,
+            ephemeral_disk_dir=cfg.ephemeral_disk_dir,
+            private_dir=cfg.private_dir,
+            empty_disk_dir=empty_disk_dir,
+        )
+        return PodStorage(dirs, disk_memory_limit=cfg.disk_memory_limit)
+
     def _convert(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str:
-        """The converter, told each containerDisk image's format (KubeVirt's launcher probes it itself)."""
+        """The converter, told each containerDisk image's format and which volumes are block devices
+        (KubeVirt's launcher finds both out itself)."""
+        node = dataclasses.replace(node, block_volumes=self._storage.block_volumes(vmi_json))
         infos = self._storage.disks_info(vmi_json)
         if infos:
             merged = cmd_pb2.VirtualMachineOptions()

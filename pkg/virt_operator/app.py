@@ -1,13 +1,211 @@
-"""virt-operator's application object: what runs once the flags are parsed."""
+"""virt-operator's application: informers on the KubeVirt CRs and on everything the operator installed,
+one reconciler behind a work queue, run by the leader of the ``virt-operator`` Lease.
+
+Every event on an installed object (a deletion, an edit, a workload's status) enqueues the KubeVirt CRs,
+so drift is repaired and readiness reported without polling. The probe port serves ``/metrics`` and
+``/healthz`` with a certificate the operator makes for itself at start.
+"""
 
 from __future__ import annotations
 
+import datetime
+import signal
+import socket
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from kubevirt.client import JSON, KUBEVIRTS, KubeClient, KubeConfigError, Resource
+from kubevirt.client.connection import connect
+from kubevirt.controller import (
+    Controller,
+    Informer,
+    LeaderElector,
+    RateLimitingQueue,
+    SharedInformerFactory,
+    Store,
+    key_of,
+)
 from kubevirt.log import get_logger
+from kubevirt.service.probes import ProbeServer
+from kubevirt.virt_operator.certificates import new_ca
+from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
+from kubevirt.virt_operator.resource.metadata import MANAGED_SELECTOR
+from kubevirt.virt_operator.resource.strategy import crds
+from kubevirt.virt_operator.resources import MANAGED
+from kubevirt_api.core.v1.kubevirt import KubeVirt
+
+COMPONENT = "virt-operator"
+LEASE_NAME = "virt-operator"
+EXIT_CANNOT_START = 2
+EXIT_LOST_LEADERSHIP = 1
+SYNC_TIMEOUT = 60.0
+POOL_SIZE = 32
 
 
-def run() -> int:
-    """Start virt-operator. Returns the process exit code."""
+@dataclass(frozen=True)
+class Options:
+    namespace: str
+    operator_image: str
+    kubeconfig: str | None = None
+    listen: str = "0.0.0.0"
+    port: int = 8443
+    workers: int = 1
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+class VirtOperator:
+    """The informers, the queue and the reconciler; runs them while leading."""
+
+    def __init__(self, api: KubeClient, options: Options) -> None:
+        self._api = api
+        self._options = options
+        self._log = get_logger()
+        self._factory = SharedInformerFactory(api)
+        self.queue = RateLimitingQueue(name="virt-operator-kubevirt")
+        self._kubevirts: Informer[KubeVirt] = self._factory.informer(KUBEVIRTS, KubeVirt)
+        self._kubevirts.add_event_handler(
+            on_add=lambda _obj: self._enqueue_all(),
+            on_update=lambda _old, _new: self._enqueue_all(),
+            on_delete=lambda _obj: self._enqueue_all(),
+        )
+        self._managed: dict[Resource, Informer[JSON]] = {}
+        for resource in MANAGED:
+            namespace = options.namespace if resource.namespaced else None
+            informer = self._factory.informer(resource, namespace=namespace, label_selector=MANAGED_SELECTOR)
+            informer.add_event_handler(
+                on_add=lambda _obj: self._enqueue_all(),
+                on_update=self._on_managed_update,
+                on_delete=lambda _obj: self._enqueue_all(),
+            )
+            self._managed[resource] = informer
+        self.reconciler = KubeVirtReconciler(
+            api,
+            OperatorSettings(namespace=options.namespace, operator_image=options.operator_image),
+            self._kubevirts.store,
+            self.cache,
+        )
+        self.controller = Controller("kubevirt", self.queue, self.reconciler, workers=options.workers)
+        self.stop_event = threading.Event()
+        self.leading = threading.Event()
+        self._lost = threading.Event()
+        self._elector = LeaderElector(
+            api,
+            namespace=options.namespace,
+            name=LEASE_NAME,
+            identity=f"{socket.gethostname()}_{uuid.uuid4()}",  # as client-go names candidates
+            on_started_leading=self._start_leading,
+            on_stopped_leading=self._stop_leading,
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period,
+        )
+
+    def cache(self, resource: Resource) -> Store[JSON]:
+        return self._managed[resource].store
+
+    def _on_managed_update(self, old: JSON, new: JSON) -> None:
+        # Resyncs deliver unchanged objects; only real changes need a sync.
+        if old.get("metadata", {}).get("resourceVersion") != new.get("metadata", {}).get("resourceVersion"):
+            self._enqueue_all()
+
+    def _enqueue_all(self) -> None:
+        for kv in self._kubevirts.store.list():
+            self.queue.add(key_of(kv))
+
+    def _start_leading(self) -> None:
+        self._log.info("became the leader", lease=f"{self._options.namespace}/{LEASE_NAME}")
+        self._factory.start()
+        if not self._factory.wait_for_cache_sync(SYNC_TIMEOUT):
+            self._log.error("the caches did not sync, giving up the lease")
+            self._lost.set()
+            self.stop_event.set()
+            return
+        self.leading.set()
+        self._enqueue_all()
+        threading.Thread(
+            target=self.controller.run, args=(self.stop_event,), name="kubevirt", daemon=True
+        ).start()
+
+    def _stop_leading(self) -> None:
+        if not self.stop_event.is_set():
+            self._log.error("lost the leader lease")
+            self._lost.set()
+        self.leading.clear()
+        self.stop_event.set()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def run(self) -> int:
+        # The CRDs' structural schemas take a moment to build: done before a CR asks for them.
+        threading.Thread(target=crds, name="warm-strategy", daemon=True).start()
+        elector = threading.Thread(
+            target=self._elector.run, args=(self.stop_event,), name="leader-election", daemon=True
+        )
+        elector.start()
+        self.stop_event.wait()
+        self._factory.stop()
+        elector.join(timeout=self._options.renew_deadline)
+        return EXIT_LOST_LEADERSHIP if self._lost.is_set() else 0
+
+    def probes(self) -> dict[str, Any]:
+        return {
+            "/healthz": lambda: (200, {"apiserver": {"connectivity": "ok"}}),
+            "/leader": lambda: (200, {"apiserver": {"leader": str(self.leading.is_set()).lower()}}),
+        }
+
+
+def _probe_certificate(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for the probe port (kubelets do not verify probe certificates)."""
+    pair = new_ca(COMPONENT, datetime.datetime.now(datetime.UTC), datetime.timedelta(days=365))
+    cert, key = directory / "tls.crt", directory / "tls.key"
+    cert.write_bytes(pair.cert_pem)
+    key.write_bytes(pair.key_pem)
+    key.chmod(0o600)
+    return cert, key
+
+
+def run(options: Options) -> int:
+    """Run until SIGTERM or SIGINT (0), or until the leader lease is lost (1)."""
     log = get_logger()
-    log.info("virt-operator starting")
-    log.error("virt-operator has no running mode yet")
-    return 1
+    try:
+        # One connection per watch (a watch holds it) plus room for the writes.
+        api = KubeClient(connect(options.kubeconfig, pool_size=POOL_SIZE), user_agent=COMPONENT)
+    except KubeConfigError as err:
+        log.error("virt-operator cannot reach the cluster", reason=str(err))
+        return EXIT_CANNOT_START
+    operator = VirtOperator(api, options)
+    with tempfile.TemporaryDirectory(prefix="virt-operator-") as directory:
+        cert, key = _probe_certificate(Path(directory))
+        try:
+            probes = ProbeServer(
+                options.listen, options.port, cert_file=cert, key_file=key, probes=operator.probes()
+            )
+        except OSError as err:
+            log.error("virt-operator cannot serve", reason=str(err))
+            return EXIT_CANNOT_START
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            log.info("stopping", signal=signal.Signals(signum).name)
+            operator.stop()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, on_signal)
+        probes.start()
+        log.info(
+            "virt-operator serving",
+            port=probes.port,
+            namespace=options.namespace,
+            image=options.operator_image,
+        )
+        try:
+            return operator.run()
+        finally:
+            probes.stop()

@@ -12,12 +12,18 @@ from kubevirt.client import ApiError
 from kubevirt.log import configure as configure_logging
 from kubevirt.version import format_version_info, get_version, version_info
 from kubevirt.virtctl.clientconfig import ClientFlags, client_flags, connect, flags_from
+from kubevirt.virtctl.console import console
 from kubevirt.virtctl.create import create
+from kubevirt.virtctl.diagnose.command import diagnose_command
+from kubevirt.virtctl.expand import expand
+from kubevirt.virtctl.expose import expose
 from kubevirt.virtctl.guest_agent import COMMANDS as GUEST_AGENT_COMMANDS
 from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
 from kubevirt.virtctl.lifecycle import SUBRESOURCES
+from kubevirt.virtctl.portforward import port_forward
 from kubevirt.virtctl.render import render
 from kubevirt.virtctl.validate import validate
+from kubevirt.virtctl.vnc import vnc
 
 
 @click.group(name="virtctl", context_settings={"help_option_names": ["-h", "--help"]})
@@ -51,7 +57,13 @@ def version(ctx: click.Context, /, client_only: bool, **flags: Any) -> None:
 
 
 root.add_command(create)
+root.add_command(expand)
+root.add_command(diagnose_command)
+root.add_command(expose)
 root.add_command(render)
 root.add_command(validate)
+root.add_command(console)
+root.add_command(vnc)
+root.add_command(port_forward)
 for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS):
     root.add_command(command)

@@ -7,6 +7,7 @@ object would be accepted, 1 when refused, 2 when the input cannot be read.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from collections.abc import Mapping
@@ -117,8 +118,18 @@ def renderable_vmi(
     causes = admission_causes(manifest, options)
     if causes or manifest_kind(manifest) == VMI_KIND:
         return dict(manifest), causes
-    vmi = expanded_vmi(manifest, vmi_of_vm(manifest), options)
+    vm = inferred_vm(manifest, options)
+    vmi = expanded_vmi(vm, vmi_of_vm(vm), options)
     return vmi, admission_causes(vmi, options)
+
+
+def inferred_vm(manifest: Mapping[str, Any], options: RenderOptions) -> dict[str, Any]:
+    """The VM with matchers inferred from its volumes, as the mutating webhook leaves it (it passed
+    admission, so inference succeeded)."""
+    vm = copy.deepcopy(dict(manifest))
+    namespace = obj(manifest, "metadata").get("namespace") or ""
+    instancetypes.infer_from_volumes(vm, instancetype_state(manifest, options), namespace)
+    return vm
 
 
 def expanded_vmi(vm: Mapping[str, Any], vmi: dict[str, Any], options: RenderOptions) -> dict[str, Any]:

@@ -14,7 +14,15 @@ import pytest
 from kubevirt.log import configure, get_logger
 from kubevirt.version import get_version
 
-BINARIES = ["virt-operator", "virt-api", "virt-controller", "virt-handler", "virt-launcher", "virtctl"]
+BINARIES = [
+    "virt-operator",
+    "virt-api",
+    "virt-controller",
+    "virt-handler",
+    "virt-launcher",
+    "virtctl",
+    "node-labeller",
+]
 
 
 def _script(binary: str) -> str | None:

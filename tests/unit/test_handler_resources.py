@@ -28,6 +28,39 @@ def test_daemonset_mounts_the_pods_directory_short_and_names_the_node() -> None:
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     assert mounts["kubelet-pods"]["mountPath"] == "/pods"
     assert mounts["virt-share-dir"]["mountPropagation"] == "Bidirectional"
-    command = container["command"]
+    assert container["command"] == ["virt-handler"]
+    command = container["args"]
     assert command[command.index("--hostname-override") + 1] == "$(NODE_NAME)"
     assert command[command.index("--graceful-shutdown-seconds") + 1] == "315"
+
+
+def test_the_node_labeller_runs_first_from_the_launcher_image() -> None:
+    plain = handler_daemonset("kubevirt", "img")["spec"]["template"]["spec"]
+    assert "initContainers" not in plain
+    daemonset = handler_daemonset("kubevirt", "img", launcher_image="launcher", force_emulation=True)
+    pod = daemonset["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    assert init["image"] == "launcher"
+    assert init["command"] == [
+        "node-labeller",
+        "--output-dir",
+        "/var/lib/kubevirt-node-labeller",
+        "--force-emulation",
+    ]
+    assert init["securityContext"]["privileged"] is True
+    mount = {"name": "node-labeller", "mountPath": "/var/lib/kubevirt-node-labeller"}
+    assert init["volumeMounts"] == [mount]
+    (handler,) = pod["containers"]
+    assert mount in handler["volumeMounts"]
+
+
+def test_daemonset_mounts_the_console_server_certificates_when_they_exist() -> None:
+    pod = handler_daemonset("kubevirt", "img")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert volumes["kubevirt-virt-handler-server-certs"]["secret"] == {
+        "secretName": "kubevirt-virt-handler-server-certs",
+        "optional": True,
+    }
+    assert mounts["kubevirt-virt-handler-server-certs"] == "/etc/virt-handler/servercertificates"
+    assert mounts["kubevirt-virt-handler-certs"] == "/etc/virt-handler/clientcertificates"

@@ -147,6 +147,7 @@ def running_apiserver(directory: Path, *, install_crds: bool = True) -> Iterator
                 f"--service-account-signing-key-file={pki_dir / 'sa.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--authorization-mode=RBAC",
+                "--allow-privileged=true",  # as the local cluster: virt-handler's DaemonSet is privileged
                 f"--requestheader-client-ca-file={pki_dir / 'front-proxy-ca.crt'}",
                 f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
                 "--requestheader-username-headers=X-Remote-User",

@@ -19,7 +19,8 @@ PROJECT = "kubevirt-py"
 _APT = "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends"
 _APT_CLEAN = "apt-get clean && rm -rf /var/lib/apt/lists/*"
 
-BASE_PACKAGES = ("python3", "python3-venv", "libvirt0", "ca-certificates")
+# libnftables1: virt-handler writes the masquerade binding's NAT rules through it.
+BASE_PACKAGES = ("python3", "python3-venv", "libvirt0", "ca-certificates", "libnftables1")
 WHEEL_BUILD_PACKAGES = ("gcc", "pkg-config", "libvirt-dev", "python3-dev")
 LAUNCHER_PACKAGES = (
     "libvirt-daemon",
@@ -27,6 +28,7 @@ LAUNCHER_PACKAGES = (
     "libvirt-clients",
     "qemu-system-x86",
     "qemu-utils",
+    "dnsmasq-base",  # the VM's DHCP server on the pod network
 )
 
 BASE_STEPS = (

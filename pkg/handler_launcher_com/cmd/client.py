@@ -20,9 +20,10 @@ from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2, cmd_pb2_grpc
 from kubevirt.handler_launcher_com.sockets import grpc_target
 from kubevirt.handler_launcher_com.versions import SUPPORTED_CMD_VERSIONS, highest_common_version
 
-# KubeVirt's client deadlines: short for queries, longer for commands.
+# KubeVirt's client deadlines: short for queries, longer for commands, longest for a freeze.
 QUERY_TIMEOUT = 5.0
 COMMAND_TIMEOUT = 20.0
+FREEZE_TIMEOUT = 60.0
 
 _DISCONNECTED = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}
 
@@ -116,6 +117,21 @@ class LauncherClient:
         reply = self.call("GetGuestInfo", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
         return _json_object("GetGuestInfo", "guestInfoResponse", reply.guestInfoResponse or "{}")
 
+    def get_users(self) -> list[Any]:
+        reply = self.call("GetUsers", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
+        return _json_list("GetUsers", "guestUserListResponse", reply.guestUserListResponse)
+
+    def get_filesystems(self) -> list[Any]:
+        reply = self.call("GetFilesystems", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
+        return _json_list("GetFilesystems", "guestFilesystemsResponse", reply.guestFilesystemsResponse)
+
+    def freeze_vmi(self, vmi: Mapping[str, Any], unfreeze_timeout_seconds: int) -> None:
+        request = cmd_pb2.FreezeRequest(
+            vmi=cmd_pb2.VMI(vmiJson=json.dumps(vmi).encode()),
+            unfreezeTimeoutSeconds=unfreeze_timeout_seconds,
+        )
+        self.call("FreezeVirtualMachine", request, timeout=FREEZE_TIMEOUT)
+
     def ping(self) -> None:
         self.call("Ping", cmd_pb2.EmptyRequest(), timeout=QUERY_TIMEOUT)
 
@@ -136,4 +152,17 @@ def _json_object(command: str, field: str, text: str) -> dict[str, Any]:
         raise LauncherClientError(
             f"{command}: {field}: the launcher sent {type(value).__name__}, not an object"
         )
+    return value
+
+
+def _json_list(command: str, field: str, text: str) -> list[Any]:
+    """A JSON list from a launcher's reply (an empty answer is an empty list, as KubeVirt reads it)."""
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise LauncherClientError(f"{command}: {field}: malformed JSON from the launcher: {err}") from err
+    if not isinstance(value, list):
+        raise LauncherClientError(f"{command}: {field}: the launcher sent {type(value).__name__}, not a list")
     return value

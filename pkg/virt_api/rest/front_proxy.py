@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from kubevirt.client import ApiError, KubeApi, Resource
+from kubevirt.client import CONFIG_MAPS, ApiError, KubeApi
 from kubevirt.virt_api.rest.authorizer import RequestHeaderNames
 
-CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 AUTHENTICATION_CONFIG_MAP = ("kube-system", "extension-apiserver-authentication")
 CLIENT_CA_KEY = "requestheader-client-ca-file"
 

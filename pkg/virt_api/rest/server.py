@@ -21,13 +21,16 @@ from kubevirt.version import version_info
 from kubevirt.virt_api.rest import discovery
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.bodies import decode_options
+from kubevirt.virt_api.rest.expand import VMExpander
 from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
 from kubevirt.virt_api.rest.gated import GATED_ROUTES, GatedRoute, refusal
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
+from kubevirt.virt_api.rest.portforward import PortForwarder
 from kubevirt.virt_api.rest.status import StatusError
 from kubevirt.virt_api.rest.streams import StreamRelay, check_console, check_vnc, preserve_session
 from kubevirt.virt_api.rest.vmi_operations import (
     GUEST_AGENT_READS,
+    LAUNCHER_STATE,
     PUT_CHECKS,
     GuestAgentReadError,
     VMIOperations,
@@ -55,6 +58,8 @@ class SubresourceAPI:
     vmis: VMIOperations
     config: Callable[[], ClusterConfig] = ClusterConfig
     streams: StreamRelay | None = None
+    expander: VMExpander | None = None
+    portforward: PortForwarder | None = None
 
     def install(self, app: web.Application) -> None:
         app.router.add_get("/", self._json(discovery.root_paths))
@@ -78,8 +83,27 @@ class SubresourceAPI:
             if self.streams is not None:
                 app.router.add_get(f"{vmi_path}/console", self._stream("console", check_console))
                 app.router.add_get(f"{vmi_path}/vnc", self._stream("vnc", check_vnc))
+            if self.portforward is not None:
+                self._install_portforward(app, vm_path, self.portforward.vmi_of_vm)
+                self._install_portforward(app, vmi_path, self.portforward.vmi)
             for operation in GUEST_AGENT_READS:
                 app.router.add_get(f"{vmi_path}/{operation}", self._guest_agent_read(operation))
+            app.router.add_get(f"{vmi_path}/{LAUNCHER_STATE}", self._launcher_state)
+            if self.expander is not None:
+                app.router.add_put(f"{namespaced}/expand-vm-spec", self._expand_given(self.expander))
+                app.router.add_get(f"{vm_path}/expand-spec", self._expand_stored(self.expander))
+
+    def _install_portforward(
+        self, app: web.Application, path: str, fetch: Callable[[str, str], JSON]
+    ) -> None:
+        forwarder = self.portforward
+        assert forwarder is not None
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await forwarder.handle(request, fetch)
+
+        app.router.add_get(f"{path}/portforward/{{port}}", handle)
+        app.router.add_get(f"{path}/portforward/{{port}}/{{protocol}}", handle)
 
     @staticmethod
     def _json(produce: Callable[[], Any]) -> Handler:
@@ -134,11 +158,41 @@ class SubresourceAPI:
 
         return handle
 
+    @staticmethod
+    def _expand_given(expander: VMExpander) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace = request.match_info["namespace"]
+            try:
+                body = await request.read()
+                return web.json_response(await asyncio.to_thread(expander.expand_given, namespace, body))
+            except StatusError as err:
+                return status_response(err)
+
+        return handle
+
+    @staticmethod
+    def _expand_stored(expander: VMExpander) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            try:
+                return web.json_response(await asyncio.to_thread(expander.expand_stored, namespace, name))
+            except StatusError as err:
+                return status_response(err)
+
+        return handle
+
     def _gated(self, route: GatedRoute) -> Handler:
         async def handle(_request: web.Request) -> web.StreamResponse:
             return status_response(refusal(route, self.config))
 
         return handle
+
+    async def _launcher_state(self, request: web.Request) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        try:
+            return web.json_response(await asyncio.to_thread(self.vmis.launcher_state, namespace, name))
+        except StatusError as err:
+            return status_response(err)
 
     def _guest_agent_read(self, operation: str) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:

@@ -83,6 +83,9 @@ PUT_CHECKS: dict[str, Check] = {
     "softreboot": _soft_rebootable,
 }
 GUEST_AGENT_READS = ("guestosinfo", "userlist", "filesystemlist")
+# Not a KubeVirt route: the launcher's socket, domain state and last domain event, read-only, for
+# ``virtctl diagnose``. It is authorised like the others (a SubjectAccessReview on the subresource).
+LAUNCHER_STATE = "launcherstate"
 
 
 @dataclass
@@ -122,6 +125,15 @@ class VMIOperations:
             raise GuestAgentReadError(err.message) from None
         except (HandlerCallError, ValueError) as err:
             raise GuestAgentReadError(str(err)) from None
+
+    def launcher_state(self, namespace: str, name: str) -> Any:
+        """What the VMI's handler knows of its launcher; refusals and failures are StatusErrors."""
+        vmi = get_or_404(self.api, VIRTUAL_MACHINE_INSTANCES, namespace, name, VMI, "vmi")
+        url = self.handlers.url_for(vmi, LAUNCHER_STATE)
+        try:
+            return json.loads(self.transport.get(url))
+        except (HandlerCallError, ValueError) as err:
+            raise internal(str(err)) from None
 
     def _refuse_during_snapshot(self, namespace: str, name: str) -> None:
         vm = get_or_none(self.api, VIRTUAL_MACHINES, namespace, name, "vm")

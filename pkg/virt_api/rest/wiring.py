@@ -16,9 +16,11 @@ from aiohttp import web
 from kubevirt.client import JSON, KubeClient, Resource
 from kubevirt.log import get_logger
 from kubevirt.virt_api.rest.authorizer import Authorizer
+from kubevirt.virt_api.rest.expand import VMExpander
 from kubevirt.virt_api.rest.front_proxy import FrontProxyConfigError, FrontProxyTrust, read_front_proxy_trust
 from kubevirt.virt_api.rest.handler import HandlerLocator, TLSHandlerTransport
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
+from kubevirt.virt_api.rest.portforward import PortForwarder
 from kubevirt.virt_api.rest.server import SubresourceAPI, authorizing_middleware
 from kubevirt.virt_api.rest.streams import StreamRelay
 from kubevirt.virt_api.rest.vmi_operations import VMIOperations
@@ -82,7 +84,9 @@ def subresource_extension(
     context = handler_tls.context() if handler_tls else ssl.create_default_context()
     vmis = VMIOperations(client, locator, TLSHandlerTransport(context))
     streams = StreamRelay(client, locator, context)
-    api = SubresourceAPI(VMLifecycle(client), vmis, config, streams)
+    api = SubresourceAPI(
+        VMLifecycle(client), vmis, config, streams, VMExpander(client, config), PortForwarder(client)
+    )
     return api.install
 
 

@@ -9,6 +9,7 @@ from kubevirt.virt_api.webhooks.requests import Admit, VMIPatcher, WebhookContex
 from kubevirt.virt_api.webhooks.validating_webhook.admitters import (
     migrations,
     pod_eviction,
+    presets,
     replicasets,
     status,
     vmi,
@@ -25,6 +26,7 @@ MIGRATION_VALIDATE_CREATE = "/migration-validate-create"
 MIGRATION_VALIDATE_UPDATE = "/migration-validate-update"
 VMIRS_VALIDATE = "/virtualmachinereplicaset-validate"
 VMPOOL_VALIDATE = "/virtualmachinepool-validate"
+VMIPRESET_VALIDATE = "/vmipreset-validate"
 STATUS_VALIDATE = "/status-validate"
 POD_EVICTION_VALIDATE = "/pod-eviction-validate"
 
@@ -41,6 +43,7 @@ def webhook_handlers(ctx: WebhookContext, *, patch_vmi: VMIPatcher | None = None
         MIGRATION_VALIDATE_UPDATE: migrations.update_admitter(ctx),
         VMIRS_VALIDATE: replicasets.replicaset_admitter(ctx),
         VMPOOL_VALIDATE: replicasets.pool_admitter(ctx),
+        VMIPRESET_VALIDATE: presets.admitter(ctx),
         STATUS_VALIDATE: status.admitter(ctx),
         POD_EVICTION_VALIDATE: pod_eviction.admitter(ctx, patch_vmi),
     }

@@ -40,7 +40,8 @@ from kubevirt.virt_api.webhooks.deadline import HeaderDeadline
 
 Handler = Callable[[AdmissionRequest], AdmissionResponse]
 # Reads the API server's /version; raises when it is unreachable.
-VersionProbe = Callable[[], Any]
+# KubeVirt's health answer: status code and JSON body (kubevirt.service.health.ApiServerHealth).
+Probe = Callable[[], tuple[int, dict[str, Any]]]
 
 # An AdmissionReview carries the object and the old object, each at most MAX_OBJECT_BYTES, and a little
 # more: the request's identity, user and options.
@@ -104,7 +105,7 @@ class WebhookServer:
         handlers: Mapping[str, Handler],
         *,
         limits: ServerLimits | None = None,
-        version_probe: VersionProbe | None = None,
+        health: Probe | None = None,
         extensions: Sequence[Callable[[web.Application], None]] = (),
         middlewares: Sequence[Any] = (),
         health_paths: Sequence[str] = ("/healthz",),
@@ -116,8 +117,7 @@ class WebhookServer:
         self._extensions = list(extensions)
         self._middlewares = list(middlewares)
         self._limits = limits or ServerLimits()
-        self._version_probe = version_probe
-        self._api_version: Any = None
+        self._health = health
         self._log = get_logger()
         self._small_pool = ThreadPoolExecutor(SMALL_REVIEW_WORKERS, thread_name_prefix="admit")
         self._large_pool = ThreadPoolExecutor(LARGE_REVIEW_WORKERS, thread_name_prefix="admit-large")
@@ -159,20 +159,15 @@ class WebhookServer:
         return Listening(runner, server, (self._small_pool, self._large_pool))
 
     async def _healthz(self, _request: web.Request) -> web.Response:
-        """KubeVirt's health answer: the API server is reachable (its version is cached once read)."""
-        if self._version_probe is None:
+        """KubeVirt's health answer (:mod:`kubevirt.service.health`), plus the webhook paths served."""
+        if self._health is None:
             return web.json_response(
                 {"apiserver": {"connectivity": "not configured"}, "webhooks": self.paths}
             )
-        if self._api_version is None:
-            try:
-                self._api_version = await asyncio.to_thread(self._version_probe)
-            except Exception as err:  # any failure to reach the API server makes virt-api unhealthy
-                body = {"apiserver": {"connectivity": "failed", "error": str(err)}}
-                return web.json_response(body, status=500)
-        healthy: dict[str, Any] = {"apiserver": {"connectivity": "ok", "version": self._api_version}}
-        healthy["webhooks"] = self.paths
-        return web.json_response(healthy)
+        status, body = await asyncio.to_thread(self._health)
+        if status == 200:
+            body["webhooks"] = self.paths
+        return web.json_response(body, status=status)
 
     async def _read_body(self, request: web.Request) -> bytes:
         declared = request.content_length

@@ -8,16 +8,19 @@ creations and deletions.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, EventSink, KubeApi
+from kubevirt.client.errors import ApiError
 from kubevirt.controller import RequeueAfter, Store, UIDTrackingControllerExpectations, key_for, key_of
 from kubevirt.defaults import DefaultingError
 from kubevirt.instancetype import expand_vmi
 from kubevirt.instancetype.conflict import joined_paths
 from kubevirt.instancetype.preference_apply import apply_device_preferences
 from kubevirt.log import get_logger
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.watch.common import (
     Clock,
     Enqueue,
@@ -39,10 +42,11 @@ from kubevirt.virt_controller.watch.conditions import (
 )
 from kubevirt.virt_controller.watch.firmware import calculate_legacy_uuid
 from kubevirt.virt_controller.watch.instancetype import (
+    STORE_REVISION_ERROR_FORMAT,
     InstancetypeStores,
+    InstancetypeSync,
     Selection,
-    find_selection,
-    sync_status_refs,
+    StoreRevisionError,
 )
 from kubevirt.virt_controller.watch.printable import VMState, printable_status
 from kubevirt.virt_controller.watch.refmanager import adopt
@@ -120,10 +124,15 @@ class VMController:
         cluster_instancetype_store: Store[VirtualMachineClusterInstancetype] | None = None,
         preference_store: Store[VirtualMachinePreference] | None = None,
         cluster_preference_store: Store[VirtualMachineClusterPreference] | None = None,
+        revision_store: Store[Any] | None = None,
+        config: Callable[[], ClusterConfig] = ClusterConfig,
     ) -> None:
+        self._config = config
         stores = (instancetype_store, cluster_instancetype_store, preference_store, cluster_preference_store)
         self._instancetypes = (
-            InstancetypeStores(*stores) if any(store is not None for store in stores) else None
+            InstancetypeSync(api=api, stores=InstancetypeStores(*stores, revisions=revision_store))
+            if any(store is not None for store in stores)
+            else None
         )
         self._api = api
         self._events = events
@@ -190,7 +199,8 @@ class VMController:
                 self._stop(run, vmi, key)
             return
         self._set_vm_finalizer(run, present=True)
-        self._sync_instancetypes(run)
+        if self._sync_instancetypes(run):
+            return  # the VM itself was rewritten: its update brings it back
         try:
             strategy = run.vm.run_strategy()
         except ValueError as err:
@@ -198,13 +208,45 @@ class VMController:
         self._sync_run_strategy(run, vmi, strategy, key)
         self._sync_firmware_uuid(run)
 
-    def _sync_instancetypes(self, run: _Run) -> None:
-        """Finds what the VM selects (a missing one fails the sync) and records it in the status."""
+    def _sync_instancetypes(self, run: _Run) -> bool:
+        """Checks that what the VM selects exists, stores ControllerRevisions of it and records them in
+        the status (one status patch), then selects the stored copies for the VMI. Under the
+        ``expand`` policies the selection is written into the VM instead; True when the VM was
+        rewritten so (this pass stops there)."""
         vm = run.vm
-        if self._instancetypes is None or (vm.spec.instancetype is None and vm.spec.preference is None):
-            return
-        run.selection = find_selection(vm, self._instancetypes)
-        sync_status_refs(vm, run.status, run.selection)
+        sync = self._instancetypes
+        if sync is None or (vm.spec.instancetype is None and vm.spec.preference is None):
+            return False
+        sync.select(vm)
+        cluster = self._config()
+        if cluster.instancetype_reference_policy in ("expand", "expandAll"):
+            written = sync.expand_into_vm(vm, cluster)
+            if written is not None:
+                run.replace(written, take_status=True)
+                return True
+            run.selection = sync.select(vm)
+            return False
+        try:
+            status_patch = sync.store(vm)
+            if status_patch:
+                meta = _meta(vm)
+                patched = self._api.patch(
+                    VIRTUAL_MACHINES,
+                    meta.namespace,
+                    meta.name or "",
+                    status_patch,
+                    patch_type="merge",
+                    subresource="status",
+                )
+                run.replace(VirtualMachine.from_dict(patched), take_status=True)
+        except (StoreRevisionError, ApiError) as err:
+            message = STORE_REVISION_ERROR_FORMAT.format(
+                describe_api_error(err) if isinstance(err, ApiError) else err
+            )
+            self._events.event(vm, "Warning", FAILED_CREATE_REASON, message)
+            raise SyncError(message, FAILED_CREATE_REASON) from err
+        run.selection = sync.select(run.vm)
+        return False
 
     # -- run strategies --------------------------------------------------------------------------------
 

@@ -43,6 +43,8 @@ def parse_vmi(vmi_json: bytes | str) -> VirtualMachineInstance:
 def converter_context(options: cmd_pb2.VirtualMachineOptions | None, node: NodeFacts) -> ConverterContext:
     """What the converter needs besides the VMI: the node's facts and virt-handler's options."""
     settings: dict[str, Any] = {"domain_type": "qemu" if node.emulation else "kvm"}
+    if node.block_volumes:
+        settings["block_volumes"] = node.block_volumes
     if node.ovmf_dir:
         settings["efi"] = EFIConfiguration(
             code=f"{node.ovmf_dir}/OVMF_CODE.fd",

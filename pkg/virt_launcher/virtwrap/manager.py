@@ -60,7 +60,7 @@ class DomainManager:
         *,
         node: NodeFacts | None = None,
         on_domain_change: Callable[[], None] | None = None,
-        pre_start_hooks: Sequence[Callable[[VMIFacts], None]] = (),
+        pre_start_hooks: Sequence[Callable[[VMIFacts], None]] = (),  # prepare the pod before a definition
         own_domain: str = "",
     ) -> None:
         # The domain of this launcher's VMI (``<namespace>_<name>``); when empty, the libvirt's only one.
@@ -124,9 +124,10 @@ class DomainManager:
         with self._lock:
             dom = self.lookup(facts.domain_name)
             if dom is None:
-                xml = self.render_domain(facts, options)
+                # The pod's files first (disk images, ISOs): the conversion fits cache modes to them.
                 for hook in self._pre_start_hooks:
                     hook(facts)
+                xml = self.render_domain(facts, options)
                 with libvirt_errors(f"defining domain {facts.domain_name}"):
                     dom = self.conn.defineXML(xml)
                 self._log.info("domain defined", domain=facts.domain_name)
@@ -244,9 +245,9 @@ class DomainManager:
 
     def prepare_migration_target(self, facts: VMIFacts, options: Any = None) -> None:
         """Get ready to receive the domain: check it converts here; the source sends the definition."""
-        self.render_domain(facts, options)
         for hook in self._pre_start_hooks:
             hook(facts)
+        self.render_domain(facts, options)
 
     def mark_for_graceful_shutdown(self) -> None:
         """Record in the domain that the launcher was asked to stop (virt-handler then shuts it down)."""

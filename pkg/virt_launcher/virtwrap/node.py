@@ -35,6 +35,7 @@ class NodeFacts:
     ``ovmf_dir``: where the EFI firmware is on this node (empty: the converter's default).
     ``direct_io``: for each disk image that exists, whether it opens with O_DIRECT.
     ``tap_mtus``: the MTU of each tap device the domain's interfaces use, where it is known.
+    ``block_volumes``: the PVC and DataVolume volumes the pod has as block devices (``/dev/<volume>``).
     """
 
     emulation: bool = False
@@ -42,6 +43,7 @@ class NodeFacts:
     ovmf_dir: str = ""
     direct_io: Mapping[str, bool] = dataclasses.field(default_factory=dict)
     tap_mtus: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    block_volumes: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +52,7 @@ class NodeFacts:
             "ovmf_dir": self.ovmf_dir,
             "direct_io": dict(self.direct_io),
             "tap_mtus": dict(self.tap_mtus),
+            "block_volumes": sorted(self.block_volumes),
         }
 
     @classmethod
@@ -60,6 +63,7 @@ class NodeFacts:
             ovmf_dir=str(data.get("ovmf_dir") or ""),
             direct_io={str(k): bool(v) for k, v in (data.get("direct_io") or {}).items()},
             tap_mtus={str(k): int(v) for k, v in (data.get("tap_mtus") or {}).items()},
+            block_volumes=frozenset(str(v) for v in data.get("block_volumes") or ()),
         )
 
 

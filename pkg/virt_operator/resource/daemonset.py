@@ -20,15 +20,45 @@ HOST_VOLUMES: tuple[tuple[str, str, str, str | None], ...] = (
     ("kubelet", KUBELET_ROOT, KUBELET_ROOT, "Bidirectional"),
     ("node-labeller", "/var/lib/kubevirt-node-labeller", "/var/lib/kubevirt-node-labeller", None),
 )
+NODE_LABELLER_DIR = "/var/lib/kubevirt-node-labeller"
+
+# Secret name, mount path: the console server's certificate, and the client one virt-api presents to it.
+CERTIFICATE_SECRETS: tuple[tuple[str, str], ...] = (
+    ("kubevirt-virt-handler-certs", "/etc/virt-handler/clientcertificates"),
+    ("kubevirt-virt-handler-server-certs", "/etc/virt-handler/servercertificates"),
+)
 
 
 def _field_env(name: str, path: str) -> JSON:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
+def node_labeller_init_container(launcher_image: str, *, force_emulation: bool = False) -> JSON:
+    """KubeVirt's init container: the launcher image writes libvirt's view of the node for the labeller."""
+    command = ["node-labeller", "--output-dir", NODE_LABELLER_DIR]
+    if force_emulation:
+        command.append("--force-emulation")
+    return {
+        "name": "virt-launcher",
+        "image": launcher_image,
+        "command": command,
+        "securityContext": {"privileged": True},
+        "volumeMounts": [{"name": "node-labeller", "mountPath": NODE_LABELLER_DIR}],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+
+
 def handler_daemonset(
-    namespace: str, image: str, *, pod_grace_seconds: int = 330, verbosity: int = 2
+    namespace: str,
+    image: str,
+    *,
+    pod_grace_seconds: int = 330,
+    verbosity: int = 2,
+    launcher_image: str | None = None,
+    force_emulation: bool = False,
 ) -> JSON:
+    """With ``launcher_image``, the node labeller's init container runs first (``force_emulation``: it
+    describes QEMU's TCG even where /dev/kvm opens)."""
     labels = {"kubevirt.io": VIRT_HANDLER}
     mounts = []
     volumes = []
@@ -38,12 +68,16 @@ def handler_daemonset(
             mount["mountPropagation"] = propagation
         mounts.append(mount)
         volumes.append({"name": name, "hostPath": {"path": host_path}})
+    for secret, mount_path in CERTIFICATE_SECRETS:
+        # Optional, as KubeVirt's operator attaches them: the pod starts before the secrets exist.
+        volumes.append({"name": secret, "secret": {"secretName": secret, "optional": True}})
+        mounts.append({"name": secret, "readOnly": True, "mountPath": mount_path})
     container: JSON = {
         "name": VIRT_HANDLER,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": [
-            VIRT_HANDLER,
+        "command": [VIRT_HANDLER],
+        "args": [
             "--port",
             "8443",
             "--hostname-override",
@@ -64,6 +98,18 @@ def handler_daemonset(
         "resources": {"requests": {"cpu": "10m", "memory": "325Mi"}},
         "volumeMounts": mounts,
     }
+    pod: JSON = {
+        "serviceAccountName": HANDLER_SERVICE_ACCOUNT,
+        "hostPID": True,
+        "terminationGracePeriodSeconds": pod_grace_seconds,
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if launcher_image is not None:
+        pod["initContainers"] = [
+            node_labeller_init_container(launcher_image, force_emulation=force_emulation)
+        ]
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -73,14 +119,7 @@ def handler_daemonset(
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {
                 "metadata": {"name": VIRT_HANDLER, "labels": {**labels, "prometheus.kubevirt.io": "true"}},
-                "spec": {
-                    "serviceAccountName": HANDLER_SERVICE_ACCOUNT,
-                    "hostPID": True,
-                    "terminationGracePeriodSeconds": pod_grace_seconds,
-                    "tolerations": [{"operator": "Exists"}],
-                    "containers": [container],
-                    "volumes": volumes,
-                },
+                "spec": pod,
             },
         },
     }

@@ -1,6 +1,6 @@
 """Service accounts and RBAC of the KubeVirt components, with the rules KubeVirt v1.6 grants them.
 
-Each rule is written as ``(api_groups, resources, verbs)``; :func:`_rules` turns the table into
+Each rule is written as ``(api_groups, resources, verbs)``; :func:`rules` turns the table into
 ``rbac.authorization.k8s.io/v1`` PolicyRules.
 """
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from kubevirt_api.core.v1.constants import APP_LABEL
 
+API_SERVICE_ACCOUNT = "kubevirt-apiserver"
 CONTROLLER_SERVICE_ACCOUNT = "kubevirt-controller"
 HANDLER_SERVICE_ACCOUNT = "kubevirt-handler"
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
@@ -121,6 +122,42 @@ _CONTROLLER_CLUSTER_RULES: tuple[Rule, ...] = (
     (("resource.k8s.io",), ("resourceslices", "resourceclaims"), ("list", "watch", "get")),
 )
 
+_API_NAMESPACED_RULES: tuple[Rule, ...] = ((("",), ("configmaps",), _READ),)
+
+_INSTANCETYPES = (
+    "virtualmachineinstancetypes",
+    "virtualmachineclusterinstancetypes",
+    "virtualmachinepreferences",
+    "virtualmachineclusterpreferences",
+)
+
+_API_CLUSTER_RULES: tuple[Rule, ...] = (
+    (("",), ("pods",), ("get", "list", "delete", "patch")),
+    (
+        ("kubevirt.io",),
+        ("virtualmachines", "virtualmachineinstances"),
+        ("get", "list", "watch", "patch", "update"),
+    ),
+    (("",), ("persistentvolumeclaims",), ("get", "list")),
+    (("kubevirt.io",), ("virtualmachines/status",), ("patch",)),
+    (("kubevirt.io",), ("virtualmachineinstancemigrations",), ("create", "get", "list", "watch", "patch")),
+    (("kubevirt.io",), ("virtualmachineinstancepresets",), ("watch", "list")),
+    (("",), ("configmaps",), _READ),
+    (("",), ("limitranges",), ("watch", "list")),
+    (("apiextensions.k8s.io",), ("customresourcedefinitions",), _READ),
+    (("kubevirt.io",), ("kubevirts",), _READ),
+    (
+        ("snapshot.kubevirt.io",),
+        ("virtualmachinesnapshots", "virtualmachinerestores", "virtualmachinesnapshotcontents"),
+        _READ,
+    ),
+    (("cdi.kubevirt.io",), ("datasources", "datavolumes"), _READ),
+    (("",), ("namespaces",), _READ),
+    (("instancetype.kubevirt.io",), _INSTANCETYPES, _READ),
+    (("migrations.kubevirt.io",), ("migrationpolicies",), _READ),
+    (("apps",), ("controllerrevisions",), ("create", "list", "get")),
+)
+
 _HANDLER_NAMESPACED_RULES: tuple[Rule, ...] = ((("",), ("configmaps",), _READ),)
 
 _HANDLER_CLUSTER_RULES: tuple[Rule, ...] = (
@@ -135,14 +172,14 @@ _HANDLER_CLUSTER_RULES: tuple[Rule, ...] = (
 )
 
 
-def _rules(table: Iterable[Rule]) -> list[JSON]:
+def rules(table: Iterable[Rule]) -> list[JSON]:
     return [
         {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
         for groups, resources, verbs in table
     ]
 
 
-def _metadata(name: str, namespace: str | None = None) -> JSON:
+def metadata(name: str, namespace: str | None = None) -> JSON:
     metadata: JSON = {"name": name, "labels": {APP_LABEL: ""}}
     if namespace is not None:
         metadata["namespace"] = namespace
@@ -153,11 +190,31 @@ def _binding(kind: str, name: str, namespace: str, account_namespace: str) -> JS
     binding: JSON = {
         "apiVersion": RBAC_API_VERSION,
         "kind": f"{kind}Binding",
-        "metadata": _metadata(name, namespace if kind == "Role" else None),
+        "metadata": metadata(name, namespace if kind == "Role" else None),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": account_namespace}],
     }
     return binding
+
+
+def api_rbac(namespace: str) -> list[JSON]:
+    """virt-api's ServiceAccount, Role and ClusterRole, bound, plus the delegation of authentication and
+    authorization reviews an aggregated API server needs."""
+    objects = _component_rbac(API_SERVICE_ACCOUNT, namespace, _API_NAMESPACED_RULES, _API_CLUSTER_RULES)
+    objects.append(
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "ClusterRoleBinding",
+            "metadata": metadata("kubevirt-apiserver-auth-delegator"),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "system:auth-delegator",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": API_SERVICE_ACCOUNT, "namespace": namespace}],
+        }
+    )
+    return objects
 
 
 def controller_rbac(namespace: str) -> list[JSON]:
@@ -178,19 +235,19 @@ def _component_rbac(
     name: str, namespace: str, namespaced: tuple[Rule, ...], cluster: tuple[Rule, ...]
 ) -> list[JSON]:
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _metadata(name, namespace)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, namespace)},
         {
             "apiVersion": RBAC_API_VERSION,
             "kind": "Role",
-            "metadata": _metadata(name, namespace),
-            "rules": _rules(namespaced),
+            "metadata": metadata(name, namespace),
+            "rules": rules(namespaced),
         },
         _binding("Role", name, namespace, namespace),
         {
             "apiVersion": RBAC_API_VERSION,
             "kind": "ClusterRole",
-            "metadata": _metadata(name),
-            "rules": _rules(cluster),
+            "metadata": metadata(name),
+            "rules": rules(cluster),
         },
         _binding("ClusterRole", name, namespace, namespace),
     ]

@@ -1,8 +1,8 @@
 """``virtctl create vm``: prints a VirtualMachine manifest; talks to no cluster.
 
 Supported: the name, run strategy, grace period and memory, ``--instancetype`` / ``--preference``
-(``[kind/]name``), their inference from a volume, and container disk and PVC volumes. The DataVolume,
-sysprep, cloud-init and access credential flags of KubeVirt's command are not offered.
+(``[kind/]name``), their inference from a volume, container disk, PVC, imported (DataVolume template)
+and sysprep volumes, access credentials and the cloud-init disk (see :mod:`.cloudinit`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,12 @@ from click.core import ParameterSource
 
 from kubevirt.admission.k8s_names import dns1123_label
 from kubevirt.instancetype.matcher import DEFAULT_INSTANCETYPE_KIND, DEFAULT_PREFERENCE_KIND
+from kubevirt.virtctl.create.cloudinit import CloudInitFlags, access_credentials, cloud_init_volume
+from kubevirt.virtctl.create.imports import FLAG as IMPORT_FLAG
+from kubevirt.virtctl.create.imports import imported_volume
 from kubevirt.virtctl.create.output import manifest_yaml
 from kubevirt.virtctl.create.params import (
+    FlagError,
     boot_order,
     flag_error,
     parse_params,
@@ -36,6 +40,12 @@ RUN_STRATEGIES: Final = ("Always", "Manual", "Halted", "Once", "RerunOnFailure")
 _INSTANCETYPE_KINDS: Final = ("virtualmachineinstancetype", DEFAULT_INSTANCETYPE_KIND)
 _PREFERENCE_KINDS: Final = ("virtualmachinepreference", DEFAULT_PREFERENCE_KIND)
 _VOLUME_PARAMS: Final = ("src", "name", "bootorder")
+_CLOUD_INIT_DATA: Final = ("cloud-init-user-data", "cloud-init-network-data")
+_DEPRECATED_IMPORTS: Final = (
+    ("volume-datasource", "ds"),
+    ("volume-clone-pvc", "pvc"),
+    ("volume-blank", "blank"),
+)
 _NOT_INFERABLE: Final = (
     "inference of instancetype or preference works only with datasources, datavolumes or pvcs"
 )
@@ -51,6 +61,7 @@ class _Draft:
     volumes: list[dict[str, Any]] = field(default_factory=list)
     disks: list[dict[str, Any]] = field(default_factory=list)
     boot_orders: dict[int, str] = field(default_factory=dict)
+    data_volume_templates: list[dict[str, Any]] = field(default_factory=list)
 
     def volume(self, name: str) -> dict[str, Any] | None:
         return next((v for v in self.volumes if v["name"] == name), None)
@@ -123,9 +134,79 @@ def _inference_volume(draft: _Draft, wanted: str) -> str:
     volume = draft.volume(wanted)
     if volume is None:
         raise _InferenceError(f'there is no volume with name "{wanted}"')
-    if "persistentVolumeClaim" not in volume:
+    if "dataVolume" in volume:
+        _check_data_volume_inferable(draft, volume["dataVolume"]["name"])
+    elif "persistentVolumeClaim" not in volume:
         raise _InferenceError(_NOT_INFERABLE)
     return wanted
+
+
+def _check_data_volume_inferable(draft: _Draft, name: str) -> None:
+    """A DataVolume from this command must clone or import something that can carry the labels."""
+    template = next((t for t in draft.data_volume_templates if t["metadata"]["name"] == name), None)
+    if template is None:
+        return
+    spec = template["spec"]
+    source = spec.get("source") or {}
+    if any(key in source for key in ("pvc", "registry", "snapshot")):
+        return
+    if (spec.get("sourceRef") or {}).get("kind") == "DataSource":
+        return
+    raise _InferenceError(
+        "this datavolume is not valid to infer an instancetype or preference from "
+        "(source needs to be PVC, Registry or Snapshot, sourceRef needs to be DataSource)"
+    )
+
+
+def _imports(draft: _Draft, values: list[str]) -> None:
+    for value in values:
+        imported = imported_volume(value)
+        name = imported.name or f"imported-volume-{random_suffix()}"
+        storage: dict[str, Any] = {}
+        if imported.size is not None:
+            storage["resources"] = {"requests": {"storage": imported.size}}
+        volume = {"name": name, "dataVolume": {"name": name}}
+        draft.add_volume(IMPORT_FLAG, volume, imported.boot_order)
+        template = {"metadata": {"name": name}, "spec": {**imported.spec, "storage": storage}}
+        draft.data_volume_templates.append(template)
+
+
+def _import_values(ctx: click.Context, flags: dict[str, Any]) -> list[str]:
+    """--volume-import plus the deprecated flags KubeVirt turns into it, each value put in front (as
+    KubeVirt does, so later flags and later values come first)."""
+    values = list(flags["volume_import"])
+    for flag, source_type in _DEPRECATED_IMPORTS:
+        given = flags[flag.replace("-", "_")]
+        if not given:
+            continue
+        click.echo(f"Flag --{flag} has been deprecated, use flag --volume-import instead", err=True)
+        for value in given:
+            if not value:
+                raise flag_error(IMPORT_FLAG, "params may not be empty")
+            values.insert(0, f"type:{source_type},{value}")
+    return values
+
+
+def _sysprep(draft: _Draft, value: str) -> None:
+    flag = "volume-sysprep"
+    params = parse_params(flag, value, ("src", "type"))
+    if not params.get("src"):
+        raise flag_error(flag, "src must be specified")
+    try:
+        namespace, name = split_prefixed_name(flag, params["src"])
+    except FlagError as err:
+        raise flag_error(flag, f"src invalid: {err.message.split(': ', 1)[-1]}") from None
+    if namespace:
+        raise flag_error(flag, f'not allowed to specify namespace of configmap or secret "{name}"')
+    source_type = params.get("type") or "configmap"
+    if draft.volume("sysprepdisk") is not None:
+        raise flag_error(flag, 'there is already a volume with name "sysprepdisk"')
+    key = {"configmap": "configMap", "secret": "secret"}.get(source_type.lower())
+    if key is None:
+        raise flag_error(
+            flag, f'invalid sysprep source type "{source_type}", supported values are: configmap, secret'
+        )
+    draft.volumes.append({"name": "sysprepdisk", "sysprep": {key: {"name": params["src"]}}})
 
 
 def _changed(ctx: click.Context, *names: str) -> bool:
@@ -148,9 +229,26 @@ def _infer(draft: _Draft, spec: dict[str, Any], explicit: bool, key: str, wanted
         spec["template"]["spec"]["domain"].pop("memory", None)
 
 
-def _bool_option(name: str, help_text: str) -> Callable[[_F], _F]:
+def _bool_option(name: str, help_text: str, *, default: bool = True) -> Callable[[_F], _F]:
     # Like cobra's bool flags: "--flag" alone means true, "--flag=false" turns it off.
-    return click.option(name, type=click.BOOL, default=True, is_flag=False, flag_value=True, help=help_text)
+    return click.option(
+        name, type=click.BOOL, default=default, is_flag=False, flag_value=True, help=help_text
+    )
+
+
+def _cloud_init_flags(ctx: click.Context, flags: dict[str, Any]) -> CloudInitFlags:
+    names = ("user", "password-file", "ssh-key", "ga-manage-ssh", "cloud-init", *_CLOUD_INIT_DATA)
+    return CloudInitFlags(
+        user=flags["user"],
+        password_file=flags["password_file"],
+        # A string slice flag: every value may list several keys, comma-separated.
+        ssh_keys=[key for value in flags["ssh_key"] for key in value.split(",") if key],
+        ga_manage_ssh=flags["ga_manage_ssh"],
+        cloud_init=flags["cloud_init"],
+        user_data=flags["cloud_init_user_data"],
+        network_data=flags["cloud_init_network_data"],
+        changed={name for name in names if _changed(ctx, name.replace("-", "_"))},
+    )
 
 
 @click.command(name="vm")
@@ -167,6 +265,32 @@ def _bool_option(name: str, help_text: str) -> Callable[[_F], _F]:
 @click.option("--infer-preference-from", default="", help="Volume to infer the preference from.")
 @click.option("--volume-containerdisk", multiple=True, help="src:<image>[,name:<name>][,bootorder:<n>]")
 @click.option("--volume-pvc", multiple=True, help="src:<pvc>[,name:<name>][,bootorder:<n>]")
+@click.option(
+    "--volume-import",
+    multiple=True,
+    help=(
+        "type:<blank|gcs|http|imageio|pvc|registry|s3|vddk|snapshot|ds>,<its params>"
+        "[,size:<quantity>][,name:<name>][,bootorder:<n>]"
+    ),
+)
+@click.option("--volume-datasource", multiple=True, help="Deprecated: --volume-import type:ds,...")
+@click.option("--volume-clone-pvc", multiple=True, help="Deprecated: --volume-import type:pvc,...")
+@click.option("--volume-blank", multiple=True, help="Deprecated: --volume-import type:blank,...")
+@click.option("--volume-sysprep", default=None, help="src:<configmap or secret>[,type:configmap|secret]")
+@click.option("--user", default="", help="The user in the cloud-init user data.")
+@click.option("--password-file", default="", help="A file holding the user's password (stored in cleartext).")
+@click.option("--ssh-key", multiple=True, help="SSH authorized keys for the cloud-init user data.")
+@_bool_option("--ga-manage-ssh", "Let the guest agent manage SSH keys (SELinux boolean).", default=False)
+@click.option(
+    "--access-cred",
+    multiple=True,
+    help="type:ssh|password,src:<secret>[,method:ga|nocloud|configdrive][,user:<u>]",
+)
+@click.option(
+    "--cloud-init", default="nocloud", help="The cloud-init data source: nocloud, configdrive or none."
+)
+@click.option("--cloud-init-user-data", default="", help="Base64 encoded cloud-init user data.")
+@click.option("--cloud-init-network-data", default="", help="Base64 encoded cloud-init network data.")
 @click.pass_context
 def create_vm(ctx: click.Context, /, **flags: Any) -> None:
     """Create a VirtualMachine manifest."""
@@ -194,6 +318,16 @@ def create_vm(ctx: click.Context, /, **flags: Any) -> None:
     draft = _Draft(name)
     _containerdisks(draft, flags["volume_containerdisk"])
     _pvcs(draft, flags["volume_pvc"])
+    _imports(draft, _import_values(ctx, flags))
+    if flags["volume_sysprep"] is not None:
+        _sysprep(draft, flags["volume_sysprep"])
+    cloud_init = _cloud_init_flags(ctx, flags)
+    credentials = access_credentials(flags["access_cred"], cloud_init)
+    if credentials:
+        spec["template"]["spec"]["accessCredentials"] = credentials
+    cloud_init_disk = cloud_init_volume(cloud_init, [volume["name"] for volume in draft.volumes])
+    if cloud_init_disk is not None:
+        draft.volumes.append(cloud_init_disk)
     if flags["infer_instancetype"] and not flags["instancetype"] and not _changed(ctx, "memory"):
         explicit = _changed(ctx, "infer_instancetype", "infer_instancetype_from")
         _infer(draft, spec, explicit, "instancetype", flags["infer_instancetype_from"])
@@ -204,6 +338,8 @@ def create_vm(ctx: click.Context, /, **flags: Any) -> None:
     domain["devices"] = {"disks": draft.disks} if draft.disks else {}
     if draft.volumes:
         spec["template"]["spec"]["volumes"] = draft.volumes
+    if draft.data_volume_templates:
+        spec["dataVolumeTemplates"] = draft.data_volume_templates
     metadata = {"name": name, **({"namespace": flags["namespace"]} if flags["namespace"] else {})}
     body = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": metadata, "spec": spec}
     try:

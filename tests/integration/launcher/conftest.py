@@ -6,8 +6,9 @@ serial port. Both are built once and cached under ``${KUBEVIRT_CACHE:-/var/cache
 
 Each launcher runs in its own mount namespace, as in a pod: its share directory (a temporary directory of
 the test, reachable from here like virt-handler reaches the pod's emptyDir) is mounted at
-``/var/run/kubevirt``, a tmpfs at ``/var/run/kubevirt-private``, and the guest's kernel where a kernel-boot
-container disk would be. The test plays virt-handler through the command socket.
+``/var/run/kubevirt``, tmpfs at ``/var/run/kubevirt-private`` and ``/var/run/kubevirt-ephemeral-disks``,
+and the guest's kernel where a kernel-boot container disk would be. The test plays virt-handler through
+the command socket.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import gzip
+import hashlib
 import io
 import json
 import lzma
@@ -53,6 +55,90 @@ while true; do
   /bin/busybox echo "tick $i" > /dev/ttyS0
   /bin/busybox sleep 1
 done
+"""
+# The networked guest: virtio-net's modules, DHCP on eth0 (printing the lease), an HTTP server on port
+# 80 (with a 16 MiB /blob for throughput), then the same marker and ticks. Built as NET_INITRD beside
+# the plain initramfs.
+NET_MODULES = (
+    "virtio_ring",
+    "virtio",
+    "virtio_pci_legacy_dev",
+    "virtio_pci_modern_dev",
+    "virtio_pci",
+    "failover",
+    "net_failover",
+    "virtio_net",
+)
+NET_LEASE_MARKER = "DHCP-BOUND"
+NET_GUEST_INIT = f"""#!/bin/busybox sh
+B=/bin/busybox
+$B mkdir -p /proc /sys /www
+$B mount -t proc proc /proc
+$B mount -t sysfs sys /sys
+for m in {" ".join(NET_MODULES)}; do $B insmod /lib/modules/$m.ko; done
+$B ip link set lo up
+$B ip link set eth0 up
+$B udhcpc -i eth0 -n -q -t 20 -T 2 -s /bin/dhcp.sh > /dev/null 2>&1
+echo hello-from-the-guest > /www/index.html
+$B mknod /dev/zero c 1 5
+$B dd if=/dev/zero of=/www/blob bs=1M count=16 2> /dev/null
+$B httpd -p 80 -h /www
+$B echo {MARKER} > /dev/ttyS0
+i=0
+while true; do
+  i=$((i+1))
+  $B echo "tick $i" > /dev/ttyS0
+  $B sleep 1
+done
+"""
+NET_DHCP_SCRIPT = f"""#!/bin/busybox sh
+B=/bin/busybox
+[ "$1" = bound ] || exit 0
+$B ip addr add $ip/$mask dev $interface
+$B ip route add default via $router dev $interface
+$B echo "{NET_LEASE_MARKER} ip=$ip router=$router mtu=$mtu dns=$dns" > /dev/ttyS0
+"""
+# Named by its content: a changed init is a new file, not a stale cache.
+_NET_DIGEST = hashlib.sha256((NET_GUEST_INIT + NET_DHCP_SCRIPT).encode()).hexdigest()[:8]
+NET_INITRD = f"initrd-net-{_NET_DIGEST}.gz"
+# A guest that sees its disks: virtio-blk and ISO 9660 are modules in Debian's kernel, loaded in this order.
+DISK_GUEST_MODULES = (
+    "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
+    "drivers/virtio/virtio_pci_modern_dev.ko",
+    "drivers/virtio/virtio_pci_legacy_dev.ko",
+    "drivers/virtio/virtio_pci.ko",
+    "drivers/block/virtio_blk.ko",
+    "drivers/cdrom/cdrom.ko",
+    "fs/isofs/isofs.ko",
+)
+# It prints what its first disk starts with, then each other disk's size and volume label, the files of
+# each ISO among them (running a user-data script it finds), and writes a marker to sector 1 of the
+# first disk.
+DISK_GUEST_INIT = """#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t devtmpfs devtmpfs /dev
+for module in $(cat /lib/modules/order); do insmod /lib/modules/$module; done
+i=0
+while [ ! -b /dev/vdb ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
+echo "vda: $(head -c 32 /dev/vda | tr -cd 'A-Z-')" > /dev/ttyS0
+mkdir -p /mnt
+for disk in /dev/vd[b-z]; do
+  label=$(dd if=$disk bs=1 skip=32808 count=32 2>/dev/null | tr -d ' \\0')
+  echo "${disk#/dev/}: size=$(blockdev --getsize64 $disk) label=$label" > /dev/ttyS0
+  if mount -t iso9660 -o ro $disk /mnt 2>/dev/null; then
+    for file in $(cd /mnt && find . -type f | sort); do
+      echo "${disk#/dev/}: file ${file#./}=$(head -c 100 /mnt/$file | tr -d '\\n')" > /dev/ttyS0
+    done
+    [ -f /mnt/user-data ] && sh /mnt/user-data > /dev/ttyS0 2>&1
+    umount /mnt
+  fi
+done
+echo GUEST-WROTE-THIS | dd of=/dev/vda bs=512 seek=1 conv=notrunc,fsync 2>/dev/null
+sync
+echo DISKS-CHECKED > /dev/ttyS0
+while true; do sleep 1; done
 """
 LAUNCHER = shutil.which("virt-launcher") or str(Path(sys.executable).parent / "virt-launcher")
 
@@ -124,8 +210,14 @@ def _cpio_newc(entries: list[tuple[str, int, bytes, int, int]]) -> bytes:
     return out.getvalue()
 
 
-def build_test_guest(target: Path = GUEST_DIR) -> Path:
-    """Build (once) ``vmlinux`` and ``initrd.gz`` in ``target``; returns ``target``."""
+def build_test_guest(
+    target: Path = GUEST_DIR, *, init: str = GUEST_INIT, modules: tuple[str, ...] = ()
+) -> Path:
+    """Build (once) ``vmlinux`` and ``initrd.gz`` in ``target``; returns ``target``.
+
+    ``modules`` (paths below the kernel's ``kernel/`` directory) go to ``/lib/modules``, listed in
+    ``/lib/modules/order``.
+    """
     if (target / "vmlinux").exists() and (target / "initrd.gz").exists():
         return target
     target.mkdir(parents=True, exist_ok=True)
@@ -139,6 +231,12 @@ def build_test_guest(target: Path = GUEST_DIR) -> Path:
         vmlinuz = next(iter(glob.glob(str(work / "kernel/boot/vmlinuz-*"))))
         vmlinux = _extract_vmlinux(Path(vmlinuz).read_bytes())
         busybox = (work / "busybox/bin/busybox").read_bytes()
+        module_root = next(iter(glob.glob(str(work / "kernel/lib/modules/*/kernel"))), "")
+        module_entries = [
+            (f"lib/modules/{Path(m).name}", 0o100644, (Path(module_root) / m).read_bytes(), 0, 0)
+            for m in modules
+        ]
+        order = "".join(f"{Path(m).name}\n" for m in modules).encode()
         initramfs = _cpio_newc(
             [
                 ("bin", 0o40755, b"", 0, 0),
@@ -146,7 +244,10 @@ def build_test_guest(target: Path = GUEST_DIR) -> Path:
                 ("dev/console", 0o20600, b"", 5, 1),
                 ("dev/ttyS0", 0o20600, b"", 4, 64),
                 ("bin/busybox", 0o100755, busybox, 0, 0),
-                ("init", 0o100755, GUEST_INIT.encode(), 0, 0),
+                ("init", 0o100755, init.encode(), 0, 0),
+                *([("lib", 0o40755, b"", 0, 0), ("lib/modules", 0o40755, b"", 0, 0)] if modules else []),
+                *module_entries,
+                *([("lib/modules/order", 0o100644, order, 0, 0)] if modules else []),
             ]
         )
         (work / "vmlinux").write_bytes(vmlinux)
@@ -156,9 +257,58 @@ def build_test_guest(target: Path = GUEST_DIR) -> Path:
     return target
 
 
+def build_network_initrd(target: Path = GUEST_DIR) -> Path:
+    """Build (once) the networked guest's initramfs (:data:`NET_INITRD`) in ``target``; returns ``target``."""
+    if (target / NET_INITRD).exists():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target) as work_dir:
+        work = Path(work_dir)
+        os.chmod(work, 0o755)
+        for deb, name in (
+            (_apt_download(_kernel_package(), work), "kernel"),
+            (_apt_download("busybox-static", work), "busybox"),
+        ):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(work / name)], check=True)
+        entries = [
+            ("bin", 0o40755, b"", 0, 0),
+            ("dev", 0o40755, b"", 0, 0),
+            ("dev/console", 0o20600, b"", 5, 1),
+            ("dev/ttyS0", 0o20600, b"", 4, 64),
+            ("lib", 0o40755, b"", 0, 0),
+            ("lib/modules", 0o40755, b"", 0, 0),
+            ("bin/busybox", 0o100755, (work / "busybox/bin/busybox").read_bytes(), 0, 0),
+            ("bin/dhcp.sh", 0o100755, NET_DHCP_SCRIPT.encode(), 0, 0),
+            ("init", 0o100755, NET_GUEST_INIT.encode(), 0, 0),
+        ]
+        for module in NET_MODULES:
+            found = next(
+                iter(glob.glob(str(work / f"kernel/lib/modules/*/kernel/**/{module}.ko"), recursive=True))
+            )
+            entries.append((f"lib/modules/{module}.ko", 0o100644, Path(found).read_bytes(), 0, 0))
+        (work / NET_INITRD).write_bytes(gzip.compress(_cpio_newc(entries), 6))
+        os.replace(work / NET_INITRD, target / NET_INITRD)
+    return target
+
+
 @pytest.fixture(scope="session")
 def test_guest() -> Path:
     return build_test_guest()
+
+
+@pytest.fixture(scope="session")
+def network_test_guest(test_guest: Path) -> Path:
+    return build_network_initrd(test_guest)
+
+
+@pytest.fixture(scope="session")
+def disk_test_guest() -> Path:
+    """The test guest with disk drivers, reporting what its two virtio disks hold (DISK_GUEST_INIT)."""
+    # Cached per content: a changed /init or module list builds a new guest.
+    key = hashlib.sha256("\n".join([DISK_GUEST_INIT, *DISK_GUEST_MODULES]).encode()).hexdigest()[:12]
+    return build_test_guest(
+        CACHE / f"test-guest-disks-{key}", init=DISK_GUEST_INIT, modules=DISK_GUEST_MODULES
+    )
 
 
 def kernel_boot_vmi(name: str, *, uid: str | None = None, **spec_extra: Any) -> dict[str, Any]:
@@ -334,8 +484,12 @@ def start_launcher_pod(
     grace_period: int = 5,
     notify: bool = False,
     extra: tuple[str, ...] = (),
+    share: Path | None = None,
+    private: Path | None = None,
 ) -> LauncherPod:
-    share = tmp / "share"
+    """``share`` and ``private`` (host directories, like a pod's emptyDirs) default to the test's
+    ``share`` and a tmpfs seen only by the launcher."""
+    share = share or tmp / "share"
     (share / "migrationproxy").mkdir(parents=True, exist_ok=True)
     recorder = serve_notify(share) if notify else None
     log_path = tmp / "launcher.log"
@@ -356,6 +510,11 @@ def start_launcher_pod(
             "mkdir -p /run/kubevirt /run/kubevirt-private",
             f"mount --bind {share} /run/kubevirt",
             "mount -t tmpfs tmpfs /run/kubevirt-private",
+            "mkdir -p /run/kubevirt-ephemeral-disks",
+            "mount -t tmpfs tmpfs /run/kubevirt-ephemeral-disks",
+            f"mount --bind {private} /run/kubevirt-private"
+            if private
+            else "mount -t tmpfs tmpfs /run/kubevirt-private",
             "mkdir -p /run/kubevirt/container-disks/kernel-boot",
             f"mount --bind -o ro {guest} /run/kubevirt/container-disks/kernel-boot",
             'exec "$@"',
@@ -431,6 +590,11 @@ def make_vmi() -> Any:
 
 
 @pytest.fixture
+def guest_net_initrd() -> str:
+    return NET_INITRD
+
+
+@pytest.fixture
 def guest_marker() -> str:
     return MARKER
 
@@ -439,10 +603,12 @@ def guest_marker() -> str:
 def launcher_pods(tmp_path: Path, test_guest: Path) -> Iterator[Any]:
     started: list[LauncherPod] = []
 
-    def start(vmi: dict[str, Any], name: str = "pod", **options: Any) -> LauncherPod:
+    def start(
+        vmi: dict[str, Any], name: str = "pod", guest: Path | None = None, **options: Any
+    ) -> LauncherPod:
         directory = tmp_path / name
-        directory.mkdir()
-        pod = start_launcher_pod(directory, test_guest, vmi, **options)
+        directory.mkdir(exist_ok=True)
+        pod = start_launcher_pod(directory, guest or test_guest, vmi, **options)
         started.append(pod)
         return pod
 

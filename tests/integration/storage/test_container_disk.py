@@ -135,7 +135,7 @@ def test_unusable_images_are_refused_and_nothing_is_written(
 
 
 def test_bad_cloud_init_data_writes_nothing(dirs: StorageDirs) -> None:
-    qemu_img("create", "-f", "raw", str(dirs.container_disk_dir / "disk_1.img"), "1M")
+    qemu_img("create", "-f", "raw", str(dirs.container_disk_dir / "disk_0.img"), "1M")
     bad = vmi(
         {"name": "root", "containerDisk": {"image": "example/raw:1"}},
         {"name": "ci", "cloudInitConfigDrive": {"userDataBase64": "%%%"}},

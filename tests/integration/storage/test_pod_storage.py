@@ -31,12 +31,14 @@ def dirs(tmp_path: Path) -> StorageDirs:
         result.private_dir / "secret" / "sec",
         result.private_dir / "downwardapi" / "labels",
         result.service_account_dir,
+        result.private_dir / "sysprep" / "win",
     ):
         directory.mkdir(parents=True)
     (result.private_dir / "config-map" / "cm" / "option").write_text("on")
     (result.private_dir / "secret" / "sec" / "password").write_text("hunter2")
     (result.private_dir / "downwardapi" / "labels" / "labels").write_text('app="web"')
     (result.service_account_dir / "token").write_text("eyJ")
+    (result.private_dir / "sysprep" / "win" / "Autounattend.xml").write_text("<unattend/>")
     (result.container_disk_dir / "kernel-boot" / "vmlinux").write_bytes(b"\x7fELF")
     return result
 
@@ -60,6 +62,7 @@ EVERY_KIND = vmi(
     {"name": "sec", "secret": {"secretName": "db"}},
     {"name": "labels", "downwardAPI": {"fields": []}},
     {"name": "sa", "serviceAccount": {"serviceAccountName": "default"}},
+    {"name": "win", "sysprep": {"configMap": {"name": "unattend"}}},
     kernel="/boot/vmlinux",
 )
 
@@ -83,6 +86,7 @@ def test_every_kind_is_prepared_and_a_resync_keeps_it(dirs: StorageDirs) -> None
         "secret-disks/sec.iso",
         "downwardapi-disks/labels.iso",
         "service-account-disk/service-account.iso",
+        "sysprep-disks/win.iso",
     ):
         assert (dirs.private_dir / iso).read_bytes()[0x8000:0x8006] == b"\x01CD001"  # an ISO 9660 volume
 
@@ -155,12 +159,26 @@ def test_a_kernel_that_is_a_symlink_is_refused(dirs: StorageDirs) -> None:
     assert not dirs.empty_disk_dir.exists()
 
 
+def test_a_sysprep_volume_needs_an_answer_file(dirs: StorageDirs) -> None:
+    (dirs.private_dir / "sysprep" / "win" / "Autounattend.xml").rename(
+        dirs.private_dir / "sysprep" / "win" / "x"
+    )
+    request = vmi({"name": "win", "sysprep": {"secret": {"name": "unattend"}}})
+    with pytest.raises(
+        StoragePreparationError, match=r"spec.volumes\[0\].sysprep: .*should contain autounattend"
+    ):
+        PodStorage(dirs).prepare(request)
+
+
 def test_a_config_volume_linking_out_fails_with_its_field(dirs: StorageDirs, tmp_path: Path) -> None:
     (tmp_path / "host-only").write_text("secret")
     (dirs.private_dir / "config-map" / "cm" / "leak").symlink_to(tmp_path / "host-only")
-    request = vmi({"name": "cm", "configMap": {"name": "app"}})
+    request = vmi(
+        {"name": "scratch", "emptyDisk": {"capacity": "1Mi"}}, {"name": "cm", "configMap": {"name": "app"}}
+    )
     with pytest.raises(
-        StoragePreparationError, match=r"spec.volumes\[0\].configMap: creating the configMap disk failed"
+        StoragePreparationError, match=r"spec.volumes\[1\].configMap: creating the configMap disk failed"
     ):
         PodStorage(dirs).prepare(request)
     assert not (dirs.private_dir / "config-map-disks" / "cm.iso").exists()
+    assert not dirs.empty_disk_dir.exists()  # checked before anything was written

@@ -364,3 +364,55 @@ def test_a_preserved_vnc_session_refuses_a_second_viewer(
         500,
         "Internal error occurred: Can't connect to websocket (503): websocket: bad handshake",
     )
+
+
+def test_launcher_state_is_reviewed_as_its_own_subresource_and_read_from_the_handler(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    create_vmi(kube, namespace, "vmi", {"phase": "Running", "nodeName": "node01"})
+    path = f"{BASE}/namespaces/{namespace}/virtualmachineinstances/vmi/launcherstate"
+    handler = aggregated_virt_api.handler
+    state = {
+        "socket": {"state": "Ready", "message": ""},
+        "domain": {"exists": False},
+        "lastDomainEvent": None,
+    }
+    handler.answer = (200, json.dumps(state).encode())
+    try:
+        viewer = {"apiGroups": ["subresources.kubevirt.io"], "resources": ["virtualmachineinstances/console"]}
+        kube.create(
+            ROLES, namespace, {"metadata": {"name": "viewer"}, "rules": [{**viewer, "verbs": ["get"]}]}
+        )
+        kube.create(
+            ROLE_BINDINGS,
+            namespace,
+            {
+                "metadata": {"name": "bob-views"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "viewer"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}],
+            },
+        )
+        with pytest.raises(ApiError) as denied:
+            _request_as(aggregated_virt_api, apiserver, "GET", path, "bob")  # console is not launcherstate
+        assert denied.value.status == 403
+        viewer["resources"] = ["virtualmachineinstances/launcherstate"]
+        kube.create(
+            ROLES, namespace, {"metadata": {"name": "diagnoser"}, "rules": [{**viewer, "verbs": ["get"]}]}
+        )
+        kube.create(
+            ROLE_BINDINGS,
+            namespace,
+            {
+                "metadata": {"name": "bob-diagnoses"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "diagnoser"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}],
+            },
+        )
+        _request_as(aggregated_virt_api, apiserver, "GET", path, "bob")
+        assert json.loads(kube.request("GET", path)) == state
+    finally:
+        handler.answer = (202, b"")
+    assert handler.calls[-1] == (
+        "GET",
+        f"/v1/namespaces/{namespace}/virtualmachineinstances/vmi/launcherstate",
+    )

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from kubevirt.client import (
+    EVENTS,
     PODS,
     VIRTUAL_MACHINE_INSTANCES,
     VIRTUAL_MACHINES,
     ConflictError,
+    EventRecorder,
     KubeClient,
     Resource,
 )
@@ -32,6 +34,7 @@ from kubevirt.controller import (
 from kubevirt.virt_controller.watch.vm import VMController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
+from kubevirt_testing.waiting import eventually
 
 
 def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
@@ -94,26 +97,16 @@ class CountingApi:
         return sum(1 for _, plural in self.writes if plural == VIRTUAL_MACHINE_INSTANCES.plural)
 
 
-class NoEvents:
-    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
-        """Events are covered by the unit tests."""
-
-
 @dataclass
 class Running:
     api: CountingApi
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
+    events: EventRecorder
 
 
 @pytest.fixture
 def controllers(kube: KubeClient, namespace: str) -> Iterator[Running]:
     api = CountingApi(kube)
+    events = EventRecorder(kube, "virt-controller", host="test")
     factory = SharedInformerFactory(kube, resync_seconds=0)
     vms = factory.informer(VIRTUAL_MACHINES, VirtualMachine, namespace=namespace)
     vmis = factory.informer(VIRTUAL_MACHINE_INSTANCES, VirtualMachineInstance, namespace=namespace)
@@ -121,7 +114,7 @@ def controllers(kube: KubeClient, namespace: str) -> Iterator[Running]:
     vm_queue, vmi_queue = RateLimitingQueue("vm"), RateLimitingQueue("vmi")
     vm = VMController(
         api=api,
-        events=NoEvents(),
+        events=events,
         vm_store=vms.store,
         vmi_store=vmis.store,
         expectations=UIDTrackingControllerExpectations(),
@@ -129,7 +122,7 @@ def controllers(kube: KubeClient, namespace: str) -> Iterator[Running]:
     )
     vmi = VMIController(
         api=api,
-        events=NoEvents(),
+        events=events,
         vmi_store=vmis.store,
         pod_store=pods.store,
         vm_store=vms.store,
@@ -152,8 +145,9 @@ def controllers(kube: KubeClient, namespace: str) -> Iterator[Running]:
     for runner in runners:
         runner.start()
     try:
-        yield Running(api)
+        yield Running(api, events)
     finally:
+        events.stop()
         stop.set()
         for runner in runners:
             runner.join(10)
@@ -217,6 +211,14 @@ def test_a_vm_gets_a_vmi_and_a_launcher_pod_that_reaches_scheduled(
     # or patches on the way to Scheduled, besides the create.
     vmi_writes = [w for w in controllers.api.writes if w[1] == "virtualmachineinstances" and w[0] != "create"]
     assert len(vmi_writes) <= 3, controllers.api.writes
+    # A normal start is no failure: tools read any Warning on a VM or VMI as a failed start.
+    assert controllers.events.flush()
+    recorded = [
+        (e["type"], e["involvedObject"]["kind"], e["reason"]) for e in kube.list(EVENTS, namespace)[0]
+    ]
+    assert [e for e in recorded if e[0] != "Normal"] == []
+    assert ("Normal", "VirtualMachine", "SuccessfulCreate") in recorded
+    assert ("Normal", "VirtualMachineInstance", "SuccessfulCreate") in recorded
 
 
 def test_halted_deletes_the_vmi_and_its_pod(kube: KubeClient, namespace: str, controllers: Running) -> None:

@@ -29,6 +29,7 @@ from kubevirt.client import (
     AlreadyExistsError,
     ApiError,
     KubeClient,
+    NotFoundError,
     Resource,
 )
 from kubevirt_testing.certificates import self_signed
@@ -49,6 +50,16 @@ class HandlerStandIn:
     port: int
     calls: list[tuple[str, str]] = field(default_factory=list)
     answer: tuple[int, bytes] = (202, b"")
+
+
+@dataclass(frozen=True)
+class HandlerEndpoint:
+    """A real virt-handler console server on loopback, and what virt-api needs to call it."""
+
+    port: int
+    ca_file: Path
+    client_cert_file: Path
+    client_key_file: Path
 
 
 @dataclass
@@ -154,23 +165,30 @@ def _register_handler_pod(kube: KubeClient) -> None:
 
 @contextlib.contextmanager
 def running_aggregated_virt_api(
-    kubeconfig: Path, pki_dir: Path, workdir: Path
+    kubeconfig: Path, pki_dir: Path, workdir: Path, real_handler: HandlerEndpoint | None = None
 ) -> Iterator[AggregatedVirtApi]:
-    """Starts virt-api and its stand-in handler, registers them, and waits for the APIServices."""
+    """Starts virt-api and its stand-in handler (or points it at ``real_handler``), registers them, and
+    waits for the APIServices."""
     kube = KubeClient.from_kubeconfig(str(kubeconfig))
-    handler_server, handler = _serve_handler(workdir)
+    handler_server: _HandlerServer | None = None
     pair = self_signed("virt-api", dns_names=(f"virt-api.{KUBEVIRT_NAMESPACE}.svc", "localhost"))
     cert_file, key_file = workdir / "tls.crt", workdir / "tls.key"
     key_file.write_bytes(pair.key_pem)
     cert_file.write_bytes(pair.cert_pem)
+    if real_handler is None:
+        handler_server, handler = _serve_handler(workdir)
+        handler_tls = (cert_file, key_file, workdir / "handler.crt")
+    else:
+        handler = HandlerStandIn(real_handler.port)  # records nothing: the real one answers
+        handler_tls = (real_handler.client_cert_file, real_handler.client_key_file, real_handler.ca_file)
     log_file = workdir / "virt-api.log"
     handler_args = [
         f"--kubeconfig={kubeconfig}",
         f"--handler-namespace={KUBEVIRT_NAMESPACE}",
         f"--console-server-port={handler.port}",
-        f"--handler-cert-file={cert_file}",
-        f"--handler-key-file={key_file}",
-        f"--handler-ca-file={workdir / 'handler.crt'}",
+        f"--handler-cert-file={handler_tls[0]}",
+        f"--handler-key-file={handler_tls[1]}",
+        f"--handler-ca-file={handler_tls[2]}",
         "--config-refresh-interval=1",
     ]
     process, port = start_virt_api(cert_file, key_file, log_file, handler_args)
@@ -199,7 +217,22 @@ def running_aggregated_virt_api(
         yield api
     finally:
         terminate(process)
-        handler_server.stop()
+        if handler_server is not None:
+            handler_server.stop()
+        _unregister(kube)
+
+
+def _unregister(kube: KubeClient) -> None:
+    """Removes what registration made, so that a later virt-api of the same session can register."""
+    for resource, namespace, name in (
+        (API_SERVICES, None, "v1.subresources.kubevirt.io"),
+        (API_SERVICES, None, "v1alpha3.subresources.kubevirt.io"),
+        (SERVICES, KUBEVIRT_NAMESPACE, "virt-api"),
+        (PODS, KUBEVIRT_NAMESPACE, "virt-handler-standin"),
+    ):
+        with contextlib.suppress(NotFoundError):
+            # No kubelet confirms a graceful pod deletion here: delete at once.
+            kube.delete(resource, namespace, name, grace_period_seconds=0)
 
 
 def create_vm(kube: KubeClient, namespace: str, name: str, run_strategy: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from kubevirt.admission import jsonpatch
 from kubevirt.admission.review import AdmissionRequest, GroupVersionResource
 from kubevirt.admission.state import StaticClusterState
+from kubevirt.instancetype.revision import build_revision
 from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.mutating_webhook.mutators.vm import mutator
 from kubevirt.virt_api.webhooks.validating_webhook.admitters.vms import admitter
@@ -105,3 +106,33 @@ def test_mutation_takes_machine_type_and_storage_class_from_the_preference() -> 
     assert jsonpatch.apply(vm({}), lonely.patch)["spec"]["template"]["spec"]["domain"]["machine"] == {
         "type": "q35"
     }
+
+
+def test_validation_uses_the_vms_stored_revision_before_the_live_object() -> None:
+    # The preference needs 2Gi; the live "small" has shrunk to 1Gi, the VM's stored copy has 2Gi.
+    preference = {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineClusterPreference",
+        "metadata": {"name": "big"},
+        "spec": {"requirements": {"memory": {"guest": "2Gi"}}},
+    }
+    stored_copy = {**SMALL, "metadata": {"name": "small", "uid": "u1", "generation": 1}}
+    stored_copy["spec"] = {"cpu": {"guest": 1}, "memory": {"guest": "2Gi"}}
+    owner = {"metadata": {"name": "vm", "namespace": "default", "uid": "vm-uid"}}
+    revision = build_revision(owner, stored_copy, "VirtualMachineClusterInstancetype")
+    state = StaticClusterState(instancetype_objects=[SMALL, preference, revision])
+    ctx = build_context(ClusterConfig(), state)
+    live = vm({}, instancetype={"name": "small"}, preference={"name": "big"})
+    refused = admitter(ctx)(review(live))
+    assert not refused.allowed
+    assert [c.field for c in refused.causes] == ["spec.instancetype"]  # 1Gi from the live object
+    pinned = vm(
+        {},
+        instancetype={"name": "small", "revisionName": revision["metadata"]["name"]},
+        preference={"name": "big"},
+    )
+    assert admitter(ctx)(review(pinned)).allowed
+    recorded = copy.deepcopy(live)
+    ref = {"name": "small", "controllerRevisionRef": {"name": revision["metadata"]["name"]}}
+    recorded["status"] = {"instancetypeRef": ref}
+    assert admitter(ctx)(review(recorded)).allowed

@@ -158,7 +158,7 @@ def test_kubevirt_names_versions_and_subresources() -> None:
     def crd(kind: str) -> JSON:
         return custom_resource_definition(kind)
 
-    short = {kind: crd(kind)["spec"]["names"]["shortNames"] for kind in CRDS}
+    short = {kind: crd(kind)["spec"]["names"].get("shortNames") for kind in CRDS}
     assert short == {
         "VirtualMachineInstance": ["vmi", "vmis"],
         "VirtualMachine": ["vm", "vms"],
@@ -176,6 +176,12 @@ def test_kubevirt_names_versions_and_subresources() -> None:
         ],
         "VirtualMachinePreference": ["vmpref", "vmprefs", "vmp", "vmps"],
         "VirtualMachineClusterPreference": ["vmcp", "vmcps"],
+        "VirtualMachineSnapshot": ["vmsnapshot", "vmsnapshots"],
+        "VirtualMachineSnapshotContent": ["vmsnapshotcontent", "vmsnapshotcontents"],
+        "VirtualMachineRestore": ["vmrestore", "vmrestores"],
+        "VirtualMachineExport": ["vmexport", "vmexports"],
+        "VirtualMachineClone": ["vmclone", "vmclones"],
+        "MigrationPolicy": None,
     }
     presets = crd("VirtualMachineInstancePreset")["spec"]["versions"]
     assert [(v["name"], v["storage"], v["deprecated"]) for v in presets] == [
@@ -216,6 +222,81 @@ def test_kubevirt_names_versions_and_subresources() -> None:
     ]
     vmim_columns = crd("VirtualMachineInstanceMigration")["spec"]["versions"][0]["additionalPrinterColumns"]
     assert [c["name"] for c in vmim_columns] == ["Phase", "VMI"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "group", "columns"),
+    [
+        (
+            "VirtualMachineSnapshot",
+            "snapshot.kubevirt.io",
+            ["SourceKind", "SourceName", "Phase", "ReadyToUse", "CreationTime", "Error"],
+        ),
+        ("VirtualMachineSnapshotContent", "snapshot.kubevirt.io", ["ReadyToUse", "CreationTime", "Error"]),
+        (
+            "VirtualMachineRestore",
+            "snapshot.kubevirt.io",
+            ["TargetKind", "TargetName", "Complete", "RestoreTime"],
+        ),
+        ("VirtualMachineExport", "export.kubevirt.io", ["SourceKind", "SourceName", "Phase"]),
+        (
+            "VirtualMachineClone",
+            "clone.kubevirt.io",
+            ["Phase", "SourceVirtualMachine", "TargetVirtualMachine"],
+        ),
+    ],
+)
+def test_snapshot_export_and_clone_crds_follow_kubevirt(kind: str, group: str, columns: list[str]) -> None:
+    crd = custom_resource_definition(kind)
+    assert crd["spec"]["group"] == group
+    assert crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"]["categories"] == ["all"]
+    assert crd["metadata"]["labels"] == {"kubevirt.io": ""}
+    versions = crd["spec"]["versions"]
+    # v1alpha1 still served with the same schema; v1beta1 stored.
+    assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
+        ("v1alpha1", True, False),
+        ("v1beta1", True, True),
+    ]
+    for version in versions:
+        assert version["subresources"] == {"status": {}}
+        assert [c["name"] for c in version["additionalPrinterColumns"]] == columns
+
+
+def test_migration_policy_crd_is_cluster_wide_with_status() -> None:
+    crd = custom_resource_definition("MigrationPolicy")
+    assert crd["metadata"]["name"] == "migrationpolicies.migrations.kubevirt.io"
+    assert crd["spec"]["scope"] == "Cluster"
+    assert crd["spec"]["names"] == {
+        "kind": "MigrationPolicy",
+        "plural": "migrationpolicies",
+        "singular": "migrationpolicy",
+    }
+    [version] = crd["spec"]["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+    assert "additionalPrinterColumns" not in version
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["selectors"]
+    assert spec["properties"]["selectors"]["properties"]["namespaceSelector"] == {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+    }
+
+
+def test_crd_set_is_the_one_kubevirt_installs() -> None:
+    installed = {facts.name for facts in CRDS.values()}
+    # The operator's own CRD plus the sixteen KubeVirt v1.6 installs for its components.
+    assert len(installed) == 17
+    assert {
+        "virtualmachinesnapshots.snapshot.kubevirt.io",
+        "virtualmachinesnapshotcontents.snapshot.kubevirt.io",
+        "virtualmachinerestores.snapshot.kubevirt.io",
+        "virtualmachineexports.export.kubevirt.io",
+        "virtualmachineclones.clone.kubevirt.io",
+        "migrationpolicies.migrations.kubevirt.io",
+        "virtualmachineinstancepresets.kubevirt.io",
+    } <= installed
 
 
 @pytest.mark.parametrize(
@@ -380,3 +461,22 @@ def test_realistic_objects_of_the_other_kinds_pass_and_wrong_types_fail() -> Non
         },
     }
     assert list(validator("VirtualMachinePool").iter_errors(pool)) == []
+
+
+def test_snapshot_export_and_clone_schemas_carry_kubevirts_list_markers() -> None:
+    snapshot_status = crd_schema("VirtualMachineSnapshot")["properties"]["status"]["properties"]
+    assert snapshot_status["indications"]["x-kubernetes-list-type"] == "set"
+    assert snapshot_status["conditions"]["x-kubernetes-list-type"] == "atomic"
+    link = crd_schema("VirtualMachineExport")["properties"]["status"]["properties"]["links"]["properties"][
+        "internal"
+    ]["properties"]
+    assert (link["volumes"]["x-kubernetes-list-type"], link["volumes"]["x-kubernetes-list-map-keys"]) == (
+        "map",
+        ["name"],
+    )
+    assert link["volumes"]["items"]["properties"]["formats"]["x-kubernetes-list-map-keys"] == ["format"]
+    assert link["manifests"]["x-kubernetes-list-map-keys"] == ["type"]
+    clone_status = crd_schema("VirtualMachineClone")["properties"]["status"]["properties"]
+    assert clone_status["targetName"] == {"type": "string", "nullable": True}
+    restore = crd_schema("VirtualMachineRestore")["properties"]["spec"]
+    assert restore["required"] == ["target", "virtualMachineSnapshotName"]

@@ -33,6 +33,7 @@ MIGRATION_GVR = _gvr("kubevirt.io", "v1", "virtualmachineinstancemigrations")
 VMIRS_GVR = _gvr("kubevirt.io", "v1", "virtualmachineinstancereplicasets")
 POOL_GVR = _gvr("pool.kubevirt.io", "v1alpha1", "virtualmachinepools")
 PODS_GVR = _gvr("", "v1", "pods")
+PRESET_GVR = _gvr("kubevirt.io", "v1", "virtualmachineinstancepresets")
 
 MIGRATIONS = [
     {
@@ -66,6 +67,15 @@ POOLS = [
     _holder("pool.kubevirt.io/v1alpha1", "VirtualMachinePool", "virtualMachineTemplate", seed["spec"])
     for seed in VM_SEEDS[:20]
 ]
+PRESETS = [
+    {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstancePreset",
+        "metadata": {"name": "preset", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "domain": seed["spec"]["domain"]},
+    }
+    for seed in VMI_SEEDS[:20]
+]
 EVICTIONS = [{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "virt-launcher-vm-x"}}]
 
 # Each path with the resource and the objects it is meant for.
@@ -80,10 +90,11 @@ TARGETS: dict[str, tuple[dict[str, str], list[Any]]] = {
     routes.MIGRATION_VALIDATE_UPDATE: (MIGRATION_GVR, MIGRATIONS),
     routes.VMIRS_VALIDATE: (VMIRS_GVR, REPLICA_SETS),
     routes.VMPOOL_VALIDATE: (POOL_GVR, POOLS),
+    routes.VMIPRESET_VALIDATE: (PRESET_GVR, PRESETS),
     routes.STATUS_VALIDATE: (VM_GVR, VM_SEEDS),
     routes.POD_EVICTION_VALIDATE: (PODS_GVR, EVICTIONS),
 }
-GVRS = [VMI_GVR, VM_GVR, MIGRATION_GVR, VMIRS_GVR, POOL_GVR, PODS_GVR]
+GVRS = [VMI_GVR, VM_GVR, MIGRATION_GVR, VMIRS_GVR, POOL_GVR, PODS_GVR, PRESET_GVR]
 
 
 def test_every_path_the_server_serves_is_fuzzed() -> None:

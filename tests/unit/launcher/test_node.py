@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from kubevirt.virt_launcher.virtwrap import api
+from kubevirt.virt_launcher.virtwrap.domain_pipeline import build_domain, parse_vmi
 from kubevirt.virt_launcher.virtwrap.node import (
     NodeFacts,
     accepts_slotless_max_memory,
@@ -102,5 +104,29 @@ def test_node_facts_travel_as_json() -> None:
         ovmf_dir="/fw",
         direct_io={"/d": True},
         tap_mtus={"t": 9000},
+        block_volumes=frozenset({"pvc1"}),
     )
     assert NodeFacts.from_json(facts.to_json()) == facts
+
+
+def test_block_volumes_become_block_disks() -> None:
+    vmi = parse_vmi(
+        json.dumps(
+            {
+                "metadata": {"name": "v", "namespace": "ns"},
+                "spec": {
+                    "domain": {"devices": {"disks": [{"name": "pvc1"}, {"name": "pvc2"}]}},
+                    "volumes": [
+                        {"name": "pvc1", "persistentVolumeClaim": {"claimName": "a"}},
+                        {"name": "pvc2", "persistentVolumeClaim": {"claimName": "b"}},
+                    ],
+                },
+            }
+        )
+    )
+    disks = build_domain(vmi, None, NodeFacts(block_volumes=frozenset({"pvc1"}))).devices.disks
+    assert (disks[0].type, disks[0].source.dev) == ("block", "/dev/pvc1")
+    assert (disks[1].type, disks[1].source.file) == (
+        "file",
+        "/var/run/kubevirt-private/vmi-disks/pvc2/disk.img",
+    )

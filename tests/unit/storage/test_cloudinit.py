@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-import pycdlib
 import pytest
 
 from kubevirt import cloudinit
+from kubevirt_testing.iso import read_iso
 
 
 def vmi(*volumes: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -23,22 +22,6 @@ def vmi(*volumes: dict[str, Any], **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
-
-
-def iso_files(path: Path) -> tuple[str, dict[str, bytes]]:
-    image = pycdlib.PyCdlib()
-    image.open(str(path))
-    try:
-        files = {}
-        for root, _, names in image.walk(rr_path="/"):
-            for name in names:
-                full = f"{root.rstrip('/')}/{name}"
-                out = io.BytesIO()
-                image.get_file_from_iso_fp(out, rr_path=full)
-                files[full.lstrip("/")] = out.getvalue()
-        return image.pvd.volume_identifier.decode().strip(), files
-    finally:
-        image.close()
 
 
 def test_no_cloud_inline_user_data_and_base64_network_data(tmp_path: Path) -> None:
@@ -54,7 +37,7 @@ def test_no_cloud_inline_user_data_and_base64_network_data(tmp_path: Path) -> No
     path = cloudinit.iso_path(tmp_path / "cloud-init-data", data.data_source, "web.example", "prod")
     assert path == tmp_path / "cloud-init-data/prod/web.example/noCloud.iso"
     cloudinit.write_iso_image(data, path)
-    label, files = iso_files(path)
+    label, files = read_iso(path)
     assert label == "cidata"
     assert files == {
         "meta-data": b'{"instance-id":"5d307ca9-b3ef-428c-8861-06e72d69f223","local-hostname":"web"}',
@@ -73,7 +56,7 @@ def test_config_drive_layout_and_metadata(tmp_path: Path) -> None:
     path = cloudinit.iso_path(tmp_path, data.data_source, "web.example", "prod")
     assert path.name == "configdrive.iso"
     cloudinit.write_iso_image(data, path)
-    label, files = iso_files(path)
+    label, files = read_iso(path)
     assert label == "config-2"
     assert set(files) == {"openstack/latest/meta_data.json", "openstack/latest/user_data"}
     assert json.loads(files["openstack/latest/meta_data.json"]) == {
@@ -176,3 +159,34 @@ def test_a_volume_name_that_climbs_is_refused(tmp_path: Path) -> None:
         cloudinit.read_volume_data(
             vmi({"name": "..", "cloudInitNoCloud": {"secretRef": {"name": "s"}}}), tmp_path
         )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"accessCredentials": "x"}, r"spec.accessCredentials: must be a list"),
+        ({"accessCredentials": ["x"]}, r"spec.accessCredentials\[0\]: must be an object"),
+        (
+            {"accessCredentials": [{"sshPublicKey": []}]},
+            r"spec.accessCredentials\[0\].sshPublicKey: must be an object",
+        ),
+        (
+            {
+                "accessCredentials": [
+                    {
+                        "sshPublicKey": {
+                            "propagationMethod": {"noCloud": {}},
+                            "source": {"secret": {"secretName": 5}},
+                        }
+                    }
+                ]
+            },
+            r"secretName: '5' is not a secret name",
+        ),
+        ({"domain": {"firmware": "uefi"}}, r"spec.domain.firmware: must be an object"),
+    ],
+)
+def test_malformed_fields_are_named(tmp_path: Path, spec: dict[str, Any], message: str) -> None:
+    document = vmi({"name": "ci", "cloudInitNoCloud": {"userData": "x"}}, **spec)
+    with pytest.raises(cloudinit.CloudInitError, match=message):
+        cloudinit.read_volume_data(document, tmp_path)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
-import pycdlib
 import pytest
 
 from kubevirt import config_disk
+from kubevirt_testing.iso import read_iso
 
 
 def kubelet_volume(directory: Path, files: dict[str, str]) -> None:
@@ -20,22 +19,6 @@ def kubelet_volume(directory: Path, files: dict[str, str]) -> None:
     (directory / "..data").symlink_to(data.name)
     for top in {name.split("/")[0] for name in files}:
         (directory / top).symlink_to(f"..data/{top}")
-
-
-def read_iso(path: Path) -> tuple[str, dict[str, bytes]]:
-    image = pycdlib.PyCdlib()
-    image.open(str(path))
-    try:
-        out = {}
-        for root, _, names in image.walk(rr_path="/"):
-            for name in names:
-                full = f"{root.rstrip('/')}/{name}"
-                buffer = io.BytesIO()
-                image.get_file_from_iso_fp(buffer, rr_path=full)
-                out[full.lstrip("/")] = buffer.getvalue()
-        return image.pvd.volume_identifier.decode().strip(), out
-    finally:
-        image.close()
 
 
 def test_a_config_map_volume_becomes_an_image(tmp_path: Path) -> None:
@@ -50,6 +33,7 @@ def test_a_config_map_volume_becomes_an_image(tmp_path: Path) -> None:
     assert path == tmp_path / "config-map-disks" / "app-config.iso"
     config_disk.write(path, "", files)
     assert read_iso(path) == ("cfgdata", files)
+    assert path.stat().st_size % (1 << 20) == 0  # cylinder-aligned, as xorrisofs -partition_cyl_align
 
 
 def test_the_service_account_image_and_a_label(tmp_path: Path) -> None:

@@ -247,3 +247,34 @@ def test_guest_agent_reads_need_a_connected_agent(api: FakeKubeApi) -> None:
         "GET",
         "https://10.0.0.7:8186/v1/namespaces/ns/virtualmachineinstances/vmi/userlist",
     )
+
+
+def test_launcher_state_is_read_from_the_vmis_handler(api: FakeKubeApi) -> None:
+    api.add(VIRTUAL_MACHINE_INSTANCES, vmi_object(phase="Scheduled"))
+    answer = b'{"socket": {"state": "Missing", "message": "none yet"}, "domain": null}'
+    ops, transport = operations(api, RecordingTransport(answer))
+    assert ops.launcher_state(NS, "vmi")["socket"]["state"] == "Missing"
+    assert transport.calls == [
+        ("GET", f"https://10.0.0.7:8186/v1/namespaces/{NS}/virtualmachineinstances/vmi/launcherstate")
+    ]
+
+
+def test_launcher_state_refusals(api: FakeKubeApi) -> None:
+    with pytest.raises(StatusError) as caught:
+        operations(api)[0].launcher_state(NS, "vmi")
+    assert caught.value.code == 404
+    api.add(VIRTUAL_MACHINE_INSTANCES, vmi_object(phase="Succeeded"))
+    with pytest.raises(StatusError) as caught:
+        operations(api)[0].launcher_state(NS, "vmi")
+    assert (caught.value.code, caught.value.message) == (
+        400,
+        "Unable to connect to VirtualMachineInstance because phase is Succeeded instead of Running or "
+        "Scheduled",
+    )
+
+
+def test_a_garbled_launcher_state_is_500(api: FakeKubeApi) -> None:
+    api.add(VIRTUAL_MACHINE_INSTANCES, vmi_object())
+    with pytest.raises(StatusError) as caught:
+        operations(api, RecordingTransport(b"not json"))[0].launcher_state(NS, "vmi")
+    assert caught.value.code == 500

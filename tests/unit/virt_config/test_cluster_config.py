@@ -35,6 +35,7 @@ def test_graduated_gates_count_as_enabled_without_being_listed() -> None:
         ({"developerConfiguration": {"featureGates": "Snapshot"}}, "featureGates"),
         ({"network": {"permitBridgeInterfaceOnPodNetwork": "yes"}}, "permitBridgeInterfaceOnPodNetwork"),
         ({"developerConfiguration": []}, "spec.configuration.developerConfiguration"),
+        ({"instancetype": {"referencePolicy": "copy"}}, "spec.configuration.instancetype.referencePolicy"),
     ],
 )
 def test_an_invalid_configuration_is_refused_naming_the_field(
@@ -42,6 +43,12 @@ def test_an_invalid_configuration_is_refused_naming_the_field(
 ) -> None:
     with pytest.raises(InvalidConfigurationError, match=field):
         ClusterConfig.from_kubevirt(kubevirt_cr(configuration))
+
+
+def test_the_instancetype_reference_policy() -> None:
+    assert ClusterConfig().instancetype_reference_policy == "reference"
+    configured = ClusterConfig.from_kubevirt(kubevirt_cr({"instancetype": {"referencePolicy": "expandAll"}}))
+    assert configured.instancetype_reference_policy == "expandAll"
 
 
 def test_the_follower_keeps_the_last_valid_configuration() -> None:
@@ -66,3 +73,24 @@ def test_the_follower_keeps_the_last_valid_configuration() -> None:
     assert follower.refresh()
     assert current.rollout_strategy == "Stage"
     assert len(published) == 2
+
+
+def test_the_node_labeller_and_ksm_settings_are_read() -> None:
+    config = ClusterConfig.from_kubevirt(
+        {
+            "spec": {
+                "configuration": {
+                    "obsoleteCPUModels": {"EPYC": True, "Westmere": False},
+                    "ksmConfiguration": {"nodeLabelSelector": {"matchLabels": {"ksm": "on"}}},
+                }
+            }
+        }
+    )
+    assert config.obsolete_cpu_models == frozenset({"EPYC", "Westmere"})
+    assert config.ksm_node_label_selector == {"matchLabels": {"ksm": "on"}}
+    default = ClusterConfig.from_kubevirt({"spec": {"configuration": {}}})
+    assert (default.obsolete_cpu_models, default.ksm_node_label_selector) == (None, None)
+    with pytest.raises(
+        InvalidConfigurationError, match=r"spec\.configuration\.obsoleteCPUModels: must be an object"
+    ):
+        ClusterConfig.from_kubevirt({"spec": {"configuration": {"obsoleteCPUModels": ["EPYC"]}}})

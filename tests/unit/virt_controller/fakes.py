@@ -32,6 +32,7 @@ from kubevirt.client import (
 )
 from kubevirt.client.fake import apply_json_patch, apply_merge_patch
 from kubevirt.client.resources import (
+    CONTROLLER_REVISIONS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
@@ -55,6 +56,7 @@ _STATUS_SUBRESOURCE = {
     "virtualmachines",
     "virtualmachineinstancereplicasets",
     "virtualmachinepools",
+    "virtualmachineinstancemigrations",
     "pods",
     "nodes",
 }
@@ -395,6 +397,8 @@ DECODERS: dict[str, Callable[[JSON], Any]] = {
     VIRTUAL_MACHINE_POOLS.plural: VirtualMachinePool.from_dict,
     PODS.plural: _same,
     NODES.plural: _same,
+    "virtualmachineinstancemigrations": _same,
+    CONTROLLER_REVISIONS.plural: _same,
     VIRTUAL_MACHINE_INSTANCETYPES.plural: VirtualMachineInstancetype.from_dict,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES.plural: VirtualMachineClusterInstancetype.from_dict,
     VIRTUAL_MACHINE_PREFERENCES.plural: VirtualMachinePreference.from_dict,

@@ -17,12 +17,14 @@ from kubevirt.client import (
     VIRTUAL_MACHINES,
 )
 from kubevirt.client.resources import (
+    CONTROLLER_REVISIONS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
     VIRTUAL_MACHINE_PREFERENCES,
 )
 from kubevirt.controller import ControllerExpectations, RequeueAfter, UIDTrackingControllerExpectations
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.watch.node import NodeController
 from kubevirt.virt_controller.watch.pool import PoolController
 from kubevirt.virt_controller.watch.replicaset import ReplicaSetController
@@ -81,6 +83,7 @@ class Controllers:
     events: FakeEvents = field(default_factory=FakeEvents)
     errors: list[tuple[str, str, Exception]] = field(default_factory=list)
     queues: dict[str, FakeQueue] = field(default_factory=dict)
+    config: ClusterConfig = field(default_factory=ClusterConfig)
 
     def __post_init__(self) -> None:
         c = self.cluster
@@ -103,6 +106,8 @@ class Controllers:
             cluster_instancetype_store=c.informer(VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES).store,
             preference_store=c.informer(VIRTUAL_MACHINE_PREFERENCES).store,
             cluster_preference_store=c.informer(VIRTUAL_MACHINE_CLUSTER_PREFERENCES).store,
+            revision_store=c.informer(CONTROLLER_REVISIONS).store,
+            config=lambda: self.config,
         )
         vms.add_event_handler(self.vm.on_vm_add, self.vm.on_vm_update, self.vm.on_vm_delete)
         vmis.add_event_handler(self.vm.on_vmi_add, self.vm.on_vmi_update, self.vm.on_vmi_delete)

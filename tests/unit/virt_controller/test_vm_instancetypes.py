@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES
-from kubevirt.client.resources import VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, VIRTUAL_MACHINE_PREFERENCES
+from kubevirt.client.resources import (
+    CONTROLLER_REVISIONS,
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+    VIRTUAL_MACHINE_PREFERENCES,
+)
+from kubevirt.instancetype.revision import build_revision
+from kubevirt.virt_config import ClusterConfig
 
 from .fakes import JSON, Cluster
 from .harness import NAMESPACE, Controllers, vm_manifest
 
 GROUP = "instancetype.kubevirt.io/v1beta1"
+CLUSTER_KIND = "VirtualMachineClusterInstancetype"
 
 
 def _cluster_instancetype(cluster: Cluster, name: str, cpus: int, memory: str, **extra: Any) -> JSON:
@@ -124,11 +132,14 @@ def test_a_template_conflicting_with_its_instancetype_is_not_started() -> None:
     vm = vm_manifest("testvm", runStrategy="Always", instancetype={"name": "small"})  # sets memory
     controllers = _start(cluster, vm)
     assert _vmis(cluster) == []
+    # KubeVirt checks once more before it stores the revision, so the VM fails there.
     messages = [m for _, _, reason, m in controllers.events.recorded if reason == "FailedCreate"]
     assert messages[0] == (
-        "Error creating virtual machine instance: Failed to apply instancetype: "
-        "VMI conflicts with instancetype spec in fields: [spec.domain.memory]"
+        "error encountered while storing instancetype.kubevirt.io controllerRevisions: "
+        "VM field(s) spec.template.spec.domain.memory conflicts with selected instance type"
     )
+    assert cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE) == []
+    assert "instancetypeRef" not in _status(cluster)
 
 
 def test_renaming_the_instancetype_records_a_new_revision() -> None:
@@ -152,9 +163,188 @@ def test_renaming_the_instancetype_records_a_new_revision() -> None:
     }
 
 
-def test_a_pinned_revision_name_is_recorded_as_given() -> None:
+def test_a_pinned_revision_name_is_recorded_and_used() -> None:
     cluster = Cluster()
-    _cluster_instancetype(cluster, "small", 1, "1Gi")
+    small = _cluster_instancetype(cluster, "small", 1, "1Gi")
+    # A revision of an earlier, bigger version of "small" (as another VM may have stored it).
+    older = {**small, "spec": {"cpu": {"guest": 3}, "memory": {"guest": "3Gi"}}}
+    pinned = build_revision(
+        {"metadata": {"name": "other", "namespace": NAMESPACE, "uid": "u"}}, older, CLUSTER_KIND
+    )
+    pinned["metadata"]["name"] = "pinned-rev"
+    cluster.api.create(CONTROLLER_REVISIONS, NAMESPACE, pinned)
     vm = _vm_without_size(instancetype={"name": "small", "revisionName": "pinned-rev"})
     _start(cluster, vm)
     assert _status(cluster)["instancetypeRef"]["controllerRevisionRef"] == {"name": "pinned-rev"}
+    [vmi] = _vmis(cluster)
+    assert vmi["spec"]["domain"]["memory"] == {"guest": "3Gi"}
+    # No copy of its own is stored while the VM is pinned.
+    assert [r["metadata"]["name"] for r in cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE)] == [
+        "pinned-rev"
+    ]
+
+
+def test_a_missing_pinned_revision_fails_the_sync() -> None:
+    cluster = Cluster()
+    _cluster_instancetype(cluster, "small", 1, "1Gi")
+    _start(cluster, _vm_without_size(instancetype={"name": "small", "revisionName": "gone"}))
+    assert _vmis(cluster) == []
+    [failure] = [c for c in _status(cluster).get("conditions", []) if c["type"] == "Failure"]
+    assert (failure["reason"], failure["message"]) == (
+        "FailedFindInstancetype",
+        'controllerrevisions.apps "gone" not found',
+    )
+
+
+def test_the_stored_revision_copies_the_object_like_kubevirt() -> None:
+    cluster = Cluster()
+    it = _cluster_instancetype(cluster, "u1.small", 1, "2Gi")
+    cluster.api.edit(
+        VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+        None,
+        "u1.small",
+        lambda body: body["metadata"].update(labels={"a": "b"}, annotations={"c": "d"}),
+    )
+    _start(cluster, _vm_without_size(instancetype={"name": "u1.small"}))
+    vm = cluster.api.get(VIRTUAL_MACHINES, NAMESPACE, "testvm")
+    [revision] = cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE)
+    uid = it["metadata"]["uid"]
+    meta = revision["metadata"]
+    assert meta["name"] == f"testvm-u1.small-v1beta1-{uid}-1"
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachine",
+            "name": "testvm",
+            "uid": vm["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert meta["labels"] == {
+        "instancetype.kubevirt.io/object-generation": "1",
+        "instancetype.kubevirt.io/object-kind": CLUSTER_KIND,
+        "instancetype.kubevirt.io/object-name": "u1.small",
+        "instancetype.kubevirt.io/object-uid": uid,
+        "instancetype.kubevirt.io/object-version": "v1beta1",
+    }
+    data = revision["data"]
+    assert (data["apiVersion"], data["kind"], data["spec"]) == (GROUP, CLUSTER_KIND, it["spec"])
+    assert data["metadata"]["name"] == "u1.small"
+    assert "labels" not in data["metadata"]
+    assert "annotations" not in data["metadata"]
+
+
+def test_editing_the_instancetype_changes_nothing_until_the_user_clears_the_revision() -> None:
+    cluster = Cluster()
+    _cluster_instancetype(cluster, "u1.small", 1, "1Gi")
+    controllers = _start(cluster, _vm_without_size(instancetype={"name": "u1.small"}))
+    first = _status(cluster)["instancetypeRef"]["controllerRevisionRef"]["name"]
+
+    def grow(body: JSON) -> None:
+        body["spec"]["memory"]["guest"] = "4Gi"
+
+    cluster.api.edit(VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, None, "u1.small", grow)
+    controllers.run()
+    # A restart (the VMI goes away) builds the new VMI from the stored copy.
+    cluster.api.remove(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvm")
+    controllers.run()
+    [vmi] = _vmis(cluster)
+    assert vmi["spec"]["domain"]["memory"] == {"guest": "1Gi"}
+    assert _status(cluster)["instancetypeRef"]["controllerRevisionRef"]["name"] == first
+
+    # KubeVirt's way to take the newer version: drop the recorded revision, then restart.
+    cluster.api.patch(
+        VIRTUAL_MACHINES,
+        NAMESPACE,
+        "testvm",
+        {"status": {"instancetypeRef": {"controllerRevisionRef": None}}},
+        patch_type="merge",
+        subresource="status",
+    )
+    controllers.run()
+    second = _status(cluster)["instancetypeRef"]["controllerRevisionRef"]["name"]
+    assert second != first
+    assert second.endswith("-2")
+    assert _vmis(cluster)[0]["spec"]["domain"]["memory"] == {"guest": "1Gi"}  # still running as it was
+    cluster.api.remove(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvm")
+    controllers.run()
+    assert _vmis(cluster)[0]["spec"]["domain"]["memory"] == {"guest": "4Gi"}
+
+
+def test_an_existing_revision_with_other_data_fails_the_store() -> None:
+    cluster = Cluster()
+    it = _cluster_instancetype(cluster, "u1.small", 1, "1Gi")
+    vm = _vm_without_size(instancetype={"name": "u1.small"})
+    clash = build_revision(
+        vm, {**it, "spec": {"cpu": {"guest": 8}, "memory": {"guest": "8Gi"}}}, CLUSTER_KIND
+    )
+    cluster.api.create(CONTROLLER_REVISIONS, NAMESPACE, clash)
+    controllers = _start(cluster, vm)
+    assert _vmis(cluster) == []
+    name = clash["metadata"]["name"]
+    messages = [m for _, _, reason, m in controllers.events.recorded if reason == "FailedCreate"]
+    assert messages[0] == (
+        "error encountered while storing instancetype.kubevirt.io controllerRevisions: "
+        f"found existing ControllerRevision with unexpected data: {name}"
+    )
+
+
+def test_an_existing_revision_with_the_same_data_is_taken() -> None:
+    cluster = Cluster()
+    it = _cluster_instancetype(cluster, "u1.small", 1, "1Gi")
+    vm = _vm_without_size(instancetype={"name": "u1.small"})
+    cluster.api.create(CONTROLLER_REVISIONS, NAMESPACE, build_revision(vm, it, CLUSTER_KIND))
+    _start(cluster, vm)
+    assert len(_vmis(cluster)) == 1
+    assert len(cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE)) == 1
+
+
+def _expand_policy(policy: str) -> ClusterConfig:
+    return dataclasses.replace(ClusterConfig(), instancetype_reference_policy=policy)
+
+
+def test_the_expand_policy_writes_the_instancetype_into_the_vm() -> None:
+    cluster = Cluster()
+    _cluster_instancetype(cluster, "u1.small", 1, "2Gi")
+    _preference(cluster, "virtio", {"devices": {"preferredDiskBus": "virtio"}})
+    controllers = Controllers(cluster, config=_expand_policy("expand"))
+    vm = _vm_without_size(
+        instancetype={"name": "u1.small"}, preference={"name": "virtio", "kind": "VirtualMachinePreference"}
+    )
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm)
+    controllers.run()
+    stored = cluster.api.get(VIRTUAL_MACHINES, NAMESPACE, "testvm")
+    assert "instancetype" not in stored["spec"]
+    assert "preference" not in stored["spec"]
+    domain = stored["spec"]["template"]["spec"]["domain"]
+    assert domain["memory"] == {"guest": "2Gi"}
+    assert domain["devices"]["disks"] == [{"name": "root", "disk": {"bus": "virtio"}}]
+    assert "instancetypeRef" not in stored.get("status", {})
+    assert cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE) == []
+    # The VM then runs as a plain VM.
+    [vmi] = _vmis(cluster)
+    assert vmi["spec"]["domain"]["memory"] == {"guest": "2Gi"}
+
+
+def test_expand_leaves_vms_with_revisions_and_expand_all_does_not() -> None:
+    cluster = Cluster()
+    _cluster_instancetype(cluster, "u1.small", 1, "2Gi")
+    vm = _vm_without_size(instancetype={"name": "u1.small"})
+    vm["spec"]["runStrategy"] = "Halted"
+    controllers = _start(cluster, vm)
+    [revision] = cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE)
+    controllers.config = _expand_policy("expand")
+    controllers.queues["vm"].add(f"{NAMESPACE}/testvm")
+    controllers.run()
+    assert "instancetype" in cluster.api.get(VIRTUAL_MACHINES, NAMESPACE, "testvm")["spec"]
+    controllers.config = _expand_policy("expandAll")
+    controllers.queues["vm"].add(f"{NAMESPACE}/testvm")
+    controllers.run()
+    stored = cluster.api.get(VIRTUAL_MACHINES, NAMESPACE, "testvm")
+    assert "instancetype" not in stored["spec"]
+    assert stored["spec"]["template"]["spec"]["domain"]["memory"] == {"guest": "2Gi"}
+    # The stored copy it no longer needs is deleted.
+    assert revision["metadata"]["name"] not in [
+        r["metadata"]["name"] for r in cluster.api.find(CONTROLLER_REVISIONS, NAMESPACE)
+    ]

@@ -14,11 +14,13 @@ from kubevirt.client import NODES, VIRTUAL_MACHINE_INSTANCES
 from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.handler_launcher_com.cmd.client import CommandFailedError
+from kubevirt.network.cache import PodIfaceCache
 from kubevirt.virt_handler import phase
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
-from kubevirt.virt_handler.vm_controller import SYNC_FAILED_REASON, VMController
+from kubevirt.virt_handler.network import CONFIG_INVALID_REASON, HandlerNetwork, NetworkSetupError
+from kubevirt.virt_handler.vm_controller import SYNC_FAILED_REASON, Network, VMController
 
 NODE = "node01"
 POD_UID = "pod-1"
@@ -91,7 +93,7 @@ def pods_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 class Harness:
-    def __init__(self, pods_dir: Path, vmi: JSON) -> None:
+    def __init__(self, pods_dir: Path, vmi: JSON, network: Network | None = None) -> None:
         self.api = FakeKubeApi()
         self.store: Store[JSON] = Store()
         self.launcher = FakeLauncher()
@@ -110,6 +112,7 @@ class Harness:
             node=NODE,
             pods_dir=pods_dir,
             connect=connect,
+            network=network,
         )
 
     def put(self, vmi: JSON) -> None:
@@ -134,7 +137,10 @@ def test_a_scheduled_vmi_is_synced_and_becomes_running(pods_dir: Path) -> None:
         {"name": "default", "mac": "52:54:00:00:00:01", "infoSource": "domain"}
     ]
     assert [s["phase"] for s in vmi["status"]["phaseTransitionTimestamps"]] == ["Running"]
-    assert harness.events.seen == [("Normal", "Started", "VirtualMachineInstance started.")]
+    assert harness.events.seen == [
+        ("Normal", "Created", "VirtualMachineInstance defined."),
+        ("Normal", "Started", "VirtualMachineInstance started."),
+    ]
 
 
 def test_a_failed_sync_sets_synchronized_false_and_keeps_the_phase(pods_dir: Path) -> None:
@@ -142,7 +148,7 @@ def test_a_failed_sync_sets_synchronized_false_and_keeps_the_phase(pods_dir: Pat
     harness.launcher.fail = "no such disk"
     vmi = harness.reconcile()
     assert vmi["status"]["phase"] == "Scheduled"
-    (condition,) = vmi["status"]["conditions"]
+    (condition,) = [c for c in vmi["status"]["conditions"] if c["type"] == "Synchronized"]
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "Synchronized",
         "False",
@@ -157,13 +163,16 @@ def test_a_deleted_running_vmi_is_killed_then_undefined(pods_dir: Path) -> None:
     deleting = harness.api.get(VIRTUAL_MACHINE_INSTANCES, "default", "tiny")
     deleting["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
     harness.put(deleting)
-    vmi = harness.reconcile()
+    harness.reconcile()
     assert harness.launcher.calls[-1] == "KillVirtualMachine"
+    vmi = harness.reconcile()
+    assert harness.launcher.calls[-1] == "DeleteVirtualMachine"
     # Destroyed with ACPI and the default grace period: the guest did not stop by itself.
     assert vmi["status"]["phase"] == "Failed"
 
 
 def test_without_a_socket_the_vmi_waits(tmp_path: Path) -> None:
+    (tmp_path / POD_UID).mkdir()  # the pod is there, its launcher not yet ready
     harness = Harness(tmp_path, _vmi())
     with pytest.raises(RequeueAfter):
         harness.controller.reconcile("default/tiny")
@@ -294,7 +303,7 @@ def test_a_disk_that_cannot_be_mounted_is_a_sync_failure_and_nothing_starts(pods
     vmi = harness.reconcile()
     assert harness.launcher.calls == []
     assert vmi["status"]["phase"] == "Scheduled"
-    (condition,) = vmi["status"]["conditions"]
+    (condition,) = [c for c in vmi["status"]["conditions"] if c["type"] == "Synchronized"]
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "Synchronized",
         "False",
@@ -319,3 +328,84 @@ def test_a_final_vmi_and_a_deleted_one_have_their_disks_unmounted(pods_dir: Path
         harness.controller.reconcile("default/tiny")
     assert mounter.calls == [f"unmount {uid}"]
     assert mounter.records == {"uid-9": "other/vm"}
+
+
+# -- the network hook: phase 1 before the sync, its refusals, the pod IP in status --------------------
+
+
+class FakeNetwork:
+    def __init__(self, failure: NetworkSetupError | None = None) -> None:
+        self.failure = failure
+        self.setups: list[Path] = []
+        self.forgotten: list[str] = []
+
+    def setup(self, vmi: JSON, launcher_socket: Path) -> None:
+        self.setups.append(launcher_socket)
+        if self.failure is not None:
+            raise self.failure
+
+    def interface_status(self, vmi: JSON, interfaces: list[JSON]) -> list[JSON]:
+        return interfaces
+
+    def forget(self, uid: str) -> None:
+        self.forgotten.append(uid)
+
+    def forget_all_but(self, uids: list[str]) -> None:
+        self.forgotten.append(f"all but {sorted(uids)}")
+
+
+def test_phase_one_runs_before_the_sync(pods_dir: Path) -> None:
+    network = FakeNetwork()
+    harness = Harness(pods_dir, _vmi(), network)
+    vmi = harness.reconcile()
+    assert network.setups == [pods_dir / POD_UID / "volumes/kubernetes.io~empty-dir/sockets/launcher-sock"]
+    assert harness.launcher.calls == ["SyncVirtualMachine"]
+    assert vmi["status"]["phase"] == "Running"
+
+
+def test_a_refused_network_is_reported_and_nothing_starts(pods_dir: Path) -> None:
+    message = "spec.domain.devices.interfaces[0].ports[1].port: port 80/TCP conflicts with ...ports[0]"
+    network = FakeNetwork(NetworkSetupError(CONFIG_INVALID_REASON, message))
+    harness = Harness(pods_dir, _vmi(), network)
+    vmi = harness.reconcile()
+    assert harness.launcher.calls == []  # no domain for a VMI whose network could not be set up
+    assert vmi["status"]["phase"] == "Scheduled"
+    (condition,) = [c for c in vmi["status"]["conditions"] if c["type"] == "Synchronized"]
+    assert (condition["type"], condition["status"], condition["message"]) == (
+        "Synchronized",
+        "False",
+        message,
+    )
+    assert ("Warning", CONFIG_INVALID_REASON, message) in harness.events.seen
+
+
+def test_final_and_vanished_vmis_are_forgotten(pods_dir: Path) -> None:
+    network = FakeNetwork()
+    harness = Harness(pods_dir, _vmi("Failed"), network)
+    uid = harness.store.list()[0]["metadata"]["uid"]
+    harness.reconcile()
+    assert network.forgotten == [uid]
+    harness.store.remove("default/tiny")
+    harness.controller.reconcile("default/tiny")
+    assert network.forgotten[-1] == "all but []"
+
+
+def test_status_interfaces_carry_the_pod_ips(pods_dir: Path, tmp_path: Path) -> None:
+    network = HandlerNetwork(private_dir=tmp_path / "private")
+    harness = Harness(pods_dir, _vmi(), network)
+    uid = harness.store.list()[0]["metadata"]["uid"]
+    recorded = PodIfaceCache(iface={"name": "default"}, pod_ip="10.244.0.7", pod_ips=("10.244.0.7",))
+    network._setup.cache.write(uid, "default", recorded)  # what phase 1 recorded
+    status = harness.reconcile()["status"]
+    assert status["interfaces"] == [
+        {
+            "name": "default",
+            "mac": "52:54:00:00:00:01",
+            "infoSource": "domain",
+            "ipAddress": "10.244.0.7",
+            "ipAddresses": ["10.244.0.7"],
+            "podInterfaceName": "eth0",
+        }
+    ]
+    network.forget_all_but([])
+    assert network._setup.cache.read(uid, "default") is None

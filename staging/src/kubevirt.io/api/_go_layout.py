@@ -630,4 +630,82 @@ GO_LAYOUT: Final[dict[str, str]] = {
         "replicas i? readyReplicas i? conditions l? labelSelector s?"
     ),
     "pool.v1alpha1.types.VirtualMachineTemplateSpec": "metadata S? spec S?",
+    "clone.v1beta1.types.CloneCondition": (
+        "type s status s lastProbeTime T? lastTransitionTime T? reason s? message s?"
+    ),
+    "clone.v1beta1.types.VirtualMachineClone": "kind s? apiVersion s? metadata S? spec S status S?",
+    "clone.v1beta1.types.VirtualMachineCloneList": "kind s? apiVersion s? metadata S? items l",
+    "clone.v1beta1.types.VirtualMachineCloneSpec": (
+        "source p target p? annotationFilters l? labelFilters l? template S? newMacAddresses m? "
+        "newSMBiosSerial p? patches l?"
+    ),
+    "clone.v1beta1.types.VirtualMachineCloneStatus": (
+        "creationTime p? phase s? conditions l? snapshotName p? restoreName p? targetName p?"
+    ),
+    "clone.v1beta1.types.VirtualMachineCloneTemplateFilters": "annotationFilters l? labelFilters l?",
+    "export.v1beta1.types.ExportCondition": (
+        "type s status s lastProbeTime T? lastTransitionTime T? reason s? message s?"
+    ),
+    "export.v1beta1.types.VirtualMachineExport": "kind s? apiVersion s? metadata S? spec S status p?",
+    "export.v1beta1.types.VirtualMachineExportLink": "cert s volumes l? manifests l?",
+    "export.v1beta1.types.VirtualMachineExportLinks": "internal p? external p?",
+    "export.v1beta1.types.VirtualMachineExportList": "kind s? apiVersion s? metadata S items l",
+    "export.v1beta1.types.VirtualMachineExportManifest": "type s url s",
+    "export.v1beta1.types.VirtualMachineExportSpec": "source S tokenSecretRef p? ttlDuration p?",
+    "export.v1beta1.types.VirtualMachineExportStatus": (
+        "phase s? links p? tokenSecretRef p? ttlExpirationTime p? serviceName s? virtualMachineName "
+        "p? conditions l?"
+    ),
+    "export.v1beta1.types.VirtualMachineExportVolume": "name s formats l?",
+    "export.v1beta1.types.VirtualMachineExportVolumeFormat": "format s url s",
+    "migrations.v1alpha1.types.MigrationPolicy": "kind s? apiVersion s? metadata S? spec S status S?",
+    "migrations.v1alpha1.types.MigrationPolicyList": "kind s? apiVersion s? metadata S? items l",
+    "migrations.v1alpha1.types.MigrationPolicySpec": (
+        "selectors p allowAutoConverge p? bandwidthPerMigration p? completionTimeoutPerGiB p? "
+        "allowPostCopy p? allowWorkloadDisruption p?"
+    ),
+    "migrations.v1alpha1.types.MigrationPolicyStatus": "",
+    "migrations.v1alpha1.types.Selectors": "namespaceSelector m? virtualMachineInstanceSelector m?",
+    "snapshot.v1beta1.types.Error": "time p? message p?",
+    "snapshot.v1beta1.types.PersistentVolumeClaim": "metadata S? spec S?",
+    "snapshot.v1beta1.types.SnapshotCondition": (
+        "type s status s lastProbeTime T? lastTransitionTime T? reason s? message s?"
+    ),
+    "snapshot.v1beta1.types.SnapshotVolumesLists": "includedVolumes l? excludedVolumes l?",
+    "snapshot.v1beta1.types.SourceSpec": "virtualMachine p?",
+    "snapshot.v1beta1.types.VirtualMachine": "metadata S? spec S? status S?",
+    "snapshot.v1beta1.types.VirtualMachineRestore": "kind s? apiVersion s? metadata S? spec S status p?",
+    "snapshot.v1beta1.types.VirtualMachineRestoreList": "kind s? apiVersion s? metadata S items l",
+    "snapshot.v1beta1.types.VirtualMachineRestoreSpec": (
+        "target S virtualMachineSnapshotName s targetReadinessPolicy p? volumeRestorePolicy p? "
+        "volumeRestoreOverrides l? patches l?"
+    ),
+    "snapshot.v1beta1.types.VirtualMachineRestoreStatus": (
+        "restores l? restoreTime p? deletedDataVolumes l? complete p? conditions l?"
+    ),
+    "snapshot.v1beta1.types.VirtualMachineSnapshot": "kind s? apiVersion s? metadata S? spec S status p?",
+    "snapshot.v1beta1.types.VirtualMachineSnapshotContent": (
+        "kind s? apiVersion s? metadata S? spec S status p?"
+    ),
+    "snapshot.v1beta1.types.VirtualMachineSnapshotContentList": "kind s? apiVersion s? metadata S items l",
+    "snapshot.v1beta1.types.VirtualMachineSnapshotContentSpec": (
+        "virtualMachineSnapshotName p? source S volumeBackups l?"
+    ),
+    "snapshot.v1beta1.types.VirtualMachineSnapshotContentStatus": (
+        "creationTime p? readyToUse p? error p? volumeSnapshotStatus l?"
+    ),
+    "snapshot.v1beta1.types.VirtualMachineSnapshotList": "kind s? apiVersion s? metadata S items l",
+    "snapshot.v1beta1.types.VirtualMachineSnapshotSpec": "source S deletionPolicy p? failureDeadline p?",
+    "snapshot.v1beta1.types.VirtualMachineSnapshotStatus": (
+        "sourceUID p? virtualMachineSnapshotContentName p? creationTime p? phase s? readyToUse p? "
+        "error p? conditions l? indications l? snapshotVolumes p?"
+    ),
+    "snapshot.v1beta1.types.VolumeBackup": "volumeName s persistentVolumeClaim S volumeSnapshotName p?",
+    "snapshot.v1beta1.types.VolumeRestore": (
+        "volumeName s persistentVolumeClaim s volumeSnapshotName s dataVolumeName p?"
+    ),
+    "snapshot.v1beta1.types.VolumeRestoreOverride": "volumeName s? restoreName s? labels m? annotations m?",
+    "snapshot.v1beta1.types.VolumeSnapshotStatus": (
+        "volumeSnapshotName s creationTime p? readyToUse p? error p?"
+    ),
 }

@@ -9,9 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubevirt_api.clone.v1beta1.types import CLONE_GROUP_NAME, CLONE_VERSIONS
 from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME, POOL_GROUP_NAME
+from kubevirt_api.export.v1beta1.types import EXPORT_GROUP_NAME, EXPORT_VERSIONS
 from kubevirt_api.instancetype.constants import INSTANCETYPE_GROUP_NAME
+from kubevirt_api.migrations.v1alpha1.types import MIGRATIONS_GROUP_NAME, MIGRATIONS_VERSIONS
 from kubevirt_api.openapi import crd_schema
+from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME, SNAPSHOT_VERSIONS
 
 __all__ = ["CRDS", "CrdFacts", "custom_resource_definition"]
 
@@ -107,6 +111,23 @@ def _instancetype_versions(what: str) -> tuple[JSON, ...]:
         for version in ("v1alpha1", "v1alpha2")
     )
     return (*retired, {"name": "v1beta1", "served": True, "storage": True})
+
+
+def _stored_first_served_all(versions: tuple[str, ...]) -> tuple[JSON, ...]:
+    """Every version served with one schema; the first (preferred) one stored. KubeVirt lists the
+    older versions first."""
+    return tuple(
+        {"name": version, "served": True, "storage": version == versions[0]} for version in reversed(versions)
+    )
+
+
+def _column(name: str, column_type: str, json_path: str) -> JSON:
+    return {"name": name, "type": column_type, "jsonPath": json_path}
+
+
+_ERROR: Final = _column("Error", "string", ".status.error.message")
+_READY_TO_USE: Final = _column("ReadyToUse", "boolean", ".status.readyToUse")
+_CREATION_TIME: Final = _column("CreationTime", "date", ".status.creationTime")
 
 
 @dataclass(frozen=True)
@@ -256,6 +277,83 @@ CRDS: Final[dict[str, CrdFacts]] = {
         _instancetype_crd(
             "VirtualMachineClusterPreference", ("vmcp", "vmcps"), "VirtualMachineClusterPreferences"
         ),
+        CrdFacts(
+            kind="VirtualMachineSnapshot",
+            group=SNAPSHOT_GROUP_NAME,
+            plural="virtualmachinesnapshots",
+            singular="virtualmachinesnapshot",
+            short_names=("vmsnapshot", "vmsnapshots"),
+            columns=[
+                _column("SourceKind", "string", ".spec.source.kind"),
+                _column("SourceName", "string", ".spec.source.name"),
+                _PHASE,
+                _READY_TO_USE,
+                _CREATION_TIME,
+                _ERROR,
+            ],
+            versions=_stored_first_served_all(SNAPSHOT_VERSIONS),
+        ),
+        CrdFacts(
+            kind="VirtualMachineSnapshotContent",
+            group=SNAPSHOT_GROUP_NAME,
+            plural="virtualmachinesnapshotcontents",
+            singular="virtualmachinesnapshotcontent",
+            short_names=("vmsnapshotcontent", "vmsnapshotcontents"),
+            columns=[_READY_TO_USE, _CREATION_TIME, _ERROR],
+            versions=_stored_first_served_all(SNAPSHOT_VERSIONS),
+        ),
+        CrdFacts(
+            kind="VirtualMachineRestore",
+            group=SNAPSHOT_GROUP_NAME,
+            plural="virtualmachinerestores",
+            singular="virtualmachinerestore",
+            short_names=("vmrestore", "vmrestores"),
+            columns=[
+                _column("TargetKind", "string", ".spec.target.kind"),
+                _column("TargetName", "string", ".spec.target.name"),
+                _column("Complete", "boolean", ".status.complete"),
+                _column("RestoreTime", "date", ".status.restoreTime"),
+            ],
+            versions=_stored_first_served_all(SNAPSHOT_VERSIONS),
+        ),
+        CrdFacts(
+            kind="VirtualMachineExport",
+            group=EXPORT_GROUP_NAME,
+            plural="virtualmachineexports",
+            singular="virtualmachineexport",
+            short_names=("vmexport", "vmexports"),
+            columns=[
+                _column("SourceKind", "string", ".spec.source.kind"),
+                _column("SourceName", "string", ".spec.source.name"),
+                _PHASE,
+            ],
+            versions=_stored_first_served_all(EXPORT_VERSIONS),
+        ),
+        CrdFacts(
+            kind="VirtualMachineClone",
+            group=CLONE_GROUP_NAME,
+            plural="virtualmachineclones",
+            singular="virtualmachineclone",
+            short_names=("vmclone", "vmclones"),
+            columns=[
+                _PHASE,
+                _column("SourceVirtualMachine", "string", ".spec.source.name"),
+                _column("TargetVirtualMachine", "string", ".spec.target.name"),
+            ],
+            versions=_stored_first_served_all(CLONE_VERSIONS),
+        ),
+        # Cluster-wide, in no category and without short names.
+        CrdFacts(
+            kind="MigrationPolicy",
+            group=MIGRATIONS_GROUP_NAME,
+            plural="migrationpolicies",
+            singular="migrationpolicy",
+            short_names=(),
+            columns=[],
+            versions=_stored_first_served_all(MIGRATIONS_VERSIONS),
+            categories=(),
+            namespaced=False,
+        ),
     )
 }
 
@@ -299,12 +397,9 @@ def custom_resource_definition(kind: str) -> JSON:
         if subresources:
             entry["subresources"] = subresources
         versions.append(entry)
-    names: JSON = {
-        "kind": facts.kind,
-        "plural": facts.plural,
-        "shortNames": list(facts.short_names),
-        "singular": facts.singular,
-    }
+    names: JSON = {"kind": facts.kind, "plural": facts.plural, "singular": facts.singular}
+    if facts.short_names:
+        names["shortNames"] = list(facts.short_names)
     if facts.categories:
         names["categories"] = list(facts.categories)
     return {

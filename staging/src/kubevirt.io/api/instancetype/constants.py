@@ -9,6 +9,11 @@ __all__ = [
     "CLUSTER_INSTANCETYPE_PLURAL",
     "CLUSTER_PREFERENCE_KIND",
     "CLUSTER_PREFERENCE_PLURAL",
+    "CONTROLLER_REVISION_OBJECT_GENERATION_LABEL",
+    "CONTROLLER_REVISION_OBJECT_KIND_LABEL",
+    "CONTROLLER_REVISION_OBJECT_NAME_LABEL",
+    "CONTROLLER_REVISION_OBJECT_UID_LABEL",
+    "CONTROLLER_REVISION_OBJECT_VERSION_LABEL",
     "DEFAULT_INSTANCETYPE_KIND_LABEL",
     "DEFAULT_INSTANCETYPE_LABEL",
     "DEFAULT_PREFERENCE_KIND_LABEL",
@@ -39,3 +44,11 @@ DEFAULT_INSTANCETYPE_LABEL: Final = "instancetype.kubevirt.io/default-instancety
 DEFAULT_INSTANCETYPE_KIND_LABEL: Final = "instancetype.kubevirt.io/default-instancetype-kind"
 DEFAULT_PREFERENCE_LABEL: Final = "instancetype.kubevirt.io/default-preference"
 DEFAULT_PREFERENCE_KIND_LABEL: Final = "instancetype.kubevirt.io/default-preference-kind"
+
+# Labels on the ControllerRevision holding a VM's copy of an instance type or preference: which object,
+# at which generation and API version, it copies.
+CONTROLLER_REVISION_OBJECT_GENERATION_LABEL: Final = "instancetype.kubevirt.io/object-generation"
+CONTROLLER_REVISION_OBJECT_KIND_LABEL: Final = "instancetype.kubevirt.io/object-kind"
+CONTROLLER_REVISION_OBJECT_NAME_LABEL: Final = "instancetype.kubevirt.io/object-name"
+CONTROLLER_REVISION_OBJECT_UID_LABEL: Final = "instancetype.kubevirt.io/object-uid"
+CONTROLLER_REVISION_OBJECT_VERSION_LABEL: Final = "instancetype.kubevirt.io/object-version"

@@ -10,6 +10,12 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from kubevirt_api.base import TypeMeta
+from kubevirt_api.clone.v1beta1.types import (
+    CLONE_GROUP_NAME,
+    CLONE_VERSIONS,
+    VirtualMachineClone,
+    VirtualMachineCloneList,
+)
 from kubevirt_api.core.v1.constants import GROUP_NAME, POOL_GROUP_NAME, SUBRESOURCE_GROUP_NAME
 from kubevirt_api.core.v1.kubevirt import KubeVirt, KubeVirtList
 from kubevirt_api.core.v1.migration import (
@@ -23,6 +29,12 @@ from kubevirt_api.core.v1.replicaset import (
 )
 from kubevirt_api.core.v1.vm import VirtualMachine, VirtualMachineList
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance, VirtualMachineInstanceList
+from kubevirt_api.export.v1beta1.types import (
+    EXPORT_GROUP_NAME,
+    EXPORT_VERSIONS,
+    VirtualMachineExport,
+    VirtualMachineExportList,
+)
 from kubevirt_api.instancetype.constants import INSTANCETYPE_GROUP_NAME, INSTANCETYPE_LATEST_VERSION
 from kubevirt_api.instancetype.v1beta1.types import (
     VirtualMachineClusterInstancetype,
@@ -34,7 +46,23 @@ from kubevirt_api.instancetype.v1beta1.types import (
     VirtualMachinePreference,
     VirtualMachinePreferenceList,
 )
+from kubevirt_api.migrations.v1alpha1.types import (
+    MIGRATIONS_GROUP_NAME,
+    MIGRATIONS_VERSIONS,
+    MigrationPolicy,
+    MigrationPolicyList,
+)
 from kubevirt_api.pool.v1alpha1.types import VirtualMachinePool, VirtualMachinePoolList
+from kubevirt_api.snapshot.v1beta1.types import (
+    SNAPSHOT_GROUP_NAME,
+    SNAPSHOT_VERSIONS,
+    VirtualMachineRestore,
+    VirtualMachineRestoreList,
+    VirtualMachineSnapshot,
+    VirtualMachineSnapshotContent,
+    VirtualMachineSnapshotContentList,
+    VirtualMachineSnapshotList,
+)
 
 __all__ = [
     "API_LATEST_VERSION",
@@ -62,6 +90,10 @@ _SERVED_VERSIONS: Final[dict[str, tuple[str, ...]]] = {
     GROUP_NAME: GROUP_VERSIONS,
     POOL_GROUP_NAME: (POOL_GROUP_VERSION,),
     INSTANCETYPE_GROUP_NAME: (INSTANCETYPE_GROUP_VERSION,),
+    SNAPSHOT_GROUP_NAME: tuple(f"{SNAPSHOT_GROUP_NAME}/{v}" for v in SNAPSHOT_VERSIONS),
+    EXPORT_GROUP_NAME: tuple(f"{EXPORT_GROUP_NAME}/{v}" for v in EXPORT_VERSIONS),
+    CLONE_GROUP_NAME: tuple(f"{CLONE_GROUP_NAME}/{v}" for v in CLONE_VERSIONS),
+    MIGRATIONS_GROUP_NAME: tuple(f"{MIGRATIONS_GROUP_NAME}/{v}" for v in MIGRATIONS_VERSIONS),
 }
 
 
@@ -99,6 +131,18 @@ _KINDS: Final[tuple[tuple[str, type[TypeMeta]], ...]] = (
     (INSTANCETYPE_GROUP_NAME, VirtualMachinePreferenceList),
     (INSTANCETYPE_GROUP_NAME, VirtualMachineClusterPreference),
     (INSTANCETYPE_GROUP_NAME, VirtualMachineClusterPreferenceList),
+    (SNAPSHOT_GROUP_NAME, VirtualMachineSnapshot),
+    (SNAPSHOT_GROUP_NAME, VirtualMachineSnapshotList),
+    (SNAPSHOT_GROUP_NAME, VirtualMachineSnapshotContent),
+    (SNAPSHOT_GROUP_NAME, VirtualMachineSnapshotContentList),
+    (SNAPSHOT_GROUP_NAME, VirtualMachineRestore),
+    (SNAPSHOT_GROUP_NAME, VirtualMachineRestoreList),
+    (EXPORT_GROUP_NAME, VirtualMachineExport),
+    (EXPORT_GROUP_NAME, VirtualMachineExportList),
+    (CLONE_GROUP_NAME, VirtualMachineClone),
+    (CLONE_GROUP_NAME, VirtualMachineCloneList),
+    (MIGRATIONS_GROUP_NAME, MigrationPolicy),
+    (MIGRATIONS_GROUP_NAME, MigrationPolicyList),
 )
 
 # The top-level object kinds (those with a CRD), without their lists.

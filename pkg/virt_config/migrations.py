@@ -1,0 +1,106 @@
+"""The cluster's live-migration settings (``spec.configuration.migrations``) with KubeVirt's defaults.
+
+The same values travel to the source virt-launcher as the ``options`` JSON of a MigrationRequest, under
+Go's field names, and are copied into ``status.migrationState.migrationConfiguration`` at hand-off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# KubeVirt's defaults (pkg/virt-config): five migrations in the cluster, two leaving any one node.
+PARALLEL_MIGRATIONS_PER_CLUSTER = 5
+PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE = 2
+BANDWIDTH_PER_MIGRATION = "0Mi"
+PROGRESS_TIMEOUT = 150
+COMPLETION_TIMEOUT_PER_GIB = 150
+
+
+class InvalidMigrationConfigurationError(ValueError):
+    """A ``migrations`` field of the wrong type; the message names the field."""
+
+
+@dataclass(frozen=True)
+class MigrationConfig:
+    parallel_migrations_per_cluster: int = PARALLEL_MIGRATIONS_PER_CLUSTER
+    parallel_outbound_migrations_per_node: int = PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE
+    bandwidth_per_migration: str = BANDWIDTH_PER_MIGRATION
+    progress_timeout: int = PROGRESS_TIMEOUT
+    completion_timeout_per_gib: int = COMPLETION_TIMEOUT_PER_GIB
+    unsafe_migration_override: bool = False
+    allow_auto_converge: bool = False
+    allow_post_copy: bool = False
+    allow_workload_disruption: bool = False
+    # Plain TCP between the nodes' migration proxies instead of mutual TLS.
+    disable_tls: bool = False
+
+    @classmethod
+    def from_configuration(cls, migrations: Mapping[str, Any], field: str) -> MigrationConfig:
+        """Reads ``migrations`` (absent keys keep the defaults); ``field`` prefixes error paths."""
+
+        def number(key: str, default: int) -> int:
+            value = migrations.get(key, default)
+            if value is None:
+                return default
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidMigrationConfigurationError(f"{field}.{key}: must be a non-negative integer")
+            return value
+
+        def flag(key: str) -> bool:
+            value = migrations.get(key, False)
+            if value is None:
+                return False
+            if not isinstance(value, bool):
+                raise InvalidMigrationConfigurationError(f"{field}.{key}: must be a boolean")
+            return value
+
+        bandwidth = migrations.get("bandwidthPerMigration", BANDWIDTH_PER_MIGRATION)
+        if not isinstance(bandwidth, (str, int)) or isinstance(bandwidth, bool):
+            raise InvalidMigrationConfigurationError(f"{field}.bandwidthPerMigration: must be a quantity")
+        return cls(
+            parallel_migrations_per_cluster=number(
+                "parallelMigrationsPerCluster", PARALLEL_MIGRATIONS_PER_CLUSTER
+            ),
+            parallel_outbound_migrations_per_node=number(
+                "parallelOutboundMigrationsPerNode", PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE
+            ),
+            bandwidth_per_migration=str(bandwidth),
+            progress_timeout=number("progressTimeout", PROGRESS_TIMEOUT),
+            completion_timeout_per_gib=number("completionTimeoutPerGiB", COMPLETION_TIMEOUT_PER_GIB),
+            unsafe_migration_override=flag("unsafeMigrationOverride"),
+            allow_auto_converge=flag("allowAutoConverge"),
+            allow_post_copy=flag("allowPostCopy"),
+            allow_workload_disruption=flag("allowWorkloadDisruption"),
+            disable_tls=flag("disableTLS"),
+        )
+
+    def to_status(self) -> dict[str, Any]:
+        """``migrationState.migrationConfiguration`` as KubeVirt writes it (the API's camelCase)."""
+        return {
+            "parallelMigrationsPerCluster": self.parallel_migrations_per_cluster,
+            "parallelOutboundMigrationsPerNode": self.parallel_outbound_migrations_per_node,
+            "bandwidthPerMigration": self.bandwidth_per_migration,
+            "progressTimeout": self.progress_timeout,
+            "completionTimeoutPerGiB": self.completion_timeout_per_gib,
+            "unsafeMigrationOverride": self.unsafe_migration_override,
+            "allowAutoConverge": self.allow_auto_converge,
+            "allowPostCopy": self.allow_post_copy,
+            "allowWorkloadDisruption": self.allow_workload_disruption,
+            "disableTLS": self.disable_tls,
+        }
+
+
+def launcher_options(configuration: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The MigrationRequest ``options`` JSON (Go field names) from a ``migrationConfiguration``."""
+    config = MigrationConfig.from_configuration(configuration or {}, "migrationConfiguration")
+    return {
+        "Bandwidth": config.bandwidth_per_migration,
+        "ProgressTimeout": config.progress_timeout,
+        "CompletionTimeoutPerGiB": config.completion_timeout_per_gib,
+        "UnsafeMigration": config.unsafe_migration_override,
+        "AllowAutoConverge": config.allow_auto_converge,
+        "AllowPostCopy": config.allow_post_copy,
+        "AllowWorkloadDisruption": config.allow_workload_disruption,
+    }

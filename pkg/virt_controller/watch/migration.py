@@ -1,0 +1,639 @@
+"""The migration controller: drives each VirtualMachineInstanceMigration (VMIM) through KubeVirt's phases.
+
+Pending → Scheduling (a target pod exists) → Scheduled (it runs) → PreparingTarget (the VMI's
+``migrationState`` names this migration and the target node: the hand-off to the target virt-handler) →
+TargetReady (the target published its address) → Running (the source started) → Succeeded, or Failed
+when anything on the way breaks. Failure checks come first on every pass, as in KubeVirt, and each sets
+a ``FailedMigration`` event. Deleting the VMIM cancels it: before the hand-off the target pod is
+deleted, after it the VMI's ``migrationState.abortRequested`` asks the source virt-handler to abort.
+The finalizer ``kubevirt.io/migrationJobFinalize`` keeps a deleted VMIM until it is final.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from kubevirt.client import (
+    PODS,
+    VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
+    VIRTUAL_MACHINE_INSTANCES,
+    EventSink,
+    KubeApi,
+)
+from kubevirt.client.errors import ConflictError, NotFoundError
+from kubevirt.controller import ControllerExpectations, RequeueAfter, Store, key_for, key_of, split_key
+from kubevirt.log import get_logger
+from kubevirt.virt_config.migrations import MigrationConfig
+from kubevirt.virt_controller.watch import pods as podutil
+from kubevirt.virt_controller.watch.common import Clock, Enqueue, format_time, parse_time, utc_now
+from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_api.core.v1.constants import (
+    API_VERSION,
+    MIGRATION_JOB_LABEL,
+    MIGRATION_JOB_NAME_ANNOTATION,
+    MIGRATION_PENDING_POD_TIMEOUT_SECONDS_ANNOTATION,
+    MIGRATION_TARGET_NODE_NAME_LABEL,
+    MIGRATION_UNSCHEDULABLE_POD_TIMEOUT_SECONDS_ANNOTATION,
+    VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER,
+)
+
+JSON = dict[str, Any]
+RenderPod = Callable[[VirtualMachineInstance], JSON]
+
+PENDING: Final = "Pending"
+SCHEDULING: Final = "Scheduling"
+SCHEDULED: Final = "Scheduled"
+PREPARING_TARGET: Final = "PreparingTarget"
+TARGET_READY: Final = "TargetReady"
+RUNNING: Final = "Running"
+SUCCEEDED: Final = "Succeeded"
+FAILED: Final = "Failed"
+FINAL: Final = (SUCCEEDED, FAILED)
+_BEFORE_TARGET_CREATED: Final = ("", PENDING)
+_BEFORE_HAND_OFF: Final = ("", PENDING, SCHEDULING, SCHEDULED)
+
+ABORT_REQUESTED: Final = "migrationAbortRequested"
+FAILED_MIGRATION: Final = "FailedMigration"
+SUCCESSFUL_MIGRATION: Final = "SuccessfulMigration"
+SUCCESSFUL_HAND_OVER: Final = "SuccessfulHandOver"
+SUCCESSFUL_ABORT: Final = "SuccessfulAbortMigration"
+SUCCESSFUL_CREATE_POD: Final = "SuccessfulCreate"
+SUCCESSFUL_DELETE_POD: Final = "SuccessfulDelete"
+TARGET_POD_UNSCHEDULABLE: Final = "migrationTargetPodUnschedulable"
+CREATED_BY_LABEL: Final = "kubevirt.io/created-by"
+HOSTNAME_TOPOLOGY: Final = "kubernetes.io/hostname"
+
+# KubeVirt's pending target pod timeouts, overridable per VMIM by annotation.
+UNSCHEDULABLE_POD_TIMEOUT_SECONDS: Final = 300
+PENDING_POD_TIMEOUT_SECONDS: Final = 900
+# Finished migrations kept per VMI; older ones are deleted.
+KEPT_FINISHED_MIGRATIONS: Final = 5
+# How long a migration held back by the parallel limits waits before it looks again.
+LIMIT_REQUEUE_SECONDS: Final = 5.0
+
+
+def phase_of(migration: Mapping[str, Any]) -> str:
+    return str((migration.get("status") or {}).get("phase") or "")
+
+
+def is_final(migration: Mapping[str, Any]) -> bool:
+    return phase_of(migration) in FINAL
+
+
+def migration_state(vmi: Mapping[str, Any] | None) -> JSON:
+    return dict(((vmi or {}).get("status") or {}).get("migrationState") or {})
+
+
+def render_target_pod(
+    vmi: VirtualMachineInstance, migration: Mapping[str, Any], render_pod: RenderPod
+) -> JSON:
+    """The launcher pod for the VMI, marked as this migration's target and kept off the source's node."""
+    vmi_json = vmi.to_dict()
+    meta = vmi_json["metadata"]
+    pod = copy.deepcopy(render_pod(vmi))
+    pod_meta = pod.setdefault("metadata", {})
+    pod_meta.setdefault("generateName", f"virt-launcher-{meta['name']}-")
+    pod_meta.pop("name", None)
+    pod_meta["labels"] = {**(pod_meta.get("labels") or {}), MIGRATION_JOB_LABEL: migration["metadata"]["uid"]}
+    pod_meta["annotations"] = {
+        **(pod_meta.get("annotations") or {}),
+        MIGRATION_JOB_NAME_ANNOTATION: migration["metadata"]["name"],
+    }
+    if not any(ref.get("controller") for ref in pod_meta.get("ownerReferences") or []):
+        pod_meta["ownerReferences"] = [
+            *(pod_meta.get("ownerReferences") or []),
+            {
+                "apiVersion": API_VERSION,
+                "kind": "VirtualMachineInstance",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            },
+        ]
+    spec = pod.setdefault("spec", {})
+    added = (migration.get("spec") or {}).get("addedNodeSelector") or {}
+    vmi_selector = (vmi_json.get("spec") or {}).get("nodeSelector") or {}
+    spec["nodeSelector"] = {**added, **(spec.get("nodeSelector") or {}), **vmi_selector}  # the VMI's keys win
+    if not spec["nodeSelector"]:
+        del spec["nodeSelector"]
+    anti = spec.setdefault("affinity", {}).setdefault("podAntiAffinity", {})
+    anti.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(
+        {
+            "labelSelector": {
+                "matchExpressions": [{"key": CREATED_BY_LABEL, "operator": "In", "values": [meta["uid"]]}]
+            },
+            "topologyKey": HOSTNAME_TOPOLOGY,
+        }
+    )
+    return pod
+
+
+class MigrationController:
+    """Reconciles VMIMs. Informers: VMIMs (reconciled), VMIs and launcher Pods (watched)."""
+
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        events: EventSink,
+        migration_store: Store[JSON],
+        vmi_store: Store[VirtualMachineInstance],
+        pod_store: Store[JSON],
+        render_pod: RenderPod,
+        config: Callable[[], MigrationConfig],
+        enqueue: Enqueue,
+        clock: Clock = utc_now,
+    ) -> None:
+        self._api = api
+        self._events = events
+        self._migrations = migration_store
+        self._vmis = vmi_store
+        self._pods = pod_store
+        self._render_pod = render_pod
+        self._config = config
+        self._enqueue = enqueue
+        self._clock = clock
+        # A target pod just created is not in the pod cache yet: no second one until it is.
+        self._expectations = ControllerExpectations()
+        self._log = get_logger(controller="migration")
+
+    # -- informer callbacks ----------------------------------------------------------------------
+
+    def on_migration_add(self, obj: Any) -> None:
+        self._enqueue(key_of(obj))
+
+    def on_migration_update(self, _old: Any, new: Any) -> None:
+        self._enqueue(key_of(new))
+
+    def on_migration_delete(self, obj: Any) -> None:
+        self._enqueue(key_of(obj))
+
+    def on_vmi_add(self, obj: Any) -> None:
+        self._enqueue_for_vmi(obj)
+
+    def on_vmi_update(self, _old: Any, new: Any) -> None:
+        self._enqueue_for_vmi(new)
+
+    def on_vmi_delete(self, obj: Any) -> None:
+        self._enqueue_for_vmi(obj)
+
+    def on_pod_add(self, obj: Any) -> None:
+        key = self._migration_key_of_pod(obj)
+        if key is not None:
+            self._expectations.creation_observed(key)
+            self._enqueue(key)
+
+    def on_pod_update(self, _old: Any, new: Any) -> None:
+        self._enqueue_for_pod(new)
+
+    def on_pod_delete(self, obj: Any) -> None:
+        self._enqueue_for_pod(obj)
+
+    def _enqueue_for_vmi(self, vmi: Any) -> None:
+        namespace, name = split_key(key_of(vmi))
+        for migration in self._migrations.list():
+            meta = migration["metadata"]
+            if meta.get("namespace") == namespace and (migration.get("spec") or {}).get("vmiName") == name:
+                self._enqueue(key_of(migration))
+
+    def _enqueue_for_pod(self, pod: Any) -> None:
+        key = self._migration_key_of_pod(pod)
+        if key is not None:
+            self._enqueue(key)
+
+    @staticmethod
+    def _migration_key_of_pod(pod: Mapping[str, Any]) -> str | None:
+        meta = pod.get("metadata") or {}
+        name = (meta.get("annotations") or {}).get(MIGRATION_JOB_NAME_ANNOTATION)
+        if name and (meta.get("labels") or {}).get(MIGRATION_JOB_LABEL):
+            return key_for(meta.get("namespace"), name)
+        return None
+
+    # -- reconcile -------------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> None:
+        cached = self._migrations.get_by_key(key)
+        if cached is None:
+            self._expectations.delete_expectations(key)
+            return
+        migration = copy.deepcopy(cached)
+        namespace = migration["metadata"].get("namespace")
+        vmi_model = self._vmis.get_by_key(
+            key_for(namespace, (migration.get("spec") or {}).get("vmiName") or "")
+        )
+        vmi = vmi_model.to_dict() if vmi_model is not None else None
+        if vmi is None and not migration["metadata"].get("deletionTimestamp") and not is_final(migration):
+            # A migration of a VMI that is gone has nothing to do: KubeVirt deletes it (the finalizer
+            # then lets it fail and go).
+            self._api.delete(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, migration["metadata"]["name"])
+            return
+        pod = self._target_pod(migration)
+        requeue: float | None = None
+        if not is_final(migration) and self._expectations.satisfied_expectations(key):
+            try:
+                pod = self._sync(migration, vmi_model, vmi, pod)
+            except RequeueAfter as wait:
+                requeue = wait.seconds
+        self._update_status(cached, migration, vmi, pod)
+        if requeue is not None:
+            raise RequeueAfter(requeue)
+        if is_final(cached) and vmi is not None:
+            self._collect_finished(migration)
+
+    def _collect_finished(self, migration: Mapping[str, Any]) -> None:
+        """Keeps the newest finished migrations of a VMI (KubeVirt keeps five), deletes older ones."""
+        namespace = migration["metadata"].get("namespace")
+        vmi_name = (migration.get("spec") or {}).get("vmiName")
+        finished = sorted(
+            (
+                m
+                for m in self._migrations.list()
+                if m["metadata"].get("namespace") == namespace
+                and (m.get("spec") or {}).get("vmiName") == vmi_name
+                and is_final(m)
+                and not m["metadata"].get("deletionTimestamp")
+            ),
+            key=lambda m: str(m["metadata"].get("creationTimestamp") or ""),
+        )
+        for old in finished[: max(0, len(finished) - KEPT_FINISHED_MIGRATIONS)]:
+            try:
+                self._api.delete(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, old["metadata"]["name"])
+            except NotFoundError:
+                continue  # collected already
+
+    def _target_pod(self, migration: Mapping[str, Any]) -> JSON | None:
+        uid = migration["metadata"].get("uid")
+        namespace = migration["metadata"].get("namespace")
+        found = [
+            p
+            for p in self._pods.list()
+            if p["metadata"].get("namespace") == namespace
+            and (p["metadata"].get("labels") or {}).get(MIGRATION_JOB_LABEL) == uid
+        ]
+        if not found:
+            return None
+        newest: JSON = max(found, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+        return newest
+
+    # -- sync: what the controller does to pods and to the VMI ------------------------------------
+
+    def _sync(
+        self,
+        migration: JSON,
+        vmi_model: VirtualMachineInstance | None,
+        vmi: JSON | None,
+        pod: JSON | None,
+    ) -> JSON | None:
+        if vmi is None or vmi_model is None:
+            return pod
+        phase = phase_of(migration)
+        deleting = migration["metadata"].get("deletionTimestamp") is not None
+        if phase in _BEFORE_HAND_OFF and deleting:
+            if pod is not None and not podutil.is_terminating(pod):
+                self._delete_pod(migration, pod, f"migration canceled and pod {_pod_ref(pod)} is deleted")
+                return None
+            return pod
+        if phase == PENDING and pod is None:
+            self._check_limits(migration, vmi)
+            self._create_target_pod(migration, vmi_model)
+            return None
+        if phase in (PENDING, SCHEDULING) and pod is not None:
+            if self._pending_timed_out(migration, vmi, pod):
+                return None
+        elif phase == SCHEDULED and pod is not None and podutil.is_pod_ready(pod):
+            if migration_state(vmi).get("migrationUid") != migration["metadata"]["uid"]:
+                self._hand_off(migration, vmi, pod)
+        elif phase in (PREPARING_TARGET, TARGET_READY, RUNNING) and deleting:
+            state = migration_state(vmi)
+            if state.get("migrationUid") == migration["metadata"]["uid"] and not state.get("abortRequested"):
+                self._patch_migration_state(vmi, {**state, "abortRequested": True})
+                self._events.event(
+                    migration,
+                    "Normal",
+                    SUCCESSFUL_ABORT,
+                    "Migration is ready to be canceled by virt-handler.",
+                )
+        return pod
+
+    def _check_limits(self, migration: Mapping[str, Any], vmi: Mapping[str, Any]) -> None:
+        """Hold the migration back while the cluster or the source node already runs its share."""
+        config = self._config()
+        source_node = (vmi.get("status") or {}).get("nodeName")
+        running = 0
+        outbound = 0
+        for other in self._migrations.list():
+            if other["metadata"].get("uid") == migration["metadata"].get("uid") or is_final(other):
+                continue
+            if phase_of(other) in _BEFORE_TARGET_CREATED and self._target_pod(other) is None:
+                continue
+            running += 1
+            other_vmi = self._vmis.get_by_key(
+                key_for(other["metadata"].get("namespace"), (other.get("spec") or {}).get("vmiName") or "")
+            )
+            if (
+                other_vmi is not None
+                and other_vmi.status is not None
+                and other_vmi.status.node_name == source_node
+            ):
+                outbound += 1
+        if (
+            running >= config.parallel_migrations_per_cluster
+            or outbound >= config.parallel_outbound_migrations_per_node
+        ):
+            self._log.info(
+                "waiting for other migrations to finish",
+                migration=key_of(migration),
+                running=running,
+                outbound=outbound,
+            )
+            raise RequeueAfter(LIMIT_REQUEUE_SECONDS)
+
+    def _create_target_pod(self, migration: JSON, vmi: VirtualMachineInstance) -> None:
+        pod = render_target_pod(vmi, migration, self._render_pod)
+        key = key_of(migration)
+        self._expectations.expect_creations(key, 1)
+        try:
+            created: JSON = self._api.create(PODS, migration["metadata"].get("namespace"), pod)
+        except Exception:
+            self._expectations.creation_observed(key)  # nothing is coming to observe
+            raise
+        self._events.event(
+            migration,
+            "Normal",
+            SUCCESSFUL_CREATE_POD,
+            f"Created migration target pod {podutil.pod_name(created)}",
+        )
+        # The phase moves on when the pod cache has it (the pod informer brings the key back).
+
+    def _delete_pod(self, migration: Mapping[str, Any], pod: Mapping[str, Any], message: str) -> None:
+        try:
+            self._api.delete(
+                PODS, pod["metadata"].get("namespace"), podutil.pod_name(pod), uid=podutil.pod_uid(pod)
+            )
+        except NotFoundError:
+            return  # gone already: nothing to report
+        self._log.info("deleted the migration target pod", migration=key_of(migration), reason=message)
+        self._events.event(migration, "Normal", SUCCESSFUL_DELETE_POD, message)
+
+    def _pending_timed_out(self, migration: JSON, vmi: Mapping[str, Any], pod: JSON) -> bool:
+        """Deletes a target pod pending for too long (True); otherwise looks again when it would be."""
+        if podutil.pod_phase(pod) != "Pending" or podutil.is_terminating(pod):
+            return False
+        created = pod["metadata"].get("creationTimestamp")
+        if not created:
+            return False
+        pending = max(0.0, (self._clock() - parse_time(str(created))).total_seconds())
+        annotations = migration["metadata"].get("annotations") or {}
+        unschedulable_timeout = _seconds(
+            annotations.get(MIGRATION_UNSCHEDULABLE_POD_TIMEOUT_SECONDS_ANNOTATION),
+            UNSCHEDULABLE_POD_TIMEOUT_SECONDS,
+        )
+        pending_timeout = _seconds(
+            annotations.get(MIGRATION_PENDING_POD_TIMEOUT_SECONDS_ANNOTATION), PENDING_POD_TIMEOUT_SECONDS
+        )
+        waits = [pending_timeout - pending]
+        if _unschedulable(pod):
+            meta = vmi["metadata"]
+            self._events.event(
+                migration,
+                "Warning",
+                TARGET_POD_UNSCHEDULABLE,
+                f"Migration target pod for VMI [{meta['namespace']}/{meta['name']}] "
+                "is currently unschedulable.",
+            )
+            if pending >= unschedulable_timeout:
+                self._delete_pod(migration, pod, f"unschedulable pod {_pod_ref(pod)} timeout period exceeded")
+                return True
+            waits.append(unschedulable_timeout - pending)
+        if pending >= pending_timeout:
+            self._delete_pod(migration, pod, f"pending pod {_pod_ref(pod)} timeout period exceeded")
+            return True
+        raise RequeueAfter(max(0.1, min(waits)))
+
+    def _hand_off(self, migration: JSON, vmi: JSON, pod: JSON) -> None:
+        """Give the VMI to the target virt-handler: a fresh migrationState and the target node label."""
+        status = vmi.get("status") or {}
+        source_pod = next(
+            (
+                p["metadata"]["name"]
+                for p in self._pods.list()
+                if p["metadata"].get("uid") in (status.get("activePods") or {})
+                and podutil.pod_node(p) == status.get("nodeName")
+                and not (p["metadata"].get("labels") or {}).get(MIGRATION_JOB_LABEL)
+            ),
+            None,
+        )
+        state: JSON = {
+            "migrationUid": migration["metadata"]["uid"],
+            "targetNode": podutil.pod_node(pod),
+            "sourceNode": status.get("nodeName"),
+            "targetPod": podutil.pod_name(pod),
+            "migrationConfiguration": self._config().to_status(),
+        }
+        if source_pod:
+            state["sourcePod"] = source_pod
+        patch = {
+            "metadata": {
+                "resourceVersion": vmi["metadata"].get("resourceVersion"),
+                "labels": {MIGRATION_TARGET_NODE_NAME_LABEL: podutil.pod_node(pod)},
+            },
+            "status": {"migrationState": state},
+        }
+        meta = vmi["metadata"]
+        self._api.patch(VIRTUAL_MACHINE_INSTANCES, meta["namespace"], meta["name"], patch, patch_type="merge")
+        self._events.event(
+            migration,
+            "Normal",
+            SUCCESSFUL_HAND_OVER,
+            "Migration target pod is ready for preparation by virt-handler.",
+        )
+
+    def _patch_migration_state(self, vmi: JSON, state: JSON) -> None:
+        # The whole migrationState, guarded by the resourceVersion it was computed from.
+        meta = vmi["metadata"]
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},
+            "status": {"migrationState": state},
+        }
+        self._api.patch(VIRTUAL_MACHINE_INSTANCES, meta["namespace"], meta["name"], patch, patch_type="merge")
+
+    # -- status: failure detection first, then the phase machine ---------------------------------
+
+    def _update_status(self, cached: JSON, migration: JSON, vmi: JSON | None, pod: JSON | None) -> None:
+        # Events and the failed target's deletion wait for the status write: a pass on a stale
+        # cache ends in a conflict and must leave no trace.
+        effects: list[Callable[[], None]] = []
+        status = migration.setdefault("status", {})
+        phase = phase_of(migration)
+        meta = migration["metadata"]
+        uid = meta["uid"]
+        state = migration_state(vmi)
+        ours = state.get("migrationUid") == uid
+        if phase in FINAL:
+            pass  # only the copy of the final migrationState and the cleanup below are left to do
+        elif vmi is None:
+            self._fail(migration, "Migration failed because vmi does not exist.", effects)
+        elif (vmi.get("status") or {}).get("phase") in FINAL and not ours:
+            self._fail(migration, "Migration failed vmi shutdown during migration.", effects)
+        elif meta.get("deletionTimestamp") and phase in _BEFORE_HAND_OFF:
+            self._add_abort_condition(migration)
+            self._fail(migration, "Migration failed due to being canceled", effects)
+        elif pod is not None and podutil.is_pod_down_or_going_down(pod):
+            message = "Migration failed because target pod shutdown during migration"
+            self._interrupt(migration, vmi, message, effects)
+        elif pod is None and phase not in _BEFORE_TARGET_CREATED:
+            message = "Migration target pod was removed during active migration."
+            self._interrupt(migration, vmi, message, effects)
+        elif phase not in _BEFORE_HAND_OFF and not state:
+            self._fail(migration, "VMI's migration state was cleared during the active migration.", effects)
+        elif phase not in _BEFORE_HAND_OFF and not ours:
+            self._fail(
+                migration,
+                "VMI's migration state was taken over by another migration job during active migration.",
+                effects,
+            )
+        elif ours and state.get("failed"):
+            self._fail(migration, "source node reported migration failed", effects)
+        else:
+            if meta.get("deletionTimestamp"):
+                self._add_abort_condition(migration)
+            self._advance(migration, pod, state, effects)
+        if is_final(migration) and ours and (state.get("completed") or state.get("failed")):
+            status["migrationState"] = state
+        if self._target_to_clean_up(migration, vmi, pod) and pod is not None:
+            message = f"migration failed and pod {_pod_ref(pod)} is deleted"
+            effects.append(lambda: self._delete_pod(migration, pod, message))
+        self._write(cached, migration)
+        for effect in effects:
+            effect()
+
+    def _advance(
+        self, migration: JSON, pod: JSON | None, state: JSON, effects: list[Callable[[], None]]
+    ) -> None:
+        phase = phase_of(migration)
+        ours = state.get("migrationUid") == migration["metadata"]["uid"]
+        nxt: str | None = None
+        if phase == "":
+            other = state.get("migrationUid")
+            busy = (
+                other
+                and not (state.get("completed") or state.get("failed"))
+                and any(
+                    m["metadata"].get("uid") == other and not is_final(m) for m in self._migrations.list()
+                )
+            )
+            if busy:
+                self._fail(
+                    migration,
+                    "VMI is not eligible for migration because another migration job is in progress.",
+                    effects,
+                )
+                return
+            nxt = PENDING
+        elif phase == PENDING and pod is not None:
+            nxt = SCHEDULING
+        elif phase == SCHEDULING and pod is not None and podutil.is_pod_ready(pod):
+            nxt = SCHEDULED
+        elif phase == SCHEDULED and ours and state.get("targetNode"):
+            nxt = PREPARING_TARGET
+        elif phase == PREPARING_TARGET and state.get("targetNode") and state.get("targetNodeAddress"):
+            nxt = TARGET_READY
+        elif phase == TARGET_READY and state.get("startTimestamp"):
+            nxt = RUNNING
+        elif phase == RUNNING and state.get("completed"):
+            nxt = SUCCEEDED
+            effects.append(
+                lambda: self._events.event(
+                    migration, "Normal", SUCCESSFUL_MIGRATION, "Source node reported migration succeeded"
+                )
+            )
+        if nxt is not None:
+            self._set_phase(migration, nxt)
+        if phase_of(migration) not in FINAL:
+            finalizers = migration["metadata"].setdefault("finalizers", [])
+            if VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER not in finalizers:
+                finalizers.append(VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER)
+
+    def _set_phase(self, migration: JSON, phase: str) -> None:
+        status = migration.setdefault("status", {})
+        status["phase"] = phase
+        status["phaseTransitionTimestamps"] = [
+            *(status.get("phaseTransitionTimestamps") or []),
+            {"phase": phase, "phaseTransitionTimestamp": format_time(self._clock())},
+        ]
+
+    def _fail(self, migration: JSON, message: str, effects: list[Callable[[], None]]) -> None:
+        self._set_phase(migration, FAILED)
+
+        def report() -> None:
+            self._events.event(migration, "Warning", FAILED_MIGRATION, message)
+            self._log.warning("migration failed", migration=key_of(migration), reason=message)
+
+        effects.append(report)
+
+    def _interrupt(self, migration: JSON, vmi: JSON, message: str, effects: list[Callable[[], None]]) -> None:
+        """Fail the migration, and tell the VMI when it was handed off already (the handlers stop)."""
+        state = migration_state(vmi)
+        if state.get("migrationUid") == migration["metadata"]["uid"] and not state.get("completed"):
+            failed = {**state, "failed": True, "completed": True}
+            failed.setdefault("failureReason", "Target pod is down")
+            failed.setdefault("endTimestamp", format_time(self._clock()))
+            self._patch_migration_state(vmi, failed)
+        self._fail(migration, message, effects)
+
+    @staticmethod
+    def _add_abort_condition(migration: JSON) -> None:
+        conditions = migration.setdefault("status", {}).setdefault("conditions", [])
+        if not any(c.get("type") == ABORT_REQUESTED for c in conditions):
+            conditions.append({"type": ABORT_REQUESTED, "status": "True", "lastProbeTime": None})
+
+    @staticmethod
+    def _target_to_clean_up(migration: JSON, vmi: JSON | None, pod: JSON | None) -> bool:
+        """A failed migration's target pod goes, unless the VMI moved there after all."""
+        if phase_of(migration) != FAILED or pod is None or podutil.is_terminating(pod):
+            return False
+        return vmi is None or (vmi.get("status") or {}).get("nodeName") != podutil.pod_node(pod)
+
+    def _write(self, cached: JSON, migration: JSON) -> None:
+        try:
+            self._write_changes(cached, migration)
+        except NotFoundError:
+            return  # released by its finalizer and gone
+        except ConflictError:
+            raise RequeueAfter(0.1) from None  # the cache was behind: look again at what is there now
+
+    def _write_changes(self, cached: JSON, migration: JSON) -> None:
+        namespace = migration["metadata"].get("namespace")
+        if is_final(migration):
+            finalizers = migration["metadata"].get("finalizers") or []
+            migration["metadata"]["finalizers"] = [
+                f for f in finalizers if f != VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER
+            ]
+        if migration.get("status") != cached.get("status"):
+            written = self._api.update_status(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, migration)
+            migration["metadata"]["resourceVersion"] = written["metadata"]["resourceVersion"]
+        if (migration["metadata"].get("finalizers") or []) != (cached["metadata"].get("finalizers") or []):
+            self._api.update(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace, migration)
+
+
+def _seconds(value: object, default: int) -> float:
+    try:
+        return float(str(value)) if value is not None else float(default)
+    except ValueError:
+        return float(default)
+
+
+def _unschedulable(pod: Mapping[str, Any]) -> bool:
+    condition = podutil.pod_condition(pod, "PodScheduled")
+    return (
+        condition is not None
+        and condition.get("status") == "False"
+        and condition.get("reason") == "Unschedulable"
+    )
+
+
+def _pod_ref(pod: Mapping[str, Any]) -> str:
+    return f"{pod['metadata'].get('namespace')}/{podutil.pod_name(pod)}"

@@ -1,0 +1,149 @@
+"""Objects of kinds this installation serves but does not act on get told so, never silence.
+
+KubeVirt v1.6 runs controllers for snapshots, restores, exports, clones and migration policies; this
+project serves their CRDs (so clients listing them get an answer) but has no controller for them yet. A
+client waiting on such an object would otherwise wait forever. Each object therefore gets, once:
+
+* a ``Ready=False`` condition with reason ``NotActedOn`` where its status has conditions;
+* ``readyToUse: false`` and ``status.error`` on a VirtualMachineSnapshotContent (no conditions there);
+* a Normal ``NotActedOn`` event on a MigrationPolicy (its status is empty by schema).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final
+
+from kubevirt.client import EventSink, KubeApi, Resource
+from kubevirt.client.resources import (
+    MIGRATION_POLICIES,
+    VIRTUAL_MACHINE_CLONES,
+    VIRTUAL_MACHINE_EXPORTS,
+    VIRTUAL_MACHINE_RESTORES,
+    VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
+    VIRTUAL_MACHINE_SNAPSHOTS,
+)
+from kubevirt.controller import Store, key_of
+from kubevirt.log import get_logger
+from kubevirt.virt_controller.watch.common import Clock, Enqueue, format_time, utc_now
+
+JSON = dict[str, Any]
+
+NOT_ACTED_ON_REASON: Final = "NotActedOn"
+CONDITION_TYPE: Final = "Ready"
+
+
+class Report(Enum):
+    CONDITION = "condition"
+    ERROR = "error"
+    EVENT = "event"
+
+
+@dataclass(frozen=True)
+class Unhandled:
+    resource: Resource
+    report: Report
+
+
+UNHANDLED_KINDS: Final[tuple[Unhandled, ...]] = (
+    Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION),
+    Unhandled(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS, Report.ERROR),
+    Unhandled(VIRTUAL_MACHINE_RESTORES, Report.CONDITION),
+    Unhandled(VIRTUAL_MACHINE_EXPORTS, Report.CONDITION),
+    Unhandled(VIRTUAL_MACHINE_CLONES, Report.CONDITION),
+    Unhandled(MIGRATION_POLICIES, Report.EVENT),
+)
+
+
+def not_acted_on_message(kind: str) -> str:
+    return f"this KubeVirt installation does not act on {kind} objects; nothing will be done with it"
+
+
+class NotActedOnController:
+    """Marks each object of one unhandled kind as not acted on. Informer: that kind (plain dicts)."""
+
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        events: EventSink,
+        unhandled: Unhandled,
+        store: Store[JSON],
+        enqueue: Enqueue,
+        clock: Clock = utc_now,
+    ) -> None:
+        self._api = api
+        self._events = events
+        self._resource = unhandled.resource
+        self._report = unhandled.report
+        self._store = store
+        self._enqueue = enqueue
+        self._clock = clock
+        self._message = not_acted_on_message(unhandled.resource.kind)
+        # UIDs already given their event (an event has no trace on the object itself).
+        self._announced: set[str] = set()
+        self._log = get_logger(controller="not-acted-on", kind=unhandled.resource.kind)
+
+    def on_add(self, obj: JSON) -> None:
+        self._enqueue(key_of(obj))
+
+    def on_update(self, _old: JSON, new: JSON) -> None:
+        self._enqueue(key_of(new))
+
+    def on_delete(self, obj: JSON) -> None:
+        uid = (obj.get("metadata") or {}).get("uid")
+        self._announced.discard(str(uid))
+
+    def reconcile(self, key: str) -> None:
+        obj = self._store.get_by_key(key)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return
+        writers: dict[Report, Callable[[JSON], None]] = {
+            Report.CONDITION: self._set_condition,
+            Report.ERROR: self._set_error,
+            Report.EVENT: self._announce,
+        }
+        writers[self._report](obj)
+
+    def _set_condition(self, obj: JSON) -> None:
+        status = obj.get("status") or {}
+        conditions: list[JSON] = list(status.get("conditions") or [])
+        if any(
+            c.get("type") == CONDITION_TYPE and c.get("reason") == NOT_ACTED_ON_REASON for c in conditions
+        ):
+            return
+        now = format_time(self._clock())
+        condition = {
+            "type": CONDITION_TYPE,
+            "status": "False",
+            "reason": NOT_ACTED_ON_REASON,
+            "message": self._message,
+            "lastProbeTime": None,
+            "lastTransitionTime": now,
+        }
+        conditions = [c for c in conditions if c.get("type") != CONDITION_TYPE] + [condition]
+        self._write_status(obj, {**status, "conditions": conditions})
+
+    def _set_error(self, obj: JSON) -> None:
+        status = obj.get("status") or {}
+        if (status.get("error") or {}).get("message") == self._message:
+            return
+        error = {"time": format_time(self._clock()), "message": self._message}
+        self._write_status(obj, {**status, "readyToUse": False, "error": error})
+
+    def _write_status(self, obj: JSON, status: JSON) -> None:
+        # Guarded by the cached resourceVersion: a conflict raises and the queue retries with backoff.
+        body = copy.deepcopy(obj)
+        body["status"] = status
+        self._api.update_status(self._resource, obj["metadata"].get("namespace"), body)
+        self._log.info("marked as not acted on", name=key_of(obj))
+
+    def _announce(self, obj: JSON) -> None:
+        uid = str(obj["metadata"].get("uid"))
+        if uid in self._announced:
+            return
+        self._events.event(obj, "Normal", NOT_ACTED_ON_REASON, self._message)
+        self._announced.add(uid)

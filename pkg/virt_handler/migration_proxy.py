@@ -1,0 +1,334 @@
+"""Migration proxies: byte pipes between the source launcher's unix sockets and the target launcher's.
+
+On the source node virt-handler listens on unix sockets in the source pod's ``migrationproxy``
+directory (libvirt's peer-to-peer connection, and QEMU's direct migration stream for port 49152) and
+forwards each connection over TCP to the target node's handler. There the target listener forwards it
+to the target pod's libvirt socket or to the socket QEMU listens on for the incoming stream. With TLS
+contexts given, the TCP leg is TLS (both handlers present the certificate their CA signed).
+
+One asyncio loop in a thread carries every pipe: TLS needs one owner per connection, which asyncio
+gives without a thread per direction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import ssl
+import stat
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kubevirt.log import get_logger
+from kubevirt.podroot import PodRoot
+
+T = TypeVar("T")
+# The target's libvirt connection is published under this port key, QEMU's stream under its own port.
+LIBVIRT_PORT_KEY = "0"
+CHUNK = 256 * 1024
+Opener = Callable[[], socket.socket]
+
+
+class MigrationProxyError(Exception):
+    """A proxy could not be set up (a socket path in the pod is unsafe or a listener failed)."""
+
+
+def _in_dir(root: PodRoot, directory: str, name: str, use: Callable[[str], T]) -> T:
+    """Runs ``use`` on a path naming ``name`` inside ``directory`` of the pod, resolved in the pod's
+    root without following any link out of it (through the directory's descriptor)."""
+    if "/" in name or name in ("", ".", ".."):
+        raise MigrationProxyError(f"{name!r}: not a plain file name")
+    try:
+        fd = root.open_directory(directory)
+    except OSError as err:
+        raise MigrationProxyError(f"{directory}: {err}") from err
+    try:
+        return use(f"/proc/self/fd/{fd}/{name}")
+    finally:
+        os.close(fd)
+
+
+def bind_unix_in_pod(root: PodRoot, directory: str, name: str) -> socket.socket:
+    """A listening unix socket at ``directory/name`` in the pod (a stale socket there is replaced)."""
+
+    def bind(path: str) -> socket.socket:
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                raise MigrationProxyError(f"{directory}/{name}: exists and is not a socket")
+            os.unlink(path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(path)
+            listener.listen(16)
+        except OSError as err:
+            listener.close()
+            raise MigrationProxyError(f"{directory}/{name}: {err}") from err
+        return listener
+
+    return _in_dir(root, directory, name, bind)
+
+
+def unix_opener(root: PodRoot, directory: str, name: str) -> Opener:
+    """Connects, each time it is called, to the socket ``directory/name`` in the pod."""
+
+    def open_() -> socket.socket:
+        def connect(path: str) -> socket.socket:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                raise MigrationProxyError(f"{directory}/{name}: not a socket")
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                conn.connect(path)
+            except OSError:
+                conn.close()
+                raise
+            return conn
+
+        return _in_dir(root, directory, name, connect)
+
+    return open_
+
+
+@dataclass(frozen=True)
+class TLSContexts:
+    server: ssl.SSLContext
+    client: ssl.SSLContext
+
+
+def tls_contexts(
+    *, cert_file: Path, key_file: Path, client_cert_file: Path, client_key_file: Path, ca_bundle: str
+) -> TLSContexts:
+    """Mutual TLS between two nodes' handlers: each side proves a certificate the cluster CA signed.
+
+    Peers are handlers on other nodes, addressed by IP: the chain is verified, not a host name.
+    """
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.minimum_version = ssl.TLSVersion.TLSv1_2
+    server.load_cert_chain(str(cert_file), str(key_file))
+    server.load_verify_locations(cadata=ca_bundle)
+    server.verify_mode = ssl.CERT_REQUIRED
+    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client.minimum_version = ssl.TLSVersion.TLSv1_2
+    client.check_hostname = False
+    client.load_cert_chain(str(client_cert_file), str(client_key_file))
+    client.load_verify_locations(cadata=ca_bundle)
+    client.verify_mode = ssl.CERT_REQUIRED
+    return TLSContexts(server, client)
+
+
+class ProxyManager:
+    """Source and target proxies per migration key (the VMI's UID), on one event loop.
+
+    ``tls`` is asked for the contexts each time a proxy starts (certificates and CA may rotate);
+    None from it means plain TCP.
+    """
+
+    def __init__(self, *, listen_address: str, tls: Callable[[], TLSContexts | None] | None = None) -> None:
+        self._address = listen_address
+        self._tls = tls or (lambda: None)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="migration-proxy", daemon=True)
+        self._thread.start()
+        self._servers: dict[str, list[asyncio.AbstractServer]] = {}
+        self._pipes: dict[str, set[asyncio.Task[None]]] = {}  # open connections per key (loop thread only)
+        self._target_ports: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()
+        self._log = get_logger(component="migration-proxy")
+
+    def _run(self, coroutine: Any) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        return future.result(30)
+
+    # -- target ----------------------------------------------------------------------------------
+
+    def target_ports(self, key: str) -> dict[str, int]:
+        """``targetDirectMigrationNodePorts`` of a started target listener: node port -> pod port."""
+        with self._lock:
+            return dict(self._target_ports.get(key, {}))
+
+    def start_target(self, key: str, destinations: dict[int, Opener]) -> dict[str, int]:
+        """TCP listeners, one per destination (keyed by the pod port it stands for: 0 for libvirt)."""
+        with self._lock:
+            if key in self._target_ports:
+                return dict(self._target_ports[key])
+        servers: list[asyncio.AbstractServer] = []
+        ports: dict[str, int] = {}
+        tls = self._tls()
+        for pod_port, opener in destinations.items():
+            server = self._run(self._serve_tcp(key, opener, tls.server if tls else None))
+            servers.append(server)
+            ports[str(server.sockets[0].getsockname()[1])] = pod_port
+        with self._lock:
+            self._servers[key] = servers
+            self._target_ports[key] = ports
+        self._log.info("migration target listening", key=key, address=self._address, ports=ports)
+        return dict(ports)
+
+    async def _serve_tcp(
+        self, key: str, opener: Opener, tls: ssl.SSLContext | None
+    ) -> asyncio.AbstractServer:
+        async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self._track(key)
+            try:
+                inner = await asyncio.to_thread(opener)
+                inner_reader, inner_writer = await asyncio.open_connection(sock=inner)
+            except (OSError, MigrationProxyError) as err:
+                self._log.warning("migration target cannot reach the pod", reason=str(err))
+                writer.close()
+                return
+            await _pipe(reader, writer, inner_reader, inner_writer)
+
+        return await asyncio.start_server(accepted, self._address, 0, ssl=tls)
+
+    # -- source ----------------------------------------------------------------------------------
+
+    def start_source(self, key: str, listeners: list[tuple[socket.socket, str, int]]) -> None:
+        """Forwards connections on each bound unix listener to ``host:port`` of the target node."""
+        with self._lock:
+            if key in self._servers:
+                for listener, _, _ in listeners:
+                    listener.close()
+                return
+        tls = self._tls()
+        client = tls.client if tls else None
+        servers = [
+            self._run(self._serve_unix(key, listener, host, port, client))
+            for listener, host, port in listeners
+        ]
+        with self._lock:
+            self._servers[key] = servers
+        self._log.info("migration source proxy started", key=key, to=[(h, p) for _, h, p in listeners])
+
+    async def _serve_unix(
+        self, key: str, listener: socket.socket, host: str, port: int, tls: ssl.SSLContext | None
+    ) -> asyncio.AbstractServer:
+        async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self._track(key)
+            try:
+                outer_reader, outer_writer = await asyncio.open_connection(
+                    host, port, ssl=tls, server_hostname="" if tls else None
+                )
+            except (OSError, ssl.SSLError) as err:
+                self._log.warning("migration source cannot reach the target", reason=str(err))
+                writer.close()
+                return
+            await _pipe(reader, writer, outer_reader, outer_writer)
+
+        return await asyncio.start_unix_server(accepted, sock=listener)
+
+    # -- both ------------------------------------------------------------------------------------
+
+    def running(self, key: str) -> bool:
+        with self._lock:
+            return key in self._servers
+
+    def _track(self, key: str) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            pipes = self._pipes.setdefault(key, set())
+            pipes.add(task)
+            task.add_done_callback(pipes.discard)
+
+    async def _close(self, key: str, servers: list[asyncio.AbstractServer]) -> None:
+        """Stop listening and end the open connections: a finished migration keeps no pipe."""
+        for server in servers:
+            server.close()
+        pipes = self._pipes.pop(key, set())
+        for task in pipes:
+            task.cancel()
+        await asyncio.gather(*pipes, return_exceptions=True)
+
+    def stop(self, key: str) -> None:
+        with self._lock:
+            servers = self._servers.pop(key, [])
+            self._target_ports.pop(key, None)
+        if servers:
+            self._run(self._close(key, servers))
+            self._log.info("migration proxy stopped", key=key)
+
+    def shut_down(self) -> None:
+        with self._lock:
+            keys = list(self._servers)
+        for key in keys:
+            self.stop(key)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        self._loop.close()
+
+
+async def _pipe(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    other_reader: asyncio.StreamReader,
+    other_writer: asyncio.StreamWriter,
+) -> None:
+    async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(CHUNK):
+                sink.write(data)
+                await sink.drain()
+            if sink.can_write_eof():
+                sink.write_eof()
+        except (OSError, ssl.SSLError):
+            pass
+
+    try:
+        await asyncio.gather(copy(reader, other_writer), copy(other_reader, writer))
+    finally:
+        for stream in (writer, other_writer):
+            stream.close()
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """The handler's server certificate (target listeners) and client certificate (source proxies)."""
+
+    cert_file: Path
+    key_file: Path
+    client_cert_file: Path
+    client_key_file: Path
+
+
+class TLSProvider:
+    """Contexts from the handler's certificate files and the cluster CA, read when a proxy starts.
+
+    ``disabled`` is the cluster's ``migrations.disableTLS``. Without certificates or CA the proxies
+    carry plain TCP, and say so in the log: a handler deployed without them still migrates.
+    """
+
+    def __init__(
+        self, files: TLSFiles, ca_bundle: Callable[[], str | None], disabled: Callable[[], bool]
+    ) -> None:
+        self._files = files
+        self._ca_bundle = ca_bundle
+        self._disabled = disabled
+        self._log = get_logger(component="migration-proxy")
+
+    def __call__(self) -> TLSContexts | None:
+        if self._disabled():
+            return None
+        files = self._files
+        missing = [
+            str(path)
+            for path in (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file)
+            if not path.is_file()
+        ]
+        bundle = self._ca_bundle()
+        if missing or not bundle:
+            self._log.warning("migration proxies without TLS", missing=missing, ca_known=bool(bundle))
+            return None
+        try:
+            return tls_contexts(
+                cert_file=files.cert_file,
+                key_file=files.key_file,
+                client_cert_file=files.client_cert_file,
+                client_key_file=files.client_key_file,
+                ca_bundle=bundle,
+            )
+        except (OSError, ssl.SSLError) as err:
+            raise MigrationProxyError(f"migration TLS: {err}") from err

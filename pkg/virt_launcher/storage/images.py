@@ -1,0 +1,191 @@
+"""Disk images in the pod: containerDisk overlays, empty disks, host disks, PVC disk.img, kernel boot.
+
+Each ``*_steps`` function checks its volumes and returns the steps that make the missing images; an
+image that exists is never replaced (a guest may be writing to it).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from typing import Any
+
+from kubevirt import emptydisk, host_disk
+from kubevirt.container_disk import images as container_disk
+from kubevirt.ephemeral_disk import DiskImageError
+from kubevirt.virt_launcher.storage.request import (
+    Step,
+    StorageDirs,
+    items,
+    mapping,
+    names,
+    nested,
+    quantity,
+    sources,
+)
+from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+
+PVC_DISK_IMAGE = "disk.img"  # a filesystem PVC's image, as the converter expects it
+_CLAIMS = ("persistentVolumeClaim", "dataVolume")
+
+
+def overlay_steps(
+    dirs: StorageDirs, vmi: Mapping[str, Any], formats: Mapping[str, str], log: Any
+) -> list[Step]:
+    """A qcow2 overlay for each containerDisk over the image virt-handler mounted (``formats``: probed)."""
+
+    def step(index: int, name: str) -> Step:
+        def make() -> None:
+            try:
+                made = container_disk.create_overlay(
+                    dirs.ephemeral_disk_dir, dirs.container_disk_dir, name, index, formats[name]
+                )
+            except DiskImageError as err:
+                raise StoragePreparationError(
+                    f"spec.volumes[{index}].containerDisk: preparing ephemeral container disk images "
+                    f"failed: {err}"
+                ) from None
+            if made:
+                log.info("containerDisk overlay created", volume=name, backing_format=formats[name])
+
+        return make
+
+    return [step(index, name) for index, name, _, _ in sources(vmi, "containerDisk")]
+
+
+def empty_disk_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> list[Step]:
+    def step(name: str, size: int, field: str) -> Step:
+        def make() -> None:
+            try:
+                made = emptydisk.create(dirs.empty_disk_dir, name, size)
+            except (ValueError, DiskImageError, OSError) as err:
+                raise StoragePreparationError(f"{field}: creating empty disks failed: {err}") from None
+            if made:
+                log.info("empty disk created", volume=name, size=size)
+
+        return make
+
+    steps: list[Step] = []
+    for _, name, source, field in sources(vmi, "emptyDisk"):
+        capacity = quantity(source.get("capacity"), f"{field}.capacity")
+        try:
+            size = emptydisk.image_size(capacity, name, f"{field}.capacity")
+        except emptydisk.EmptyDiskError as err:
+            raise StoragePreparationError(str(err)) from None
+        steps.append(step(name, size, field))
+    return steps
+
+
+def host_disk_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> list[Step]:
+    steps: list[Step] = []
+    for _, name, source, field in sources(vmi, "hostDisk"):
+        path = source.get("path")
+        if not isinstance(path, str) or not path:
+            raise StoragePreparationError(f"{field}.path: required")
+        capacity = quantity(source.get("capacity"), f"{field}.capacity")
+        disk_type = str(source.get("type") or "")
+        steps += _host_disk_plan(dirs, name, path, disk_type, capacity, field, log)
+    return steps
+
+
+def block_volumes(dirs: StorageDirs, vmi: Mapping[str, Any]) -> frozenset[str]:
+    """The PVC and DataVolume volumes the pod has as block devices (``/dev/<volume>``)."""
+    return frozenset(name for key in _CLAIMS for _, name, _, _ in sources(vmi, key) if _is_block(dirs, name))
+
+
+def pvc_disk_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> list[Step]:
+    """``disk.img`` in each filesystem claim that has none yet, sized from the claim (KubeVirt replaces
+    such a PVC by a DiskOrCreate hostDisk)."""
+    claims = {
+        str(entry.get("name")): (index, entry)
+        for index, entry in items(vmi, "status.volumeStatus", "status", "volumeStatus")
+        if entry.get("persistentVolumeClaimInfo") is not None
+    }
+    passthrough = names(vmi, "spec.domain.devices.filesystems", "spec", "domain", "devices", "filesystems")
+    steps: list[Step] = []
+    for key in _CLAIMS:
+        for _, name, _, field in sources(vmi, key):
+            index, entry = claims.get(name, (0, {}))
+            if not entry or entry.get("hotplugVolume") is not None or name in passthrough:
+                continue
+            info_field = f"status.volumeStatus[{index}].persistentVolumeClaimInfo"
+            info = mapping(entry["persistentVolumeClaimInfo"], info_field)
+            if info.get("volumeMode") == "Block" or _is_block(dirs, name):
+                continue
+            size = _claim_size(info, name, info_field)
+            steps += _host_disk_plan(dirs, name, PVC_DISK_IMAGE, host_disk.DISK_OR_CREATE, size, field, log)
+    return steps
+
+
+def check_kernel_boot(dirs: StorageDirs, vmi: Mapping[str, Any]) -> None:
+    """The kernel and initrd virt-handler mounted must be plain files (missing ones QEMU reports)."""
+    container = nested(vmi, "spec", "domain", "firmware", "kernelBoot", "container")
+    for key in ("kernelPath", "initrdPath"):
+        artifact = container.get(key)
+        if not artifact or not isinstance(artifact, str):
+            continue
+        path = container_disk.kernel_boot_artifact_path(dirs.container_disk_dir, artifact)
+        if not path.parent.is_dir():
+            continue  # not mounted here (yet): QEMU names the missing file
+        try:
+            container_disk.require_regular_file(path.parent, path.name)
+        except DiskImageError as err:
+            raise StoragePreparationError(f"spec.domain.firmware.kernelBoot.container.{key}: {err}") from None
+
+
+def _host_disk_plan(
+    dirs: StorageDirs, name: str, path: str, disk_type: str, capacity: int, field: str, log: Any
+) -> list[Step]:
+    try:
+        size = host_disk.plan(dirs.host_disk_dir, name, path, disk_type, capacity, field)
+    except host_disk.HostDiskError as err:
+        raise StoragePreparationError(str(err)) from None
+    if size is None:
+        return []
+
+    def make() -> None:
+        try:
+            made = host_disk.create(dirs.host_disk_dir, name, path, size, field)
+        except (host_disk.HostDiskError, OSError) as err:
+            raise StoragePreparationError(f"{field}: creating the host disk failed: {err}") from None
+        if made and size < capacity:
+            log.warning(
+                "PV size too small: using it anyway, it is within the toleration", volume=name, size=size
+            )
+        elif made:
+            log.info("host disk created", volume=name, size=size)
+
+    return [make]
+
+
+def _is_block(dirs: StorageDirs, name: str) -> bool:
+    """Whether ``/dev/<volume>`` is the volume's block device (absent: a filesystem volume)."""
+    path = dirs.block_device_dir / name
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as err:
+        raise StoragePreparationError(f"volume {name}: cannot check for its block device: {err}") from None
+    if not stat.S_ISBLK(mode):
+        raise StoragePreparationError(f"volume {name}: found {path}, but it's not a block device")
+    return True
+
+
+def _claim_size(info: Mapping[str, Any], name: str, field: str) -> int:
+    """The requested size when the capacity is larger or unknown, else the capacity; whole MiB."""
+    capacity = quantity(nested(info, "capacity").get("storage"), f"{field}.capacity.storage")
+    requested = quantity(nested(info, "requests").get("storage"), f"{field}.requests.storage")
+    if not capacity and not requested:
+        raise StoragePreparationError(
+            f"{field}: unable to determine capacity of HostDisk from PVC that provides no storage "
+            "capacity or requests"
+        )
+    size = requested if requested and (not capacity or capacity > requested) else capacity
+    size -= size % emptydisk.MIB
+    if size <= 0:
+        raise StoragePreparationError(
+            f"{field}: the size for volume {name} is too low, must be at least 1MiB"
+        )
+    return size

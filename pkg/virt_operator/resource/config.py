@@ -1,0 +1,161 @@
+"""What an install is generated from: the KubeVirt CR's image and placement settings, resolved against the
+operator's own image (KubeVirt's ``util.KubeVirtDeploymentConfig``).
+
+The identity of a config (:attr:`InstallConfig.deployment_id`) is a hash of everything that shapes the
+objects, so a changed CR that changes nothing installed keeps the same identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kubevirt_api.core.v1.kubevirt import KubeVirt
+
+JSON = dict[str, Any]
+DEFAULT_VERBOSITY = 2
+DEFAULT_REPLICAS = 2
+DEFAULT_PULL_POLICY = "IfNotPresent"
+
+
+class InvalidInstallConfigError(ValueError):
+    """A CR setting the install cannot be generated from; the message names the field."""
+
+
+def split_image(image: str) -> tuple[str, str]:
+    """``registry/prefix/name:tag`` → (``registry/prefix``, ``tag``); a digest or no tag gives ``latest``."""
+    repository, _, name_and_tag = image.rpartition("/")
+    _name, sep, tag = name_and_tag.partition(":")
+    if not sep or "@" in name_and_tag:
+        tag = "latest"
+    return repository, tag
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One ``spec.customizeComponents.patches[]`` entry."""
+
+    resource_name: str
+    resource_type: str
+    patch: str
+    type: str
+
+
+@dataclass(frozen=True)
+class InstallConfig:
+    namespace: str
+    registry: str
+    tag: str
+    image_prefix: str = ""
+    pull_policy: str = DEFAULT_PULL_POLICY
+    pull_secrets: tuple[str, ...] = ()
+    infra_replicas: int = DEFAULT_REPLICAS
+    product_name: str = ""
+    product_version: str = ""
+    product_component: str = ""
+    verbosity: dict[str, int] = field(default_factory=dict)
+    use_emulation: bool = False
+    patches: tuple[Patch, ...] = ()
+    # customizeComponents.flags: component (virt-api, virt-controller, virt-handler) → flag → value.
+    flags: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    kubevirt_generation: int = 0
+
+    @property
+    def version(self) -> str:
+        return self.tag
+
+    def image(self, component: str) -> str:
+        return f"{self.registry}/{self.image_prefix}{component}:{self.tag}"
+
+    def verbosity_of(self, component: str) -> int:
+        return self.verbosity.get(component, DEFAULT_VERBOSITY)
+
+    @property
+    def deployment_id(self) -> str:
+        """A short hash of everything that shapes the installed objects (not the CR's generation)."""
+        shape = asdict(self)
+        shape.pop("kubevirt_generation")
+        digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+        return digest[:16]
+
+    def deployment_config(self) -> str:
+        """The JSON recorded in ``status.targetDeploymentConfig``."""
+        return json.dumps(
+            {
+                "id": self.deployment_id,
+                "namespace": self.namespace,
+                "registry": self.registry,
+                "version": self.tag,
+            },
+            sort_keys=True,
+        )
+
+
+# KubeVirt's logVerbosity keys for the components this project deploys.
+_VERBOSITY_KEYS = {
+    "virt-api": "virtAPI",
+    "virt-controller": "virtController",
+    "virt-handler": "virtHandler",
+    "virt-launcher": "virtLauncher",
+    "virt-operator": "virtOperator",
+}
+
+
+def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> InstallConfig:
+    """The install the CR asks for; unset registry and tag come from the operator's own image."""
+    spec = kv.spec
+    default_registry, default_tag = split_image(operator_image)
+    registry = spec.image_registry or default_registry
+    tag = spec.image_tag or default_tag
+    if not registry:
+        raise InvalidInstallConfigError("spec.imageRegistry: cannot be derived from the operator's image")
+    replicas = DEFAULT_REPLICAS
+    if spec.infra is not None and spec.infra.replicas is not None:
+        replicas = int(spec.infra.replicas)
+        if replicas < 1:
+            raise InvalidInstallConfigError("spec.infra.replicas: must be at least 1")
+    verbosity: dict[str, int] = {}
+    developer = spec.configuration.developer_configuration if spec.configuration else None
+    log_verbosity = developer.log_verbosity if developer else None
+    if log_verbosity is not None:
+        dumped = log_verbosity.model_dump(by_alias=True, exclude_none=True)
+        for component, key in _VERBOSITY_KEYS.items():
+            if key in dumped:
+                verbosity[component] = int(dumped[key])
+    patches: tuple[Patch, ...] = ()
+    if spec.customize_components is not None and spec.customize_components.patches:
+        patches = tuple(
+            Patch(p.resource_name, p.resource_type, p.patch, p.type)
+            for p in spec.customize_components.patches
+        )
+    flags: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    customized_flags = spec.customize_components.flags if spec.customize_components else None
+    if customized_flags is not None:
+        flags = tuple(
+            (component, tuple(sorted(values.items(), key=lambda item: item[0].lower())))
+            for component, values in (
+                ("virt-api", customized_flags.api),
+                ("virt-controller", customized_flags.controller),
+                ("virt-handler", customized_flags.handler),
+            )
+            if values
+        )
+    metadata = kv.metadata
+    return InstallConfig(
+        namespace=namespace,
+        registry=registry,
+        tag=tag,
+        pull_policy=spec.image_pull_policy or DEFAULT_PULL_POLICY,
+        pull_secrets=tuple(s.name for s in spec.image_pull_secrets or () if s.name),
+        infra_replicas=replicas,
+        product_name=spec.product_name or "",
+        product_version=spec.product_version or "",
+        product_component=spec.product_component or "",
+        verbosity=verbosity,
+        use_emulation=bool(developer.use_emulation) if developer else False,
+        patches=patches,
+        flags=flags,
+        kubevirt_generation=int(metadata.generation or 0) if metadata else 0,
+    )

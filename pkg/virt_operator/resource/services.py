@@ -1,0 +1,41 @@
+"""The Services in front of KubeVirt's components (KubeVirt's ``components/deployments.go``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubevirt_api.core.v1.constants import APP_LABEL
+
+JSON = dict[str, Any]
+VIRT_API_SERVICE = "virt-api"
+PROMETHEUS_SERVICE = "kubevirt-prometheus-metrics"
+PROMETHEUS_LABEL = "prometheus.kubevirt.io"
+
+
+def _service(name: str, namespace: str, labels: dict[str, str], selector: dict[str, str], port: JSON) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"selector": selector, "ports": [port], "type": "ClusterIP", "sessionAffinity": "None"},
+    }
+
+
+def services(namespace: str) -> list[JSON]:
+    https = {"port": 443, "targetPort": 8443, "protocol": "TCP"}
+    return [
+        _service(
+            VIRT_API_SERVICE,
+            namespace,
+            {APP_LABEL: VIRT_API_SERVICE},
+            {APP_LABEL: VIRT_API_SERVICE},
+            https,
+        ),
+        _service(
+            PROMETHEUS_SERVICE,
+            namespace,
+            {APP_LABEL: "", PROMETHEUS_LABEL: "true"},
+            {PROMETHEUS_LABEL: "true"},
+            {**https, "name": "metrics", "targetPort": "metrics"},
+        ),
+    ]

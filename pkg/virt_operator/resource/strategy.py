@@ -1,0 +1,88 @@
+"""The install strategy: every object virt-operator installs for one :class:`InstallConfig`, in the order
+KubeVirt's reconciler creates them (CRDs, RBAC, Services, then the webhooks, APIServices and workloads
+that need the certificates).
+
+A pure function of the config and the CA bundle. KubeVirt runs a Job with the target operator image to
+dump its strategy into a ConfigMap, so one operator can install another version's objects; this project
+generates the strategy in-process from the operator's own code (see the README for the trade-off).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+from kubevirt.apiservices import subresource_api_services
+from kubevirt.virt_operator.resource import cluster_roles, rbac, services, webhooks
+from kubevirt.virt_operator.resource.config import InstallConfig
+from kubevirt.virt_operator.resource.customize import customize, customizer_hash
+from kubevirt.virt_operator.resource.daemonset import handler_daemonset
+from kubevirt.virt_operator.resource.deployments import (
+    VIRT_LAUNCHER,
+    api_deployment,
+    controller_deployment,
+    pod_disruption_budget,
+)
+from kubevirt.virt_operator.resource.metadata import stamp
+from kubevirt_api.crd import CRDS, custom_resource_definition
+
+JSON = dict[str, Any]
+KUBEVIRT_KIND = "KubeVirt"  # its CRD ships with the operator, not with the strategy
+VIRT_HANDLER = "virt-handler"
+
+
+@functools.cache
+def _crds() -> tuple[JSON, ...]:
+    # Building the structural schemas is the slow part of a strategy: once per process.
+    return tuple(custom_resource_definition(kind) for kind in CRDS if kind != KUBEVIRT_KIND)
+
+
+def crds() -> list[JSON]:
+    return [copy.deepcopy(crd) for crd in _crds()]
+
+
+def kubevirt_crd() -> JSON:
+    return custom_resource_definition(KUBEVIRT_KIND)
+
+
+def workloads(config: InstallConfig) -> list[JSON]:
+    """The Deployments, their PodDisruptionBudgets and the DaemonSet."""
+    deployments = [api_deployment(config), controller_deployment(config)]
+    objects: list[JSON] = []
+    for deployment in deployments:
+        objects.append(deployment)
+        budget = pod_disruption_budget(deployment)
+        if budget is not None:
+            objects.append(budget)
+    daemonset = handler_daemonset(
+        config.namespace,
+        config.image(VIRT_HANDLER),
+        verbosity=config.verbosity_of(VIRT_HANDLER),
+        launcher_image=config.image(VIRT_LAUNCHER),
+        force_emulation=config.use_emulation,
+    )
+    pod = daemonset["spec"]["template"]["spec"]
+    for container in [*pod["containers"], *pod.get("initContainers", [])]:
+        container["imagePullPolicy"] = config.pull_policy
+    objects.append(daemonset)
+    return objects
+
+
+def install_strategy(config: InstallConfig, ca_bundle: bytes | None = None) -> list[JSON]:
+    """Every object, stamped with the operator's labels and annotations, user patches applied."""
+    namespace = config.namespace
+    objects: list[JSON] = [
+        *crds(),
+        *rbac.api_rbac(namespace),
+        *rbac.controller_rbac(namespace),
+        *rbac.handler_rbac(namespace),
+        *cluster_roles.cluster_roles(),
+        *services.services(namespace),
+        webhooks.validating_webhook_configuration(namespace, ca_bundle),
+        webhooks.mutating_webhook_configuration(namespace, ca_bundle),
+        *subresource_api_services(namespace, ca_bundle),
+        *workloads(config),
+    ]
+    digest = customizer_hash(config)
+    return [customize(stamp(obj, config), config, digest) for obj in objects]

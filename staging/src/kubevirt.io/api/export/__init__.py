@@ -1,0 +1,1 @@
+"""The ``export.kubevirt.io`` API group: exporting a VM's volumes over HTTP."""

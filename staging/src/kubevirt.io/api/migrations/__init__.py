@@ -1,0 +1,1 @@
+"""The ``migrations.kubevirt.io`` API group: cluster-wide migration policies."""

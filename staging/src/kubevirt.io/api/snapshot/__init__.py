@@ -1,0 +1,1 @@
+"""The ``snapshot.kubevirt.io`` API group: VM snapshots, their contents and restores."""

@@ -1,0 +1,92 @@
+"""PVC and DataVolume volumes: block devices for the converter, disk.img made in filesystem claims."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
+from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> StorageDirs:
+    result = StorageDirs(
+        container_disk_dir=tmp_path / "container-disks",
+        ephemeral_disk_dir=tmp_path / "ephemeral",
+        private_dir=tmp_path / "private",
+        block_device_dir=tmp_path / "dev",
+    )
+    result.block_device_dir.mkdir()
+    for name in ("fs", "dv"):
+        (result.host_disk_dir / name).mkdir(parents=True)
+    return result
+
+
+def vmi(claims: dict[str, dict[str, Any]], **spec: Any) -> bytes:
+    volumes = [
+        {"name": "fs", "persistentVolumeClaim": {"claimName": "c1"}},
+        {"name": "dv", "dataVolume": {"name": "d1"}},
+    ]
+    status = [{"name": name, "persistentVolumeClaimInfo": info} for name, info in claims.items()]
+    document = {
+        "metadata": {"name": "vm1", "namespace": "ns1"},
+        "spec": {"domain": {"devices": {}}, "volumes": volumes, **spec},
+        "status": {"volumeStatus": status},
+    }
+    return json.dumps(document).encode()
+
+
+def test_block_devices_are_found_for_the_converter(dirs: StorageDirs) -> None:
+    os.mknod(dirs.block_device_dir / "dv", stat.S_IFBLK | 0o600, os.makedev(7, 0))
+    assert PodStorage(dirs).block_volumes(vmi({})) == frozenset({"dv"})
+
+
+def test_something_else_where_the_device_should_be_is_refused(dirs: StorageDirs) -> None:
+    (dirs.block_device_dir / "dv").symlink_to("/dev/sda")
+    with pytest.raises(StoragePreparationError, match=r"found .*/dv, but it's not a block device"):
+        PodStorage(dirs).block_volumes(vmi({}))
+
+
+def test_a_filesystem_claim_gets_a_sparse_disk_img_once(dirs: StorageDirs) -> None:
+    claims = {
+        "fs": {"capacity": {"storage": "20Mi"}, "requests": {"storage": "10.5Mi"}},  # requested: less
+        "dv": {"capacity": {"storage": "8Mi"}, "requests": {"storage": "16Mi"}},  # capacity: less
+    }
+    PodStorage(dirs).prepare(vmi(claims))
+    assert (dirs.host_disk_dir / "fs" / "disk.img").stat().st_size == 10 << 20  # whole MiB
+    assert (dirs.host_disk_dir / "dv" / "disk.img").stat().st_size == 8 << 20
+    (dirs.host_disk_dir / "fs" / "disk.img").write_bytes(b"data")
+    PodStorage(dirs).prepare(vmi(claims))
+    assert (dirs.host_disk_dir / "fs" / "disk.img").read_bytes() == b"data"
+
+
+def test_block_hotplugged_and_unreported_claims_are_left_alone(dirs: StorageDirs) -> None:
+    document = json.loads(vmi({"fs": {"capacity": {"storage": "8Mi"}, "volumeMode": "Block"}}))
+    document["status"]["volumeStatus"].append(
+        {"name": "dv", "hotplugVolume": {}, "persistentVolumeClaimInfo": {"capacity": {"storage": "8Mi"}}}
+    )
+    PodStorage(dirs).prepare(json.dumps(document).encode())
+    assert list(dirs.host_disk_dir.rglob("disk.img")) == []
+
+
+@pytest.mark.parametrize(
+    ("info", "message"),
+    [
+        ({}, r"status.volumeStatus\[0\].persistentVolumeClaimInfo: unable to determine capacity"),
+        ({"capacity": {"storage": "100Ki"}}, r"the size for volume fs is too low, must be at least 1MiB"),
+        (
+            {"capacity": {"storage": "1Ei"}},
+            r"spec.volumes\[0\].persistentVolumeClaim.capacity: unable to create disk.img",
+        ),
+    ],
+)
+def test_unusable_claims_write_nothing(dirs: StorageDirs, info: dict[str, Any], message: str) -> None:
+    with pytest.raises(StoragePreparationError, match=message):
+        PodStorage(dirs).prepare(vmi({"fs": info, "dv": {"capacity": {"storage": "1Mi"}}}))
+    assert list(dirs.host_disk_dir.rglob("disk.img")) == []

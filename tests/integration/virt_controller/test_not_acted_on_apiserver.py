@@ -1,0 +1,152 @@
+"""Every KubeVirt kind is served by the real kube-apiserver, and objects of the kinds nobody here acts
+on are marked so by virt-controller's not-acted-on controllers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kubevirt.client import EVENTS, EventRecorder, KubeClient, Resource
+from kubevirt.client.resources import (
+    MIGRATION_POLICIES,
+    VIRTUAL_MACHINE_CLONES,
+    VIRTUAL_MACHINE_EXPORTS,
+    VIRTUAL_MACHINE_RESTORES,
+    VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
+    VIRTUAL_MACHINE_SNAPSHOTS,
+)
+from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory
+from kubevirt.virt_controller.watch.notactedon import (
+    NOT_ACTED_ON_REASON,
+    UNHANDLED_KINDS,
+    NotActedOnController,
+)
+from kubevirt_api.crd import CRDS
+from kubevirt_testing.waiting import eventually
+
+JSON = dict[str, Any]
+VM_REF = {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "vm"}
+SAMPLES: dict[Resource, JSON] = {
+    VIRTUAL_MACHINE_SNAPSHOTS: {
+        "spec": {"source": VM_REF, "deletionPolicy": "Delete", "failureDeadline": "5m"}
+    },
+    VIRTUAL_MACHINE_SNAPSHOT_CONTENTS: {
+        "spec": {
+            "virtualMachineSnapshotName": "snap",
+            "source": {
+                "virtualMachine": {
+                    "metadata": {"name": "vm"},
+                    "spec": {"runStrategy": "Halted", "template": {"spec": {"domain": {"devices": {}}}}},
+                }
+            },
+        }
+    },
+    VIRTUAL_MACHINE_RESTORES: {"spec": {"target": VM_REF, "virtualMachineSnapshotName": "snap"}},
+    VIRTUAL_MACHINE_EXPORTS: {"spec": {"source": VM_REF, "ttlDuration": "1h"}},
+    VIRTUAL_MACHINE_CLONES: {"spec": {"source": VM_REF, "target": {**VM_REF, "name": "copy"}}},
+    MIGRATION_POLICIES: {
+        "spec": {
+            "selectors": {"namespaceSelector": {"team": "a"}},
+            "bandwidthPerMigration": "64Mi",
+            "completionTimeoutPerGiB": 300,
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CRDS))
+def test_every_kind_lists_empty_in_every_served_version(kube: KubeClient, namespace: str, kind: str) -> None:
+    facts = CRDS[kind]
+    served = [v["name"] for v in facts.versions if v["served"]]
+    assert served
+    for version in served:
+        resource = Resource(facts.group, version, facts.plural, kind, namespaced=facts.namespaced)
+        items, resource_version = kube.list(resource, namespace if facts.namespaced else None)
+        if facts.namespaced:
+            assert items == []
+        assert resource_version
+
+
+@pytest.fixture
+def not_acted_on(kube: KubeClient, namespace: str) -> Iterator[None]:
+    factory = SharedInformerFactory(kube, resync_seconds=0)
+    events = EventRecorder(kube, "virt-controller", host="test")
+    runners: list[Controller] = []
+    for unhandled in UNHANDLED_KINDS:
+        informer = factory.informer(
+            unhandled.resource, namespace=namespace if unhandled.resource.namespaced else None
+        )
+        queue = RateLimitingQueue(unhandled.resource.plural)
+        controller = NotActedOnController(
+            api=kube, events=events, unhandled=unhandled, store=informer.store, enqueue=queue.add
+        )
+        informer.add_event_handler(controller.on_add, controller.on_update, controller.on_delete)
+        runners.append(Controller(unhandled.resource.plural, queue, controller, workers=1))
+    factory.start()
+    assert factory.wait_for_cache_sync(15)
+    stop = threading.Event()
+    threads = [threading.Thread(target=runner.run, args=(stop,), daemon=True) for runner in runners]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        events.stop()
+        factory.stop()
+
+
+def _ready_reason(obj: JSON) -> str | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "Ready" and condition["status"] == "False":
+            return str(condition.get("reason"))
+    return None
+
+
+def test_objects_of_unhandled_kinds_are_told_they_are_not_acted_on(
+    kube: KubeClient, namespace: str, not_acted_on: None
+) -> None:
+    created = {}
+    for resource, sample in SAMPLES.items():
+        ns = namespace if resource.namespaced else None
+        name = f"policy-{namespace}" if not resource.namespaced else "sample"
+        created[resource] = kube.create(
+            resource,
+            ns,
+            {"apiVersion": resource.api_version, "kind": resource.kind, **sample, "metadata": {"name": name}},
+        )
+
+    for resource in (
+        VIRTUAL_MACHINE_SNAPSHOTS,
+        VIRTUAL_MACHINE_RESTORES,
+        VIRTUAL_MACHINE_EXPORTS,
+        VIRTUAL_MACHINE_CLONES,
+    ):
+        eventually(
+            lambda r=resource: _ready_reason(kube.get(r, namespace, "sample")) == NOT_ACTED_ON_REASON,  # type: ignore[misc]
+            timeout=10,
+        )
+        condition = next(c for c in kube.get(resource, namespace, "sample")["status"]["conditions"])
+        assert resource.kind in condition["message"]
+
+    def content_error() -> str:
+        status = kube.get(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS, namespace, "sample").get("status") or {}
+        return str((status.get("error") or {}).get("message", ""))
+
+    eventually(lambda: "VirtualMachineSnapshotContent" in content_error(), timeout=10)
+    assert kube.get(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS, namespace, "sample")["status"]["readyToUse"] is False
+
+    policy = created[MIGRATION_POLICIES]["metadata"]["name"]
+
+    def policy_events() -> list[JSON]:
+        items, _ = kube.list(EVENTS, None, field_selector=f"involvedObject.name={policy}")
+        return [e for e in items if e.get("reason") == NOT_ACTED_ON_REASON]
+
+    eventually(lambda: len(policy_events()) == 1, timeout=10)
+    assert policy_events()[0]["type"] == "Normal"
+    kube.delete(MIGRATION_POLICIES, None, policy)

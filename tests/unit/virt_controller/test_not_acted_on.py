@@ -1,0 +1,158 @@
+"""Objects of kinds nobody here acts on get a condition, an error or an event saying so, once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubevirt.client import ConflictError
+from kubevirt.client.fake import FakeKubeApi
+from kubevirt.client.resources import (
+    MIGRATION_POLICIES,
+    VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
+    VIRTUAL_MACHINE_SNAPSHOTS,
+)
+from kubevirt.controller import Store, key_of
+from kubevirt.virt_controller.watch.notactedon import (
+    NOT_ACTED_ON_REASON,
+    UNHANDLED_KINDS,
+    NotActedOnController,
+    Report,
+    Unhandled,
+)
+
+JSON = dict[str, Any]
+
+
+class RecordedEvents:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str]] = []
+
+    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
+        self.events.append((obj["metadata"]["name"], event_type, reason, message))
+
+
+def controller_for(
+    unhandled: Unhandled, api: FakeKubeApi, events: RecordedEvents
+) -> tuple[NotActedOnController, Store[JSON]]:
+    store: Store[JSON] = Store()
+    queued: list[str] = []
+    return (
+        NotActedOnController(api=api, events=events, unhandled=unhandled, store=store, enqueue=queued.append),
+        store,
+    )
+
+
+def snapshot(name: str = "snap") -> JSON:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "vm"}},
+    }
+
+
+def test_every_unhandled_kind_is_one_kubevirt_serves() -> None:
+    kinds = {u.resource.kind for u in UNHANDLED_KINDS}
+    assert kinds == {
+        "VirtualMachineSnapshot",
+        "VirtualMachineSnapshotContent",
+        "VirtualMachineRestore",
+        "VirtualMachineExport",
+        "VirtualMachineClone",
+        "MigrationPolicy",
+    }
+
+
+def test_snapshot_gets_a_ready_false_condition_once() -> None:
+    api, events = FakeKubeApi(), RecordedEvents()
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION), api, events)
+    created = api.add(VIRTUAL_MACHINE_SNAPSHOTS, snapshot())
+    store.upsert(created)
+    controller.reconcile(key_of(created))
+
+    [stored] = api.objects_of(VIRTUAL_MACHINE_SNAPSHOTS)
+    [condition] = stored["status"]["conditions"]
+    assert condition["type"] == "Ready"
+    assert condition["status"] == "False"
+    assert condition["reason"] == NOT_ACTED_ON_REASON
+    assert "does not act on VirtualMachineSnapshot objects" in condition["message"]
+    assert condition["lastTransitionTime"].endswith("Z")
+
+    store.upsert(stored)
+    writes = len(api.writes)
+    controller.reconcile(key_of(stored))
+    assert len(api.writes) == writes  # already marked: nothing written again
+
+
+def test_an_existing_ready_condition_is_replaced_and_others_kept() -> None:
+    api, events = FakeKubeApi(), RecordedEvents()
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION), api, events)
+    obj = snapshot()
+    obj["status"] = {
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "x"},
+            {"type": "Progressing", "status": "False"},
+        ]
+    }
+    created = api.add(VIRTUAL_MACHINE_SNAPSHOTS, obj)
+    store.upsert(created)
+    controller.reconcile(key_of(created))
+    [stored] = api.objects_of(VIRTUAL_MACHINE_SNAPSHOTS)
+    assert [(c["type"], c["status"]) for c in stored["status"]["conditions"]] == [
+        ("Progressing", "False"),
+        ("Ready", "False"),
+    ]
+
+
+def test_a_stale_cache_conflicts_and_is_retried_by_the_queue() -> None:
+    api, events = FakeKubeApi(), RecordedEvents()
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION), api, events)
+    created = api.add(VIRTUAL_MACHINE_SNAPSHOTS, snapshot())
+    store.upsert(created)
+    api.update(
+        VIRTUAL_MACHINE_SNAPSHOTS,
+        "default",
+        {**created, "metadata": {**created["metadata"], "labels": {"a": "b"}}},
+    )
+    with pytest.raises(ConflictError):
+        controller.reconcile(key_of(created))
+
+
+def test_snapshot_content_gets_an_error_and_is_not_ready() -> None:
+    api, events = FakeKubeApi(), RecordedEvents()
+    controller, store = controller_for(
+        Unhandled(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS, Report.ERROR), api, events
+    )
+    created = api.add(
+        VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
+        {"metadata": {"name": "content", "namespace": "default"}, "spec": {"source": {}}},
+    )
+    store.upsert(created)
+    controller.reconcile(key_of(created))
+    [stored] = api.objects_of(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS)
+    assert stored["status"]["readyToUse"] is False
+    assert "VirtualMachineSnapshotContent" in stored["status"]["error"]["message"]
+
+
+def test_migration_policy_gets_one_normal_event() -> None:
+    api, events = FakeKubeApi(), RecordedEvents()
+    controller, store = controller_for(Unhandled(MIGRATION_POLICIES, Report.EVENT), api, events)
+    created = api.add(MIGRATION_POLICIES, {"metadata": {"name": "policy"}, "spec": {"selectors": {}}})
+    store.upsert(created)
+    controller.reconcile(key_of(created))
+    controller.reconcile(key_of(created))
+    assert [(name, kind, reason) for name, kind, reason, _ in events.events] == [
+        ("policy", "Normal", NOT_ACTED_ON_REASON)
+    ]
+    assert api.writes == []
+
+
+def test_deleted_or_deleting_objects_are_left_alone() -> None:
+    api, events = FakeKubeApi(), RecordedEvents()
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION), api, events)
+    controller.reconcile("default/gone")
+    obj = snapshot()
+    obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    store.upsert(obj)
+    controller.reconcile(key_of(obj))
+    assert api.writes == []

@@ -1,0 +1,124 @@
+"""The migration proxies: a source pod's unix socket to a target pod's unix socket over mutual TLS on
+loopback, two handlers' proxy managers in between; pod paths stay inside the pod's root."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kubevirt.podroot import PodRoot
+from kubevirt.virt_handler.migration_proxy import (
+    MigrationProxyError,
+    ProxyManager,
+    TLSContexts,
+    TLSFiles,
+    TLSProvider,
+    bind_unix_in_pod,
+    unix_opener,
+)
+from kubevirt_testing.certificates import CertificateAuthority
+
+
+def tls_for(tmp: Path, ca: CertificateAuthority, node: str) -> TLSContexts:
+    server, client = ca.issue(node), ca.issue(node, client=True)
+    files = TLSFiles(tmp / f"{node}.crt", tmp / f"{node}.key", tmp / f"{node}-c.crt", tmp / f"{node}-c.key")
+    for path, data in zip(
+        (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file),
+        (server.cert_pem, server.key_pem, client.cert_pem, client.key_pem),
+        strict=True,
+    ):
+        path.write_bytes(data)
+    contexts = TLSProvider(files, ca_bundle=lambda: ca.pair.cert_pem.decode(), disabled=lambda: False)()
+    assert contexts is not None
+    return contexts
+
+
+def echo_server(path: str) -> socket.socket:
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(4)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                with conn:
+                    while data := conn.recv(65536):
+                        conn.sendall(data.upper())
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+@pytest.fixture
+def pods(tmp_path: Path) -> Iterator[tuple[PodRoot, PodRoot]]:
+    source, target = tmp_path / "source", tmp_path / "target"
+    for root in (source, target):
+        (root / "var/run/kubevirt/migrationproxy").mkdir(parents=True)
+    with contextlib.chdir(target / "var/run/kubevirt/migrationproxy"):
+        listener = echo_server("qemu.sock")  # stands for the target QEMU's incoming socket
+    yield PodRoot(source), PodRoot(target)
+    listener.close()
+
+
+def test_bytes_cross_from_pod_to_pod_over_mutual_tls(tmp_path: Path, pods: tuple[PodRoot, PodRoot]) -> None:
+    ca = CertificateAuthority.create()
+    source_tls, target_tls = tls_for(tmp_path, ca, "node-a"), tls_for(tmp_path, ca, "node-b")
+    source = ProxyManager(listen_address="127.0.0.1", tls=lambda: source_tls)
+    target = ProxyManager(listen_address="127.0.0.1", tls=lambda: target_tls)
+    try:
+        ports = target.start_target(
+            "vmi", {49152: unix_opener(pods[1], "/var/run/kubevirt/migrationproxy", "qemu.sock")}
+        )
+        [(port, pod_port)] = ports.items()
+        assert pod_port == 49152
+        listener = bind_unix_in_pod(pods[0], "/var/run/kubevirt/migrationproxy", "vmi-49152-source.sock")
+        source.start_source("vmi", [(listener, "127.0.0.1", int(port))])
+
+        with (
+            contextlib.chdir(pods[0].root / "var/run/kubevirt/migrationproxy"),
+            socket.socket(socket.AF_UNIX) as qemu,
+        ):
+            qemu.connect("vmi-49152-source.sock")
+            qemu.sendall(b"guest memory")
+            assert qemu.recv(100) == b"GUEST MEMORY"
+
+        # Without a certificate from the cluster CA the target listener lets nobody in.
+        stranger = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        stranger.check_hostname = False
+        stranger.verify_mode = ssl.CERT_NONE
+        with socket.create_connection(("127.0.0.1", int(port))) as raw:
+            conn = stranger.wrap_socket(raw)
+            try:
+                conn.sendall(b"hello")
+                reply = conn.recv(100)
+            except (ssl.SSLError, OSError):
+                reply = b""
+            assert reply == b""  # refused: the pod's socket never saw it
+    finally:
+        source.shut_down()
+        target.shut_down()
+
+
+def test_a_pod_link_out_of_its_root_is_not_followed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "var/run/kubevirt").mkdir(parents=True)
+    outside = tmp_path / "host-dir"
+    outside.mkdir()
+    os.symlink(str(outside), root / "var/run/kubevirt/migrationproxy")  # absolute: the host's directory
+    with pytest.raises(MigrationProxyError):
+        bind_unix_in_pod(PodRoot(root), "/var/run/kubevirt/migrationproxy", "x-source.sock")
+    assert list(outside.iterdir()) == []
+
+
+def test_tls_is_off_when_disabled_or_without_certificates(tmp_path: Path) -> None:
+    files = TLSFiles(tmp_path / "a", tmp_path / "b", tmp_path / "c", tmp_path / "d")
+    assert TLSProvider(files, ca_bundle=lambda: "pem", disabled=lambda: True)() is None
+    assert TLSProvider(files, ca_bundle=lambda: "pem", disabled=lambda: False)() is None

@@ -1,0 +1,327 @@
+"""virt-handler's migration source and target roles against a fake API and fake launchers; the proxies
+are real (unix sockets in a directory standing for the pod's root, TCP on loopback)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
+from kubevirt.client.fake import FakeKubeApi
+from kubevirt.controller import RequeueAfter, Store
+from kubevirt.podroot import PodRoot
+from kubevirt.virt_handler.migration import MigrationSource, MigrationTarget
+from kubevirt.virt_handler.migration_proxy import ProxyManager
+from kubevirt.virt_handler.vm_controller import VMController
+
+JSON = dict[str, Any]
+SOURCE, TARGET = "node-a", "node-b"
+SOURCE_POD, TARGET_POD = "pod-a", "pod-b"
+UID = "11111111-2222-3333-4444-555555555555"
+
+
+class FakeLauncher:
+    def __init__(self) -> None:
+        self.domain: JSON | None = None
+        self.calls: list[str] = []
+        self.options: list[JSON] = []
+
+    def sync_vmi(self, vmi: JSON) -> None:
+        self.calls.append("SyncVirtualMachine")
+
+    def vmi_command(self, command: str, vmi: JSON) -> None:
+        self.calls.append(command)
+
+    def migrate_vmi(self, vmi: JSON, options: JSON) -> None:
+        self.calls.append("MigrateVirtualMachine")
+        self.options.append(dict(options))
+
+    def get_domain(self) -> JSON | None:
+        return self.domain
+
+    def close(self) -> None:
+        pass
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
+        self.seen.append((reason, message))
+
+
+def domain(state: str, reason: str, migration: JSON | None = None) -> JSON:
+    return {
+        "Spec": {"Metadata": {"KubeVirt": {"UID": UID, "Migration": migration}}},
+        "Status": {"Status": state, "Reason": reason},
+    }
+
+
+def bind_launcher_socket(pods_dir: Path, pod: str) -> None:
+    sockets = pods_dir / pod / "volumes" / "kubernetes.io~empty-dir" / "sockets"
+    sockets.mkdir(parents=True)
+    with contextlib.chdir(sockets):  # a relative name: the absolute path is too long for an address
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind("launcher-sock")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    world = World(tmp_path)
+    yield world
+    world.proxies.shut_down()
+
+
+class World:
+    def __init__(self, tmp: Path) -> None:
+        self.api = FakeKubeApi()
+        self.events = Events()
+        self.proxies = ProxyManager(listen_address="127.0.0.1")
+        self.pod_root = tmp / "root"
+        (self.pod_root / "var/run/kubevirt/migrationproxy").mkdir(parents=True)
+        self.pods_dir = tmp / "pods"
+        for pod in (SOURCE_POD, TARGET_POD):
+            bind_launcher_socket(self.pods_dir, pod)
+        self.launcher = FakeLauncher()
+        roles: dict[str, Any] = {
+            "api": self.api,
+            "events": self.events,
+            "pods_dir": self.pods_dir,
+            "connect": lambda _path: self.launcher,
+            "proxies": self.proxies,
+            "pod_root": lambda _socket: PodRoot(self.pod_root),
+            "clock": lambda: self.now,
+        }
+        self.now = datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC)
+        self.source = MigrationSource(node=SOURCE, **roles)
+        self.store: Store[JSON] = Store()
+        self.target = MigrationTarget(node=TARGET, vmi_store=self.store, address="127.0.0.1", **roles)
+        self.api.add(
+            VIRTUAL_MACHINE_INSTANCES,
+            {
+                "metadata": {
+                    "name": "vm",
+                    "namespace": "default",
+                    "labels": {"kubevirt.io/nodeName": SOURCE, "kubevirt.io/migrationTargetNodeName": TARGET},
+                },
+                "spec": {},
+                "status": {
+                    "phase": "Running",
+                    "nodeName": SOURCE,
+                    "activePods": {SOURCE_POD: SOURCE, TARGET_POD: TARGET},
+                    "migrationState": {
+                        "migrationUid": "mig-1",
+                        "sourceNode": SOURCE,
+                        "targetNode": TARGET,
+                        "targetPod": "virt-launcher-vm-b",
+                        "migrationConfiguration": {"bandwidthPerMigration": "64Mi", "allowPostCopy": True},
+                    },
+                },
+            },
+        )
+
+        self.uid = self.vmi()["metadata"]["uid"]  # the API's, as on a real server
+
+    def vmi(self) -> JSON:
+        return self.api.get(VIRTUAL_MACHINE_INSTANCES, "default", "vm")
+
+    def state(self) -> JSON:
+        return dict(self.vmi()["status"]["migrationState"])
+
+    def report(self, **fields: Any) -> None:
+        patch = {"status": {"migrationState": fields}}
+        self.api.patch(VIRTUAL_MACHINE_INSTANCES, "default", "vm", patch, patch_type="merge")
+
+    def run_source(self) -> None:
+        with contextlib.suppress(RequeueAfter):
+            self.source.reconcile(self.vmi())
+
+    def run_target(self) -> None:
+        self.store.upsert(self.vmi())
+        with contextlib.suppress(RequeueAfter):
+            self.target.reconcile("default/vm")
+
+
+def test_the_source_migrates_once_the_target_listens_and_undefines_its_copy_after(world: World) -> None:
+    world.launcher.domain = domain("Running", "Unknown")
+    world.run_source()
+    assert "MigrateVirtualMachine" not in world.launcher.calls  # the target has not published yet
+
+    world.report(targetNodeAddress="127.0.0.1", targetDirectMigrationNodePorts={"40001": 0, "40002": 49152})
+    world.run_source()
+    assert world.launcher.calls == ["MigrateVirtualMachine"]
+    options = world.launcher.options[0]
+    assert (options["Bandwidth"], options["AllowPostCopy"], options["CompletionTimeoutPerGiB"]) == (
+        "64Mi",
+        True,
+        150,
+    )
+    proxies = world.pod_root / "var/run/kubevirt/migrationproxy"
+    assert sorted(p.name for p in proxies.iterdir()) == [
+        f"{world.uid}-49152-source.sock",
+        f"{world.uid}-source.sock",
+    ]
+    assert world.state()["startTimestamp"]
+
+    # Running: the launcher's record says so; nothing is started twice.
+    world.launcher.domain = domain(
+        "Running", "Unknown", {"UID": "mig-1", "StartTimestamp": "2026-01-01T00:00:01Z"}
+    )
+    world.run_source()
+    assert world.launcher.calls.count("MigrateVirtualMachine") == 1
+    assert world.state()["startTimestamp"] == "2026-01-01T00:00:01Z"
+
+    world.launcher.domain = domain(
+        "Shutoff",
+        "Migrated",
+        {
+            "UID": "mig-1",
+            "StartTimestamp": "x",
+            "EndTimestamp": "2026-01-01T00:00:03Z",
+            "Completed": True,
+            "Mode": "PreCopy",
+        },
+    )
+    world.run_source()
+    state = world.state()
+    assert (state["endTimestamp"], state["mode"]) == ("2026-01-01T00:00:03Z", "PreCopy")
+    assert not state.get("failed")
+    assert world.launcher.calls[-1] == "DeleteVirtualMachine"
+    assert not world.proxies.running(world.uid)
+
+
+def test_an_abort_request_cancels_once_and_the_outcome_is_reported(world: World) -> None:
+    world.launcher.domain = domain("Running", "Unknown", {"UID": "mig-1", "StartTimestamp": "x"})
+    world.report(targetNodeAddress="127.0.0.1", targetDirectMigrationNodePorts={"1": 0}, abortRequested=True)
+    world.run_source()
+    world.run_source()
+    assert world.launcher.calls == ["CancelVirtualMachineMigration"]
+    assert world.state()["abortStatus"] == "Aborting"
+
+    world.launcher.domain = domain(
+        "Running",
+        "Unknown",
+        {
+            "UID": "mig-1",
+            "EndTimestamp": "e",
+            "Failed": True,
+            "FailureReason": "canceled by client",
+            "AbortStatus": "Succeeded",
+        },
+    )
+    world.run_source()
+    state = world.state()
+    assert (state["failed"], state["abortStatus"], state["failureReason"]) == (
+        True,
+        "Succeeded",
+        "canceled by client",
+    )
+    assert not world.source.owns(world.vmi())  # the VM controller drives the VMI again
+
+
+def test_an_abort_before_the_start_ends_the_migration_without_touching_the_launcher(world: World) -> None:
+    world.launcher.domain = domain("Running", "Unknown")
+    world.report(abortRequested=True)
+    world.run_source()
+    assert world.launcher.calls == []
+    assert (world.state()["failed"], world.state()["abortStatus"]) == (True, "Succeeded")
+
+
+def test_the_vm_controller_leaves_a_migrating_vmi_to_the_source_role(world: World) -> None:
+    store: Store[JSON] = Store()
+    store.upsert(world.vmi())
+    world.launcher.domain = domain("Running", "Unknown")
+    controller = VMController(
+        api=world.api,
+        events=world.events,
+        vmi_store=store,
+        node=SOURCE,
+        pods_dir=world.pods_dir,
+        connect=lambda _path: world.launcher,
+        migration_source=world.source,
+    )
+    with contextlib.suppress(RequeueAfter):
+        controller.reconcile("default/vm")
+    assert "SyncVirtualMachine" not in world.launcher.calls
+
+
+def test_the_target_prepares_once_publishes_its_ports_and_takes_the_vmi_over(world: World) -> None:
+    world.run_target()
+    world.run_target()
+    assert world.launcher.calls == ["SyncMigrationTarget"]
+    state = world.state()
+    assert state["targetNodeAddress"] == "127.0.0.1"
+    assert sorted(state["targetDirectMigrationNodePorts"].values()) == [0, 49152]
+    assert world.proxies.target_ports(world.uid) == state["targetDirectMigrationNodePorts"]
+
+    world.launcher.domain = domain("Paused", "Migration")
+    world.run_target()
+    assert world.state()["targetNodeDomainDetected"] is True
+    assert "targetNodeDomainReadyTimestamp" not in world.state()
+
+    world.launcher.domain = domain("Running", "Unknown")
+    world.run_target()
+    assert world.state()["targetNodeDomainReadyTimestamp"]
+    assert world.vmi()["status"]["nodeName"] == SOURCE  # the source has not reported the end yet
+
+    world.report(endTimestamp="2026-01-01T00:00:03Z")
+    world.run_target()
+    vmi = world.vmi()
+    assert vmi["status"]["nodeName"] == TARGET
+    assert vmi["metadata"]["labels"] == {"kubevirt.io/nodeName": TARGET}
+    assert vmi["status"]["migrationState"]["completed"] is True
+    assert world.launcher.calls[-1] == "FinalizeVirtualMachineMigration"
+    assert ("Migrated", f"The VirtualMachineInstance migrated to node {TARGET}.") in world.events.seen
+    assert not world.proxies.running(world.uid)
+
+
+def test_a_failed_migration_releases_the_target_launcher_and_its_label(world: World) -> None:
+    world.run_target()
+    assert world.proxies.running(world.uid)
+    world.report(failed=True, endTimestamp="e")
+    world.run_target()
+    assert world.launcher.calls == ["SyncMigrationTarget", "SignalTargetPodCleanup"]
+    assert "kubevirt.io/migrationTargetNodeName" not in world.vmi()["metadata"]["labels"]
+    assert not world.proxies.running(world.uid)
+
+
+def test_a_target_that_never_reports_the_domain_fails_the_vmi_after_a_minute(world: World) -> None:
+    world.report(targetNodeAddress="127.0.0.1", targetDirectMigrationNodePorts={"1": 0})
+    ended = {"UID": "mig-1", "EndTimestamp": "2026-01-01T00:00:03Z", "Completed": True, "Mode": "PreCopy"}
+    world.launcher.domain = domain("Shutoff", "Migrated", ended)
+    with pytest.raises(RequeueAfter) as wait:
+        world.source.reconcile(world.vmi())
+    assert wait.value.seconds == pytest.approx(33)
+    assert world.vmi()["status"]["phase"] == "Running"
+    assert world.state()["endTimestamp"] == "2026-01-01T00:00:03Z"
+
+    world.now += timedelta(seconds=34)
+    world.run_source()
+    vmi = world.vmi()
+    assert vmi["status"]["phase"] == "Failed"
+    assert (vmi["status"]["migrationState"]["failed"], vmi["status"]["migrationState"]["completed"]) == (
+        True,
+        True,
+    )
+    assert world.events.seen[-1] == (
+        "Migrated",
+        "The VirtualMachineInstance's domain was never observed on the target after the migration "
+        "completed within the timeout period.",
+    )
+
+
+def test_a_confirmed_target_leaves_the_vmi_to_it(world: World) -> None:
+    world.report(targetNodeAddress="127.0.0.1", targetDirectMigrationNodePorts={"1": 0})
+    world.report(targetNodeDomainReadyTimestamp="2026-01-01T00:00:04Z")
+    ended = {"UID": "mig-1", "EndTimestamp": "2026-01-01T00:00:03Z", "Completed": True, "Mode": "PreCopy"}
+    world.launcher.domain = domain("Shutoff", "Migrated", ended)
+    world.now += timedelta(hours=1)
+    world.source.reconcile(world.vmi())  # no requeue: nothing left for the source to wait for
+    assert world.vmi()["status"]["phase"] == "Running"
