@@ -80,7 +80,8 @@ def deploy_virt_handler(cluster: Cluster, *, rbac: list[JSON], daemonset: JSON) 
     for container in daemonset["spec"]["template"]["spec"]["containers"]:
         container["imagePullPolicy"] = "Never"
     for volume in daemonset["spec"]["template"]["spec"]["volumes"]:
-        volume["hostPath"]["path"] = _without_var_run_link(volume["hostPath"]["path"])
+        if "hostPath" in volume:
+            volume["hostPath"]["path"] = _without_var_run_link(volume["hostPath"]["path"])
     cluster.apply(*rbac, daemonset)
     cluster.kubectl("rollout", "status", "daemonset", VIRT_HANDLER, "-n", INSTALL_NAMESPACE, "--timeout=120s")
 
