@@ -278,6 +278,14 @@ def test_a_killed_handler_picks_the_vmi_up_and_a_killed_launcher_fails_it(
     phases = [p["phase"] for p in _vmi(cluster, namespace, "crash")["status"]["phaseTransitionTimestamps"]]
     assert "Failed" not in phases
 
+    def devices_back() -> bool:
+        allocatable = _node(cluster, virt_handler)["status"].get("allocatable", {})
+        return _count(allocatable.get("devices.kubevirt.io/tun", "0")) == 1000
+
+    cluster.wait_until(
+        "the restarted handler's device plugins are registered again", devices_back, timeout=60
+    )
+
     uid = _vmi(cluster, namespace, "crash")["metadata"]["uid"]
     launchers = [
         pid for pid in _pids(f"bin/virt-launcher .*--uid {uid}") if pid not in _pids("virt-launcher-monitor")
