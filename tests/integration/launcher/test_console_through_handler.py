@@ -18,11 +18,13 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -166,6 +168,24 @@ def vnc_from_the_command_line(apiserver: ApiServer, namespace: str) -> None:
             banner += viewer.recv(12 - len(banner))
     assert banner == b"RFB 003.008\n"
     assert process.wait(15) == 0
+
+
+def screenshot_from_the_command_line(apiserver: ApiServer, namespace: str, directory: Path) -> None:
+    """``virtctl vnc screenshot`` saves the guest's screen: a valid PNG of QEMU's framebuffer."""
+    target = directory / "screen.png"
+    process = virtctl_process(
+        apiserver, "vnc", "screenshot", "console", "-n", namespace, "--file", str(target), "--move-cursor"
+    )
+    assert process.wait(30) == 0, process.stderr.read() if process.stderr else b""
+    png = target.read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height, depth, colour = struct.unpack(">IIBB", png[16:26])
+    assert (depth, colour) == (8, 2)
+    assert 320 <= width <= 4096
+    assert 200 <= height <= 4096
+    idat = png.index(b"IDAT")
+    (length,) = struct.unpack(">I", png[idat - 4 : idat])
+    assert len(zlib.decompress(png[idat + 4 : idat + 4 + length])) == height * (1 + 3 * width)
 
 
 def wait_for_phase(kube: KubeClient, namespace: str, name: str, phase: str, timeout: float) -> JSON:
@@ -346,6 +366,7 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
             assert second.ended is None  # the user left with Ctrl+]
 
             console_from_the_command_line(apiserver, namespace)
+            screenshot_from_the_command_line(apiserver, namespace, tmp_path)
             vnc_from_the_command_line(apiserver, namespace)
     finally:
         handler.stop()
