@@ -156,7 +156,7 @@ def vnc(
     if (vnc_type is None) != (vnc_path is None):
         raise click.UsageError("if any flags in the group [vnc-type vnc-path] are set they must all be set")
     client, namespace = connect(flags_from(ctx, **flags))
-    query = {"preserveSession": "true"} if preserve_session else {}
+    query = {"preserveSession": "true" if preserve_session else "false"}  # client-go always names it
     try:
         ws = open_stream(client, namespace, vmi, "vnc", query)
     except StreamError as err:
