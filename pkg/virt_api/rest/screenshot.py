@@ -22,6 +22,7 @@ PIXEL_FORMAT = struct.pack(">BBBBHHHBBB3x", 32, 24, 0, 1, 255, 255, 255, 16, 8, 
 RAW_ENCODING = 0
 FRAMEBUFFER_UPDATE, SET_COLOUR_MAP, BELL, SERVER_CUT_TEXT = 0, 1, 2, 3
 FRAME_WAIT = 2.0  # KubeVirt's wait for the server's answer to the update request
+HANDSHAKE_WAIT = 10.0  # a server that never greets must not hold the request forever
 
 
 class ScreenshotError(Exception):
@@ -128,7 +129,10 @@ def _paint(frame: Frame, x: int, y: int, w: int, h: int, pixels: bytes) -> None:
 async def capture(stream: ByteStream, *, move_cursor: bool) -> Frame:
     """One full frame of the VNC server behind ``stream``."""
     reader = _Reader(stream)
-    width, height = await _handshake(reader, stream)
+    try:
+        width, height = await asyncio.wait_for(_handshake(reader, stream), HANDSHAKE_WAIT)
+    except TimeoutError:
+        raise ScreenshotError("timed out waiting for the VNC server's handshake") from None
     await stream.write(b"\x00\x00\x00\x00" + PIXEL_FORMAT)  # SetPixelFormat
     await stream.write(struct.pack(">BxHi", 2, 1, RAW_ENCODING))  # SetEncodings: raw only
     if move_cursor:  # a pointer move wakes a sleeping screen

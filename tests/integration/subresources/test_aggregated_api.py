@@ -399,6 +399,9 @@ def test_console_refusals_are_status_answers(
     with pytest.raises(ApiError) as no_graphics:
         kube.request("GET", f"{base}/pending/vnc")
     assert (no_graphics.value.status, no_graphics.value.message) == (400, "VMI is not running")
+    with pytest.raises(ApiError) as no_screen:
+        kube.request("GET", f"{base}/pending/vnc/screenshot", query={"moveCursor": "false"})
+    assert (no_screen.value.status, no_screen.value.message) == (400, "VMI is not running")
 
 
 def test_a_preserved_vnc_session_refuses_a_second_viewer(

@@ -8,6 +8,7 @@ import zlib
 
 import pytest
 
+from kubevirt.virt_api.rest import screenshot
 from kubevirt.virt_api.rest.screenshot import (
     PIXEL_FORMAT,
     Frame,
@@ -110,3 +111,32 @@ def test_the_png_holds_the_frame_row_by_row() -> None:
     (crc,) = struct.unpack(">I", png[idat + 4 + length : idat + 8 + length])
     assert crc == zlib.crc32(b"IDAT" + data)
     assert png.endswith(b"IEND\xaeB`\x82")
+
+
+class SilentServer:
+    async def read(self) -> bytes:
+        await asyncio.sleep(3600)
+        return b""
+
+    async def write(self, data: bytes) -> None:
+        del data
+
+
+def test_a_server_that_never_greets_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(screenshot, "HANDSHAKE_WAIT", 0.05)
+    with pytest.raises(ScreenshotError, match="timed out waiting for the VNC server's handshake"):
+        asyncio.run(capture(SilentServer(), move_cursor=False))
+
+
+def test_a_frame_that_never_comes_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(screenshot, "FRAME_WAIT", 0.05)
+
+    class GreetsThenSilent(ScriptedServer):
+        async def read(self) -> bytes:
+            chunk = await super().read()
+            if not chunk:
+                await asyncio.sleep(3600)
+            return chunk
+
+    with pytest.raises(ScreenshotError, match="timed out waiting for VNC server messages"):
+        asyncio.run(capture(GreetsThenSilent(handshake(2, 2)), move_cursor=False))
