@@ -36,6 +36,14 @@ class RecordingClient:
         self.calls.append(("GET", f"virtualmachines/{name}", None, None))
         return {"metadata": {"name": name}, "spec": {"runStrategy": "Always"}}
 
+    def list(self, _resource: Any, namespace: str, *, label_selector: str) -> tuple[list[JSON], str]:
+        self.calls.append(("LIST", f"{namespace}/migrations", {"labelSelector": label_selector}, None))
+        done = {"metadata": {"name": "old"}, "status": {"phase": "Succeeded"}}
+        return [done, {"metadata": {"name": "active"}, "status": {"phase": "Running"}}], "1"
+
+    def delete(self, _resource: Any, namespace: str, name: str) -> None:
+        self.calls.append(("DELETE", f"{namespace}/migrations/{name}", None, None))
+
 
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch) -> RecordingClient:
@@ -146,3 +154,12 @@ def test_vnc_always_names_preserve_session(
     result = CliRunner().invoke(root, ["vnc", "vm", "--proxy-only", *flag])
     assert result.exit_code == 1
     assert opened == [("ns", "vm", "vnc", {"preserveSession": expected})]
+
+
+def test_migrate_cancel_deletes_the_one_unfinished_migration_it_selects(client: RecordingClient) -> None:
+    result = CliRunner().invoke(root, ["migrate-cancel", "vm"], catch_exceptions=False)
+    assert (result.exit_code, result.stdout) == (0, "VM vm was scheduled to migrate-cancel\n")
+    assert client.calls == [
+        ("LIST", "ns/migrations", {"labelSelector": "kubevirt.io/vmi-name==vm"}, None),
+        ("DELETE", "ns/migrations/active", None, None),
+    ]
