@@ -1,7 +1,7 @@
 """Finding a VMI's launcher command socket on this node, through the kubelet's pod directories.
 
-Every component of the path below the pods directory is opened with ``O_NOFOLLOW``: a launcher pod
-controls what its volumes hold, and must not make virt-handler follow a symlink out of the pods tree.
+No symlink is followed below the pods directory: a launcher pod controls what its volumes hold, and must
+not make virt-handler follow a symlink out of the pods tree.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from kubevirt import safepath
 from kubevirt.handler_launcher_com.sockets import READY_SOCKET, SOCKETS_DIR, UNRESPONSIVE_MARKER
 
 EMPTY_DIR = "kubernetes.io~empty-dir"
@@ -24,18 +25,14 @@ class SocketLookupError(Exception):
 
 @contextlib.contextmanager
 def open_dir_nofollow(root: Path, parts: list[str]) -> Iterator[int]:
-    """A descriptor of ``root/parts...``, each component opened without following a symlink."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in parts:
-            if part in ("", ".", "..") or "/" in part:
-                raise SocketLookupError(f"{part!r}: not a plain path component")
-            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = child
+    """A descriptor of ``root/parts...``; a symlink anywhere on the way fails the open with ``ELOOP``."""
+    for part in parts:
+        if not safepath.plain_name(part):
+            raise SocketLookupError(f"{part!r}: not a plain path component")
+    with safepath.opened(
+        root, "/".join(parts), os.O_RDONLY | os.O_DIRECTORY, resolve=safepath.NO_SYMLINKS
+    ) as fd:
         yield fd
-    finally:
-        os.close(fd)
 
 
 def socket_dir(pod_uid: str) -> list[str]:
