@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 from kubevirt.virt_handler.network import CONFIG_INVALID_REASON, HandlerNetwork, NetworkSetupError
 from kubevirt.virt_handler.vm_controller import SYNC_FAILED_REASON, Network, VMController
+from kubevirt_testing.launcher_socket import launcher_socket
 
 NODE = "node01"
 POD_UID = "pod-1"
@@ -81,14 +81,8 @@ def _vmi(phase_name: str = "Scheduled") -> JSON:
 
 
 @pytest.fixture
-def pods_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    sockets = tmp_path / POD_UID / "volumes" / "kubernetes.io~empty-dir" / "sockets"
-    sockets.mkdir(parents=True)
-    with socket.socket(socket.AF_UNIX) as listener:
-        # A relative name: the absolute temporary path is longer than a unix socket address allows.
-        monkeypatch.chdir(sockets)
-        listener.bind("launcher-sock")
-        monkeypatch.undo()
+def pods_dir(tmp_path: Path) -> Iterator[Path]:
+    with launcher_socket(tmp_path, POD_UID, listening=False):
         yield tmp_path
 
 
