@@ -17,6 +17,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import grpc
+
 from kubevirt.client import (
     VIRTUAL_MACHINE_INSTANCES,
     EventRecorder,
@@ -37,7 +39,9 @@ from kubevirt.virt_handler.device_manager.plugin import (
     PERMANENT_DEVICES,
     DevicePlugin,
 )
+from kubevirt.virt_handler.domain_cache import DomainCache
 from kubevirt.virt_handler.domain_events import DomainEventLog
+from kubevirt.virt_handler.domain_notify import DomainNotify
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.ksm import KsmHandler
 from kubevirt.virt_handler.migratable import NodeFacts
@@ -46,6 +50,8 @@ from kubevirt.virt_handler.migration_proxy import ProxyManager, TLSFiles, TLSPro
 from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
+from kubevirt.virt_handler.notify_pipes import NotifyPipes
+from kubevirt.virt_handler.notify_server import DEFAULT_NOTIFY_SOCKET, NotifyServer, serve_notify
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
 from kubevirt.virt_handler.rest.server import (
@@ -94,6 +100,8 @@ class Options:
     migration_ip: str = ""
     client_cert_file: Path = Path("/etc/virt-handler/clientcertificates/tls.crt")
     client_key_file: Path = Path("/etc/virt-handler/clientcertificates/tls.key")
+    # Launchers' domain and Kubernetes events arrive here, through a pipe socket in each pod.
+    notify_socket: Path = DEFAULT_NOTIFY_SOCKET
 
 
 class VirtHandler:
@@ -138,6 +146,12 @@ class VirtHandler:
             "connect": LauncherClient,
             "proxies": self._proxies,
         }
+        domain_cache = DomainCache()
+        self._notify_pipes = NotifyPipes(options.notify_socket)
+        self._notify_servicer = NotifyServer(
+            cache=domain_cache, enqueue=self._queue.add, vmi_store=vmis.store, events=self._events
+        )
+        self._notify_server: grpc.Server | None = None
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -150,6 +164,7 @@ class VirtHandler:
             domain_events=self._domain_events,
             migration_source=MigrationSource(**roles),
             mounter=self._mounter,
+            notify=DomainNotify(domain_cache, self._notify_pipes),
         )
         enqueue = self._queue.add
         # Migration targets: VMIs still owned by another node, labelled for this one.
@@ -266,6 +281,7 @@ class VirtHandler:
             self._stop.set()
         else:
             log.info("virt-handler running", node=self._options.node_name)
+            self._notify_server = serve_notify(self._options.notify_socket, self._notify_servicer)
             # Mounts recorded by an earlier run whose VMI went away meanwhile: their keys clean them up.
             for key in self._mounter.recorded_keys():
                 self._queue.add(key)
@@ -281,6 +297,9 @@ class VirtHandler:
             self._console.stop()
         self._factory.stop()
         self._proxies.shut_down()
+        if self._notify_server is not None:
+            self._notify_server.stop(grace=1)
+        self._notify_pipes.shut_down()
         self._events.stop()
         beats.join(timeout=10)
         for thread in helpers:

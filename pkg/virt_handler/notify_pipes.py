@@ -1,0 +1,92 @@
+"""The ``domain-notify-pipe.sock`` in each launcher pod, relaying to the handler's Notify socket.
+
+A launcher cannot see the node's socket; virt-handler binds one inside the pod's share directory
+(through the pod's root, resolved without following a link out of it) and copies every connection's
+bytes to its own Notify socket. One asyncio loop in a thread carries all pipes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR, NOTIFY_PIPE_SOCKET
+from kubevirt.log import get_logger
+from kubevirt.podroot import PodRoot
+from kubevirt.virt_handler.migration_proxy import MigrationProxyError, bind_unix_in_pod, pipe
+from kubevirt.virt_handler.network import peer_pid
+
+START_TIMEOUT = 10.0
+
+
+class NotifyPipeError(Exception):
+    """The pipe socket could not be made in the launcher's pod."""
+
+
+def launcher_root(launcher_socket: Path) -> PodRoot:
+    """The launcher pod's root, from the process serving its command socket (the kernel's word)."""
+    return PodRoot.of_process(peer_pid(launcher_socket))
+
+
+class NotifyPipes:
+    """Pipe sockets per VMI UID; ``target`` is the handler's Notify socket."""
+
+    def __init__(self, target: Path, *, pod_root: Callable[[Path], PodRoot] = launcher_root) -> None:
+        self._target = target
+        self._pod_root = pod_root
+        self._lock = threading.Lock()
+        self._servers: dict[str, asyncio.AbstractServer] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="notify-pipes", daemon=True)
+        self._thread.start()
+        self._log = get_logger()
+
+    def _run(self, coroutine: Any) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        return future.result(START_TIMEOUT)
+
+    def running(self, uid: str) -> bool:
+        with self._lock:
+            return uid in self._servers
+
+    def ensure(self, uid: str, launcher_socket: Path) -> None:
+        """The pipe for the VMI ``uid`` whose launcher serves ``launcher_socket`` (once)."""
+        if self.running(uid):
+            return
+        try:
+            root = self._pod_root(launcher_socket)
+            listener = bind_unix_in_pod(root, str(DEFAULT_SHARE_DIR), NOTIFY_PIPE_SOCKET)
+        except (OSError, MigrationProxyError) as err:
+            raise NotifyPipeError(f"{DEFAULT_SHARE_DIR}/{NOTIFY_PIPE_SOCKET} in the pod: {err}") from None
+        server = self._run(asyncio.start_unix_server(self._relay, sock=listener))
+        with self._lock:
+            self._servers[uid] = server
+        self._log.info("notify pipe serving", uid=uid)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            inner_reader, inner_writer = await asyncio.open_unix_connection(str(self._target))
+        except OSError as err:
+            self._log.warning("notify pipe cannot reach the notify server", reason=str(err))
+            writer.close()
+            return
+        await pipe(reader, writer, inner_reader, inner_writer)
+
+    def stop(self, uid: str) -> None:
+        with self._lock:
+            server = self._servers.pop(uid, None)
+        if server is not None:
+            self._loop.call_soon_threadsafe(server.close)
+            self._log.info("notify pipe stopped", uid=uid)
+
+    def shut_down(self) -> None:
+        with self._lock:
+            uids = list(self._servers)
+        for uid in uids:
+            self.stop(uid)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
