@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kubevirt.log import get_logger
 from kubevirt.virt_handler.domain_cache import DomainCache
-from kubevirt.virt_handler.notify_pipes import NotifyPipeError, NotifyPipes
+from kubevirt.virt_handler.notify_pipes import NotifyPipeError
+
+
+class Pipes(Protocol):
+    def ensure(self, uid: str, launcher_socket: Path) -> None: ...
+    def stop(self, uid: str) -> None: ...
 
 
 class DomainNotify:
-    def __init__(self, cache: DomainCache, pipes: NotifyPipes) -> None:
+    def __init__(self, cache: DomainCache, pipes: Pipes) -> None:
         self.cache = cache
         self._pipes = pipes
         self._lock = threading.Lock()
