@@ -8,6 +8,7 @@ bytes to its own Notify socket. One asyncio loop in a thread carries all pipes.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -40,6 +41,7 @@ class NotifyPipes:
         self._pod_root = pod_root
         self._lock = threading.Lock()
         self._servers: dict[str, asyncio.AbstractServer] = {}
+        self._connections: dict[str, set[asyncio.Task[None]]] = {}  # open relays (loop thread only)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="notify-pipes", daemon=True)
         self._thread.start()
@@ -62,12 +64,17 @@ class NotifyPipes:
             listener = bind_unix_in_pod(root, str(DEFAULT_SHARE_DIR), NOTIFY_PIPE_SOCKET)
         except (OSError, MigrationProxyError) as err:
             raise NotifyPipeError(f"{DEFAULT_SHARE_DIR}/{NOTIFY_PIPE_SOCKET} in the pod: {err}") from None
-        server = self._run(asyncio.start_unix_server(self._relay, sock=listener))
+        server = self._run(asyncio.start_unix_server(functools.partial(self._relay, uid), sock=listener))
         with self._lock:
             self._servers[uid] = server
         self._log.info("notify pipe serving", uid=uid)
 
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _relay(self, uid: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            connections = self._connections.setdefault(uid, set())
+            connections.add(task)
+            task.add_done_callback(connections.discard)
         try:
             inner_reader, inner_writer = await asyncio.open_unix_connection(str(self._target))
         except OSError as err:
@@ -80,8 +87,16 @@ class NotifyPipes:
         with self._lock:
             server = self._servers.pop(uid, None)
         if server is not None:
-            self._loop.call_soon_threadsafe(server.close)
+            self._run(self._close(uid, server))
             self._log.info("notify pipe stopped", uid=uid)
+
+    async def _close(self, uid: str, server: asyncio.AbstractServer) -> None:
+        """Stop listening and end the open relays: a gone VMI keeps no connection."""
+        server.close()
+        connections = self._connections.pop(uid, set())
+        for task in connections:
+            task.cancel()
+        await asyncio.gather(*connections, return_exceptions=True)
 
     def shut_down(self) -> None:
         with self._lock:
@@ -90,3 +105,4 @@ class NotifyPipes:
             self.stop(uid)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
