@@ -90,7 +90,7 @@ class NotifyServer(notify_pb2_grpc.NotifyServicer):
             key = self._cache.apply(event_type, domain)
         except DomainEventError as err:
             raise NotifyRequestError(str(err)) from None
-        self._log.debug("domain event", key=key, type=event_type, state=_field(domain, "Status.status"))
+        self._log.debug("domain event", key=key, type=event_type, state=_field(domain, "Status.Status"))
         return key
 
     def HandleK8sEvent(  # noqa: N802 - the gRPC method name

@@ -35,7 +35,7 @@ def _domain(state: str = "Running", *, deleted: bool = False) -> JSON:
     return {
         "ObjectMeta": meta,
         "Spec": {"Metadata": {"KubeVirt": {"UID": UID}}},
-        "Status": {"status": state, "reason": "Unknown"},
+        "Status": {"Status": state, "Reason": "Unknown"},
     }
 
 
@@ -89,7 +89,7 @@ def test_the_cache_follows_events_and_drops_the_final_one() -> None:
     cache = DomainCache()
     assert cache.apply("ADDED", _domain("Running")) == "default/tiny"
     cache.apply("MODIFIED", _domain("Paused"))
-    assert (cache.get("default/tiny") or {})["Status"]["status"] == "Paused"
+    assert (cache.get("default/tiny") or {})["Status"]["Status"] == "Paused"
     cache.apply("MODIFIED", _domain(deleted=True))
     assert cache.get("default/tiny") is None
     cache.resync("default/tiny", _domain("Running"))
@@ -105,7 +105,7 @@ def test_a_domain_event_fills_the_cache_and_enqueues_its_vmi(handler: Handler) -
     reply = handler.stub().HandleDomainEvent(request, timeout=5)
     assert reply.success
     assert handler.enqueued == ["default/tiny"]
-    assert (handler.cache.get("default/tiny") or {})["Status"]["status"] == "Paused"
+    assert (handler.cache.get("default/tiny") or {})["Status"]["Status"] == "Paused"
 
 
 @pytest.mark.parametrize(
