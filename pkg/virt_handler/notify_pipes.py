@@ -2,13 +2,15 @@
 
 A launcher cannot see the node's socket; virt-handler binds one inside the pod's share directory
 (through the pod's root, resolved without following a link out of it) and copies every connection's
-bytes to its own Notify socket. One asyncio loop in a thread carries all pipes.
+bytes to its own Notify socket. The socket belongs to the user the launcher runs as (the owner of its
+command socket), so a non-root launcher can dial it. One asyncio loop in a thread carries all pipes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -22,6 +24,7 @@ from kubevirt.virt_handler.migration_proxy import MigrationProxyError, bind_unix
 from kubevirt.virt_handler.network import peer_pid
 
 START_TIMEOUT = 10.0
+SOCKET_MODE = 0o600
 
 
 class NotifyPipeError(Exception):
@@ -31,6 +34,18 @@ class NotifyPipeError(Exception):
 def launcher_root(launcher_socket: Path) -> PodRoot:
     """The launcher pod's root, from the process serving its command socket (the kernel's word)."""
     return PodRoot.of_process(peer_pid(launcher_socket))
+
+
+def _give_to_launcher(root: PodRoot, launcher_socket: Path) -> None:
+    """The pipe socket owned by the launcher's user, readable and writable by it alone (a link put in
+    its place meanwhile is not followed)."""
+    owner = os.stat(launcher_socket, follow_symlinks=False)
+    directory = root.open_directory(str(DEFAULT_SHARE_DIR))
+    try:
+        os.chown(NOTIFY_PIPE_SOCKET, owner.st_uid, owner.st_gid, dir_fd=directory, follow_symlinks=False)
+        os.chmod(NOTIFY_PIPE_SOCKET, SOCKET_MODE, dir_fd=directory, follow_symlinks=False)
+    finally:
+        os.close(directory)
 
 
 class NotifyPipes:
@@ -63,6 +78,11 @@ class NotifyPipes:
             root = self._pod_root(launcher_socket)
             listener = bind_unix_in_pod(root, str(DEFAULT_SHARE_DIR), NOTIFY_PIPE_SOCKET)
         except (OSError, MigrationProxyError) as err:
+            raise NotifyPipeError(f"{DEFAULT_SHARE_DIR}/{NOTIFY_PIPE_SOCKET} in the pod: {err}") from None
+        try:
+            _give_to_launcher(root, launcher_socket)
+        except OSError as err:
+            listener.close()
             raise NotifyPipeError(f"{DEFAULT_SHARE_DIR}/{NOTIFY_PIPE_SOCKET} in the pod: {err}") from None
         server = self._run(asyncio.start_unix_server(functools.partial(self._relay, uid), sock=listener))
         with self._lock:

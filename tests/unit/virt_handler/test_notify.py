@@ -168,10 +168,21 @@ def test_a_launcher_event_for_another_vmi_or_malformed_is_refused(handler: Handl
     assert handler.events.seen == []
 
 
+QEMU_USER = 107
+
+
 def _pod_root(short_dir: Path) -> Path:
     root = short_dir / "root"
     (root / "var" / "run" / "kubevirt").mkdir(parents=True)
     return root
+
+
+def _launcher_socket(short_dir: Path) -> Path:
+    """Stands for the command socket of a launcher running as the qemu user."""
+    path = short_dir / "launcher-sock"
+    path.touch()
+    os.chown(path, QEMU_USER, QEMU_USER)
+    return path
 
 
 def test_the_pipe_in_the_pod_carries_the_launchers_events(handler: Handler, short_dir: Path) -> None:
@@ -179,9 +190,11 @@ def test_the_pipe_in_the_pod_carries_the_launchers_events(handler: Handler, shor
     pipes = NotifyPipes(handler.socket, pod_root=lambda _socket: PodRoot(root))
     client = NotifyClient(root / "var/run/kubevirt/domain-notify-pipe.sock", give_up_after=5)
     try:
-        pipes.ensure(UID, Path("unused-launcher-sock"))
-        pipes.ensure(UID, Path("unused-launcher-sock"))  # once per VMI
+        pipes.ensure(UID, _launcher_socket(short_dir))
+        pipes.ensure(UID, _launcher_socket(short_dir))  # once per VMI
         assert client.available
+        owner = os.stat(client.socket_path)
+        assert (owner.st_uid, owner.st_gid, owner.st_mode & 0o777) == (QEMU_USER, QEMU_USER, 0o600)
         client.send_domain_event("MODIFIED", _domain("Paused"))
         client.send_domain_event("MODIFIED", _domain(deleted=True))
         assert handler.enqueued == ["default/tiny", "default/tiny"]
@@ -202,7 +215,7 @@ def test_a_pod_that_links_its_share_dir_out_of_its_root_gets_no_pipe(
     pipes = NotifyPipes(handler.socket, pod_root=lambda _socket: PodRoot(root))
     try:
         with pytest.raises(NotifyPipeError, match=r"domain-notify-pipe\.sock in the pod"):
-            pipes.ensure(UID, Path("unused-launcher-sock"))
+            pipes.ensure(UID, _launcher_socket(short_dir))
         assert list(outside.iterdir()) == []
         assert not pipes.running(UID)
     finally:
