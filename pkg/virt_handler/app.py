@@ -28,6 +28,7 @@ from kubevirt.client import (
 )
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import Probe, ProbeServer
@@ -51,7 +52,7 @@ from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.notify_pipes import NotifyPipes
-from kubevirt.virt_handler.notify_server import DEFAULT_NOTIFY_SOCKET, NotifyServer, serve_notify
+from kubevirt.virt_handler.notify_server import NOTIFY_SOCKET, NotifyServer, serve_notify
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
 from kubevirt.virt_handler.rest.server import (
@@ -100,8 +101,9 @@ class Options:
     migration_ip: str = ""
     client_cert_file: Path = Path("/etc/virt-handler/clientcertificates/tls.crt")
     client_key_file: Path = Path("/etc/virt-handler/clientcertificates/tls.key")
-    # Launchers' domain and Kubernetes events arrive here, through a pipe socket in each pod.
-    notify_socket: Path = DEFAULT_NOTIFY_SOCKET
+    # The handler's share directory: launchers' domain and Kubernetes events arrive on its notify
+    # socket there, through a pipe socket in each pod.
+    share_dir: Path = DEFAULT_SHARE_DIR
 
 
 class VirtHandler:
@@ -147,7 +149,7 @@ class VirtHandler:
             "proxies": self._proxies,
         }
         domain_cache = DomainCache()
-        self._notify_pipes = NotifyPipes(options.notify_socket)
+        self._notify_pipes = NotifyPipes(options.share_dir / NOTIFY_SOCKET)
         self._notify_servicer = NotifyServer(
             cache=domain_cache, enqueue=self._queue.add, vmi_store=vmis.store, events=self._events
         )
@@ -235,6 +237,14 @@ class VirtHandler:
             domain_changed=self._queue.add,  # pause and the like: the VMI's status follows at once
         )
 
+    def _start_notify_server(self) -> None:
+        path = self._options.share_dir / NOTIFY_SOCKET
+        try:
+            self._notify_server = serve_notify(path, self._notify_servicer)
+        except OSError as err:
+            # VMIs are still reconciled, on their resync period instead of at each domain change.
+            get_logger().error("notify server could not start", socket=str(path), reason=str(err))
+
     def probes(self) -> dict[str, Probe]:
         return {"/healthz": self._health}
 
@@ -281,7 +291,7 @@ class VirtHandler:
             self._stop.set()
         else:
             log.info("virt-handler running", node=self._options.node_name)
-            self._notify_server = serve_notify(self._options.notify_socket, self._notify_servicer)
+            self._start_notify_server()
             # Mounts recorded by an earlier run whose VMI went away meanwhile: their keys clean them up.
             for key in self._mounter.recorded_keys():
                 self._queue.add(key)

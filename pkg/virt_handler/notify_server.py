@@ -20,13 +20,15 @@ from kubevirt.client import EventSink
 from kubevirt.controller import Store
 from kubevirt.handler_launcher_com.notify.v1 import notify_pb2, notify_pb2_grpc
 from kubevirt.handler_launcher_com.server import register_notify_info, serve_unix
+from kubevirt.handler_launcher_com.sockets import LEGACY_NOTIFY_SOCKET
 from kubevirt.log import get_logger
 from kubevirt.virt_handler.domain_cache import DomainCache, DomainEventError
 
 JSON = dict[str, Any]
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "ERROR")
 K8S_EVENT_TYPES = ("Normal", "Warning")
-DEFAULT_NOTIFY_SOCKET = Path("/var/run/kubevirt/domain-notify.sock")
+# The handler serves in its share directory under the name launchers once dialled directly.
+NOTIFY_SOCKET = LEGACY_NOTIFY_SOCKET
 
 
 class NotifyRequestError(ValueError):
