@@ -316,6 +316,7 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
         console_server_port=port,
         tls_cert_file=server_cert,
         tls_key_file=server_key,
+        share_dir=pod_dirs.parent / "share",  # short: a unix socket path
     )
     (tmp_path / "device-plugins").mkdir()
     handler = app.VirtHandler(options, KubeClient.from_kubeconfig(str(apiserver.kubeconfig)))
