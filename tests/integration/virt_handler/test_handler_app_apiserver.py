@@ -62,7 +62,11 @@ def test_virt_handler_labels_its_node_and_marks_it_unschedulable_when_stopping(
         assert labels["kubevirt.io/schedulable"] == "true"
         assert labels["machine-type.node.kubevirt.io/q35"] == "true"
         assert labels["kubevirt.io/ksm-enabled"] == "false"  # the cluster configures no KSM
-        assert (plugins_dir / "share" / "domain-notify.sock").is_socket()  # launchers' events arrive there
+        # Launchers' events arrive there; it is served once the VMI cache has synced, maybe after the labels.
+        notify_socket = plugins_dir / "share" / "domain-notify.sock"
+        while not notify_socket.is_socket():
+            assert time.monotonic() < deadline, "the notify socket was never served"
+            time.sleep(0.2)
     finally:
         handler.stop()
         runner.join(30)
