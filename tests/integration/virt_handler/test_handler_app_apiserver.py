@@ -47,7 +47,7 @@ def test_virt_handler_labels_its_node_and_marks_it_unschedulable_when_stopping(
     runner = threading.Thread(target=lambda: result.append(handler.run()))
     runner.start()
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # the heartbeat and the labeller under a loaded machine
         while True:
             labels = kube.get(NODES, None, node)["metadata"].get("labels") or {}
             wanted = (
