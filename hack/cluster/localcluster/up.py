@@ -3,6 +3,7 @@ started and Running, with the commands that reach its console and display."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,24 +22,33 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def vm_phase(cluster: Cluster, name: str) -> str:
-    vmi = cluster.find("vmi", name, VM_NAMESPACE) or {}
+def vm_phase(cluster: Cluster, name: str, namespace: str = VM_NAMESPACE) -> str:
+    vmi = cluster.find("vmi", name, namespace) or {}
     return str(vmi.get("status", {}).get("phase", "-"))
 
 
-def start_vm(cluster: Cluster, manifest: Path, *, timeout: float = 300.0) -> str:
-    """Creates the VM of ``manifest`` (or keeps an existing one), starts it and waits until its VMI is
-    Running; returns its name."""
+def virtctl(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """virtctl of this environment against the cluster."""
+    command = [str(Path(sys.executable).with_name("virtctl")), "--kubeconfig", str(cluster.kubeconfig), *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+
+
+def start_vm(
+    cluster: Cluster, manifest: Path, *, namespace: str = VM_NAMESPACE, timeout: float = 300.0
+) -> str:
+    """Creates the VM of ``manifest`` (or keeps an existing one), starts it with ``virtctl start`` (virt-api's
+    start subresource) and waits until its VMI is Running; returns its name."""
     (vm,) = [d for d in yaml.safe_load_all(manifest.read_text()) if isinstance(d, dict)]
     name = str(vm["metadata"]["name"])
-    if cluster.find("vm", name, VM_NAMESPACE) is None:
-        cluster.kubectl("create", "-n", VM_NAMESPACE, "-f", str(manifest))
-    cluster.kubectl(
-        "patch", "vm", name, "-n", VM_NAMESPACE, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}'
-    )
+    if cluster.find("vm", name, namespace) is None:
+        cluster.kubectl("create", "-n", namespace, "-f", str(manifest))
+    if vm_phase(cluster, name, namespace) == "-":
+        started = virtctl(cluster, "start", name, "-n", namespace)
+        if started.returncode != 0:
+            raise RuntimeError(f"virtctl start {name}: {started.stderr.strip()}")
     began = time.monotonic()
     seen = ""
-    while (phase := vm_phase(cluster, name)) != "Running":
+    while (phase := vm_phase(cluster, name, namespace)) != "Running":
         elapsed = time.monotonic() - began
         if phase != seen:
             _say(f"  [{elapsed:5.0f} s] VMI {name}: {phase}")
