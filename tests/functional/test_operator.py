@@ -28,6 +28,11 @@ WEBHOOKS = (
     ("mutatingwebhookconfiguration", "virt-api-mutator"),
 )
 FINALIZER = "foregroundDeleteKubeVirt"
+# What ``kubectl get`` lists after an uninstall: nothing of these may carry the operator's label.
+EVERY_KIND = (
+    "all,crd,apiservice,clusterrole,clusterrolebinding,role,rolebinding,serviceaccount,secret,configmap,"
+    "validatingwebhookconfiguration,mutatingwebhookconfiguration,poddisruptionbudget,priorityclass"
+)
 
 JSON = dict[str, Any]
 
@@ -187,5 +192,16 @@ def test_uninstall_leaves_nothing_behind(cluster: Cluster, installed: float) -> 
         assert cluster.find(kind, name) is None, name
     left_crds = [crd["metadata"]["name"] for crd in _kubevirt_crds(cluster)]
     assert left_crds == []
-    roles = cluster.kubectl("get", "clusterroles,clusterrolebindings", "-o", "name").stdout.split()
-    assert [r for r in roles if "kubevirt" in r] == []
+    managed = cluster.kubectl(
+        "get",
+        EVERY_KIND,
+        "--all-namespaces",
+        "-l",
+        "app.kubernetes.io/managed-by=virt-operator",
+        "-o",
+        "name",
+    )
+    assert managed.stdout.split() == []
+    for document in install.operator_objects():
+        kind, name = document["kind"], document["metadata"]["name"]
+        assert cluster.find(kind, name, document["metadata"].get("namespace")) is None, (kind, name)
