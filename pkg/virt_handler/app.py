@@ -30,6 +30,7 @@ from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import Probe, ProbeServer
 from kubevirt.virt_handler.config import HandlerConfig
+from kubevirt.virt_handler.container_disk.mounter import Mounter
 from kubevirt.virt_handler.device_manager.plugin import (
     DEFAULT_DEVICE_PLUGINS_DIR,
     DEFAULT_MAX_DEVICES,
@@ -69,6 +70,10 @@ class Options:
     kubeconfig: str | None = None
     # The kubelet's pods directory, mounted short: a socket path must stay under 108 bytes.
     pods_dir: Path = Path("/pods")
+    # The same directory in the host's mount namespace, where container disks are mounted.
+    host_pods_dir: Path = Path("/var/lib/kubelet/pods")
+    # What was mounted for which VMI, kept across restarts of the handler.
+    mount_state_dir: Path = Path("/var/run/kubevirt-private/container-disk-mount-state")
     workers: int = 3
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
@@ -105,6 +110,11 @@ class VirtHandler:
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )
         self._queue = RateLimitingQueue(name="virt-handler-vm")
+        self._mounter = Mounter(
+            pods_dir=options.pods_dir,
+            host_pods_dir=options.host_pods_dir,
+            state_dir=options.mount_state_dir,
+        )
         # What the VM controller sees of each domain, read back by the console server for diagnosis.
         self._domain_events = DomainEventLog()
         migration_ip = options.migration_ip or _host_address()
@@ -139,6 +149,7 @@ class VirtHandler:
             node_facts=_node_facts(options),
             domain_events=self._domain_events,
             migration_source=MigrationSource(**roles),
+            mounter=self._mounter,
         )
         enqueue = self._queue.add
         # Migration targets: VMIs still owned by another node, labelled for this one.
@@ -255,6 +266,9 @@ class VirtHandler:
             self._stop.set()
         else:
             log.info("virt-handler running", node=self._options.node_name)
+            # Mounts recorded by an earlier run whose VMI went away meanwhile: their keys clean them up.
+            for key in self._mounter.recorded_keys():
+                self._queue.add(key)
             # Both need the synced cache: a launcher is an orphan only if no known VMI lists its pod.
             helpers.append(self._thread(self._watchdog.run, "launcher-watchdog"))
             helpers.append(self._thread(self._orphans.run, "orphans"))

@@ -6,7 +6,8 @@ its pod told to stop) and kill it once the grace period is over; undefine a doma
 whose VMI is final or deleted; or sync the VMI into the launcher (start it). Whatever the domain then
 looks like is written back as the VMI's status (phase, node, interfaces, guest OS, conditions) with a
 conditional merge patch, only when it changed. A launcher that is gone or that the watchdog marked
-unresponsive fails its VMI.
+unresponsive fails its VMI. Before the first sync the VMI's containerDisks are mounted into its pod (once
+their containers are up); the mounts go when the VMI is final, or deleted and its launcher gone.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, Launch
 from kubevirt.log import get_logger
 from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler import shutdown
+from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.launcher_sockets import (
     SocketLookupError,
@@ -126,6 +128,7 @@ class VMController:
         node_facts: NodeFacts | None = None,
         domain_events: DomainEventLog | None = None,
         migration_source: MigrationSource | None = None,
+        mounter: Mounter | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -138,6 +141,7 @@ class VMController:
         self._node_facts = node_facts or NodeFacts()
         self._domain_events = domain_events or DomainEventLog()
         self._migration_source = migration_source
+        self._mounter = mounter
         self._log = get_logger()
         self._lock = threading.Lock()
         # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
@@ -153,8 +157,12 @@ class VMController:
             # What its launcher still holds is the orphan sweeper's; its pod's network goes with the pod.
             if self._network is not None:
                 self._network.forget_all_but([str(v["metadata"].get("uid")) for v in self._vmis.list()])
+            # Our mounts into its pod are left: the kubelet cannot remove the pod's volumes while they stay.
+            self._unmount_recorded(key, keep=None)
             return
         vmi = copy.deepcopy(vmi)
+        # A VMI deleted and created again under the same name while its mounts were still there.
+        self._unmount_recorded(key, keep=vmi["metadata"].get("uid"))
         status = vmi.setdefault("status", {})
         current = status.get("phase") or ""
         if current not in (phases.SCHEDULED, phases.RUNNING, *phases.FINAL_PHASES):
@@ -169,10 +177,13 @@ class VMController:
         deleting = vmi["metadata"].get("deletionTimestamp") is not None
         if final and self._network is not None:
             self._network.forget(uid)
+        if final:
+            self._unmount(vmi["metadata"].get("uid") or "")
         try:
             socket = find_launcher_socket(self._pods_dir, status.get("activePods") or {}, self._node)
         except SocketLookupError:
             if final or deleting:
+                self._unmount(vmi["metadata"].get("uid") or "")
                 self._forget(uid)
                 return
             if self._launcher_gone(uid, status):
@@ -277,6 +288,11 @@ class VMController:
                 return _Outcome(domain)  # the phase comes from how the domain stopped
             if final or stopping:
                 return _Outcome(domain)
+            if domain is None and self._mounter is not None:
+                # The disks must be in the pod before the launcher builds the domain on them.
+                if not self._mounter.ready(vmi, self._node):
+                    return _Outcome(requeue=SOCKET_WAIT_SECONDS)
+                self._mounter.mount(vmi, self._node)
             launcher.sync_vmi(vmi)
             if domain is None:
                 self._events.event(vmi, "Normal", "Created", "VirtualMachineInstance defined.")
@@ -286,6 +302,28 @@ class VMController:
             return _Outcome(domain, requeue=SOCKET_WAIT_SECONDS) if stopping else _Outcome(disconnected=True)
         except LauncherClientError as err:
             return self._failed(vmi, err)
+        except ContainerDiskError as err:
+            self._log.error("mounting container disks failed", name=vmi["metadata"]["name"], reason=str(err))
+            self._events.event(vmi, "Warning", "SyncFailed", str(err))
+            return _Outcome(error=str(err))
+
+    def _unmount(self, vmi_uid: str) -> None:
+        if self._mounter is None or not vmi_uid:
+            return
+        try:
+            self._mounter.unmount(vmi_uid)
+        except ContainerDiskError as err:
+            self._log.error("unmounting container disks failed", vmi_uid=vmi_uid, reason=str(err))
+            raise RequeueAfter(RESYNC_SECONDS) from None
+
+    def _unmount_recorded(self, key: str, *, keep: str | None) -> None:
+        """Unmounts what is recorded for VMIs called ``key`` other than the one with UID ``keep``."""
+        if self._mounter is None:
+            return
+        namespace, name = split_key(key)
+        for uid in self._mounter.recorded(namespace or "", name):
+            if uid != keep:
+                self._unmount(uid)
 
     def _shut_down(self, launcher: Launcher, vmi: JSON, domain: JSON) -> _Outcome:
         step = shutdown.next_step(vmi["spec"].get("terminationGracePeriodSeconds"), domain, datetime.now(UTC))

@@ -44,6 +44,23 @@ FINAL_EVENT_WAIT = 15.0
 UNOBSERVED_DELETE_WAIT = 2.0
 
 
+SERIAL_CONSOLE_LOG = "virt-serial0-log"
+# The guest-console-log container runs as this user and reads the serial log QEMU appends to.
+CONSOLE_LOG_READER_UID = 107
+
+
+def prepare_private_dir(private: Path) -> None:
+    """The VMI's private directory and its serial console log, both handed to the console log reader
+    before libvirt opens the log for appending (it keeps an existing file's owner)."""
+    private.mkdir(parents=True, exist_ok=True)
+    os.chown(private, CONSOLE_LOG_READER_UID, CONSOLE_LOG_READER_UID)
+    fd = os.open(private / SERIAL_CONSOLE_LOG, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchown(fd, CONSOLE_LOG_READER_UID, CONSOLE_LOG_READER_UID)
+    finally:
+        os.close(fd)
+
+
 @dataclasses.dataclass(frozen=True)
 class LauncherConfig:
     name: str
@@ -317,13 +334,13 @@ class Launcher:
 
     def _pre_start(self, facts: VMIFacts) -> None:
         private = self.config.private_dir / facts.uid if facts.uid else self.config.vmi_private_dir
-        private.mkdir(parents=True, exist_ok=True)
+        prepare_private_dir(private)
         self._storage.prepare(facts.raw)
 
     def _prepare_directories(self) -> None:
         cfg = self.config
-        for path in (cfg.share_dir / "sockets", cfg.vmi_private_dir):
-            path.mkdir(parents=True, exist_ok=True)
+        (cfg.share_dir / "sockets").mkdir(parents=True, exist_ok=True)
+        prepare_private_dir(cfg.vmi_private_dir)
 
     def _connect(self, uri: str, timeout: float = 10.0) -> libvirt.virConnect:
         libvirt.registerErrorHandler(lambda *_: None, None)  # errors are raised, not printed

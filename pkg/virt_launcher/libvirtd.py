@@ -195,6 +195,9 @@ class Libvirtd:
                     'stdio_handler = "file"',
                     "cgroup_controllers = [ ]",
                     "remember_owner = 0",
+                    # QEMU runs as root and needs no file handed to it; without this libvirt would also take
+                    # the serial console log from the console log reader it was prepared for.
+                    "dynamic_ownership = 0",
                     f"migration_port_min = {low}",
                     f"migration_port_max = {high}",
                     "",

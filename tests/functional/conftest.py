@@ -31,7 +31,15 @@ GENERATED = REPO / "manifests" / "generated"
 REQUIRED_CRDS = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io")
 
 # Images the functional tests run (built from the cache; a cold build takes a few minutes).
-TEST_IMAGES = ("virt-api", "virt-controller", "virt-handler", "virt-launcher", "virt-operator")
+TEST_IMAGES = (
+    "virt-api",
+    "virt-controller",
+    "virt-handler",
+    "virt-launcher",
+    "virt-operator",
+    "test-guest-container-disk",
+    "test-guest-kernel-boot",
+)
 
 
 def _run_hack(script: str, *args: str) -> None:

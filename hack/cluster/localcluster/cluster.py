@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from . import components, hostfs, hostnet, images, pki, processes, readiness
-from .layout import BRIDGE, Layout
+from .layout import BRIDGE, SHARED_MOUNTS, Layout
 from .timing import Timer
 
 STEP_TIMEOUT = 120.0
@@ -47,6 +47,9 @@ def up(layout: Layout) -> None:
         components.write_configuration(layout)
     with timer.step(f"network (bridge {BRIDGE})"):
         hostnet.prepare()
+    with timer.step("shared mounts"):
+        for directory in SHARED_MOUNTS:
+            hostfs.make_shared(directory)
     kubectl = layout.kubectl()
     for component in components.processes(layout):
         with timer.step(component.name):
@@ -126,7 +129,9 @@ def down(layout: Layout) -> list[str]:
             subprocess.run(["kill", "-KILL", str(pid)], capture_output=True, check=False)
         _wait_gone(layout)
     with timer.step("unmount"):
-        unmounted = hostfs.unmount_all(layout.kubelet_root) + hostfs.unmount_all(layout.run)
+        unmounted = hostfs.unmount_all(layout.run)
+        for directory in SHARED_MOUNTS:
+            unmounted += hostfs.unmount_all(directory)
     print(f"    {len(unmounted)} mounts")
     with timer.step("network and cgroups"):
         before = hostnet.load(layout.host_before) if layout.host_before.exists() else hostnet.snapshot()
@@ -204,7 +209,9 @@ def leftovers(layout: Layout, before: dict[str, object]) -> list[str]:
     left = [f"process {r.name} (pid {r.pid})" for r in processes.recorded(layout.pids) if processes.alive(r)]
     left += [f"container shim {pid}" for pid in _shims(layout)]
     left += [f"process {pid} in a pod cgroup" for pid in hostfs.pod_processes()]
-    mounts = hostfs.mounts_under(layout.kubelet_root) + hostfs.mounts_under(layout.state)
+    mounts = hostfs.mounts_under(layout.state)
+    for directory in SHARED_MOUNTS:
+        mounts += hostfs.mounts_under(directory)
     left += [f"mount {mount}" for mount in mounts]
     left += hostnet.differences(before)
     left += [f"cgroup {path}" for path in hostfs.pod_cgroups()]

@@ -21,6 +21,16 @@ def mounts_under(directory: Path) -> list[Path]:
     return sorted(set(found), key=lambda path: len(path.parts), reverse=True)
 
 
+def make_shared(directory: Path) -> None:
+    """Makes ``directory`` a shared mount (a bind mount onto itself first), as a host whose init makes ``/``
+    rshared has it: the kubelet allows Bidirectional propagation only from shared host paths, and a
+    container's HostToContainer volume sees later mounts below it only then."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if Path(directory.resolve()) not in mounts_under(directory):
+        subprocess.run(["mount", "--bind", str(directory), str(directory)], check=True, capture_output=True)
+    subprocess.run(["mount", "--make-rshared", str(directory)], check=True, capture_output=True)
+
+
 def unmount_all(directory: Path) -> list[Path]:
     unmounted = []
     for _ in range(5):  # stacked mounts need several rounds

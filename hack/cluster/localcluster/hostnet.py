@@ -38,6 +38,7 @@ HOST_PATHS = (
     "/run/containerd",
     "/var/lib/kubelet",
     "/var/lib/cni",
+    "/run/kubevirt",
 )
 TABLES = ("filter", "nat", "mangle", "raw")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -18,12 +19,16 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import oci, recipe
+from . import oci, recipe, testguest
 from .hostfs import mounts_under, unmount_all
 from .layout import PAUSE_IMAGE, REPO, Layout, image_name
 from .sharing import locked
 from .timing import Timer
 
+TEST_GUEST_DISK_IMAGE = "test-guest-container-disk"
+TEST_GUEST_KERNEL_IMAGE = "test-guest-kernel-boot"
+TEST_GUEST_IMAGES = (TEST_GUEST_DISK_IMAGE, TEST_GUEST_KERNEL_IMAGE)
+QEMU_UID = 107
 CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -223,6 +228,18 @@ class Builder:
             digest.update(wheel.name.encode() + hashlib.sha256(wheel.read_bytes()).digest())
         return house, digest.hexdigest()
 
+    def container_disk(self) -> tuple[Path, str]:
+        """The static container-disk executable, compiled on this host (like the wheels); returns its
+        directory and a digest of it."""
+        out = self.root / "container-disk"
+        out.mkdir(parents=True, exist_ok=True)
+        with self.timer.step("container-disk"):
+            command = recipe.CONTAINER_DISK_COMMAND.format(
+                output=out / "container-disk", source=REPO / recipe.CONTAINER_DISK_SOURCE
+            )
+            _run(["sh", "-ec", command])
+        return out, hashlib.sha256((out / "container-disk").read_bytes()).hexdigest()
+
     def pause_layer(self) -> BuiltLayer:
         source = REPO / "hack" / "cluster" / "pause"
         key = _key("pause", *(path.read_text() for path in sorted(source.iterdir())))
@@ -237,6 +254,35 @@ class Builder:
             build = f'source "{env_script}" && go build -trimpath -ldflags "-s -w" -o "{target}" .'
             _run(["bash", "-c", build], cwd=source)
             return self._finish(key, directory / "fs.partial", "pause")
+
+    def test_guest_layers(self) -> dict[str, BuiltLayer]:
+        """The test guest's images, each one layer on no base (like KubeVirt's containerDisk demos): the
+        disk under ``/disk/``, and the kernel and initramfs under ``/boot/`` for kernel boot."""
+        guest = testguest.build(self.root.parent)
+        contents = {
+            TEST_GUEST_DISK_IMAGE: {f"disk/{testguest.DISK_NAME}": guest.disk},
+            TEST_GUEST_KERNEL_IMAGE: {"boot/vmlinuz": guest.kernel, "boot/initrd.gz": guest.initrd},
+        }
+        built = {}
+        for image, files in contents.items():
+            key = _key(image, guest.directory.name)
+            if cached := self._cached(key):
+                built[image] = cached
+                continue
+            directory = self.layers / key
+            _discard(directory)
+            fs = directory / "fs.partial"
+            for target, source in files.items():
+                (fs / target).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, fs / target)
+                # KubeVirt's containerDisks hand their disk to the qemu user (107), read-only.
+                os.chown(fs / target, QEMU_UID, QEMU_UID)
+                os.chmod(fs / target, 0o440)
+            for folder in {Path(target).parent for target in files}:
+                os.chown(fs / folder, QEMU_UID, QEMU_UID)
+                os.chmod(fs / folder, 0o555)
+            built[image] = self._finish(key, fs, image)
+        return built
 
     def archive(
         self, name: str, file_stem: str, layers: list[BuiltLayer], config: oci.ImageConfig
@@ -262,6 +308,13 @@ class Builder:
     def _build(self, binaries: list[str] | None) -> list[BuiltImage]:
         pause = self.pause_layer()
         built = [self.archive(PAUSE_IMAGE, "pause", [pause], oci.ImageConfig(["/pause"], [], []))]
+        wanted_guests = [name for name in TEST_GUEST_IMAGES if binaries is None or name in binaries]
+        if wanted_guests:
+            guest_layers = self.test_guest_layers()
+            for name in wanted_guests:
+                config = oci.ImageConfig(entrypoint=[], cmd=[], env=[])
+                built.append(self.archive(image_name(name), name, [guest_layers[name]], config))
+            self._prune({layer.key for layer in guest_layers.values()})
         targets = [t for t in recipe.TARGETS if binaries is None or t.binary in binaries]
         if not targets:
             return built
@@ -278,9 +331,17 @@ class Builder:
         stages = {"python": [debian, base, deps, project]}
         if any(target.stage == "launcher" for target in targets):
             launcher = self.run_stage("launcher", [debian, base], recipe.LAUNCHER_STEPS)
-            # The venv layers only add /opt/kubevirt, so they stack on the launcher layer unchanged
+            program, program_digest = self.container_disk()
+            tools = self.run_stage(
+                "container-disk",
+                [debian, base, launcher],
+                recipe.CONTAINER_DISK_INSTALL_STEPS,
+                binds={recipe.CONTAINER_DISK_BUILD: program},
+                inputs=program_digest,
+            )
+            # The venv layers only add /opt/kubevirt, so they stack on the launcher layers unchanged
             # (the Dockerfile's COPY --from=python).
-            stages["launcher"] = [debian, base, launcher, deps, project]
+            stages["launcher"] = [debian, base, launcher, tools, deps, project]
         for target in targets:
             config = oci.ImageConfig(entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV))
             built.append(self.archive(image_name(target.binary), target.binary, stages[target.stage], config))

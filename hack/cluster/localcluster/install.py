@@ -2,8 +2,8 @@
 operator does the rest. Removed in the reverse order: the CR (the operator uninstalls), then the manifest.
 
 Two things are adjusted for this cluster, both through knobs a KubeVirt user has: images are never pulled
-(they are built and imported locally), and virt-handler's host mounts drop ``Bidirectional`` propagation
-(the host's root is not a shared mount here) through the CR's ``customizeComponents.patches``.
+(they are built and imported locally), and virt-handler's shared directory is the host's shared mount
+(this host's root is not rshared as a node's is) through the CR's ``customizeComponents.patches``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from .handle import Cluster
-from .layout import REPO
+from .layout import KUBEVIRT_SHARE_DIR, REPO
 
 RELEASE = REPO / "manifests" / "release"
 OPERATOR_MANIFEST = RELEASE / "kubevirt-operator.yaml"
@@ -46,16 +46,16 @@ def operator_objects() -> list[JSON]:
     return objects
 
 
-# virt-handler's mounts with Bidirectional propagation (name, path): KubeVirt's DaemonSet shares mounts it
-# makes for guests with the host this way, which needs the host's mount to be shared.
-HANDLER_SHARED_MOUNTS = (("virt-share-dir", "/var/run/kubevirt"), ("kubelet", "/var/lib/kubelet"))
+# virt-handler's Bidirectional host path for what it shares with launcher pods (KubeVirt's
+# ``/var/run/kubevirt``): the runtime checks that such a path is on a shared mount without resolving links,
+# and here only the shared ``/run/kubevirt`` that /var/run links to is one.
+HANDLER_SHARE_VOLUME = "virt-share-dir"
 
 
-def handler_propagation_patch() -> JSON:
-    """A ``customizeComponents.patches`` entry removing the propagation of virt-handler's shared mounts.
-    Each mount names both its ``name`` and its ``mountPath``, so a strategic merge matches it by either."""
-    mounts = [{"name": n, "mountPath": p, "mountPropagation": None} for n, p in HANDLER_SHARED_MOUNTS]
-    body = {"spec": {"template": {"spec": {"containers": [{"name": HANDLER, "volumeMounts": mounts}]}}}}
+def handler_share_dir_patch() -> JSON:
+    """A ``customizeComponents.patches`` entry pointing virt-handler's share volume at the shared mount."""
+    volume = {"name": HANDLER_SHARE_VOLUME, "hostPath": {"path": str(KUBEVIRT_SHARE_DIR)}}
+    body = {"spec": {"template": {"spec": {"volumes": [volume]}}}}
     return {
         "resourceType": "DaemonSet",
         "resourceName": HANDLER,
@@ -66,14 +66,14 @@ def handler_propagation_patch() -> JSON:
 
 def kubevirt_cr() -> JSON:
     """The release CR with emulation on (KVM guests hang on this kind of machine), images never pulled
-    and virt-handler's mounts fitted to this host."""
+    and virt-handler's shared directory fitted to this host."""
     (cr,) = [d for d in _documents(CR_MANIFEST) if d.get("kind") == "KubeVirt"]
     spec = cr.setdefault("spec", {})
     spec["imagePullPolicy"] = "Never"
     developer = spec.setdefault("configuration", {}).setdefault("developerConfiguration", {})
     developer["useEmulation"] = True
     customize = spec.get("customizeComponents") or {}
-    customize["patches"] = [*customize.get("patches", []), handler_propagation_patch()]
+    customize["patches"] = [*customize.get("patches", []), handler_share_dir_patch()]
     spec["customizeComponents"] = customize
     return cr
 

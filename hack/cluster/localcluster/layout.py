@@ -18,6 +18,10 @@ SERVICE_SUBNET = "10.96.0.0/16"
 KUBERNETES_SERVICE_IP = "10.96.0.1"
 
 KUBELET_ROOT = Path("/var/lib/kubelet")
+# Where virt-handler shares sockets and mounts with launcher pods (a Bidirectional host path, like the
+# kubelet's root): both are shared mounts on the node.
+KUBEVIRT_SHARE_DIR = Path("/run/kubevirt")
+SHARED_MOUNTS = (KUBELET_ROOT, KUBEVIRT_SHARE_DIR)
 
 APISERVER_PORT = 6443
 ETCD_CLIENT_PORT = 32379

@@ -51,7 +51,13 @@ PYTHON_STEPS = (
     f"{VENV}/bin/pip install --no-cache-dir --no-index --no-deps {WHEELS}/{PROJECT.replace('-', '_')}-*.whl",
 )
 # The programs KubeVirt's launcher pod template calls by absolute path.
-LAUNCHER_POD_TOOLS = ("virt-launcher-monitor", "virt-launcher", "virt-tail", "container-disk")
+LAUNCHER_POD_TOOLS = ("virt-launcher-monitor", "virt-launcher", "virt-tail")
+# container-disk runs inside containerDisk images, which may hold nothing but their disk: a static C
+# executable, built in a stage of its own and installed into the launcher image.
+CONTAINER_DISK_SOURCE = "cmd/container-disk/container-disk.c"
+CONTAINER_DISK_BUILD = "/container-disk-build"
+CONTAINER_DISK_BUILD_PACKAGES = ("gcc", "libc6-dev")
+CONTAINER_DISK_COMMAND = "gcc -static -Os -s -Wall -Wextra -Werror -o {output} {source}"
 LAUNCHER_STEPS = (
     f"{_APT} {' '.join(LAUNCHER_PACKAGES)} && {_APT_CLEAN}",
     # libvirt's QEMU driver needs the users Debian's libvirt-daemon-system would create.
@@ -61,6 +67,10 @@ LAUNCHER_STEPS = (
     "--home-dir /var/lib/libvirt --no-create-home --shell /usr/sbin/nologin libvirt-qemu)",
     # KubeVirt's launcher pod runs these from /usr/bin; they are the venv's console scripts (added later).
     " && ".join(f"ln -sf {VENV}/bin/{tool} /usr/bin/{tool}" for tool in LAUNCHER_POD_TOOLS),
+)
+# A layer of its own, so that a change to the program does not reinstall libvirt and QEMU.
+CONTAINER_DISK_INSTALL_STEPS = (
+    f"install -m 0755 {CONTAINER_DISK_BUILD}/container-disk /usr/bin/container-disk",
 )
 ENV = (f"PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",)
 
@@ -108,8 +118,21 @@ def dockerfile() -> str:
             for step in PYTHON_STEPS
         ),
         "",
+        "FROM base AS container-disk-build",
+        f"RUN {_APT} {' '.join(CONTAINER_DISK_BUILD_PACKAGES)}",
+        f"COPY {CONTAINER_DISK_SOURCE} /src/container-disk.c",
+        f"RUN mkdir {CONTAINER_DISK_BUILD} && "
+        + CONTAINER_DISK_COMMAND.format(
+            output=f"{CONTAINER_DISK_BUILD}/container-disk", source="/src/container-disk.c"
+        ),
+        "",
         "FROM base AS launcher",
         *(f"RUN {step}" for step in LAUNCHER_STEPS),
+        *(
+            f"RUN --mount=type=bind,from=container-disk-build,source={CONTAINER_DISK_BUILD},"
+            f"target={CONTAINER_DISK_BUILD} {step}"
+            for step in CONTAINER_DISK_INSTALL_STEPS
+        ),
         f"COPY --from=python {VENV} {VENV}",
     ]
     for target in TARGETS:

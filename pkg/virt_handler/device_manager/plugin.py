@@ -141,11 +141,15 @@ class DevicePlugin(api_pb2_grpc.DevicePluginServicer):
             self.socket.unlink()
 
     def run(self, stop: threading.Event) -> None:
-        """Keep the plugin registered until ``stop``: start again whenever the kubelet removed the socket."""
+        """Keep the plugin registered until ``stop``: start (also over a stale socket), and start again
+        whenever the kubelet removed the socket."""
         while not stop.is_set():
-            if not self.socket.exists():
+            if self._server is None or not self.socket.exists():
                 if self._server is not None:
                     self._server.stop(grace=0)
+                # A socket a killed handler left: nobody serves on it, and the kubelet must hear again.
+                with contextlib.suppress(FileNotFoundError):
+                    self.socket.unlink()
                 try:
                     self.start()
                 except (grpc.RpcError, OSError) as err:

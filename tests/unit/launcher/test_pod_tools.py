@@ -1,15 +1,14 @@
-"""The small programs of the launcher pod: virt-launcher-monitor, virt-tail and container-disk."""
+"""The small programs of the launcher pod: virt-launcher-monitor and virt-tail (container-disk, a C program,
+has its own test among the integration tests)."""
 
 from __future__ import annotations
 
 import io
-import socket
 import sys
 import threading
 import time
 from pathlib import Path
 
-import kubevirt.container_disk as container_disk
 from kubevirt.virt_launcher import console_tail, monitor
 
 
@@ -48,22 +47,6 @@ def test_tail_waits_for_the_file_and_follows_appends(tmp_path: Path) -> None:
     stop.set()
     follower.join(5)
     assert out.getvalue() == b"boot\nMARKER\n"
-
-
-def test_container_disk_listens_on_its_socket_until_stopped(tmp_path: Path) -> None:
-    copy_path = tmp_path / "disk_0"
-    stop = threading.Event()
-    holder = threading.Thread(target=container_disk.hold, args=(copy_path, stop))
-    holder.start()
-    sock_path = tmp_path / "disk_0.sock"
-    deadline = time.monotonic() + 5
-    while not sock_path.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    with socket.socket(socket.AF_UNIX) as client:
-        client.connect(str(sock_path))
-    stop.set()
-    holder.join(5)
-    assert not sock_path.exists()
 
 
 def test_mount_namespaces_need_cap_sys_admin(tmp_path: Path) -> None:

@@ -95,3 +95,26 @@ def test_run_registers_again_after_the_kubelet_removed_the_socket(tmp_path: Path
         stop.set()
         runner.join(10)
         server.stop(grace=0)
+
+
+def test_run_replaces_the_socket_a_killed_handler_left_and_registers(tmp_path: Path) -> None:
+    plugins_dir = tmp_path / "dp"
+    kubelet = FakeKubelet()
+    server = serve_unix(
+        plugins_dir / KUBELET_SOCKET, lambda s: api_pb2_grpc.add_RegistrationServicer_to_server(kubelet, s)
+    )
+    plugin = DevicePlugin(HostDevice("kvm", "/dev/kvm"), plugins_dir=plugins_dir, count=1)
+    plugin.socket.write_bytes(b"")  # the earlier handler's socket path, nobody serving on it
+    stop = threading.Event()
+    runner = threading.Thread(target=plugin.run, args=(stop,))
+    runner.start()
+    try:
+        for _ in range(100):
+            if kubelet.requests:
+                break
+            threading.Event().wait(0.05)
+        assert [r.resource_name for r in kubelet.requests] == ["devices.kubevirt.io/kvm"]
+    finally:
+        stop.set()
+        runner.join(10)
+        server.stop(grace=0)

@@ -16,6 +16,7 @@ from kubevirt.controller import RequeueAfter, Store
 from kubevirt.handler_launcher_com.cmd.client import CommandFailedError
 from kubevirt.network.cache import PodIfaceCache
 from kubevirt.virt_handler import phase
+from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 from kubevirt.virt_handler.network import CONFIG_INVALID_REASON, HandlerNetwork, NetworkSetupError
@@ -60,7 +61,11 @@ class Events:
 def _domain(state: str, reason: str) -> JSON:
     nic = {"Alias": {"Name": "ua-default"}, "MAC": {"MAC": "52:54:00:00:00:01"}}
     return {
-        "Spec": {"Devices": {"Interfaces": [nic]}, "Features": {"ACPI": {}}},
+        "Spec": {
+            "Devices": {"Interfaces": [nic]},
+            "Features": {"ACPI": {}},
+            "OS": {"Type": {"Machine": "pc-q35-7.2"}},
+        },
         "Status": {"Status": state, "Reason": reason, "Interfaces": None, "OSInfo": {"Name": ""}},
     }
 
@@ -223,6 +228,106 @@ def test_heartbeat_labels_and_annotates_the_node() -> None:
     assert node["metadata"]["annotations"]["kubevirt.io/heartbeat"].endswith("Z")
     Heartbeat(api, NODE).beat(schedulable=False)
     assert api.get(NODES, None, NODE)["metadata"]["labels"]["kubevirt.io/schedulable"] == "false"
+
+
+class FakeMounter(Mounter):
+    """Records what the controller asks of the containerDisk mounter."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            pods_dir=Path("/nonexistent"), host_pods_dir=Path("/nonexistent"), state_dir=Path("/nonexistent")
+        )
+        self.is_ready = True
+        self.fail: str | None = None
+        self.calls: list[str] = []
+        self.records: dict[str, str] = {}  # VMI UID -> namespace/name
+
+    def ready(self, vmi: Any, node: str) -> bool:
+        self.calls.append("ready")
+        return self.is_ready
+
+    def mount(self, vmi: Any, node: str) -> None:
+        self.calls.append("mount")
+        if self.fail:
+            raise ContainerDiskError(self.fail)
+        self.records[vmi["metadata"]["uid"]] = f"{vmi['metadata']['namespace']}/{vmi['metadata']['name']}"
+
+    def unmount(self, vmi_uid: str) -> None:
+        self.calls.append(f"unmount {vmi_uid}")
+        self.records.pop(vmi_uid, None)
+
+    def recorded(self, namespace: str, name: str) -> list[str]:
+        return sorted(uid for uid, key in self.records.items() if key == f"{namespace}/{name}")
+
+
+def _disk_vmi(phase_name: str = "Scheduled", uid: str = "uid-1") -> JSON:
+    vmi = _vmi(phase_name)
+    vmi["metadata"]["uid"] = uid
+    vmi["spec"]["volumes"] = [{"name": "rootdisk", "containerDisk": {"image": "guest"}}]
+    return vmi
+
+
+def _with_mounter(harness: Harness, pods_dir: Path) -> FakeMounter:
+    mounter = FakeMounter()
+    harness.controller = VMController(
+        api=harness.api,
+        events=harness.events,
+        vmi_store=harness.store,
+        node=NODE,
+        pods_dir=pods_dir,
+        connect=lambda _path: harness.launcher,
+        mounter=mounter,
+    )
+    return mounter
+
+
+def test_the_disks_are_mounted_before_the_first_sync_once_their_containers_are_up(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _disk_vmi())
+    mounter = _with_mounter(harness, pods_dir)
+    mounter.is_ready = False
+    assert harness.reconcile()["status"]["phase"] == "Scheduled"
+    assert (mounter.calls, harness.launcher.calls) == (["ready"], [])
+
+    mounter.is_ready = True
+    vmi = harness.reconcile()
+    assert mounter.calls == ["ready", "ready", "mount"]
+    assert harness.launcher.calls == ["SyncVirtualMachine"]
+    assert vmi["status"]["phase"] == "Running"
+    assert vmi["status"]["machine"] == {"type": "pc-q35-7.2"}
+
+
+def test_a_disk_that_cannot_be_mounted_is_a_sync_failure_and_nothing_starts(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _disk_vmi())
+    mounter = _with_mounter(harness, pods_dir)
+    mounter.fail = "failed to mount containerDisk rootdisk: /escape: No such file or directory"
+    vmi = harness.reconcile()
+    assert harness.launcher.calls == []
+    assert vmi["status"]["phase"] == "Scheduled"
+    (condition,) = [c for c in vmi["status"]["conditions"] if c["type"] == "Synchronized"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "Synchronized",
+        "False",
+        SYNC_FAILED_REASON,
+    )
+    assert condition["message"] == mounter.fail
+
+
+def test_a_final_vmi_and_a_deleted_one_have_their_disks_unmounted(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _disk_vmi("Failed"))
+    mounter = _with_mounter(harness, pods_dir)
+    uid = harness.store.get_by_key("default/tiny")["metadata"]["uid"]  # type: ignore[index]
+    mounter.records = {uid: "default/tiny", "uid-0": "default/tiny", "uid-9": "other/vm"}
+    harness.reconcile()
+    # The VMI's own mounts, and those of an earlier VMI of the same name.
+    assert sorted(mounter.calls) == sorted([f"unmount {uid}", "unmount uid-0"])
+
+    mounter.records[uid] = "default/tiny"
+    mounter.calls.clear()
+    harness.store.remove("default/tiny")
+    with contextlib.suppress(RequeueAfter):
+        harness.controller.reconcile("default/tiny")
+    assert mounter.calls == [f"unmount {uid}"]
+    assert mounter.records == {"uid-9": "other/vm"}
 
 
 # -- the network hook: phase 1 before the sync, its refusals, the pod IP in status --------------------

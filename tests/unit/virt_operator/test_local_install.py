@@ -49,14 +49,19 @@ def test_components_get_local_images_never_pulled() -> None:
     assert handler["containers"][0]["imagePullPolicy"] == "Never"
 
 
-def test_handler_mounts_lose_only_their_propagation() -> None:
-    plain = handler_daemonset(install.NAMESPACE, "localhost/kubevirt/virt-handler:devel")
-    generated = plain["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
-    assert any("mountPropagation" in m for m in generated)
-    handler = _deployed_objects()[("DaemonSet", "virt-handler")]
-    mounts = handler["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
-    assert [m["mountPath"] for m in mounts] == [m["mountPath"] for m in generated]
-    assert not [m for m in mounts if "mountPropagation" in m]
+def test_handler_shares_through_the_shared_mount_and_keeps_propagation() -> None:
+    plain = handler_daemonset(install.NAMESPACE, "localhost/kubevirt/virt-handler:devel")["spec"]["template"]
+    handler = _deployed_objects()[("DaemonSet", "virt-handler")]["spec"]["template"]
+    paths = {v["name"]: v["hostPath"]["path"] for v in handler["spec"]["volumes"] if "hostPath" in v}
+    plain_paths = {v["name"]: v["hostPath"]["path"] for v in plain["spec"]["volumes"] if "hostPath" in v}
+    assert paths == {**plain_paths, "virt-share-dir": "/run/kubevirt"}
+    assert plain_paths["virt-share-dir"] == "/var/run/kubevirt"
+    mounts = handler["spec"]["containers"][0]["volumeMounts"]
+    assert mounts == plain["spec"]["containers"][0]["volumeMounts"]
+    assert {m["name"] for m in mounts if m.get("mountPropagation") == "Bidirectional"} == {
+        "virt-share-dir",
+        "kubelet",
+    }
 
 
 def test_cr_asks_for_emulation_and_keeps_the_release_fields() -> None:
@@ -66,5 +71,6 @@ def test_cr_asks_for_emulation_and_keeps_the_release_fields() -> None:
     assert cr["spec"]["workloadUpdateStrategy"] == {}
     (patch,) = cr["spec"]["customizeComponents"]["patches"]
     assert patch["resourceType"] == "DaemonSet"
-    (container,) = json.loads(patch["patch"])["spec"]["template"]["spec"]["containers"]
-    assert container["name"] == "virt-handler"
+    assert patch["resourceName"] == "virt-handler"
+    (volume,) = json.loads(patch["patch"])["spec"]["template"]["spec"]["volumes"]
+    assert volume == {"name": "virt-share-dir", "hostPath": {"path": "/run/kubevirt"}}
