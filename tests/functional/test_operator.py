@@ -20,7 +20,7 @@ from localcluster import install, up
 from localcluster.handle import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
-VM_MANIFEST = REPO / "examples" / "vm-test-guest.yaml"
+VM_MANIFEST = REPO / "examples" / "vm-test-guest-no-network.yaml"
 VM_NAMESPACE = f"operator-test-{os.getpid()}"
 APISERVICES = ("v1.subresources.kubevirt.io", "v1alpha3.subresources.kubevirt.io")
 WEBHOOKS = (

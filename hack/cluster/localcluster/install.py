@@ -27,6 +27,7 @@ CR_NAME = "kubevirt"
 OPERATOR = "virt-operator"
 COMPONENT_DEPLOYMENTS = ("virt-api", "virt-controller")
 HANDLER = "virt-handler"
+ROOT_GATE = "Root"
 
 JSON = dict[str, Any]
 Progress = Callable[[str], None]
@@ -65,13 +66,17 @@ def handler_share_dir_patch() -> JSON:
 
 
 def kubevirt_cr() -> JSON:
-    """The release CR with emulation on (KVM guests hang on this kind of machine), images never pulled
-    and virt-handler's shared directory fitted to this host."""
+    """The release CR with emulation on (KVM guests hang on this kind of machine), root launchers, images
+    never pulled and virt-handler's shared directory fitted to this host."""
     (cr,) = [d for d in _documents(CR_MANIFEST) if d.get("kind") == "KubeVirt"]
     spec = cr.setdefault("spec", {})
     spec["imagePullPolicy"] = "Never"
     developer = spec.setdefault("configuration", {}).setdefault("developerConfiguration", {})
     developer["useEmulation"] = True
+    # Launchers run as root: this project's virt-launcher does not run libvirt as KubeVirt's non-root
+    # user (107) yet, which KubeVirt's webhook asks for unless the Root gate is on.
+    gates = developer.get("featureGates") or []
+    developer["featureGates"] = [*gates, *([] if ROOT_GATE in gates else [ROOT_GATE])]
     customize = spec.get("customizeComponents") or {}
     customize["patches"] = [*customize.get("patches", []), handler_share_dir_patch()]
     spec["customizeComponents"] = customize

@@ -14,7 +14,7 @@ from . import install
 from .handle import Cluster
 from .layout import REPO, Layout
 
-DEFAULT_VM = REPO / "examples" / "vm-test-guest.yaml"
+DEFAULT_VM = REPO / "examples" / "vm-test-guest-no-network.yaml"
 VM_NAMESPACE = "default"
 
 

@@ -68,6 +68,7 @@ def test_cr_asks_for_emulation_and_keeps_the_release_fields() -> None:
     cr = install.kubevirt_cr()
     assert cr["metadata"] == {"name": "kubevirt", "namespace": "kubevirt"}
     assert cr["spec"]["configuration"]["developerConfiguration"]["useEmulation"] is True
+    assert cr["spec"]["configuration"]["developerConfiguration"]["featureGates"] == ["Root"]
     assert cr["spec"]["workloadUpdateStrategy"] == {}
     (patch,) = cr["spec"]["customizeComponents"]["patches"]
     assert patch["resourceType"] == "DaemonSet"
