@@ -104,5 +104,6 @@ def main(
         migration_ip=pod_ip_address,
         client_cert_file=Path(client_cert_file),
         client_key_file=Path(client_key_file),
+        share_dir=Path(kubevirt_share_dir),
     )
     sys.exit(app.run(options))

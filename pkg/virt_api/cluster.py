@@ -7,6 +7,7 @@ its event loop); failures become :class:`ClusterStateError` so the admitter answ
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client, config
@@ -41,118 +42,112 @@ class KubernetesClusterState:
         reason = f"{err.status} {err.reason}" if isinstance(err, ApiException) else str(err)
         return ClusterStateError(f"cannot read {what}: {reason}")
 
-    def get_vmi(self, namespace: str, name: str) -> JSON | None:
+    def _as_json(self, found: object) -> JSON | None:
+        """Custom objects arrive as dicts; typed models go back to the JSON form the rules read."""
+        if not isinstance(found, dict):
+            found = self._api.sanitize_for_serialization(found)  # type: ignore[no-untyped-call]
+        return found if isinstance(found, dict) else None
+
+    def _get(self, what: str, read: Callable[[], object]) -> JSON | None:
+        """One object, or ``None`` when the API server says it does not exist."""
         try:
-            found = self._custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, "virtualmachineinstances", name, _request_timeout=REQUEST_TIMEOUT
-            )
+            found = read()
         except ApiException as err:
             if err.status == 404:
                 return None
-            raise self._failed(f"VirtualMachineInstance {namespace}/{name}", err) from None
+            raise self._failed(what, err) from None
         except HTTPError as err:
-            raise self._failed(f"VirtualMachineInstance {namespace}/{name}", err) from None
-        return found if isinstance(found, dict) else None
+            raise self._failed(what, err) from None
+        return self._as_json(found)
+
+    def _list(self, what: str, read: Callable[[], object]) -> list[JSON]:
+        """The items of a custom-object list; anything that is not an object is dropped."""
+        try:
+            listed = read()
+        except (ApiException, HTTPError) as err:
+            raise self._failed(what, err) from None
+        items = listed.get("items") if isinstance(listed, dict) else None
+        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+    def get_vmi(self, namespace: str, name: str) -> JSON | None:
+        return self._get(
+            f"VirtualMachineInstance {namespace}/{name}",
+            lambda: self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, "virtualmachineinstances", name, _request_timeout=REQUEST_TIMEOUT
+            ),
+        )
 
     def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
-        try:
-            listed = self._custom.list_namespaced_custom_object(
+        return self._list(
+            f"migrations of {namespace}/{vmi_name}",
+            lambda: self._custom.list_namespaced_custom_object(
                 GROUP,
                 VERSION,
                 namespace,
                 "virtualmachineinstancemigrations",
                 label_selector=f"{MIGRATION_SELECTOR_LABEL} in ({vmi_name})",
                 _request_timeout=REQUEST_TIMEOUT,
-            )
-        except (ApiException, HTTPError) as err:
-            raise self._failed(f"migrations of {namespace}/{vmi_name}", err) from None
-        items = listed.get("items") if isinstance(listed, dict) else None
-        if not isinstance(items, list):
-            return []
-        return [item for item in items if isinstance(item, dict)]
+            ),
+        )
 
     def list_vmi_presets(self, namespace: str) -> list[JSON]:
-        try:
-            listed = self._custom.list_namespaced_custom_object(
+        return self._list(
+            f"VirtualMachineInstancePresets of {namespace}",
+            lambda: self._custom.list_namespaced_custom_object(
                 GROUP, VERSION, namespace, "virtualmachineinstancepresets", _request_timeout=REQUEST_TIMEOUT
-            )
-        except (ApiException, HTTPError) as err:
-            raise self._failed(f"VirtualMachineInstancePresets of {namespace}", err) from None
-        items = listed.get("items") if isinstance(listed, dict) else None
-        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+            ),
+        )
 
     def get_pod(self, namespace: str, name: str) -> JSON | None:
-        try:
-            pod = self._core.read_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise self._failed(f"pod {namespace}/{name}", err) from None
-        except HTTPError as err:
-            raise self._failed(f"pod {namespace}/{name}", err) from None
-        # The typed pod back to its JSON form, which the rules read.
-        document = self._api.sanitize_for_serialization(pod)  # type: ignore[no-untyped-call]
-        return document if isinstance(document, dict) else None
+        return self._get(
+            f"pod {namespace}/{name}",
+            lambda: self._core.read_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT),
+        )
 
     def get_instancetype_object(self, kind: str, namespace: str, name: str) -> JSON | None:
         """An instance type or preference of one of the four ``instancetype.kubevirt.io`` kinds."""
         resource = INSTANCETYPE_RESOURCES[kind]
-        what = f"{kind} {namespace}/{name}" if resource.namespaced else f"{kind} {name}"
-        try:
-            if resource.namespaced:
-                found = self._custom.get_namespaced_custom_object(
+        if resource.namespaced:
+            return self._get(
+                f"{kind} {namespace}/{name}",
+                lambda: self._custom.get_namespaced_custom_object(
                     resource.group, resource.version, namespace, resource.plural, name,
                     _request_timeout=REQUEST_TIMEOUT,
-                )  # fmt: skip
-            else:
-                found = self._custom.get_cluster_custom_object(
-                    resource.group, resource.version, resource.plural, name, _request_timeout=REQUEST_TIMEOUT
-                )
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise self._failed(what, err) from None
-        except HTTPError as err:
-            raise self._failed(what, err) from None
-        return found if isinstance(found, dict) else None
+                ),
+            )  # fmt: skip
+        return self._get(
+            f"{kind} {name}",
+            lambda: self._custom.get_cluster_custom_object(
+                resource.group, resource.version, resource.plural, name, _request_timeout=REQUEST_TIMEOUT
+            ),
+        )
 
     def get_controller_revision(self, namespace: str, name: str) -> JSON | None:
         """A ControllerRevision (a VM's stored instance type or preference)."""
-        what = f"ControllerRevision {namespace}/{name}"
-        try:
-            revision = client.AppsV1Api(self._api).read_namespaced_controller_revision(
+        return self._get(
+            f"ControllerRevision {namespace}/{name}",
+            lambda: client.AppsV1Api(self._api).read_namespaced_controller_revision(
                 name, namespace, _request_timeout=REQUEST_TIMEOUT
-            )
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise self._failed(what, err) from None
-        except HTTPError as err:
-            raise self._failed(what, err) from None
-        found = self._api.sanitize_for_serialization(revision)  # type: ignore[no-untyped-call]
-        return found if isinstance(found, dict) else None
+            ),
+        )
 
     def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
         """A PVC, or a CDI DataVolume or DataSource, for ``inferFromVolume``."""
         what = f"{kind} {namespace}/{name}"
-        try:
-            if kind == "PersistentVolumeClaim":
-                claim = self._core.read_namespaced_persistent_volume_claim(
+        if kind == "PersistentVolumeClaim":
+            return self._get(
+                what,
+                lambda: self._core.read_namespaced_persistent_volume_claim(
                     name, namespace, _request_timeout=REQUEST_TIMEOUT
-                )
-                found = self._api.sanitize_for_serialization(claim)  # type: ignore[no-untyped-call]
-            else:
-                plural = {"DataVolume": "datavolumes", "DataSource": "datasources"}[kind]
-                found = self._custom.get_namespaced_custom_object(
-                    CDI_GROUP, CDI_VERSION, namespace, plural, name, _request_timeout=REQUEST_TIMEOUT
-                )
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise self._failed(what, err) from None
-        except HTTPError as err:
-            raise self._failed(what, err) from None
-        return found if isinstance(found, dict) else None
+                ),
+            )
+        plural = {"DataVolume": "datavolumes", "DataSource": "datasources"}[kind]
+        return self._get(
+            what,
+            lambda: self._custom.get_namespaced_custom_object(
+                CDI_GROUP, CDI_VERSION, namespace, plural, name, _request_timeout=REQUEST_TIMEOUT
+            ),
+        )
 
     def server_version(self) -> JSON:
         """The API server's ``/version`` (what virt-api's health check reports)."""
@@ -160,24 +155,23 @@ class KubernetesClusterState:
             info = client.VersionApi(self._api).get_code(_request_timeout=REQUEST_TIMEOUT)
         except (ApiException, HTTPError) as err:
             raise self._failed("the API server version", err) from None
-        document = self._api.sanitize_for_serialization(info)  # type: ignore[no-untyped-call]
-        return document if isinstance(document, dict) else {}
+        return self._as_json(info) or {}
 
     def list_kubevirts(self, namespace: str | None) -> list[JSON]:
         """The KubeVirt CRs in ``namespace`` (all namespaces when ``None``)."""
-        try:
-            if namespace:
-                listed = self._custom.list_namespaced_custom_object(
+        if namespace:
+            return self._list(
+                "the KubeVirt configuration",
+                lambda: self._custom.list_namespaced_custom_object(
                     GROUP, VERSION, namespace, "kubevirts", _request_timeout=REQUEST_TIMEOUT
-                )
-            else:
-                listed = self._custom.list_cluster_custom_object(
-                    GROUP, VERSION, "kubevirts", _request_timeout=REQUEST_TIMEOUT
-                )
-        except (ApiException, HTTPError) as err:
-            raise self._failed("the KubeVirt configuration", err) from None
-        items = listed.get("items") if isinstance(listed, dict) else None
-        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+                ),
+            )
+        return self._list(
+            "the KubeVirt configuration",
+            lambda: self._custom.list_cluster_custom_object(
+                GROUP, VERSION, "kubevirts", _request_timeout=REQUEST_TIMEOUT
+            ),
+        )
 
     def patch_vmi(self, namespace: str, name: str, patch: list[JSON]) -> None:
         try:

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import grpc
+
 from kubevirt.client import (
     VIRTUAL_MACHINE_INSTANCES,
     EventRecorder,
@@ -26,6 +28,7 @@ from kubevirt.client import (
 )
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import Probe, ProbeServer
@@ -37,7 +40,9 @@ from kubevirt.virt_handler.device_manager.plugin import (
     PERMANENT_DEVICES,
     DevicePlugin,
 )
+from kubevirt.virt_handler.domain_cache import DomainCache
 from kubevirt.virt_handler.domain_events import DomainEventLog
+from kubevirt.virt_handler.domain_notify import DomainNotify
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.ksm import KsmHandler
 from kubevirt.virt_handler.migratable import NodeFacts
@@ -46,6 +51,8 @@ from kubevirt.virt_handler.migration_proxy import ProxyManager, TLSFiles, TLSPro
 from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
 from kubevirt.virt_handler.node_labeller import capabilities, host
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
+from kubevirt.virt_handler.notify_pipes import NotifyPipes
+from kubevirt.virt_handler.notify_server import NOTIFY_SOCKET, NotifyServer, serve_notify
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
 from kubevirt.virt_handler.rest.server import (
@@ -94,6 +101,9 @@ class Options:
     migration_ip: str = ""
     client_cert_file: Path = Path("/etc/virt-handler/clientcertificates/tls.crt")
     client_key_file: Path = Path("/etc/virt-handler/clientcertificates/tls.key")
+    # The handler's share directory: launchers' domain and Kubernetes events arrive on its notify
+    # socket there, through a pipe socket in each pod.
+    share_dir: Path = DEFAULT_SHARE_DIR
 
 
 class VirtHandler:
@@ -138,6 +148,12 @@ class VirtHandler:
             "connect": LauncherClient,
             "proxies": self._proxies,
         }
+        domain_cache = DomainCache()
+        self._notify_pipes = NotifyPipes(options.share_dir / NOTIFY_SOCKET)
+        self._notify_servicer = NotifyServer(
+            cache=domain_cache, enqueue=self._queue.add, vmi_store=vmis.store, events=self._events
+        )
+        self._notify_server: grpc.Server | None = None
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -150,6 +166,7 @@ class VirtHandler:
             domain_events=self._domain_events,
             migration_source=MigrationSource(**roles),
             mounter=self._mounter,
+            notify=DomainNotify(domain_cache, self._notify_pipes),
         )
         enqueue = self._queue.add
         # Migration targets: VMIs still owned by another node, labelled for this one.
@@ -220,6 +237,14 @@ class VirtHandler:
             domain_changed=self._queue.add,  # pause and the like: the VMI's status follows at once
         )
 
+    def _start_notify_server(self) -> None:
+        path = self._options.share_dir / NOTIFY_SOCKET
+        try:
+            self._notify_server = serve_notify(path, self._notify_servicer)
+        except OSError as err:
+            # VMIs are still reconciled, on their resync period instead of at each domain change.
+            get_logger().error("notify server could not start", socket=str(path), reason=str(err))
+
     def probes(self) -> dict[str, Probe]:
         return {"/healthz": self._health}
 
@@ -266,6 +291,7 @@ class VirtHandler:
             self._stop.set()
         else:
             log.info("virt-handler running", node=self._options.node_name)
+            self._start_notify_server()
             # Mounts recorded by an earlier run whose VMI went away meanwhile: their keys clean them up.
             for key in self._mounter.recorded_keys():
                 self._queue.add(key)
@@ -281,6 +307,9 @@ class VirtHandler:
             self._console.stop()
         self._factory.stop()
         self._proxies.shut_down()
+        if self._notify_server is not None:
+            self._notify_server.stop(grace=1)
+        self._notify_pipes.shut_down()
         self._events.stop()
         beats.join(timeout=10)
         for thread in helpers:

@@ -1,7 +1,7 @@
 """Finding a VMI's launcher command socket on this node, through the kubelet's pod directories.
 
-Every component of the path below the pods directory is opened with ``O_NOFOLLOW``: a launcher pod
-controls what its volumes hold, and must not make virt-handler follow a symlink out of the pods tree.
+No symlink is followed below the pods directory: a launcher pod controls what its volumes hold, and must
+not make virt-handler follow a symlink out of the pods tree.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from kubevirt import safepath
 from kubevirt.handler_launcher_com.sockets import READY_SOCKET, SOCKETS_DIR, UNRESPONSIVE_MARKER
 
 EMPTY_DIR = "kubernetes.io~empty-dir"
@@ -24,63 +25,56 @@ class SocketLookupError(Exception):
 
 @contextlib.contextmanager
 def open_dir_nofollow(root: Path, parts: list[str]) -> Iterator[int]:
-    """A descriptor of ``root/parts...``, each component opened without following a symlink."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in parts:
-            if part in ("", ".", "..") or "/" in part:
-                raise SocketLookupError(f"{part!r}: not a plain path component")
-            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = child
+    """A descriptor of ``root/parts...``; a symlink anywhere on the way fails the open with ``ELOOP``."""
+    for part in parts:
+        if not safepath.plain_name(part):
+            raise SocketLookupError(f"{part!r}: not a plain path component")
+    with safepath.opened(
+        root, "/".join(parts), os.O_RDONLY | os.O_DIRECTORY, resolve=safepath.NO_SYMLINKS
+    ) as fd:
         yield fd
-    finally:
-        os.close(fd)
 
 
-def socket_dir(pods_dir: Path, pod_uid: str) -> list[str]:
+def socket_dir(pod_uid: str) -> list[str]:
     """The path components of a pod's ``sockets`` emptyDir below the kubelet's pods directory."""
     return [pod_uid, "volumes", EMPTY_DIR, SOCKETS_DIR]
 
 
+def _stat_below(pods_dir: Path, parts: list[str], name: str | None = None) -> os.stat_result | None:
+    """``name`` in the directory ``parts`` (the directory itself without one), not following links.
+
+    ``None`` when something on the way is missing, not a directory, or a symlink.
+    """
+    try:
+        with open_dir_nofollow(pods_dir, parts) as fd:
+            return os.stat(name, dir_fd=fd, follow_symlinks=False) if name else os.fstat(fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:  # a symlink where a directory or the entry was expected
+            return None
+        raise
+
+
 def pod_has_socket(pods_dir: Path, pod_uid: str) -> bool:
     """Whether the pod's ``sockets`` volume holds a ready launcher socket (not a link to one)."""
-    try:
-        with open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
-            info = os.stat(READY_SOCKET, dir_fd=fd, follow_symlinks=False)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError as err:
-        if err.errno == errno.ELOOP:  # a symlink where a directory was expected
-            return False
-        raise
-    return stat.S_ISSOCK(info.st_mode)
+    info = _stat_below(pods_dir, socket_dir(pod_uid), READY_SOCKET)
+    return info is not None and stat.S_ISSOCK(info.st_mode)
 
 
 def _in_sockets_dir(pods_dir: Path, pod_uid: str, name: str) -> bool:
     try:
-        with open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
-            os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except (FileNotFoundError, NotADirectoryError, SocketLookupError):
+        return _stat_below(pods_dir, socket_dir(pod_uid), name) is not None
+    except SocketLookupError:
         return False
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            return False
-        raise
-    return True
 
 
 def pod_dir_exists(pods_dir: Path, pod_uid: str) -> bool:
     """Whether the kubelet still has a directory for the pod (a plain directory, not a link)."""
     try:
-        with open_dir_nofollow(pods_dir, [pod_uid]):
-            return True
-    except (FileNotFoundError, NotADirectoryError, SocketLookupError):
+        return _stat_below(pods_dir, [pod_uid]) is not None
+    except SocketLookupError:
         return False
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            return False
-        raise
 
 
 def is_marked_unresponsive(pods_dir: Path, pod_uid: str) -> bool:
@@ -92,7 +86,7 @@ def is_marked_unresponsive(pods_dir: Path, pod_uid: str) -> bool:
 
 def mark_unresponsive(pods_dir: Path, pod_uid: str) -> None:
     """Leave the marker next to the socket; a link in its place is not followed (the open fails)."""
-    with open_dir_nofollow(pods_dir, socket_dir(pods_dir, pod_uid)) as fd:
+    with open_dir_nofollow(pods_dir, socket_dir(pod_uid)) as fd:
         marker = os.open(
             UNRESPONSIVE_MARKER, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd
         )
@@ -123,7 +117,7 @@ def find_launcher_pod(pods_dir: Path, active_pods: Mapping[str, str], node: str)
     if not found:
         raise SocketLookupError("No command socket found for vmi")
     if len(found) > 1:
-        sockets = [str(pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)) for uid in found]
+        sockets = [str(pods_dir.joinpath(*socket_dir(uid), READY_SOCKET)) for uid in found]
         raise SocketLookupError(f"Found multiple sockets for vmi: {sockets}")
     return found[0]
 
@@ -131,4 +125,4 @@ def find_launcher_pod(pods_dir: Path, active_pods: Mapping[str, str], node: str)
 def find_launcher_socket(pods_dir: Path, active_pods: Mapping[str, str], node: str) -> Path:
     """The one ready launcher socket among the VMI's pods on ``node``."""
     uid = find_launcher_pod(pods_dir, active_pods, node)
-    return pods_dir.joinpath(*socket_dir(pods_dir, uid), READY_SOCKET)
+    return pods_dir.joinpath(*socket_dir(uid), READY_SOCKET)

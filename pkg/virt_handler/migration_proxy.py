@@ -181,7 +181,7 @@ class ProxyManager:
                 self._log.warning("migration target cannot reach the pod", reason=str(err))
                 writer.close()
                 return
-            await _pipe(reader, writer, inner_reader, inner_writer)
+            await pipe(reader, writer, inner_reader, inner_writer)
 
         return await asyncio.start_server(accepted, self._address, 0, ssl=tls)
 
@@ -217,7 +217,7 @@ class ProxyManager:
                 self._log.warning("migration source cannot reach the target", reason=str(err))
                 writer.close()
                 return
-            await _pipe(reader, writer, outer_reader, outer_writer)
+            await pipe(reader, writer, outer_reader, outer_writer)
 
         return await asyncio.start_unix_server(accepted, sock=listener)
 
@@ -261,12 +261,14 @@ class ProxyManager:
         self._loop.close()
 
 
-async def _pipe(
+async def pipe(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     other_reader: asyncio.StreamReader,
     other_writer: asyncio.StreamWriter,
 ) -> None:
+    """Copies bytes both ways until each side has ended, then closes both."""
+
     async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         try:
             while data := await source.read(CHUNK):

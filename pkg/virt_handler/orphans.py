@@ -67,7 +67,7 @@ class OrphanSweeper:
         for pod_uid in launcher_pods(self._pods_dir):
             if pod_uid in known or is_marked_unresponsive(self._pods_dir, pod_uid):
                 continue
-            socket = self._pods_dir.joinpath(*socket_dir(self._pods_dir, pod_uid), READY_SOCKET)
+            socket = self._pods_dir.joinpath(*socket_dir(pod_uid), READY_SOCKET)
             launcher = self._connect(socket)
             try:
                 owner = self._clean(launcher)

@@ -2,8 +2,8 @@
 
 QEMU listens on them in the pod's ``private`` emptyDir (``/var/run/kubevirt-private/<vmi uid>/`` in the
 pod), which virt-handler reaches through the kubelet's pods directory. The pod controls what that
-directory holds, so no component is followed if it is a symlink: the directories are opened one by one
-with ``O_NOFOLLOW``, the socket itself with ``O_PATH | O_NOFOLLOW``, and the connection goes through
+directory holds, so no component is followed if it is a symlink: the directories are opened with symlinks
+refused, the socket itself with ``O_PATH | O_NOFOLLOW``, and the connection goes through
 ``/proc/self/fd/<n>``, which names exactly the inode checked (and keeps the path under 108 bytes).
 """
 
@@ -15,6 +15,7 @@ import socket
 import stat
 from pathlib import Path
 
+from kubevirt import safepath
 from kubevirt.virt_handler.launcher_sockets import EMPTY_DIR, SocketLookupError, open_dir_nofollow
 
 PRIVATE_VOLUME = "private"
@@ -33,7 +34,7 @@ def private_dir(pod_uid: str, vmi_uid: str) -> list[str]:
 
 def connect_private_socket(pods_dir: Path, pod_uid: str, vmi_uid: str, name: str) -> socket.socket:
     """A connected (blocking) unix socket to ``name`` in the VMI's private directory of the pod."""
-    if name in ("", ".", "..") or "/" in name:
+    if not safepath.plain_name(name):
         raise UnsafeSocketError(f"{name!r}: not a plain socket name")
     try:
         with open_dir_nofollow(pods_dir, private_dir(pod_uid, vmi_uid)) as directory:

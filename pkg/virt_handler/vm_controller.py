@@ -30,6 +30,7 @@ from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler import shutdown
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.domain_events import DomainEventLog
+from kubevirt.virt_handler.domain_notify import DomainNotify
 from kubevirt.virt_handler.launcher_sockets import (
     SocketLookupError,
     find_launcher_socket,
@@ -129,6 +130,7 @@ class VMController:
         domain_events: DomainEventLog | None = None,
         migration_source: MigrationSource | None = None,
         mounter: Mounter | None = None,
+        notify: DomainNotify | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -142,6 +144,7 @@ class VMController:
         self._domain_events = domain_events or DomainEventLog()
         self._migration_source = migration_source
         self._mounter = mounter
+        self._notify = notify
         self._log = get_logger()
         self._lock = threading.Lock()
         # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
@@ -159,6 +162,8 @@ class VMController:
                 self._network.forget_all_but([str(v["metadata"].get("uid")) for v in self._vmis.list()])
             # Our mounts into its pod are left: the kubelet cannot remove the pod's volumes while they stay.
             self._unmount_recorded(key, keep=None)
+            if self._notify is not None:
+                self._notify.forget(key)
             return
         vmi = copy.deepcopy(vmi)
         # A VMI deleted and created again under the same name while its mounts were still there.
@@ -184,7 +189,7 @@ class VMController:
         except SocketLookupError:
             if final or deleting:
                 self._unmount(vmi["metadata"].get("uid") or "")
-                self._forget(uid)
+                self._forget(uid, key)
                 return
             if self._launcher_gone(uid, status):
                 self._fail_unresponsive(key, vmi, uid)
@@ -197,6 +202,8 @@ class VMController:
             if not (final or deleting):
                 self._fail_unresponsive(key, vmi, uid)
             return
+        if self._notify is not None and not final:
+            self._notify.launcher_found(key, uid, socket)  # its domain events then enqueue the VMI
         network_error = None if (final or deleting) else self._network_error(vmi, socket)
         if network_error is not None:
             outcome = _Outcome(error=network_error)
@@ -208,8 +215,10 @@ class VMController:
                 launcher.close()
         if outcome.error is None and not outcome.disconnected:
             self._domain_events.observe(uid, outcome.domain)
+            if self._notify is not None:
+                self._notify.domain_read(key, outcome.domain)
         if final:
-            self._forget(uid)
+            self._forget(uid, key)
             return
         if outcome.disconnected:
             raise RequeueAfter(SOCKET_WAIT_SECONDS)  # the watchdog decides whether it is gone
@@ -260,7 +269,9 @@ class VMController:
         self._log.warning("the launcher is gone or unresponsive", key=key, uid=uid)
         self._update_status(key, vmi, last_down, None, launcher_unresponsive=True)
 
-    def _forget(self, uid: str) -> None:
+    def _forget(self, uid: str, key: str) -> None:
+        if self._notify is not None:
+            self._notify.forget(key)
         with self._lock:
             self._waiting_since.pop(uid, None)
             self._reached.discard(uid)

@@ -44,10 +44,14 @@ class CommandFailedError(Exception):
 
 
 def put(
-    client: KubeClient, namespace: str, kind: str, name: str, operation: str, body: dict[str, Any]
+    client: KubeClient, namespace: str, kind: str, name: str, operation: str, body: dict[str, Any] | None
 ) -> None:
-    """Sends the options as Go's encoder does: fields at their zero value are left out."""
+    """Sends the options as Go's encoder does: fields at their zero value are left out. ``None`` sends
+    no body at all (client-go's soft reboot)."""
     path = f"{SUBRESOURCES}/namespaces/{namespace}/{kind}/{name}/{operation}"
+    if body is None:
+        client.request("PUT", path)
+        return
     sent = {key: value for key, value in body.items() if not (value is None or value is False or value == [])}
     client.request("PUT", path, body=sent)
 
@@ -223,8 +227,8 @@ def _pause_or_unpause(command: str, verb: str) -> click.Command:
             if kind is None:
                 raise CommandFailedError(f"unsupported resource type {resource_type}")
             client, namespace = connect(flags_from(ctx, **flags))
-            if dry:
-                click.echo("Dry Run execution", err=True)
+            if dry:  # KubeVirt's pause prints this line on stderr, its unpause on stdout
+                click.echo("Dry Run execution", err=command == "pause")
             failure = f"Error {verb} VirtualMachineInstance {name}"
             if kind == "vm":
                 _check_vm(client, namespace, name)
@@ -275,7 +279,7 @@ def soft_reboot(ctx: click.Context, /, vmi: str, **flags: Any) -> None:
     def action() -> str:
         client, namespace = connect(flags_from(ctx, **flags))
         try:
-            put(client, namespace, "virtualmachineinstances", vmi, "softreboot", {})
+            put(client, namespace, "virtualmachineinstances", vmi, "softreboot", None)
         except ApiError as err:
             raise CommandFailedError(
                 f"Error soft rebooting VirtualMachineInstance {vmi}: {err.message}"

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from kubevirt.client import ApiError
+from kubevirt.client import ApiError, KubeClient
 from kubevirt.log import configure as configure_logging
 from kubevirt.version import format_version_info, get_version, version_info
 from kubevirt.virtctl.clientconfig import ClientFlags, client_flags, connect, flags_from
@@ -19,7 +19,6 @@ from kubevirt.virtctl.expand import expand
 from kubevirt.virtctl.expose import expose
 from kubevirt.virtctl.guest_agent import COMMANDS as GUEST_AGENT_COMMANDS
 from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
-from kubevirt.virtctl.lifecycle import SUBRESOURCES
 from kubevirt.virtctl.portforward import port_forward
 from kubevirt.virtctl.render import render
 from kubevirt.virtctl.validate import validate
@@ -38,6 +37,16 @@ def root(
     ctx.obj = ClientFlags(kubeconfig, kube_context, namespace)
 
 
+SUBRESOURCES_GROUP = "/apis/subresources.kubevirt.io"
+
+
+def server_version(client: KubeClient) -> Any:
+    """As client-go asks: the group's preferred version first, then that version's ``/version``."""
+    group = json.loads(client.request("GET", SUBRESOURCES_GROUP))
+    preferred = group["preferredVersion"]["groupVersion"]
+    return json.loads(client.request("GET", f"/apis/{preferred}/version"))
+
+
 @root.command()
 @click.option("-c", "--client", "client_only", is_flag=True, help="Client version only (no server required).")
 @client_flags
@@ -49,8 +58,8 @@ def version(ctx: click.Context, /, client_only: bool, **flags: Any) -> None:
         return
     client, _ = connect(flags_from(ctx, **flags))
     try:
-        server = json.loads(client.request("GET", f"{SUBRESOURCES}/version"))
-    except (ApiError, ValueError) as err:
+        server = server_version(client)
+    except (ApiError, ValueError, KeyError, TypeError) as err:
         click.echo(f"failed to get server version: {err}", err=True)
         sys.exit(1)
     click.echo(f"Server Version: {format_version_info(server)}")

@@ -22,6 +22,7 @@ import click
 import websocket
 
 from kubevirt.virtctl.clientconfig import client_flags, connect, flags_from
+from kubevirt.virtctl.screenshot import screenshot
 from kubevirt.virtctl.streams import StreamError, open_stream, relay_socket
 
 LISTEN_TIMEOUT = 60.0
@@ -110,7 +111,25 @@ def start_viewer_for(vnc_type: str | None, vnc_path: str | None) -> Callable[[in
     return start
 
 
-@click.command(name="vnc", help="Open a vnc connection to a virtual machine instance.")
+class _VNCCommand(click.Command):
+    """``vnc VMI`` or, as with KubeVirt's subcommand, ``vnc screenshot VMI``."""
+
+    subcommands = {"screenshot": screenshot}
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        if args and args[0] in self.subcommands:
+            return self.subcommands[args[0]].make_context(args[0], args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@click.command(
+    name="vnc",
+    cls=_VNCCommand,
+    help="Open a vnc connection to a virtual machine instance.",
+    epilog="Subcommand: 'vnc screenshot VMI --file F' saves the screen as a PNG.",
+)
 @click.argument("vmi")
 @click.option("--address", default="127.0.0.1", show_default=True, help="The listening address of the proxy.")
 @click.option("--port", default=0, type=click.IntRange(0, 65535), help="Local port; a free one when 0.")
@@ -137,7 +156,7 @@ def vnc(
     if (vnc_type is None) != (vnc_path is None):
         raise click.UsageError("if any flags in the group [vnc-type vnc-path] are set they must all be set")
     client, namespace = connect(flags_from(ctx, **flags))
-    query = {"preserveSession": "true"} if preserve_session else {}
+    query = {"preserveSession": "true" if preserve_session else "false"}  # client-go always names it
     try:
         ws = open_stream(client, namespace, vmi, "vnc", query)
     except StreamError as err:

@@ -83,6 +83,7 @@ class SubresourceAPI:
             if self.streams is not None:
                 app.router.add_get(f"{vmi_path}/console", self._stream("console", check_console))
                 app.router.add_get(f"{vmi_path}/vnc", self._stream("vnc", check_vnc))
+                app.router.add_get(f"{vmi_path}/vnc/screenshot", self._screenshot)
             if self.portforward is not None:
                 self._install_portforward(app, vm_path, self.portforward.vmi_of_vm)
                 self._install_portforward(app, vmi_path, self.portforward.vmi)
@@ -157,6 +158,21 @@ class SubresourceAPI:
                 return status_response(err)
 
         return handle
+
+    async def _screenshot(self, request: web.Request) -> web.StreamResponse:
+        relay = self.streams
+        assert relay is not None
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        move_cursor = request.query.get("moveCursor") == "true"  # KubeVirt compares the text exactly
+        try:
+            # A screenshot never takes over a viewer's session.
+            url = await asyncio.to_thread(
+                relay.handler_url, namespace, name, "vnc?preserveSession=true", check_vnc
+            )
+            png = await relay.screenshot(url, move_cursor=move_cursor)
+        except StatusError as err:
+            return status_response(err)
+        return web.Response(body=png, content_type="image/png")
 
     @staticmethod
     def _expand_given(expander: VMExpander) -> Handler:

@@ -22,6 +22,7 @@ from kubevirt.log import get_logger
 from kubevirt.virt_api.rest.handler import HandlerLocator
 from kubevirt.virt_api.rest.kube import get_or_404
 from kubevirt.virt_api.rest.lifecycle import vmi_phase
+from kubevirt.virt_api.rest.screenshot import ScreenshotError, capture, encode_png
 from kubevirt.virt_api.rest.status import VMI, bad_request, conflict, internal
 
 PLAIN_SUBPROTOCOL = "plain.kubevirt.io"
@@ -67,29 +68,57 @@ class StreamRelay:
         return self.handlers.url_for(vmi, stream, scheme="wss")
 
     async def relay(self, request: web.Request, url: str) -> web.StreamResponse:
-        session = aiohttp.ClientSession()
-        try:
-            try:
-                upstream = await session.ws_connect(
-                    url,
-                    protocols=(PLAIN_SUBPROTOCOL,),
-                    ssl=self.handler_tls,
-                    timeout=aiohttp.ClientWSTimeout(ws_close=HANDSHAKE_TIMEOUT),
-                    autoping=True,
-                    max_msg_size=0,
-                )
-            except aiohttp.WSServerHandshakeError as err:
-                raise internal(
-                    f"Can't connect to websocket ({err.status}): websocket: bad handshake"
-                ) from None
-            except (aiohttp.ClientError, OSError, TimeoutError) as err:
-                raise internal(str(err) or type(err).__name__) from None
+        async with aiohttp.ClientSession() as session:
+            upstream = await self._dial(session, url)
             client = web.WebSocketResponse(protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=0, heartbeat=None)
             await client.prepare(request)
             await _pump_both(client, upstream)
             return client
-        finally:
-            await session.close()
+
+    async def screenshot(self, url: str, *, move_cursor: bool) -> bytes:
+        """A PNG of the VNC server behind the handler's websocket ``url``."""
+        async with aiohttp.ClientSession() as session:
+            upstream = await self._dial(session, url)
+            try:
+                frame = await capture(_WebsocketBytes(upstream), move_cursor=move_cursor)
+            except ScreenshotError as err:
+                raise internal(str(err)) from None
+            finally:
+                await upstream.close()
+        return await asyncio.to_thread(encode_png, frame)
+
+    async def _dial(self, session: aiohttp.ClientSession, url: str) -> aiohttp.ClientWebSocketResponse:
+        try:
+            return await session.ws_connect(
+                url,
+                protocols=(PLAIN_SUBPROTOCOL,),
+                ssl=self.handler_tls,
+                timeout=aiohttp.ClientWSTimeout(ws_close=HANDSHAKE_TIMEOUT),
+                autoping=True,
+                max_msg_size=0,
+            )
+        except aiohttp.WSServerHandshakeError as err:
+            raise internal(f"Can't connect to websocket ({err.status}): websocket: bad handshake") from None
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            raise internal(str(err) or type(err).__name__) from None
+
+
+@dataclass
+class _WebsocketBytes:
+    """The handler's websocket seen as the VNC server's byte stream."""
+
+    ws: aiohttp.ClientWebSocketResponse
+
+    async def read(self) -> bytes:
+        message = await self.ws.receive()
+        if message.type == aiohttp.WSMsgType.BINARY:
+            return bytes(message.data)
+        if message.type == aiohttp.WSMsgType.TEXT:
+            return str(message.data).encode()
+        return b""
+
+    async def write(self, data: bytes) -> None:
+        await self.ws.send_bytes(data)
 
 
 async def _copy(

@@ -97,6 +97,16 @@ def check_schema(ctx: WebhookContext, kind: str, document: JSON) -> None:
         raise RequestRefusedError(response.invalid(causes))
 
 
+def checked_object(
+    ctx: WebhookContext, request: AdmissionRequest, group: str, resource: str, kind: str
+) -> JSON:
+    """The request's new object, once its resource is the expected one and it fits ``kind``'s schema."""
+    require_resource(request, group, resource)
+    document = new_object(request)
+    check_schema(ctx, kind, document)
+    return document
+
+
 def guarded(admit: Admit) -> Admit:
     """Turns refusals and decode failures raised inside ``admit`` into answers."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -74,8 +75,10 @@ class ConsoleServer:
         for operation in (*PUT_COMMANDS, "freeze"):
             app.router.add_put(f"{VMI_PATH}/{operation}", self._put(operation))
         for operation in GUEST_AGENT_READS:
-            app.router.add_get(f"{VMI_PATH}/{operation}", self._read(operation))
-        app.router.add_get(f"{VMI_PATH}/{LAUNCHER_STATE}", self._read_launcher_state)
+            app.router.add_get(
+                f"{VMI_PATH}/{operation}", self._read(functools.partial(self.lifecycle.read, operation))
+            )
+        app.router.add_get(f"{VMI_PATH}/{LAUNCHER_STATE}", self._read(self.launcher_state.read))
         return app
 
     @web.middleware
@@ -111,24 +114,19 @@ class ConsoleServer:
 
         return handle
 
-    def _read(self, operation: str) -> Handler:
+    @staticmethod
+    def _read(read: Callable[[str, str], JSON]) -> Handler:
+        """A GET answering with what ``read(namespace, name)`` returns, read off the event loop."""
+
         async def handle(request: web.Request) -> web.StreamResponse:
             namespace, name = request.match_info["namespace"], request.match_info["name"]
             try:
-                answer = await asyncio.to_thread(self.lifecycle.read, operation, namespace, name)
+                answer = await asyncio.to_thread(read, namespace, name)
             except RouteError as err:
                 return _refusal(err)
             return web.json_response(answer)
 
         return handle
-
-    async def _read_launcher_state(self, request: web.Request) -> web.StreamResponse:
-        namespace, name = request.match_info["namespace"], request.match_info["name"]
-        try:
-            answer = await asyncio.to_thread(self.launcher_state.read, namespace, name)
-        except RouteError as err:
-            return _refusal(err)
-        return web.json_response(answer)
 
 
 def read_ca_bundle(api: KubeApi, namespace: str, name: str = CA_CONFIG_MAP) -> str | None:

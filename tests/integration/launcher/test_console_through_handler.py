@@ -18,11 +18,13 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +36,7 @@ from localcluster.apiserver import ApiServer
 
 from kubevirt.client import CONFIG_MAPS, VIRTUAL_MACHINE_INSTANCES, AlreadyExistsError, KubeClient
 from kubevirt.virt_handler import app
+from kubevirt.virt_handler.container_disk import mounter
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME
 from kubevirt.virtctl.console import attach, connect_console
 from kubevirt.virtctl.diagnose.findings import Findings
@@ -168,6 +171,26 @@ def vnc_from_the_command_line(apiserver: ApiServer, namespace: str) -> None:
     assert process.wait(15) == 0
 
 
+def screenshot_from_the_command_line(apiserver: ApiServer, namespace: str, directory: Path) -> None:
+    """``virtctl vnc screenshot`` saves the guest's screen: a valid PNG of QEMU's framebuffer."""
+    target = directory / "screen.png"
+    process = virtctl_process(
+        apiserver, "vnc", "screenshot", "console", "-n", namespace, "--file", str(target), "--move-cursor"
+    )
+    assert process.wait(30) == 0, process.stderr.read() if process.stderr else b""
+    png = target.read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height, depth, colour = struct.unpack(">IIBB", png[16:26])
+    assert (depth, colour) == (8, 2)
+    assert 320 <= width <= 4096
+    assert 200 <= height <= 4096
+    idat = png.index(b"IDAT")
+    (length,) = struct.unpack(">I", png[idat - 4 : idat])
+    rows = zlib.decompress(png[idat + 4 : idat + 4 + length])
+    assert len(rows) == height * (1 + 3 * width)
+    assert len(set(rows[1 : 1 + 3 * width * 20])) > 1  # the firmware's text on the first lines, not blank
+
+
 def wait_for_phase(kube: KubeClient, namespace: str, name: str, phase: str, timeout: float) -> JSON:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -269,6 +292,9 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
         kube.create(NAMESPACES, None, {"metadata": {"name": KUBEVIRT_NAMESPACE}})
     publish_ca(kube, ca.pair.cert_pem.decode())
     monkeypatch.setenv("POD_NAMESPACE", KUBEVIRT_NAMESPACE)
+    # The kernel-boot files are already in this launcher's reach (no disk container serves them here),
+    # so virt-handler has nothing to mount before it syncs.
+    monkeypatch.setattr(mounter, "mount_requests", lambda _vmi: [])
 
     # The launcher pod, its emptyDirs laid out as the kubelet does, for a VMI scheduled to this node.
     spec = make_vmi("console")["spec"]
@@ -290,6 +316,7 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
         console_server_port=port,
         tls_cert_file=server_cert,
         tls_key_file=server_key,
+        share_dir=pod_dirs.parent / "share",  # short: a unix socket path
     )
     (tmp_path / "device-plugins").mkdir()
     handler = app.VirtHandler(options, KubeClient.from_kubeconfig(str(apiserver.kubeconfig)))
@@ -346,6 +373,7 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
             assert second.ended is None  # the user left with Ctrl+]
 
             console_from_the_command_line(apiserver, namespace)
+            screenshot_from_the_command_line(apiserver, namespace, tmp_path)
             vnc_from_the_command_line(apiserver, namespace)
     finally:
         handler.stop()

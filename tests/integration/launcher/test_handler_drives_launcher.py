@@ -1,6 +1,8 @@
 """virt-handler's VM controller, launcher watchdog and informers against a real kube-apiserver and a real
 virt-launcher booting the busybox guest under TCG: kill -9 of the launcher fails the VMI, and deleting the
-VMI shuts the guest down gracefully (which it ignores) and kills it when the grace period is over.
+VMI shuts the guest down gracefully (which it ignores) and kills it when the grace period is over; with
+the notify server, a pause made behind the handler's back reaches the VMI's status through the launcher's
+domain event, not a poll.
 
 The launcher's ``sockets`` directory is bind-mounted where the kubelet keeps a pod's emptyDir, under a
 short stand-in for the kubelet's pods directory.
@@ -24,6 +26,10 @@ import pytest
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient, Resource
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.virt_handler.domain_cache import DomainCache
+from kubevirt.virt_handler.domain_notify import DomainNotify
+from kubevirt.virt_handler.notify_pipes import NotifyPipes
+from kubevirt.virt_handler.notify_server import NotifyServer, serve_notify
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import LauncherWatchdog
@@ -41,8 +47,12 @@ BOOT_BUDGET = 60.0
 class Handler:
     """virt-handler's VM controller, watchdog and orphan sweeper on their informers; started on demand."""
 
-    def __init__(self, kube: KubeClient, namespace: str, pods_dir: Path) -> None:
+    def __init__(self, kube: KubeClient, namespace: str, pods_dir: Path, *, notify: bool = False) -> None:
         self.kube = kube
+        self.notify = notify
+        self.notified: list[str] = []  # the VMI keys domain events enqueued
+        self.cache = DomainCache()
+        self._notify_stop: list[Callable[[], None]] = []
         self.namespace = namespace
         self.pods_dir = pods_dir
         self._stop = threading.Event()
@@ -57,6 +67,7 @@ class Handler:
         )
         queue = RateLimitingQueue(name="test-handler")
         self._events = EventRecorder(self.kube, "virt-handler", host=NODE)
+        notify = self._start_notify(queue, vmis.store) if self.notify else None
         reconciler = VMController(
             api=self.kube,
             events=self._events,
@@ -64,6 +75,7 @@ class Handler:
             node=NODE,
             pods_dir=self.pods_dir,
             connect=LauncherClient,
+            notify=notify,
         )
         orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=self.pods_dir, connect=LauncherClient)
 
@@ -94,8 +106,24 @@ class Handler:
         for thread in self._threads:
             thread.start()
 
+    def _start_notify(self, queue: RateLimitingQueue, store: Any) -> DomainNotify:
+        """virt-handler's Notify server on a socket of its own and the pipes into launcher pods."""
+        socket = self.pods_dir / "notify.sock"
+
+        def enqueue(key: str) -> None:
+            self.notified.append(key)
+            queue.add(key)
+
+        servicer = NotifyServer(cache=self.cache, enqueue=enqueue, vmi_store=store, events=self._events)
+        server = serve_notify(socket, servicer)
+        pipes = NotifyPipes(socket)
+        self._notify_stop = [pipes.shut_down, lambda: server.stop(grace=0)]
+        return DomainNotify(self.cache, pipes)
+
     def stop(self) -> None:
         self._stop.set()
+        for stop in self._notify_stop:
+            stop()
         for thread in self._threads:
             thread.join(10)
         if self._factory is not None:
@@ -121,15 +149,16 @@ class Handler:
         return [e["reason"] for e in sorted(found, key=lambda e: e["metadata"]["creationTimestamp"])]
 
 
-@pytest.fixture
-def handler(kube: KubeClient, namespace: str) -> Iterator[Handler]:
+@pytest.fixture(params=[False], ids=["polling"])
+def handler(kube: KubeClient, namespace: str, request: pytest.FixtureRequest) -> Iterator[Handler]:
     pods_dir = Path(tempfile.mkdtemp(prefix="h", dir="/tmp"))  # short: socket paths have a size limit
-    handler = Handler(kube, namespace, pods_dir)
+    handler = Handler(kube, namespace, pods_dir, notify=request.param)
     yield handler
     handler.stop()
     mounted = pods_dir / POD_UID / EMPTY_DIR
     subprocess.run(["umount", "-l", str(mounted)], check=False, capture_output=True)
     with contextlib.suppress(OSError):
+        (pods_dir / "notify.sock").unlink()
         for path in (mounted, mounted.parent, mounted.parent.parent, pods_dir / POD_UID, pods_dir):
             path.rmdir()
 
@@ -231,3 +260,36 @@ def test_a_restarted_handler_picks_up_a_booting_vmi_and_cleans_up_after_a_vanish
     print(f"orphaned domain stopped and undefined {took:.1f}s after its VMI vanished (grace 3s)")
     assert took >= 3
     assert "the domain is gone" in pod.logs()
+
+
+def _paused(vmi: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Paused" for c in vmi["status"].get("conditions") or [])
+
+
+@pytest.mark.parametrize("handler", [True], ids=["notify"], indirect=True)
+def test_a_pause_behind_the_handlers_back_reaches_the_status_through_a_domain_event(
+    handler: Handler, launcher_pods: Any, make_vmi: Any, guest_marker: str
+) -> None:
+    handler.start()
+    pod = _start(handler, launcher_pods, make_vmi, "paused")
+    handler.wait_for("paused", lambda v: v["status"].get("phase") == "Running", BOOT_BUDGET)
+    pod.wait_for_serial(guest_marker, BOOT_BUDGET)
+    pipe = pod.in_pod("/var/run/kubevirt/domain-notify-pipe.sock")
+    assert pipe.is_socket()  # made by the handler inside the pod, where the launcher dials it
+    assert handler.cache.get(f"{handler.namespace}/paused") is not None
+
+    # The launcher pauses the guest on its own (no handler call, no VMI change): only its event tells.
+    before = len(handler.notified)
+    pod.client.vmi_command("PauseVirtualMachine", pod.vmi)
+    paused_at = time.monotonic()
+    vmi = handler.wait_for("paused", _paused, 2.0)
+    took = time.monotonic() - paused_at
+    print(f"Paused condition written {took:.2f}s after the launcher paused the domain")
+    assert len(handler.notified) > before
+    assert (handler.cache.get(f"{handler.namespace}/paused") or {})["Status"]["Status"] == "Paused"
+    condition = next(c for c in vmi["status"]["conditions"] if c["type"] == "Paused")
+    assert condition["reason"] == "PausedByUser"
+
+    pod.client.vmi_command("UnpauseVirtualMachine", pod.vmi)
+    handler.wait_for("paused", lambda v: not _paused(v), 2.0)
+    _release(handler, "paused")

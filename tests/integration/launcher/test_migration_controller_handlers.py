@@ -45,10 +45,11 @@ from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch.migration import MigrationController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
-from kubevirt.virt_handler.migration_proxy import ProxyManager, TLSContexts, TLSFiles, TLSProvider
+from kubevirt.virt_handler.migration_proxy import ProxyManager
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt_api.core.v1 import VirtualMachineInstance
-from kubevirt_testing.certificates import CertificateAuthority, KeyPair
+from kubevirt_testing.certificates import CertificateAuthority
+from kubevirt_testing.migration_tls import migration_tls
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -73,24 +74,6 @@ def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
     }
 
 
-def tls_contexts_from_pems(
-    directory: Path, server: KeyPair, client: KeyPair, ca: CertificateAuthority
-) -> TLSContexts:
-    directory.mkdir()
-    files = TLSFiles(
-        directory / "tls.crt", directory / "tls.key", directory / "client.crt", directory / "client.key"
-    )
-    for path, data in zip(
-        (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file),
-        (server.cert_pem, server.key_pem, client.cert_pem, client.key_pem),
-        strict=True,
-    ):
-        path.write_bytes(data)
-    contexts = TLSProvider(files, ca_bundle=lambda: ca.pair.cert_pem.decode(), disabled=lambda: False)()
-    assert contexts is not None
-    return contexts
-
-
 def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -111,8 +94,7 @@ class Node:
         self.pods_dir = Path(tempfile.mkdtemp(prefix=f"h{name[-1]}", dir="/tmp"))
         self.mounts: list[Path] = []
         # Mutual TLS between the nodes' proxies, with certificates from one cluster CA.
-        server, client = ca.issue(name), ca.issue(name, client=True)
-        tls = tls_contexts_from_pems(self.pods_dir.parent / f"{self.pods_dir.name}-tls", server, client, ca)
+        tls = migration_tls(self.pods_dir.parent / f"{self.pods_dir.name}-tls", ca, name)
         self.proxies = ProxyManager(listen_address="127.0.0.1", tls=lambda: tls)
         self.events = EventRecorder(kube, "virt-handler", host=name)
         self.factory = SharedInformerFactory(kube)

@@ -112,6 +112,7 @@ def virt_handler_healthz(
         tls_cert_file=certificate[0],
         tls_key_file=certificate[1],
         namespace=namespace,
+        share_dir=plugins_dir / "share",
     )
     handler = virt_handler.VirtHandler(options, kube)
     runner = threading.Thread(target=handler.run, daemon=True)

@@ -4,6 +4,7 @@ authorisation, with virt-api running as its own process behind an APIService."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import ssl
 import time
@@ -13,8 +14,17 @@ import pytest
 import urllib3
 from localcluster.apiserver import ApiServer
 
-from kubevirt.client import VIRTUAL_MACHINES, ApiError, KubeClient, NotFoundError, Resource
+from kubevirt.client import (
+    VIRTUAL_MACHINES,
+    AlreadyExistsError,
+    ApiError,
+    KubeClient,
+    NotFoundError,
+    Resource,
+)
 from kubevirt.client.errors import error_from_response
+from kubevirt.virt_operator.resource.cluster_roles import cluster_roles
+from kubevirt.virt_operator.resources import CLUSTER_ROLES
 from kubevirt_testing.aggregated import AggregatedVirtApi, create_vm, create_vmi
 
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True)
@@ -122,6 +132,60 @@ def test_rbac_on_the_subresource_decides(
     )
     _request_as(aggregated_virt_api, apiserver, "PUT", path, "alice")
     assert kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"] == "Always"
+
+
+def _bind(kube: KubeClient, namespace: str, user: str, cluster_role: str) -> None:
+    kube.create(
+        ROLE_BINDINGS,
+        namespace,
+        {
+            "metadata": {"name": f"{user}-{cluster_role.replace(':', '-')}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
+    )
+
+
+def test_the_operators_view_role_may_not_start_or_connect_and_the_edit_role_may(
+    aggregated_virt_api: AggregatedVirtApi, apiserver: ApiServer, kube: KubeClient, namespace: str
+) -> None:
+    for role in cluster_roles():
+        if role["metadata"]["name"] in ("kubevirt.io:view", "kubevirt.io:edit"):
+            with contextlib.suppress(AlreadyExistsError):
+                kube.create(CLUSTER_ROLES, None, role)
+    _bind(kube, namespace, "viola", "kubevirt.io:view")
+    _bind(kube, namespace, "eddie", "kubevirt.io:edit")
+    create_vm(kube, namespace, "vm", "Halted")
+    create_vmi(kube, namespace, "vmi", {"phase": "Running", "nodeName": "node01"})
+    start = f"{BASE}/namespaces/{namespace}/virtualmachines/vm/start"
+    console = f"{BASE}/namespaces/{namespace}/virtualmachineinstances/vmi/console"
+
+    # The API server reviews the subresource before it proxies: the view role holds no start or console.
+    refusals = {
+        start: ("update", "virtualmachines/start"),
+        console: ("get", "virtualmachineinstances/console"),
+    }
+    for path, (verb, resource) in refusals.items():
+        with pytest.raises(ApiError) as denied:
+            _request_as(aggregated_virt_api, apiserver, "PUT" if verb == "update" else "GET", path, "viola")
+        kind = resource.split("/", maxsplit=1)[0]
+        name = "vm" if kind == "virtualmachines" else "vmi"
+        assert (denied.value.status, denied.value.message) == (
+            403,
+            f'{kind}.subresources.kubevirt.io "{name}" is forbidden: User "viola" cannot {verb} resource '
+            f'"{resource}" in API group "subresources.kubevirt.io" in the namespace "{namespace}"',
+        )
+    assert _websocket(aggregated_virt_api, apiserver, console, "viola")[0] == 403
+    # virt-api's own SubjectAccessReview agrees when asked directly (KubeVirt answers 401, not 403).
+    viola = {"X-Remote-User": "viola", "X-Remote-Group": "system:authenticated"}
+    assert _direct(aggregated_virt_api, "PUT", start, viola, client_cert=True).status == 401
+    assert _direct(aggregated_virt_api, "GET", console, viola, client_cert=True).status == 401
+    assert kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"] == "Halted"
+
+    # The edit role may do both.
+    _request_as(aggregated_virt_api, apiserver, "PUT", start, "eddie")
+    assert kube.get(VIRTUAL_MACHINES, namespace, "vm")["spec"]["runStrategy"] == "Always"
+    assert _websocket(aggregated_virt_api, apiserver, console, "eddie") == (101, b"hello\r")
 
 
 def _request_as(api: AggregatedVirtApi, apiserver: ApiServer, method: str, path: str, user: str) -> None:
@@ -270,8 +334,11 @@ def test_the_api_servers_openapi_merges_ours(
         time.sleep(0.5)
 
 
-def _websocket(api: AggregatedVirtApi, apiserver: ApiServer, path: str) -> tuple[int, bytes | str]:
-    """A websocket to ``path`` through the API server, as KubeVirt's virtctl opens one."""
+def _websocket(
+    api: AggregatedVirtApi, apiserver: ApiServer, path: str, user: str | None = None
+) -> tuple[int, bytes | str]:
+    """A websocket to ``path`` through the API server, as KubeVirt's virtctl opens one (as ``user``
+    when given: the cluster admin impersonates)."""
 
     async def exchange() -> tuple[int, bytes | str]:
         context = ssl.create_default_context(cafile=str(api.pki_dir / "ca.crt"))
@@ -282,6 +349,7 @@ def _websocket(api: AggregatedVirtApi, apiserver: ApiServer, path: str) -> tuple
                     apiserver.url.replace("https", "wss") + path,
                     protocols=("plain.kubevirt.io",),
                     ssl=context,
+                    headers={"Impersonate-User": user} if user else None,
                 )
             except aiohttp.WSServerHandshakeError as err:
                 return err.status, ""
@@ -331,6 +399,9 @@ def test_console_refusals_are_status_answers(
     with pytest.raises(ApiError) as no_graphics:
         kube.request("GET", f"{base}/pending/vnc")
     assert (no_graphics.value.status, no_graphics.value.message) == (400, "VMI is not running")
+    with pytest.raises(ApiError) as no_screen:
+        kube.request("GET", f"{base}/pending/vnc/screenshot", query={"moveCursor": "false"})
+    assert (no_screen.value.status, no_screen.value.message) == (400, "VMI is not running")
 
 
 def test_a_preserved_vnc_session_refuses_a_second_viewer(

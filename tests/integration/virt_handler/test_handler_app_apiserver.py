@@ -40,6 +40,7 @@ def test_virt_handler_labels_its_node_and_marks_it_unschedulable_when_stopping(
         pods_dir=tmp_path / "pods",
         device_plugins_dir=plugins_dir,
         node_labeller_dir=labeller_dir,
+        share_dir=plugins_dir / "share",
     )
     handler = VirtHandler(options, kube)
     result: list[int] = []
@@ -61,6 +62,11 @@ def test_virt_handler_labels_its_node_and_marks_it_unschedulable_when_stopping(
         assert labels["kubevirt.io/schedulable"] == "true"
         assert labels["machine-type.node.kubevirt.io/q35"] == "true"
         assert labels["kubevirt.io/ksm-enabled"] == "false"  # the cluster configures no KSM
+        # Launchers' events arrive there; it is served once the VMI cache has synced, maybe after the labels.
+        notify_socket = plugins_dir / "share" / "domain-notify.sock"
+        while not notify_socket.is_socket():
+            assert time.monotonic() < deadline, "the notify socket was never served"
+            time.sleep(0.2)
     finally:
         handler.stop()
         runner.join(30)

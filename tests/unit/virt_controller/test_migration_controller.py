@@ -138,6 +138,18 @@ class World:
             VIRTUAL_MACHINE_INSTANCES, NS, vmi, lambda v: v["status"]["migrationState"].update(fields)
         )
 
+    def running_migration(self, name: str, vmi: str) -> None:
+        """A migration of a running VMI taken to where the source handler has started sending."""
+        self.running_vmi(vmi)
+        self.migrate(name, vmi)
+        self.settle()
+        self.kubelet_runs(self.target_pods(name)[0])
+        self.settle()
+        self.handler_reports(vmi, targetNodeAddress="10.0.0.2")
+        self.settle()
+        self.handler_reports(vmi, startTimestamp="2026-01-01T12:00:01Z")
+        self.settle()
+
 
 def failed_messages(world: World) -> list[str]:
     return [message for _, _, reason, message in world.events.recorded if reason == "FailedMigration"]
@@ -220,15 +232,7 @@ def test_deleting_the_migration_before_hand_off_deletes_the_target_pod_and_fails
 
 def test_deleting_a_running_migration_asks_the_source_to_abort_and_fails_when_it_did() -> None:
     world = World()
-    world.running_vmi("vm1")
-    world.migrate("mig1", "vm1")
-    world.settle()
-    world.kubelet_runs(world.target_pods("mig1")[0])
-    world.settle()
-    world.handler_reports("vm1", targetNodeAddress="10.0.0.2")
-    world.settle()
-    world.handler_reports("vm1", startTimestamp="2026-01-01T12:00:01Z")
-    world.settle()
+    world.running_migration("mig1", "vm1")
     assert world.phase("mig1") == "Running"
 
     world.api.delete(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, NS, "mig1")
@@ -356,15 +360,7 @@ def test_a_target_pod_not_yet_in_the_cache_is_neither_created_twice_nor_taken_fo
 
 def test_a_pass_on_a_stale_cache_reports_nothing() -> None:
     world = World()
-    world.running_vmi("vm1")
-    world.migrate("mig1", "vm1")
-    world.settle()
-    world.kubelet_runs(world.target_pods("mig1")[0])
-    world.settle()
-    world.handler_reports("vm1", targetNodeAddress="10.0.0.2")
-    world.settle()
-    world.handler_reports("vm1", startTimestamp="2026-01-01T12:00:01Z")
-    world.settle()
+    world.running_migration("mig1", "vm1")
     stale = world.migrations.store.get_by_key(f"{NS}/mig1")
     world.handler_reports("vm1", failed=True, endTimestamp="2026-01-01T12:00:02Z")
     world.settle()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.launcher_sockets import mark_unresponsive
 from kubevirt.virt_handler.rest.launcher_state import LauncherStateReader
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator, RouteError
+from kubevirt_testing.launcher_socket import launcher_socket
 
 JSON = dict[str, Any]
 NODE = "node01"
@@ -45,13 +45,8 @@ class Store:
 
 
 @pytest.fixture
-def pods_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    sockets = tmp_path / POD_UID / "volumes" / "kubernetes.io~empty-dir" / "sockets"
-    sockets.mkdir(parents=True)
-    with socket.socket(socket.AF_UNIX) as listener:
-        monkeypatch.chdir(sockets)
-        listener.bind("launcher-sock")
-        monkeypatch.undo()
+def pods_dir(tmp_path: Path) -> Iterator[Path]:
+    with launcher_socket(tmp_path, POD_UID, listening=False):
         yield tmp_path
 
 

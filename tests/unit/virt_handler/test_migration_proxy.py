@@ -17,27 +17,13 @@ from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.migration_proxy import (
     MigrationProxyError,
     ProxyManager,
-    TLSContexts,
     TLSFiles,
     TLSProvider,
     bind_unix_in_pod,
     unix_opener,
 )
 from kubevirt_testing.certificates import CertificateAuthority
-
-
-def tls_for(tmp: Path, ca: CertificateAuthority, node: str) -> TLSContexts:
-    server, client = ca.issue(node), ca.issue(node, client=True)
-    files = TLSFiles(tmp / f"{node}.crt", tmp / f"{node}.key", tmp / f"{node}-c.crt", tmp / f"{node}-c.key")
-    for path, data in zip(
-        (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file),
-        (server.cert_pem, server.key_pem, client.cert_pem, client.key_pem),
-        strict=True,
-    ):
-        path.write_bytes(data)
-    contexts = TLSProvider(files, ca_bundle=lambda: ca.pair.cert_pem.decode(), disabled=lambda: False)()
-    assert contexts is not None
-    return contexts
+from kubevirt_testing.migration_tls import migration_tls
 
 
 def echo_server(path: str) -> socket.socket:
@@ -70,7 +56,10 @@ def pods(tmp_path: Path) -> Iterator[tuple[PodRoot, PodRoot]]:
 
 def test_bytes_cross_from_pod_to_pod_over_mutual_tls(tmp_path: Path, pods: tuple[PodRoot, PodRoot]) -> None:
     ca = CertificateAuthority.create()
-    source_tls, target_tls = tls_for(tmp_path, ca, "node-a"), tls_for(tmp_path, ca, "node-b")
+    source_tls, target_tls = (
+        migration_tls(tmp_path / "node-a", ca, "node-a"),
+        migration_tls(tmp_path / "node-b", ca, "node-b"),
+    )
     source = ProxyManager(listen_address="127.0.0.1", tls=lambda: source_tls)
     target = ProxyManager(listen_address="127.0.0.1", tls=lambda: target_tls)
     try:

@@ -4,7 +4,6 @@ are real (unix sockets in a directory standing for the pod's root, TCP on loopba
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +18,7 @@ from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.migration import MigrationSource, MigrationTarget
 from kubevirt.virt_handler.migration_proxy import ProxyManager
 from kubevirt.virt_handler.vm_controller import VMController
+from kubevirt_testing.launcher_socket import launcher_socket
 
 JSON = dict[str, Any]
 SOURCE, TARGET = "node-a", "node-b"
@@ -64,19 +64,12 @@ def domain(state: str, reason: str, migration: JSON | None = None) -> JSON:
     }
 
 
-def bind_launcher_socket(pods_dir: Path, pod: str) -> None:
-    sockets = pods_dir / pod / "volumes" / "kubernetes.io~empty-dir" / "sockets"
-    sockets.mkdir(parents=True)
-    with contextlib.chdir(sockets):  # a relative name: the absolute path is too long for an address
-        listener = socket.socket(socket.AF_UNIX)
-        listener.bind("launcher-sock")
-
-
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
     world = World(tmp_path)
     yield world
     world.proxies.shut_down()
+    world.sockets.close()
 
 
 class World:
@@ -87,8 +80,9 @@ class World:
         self.pod_root = tmp / "root"
         (self.pod_root / "var/run/kubevirt/migrationproxy").mkdir(parents=True)
         self.pods_dir = tmp / "pods"
+        self.sockets = contextlib.ExitStack()
         for pod in (SOURCE_POD, TARGET_POD):
-            bind_launcher_socket(self.pods_dir, pod)
+            self.sockets.enter_context(launcher_socket(self.pods_dir, pod, listening=False))
         self.launcher = FakeLauncher()
         roles: dict[str, Any] = {
             "api": self.api,

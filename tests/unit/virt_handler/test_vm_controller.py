@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,13 @@ from kubevirt.handler_launcher_com.cmd.client import CommandFailedError
 from kubevirt.network.cache import PodIfaceCache
 from kubevirt.virt_handler import phase
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
+from kubevirt.virt_handler.domain_cache import DomainCache
+from kubevirt.virt_handler.domain_notify import DomainNotify
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 from kubevirt.virt_handler.network import CONFIG_INVALID_REASON, HandlerNetwork, NetworkSetupError
 from kubevirt.virt_handler.vm_controller import SYNC_FAILED_REASON, Network, VMController
+from kubevirt_testing.launcher_socket import launcher_socket
 
 NODE = "node01"
 POD_UID = "pod-1"
@@ -81,19 +83,15 @@ def _vmi(phase_name: str = "Scheduled") -> JSON:
 
 
 @pytest.fixture
-def pods_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    sockets = tmp_path / POD_UID / "volumes" / "kubernetes.io~empty-dir" / "sockets"
-    sockets.mkdir(parents=True)
-    with socket.socket(socket.AF_UNIX) as listener:
-        # A relative name: the absolute temporary path is longer than a unix socket address allows.
-        monkeypatch.chdir(sockets)
-        listener.bind("launcher-sock")
-        monkeypatch.undo()
+def pods_dir(tmp_path: Path) -> Iterator[Path]:
+    with launcher_socket(tmp_path, POD_UID, listening=False):
         yield tmp_path
 
 
 class Harness:
-    def __init__(self, pods_dir: Path, vmi: JSON, network: Network | None = None) -> None:
+    def __init__(
+        self, pods_dir: Path, vmi: JSON, network: Network | None = None, notify: DomainNotify | None = None
+    ) -> None:
         self.api = FakeKubeApi()
         self.store: Store[JSON] = Store()
         self.launcher = FakeLauncher()
@@ -113,6 +111,7 @@ class Harness:
             pods_dir=pods_dir,
             connect=connect,
             network=network,
+            notify=notify,
         )
 
     def put(self, vmi: JSON) -> None:
@@ -409,3 +408,27 @@ def test_status_interfaces_carry_the_pod_ips(pods_dir: Path, tmp_path: Path) -> 
     ]
     network.forget_all_but([])
     assert network._setup.cache.read(uid, "default") is None
+
+
+class FakePipes:
+    def __init__(self) -> None:
+        self.running: dict[str, Path] = {}
+
+    def ensure(self, uid: str, launcher_socket: Path) -> None:
+        self.running[uid] = launcher_socket
+
+    def stop(self, uid: str) -> None:
+        self.running.pop(uid)
+
+
+def test_a_found_launcher_gets_its_notify_pipe_and_the_read_domain_resyncs_the_cache(pods_dir: Path) -> None:
+    pipes, cache = FakePipes(), DomainCache()
+    harness = Harness(pods_dir, _vmi(), notify=DomainNotify(cache, pipes))
+    uid = harness.store.list()[0]["metadata"]["uid"]
+    harness.reconcile()
+    assert pipes.running == {uid: harness.connected[0]}
+    assert (cache.get("default/tiny") or {})["Status"]["Status"] == "Running"
+    harness.store.remove("default/tiny")
+    harness.controller.reconcile("default/tiny")
+    assert pipes.running == {}
+    assert cache.get("default/tiny") is None

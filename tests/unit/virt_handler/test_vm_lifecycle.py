@@ -6,8 +6,6 @@ is a real directory tree with a real (bound) unix socket.
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ from kubevirt.virt_handler.launcher_sockets import is_marked_unresponsive, mark_
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.vm_controller import LAUNCHER_START_TIMEOUT_SECONDS, VMController
 from kubevirt.virt_handler.watchdog import LauncherWatchdog, SocketWatchdog, socket_answers
+from kubevirt_testing.launcher_socket import launcher_socket
 
 NODE = "node01"
 POD_UID = "pod-1"
@@ -119,26 +118,9 @@ def _vmi(phase: str = "Running", grace: int | None = 30) -> JSON:
     }
 
 
-@contextlib.contextmanager
-def _socket(directory: Path, *, listening: bool = True) -> Iterator[None]:
-    """A launcher socket in ``directory``: listening, or left behind by a killed process."""
-    directory.mkdir(parents=True, exist_ok=True)
-    server = socket.socket(socket.AF_UNIX)
-    with contextlib.chdir(directory):  # relative: the temporary path is too long for a socket address
-        server.bind("launcher-sock")
-    if listening:
-        server.listen()
-    else:
-        server.close()
-    try:
-        yield
-    finally:
-        server.close()
-
-
 @pytest.fixture
 def pods_dir(tmp_path: Path) -> Iterator[Path]:
-    with _socket(tmp_path / POD_UID / SOCKETS):
+    with launcher_socket(tmp_path, POD_UID):
         yield tmp_path
 
 
@@ -380,7 +362,7 @@ def test_the_watchdog_marks_a_killed_launchers_socket(tmp_path: Path) -> None:
         vmi_store=store, node=NODE, pods_dir=tmp_path, enqueue=queued.append, timeout=30, clock=clock
     )
     assert watchdog.period == 11
-    with _socket(tmp_path / POD_UID / SOCKETS, listening=False):  # the file stays, nobody listens
+    with launcher_socket(tmp_path, POD_UID, listening=False):
         assert socket_answers(tmp_path / POD_UID / SOCKETS / "launcher-sock") is False
         assert watchdog.check() == []
         clock.now += 31
@@ -404,7 +386,7 @@ def test_the_watchdog_leaves_a_live_launcher_alone(pods_dir: Path) -> None:
 
 def test_the_marker_is_not_written_through_a_link(tmp_path: Path) -> None:
     sockets = tmp_path / POD_UID / SOCKETS
-    with _socket(sockets):
+    with launcher_socket(tmp_path, POD_UID):
         target = tmp_path / "elsewhere"
         (sockets / "launcher-unresponsive").symlink_to(target)
         with pytest.raises(OSError, match="Too many levels of symbolic links"):

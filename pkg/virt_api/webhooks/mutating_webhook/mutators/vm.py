@@ -17,10 +17,8 @@ from kubevirt.virt_api.webhooks.requests import (
     KUBEVIRT_GROUP,
     Admit,
     WebhookContext,
-    check_schema,
+    checked_object,
     guarded,
-    new_object,
-    require_resource,
 )
 from kubevirt_api.core.v1.vm import VirtualMachine
 
@@ -29,9 +27,7 @@ PATCHED_FIELDS = ("metadata", "spec")
 
 def mutator(ctx: WebhookContext) -> Admit:
     def mutate(request: AdmissionRequest) -> AdmissionResponse:
-        require_resource(request, KUBEVIRT_GROUP, "virtualmachines")
-        vm = new_object(request)
-        check_schema(ctx, "VirtualMachine", vm)
+        vm = checked_object(ctx, request, KUBEVIRT_GROUP, "virtualmachines", "VirtualMachine")
         # Decoding first reports bad values (a malformed quantity) the way KubeVirt does.
         default_vm(vm, ctx.config, lambda _vm, _config: None)
         refused = matcher_causes(vm)

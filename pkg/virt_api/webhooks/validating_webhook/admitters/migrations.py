@@ -9,11 +9,9 @@ from kubevirt.virt_api.webhooks.requests import (
     KUBEVIRT_GROUP,
     Admit,
     WebhookContext,
-    check_schema,
+    checked_object,
     guarded,
-    new_object,
     old_object,
-    require_resource,
 )
 
 RESOURCE = "virtualmachineinstancemigrations"
@@ -22,9 +20,7 @@ KIND = "VirtualMachineInstanceMigration"
 
 def create_admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        require_resource(request, KUBEVIRT_GROUP, RESOURCE)
-        migration = new_object(request)
-        check_schema(ctx, KIND, migration)
+        migration = checked_object(ctx, request, KUBEVIRT_GROUP, RESOURCE, KIND)
         return admit_migration_create(migration, request.namespace, ctx.config, ctx.state)
 
     return guarded(admit)
@@ -32,9 +28,7 @@ def create_admitter(ctx: WebhookContext) -> Admit:
 
 def update_admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        require_resource(request, KUBEVIRT_GROUP, RESOURCE)
-        new = new_object(request)
-        check_schema(ctx, KIND, new)
+        new = checked_object(ctx, request, KUBEVIRT_GROUP, RESOURCE, KIND)
         return admit_migration_update(new, old_object(request))
 
     return guarded(admit)

@@ -10,18 +10,16 @@ from kubevirt.virt_api.webhooks.requests import (
     KUBEVIRT_GROUP,
     Admit,
     WebhookContext,
-    check_schema,
+    checked_object,
     guarded,
-    new_object,
-    require_resource,
 )
 
 
 def admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        require_resource(request, KUBEVIRT_GROUP, "virtualmachineinstancepresets")
-        preset = new_object(request)
-        check_schema(ctx, "VirtualMachineInstancePreset", preset)
+        preset = checked_object(
+            ctx, request, KUBEVIRT_GROUP, "virtualmachineinstancepresets", "VirtualMachineInstancePreset"
+        )
         return response.from_causes(admit_preset(preset))
 
     return guarded(admit)

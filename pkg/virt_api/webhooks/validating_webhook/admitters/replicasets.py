@@ -11,18 +11,20 @@ from kubevirt.virt_api.webhooks.requests import (
     POOL_GROUP,
     Admit,
     WebhookContext,
-    check_schema,
+    checked_object,
     guarded,
-    new_object,
-    require_resource,
 )
 
 
 def replicaset_admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        require_resource(request, KUBEVIRT_GROUP, "virtualmachineinstancereplicasets")
-        rs = new_object(request)
-        check_schema(ctx, "VirtualMachineInstanceReplicaSet", rs)
+        rs = checked_object(
+            ctx,
+            request,
+            KUBEVIRT_GROUP,
+            "virtualmachineinstancereplicasets",
+            "VirtualMachineInstanceReplicaSet",
+        )
         return response.from_causes(admit_replicaset(rs, ctx.config))
 
     return guarded(admit)
@@ -30,9 +32,7 @@ def replicaset_admitter(ctx: WebhookContext) -> Admit:
 
 def pool_admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        require_resource(request, POOL_GROUP, "virtualmachinepools")
-        pool = new_object(request)
-        check_schema(ctx, "VirtualMachinePool", pool)
+        pool = checked_object(ctx, request, POOL_GROUP, "virtualmachinepools", "VirtualMachinePool")
         old = request.old_object if request.operation == UPDATE else None
         account = ctx.is_kubevirt_account(request)
         causes = admit_pool(pool, ctx.config, operation=request.operation, old=old, kubevirt_account=account)

@@ -12,6 +12,7 @@ from kubevirt.virt_api.webhooks.requests import (
     Admit,
     WebhookContext,
     check_schema,
+    checked_object,
     guarded,
     new_object,
     old_object,
@@ -23,9 +24,7 @@ RESOURCE = "virtualmachineinstances"
 
 def create_admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        require_resource(request, KUBEVIRT_GROUP, RESOURCE)
-        vmi = new_object(request)
-        check_schema(ctx, "VirtualMachineInstance", vmi)
+        vmi = checked_object(ctx, request, KUBEVIRT_GROUP, RESOURCE, "VirtualMachineInstance")
         account = ctx.is_kubevirt_account(request)
         return response.from_causes(admit_vmi_create(vmi, ctx.config, kubevirt_account=account))
 

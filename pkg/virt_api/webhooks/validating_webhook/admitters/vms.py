@@ -15,19 +15,15 @@ from kubevirt.virt_api.webhooks.requests import (
     KUBEVIRT_GROUP,
     Admit,
     WebhookContext,
-    check_schema,
+    checked_object,
     guarded,
-    new_object,
-    require_resource,
     running_vmi,
 )
 
 
 def admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        require_resource(request, KUBEVIRT_GROUP, "virtualmachines")
-        vm = new_object(request)
-        check_schema(ctx, "VirtualMachine", vm)
+        vm = checked_object(ctx, request, KUBEVIRT_GROUP, "virtualmachines", "VirtualMachine")
         # A VM being deleted is let through so it never races other deletions.
         if obj(vm, "metadata").get("deletionTimestamp") is not None:
             return response.allowed()
