@@ -36,6 +36,7 @@ TEST_IMAGES = (
     "virt-controller",
     "virt-handler",
     "virt-launcher",
+    "virt-operator",
     "test-guest-container-disk",
     "test-guest-kernel-boot",
 )

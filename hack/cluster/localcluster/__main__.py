@@ -1,10 +1,11 @@
-"""python -m localcluster up|down|status|kubeconfig|bench|build-images [BINARY...]"""
+"""python -m localcluster up|down|status|kubeconfig|bench|build-images [BINARY...]|kubevirt-up [VM]"""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-from . import bench, cluster, images, sharing
+from . import bench, cluster, images, sharing, up
 from .layout import Layout
 
 
@@ -33,6 +34,8 @@ def main(argv: list[str]) -> int:
         return _build_images(layout, argv[1:])
     if command == "bench":
         return bench.run(layout)
+    if command == "kubevirt-up":
+        return up.run(layout, Path(argv[1]).resolve() if len(argv) > 1 else up.DEFAULT_VM)
     if command == "kubeconfig":
         print(layout.admin_kubeconfig)
         return 0

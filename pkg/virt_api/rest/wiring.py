@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kubevirt.client import JSON, KubeClient, Resource
+from kubevirt.client import CONFIG_MAPS, JSON, ApiError, KubeApi, KubeClient, Resource
 from kubevirt.log import get_logger
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.expand import VMExpander
@@ -29,6 +29,9 @@ from kubevirt.virt_config import ClusterConfig
 SUBJECT_ACCESS_REVIEWS = Resource(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
 )
+# virt-operator's CA bundle: virt-handler's console server certificate chains to it.
+KUBEVIRT_CA_CONFIG_MAP = "kubevirt-ca"
+KUBEVIRT_CA_BUNDLE_KEY = "ca-bundle"
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,12 @@ class HandlerTLS:
     key_file: Path
     ca_file: Path | None = None
 
-    def context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+    def context(self, ca_bundle: str | None = None) -> ssl.SSLContext:
+        """``ca_bundle`` (PEM) is trusted when no CA file is given."""
+        if self.ca_file:
+            context = ssl.create_default_context(cafile=str(self.ca_file))
+        else:
+            context = ssl.create_default_context(cadata=ca_bundle)
         # virt-handler's certificate names no IP address; its CA is what identifies it.
         context.check_hostname = False
         if self.cert_file.is_file() and self.key_file.is_file():
@@ -81,13 +88,28 @@ def subresource_extension(
     config: Callable[[], ClusterConfig],
 ) -> Callable[[web.Application], None]:
     locator = HandlerLocator(client, namespace, console_server_port)
-    context = handler_tls.context() if handler_tls else ssl.create_default_context()
+    if handler_tls is None:
+        context = ssl.create_default_context()
+    else:
+        context = handler_tls.context(None if handler_tls.ca_file else kubevirt_ca_bundle(client, namespace))
     vmis = VMIOperations(client, locator, TLSHandlerTransport(context))
     streams = StreamRelay(client, locator, context)
     api = SubresourceAPI(
         VMLifecycle(client), vmis, config, streams, VMExpander(client, config), PortForwarder(client)
     )
     return api.install
+
+
+def kubevirt_ca_bundle(api: KubeApi, namespace: str) -> str | None:
+    """The CA bundle virt-operator publishes in ``namespace``, or None where there is none (virt-api
+    deployed without the operator then trusts the system's CAs)."""
+    try:
+        config_map = api.get(CONFIG_MAPS, namespace, KUBEVIRT_CA_CONFIG_MAP)
+    except ApiError as err:
+        get_logger().warning("no KubeVirt CA bundle for virt-handler", namespace=namespace, reason=str(err))
+        return None
+    bundle = (config_map.get("data") or {}).get(KUBEVIRT_CA_BUNDLE_KEY)
+    return str(bundle) if bundle else None
 
 
 def authorizer_for(client: KubeClient) -> Authorizer:

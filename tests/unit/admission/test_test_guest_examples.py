@@ -21,7 +21,12 @@ def run(*args: str) -> tuple[int, str]:
 
 
 def test_there_are_vm_vmi_and_kernel_boot_examples() -> None:
-    assert NAMES == ["vm-test-guest.yaml", "vmi-test-guest-kernel-boot.yaml", "vmi-test-guest.yaml"]
+    assert NAMES == [
+        "vm-test-guest-no-network.yaml",
+        "vm-test-guest.yaml",
+        "vmi-test-guest-kernel-boot.yaml",
+        "vmi-test-guest.yaml",
+    ]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,0 +1,147 @@
+"""KubeVirt installed as its users install it: the release operator manifest, then a KubeVirt CR; the
+operator does the rest. Removed in the reverse order: the CR (the operator uninstalls), then the manifest.
+
+Two things are adjusted for this cluster, both through knobs a KubeVirt user has: images are never pulled
+(they are built and imported locally), and virt-handler's shared directory is the host's shared mount
+(this host's root is not rshared as a node's is) through the CR's ``customizeComponents.patches``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .handle import Cluster
+from .layout import KUBEVIRT_SHARE_DIR, REPO
+
+RELEASE = REPO / "manifests" / "release"
+OPERATOR_MANIFEST = RELEASE / "kubevirt-operator.yaml"
+CR_MANIFEST = RELEASE / "kubevirt-cr.yaml"
+NAMESPACE = "kubevirt"
+CR_NAME = "kubevirt"
+OPERATOR = "virt-operator"
+COMPONENT_DEPLOYMENTS = ("virt-api", "virt-controller")
+HANDLER = "virt-handler"
+ROOT_GATE = "Root"
+
+JSON = dict[str, Any]
+Progress = Callable[[str], None]
+
+
+def _documents(path: Path) -> list[JSON]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+
+
+def operator_objects() -> list[JSON]:
+    """The release operator manifest with the operator's pods never pulling their image."""
+    objects = _documents(OPERATOR_MANIFEST)
+    for obj in objects:
+        if obj.get("kind") == "Deployment":
+            for container in obj["spec"]["template"]["spec"]["containers"]:
+                container["imagePullPolicy"] = "Never"
+    return objects
+
+
+# virt-handler's Bidirectional host path for what it shares with launcher pods (KubeVirt's
+# ``/var/run/kubevirt``): the runtime checks that such a path is on a shared mount without resolving links,
+# and here only the shared ``/run/kubevirt`` that /var/run links to is one.
+HANDLER_SHARE_VOLUME = "virt-share-dir"
+
+
+def handler_share_dir_patch() -> JSON:
+    """A ``customizeComponents.patches`` entry pointing virt-handler's share volume at the shared mount."""
+    volume = {"name": HANDLER_SHARE_VOLUME, "hostPath": {"path": str(KUBEVIRT_SHARE_DIR)}}
+    body = {"spec": {"template": {"spec": {"volumes": [volume]}}}}
+    return {
+        "resourceType": "DaemonSet",
+        "resourceName": HANDLER,
+        "type": "strategic",
+        "patch": json.dumps(body),
+    }
+
+
+def kubevirt_cr() -> JSON:
+    """The release CR with emulation on (KVM guests hang on this kind of machine), root launchers, images
+    never pulled and virt-handler's shared directory fitted to this host."""
+    (cr,) = [d for d in _documents(CR_MANIFEST) if d.get("kind") == "KubeVirt"]
+    spec = cr.setdefault("spec", {})
+    spec["imagePullPolicy"] = "Never"
+    developer = spec.setdefault("configuration", {}).setdefault("developerConfiguration", {})
+    developer["useEmulation"] = True
+    # Launchers run as root: this project's virt-launcher does not run libvirt as KubeVirt's non-root
+    # user (107) yet, which KubeVirt's webhook asks for unless the Root gate is on.
+    gates = developer.get("featureGates") or []
+    developer["featureGates"] = [*gates, *([] if ROOT_GATE in gates else [ROOT_GATE])]
+    customize = spec.get("customizeComponents") or {}
+    customize["patches"] = [*customize.get("patches", []), handler_share_dir_patch()]
+    spec["customizeComponents"] = customize
+    return cr
+
+
+def install_operator(cluster: Cluster) -> None:
+    # Server-side: the KubeVirt CRD is larger than client-side apply's last-applied annotation allows.
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(operator_objects())
+    )
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/kubevirts.kubevirt.io")
+
+
+def create_kubevirt(cluster: Cluster, cr: JSON) -> None:
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(cr))
+
+
+def kubevirt(cluster: Cluster) -> JSON | None:
+    return cluster.find("kubevirt", CR_NAME, NAMESPACE)
+
+
+def wait_deployed(cluster: Cluster, *, timeout: float = 600.0, progress: Progress = print) -> float:
+    """Waits until the CR's phase is ``Deployed`` and its Available condition is true, reporting each
+    change of phase or condition with the seconds elapsed; returns the seconds it took."""
+    began = time.monotonic()
+    seen = ""
+    while True:
+        elapsed = time.monotonic() - began
+        cr = kubevirt(cluster) or {}
+        status = cr.get("status", {})
+        conditions = {c["type"]: c for c in status.get("conditions", [])}
+        summary = f"phase {status.get('phase', '-')}; " + ", ".join(
+            f"{kind}={c['status']}" for kind, c in sorted(conditions.items())
+        )
+        if summary != seen:
+            progress(f"  [{elapsed:5.0f} s] KubeVirt {summary}")
+            seen = summary
+        available = conditions.get("Available", {}).get("status") == "True"
+        if status.get("phase") == "Deployed" and available:
+            return elapsed
+        if elapsed > timeout:
+            pods = cluster.kubectl("get", "pods", "-n", NAMESPACE, "-o", "wide", check=False).stdout
+            raise RuntimeError(f"KubeVirt not Deployed within {timeout:.0f} s: {summary}\n{pods}")
+        time.sleep(1.0)
+
+
+def uninstall(cluster: Cluster, *, timeout: float = 300.0) -> None:
+    """Deletes the CR and waits for the operator to finish uninstalling, then removes the operator's
+    manifest (its namespace, CRD, RBAC and Deployment)."""
+    if kubevirt(cluster) is not None:
+        cluster.kubectl("delete", "kubevirt", CR_NAME, "-n", NAMESPACE, "--wait=false")
+        cluster.wait_until("the KubeVirt CR is gone", lambda: kubevirt(cluster) is None, timeout=timeout)
+    cluster.kubectl(
+        "delete",
+        "--ignore-not-found",
+        "--wait=true",
+        "--timeout=100s",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump_all(operator_objects()),
+        check=False,
+    )
+    cluster.wait_until(
+        f"namespace {NAMESPACE} is gone",
+        lambda: cluster.find("namespace", NAMESPACE) is None,
+        timeout=timeout,
+    )

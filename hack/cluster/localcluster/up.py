@@ -1,0 +1,84 @@
+"""The main job on a running cluster: KubeVirt installed through virt-operator, then an example VM
+started and Running, with the commands that reach its console and display."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from . import install
+from .handle import Cluster
+from .layout import REPO, Layout
+
+DEFAULT_VM = REPO / "examples" / "vm-test-guest-no-network.yaml"
+VM_NAMESPACE = "default"
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def vm_phase(cluster: Cluster, name: str, namespace: str = VM_NAMESPACE) -> str:
+    vmi = cluster.find("vmi", name, namespace) or {}
+    return str(vmi.get("status", {}).get("phase", "-"))
+
+
+def virtctl(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """virtctl of this environment against the cluster."""
+    command = [str(Path(sys.executable).with_name("virtctl")), "--kubeconfig", str(cluster.kubeconfig), *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+
+
+def start_vm(
+    cluster: Cluster, manifest: Path, *, namespace: str = VM_NAMESPACE, timeout: float = 300.0
+) -> str:
+    """Creates the VM of ``manifest`` (or keeps an existing one), starts it with ``virtctl start`` (virt-api's
+    start subresource) and waits until its VMI is Running; returns its name."""
+    (vm,) = [d for d in yaml.safe_load_all(manifest.read_text()) if isinstance(d, dict)]
+    name = str(vm["metadata"]["name"])
+    if cluster.find("vm", name, namespace) is None:
+        cluster.kubectl("create", "-n", namespace, "-f", str(manifest))
+    if vm_phase(cluster, name, namespace) == "-":
+        started = virtctl(cluster, "start", name, "-n", namespace)
+        if started.returncode != 0:
+            raise RuntimeError(f"virtctl start {name}: {started.stderr.strip()}")
+    began = time.monotonic()
+    seen = ""
+    while (phase := vm_phase(cluster, name, namespace)) != "Running":
+        elapsed = time.monotonic() - began
+        if phase != seen:
+            _say(f"  [{elapsed:5.0f} s] VMI {name}: {phase}")
+            seen = phase
+        if elapsed > timeout:
+            raise RuntimeError(f"VM {name} not Running within {timeout:.0f} s (VMI phase {phase})")
+        time.sleep(1.0)
+    _say(f"  [{time.monotonic() - began:5.0f} s] VMI {name}: Running")
+    return name
+
+
+def run(layout: Layout, manifest: Path) -> int:
+    cluster = Cluster(layout)
+    began = time.monotonic()
+    try:
+        _say("applying manifests/release/kubevirt-operator.yaml")
+        install.install_operator(cluster)
+        _say("creating the KubeVirt CR (useEmulation: true)")
+        install.create_kubevirt(cluster, install.kubevirt_cr())
+        _say("waiting for KubeVirt to be Deployed")
+        deployed = install.wait_deployed(cluster, progress=_say)
+        _say(f"KubeVirt Deployed in {deployed:.0f} s")
+        _say(f"starting {manifest.relative_to(REPO) if manifest.is_relative_to(REPO) else manifest}")
+        name = start_vm(cluster, manifest)
+    except (RuntimeError, AssertionError) as error:
+        print(f"hack/up failed: {error}", file=sys.stderr)
+        return 1
+    kubeconfig = f"--kubeconfig {layout.admin_kubeconfig}"
+    _say(f"VM {name} is Running ({time.monotonic() - began:.0f} s since the operator was applied)")
+    _say(f"  serial console: virtctl {kubeconfig} console {name}")
+    _say(f"  VNC:            virtctl {kubeconfig} vnc {name}")
+    _say("  hack/down stops everything")
+    return 0

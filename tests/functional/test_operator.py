@@ -1,0 +1,210 @@
+"""virt-operator on the local cluster, installed as KubeVirt's users install it: the release operator
+manifest, then a KubeVirt CR. The CR reaches Deployed with KubeVirt's conditions, every component is
+ready, virt-api answers through its APIService and webhooks, a VM runs; a deleted virt-api Deployment is
+restored; deleting the CR leaves nothing of KubeVirt behind.
+
+The other functional modules deploy components by hand into the same namespace, so this module installs
+and uninstalls within its own fixture and restores the CRDs that were there before it."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from localcluster import install, up
+from localcluster.handle import Cluster
+
+REPO = Path(__file__).resolve().parents[2]
+VM_MANIFEST = REPO / "examples" / "vm-test-guest-no-network.yaml"
+VM_NAMESPACE = f"operator-test-{os.getpid()}"
+APISERVICES = ("v1.subresources.kubevirt.io", "v1alpha3.subresources.kubevirt.io")
+WEBHOOKS = (
+    ("validatingwebhookconfiguration", "virt-api-validator"),
+    ("mutatingwebhookconfiguration", "virt-api-mutator"),
+)
+FINALIZER = "foregroundDeleteKubeVirt"
+# KubeVirt's VMI validator's cause for a disk without its volume (the CRD's schema cannot say this).
+WEBHOOK_REFUSAL = "spec.domain.devices.disks[0].Name 'rootdisk' not found"
+# What ``kubectl get`` lists after an uninstall (not ``all``: it would name the deleted CRDs' categories);
+# nothing of these may carry the operator's label.
+EVERY_KIND = (
+    "deployment,daemonset,replicaset,pod,service,crd,apiservice,clusterrole,clusterrolebinding,role,rolebinding,serviceaccount,secret,configmap,"
+    "validatingwebhookconfiguration,mutatingwebhookconfiguration,poddisruptionbudget,priorityclass"
+)
+
+JSON = dict[str, Any]
+
+
+def _kubevirt_crds(cluster: Cluster) -> list[JSON]:
+    """The KubeVirt CRDs present now, ready to be created again."""
+    found = cluster.kubectl_json("get", "crd")["items"]
+    assert isinstance(found, list)
+    kept = []
+    for crd in found:
+        if not crd["spec"]["group"].endswith("kubevirt.io"):
+            continue
+        metadata = crd["metadata"]
+        crd["metadata"] = {k: metadata[k] for k in ("name", "labels", "annotations") if k in metadata}
+        crd.pop("status", None)
+        kept.append(crd)
+    return kept
+
+
+def _refusal_of_invalid_vmi(cluster: Cluster) -> str:
+    """Creates a VMI whose disk has no volume; returns kubectl's error (empty if it was accepted)."""
+    vmi = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": "no-volume", "namespace": VM_NAMESPACE},
+        "spec": {
+            "domain": {
+                "resources": {"requests": {"memory": "128Mi"}},
+                "devices": {"disks": [{"name": "rootdisk", "disk": {}}]},
+            }
+        },
+    }
+    created = cluster.kubectl("create", "-f", "-", stdin=json.dumps(vmi), check=False)
+    if created.returncode == 0:
+        cluster.kubectl("delete", "vmi", "no-volume", "-n", VM_NAMESPACE, "--wait=false", check=False)
+        return ""
+    return created.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(cluster: Cluster) -> Iterator[float]:
+    """KubeVirt installed from the release manifests; yields the seconds the CR took to be Deployed."""
+    if cluster.find("crd", "kubevirts.kubevirt.io") is not None:
+        assert install.kubevirt(cluster) is None, "a KubeVirt CR exists already: another test left it"
+    crds_before = _kubevirt_crds(cluster)
+    namespace_before = cluster.find("namespace", install.NAMESPACE) is not None
+    began = time.monotonic()
+    install.install_operator(cluster)
+    install.create_kubevirt(cluster, install.kubevirt_cr())
+    try:
+        install.wait_deployed(cluster, timeout=420, progress=lambda line: None)
+        deployed = time.monotonic() - began
+        print(f"KubeVirt Deployed {deployed:.1f} s after the operator manifest was applied")
+        cluster.fresh_namespace(VM_NAMESPACE)
+        yield deployed
+    finally:
+        cluster.kubectl("delete", "namespace", VM_NAMESPACE, "--ignore-not-found", "--wait=true", check=False)
+        install.uninstall(cluster)
+        cluster.wait_until("KubeVirt's CRDs are gone", lambda: _kubevirt_crds(cluster) == [], timeout=120)
+        if crds_before:
+            restored = {"apiVersion": "v1", "kind": "List", "items": crds_before}
+            cluster.kubectl("create", "-f", "-", stdin=json.dumps(restored))
+        if namespace_before:
+            cluster.kubectl("create", "namespace", install.NAMESPACE, check=False)
+
+
+def test_cr_is_deployed_with_kubevirts_conditions(cluster: Cluster, installed: float) -> None:
+    cr = install.kubevirt(cluster)
+    assert cr is not None
+    status = cr["status"]
+    assert status["phase"] == "Deployed"
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert (conditions["Available"]["status"], conditions["Available"]["reason"]) == (
+        "True",
+        "AllComponentsReady",
+    )
+    assert conditions["Available"]["message"] == "All components are ready."
+    assert (conditions["Progressing"]["status"], conditions["Degraded"]["status"]) == ("False", "False")
+    assert (conditions["Created"]["status"], conditions["Created"]["reason"]) == (
+        "True",
+        "AllResourcesCreated",
+    )
+    assert conditions["Created"]["message"] == "All resources were created."
+    assert status["observedGeneration"] == cr["metadata"]["generation"]
+    assert FINALIZER in cr["metadata"]["finalizers"]
+    assert status["operatorVersion"]
+    assert status["targetKubeVirtVersion"] == status["observedKubeVirtVersion"]
+
+
+def test_every_component_is_ready(cluster: Cluster, installed: float) -> None:
+    # Deployed needs one ready replica of each Deployment (as KubeVirt's readiness check); all of them follow.
+    for name in (install.OPERATOR, *install.COMPONENT_DEPLOYMENTS):
+        cluster.rollout(install.NAMESPACE, name)
+        deployment = cluster.find("deployment", name, install.NAMESPACE)
+        assert deployment is not None, name
+        assert deployment["status"].get("readyReplicas") == deployment["spec"]["replicas"] == 2, name
+    handler = cluster.find("daemonset", install.HANDLER, install.NAMESPACE)
+    assert handler is not None
+    assert handler["status"]["numberReady"] == handler["status"]["desiredNumberScheduled"] >= 1
+    for name in APISERVICES:
+        apiservice = cluster.find("apiservice", name)
+        assert apiservice is not None, name
+        available = {c["type"]: c["status"] for c in apiservice["status"]["conditions"]}
+        assert available["Available"] == "True", name
+
+
+def test_virt_api_answers_through_its_apiservice(cluster: Cluster, installed: float) -> None:
+    health = json.loads(cluster.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1/healthz").stdout)
+    assert health["apiserver"]["connectivity"] == "ok"
+
+
+def test_webhooks_refuse_an_invalid_vmi(cluster: Cluster, installed: float) -> None:
+    assert WEBHOOK_REFUSAL in _refusal_of_invalid_vmi(cluster)
+
+
+def test_vm_starts_through_virtctl_and_runs(cluster: Cluster, installed: float) -> None:
+    name = up.start_vm(cluster, VM_MANIFEST, namespace=VM_NAMESPACE, timeout=300)
+    vmi = cluster.find("vmi", name, VM_NAMESPACE)
+    assert vmi is not None
+    assert vmi["status"]["phase"] == "Running"
+    assert vmi["status"]["launcherContainerImageVersion"] == "localhost/kubevirt/virt-launcher:devel"
+    stopped = up.virtctl(cluster, "stop", name, "-n", VM_NAMESPACE)
+    assert stopped.returncode == 0, stopped.stderr
+    cluster.wait_until(
+        f"VMI {name} is gone", lambda: cluster.find("vmi", name, VM_NAMESPACE) is None, timeout=120
+    )
+
+
+def test_deleted_virt_api_is_restored_and_webhooks_answer_again(cluster: Cluster, installed: float) -> None:
+    before = cluster.find("deployment", "virt-api", install.NAMESPACE)
+    assert before is not None
+    cluster.kubectl("delete", "deployment", "virt-api", "-n", install.NAMESPACE, "--wait=true")
+
+    def restored_and_ready() -> bool:
+        now = cluster.find("deployment", "virt-api", install.NAMESPACE)
+        return (
+            now is not None
+            and now["metadata"]["uid"] != before["metadata"]["uid"]
+            and now["status"].get("readyReplicas") == now["spec"]["replicas"]
+        )
+
+    cluster.wait_until("virt-api recreated and ready", restored_and_ready, timeout=180)
+    cluster.wait_until(
+        "the webhooks answer again", lambda: _refusal_of_invalid_vmi(cluster) != "", timeout=60
+    )
+    assert WEBHOOK_REFUSAL in _refusal_of_invalid_vmi(cluster)
+    install.wait_deployed(cluster, timeout=120, progress=lambda line: None)
+
+
+def test_uninstall_leaves_nothing_behind(cluster: Cluster, installed: float) -> None:
+    cluster.kubectl("delete", "namespace", VM_NAMESPACE, "--wait=true")
+    install.uninstall(cluster)
+    assert cluster.find("namespace", install.NAMESPACE) is None
+    for name in APISERVICES:
+        assert cluster.find("apiservice", name) is None, name
+    for kind, name in WEBHOOKS:
+        assert cluster.find(kind, name) is None, name
+    left_crds = [crd["metadata"]["name"] for crd in _kubevirt_crds(cluster)]
+    assert left_crds == []
+    managed = cluster.kubectl(
+        "get",
+        EVERY_KIND,
+        "--all-namespaces",
+        "-l",
+        "app.kubernetes.io/managed-by=virt-operator",
+        "-o",
+        "name",
+    )
+    assert managed.stdout.split() == []
+    for document in install.operator_objects():
+        kind, name = document["kind"], document["metadata"]["name"]
+        assert cluster.find(kind, name, document["metadata"].get("namespace")) is None, (kind, name)
