@@ -142,6 +142,22 @@ def test_every_component_is_ready(cluster: Cluster, installed: float) -> None:
         assert available["Available"] == "True", name
 
 
+def test_the_node_labeller_labels_the_node(cluster: Cluster, installed: float) -> None:
+    # The handler DaemonSet's node-labeller init container hands libvirt's capabilities to virt-handler.
+    def labelled() -> bool:
+        nodes = cluster.kubectl_json("get", "nodes")
+        assert isinstance(nodes, dict)
+        return all(
+            (node["metadata"].get("labels") or {}).get("machine-type.node.kubevirt.io/q35") == "true"
+            and any(key.startswith("cpu-model.node.kubevirt.io/") for key in node["metadata"]["labels"])
+            for node in nodes["items"]
+        )
+
+    cluster.wait_until(
+        "every node carries the labeller's machine-type and CPU-model labels", labelled, timeout=120
+    )
+
+
 def test_virt_api_answers_through_its_apiservice(cluster: Cluster, installed: float) -> None:
     health = json.loads(cluster.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1/healthz").stdout)
     assert health["apiserver"]["connectivity"] == "ok"
