@@ -15,7 +15,12 @@ import contextlib
 import ssl
 from pathlib import Path
 
+from kubevirt.client import CONFIG_MAPS, ApiError, KubeApi
 from kubevirt.log import get_logger
+
+# virt-operator's CA bundle: what virt-api and virt-handler trust in each other's certificates.
+CA_CONFIG_MAP = "kubevirt-ca"
+CA_BUNDLE_KEY = "ca-bundle"
 
 
 def _load(
@@ -108,3 +113,17 @@ class ReloadingCertificate:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+
+def read_ca_bundle(api: KubeApi, namespace: str, name: str = CA_CONFIG_MAP) -> str | None:
+    """The cluster CA bundle from the ``kubevirt-ca`` ConfigMap (None, logged, when unavailable)."""
+    try:
+        config_map = api.get(CONFIG_MAPS, namespace, name)
+    except ApiError as err:
+        get_logger().warning("the KubeVirt CA is unavailable", config_map=name, reason=str(err))
+        return None
+    bundle = (config_map.get("data") or {}).get(CA_BUNDLE_KEY)
+    if not bundle:
+        get_logger().warning("the KubeVirt CA ConfigMap has no CA bundle", config_map=name)
+        return None
+    return str(bundle)

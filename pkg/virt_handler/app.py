@@ -32,6 +32,7 @@ from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import Probe, ProbeServer
+from kubevirt.service.tls import CA_CONFIG_MAP, read_ca_bundle
 from kubevirt.virt_handler.config import HandlerConfig
 from kubevirt.virt_handler.container_disk.mounter import Mounter
 from kubevirt.virt_handler.device_manager.plugin import (
@@ -55,12 +56,7 @@ from kubevirt.virt_handler.notify_pipes import NotifyPipes
 from kubevirt.virt_handler.notify_server import NOTIFY_SOCKET, NotifyServer, serve_notify
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
-from kubevirt.virt_handler.rest.server import (
-    CA_CONFIG_MAP,
-    ServerThread,
-    console_server_thread,
-    read_ca_bundle,
-)
+from kubevirt.virt_handler.rest.server import ServerThread, console_server_thread
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 

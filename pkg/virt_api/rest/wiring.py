@@ -13,8 +13,9 @@ from typing import Any
 
 from aiohttp import web
 
-from kubevirt.client import CONFIG_MAPS, JSON, ApiError, KubeApi, KubeClient, Resource
+from kubevirt.client import JSON, KubeClient, Resource
 from kubevirt.log import get_logger
+from kubevirt.service.tls import read_ca_bundle
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.expand import VMExpander
 from kubevirt.virt_api.rest.front_proxy import FrontProxyConfigError, FrontProxyTrust, read_front_proxy_trust
@@ -29,9 +30,6 @@ from kubevirt.virt_config import ClusterConfig
 SUBJECT_ACCESS_REVIEWS = Resource(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
 )
-# virt-operator's CA bundle: virt-handler's console server certificate chains to it.
-KUBEVIRT_CA_CONFIG_MAP = "kubevirt-ca"
-KUBEVIRT_CA_BUNDLE_KEY = "ca-bundle"
 
 
 @dataclass(frozen=True)
@@ -91,25 +89,13 @@ def subresource_extension(
     if handler_tls is None:
         context = ssl.create_default_context()
     else:
-        context = handler_tls.context(None if handler_tls.ca_file else kubevirt_ca_bundle(client, namespace))
+        context = handler_tls.context(None if handler_tls.ca_file else read_ca_bundle(client, namespace))
     vmis = VMIOperations(client, locator, TLSHandlerTransport(context))
     streams = StreamRelay(client, locator, context)
     api = SubresourceAPI(
         VMLifecycle(client), vmis, config, streams, VMExpander(client, config), PortForwarder(client)
     )
     return api.install
-
-
-def kubevirt_ca_bundle(api: KubeApi, namespace: str) -> str | None:
-    """The CA bundle virt-operator publishes in ``namespace``, or None where there is none (virt-api
-    deployed without the operator then trusts the system's CAs)."""
-    try:
-        config_map = api.get(CONFIG_MAPS, namespace, KUBEVIRT_CA_CONFIG_MAP)
-    except ApiError as err:
-        get_logger().warning("no KubeVirt CA bundle for virt-handler", namespace=namespace, reason=str(err))
-        return None
-    bundle = (config_map.get("data") or {}).get(KUBEVIRT_CA_BUNDLE_KEY)
-    return str(bundle) if bundle else None
 
 
 def authorizer_for(client: KubeClient) -> Authorizer:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kubevirt.client import CONFIG_MAPS, JSON, ApiError, EventSink, KubeApi
+from kubevirt.client import JSON, EventSink, KubeApi
 from kubevirt.log import get_logger
-from kubevirt.service.tls import ReloadingCertificate
+from kubevirt.service.tls import CA_CONFIG_MAP, ReloadingCertificate, read_ca_bundle
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.rest.console import ConsoleHandler
 from kubevirt.virt_handler.rest.launcher_state import LauncherStateReader
@@ -39,9 +39,7 @@ from kubevirt.virt_handler.rest.lifecycle import (
 from kubevirt.virt_handler.rest.peer import PeerRefusedError, check_client_certificate
 
 VMI_PATH = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}"
-CA_CONFIG_MAP = "kubevirt-ca"
 LAUNCHER_STATE = "launcherstate"  # read-only, for virtctl diagnose (not a KubeVirt route)
-CA_BUNDLE_KEY = "ca-bundle"
 UNAUTHORIZED = 401
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -127,20 +125,6 @@ class ConsoleServer:
             return web.json_response(answer)
 
         return handle
-
-
-def read_ca_bundle(api: KubeApi, namespace: str, name: str = CA_CONFIG_MAP) -> str | None:
-    """The cluster CA bundle from the ``kubevirt-ca`` ConfigMap (None, logged, when unavailable)."""
-    try:
-        config_map = api.get(CONFIG_MAPS, namespace, name)
-    except ApiError as err:
-        get_logger().warning("the KubeVirt CA is unavailable", config_map=name, reason=str(err))
-        return None
-    bundle = (config_map.get("data") or {}).get(CA_BUNDLE_KEY)
-    if not bundle:
-        get_logger().warning("the KubeVirt CA ConfigMap has no CA bundle", config_map=name)
-        return None
-    return str(bundle)
 
 
 @dataclass

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from kubevirt.client import CONFIG_MAPS
 from kubevirt.client.fake import FakeKubeApi
-from kubevirt.virt_api.rest.wiring import HandlerTLS, kubevirt_ca_bundle
+from kubevirt.service.tls import read_ca_bundle
+from kubevirt.virt_api.rest.wiring import HandlerTLS
 from kubevirt.virt_operator.certificates import new_ca
 
 NOW = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
@@ -28,14 +29,14 @@ def test_the_operators_bundle_is_read_and_trusted(tmp_path: Path) -> None:
     api.add(
         CONFIG_MAPS, {"metadata": {"name": "kubevirt-ca", "namespace": "kubevirt"}, "data": {"ca-bundle": ca}}
     )
-    bundle = kubevirt_ca_bundle(api, "kubevirt")
+    bundle = read_ca_bundle(api, "kubevirt")
     assert bundle == ca
     tls = HandlerTLS(tmp_path / "tls.crt", tmp_path / "tls.key")
     assert _subjects(tls, bundle) == [((("commonName", "kubevirt.io@1"),),)]
 
 
 def test_no_bundle_without_the_operator() -> None:
-    assert kubevirt_ca_bundle(FakeKubeApi(), "kubevirt") is None
+    assert read_ca_bundle(FakeKubeApi(), "kubevirt") is None
 
 
 def test_a_given_ca_file_wins_over_the_bundle(tmp_path: Path) -> None:
