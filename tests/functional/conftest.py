@@ -7,8 +7,10 @@ nothing of it is left on the host. The project's images are (re)built from the c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -85,7 +87,10 @@ def cluster() -> Iterator[Cluster]:
 @pytest.fixture
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A namespace of its own per test, deleted afterwards (without waiting)."""
-    name = f"ft-{request.node.name.lower().replace('_', '-')[:40].rstrip('-')}-{os.getpid() % 10000}"
+    # Parametrized tests share a stem: the digest of the test's id keeps their namespaces apart.
+    stem = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:32].strip("-")
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:6]
+    name = f"ft-{stem}-{digest}-{os.getpid() % 10000}"
     cluster.kubectl("create", "namespace", name)
     deadline = time.monotonic() + 30
     while cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode != 0:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,21 +39,6 @@ EVERY_KIND = (
 JSON = dict[str, Any]
 
 
-def _kubevirt_crds(cluster: Cluster) -> list[JSON]:
-    """The KubeVirt CRDs present now, ready to be created again."""
-    found = cluster.kubectl_json("get", "crd")["items"]
-    assert isinstance(found, list)
-    kept = []
-    for crd in found:
-        if not crd["spec"]["group"].endswith("kubevirt.io"):
-            continue
-        metadata = crd["metadata"]
-        crd["metadata"] = {k: metadata[k] for k in ("name", "labels", "annotations") if k in metadata}
-        crd.pop("status", None)
-        kept.append(crd)
-    return kept
-
-
 def _refusal_of_invalid_vmi(cluster: Cluster) -> str:
     """Creates a VMI whose disk has no volume; returns kubectl's error (empty if it was accepted)."""
     vmi = {
@@ -78,28 +62,15 @@ def _refusal_of_invalid_vmi(cluster: Cluster) -> str:
 @pytest.fixture(scope="module")
 def installed(cluster: Cluster) -> Iterator[float]:
     """KubeVirt installed from the release manifests; yields the seconds the CR took to be Deployed."""
-    if cluster.find("crd", "kubevirts.kubevirt.io") is not None:
-        assert install.kubevirt(cluster) is None, "a KubeVirt CR exists already: another test left it"
-    crds_before = _kubevirt_crds(cluster)
-    namespace_before = cluster.find("namespace", install.NAMESPACE) is not None
-    began = time.monotonic()
-    install.install_operator(cluster)
-    install.create_kubevirt(cluster, install.kubevirt_cr())
-    try:
-        install.wait_deployed(cluster, timeout=420, progress=lambda line: None)
-        deployed = time.monotonic() - began
+    with install.installed(cluster) as deployed:
         print(f"KubeVirt Deployed {deployed:.1f} s after the operator manifest was applied")
         cluster.fresh_namespace(VM_NAMESPACE)
-        yield deployed
-    finally:
-        cluster.kubectl("delete", "namespace", VM_NAMESPACE, "--ignore-not-found", "--wait=true", check=False)
-        install.uninstall(cluster)
-        cluster.wait_until("KubeVirt's CRDs are gone", lambda: _kubevirt_crds(cluster) == [], timeout=120)
-        if crds_before:
-            restored = {"apiVersion": "v1", "kind": "List", "items": crds_before}
-            cluster.kubectl("create", "-f", "-", stdin=json.dumps(restored))
-        if namespace_before:
-            cluster.kubectl("create", "namespace", install.NAMESPACE, check=False)
+        try:
+            yield deployed
+        finally:
+            cluster.kubectl(
+                "delete", "namespace", VM_NAMESPACE, "--ignore-not-found", "--wait=true", check=False
+            )
 
 
 def test_cr_is_deployed_with_kubevirts_conditions(cluster: Cluster, installed: float) -> None:
@@ -209,7 +180,7 @@ def test_uninstall_leaves_nothing_behind(cluster: Cluster, installed: float) -> 
         assert cluster.find("apiservice", name) is None, name
     for kind, name in WEBHOOKS:
         assert cluster.find(kind, name) is None, name
-    left_crds = [crd["metadata"]["name"] for crd in _kubevirt_crds(cluster)]
+    left_crds = [crd["metadata"]["name"] for crd in install.kubevirt_crds(cluster)]
     assert left_crds == []
     managed = cluster.kubectl(
         "get",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,43 @@ def uninstall(cluster: Cluster, *, timeout: float = 300.0) -> None:
         lambda: cluster.find("namespace", NAMESPACE) is None,
         timeout=timeout,
     )
+
+
+def kubevirt_crds(cluster: Cluster) -> list[JSON]:
+    """The KubeVirt CRDs present now, stripped so that they can be created again."""
+    found = cluster.kubectl_json("get", "crd")["items"]
+    assert isinstance(found, list)
+    kept = []
+    for crd in found:
+        if not crd["spec"]["group"].endswith("kubevirt.io"):
+            continue
+        metadata = crd["metadata"]
+        crd["metadata"] = {k: metadata[k] for k in ("name", "labels", "annotations") if k in metadata}
+        crd.pop("status", None)
+        kept.append(crd)
+    return kept
+
+
+@contextmanager
+def installed(cluster: Cluster, *, timeout: float = 420.0) -> Iterator[float]:
+    """KubeVirt installed from the release manifests for the length of the block; yields the seconds the CR
+    took to be Deployed. Afterwards it is uninstalled and the KubeVirt CRDs that were there before (applied
+    by tests that deploy components by hand) are created again."""
+    if cluster.find("crd", "kubevirts.kubevirt.io") is not None and kubevirt(cluster) is not None:
+        raise RuntimeError("a KubeVirt CR exists already: something else installed KubeVirt on this cluster")
+    crds_before = kubevirt_crds(cluster)
+    namespace_before = cluster.find("namespace", NAMESPACE) is not None
+    began = time.monotonic()
+    try:
+        install_operator(cluster)
+        create_kubevirt(cluster, kubevirt_cr())
+        wait_deployed(cluster, timeout=timeout, progress=lambda line: None)
+        yield time.monotonic() - began
+    finally:
+        uninstall(cluster)
+        cluster.wait_until("KubeVirt's CRDs are gone", lambda: kubevirt_crds(cluster) == [], timeout=120)
+        if crds_before:
+            restored = {"apiVersion": "v1", "kind": "List", "items": crds_before}
+            cluster.kubectl("create", "-f", "-", stdin=json.dumps(restored))
+        if namespace_before:
+            cluster.kubectl("create", "namespace", NAMESPACE, check=False)
