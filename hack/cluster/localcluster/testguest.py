@@ -4,7 +4,9 @@ container engine, loop device or mount.
 Debian's kernel boots a busybox initramfs whose ``/init`` prints :data:`BOOT_MARKER` on the serial port,
 loads the virtio, disk and ISO 9660 modules, mounts the NoCloud ``cidata`` (or ConfigDrive ``config-2``)
 disk by its label and runs the user data when it is a shell script, asks for an address on ``eth0``, serves
-HTTP on port 80 and leaves a login prompt (``root``, no password) on ``ttyS0``.
+HTTP on port 80 and leaves a login prompt (``root``, no password) on ``ttyS0``. It powers off when its ACPI
+power button is pressed, which is how a soft reboot without a guest agent reaches it (libvirt then resets
+it, and it boots again).
 
 The disk is an unpartitioned FAT file system (``mkfs.vfat``, files added with mtools) with syslinux as its
 boot sector, so SeaBIOS boots it. Everything is cached under ``$KUBEVIRT_CACHE/test-guest``.
@@ -42,6 +44,8 @@ MODULES = (
     "nls_cp437",
     "nls_iso8859_1",
     "nls_ascii",
+    "button",
+    "evdev",
 )
 
 GUEST_INIT = f"""#!/bin/busybox sh
@@ -83,6 +87,12 @@ if [ -e /sys/class/net/eth0 ]; then
 fi
 echo "<html><body>$(hostname)</body></html>" > /www/index.html
 httpd -p 80 -h /www
+# The power button's input device: any event on it (a press) powers the guest off.
+for device in /sys/class/input/event*; do
+  if [ "$(cat "$device/device/name" 2>/dev/null)" = "Power Button" ]; then
+    (head -c 1 "/dev/input/${{device##*/}}" > /dev/null && echo "power button pressed" && poweroff -f) &
+  fi
+done
 echo "test guest ready"
 while true; do
   getty -L 115200 ttyS0 vt100
