@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import struct
 import subprocess
 import sys
@@ -212,6 +213,17 @@ def console(cluster: Cluster, guest: Guest) -> Iterator[ConsoleSession]:
         session.kill()
 
 
+def test_version_names_client_and_server(cluster: Cluster, kubevirt: float) -> None:
+    shown = virtctl(cluster, "version")
+    assert shown.returncode == 0, shown.stderr
+    assert re.match(
+        r"Client Version: version\.Info\{GitVersion:.*\nServer Version: version\.Info\{", shown.stdout
+    )
+    raw = _raw_get(cluster, "/apis/subresources.kubevirt.io/v1/version")
+    assert raw.returncode == 0, raw.stderr
+    assert json.loads(raw.stdout)["gitVersion"]
+
+
 def test_start_of_a_running_vm_is_refused_with_kubevirts_conflict(
     cluster: Cluster, guest: Guest, proxy: str
 ) -> None:
@@ -300,6 +312,31 @@ def test_vnc_screenshot_through_virtctl_and_the_raw_subresource(
     raw = _raw_get(cluster, _path(guest, "virtualmachineinstances", "vnc/screenshot"))
     assert raw.returncode == 0, raw.stderr
     assert _png_size(raw.stdout) == (width, height)
+
+
+def test_vnc_proxy_only_relays_the_guests_vnc_server(cluster: Cluster, guest: Guest) -> None:
+    """``virtctl vnc --proxy-only`` prints its port; a viewer connecting there meets QEMU's VNC server."""
+    exe = Path(sys.executable).with_name("virtctl")
+    command = [str(exe), "--kubeconfig", str(cluster.kubeconfig), "vnc", guest.name, "-n", guest.namespace]
+    process = subprocess.Popen(
+        [*command, "--proxy-only"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        announced = json.loads(process.stdout.readline())
+        with socket.create_connection(("127.0.0.1", announced["port"]), timeout=30) as viewer:
+            banner = b""
+            while len(banner) < 12 and (chunk := viewer.recv(12 - len(banner))):
+                banner += chunk
+        assert banner == b"RFB 003.008\n"
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
 
 
 def test_guest_agent_reads_fail_with_500_without_an_agent(cluster: Cluster, guest: Guest, proxy: str) -> None:
