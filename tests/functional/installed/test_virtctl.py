@@ -426,13 +426,15 @@ def test_a_viewer_is_refused_start_and_console_an_editor_is_allowed(
     console_refused = as_user(viewer, "console", guest.name, "--timeout", "1")
     assert console_refused.returncode == 1
     assert "403" in console_refused.stderr or "forbidden" in console_refused.stderr, console_refused.stderr
-    # The same user impersonated by kubectl: the API server refuses before virt-api is asked.
-    impersonated = _raw_get(
-        cluster,
-        _path(guest, "virtualmachineinstances", "guestosinfo"),
-        f"--as=system:serviceaccount:{guest.namespace}:viewer",
-    )
-    assert impersonated.returncode == 1
+    # The same user impersonated by kubectl: the API server refuses what the role lacks (VNC) before
+    # virt-api is asked, and passes what it grants (the guest-agent reads) on to virt-api.
+    viewer_user = f"--as=system:serviceaccount:{guest.namespace}:viewer"
+    screen = _raw_get(cluster, _path(guest, "virtualmachineinstances", "vnc/screenshot"), viewer_user)
+    assert screen.returncode == 1
+    assert 'cannot get resource "virtualmachineinstances/vnc"' in screen.stderr.decode(), screen.stderr
+    agent = _raw_get(cluster, _path(guest, "virtualmachineinstances", "guestosinfo"), viewer_user)
+    assert agent.returncode == 1
+    assert "VMI does not have guest agent connected" in agent.stderr.decode(), agent.stderr
 
     # The editor passes authorization: start meets the VM's state, the console the guest.
     allowed = as_user(editor, "start", guest.name)
