@@ -286,7 +286,9 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
     pki = tmp_path / "pki"
     pki.mkdir()
     (pki / "ca.crt").write_bytes(ca.pair.cert_pem)
-    server_cert, server_key = write_pair(pki, "server", ca.issue("kubevirt.io:system:node:virt-handler"))
+    # Like virt-operator's, the serving certificate names no address: virt-api dials it by IP all the same.
+    handler_pair = ca.issue("kubevirt.io:system:node:virt-handler", ip_addresses=())
+    server_cert, server_key = write_pair(pki, "server", handler_pair)
     client_cert, client_key = write_pair(pki, "client", ca.issue(CLIENT_COMMON_NAME, client=True))
     with contextlib.suppress(AlreadyExistsError):
         kube.create(NAMESPACES, None, {"metadata": {"name": KUBEVIRT_NAMESPACE}})
