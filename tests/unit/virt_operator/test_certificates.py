@@ -191,7 +191,8 @@ def test_openssl_finds_the_signer_among_same_named_cas_after_a_rotation(
     secrets, maps = _by_name(first)
     rotated_secrets, rotated_maps = _by_name(reconcile_certificates(NS, policy, secrets, maps, now))
     cas = _bundle(rotated_maps["kubevirt-ca"])
-    assert len(cas) == 2 and cas[0].subject == cas[1].subject
+    assert len(cas) == 2
+    assert cas[0].subject == cas[1].subject
     ordered = list(reversed(cas)) if old_first else cas
     bundle = "".join(ca.public_bytes(serialization.Encoding.PEM).decode() for ca in ordered)
     _handshake(rotated_secrets["kubevirt-virt-handler-server-certs"], bundle, tmp_path)
