@@ -20,11 +20,11 @@ DAY = datetime.timedelta(days=1)
 
 
 class _Answer(http.server.BaseHTTPRequestHandler):
-    def do_PUT(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_PUT(self) -> None:
         self.send_response(200)
         self.end_headers()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
