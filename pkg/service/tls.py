@@ -1,4 +1,5 @@
-"""A server TLS context whose certificate follows the files on disk (virt-api's port, the agents' probes).
+"""TLS contexts whose certificates follow the files on disk: a server's (virt-api's port, the agents'
+probes) and a client's (virt-api calling virt-handler), so that virt-operator's rotations need no restart.
 
 The certificate and key are re-read when their modification time changes. A new pair is loaded into a
 fresh context first and only then swapped in (through the SNI callback, which OpenSSL runs for every
@@ -13,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kubevirt.client import CONFIG_MAPS, ApiError, KubeApi
@@ -127,3 +130,67 @@ def read_ca_bundle(api: KubeApi, namespace: str, name: str = CA_CONFIG_MAP) -> s
         get_logger().warning("the KubeVirt CA ConfigMap has no CA bundle", config_map=name)
         return None
     return str(bundle)
+
+
+class ReloadingClientContext:
+    """A client context presenting ``cert_file``/``key_file`` and trusting what ``trusted`` returns (a PEM
+    bundle, or None to keep the last one). Both are looked at again at most every ``interval`` seconds; a
+    change builds a fresh context, and one that cannot be built (mid-rotation) keeps the current one."""
+
+    def __init__(
+        self,
+        cert_file: Path,
+        key_file: Path,
+        trusted: Callable[[], str | None],
+        *,
+        interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cert_file = cert_file
+        self._key_file = key_file
+        self._trusted = trusted
+        self._interval = interval
+        self._clock = clock
+        self._log = get_logger(cert=str(cert_file))
+        self._checked_at: float | None = None
+        self._stamp: tuple[tuple[int, int] | None, str | None] = (None, None)
+        self._context: ssl.SSLContext | None = None
+
+    def _mtimes(self) -> tuple[int, int] | None:
+        try:
+            return (self._cert_file.stat().st_mtime_ns, self._key_file.stat().st_mtime_ns)
+        except OSError:
+            return None
+
+    def _build(self, bundle: str | None, has_pair: bool) -> ssl.SSLContext:
+        context = ssl.create_default_context(cadata=bundle) if bundle else ssl.create_default_context()
+        # virt-handler's certificate names no IP address; the CA that signed it is what identifies it.
+        context.check_hostname = False
+        if has_pair:
+            context.load_cert_chain(str(self._cert_file), str(self._key_file))
+        return context
+
+    def current(self) -> ssl.SSLContext:
+        now = self._clock()
+        if (
+            self._context is not None
+            and self._checked_at is not None
+            and now - self._checked_at < self._interval
+        ):
+            return self._context
+        self._checked_at = now
+        bundle = self._trusted() or self._stamp[1]
+        stamp = (self._mtimes(), bundle)
+        if self._context is not None and stamp == self._stamp:
+            return self._context
+        try:
+            fresh = self._build(bundle, stamp[0] is not None)
+        except (OSError, ssl.SSLError) as err:
+            if self._context is None:
+                raise
+            self._log.warning("renewed client certificate or CA not loadable yet", reason=str(err))
+            return self._context
+        if self._context is not None:
+            self._log.info("using a renewed client certificate or CA towards virt-handler")
+        self._context, self._stamp = fresh, stamp
+        return fresh

@@ -173,6 +173,9 @@ def new_ca(common_name: str, now: datetime.datetime, life: datetime.timedelta) -
         .add_extension(
             x509.KeyUsage(True, False, True, False, False, True, True, False, False), critical=True
         )
+        # Every CA is named the same: after a rotation the bundle holds several, and only the key
+        # identifiers tell a verifier which one signed a certificate (Go's x509 sets them as well).
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
     return KeyPair(cert, key)
@@ -182,8 +185,14 @@ def new_certificate(
     spec: CertificateSpec, ca: KeyPair, namespace: str, now: datetime.datetime, life: datetime.timedelta
 ) -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
-    builder = _builder(spec.common_name, ca.cert.subject, key, now, life).add_extension(
-        x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True
+    builder = (
+        _builder(spec.common_name, ca.cert.subject, key, now, life)
+        .add_extension(
+            x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True
+        )
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False
+        )
     )
     if spec.kind == "server":
         assert spec.service is not None

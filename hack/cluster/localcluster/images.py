@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import oci, recipe, testguest
 from .hostfs import mounts_under, unmount_all
-from .layout import PAUSE_IMAGE, REPO, Layout, image_name
+from .layout import IMAGE_PREFIX, IMAGE_TAG, PAUSE_IMAGE, REPO, Layout, image_name
 from .sharing import locked
 from .timing import Timer
 
@@ -405,6 +405,25 @@ def present(layout: Layout) -> dict[str, str]:
         if len(fields) >= 3:
             found[fields[0]] = fields[2]
     return found
+
+
+def tag_all(layout: Layout, tag: str) -> list[str]:
+    """Gives every project image the cluster holds a second tag (a stand-in for another release when
+    an upgrade is tried); returns the new names."""
+    tagged = []
+    for name in present(layout):
+        if name.startswith(f"{IMAGE_PREFIX}/") and name.endswith(f":{IMAGE_TAG}"):
+            other = f"{name.rsplit(':', 1)[0]}:{tag}"
+            _run([*_ctr(layout), "images", "tag", "--force", name, other])
+            tagged.append(other)
+    return tagged
+
+
+def untag_all(layout: Layout, tag: str) -> None:
+    """Removes the names ``tag_all`` gave (the content stays under the original names)."""
+    names = [n for n in present(layout) if n.startswith(f"{IMAGE_PREFIX}/") and n.endswith(f":{tag}")]
+    if names:
+        _run([*_ctr(layout), "images", "rm", *names])
 
 
 def import_archives(layout: Layout, archives: list[tuple[str, Path, str]]) -> list[str]:

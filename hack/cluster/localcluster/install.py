@@ -28,6 +28,7 @@ CR_NAME = "kubevirt"
 OPERATOR = "virt-operator"
 COMPONENT_DEPLOYMENTS = ("virt-api", "virt-controller")
 HANDLER = "virt-handler"
+OPERATOR_IMAGE_VARIABLE = "VIRT_OPERATOR_IMAGE"
 ROOT_GATE = "Root"
 
 JSON = dict[str, Any]
@@ -38,14 +39,24 @@ def _documents(path: Path) -> list[JSON]:
     return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
 
 
-def operator_objects() -> list[JSON]:
-    """The release operator manifest with the operator's pods never pulling their image."""
+def operator_objects(tag: str | None = None) -> list[JSON]:
+    """The release operator manifest with the operator's pods never pulling their image; ``tag`` names
+    another release of the same images (an upgrade's target)."""
     objects = _documents(OPERATOR_MANIFEST)
     for obj in objects:
         if obj.get("kind") == "Deployment":
             for container in obj["spec"]["template"]["spec"]["containers"]:
                 container["imagePullPolicy"] = "Never"
+                if tag is not None:
+                    container["image"] = _retagged(container["image"], tag)
+                    for variable in container.get("env", []):
+                        if variable["name"] == OPERATOR_IMAGE_VARIABLE:
+                            variable["value"] = _retagged(variable["value"], tag)
     return objects
+
+
+def _retagged(image: str, tag: str) -> str:
+    return f"{image.rsplit(':', 1)[0]}:{tag}"
 
 
 # virt-handler's Bidirectional host path for what it shares with launcher pods (KubeVirt's
@@ -84,10 +95,16 @@ def kubevirt_cr() -> JSON:
     return cr
 
 
-def install_operator(cluster: Cluster) -> None:
+def install_operator(cluster: Cluster, tag: str | None = None) -> None:
+    """Applies the release operator manifest (of the release ``tag`` names, when given: an upgrade)."""
     # Server-side: the KubeVirt CRD is larger than client-side apply's last-applied annotation allows.
     cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(operator_objects())
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump_all(operator_objects(tag)),
     )
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/kubevirts.kubevirt.io")
 
@@ -164,10 +181,11 @@ def kubevirt_crds(cluster: Cluster) -> list[JSON]:
 
 
 @contextmanager
-def installed(cluster: Cluster, *, timeout: float = 420.0) -> Iterator[float]:
-    """KubeVirt installed from the release manifests for the length of the block; yields the seconds the CR
-    took to be Deployed. Afterwards it is uninstalled and the KubeVirt CRDs that were there before (applied
-    by tests that deploy components by hand) are created again."""
+def installed(cluster: Cluster, cr: JSON | None = None, *, timeout: float = 420.0) -> Iterator[float]:
+    """KubeVirt installed from the release manifests (with ``cr``, by default :func:`kubevirt_cr`) for the
+    length of the block; yields the seconds the CR took to be Deployed. Afterwards it is uninstalled and
+    the KubeVirt CRDs that were there before (applied by tests that deploy components by hand) are created
+    again."""
     if cluster.find("crd", "kubevirts.kubevirt.io") is not None and kubevirt(cluster) is not None:
         raise RuntimeError("a KubeVirt CR exists already: something else installed KubeVirt on this cluster")
     crds_before = kubevirt_crds(cluster)
@@ -175,7 +193,7 @@ def installed(cluster: Cluster, *, timeout: float = 420.0) -> Iterator[float]:
     began = time.monotonic()
     try:
         install_operator(cluster)
-        create_kubevirt(cluster, kubevirt_cr())
+        create_kubevirt(cluster, cr or kubevirt_cr())
         wait_deployed(cluster, timeout=timeout, progress=lambda line: None)
         yield time.monotonic() - began
     finally:

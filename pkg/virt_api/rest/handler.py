@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -85,8 +86,19 @@ class TLSHandlerTransport:
     unless told not to, whatever the context says, so that is turned off here too.
     """
 
-    def __init__(self, context: ssl.SSLContext) -> None:
-        self._pool = urllib3.PoolManager(ssl_context=context, retries=False, assert_hostname=False)
+    def __init__(self, contexts: Callable[[], ssl.SSLContext]) -> None:
+        self._contexts = contexts
+        self._context: ssl.SSLContext | None = None
+        self._pool = urllib3.PoolManager(retries=False)
+
+    def _current_pool(self) -> urllib3.PoolManager:
+        # A renewed certificate or CA comes as a new context: connections made with the old one go.
+        context = self._contexts()
+        if context is not self._context:
+            self._pool.clear()
+            self._pool = urllib3.PoolManager(ssl_context=context, assert_hostname=False, retries=False)
+            self._context = context
+        return self._pool
 
     def put(self, url: str, body: bytes) -> None:
         self._call("PUT", url, body)
@@ -97,7 +109,7 @@ class TLSHandlerTransport:
     def _call(self, method: str, url: str, body: bytes | None) -> bytes:
         headers = {"Accept": "application/json"} if method == "GET" else {}
         try:
-            response = self._pool.request(
+            response = self._current_pool().request(
                 method, url, body=body, headers=headers, timeout=urllib3.Timeout(total=HANDLER_TIMEOUT)
             )
         except urllib3.exceptions.HTTPError as err:

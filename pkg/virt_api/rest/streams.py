@@ -59,7 +59,7 @@ def preserve_session(query: str | None) -> bool:
 class StreamRelay:
     api: KubeApi
     handlers: HandlerLocator
-    handler_tls: ssl.SSLContext
+    handler_tls: Callable[[], ssl.SSLContext]
 
     def handler_url(self, namespace: str, name: str, stream: str, check: Callable[[JSON], None]) -> str:
         """The handler's websocket URL for a VMI that may be streamed (blocking: runs in a thread)."""
@@ -88,11 +88,13 @@ class StreamRelay:
         return await asyncio.to_thread(encode_png, frame)
 
     async def _dial(self, session: aiohttp.ClientSession, url: str) -> aiohttp.ClientWebSocketResponse:
+        # Looking at the certificate files and the CA bundle may block: not on the event loop.
+        context = await asyncio.to_thread(self.handler_tls)
         try:
             return await session.ws_connect(
                 url,
                 protocols=(PLAIN_SUBPROTOCOL,),
-                ssl=self.handler_tls,
+                ssl=context,
                 timeout=aiohttp.ClientWSTimeout(ws_close=HANDSHAKE_TIMEOUT),
                 autoping=True,
                 max_msg_size=0,

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from kubevirt.client import JSON, KubeClient, Resource
 from kubevirt.log import get_logger
-from kubevirt.service.tls import read_ca_bundle
+from kubevirt.service.tls import ReloadingClientContext, read_ca_bundle
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.expand import VMExpander
 from kubevirt.virt_api.rest.front_proxy import FrontProxyConfigError, FrontProxyTrust, read_front_proxy_trust
@@ -40,17 +40,11 @@ class HandlerTLS:
     key_file: Path
     ca_file: Path | None = None
 
-    def context(self, ca_bundle: str | None = None) -> ssl.SSLContext:
-        """``ca_bundle`` (PEM) is trusted when no CA file is given."""
-        if self.ca_file:
-            context = ssl.create_default_context(cafile=str(self.ca_file))
-        else:
-            context = ssl.create_default_context(cadata=ca_bundle)
-        # virt-handler's certificate names no IP address; its CA is what identifies it.
-        context.check_hostname = False
-        if self.cert_file.is_file() and self.key_file.is_file():
-            context.load_cert_chain(str(self.cert_file), str(self.key_file))
-        return context
+    def contexts(self, ca_bundle: Callable[[], str | None]) -> ReloadingClientContext:
+        """The client contexts over time; ``ca_bundle`` (PEM) is trusted when no CA file is given."""
+        ca_file = self.ca_file
+        trusted = (lambda: ca_file.read_text()) if ca_file else ca_bundle
+        return ReloadingClientContext(self.cert_file, self.key_file, trusted)
 
 
 @dataclass
@@ -78,6 +72,10 @@ class FrontProxyFollower:
             await asyncio.to_thread(self.refresh)
 
 
+def _always(context: ssl.SSLContext) -> Callable[[], ssl.SSLContext]:
+    return lambda: context
+
+
 def subresource_extension(
     client: KubeClient,
     namespace: str,
@@ -87,11 +85,11 @@ def subresource_extension(
 ) -> Callable[[web.Application], None]:
     locator = HandlerLocator(client, namespace, console_server_port)
     if handler_tls is None:
-        context = ssl.create_default_context()
+        contexts = _always(ssl.create_default_context())
     else:
-        context = handler_tls.context(None if handler_tls.ca_file else read_ca_bundle(client, namespace))
-    vmis = VMIOperations(client, locator, TLSHandlerTransport(context))
-    streams = StreamRelay(client, locator, context)
+        contexts = handler_tls.contexts(lambda: read_ca_bundle(client, namespace)).current
+    vmis = VMIOperations(client, locator, TLSHandlerTransport(contexts))
+    streams = StreamRelay(client, locator, contexts)
     api = SubresourceAPI(
         VMLifecycle(client), vmis, config, streams, VMExpander(client, config), PortForwarder(client)
     )

@@ -65,7 +65,7 @@ def handler_server(tmp_path: Path) -> Iterator[tuple[int, KeyPair]]:
 
 def _transport(tmp_path: Path, ca: KeyPair) -> TLSHandlerTransport:
     tls = HandlerTLS(tmp_path / "client.crt", tmp_path / "client.key")
-    return TLSHandlerTransport(tls.context(ca.cert_pem.decode()))
+    return TLSHandlerTransport(tls.contexts(lambda: ca.cert_pem.decode()).current)
 
 
 def test_the_handler_is_reached_by_pod_ip_although_its_certificate_names_only_the_service(

@@ -20,7 +20,7 @@ def _ca_pem(name: str) -> str:
 
 
 def _subjects(tls: HandlerTLS, bundle: str | None) -> list[object]:
-    return [cert["subject"] for cert in tls.context(bundle).get_ca_certs()]
+    return [cert["subject"] for cert in tls.contexts(lambda: bundle).current().get_ca_certs()]
 
 
 def test_the_operators_bundle_is_read_and_trusted(tmp_path: Path) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import base64
 import datetime
+import ssl
+from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from kubevirt.virt_operator.certificates import (
     CertificateError,
@@ -146,3 +149,51 @@ def test_a_changed_duration_reissues_the_certificates_it_applies_to() -> None:
     api = reissued["kubevirt-virt-api-certs"]
     assert api["metadata"]["annotations"]["kubevirt.io/duration"] == "1m30s"
     assert _cert(api).not_valid_after_utc == T0 + datetime.timedelta(seconds=90)
+
+
+def _handshake(server_secret: JSON, bundle: str, tmp_path: Path) -> None:
+    """A TLS handshake in memory, with OpenSSL verifying the server's certificate against ``bundle``."""
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(base64.b64decode(server_secret["data"]["tls.crt"]))
+    key.write_bytes(base64.b64decode(server_secret["data"]["tls.key"]))
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(str(cert), str(key))
+    client_context = ssl.create_default_context(cadata=bundle)
+    client_context.check_hostname = False
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = client_context.wrap_bio(to_client, to_server_buffer := ssl.MemoryBIO())
+    server = server_context.wrap_bio(to_server, to_client_buffer := ssl.MemoryBIO(), server_side=True)
+    done = {"client": False, "server": False}
+    for _ in range(10):
+        for side, end in (("client", client), ("server", server)):
+            if not done[side]:
+                try:
+                    end.do_handshake()
+                    done[side] = True
+                except ssl.SSLWantReadError:
+                    pass
+        to_server.write(to_server_buffer.read())
+        to_client.write(to_client_buffer.read())
+    assert done == {"client": True, "server": True}
+
+
+@pytest.mark.parametrize("old_first", [False, True])
+def test_openssl_finds_the_signer_among_same_named_cas_after_a_rotation(
+    old_first: bool, tmp_path: Path
+) -> None:
+    # Every CA is "kubevirt.io": a verifier holding the old and the new one tells them apart by key id.
+    # Certificates as long-lived as the CA: the ones the old CA signed are still valid after it rotated.
+    policy = RotationPolicy(
+        cert_duration=datetime.timedelta(days=7), cert_renew_before=datetime.timedelta(days=1)
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    first = reconcile_certificates(NS, policy, {}, {}, now - datetime.timedelta(days=6))
+    secrets, maps = _by_name(first)
+    rotated_secrets, rotated_maps = _by_name(reconcile_certificates(NS, policy, secrets, maps, now))
+    cas = _bundle(rotated_maps["kubevirt-ca"])
+    assert len(cas) == 2
+    assert cas[0].subject == cas[1].subject
+    ordered = list(reversed(cas)) if old_first else cas
+    bundle = "".join(ca.public_bytes(serialization.Encoding.PEM).decode() for ca in ordered)
+    _handshake(rotated_secrets["kubevirt-virt-handler-server-certs"], bundle, tmp_path)
+    _handshake(secrets["kubevirt-virt-handler-server-certs"], bundle, tmp_path)
