@@ -1,5 +1,5 @@
 """The bridge binding in real network namespaces: the pod's address and MAC move to the VM, which gets
-them by DHCP from a dnsmasq answering on the bridge, and reaches the cluster directly."""
+them by DHCP from the launcher's server answering on the bridge, and reaches the cluster directly."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_bridge_binding_hands_the_pod_ip_to_the_vm(
     assert cached is not None
     assert cached.pod_ip == POD_IP
 
-    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf, lease_dir=tmp_path)
+    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf)
     try:
         taps = topology.run(topology.pod, lambda: launcher.prepare(vmi))
         assert [(t.target, t.mac, t.mtu) for t in taps] == [("tap0", original_mac, POD_MTU)]
