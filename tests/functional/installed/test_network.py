@@ -38,6 +38,7 @@ HELPER = "net-helper"  # a pod serving the Service the guests fetch from, and th
 HELPER_PORT = 8000
 MARKER = "kubevirt-py-network-marker"
 EXTRA_PORT = 8080  # the guests listen here too; the masquerade VMI's ports list does not forward it
+WHOAMI = "whoami"  # the page where a guest's user data writes the guest's name
 HANDLER_NETWORK_CACHE = Path("/var/run/kubevirt-private/network-info-cache")
 FORWARDED_PORTS = [{"name": "http", "port": 80, "protocol": "TCP"}]
 
@@ -52,8 +53,9 @@ class Guest:
     netns_inode: int  # the launcher pod's network namespace, as the node sees it
 
 
-def _user_data(service_ip: str) -> str:
+def _user_data(name: str, service_ip: str) -> str:
     return f"""#!/bin/sh
+echo {name} > /www/{WHOAMI}
 httpd -p {EXTRA_PORT} -h /www
 (
   i=0
@@ -95,7 +97,7 @@ def _vmi(name: str, binding: str, service_ip: str) -> JSON:
                     "name": "containerdisk",
                     "containerDisk": {"image": "localhost/kubevirt/test-guest-container-disk:devel"},
                 },
-                {"name": "cloudinitdisk", "cloudInitNoCloud": {"userData": _user_data(service_ip)}},
+                {"name": "cloudinitdisk", "cloudInitNoCloud": {"userData": _user_data(name, service_ip)}},
             ],
         },
     }
@@ -269,18 +271,15 @@ def _from_helper(cluster: Cluster, namespace: str, url: str) -> subprocess.Compl
     return cluster.kubectl("exec", "-n", namespace, HELPER, "--", "python3", "-c", fetch, check=False)
 
 
-def _guest_page(guest: Guest) -> str:
-    return f"<html><body>{guest.name}</body></html>"
-
-
 def _assert_helper_gets_page(cluster: Cluster, guest: Guest, url: str) -> None:
-    """The guest's page, fetched by the helper pod from ``url`` (retried while the guest settles)."""
+    """The guest's own page (its user data wrote its name there), fetched by the helper pod from ``url``
+    (retried while the guest settles)."""
     fetched = _poll(
         f"{guest.name}'s page from the helper pod at {url}",
-        lambda: _from_helper(cluster, guest.namespace, url).stdout,
+        lambda: _from_helper(cluster, guest.namespace, url + WHOAMI).stdout,
         60,
     )
-    assert _guest_page(guest) in fetched
+    assert fetched.strip() == guest.name
 
 
 def _status_interface(cluster: Cluster, guest: Guest) -> JSON:
@@ -375,13 +374,13 @@ def test_virtctl_port_forward_returns_the_guest_page(
     try:
 
         def fetch() -> str:
-            url = f"http://127.0.0.1:{port}/"
+            url = f"http://127.0.0.1:{port}/{WHOAMI}"
             with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=10) as answer:
                 return str(answer.read().decode())
             assert forwarder.poll() is None, f"virtctl port-forward exited: {forwarder.communicate()}"
             return ""
 
-        assert _guest_page(masquerade) in _poll("the guest's page through port-forward", fetch, 60, 1.0)
+        assert _poll("the guest's page through port-forward", fetch, 60, 1.0).strip() == masquerade.name
     finally:
         forwarder.terminate()
         forwarder.wait(10)
