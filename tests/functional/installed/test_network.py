@@ -158,6 +158,9 @@ def _launcher_pid(uid: str) -> int | None:
 
 
 def _netns_in_use(inode: int) -> bool:
+    """Whether a process is in the network namespace, or a mount (the runtime pins pods' ones) keeps it."""
+    if f"net:[{inode}]" in Path("/proc/self/mountinfo").read_text():
+        return True
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
