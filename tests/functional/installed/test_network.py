@@ -4,7 +4,8 @@ reaching a Service themselves, and leaving nothing on the node once deleted.
 
 Two guests boot for the whole module (one per binding). Their user data starts a second HTTP server on
 port 8080 (which the masquerade VMI's ``ports`` list leaves out) and fetches a page from a Service's
-cluster IP, printing it on the serial console; ``guest-console-log`` shows the console.
+cluster IP with busybox's nc (the guest's static busybox wget crashes), printing it on the serial console;
+``guest-console-log`` shows the console.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ httpd -p {EXTRA_PORT} -h /www
 (
   i=0
   while [ $i -lt 90 ]; do
-    if wget -q -T 3 -O /tmp/fetched http://{service_ip}:{HELPER_PORT}/marker; then
-      echo "service says: $(cat /tmp/fetched)"
+    printf 'GET /marker HTTP/1.0\\r\\n\\r\\n' | nc -w 3 {service_ip} {HELPER_PORT} > /tmp/fetched 2>/dev/null
+    if grep -q {MARKER} /tmp/fetched; then
+      echo "service says: $(grep -o {MARKER} /tmp/fetched)"
       break
     fi
     i=$((i+1))
