@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# VM networking: libnftables (the masquerade binding's NAT rules), dnsmasq (the VM's DHCP server) and
-# busybox (its udhcpc is the DHCP client of the network tests).
+# VM networking: libnftables (the masquerade binding's NAT rules) and busybox (its udhcpc is the DHCP
+# client of the network tests).
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
-apt_install libnftables1 dnsmasq-base busybox-static
+apt_install libnftables1 busybox-static

@@ -18,9 +18,8 @@ from pyroute2 import IPRoute
 from kubevirt.log import get_logger
 from kubevirt.network import cache, names
 from kubevirt.network.dhcp.config import DHCPConfig
-from kubevirt.network.dhcp.dnsmasq import ServerSpec
 from kubevirt.network.dhcp.resolvconf import DNSSettings, parse_resolv_conf
-from kubevirt.network.dhcp.server import DHCPServer
+from kubevirt.network.dhcp.server import DHCPServer, ServerSpec
 from kubevirt.network.errors import PodNetworkError
 from kubevirt.network.plan import PodBinding, pod_binding
 from kubevirt.network.podnet import discover, link_attrs, link_index
@@ -64,11 +63,9 @@ class LauncherNetwork:
         *,
         root: PodRoot | None = None,
         resolv_conf: Path = Path("/etc/resolv.conf"),
-        lease_dir: Path = Path("/var/run/kubevirt-private"),
     ) -> None:
         self._root = root or PodRoot(Path("/"))
         self._resolv_conf = resolv_conf
-        self._lease_dir = lease_dir
         self.servers: dict[str, DHCPServer] = {}
         self._log = get_logger()
 
@@ -83,6 +80,7 @@ class LauncherNetwork:
             target = binding.tap if link_index(ipr, binding.tap) is not None else binding.pod_iface
             if link_index(ipr, binding.bridge) is None:
                 raise PodNetworkError(f"bridge ({binding.bridge}) is missing: the pod network is not set up")
+            bridge_mac = str(link_attrs(ipr, binding.bridge)["mac"])
             mtu = int(pod["mtu"])
             if binding.binding == "bridge":
                 mtu = int(link_attrs(ipr, names.bridged_pod_iface_name(binding.pod_iface))["mtu"])
@@ -97,10 +95,12 @@ class LauncherNetwork:
             config = dataclasses.replace(cached, mtu=mtu, mac=cached.mac or mac)
         has_address = config.ip is not None or config.ipv6 is not None
         if has_address and not config.ipam_disabled and binding.name not in self.servers:
-            self._start_server(vmi, binding, config)
+            self._start_server(vmi, binding, config, bridge_mac)
         return [TapInterface(name=binding.name, target=target, mac=mac, mtu=mtu)]
 
-    def _start_server(self, vmi: Mapping[str, Any], binding: PodBinding, config: DHCPConfig) -> None:
+    def _start_server(
+        self, vmi: Mapping[str, Any], binding: PodBinding, config: DHCPConfig, bridge_mac: str
+    ) -> None:
         try:
             dns = parse_resolv_conf(self._resolv_conf.read_text())
         except OSError:
@@ -109,10 +109,10 @@ class LauncherNetwork:
         server = DHCPServer(
             ServerSpec(
                 interface=binding.bridge,
+                interface_mac=bridge_mac,
                 config=config,
                 dns=dns,
                 hostname=str(spec.get("hostname") or vmi["metadata"]["name"]),
-                lease_file=str(self._lease_dir / f"dhcp-{binding.pod_iface}.leases"),
             )
         )
         server.start()

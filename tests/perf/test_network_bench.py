@@ -4,7 +4,7 @@ Run with ``hack/bench-network`` (phase 1 and phase 2, then a real guest) or as a
 
 * Phase 1 (virt-handler, in the pod's network namespace): bridge, tap and NAT rules for masquerade; the
   pod link moved onto the bridge for the bridge binding. Measured from the call to its return.
-* Phase 2 (virt-launcher, in the pod): reading the pod's links and starting dnsmasq until it serves.
+* Phase 2 (virt-launcher, in the pod): reading the pod's links and starting the DHCP server until it listens.
 * The guest: one real TCG guest on the masquerade binding; ICMP round trips from the "cluster" side to
   the pod's IP (DNATed to the guest) and an HTTP download of 16 MiB from the guest through the NAT.
 """
@@ -60,7 +60,7 @@ def measure_phases(rounds: int = ROUNDS) -> dict[str, dict[str, list[float]]]:
                 resolv = tmp / "resolv.conf"
                 resolv.write_text("nameserver 10.96.0.10\nsearch default.svc.cluster.local\n")
                 topology = Topology(tmp)
-                launcher = LauncherNetwork(root=PodRoot(tmp), resolv_conf=resolv, lease_dir=tmp)
+                launcher = LauncherNetwork(root=PodRoot(tmp), resolv_conf=resolv)
                 try:
                     vmi = _vmi(binding)
                     setup = PodNetworkSetup(private_dir=tmp / "handler")
@@ -149,7 +149,7 @@ def measure_guest() -> dict[str, float]:
 
 
 def report(*, guest: bool) -> str:
-    lines = [f"VM networking, {ROUNDS} rounds per binding (stand-in namespaces, dnsmasq until serving):"]
+    lines = [f"VM networking, {ROUNDS} rounds per binding (stand-in namespaces, DHCP until listening):"]
     for binding, phases in measure_phases().items():
         for phase, samples in phases.items():
             lines.append(f"  {binding:10s} {phase}: {_summary(samples)}")

@@ -28,7 +28,6 @@ LAUNCHER_PACKAGES = (
     "libvirt-clients",
     "qemu-system-x86",
     "qemu-utils",
-    "dnsmasq-base",  # the VM's DHCP server on the pod network
 )
 
 BASE_STEPS = (

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyroute2 import IPRoute
+
 from kubevirt.log import get_logger
 from kubevirt.network import cache
 from kubevirt.network.netns import netns_path, run_in_netns
 from kubevirt.network.plan import PodBinding, pod_binding
-from kubevirt.network.podnet import PodLink
+from kubevirt.network.podnet import PodLink, discover, link_index
 from kubevirt.network.setup.bridge import setup_bridge
 from kubevirt.network.setup.links import step
 from kubevirt.network.setup.masquerade import setup_masquerade
@@ -64,7 +66,19 @@ class PodNetworkSetup:
 
         def work() -> PodLink:
             with step(f"setting up the {binding.binding} binding of {binding.pod_iface}"):
-                return configure()
+                return already_configured() or configure()
+
+        def already_configured() -> PodLink | None:
+            # Phase 1 is all or nothing, so a bridge means it ran to the end for this pod before, and
+            # only the node's record of it is gone (a handler that lost its cache): running it again
+            # would find the pod link moved away. The pod's addresses stayed on the pod interface
+            # (masquerade) or on the placeholder that took its name (bridge).
+            with IPRoute() as ipr:
+                if link_index(ipr, binding.bridge) is None:
+                    return None
+                pod = discover(ipr, binding.pod_iface)
+            self._log.info("pod network found set up already", uid=uid, binding=binding.binding)
+            return pod
 
         def configure() -> PodLink:
             if binding.binding == "masquerade":

@@ -1,6 +1,6 @@
 """One real guest on the pod network: phase 1 in a pod-like network namespace, virt-launcher (phase 2 and
-QEMU) started inside it, the guest's own udhcpc getting 10.0.2.2 from dnsmasq through tap0, and an
-HTTP request from the "cluster" to the pod's IP answered by the guest."""
+QEMU) started inside it, the guest's own udhcpc getting 10.0.2.2 from the launcher DHCP server via tap0, and
+an HTTP request from the "cluster" to the pod's IP answered by the guest."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The bridge binding in real network namespaces: the pod's address and MAC move to the VM, which gets
-them by DHCP from a dnsmasq answering on the bridge, and reaches the cluster directly."""
+them by DHCP from the launcher's server answering on the bridge, and reaches the cluster directly."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_bridge_binding_hands_the_pod_ip_to_the_vm(
     assert cached is not None
     assert cached.pod_ip == POD_IP
 
-    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf, lease_dir=tmp_path)
+    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf)
     try:
         taps = topology.run(topology.pod, lambda: launcher.prepare(vmi))
         assert [(t.target, t.mac, t.mtu) for t in taps] == [("tap0", original_mac, POD_MTU)]
@@ -123,3 +123,19 @@ def test_a_failed_bridge_binding_gives_the_pod_its_link_back(topology: Topology,
         assert connect(topology, topology.pod, CLIENT_IP, 9000) == b"ok"  # the pod is on the network again
     finally:
         listener.close()
+
+
+def test_phase_1_again_after_the_node_forgot_finds_the_pod_set_up(topology: Topology, tmp_path: Path) -> None:
+    vmi = bridge_vmi()
+    PodNetworkSetup(private_dir=tmp_path / "handler").setup(
+        vmi, 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
+    )
+    configured = pod_links(topology)
+    # A handler without the node's record (its cache lost): the pod link has moved onto the bridge already.
+    forgetful = PodNetworkSetup(private_dir=tmp_path / "handler-again")
+    result = forgetful.setup(vmi, 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path))
+    assert result is not None
+    assert pod_links(topology) == configured  # nothing changed in the pod
+    cached = forgetful.cache.read(vmi["metadata"]["uid"], "default")
+    assert cached is not None
+    assert cached.pod_ip == POD_IP

@@ -1,5 +1,5 @@
-"""The masquerade binding in real network namespaces: phase 1 (bridge, tap, nftables), phase 2 (dnsmasq),
-a real DHCP client behind the bridge, and TCP through the NAT both ways."""
+"""The masquerade binding in real network namespaces: phase 1 (bridge, tap, nftables), phase 2 (the DHCP
+server), a real DHCP client behind the bridge, and TCP through the NAT both ways."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_masquerade_dhcp_and_nat(topology: Topology, tmp_path: Path, resolv_conf
     assert cached.pod_ip == POD_IP
     assert cached.pod_ips == (POD_IP,)
 
-    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf, lease_dir=tmp_path)
+    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf)
     try:
         taps = topology.run(topology.pod, lambda: launcher.prepare(vmi))
         assert len(taps) == 1
@@ -215,7 +215,7 @@ def test_ipv6_when_the_pod_has_it(topology: Topology, tmp_path: Path, resolv_con
     assert "ip6 saddr fd10:0:2::2 counter masquerade" in ruleset
     assert "counter dnat to fd10:0:2::2" in ruleset
 
-    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf, lease_dir=tmp_path)
+    launcher = LauncherNetwork(root=PodRoot(tmp_path), resolv_conf=resolv_conf)
     try:
         (tap,) = topology.run(topology.pod, lambda: launcher.prepare(vmi))
         topology.attach_guest("k6t-eth0", tap.mac)
