@@ -114,9 +114,14 @@ class Applier:
         return len(stale)
 
     def delete_all(self) -> int:
-        """Deletes every managed object, in uninstall order; returns how many were still there."""
+        """Deletes every managed object, in uninstall order; returns how many were still there.
+
+        The CRDs go first and everything else only once they are gone, as KubeVirt's operator does:
+        deleting a CRD deletes its objects, and VMIs and VMs carry finalizers that only virt-controller
+        and virt-handler remove, so those must still run until the last object is gone."""
         remaining = self.managed()
-        for obj in remaining:
+        crds = [obj for obj in remaining if obj["kind"] == "CustomResourceDefinition"]
+        for obj in crds or remaining:
             if not (obj.get("metadata") or {}).get("deletionTimestamp"):
                 self.delete(obj)
         return len(remaining)

@@ -13,7 +13,7 @@ from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.virt_operator import conditions
 from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
-from kubevirt.virt_operator.resources import DAEMON_SETS, DEPLOYMENTS, MANAGED
+from kubevirt.virt_operator.resources import CUSTOM_RESOURCE_DEFINITIONS, DAEMON_SETS, DEPLOYMENTS, MANAGED
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
 JSON = dict[str, Any]
@@ -162,6 +162,12 @@ def test_deleting_the_kubevirt_removes_everything_then_the_finalizer(harness: Ha
     harness.sync()
     assert harness.kubevirt()["status"]["phase"] == "Deleting"
     assert harness.condition("Degraded")["message"] == "Deletion was triggered"
+    # The CRDs (and with them every VM and VMI) go first, while virt-controller and virt-handler still run
+    # to release the finalizers; the components follow once the CRDs are gone.
+    assert harness.api.objects_of(CUSTOM_RESOURCE_DEFINITIONS) == []
+    assert harness.api.objects_of(DEPLOYMENTS) != []
+    assert harness.api.objects_of(DAEMON_SETS) != []
+    harness.sync()
     assert all(harness.api.objects_of(resource) == [] for resource in MANAGED)
     harness.sync()
     kv = harness.kubevirt()
@@ -182,7 +188,8 @@ def test_block_uninstall_waits_while_workloads_exist(harness: Harness) -> None:
     assert "there are still Virtual Machine Instances present" in harness.condition("Synchronized")["message"]
     assert harness.api.objects_of(DEPLOYMENTS) != []
     harness.api.delete(VIRTUAL_MACHINE_INSTANCES, "default", "vm")
-    harness.sync()
+    harness.sync()  # the CRDs
+    harness.sync()  # then the rest
     assert harness.api.objects_of(DEPLOYMENTS) == []
 
 
