@@ -28,6 +28,8 @@ class Stream(Protocol):
         """What arrived within ``timeout`` (``b""`` if nothing); raises EOFError once the stream ended."""
         ...
 
+    def close(self) -> None: ...
+
 
 class SocketStream:
     """A connected stream socket (QEMU's serial socket)."""
@@ -47,6 +49,9 @@ class SocketStream:
         if not data:
             raise EOFError("the serial socket closed")
         return data
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 class WebSocketStream:
@@ -69,6 +74,9 @@ class WebSocketStream:
         if opcode == websocket.ABNF.OPCODE_CLOSE:
             raise EOFError("the console stream ended")
         return data if isinstance(data, bytes) else data.encode()
+
+    def close(self) -> None:
+        self.ws.close()
 
 
 class Expecter:
