@@ -46,6 +46,10 @@ def guest_namespace(cluster: Cluster, kubevirt: float) -> Iterator[str]:
     name = f"ft-surface-guests-{os.getpid() % 10000}"
     cluster.fresh_namespace(name)
     yield name
+    # The VMs and their VMIs go while the controllers that release them still run: uninstalling KubeVirt
+    # afterwards waits for every VMI to be gone.
+    cluster.kubectl("delete", "vm", "--all", "-n", name, "--wait=true", "--timeout=120s", check=False)
+    cluster.kubectl("delete", "vmi", "--all", "-n", name, "--wait=true", "--timeout=60s", check=False)
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
@@ -140,7 +144,8 @@ def test_a_normal_start_emits_no_warning_event(
     warnings = [
         f"{e['involvedObject']['kind']}/{e['involvedObject']['name']}: {e['reason']}: {e['message']}"  # type: ignore[index]
         for e in events  # type: ignore[union-attr]
-        if e["type"] == "Warning"  # type: ignore[index]
+        # The local cluster runs no cluster DNS: the kubelet warns so about every ClusterFirst pod.
+        if e["type"] == "Warning" and e["reason"] != "MissingClusterDNS"  # type: ignore[index]
     ]
     assert warnings == []
     kinds = {e["involvedObject"]["kind"] for e in events}  # type: ignore[index,union-attr]
