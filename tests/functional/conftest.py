@@ -41,6 +41,8 @@ TEST_IMAGES = (
     "virt-operator",
     "test-guest-container-disk",
     "test-guest-kernel-boot",
+    "test-guest-cirros-compatible",
+    "test-guest-alpine-compatible",
 )
 
 

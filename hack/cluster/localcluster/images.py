@@ -27,7 +27,9 @@ from .timing import Timer
 
 TEST_GUEST_DISK_IMAGE = "test-guest-container-disk"
 TEST_GUEST_KERNEL_IMAGE = "test-guest-kernel-boot"
-TEST_GUEST_IMAGES = (TEST_GUEST_DISK_IMAGE, TEST_GUEST_KERNEL_IMAGE)
+# The CirrOS- and Alpine-compatible guests are containerDisks named as their flavours.
+COMPATIBLE_GUEST_IMAGES = (testguest.CIRROS_COMPATIBLE.name, testguest.ALPINE_COMPATIBLE.name)
+TEST_GUEST_IMAGES = (TEST_GUEST_DISK_IMAGE, TEST_GUEST_KERNEL_IMAGE, *COMPATIBLE_GUEST_IMAGES)
 QEMU_UID = 107
 CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -256,16 +258,21 @@ class Builder:
             return self._finish(key, directory / "fs.partial", "pause")
 
     def test_guest_layers(self) -> dict[str, BuiltLayer]:
-        """The test guest's images, each one layer on no base (like KubeVirt's containerDisk demos): the
-        disk under ``/disk/``, and the kernel and initramfs under ``/boot/`` for kernel boot."""
-        guest = testguest.build(self.root.parent)
+        """The test guests' images, each one layer on no base (like KubeVirt's containerDisk demos): each
+        flavour's disk under ``/disk/``, and the plain guest's kernel and initramfs under ``/boot/`` for
+        kernel boot."""
+        guests = testguest.build_all(self.root.parent)
+        guest = guests[testguest.TEST_GUEST.name]
         contents = {
-            TEST_GUEST_DISK_IMAGE: {f"disk/{testguest.DISK_NAME}": guest.disk},
-            TEST_GUEST_KERNEL_IMAGE: {"boot/vmlinuz": guest.kernel, "boot/initrd.gz": guest.initrd},
+            TEST_GUEST_DISK_IMAGE: (guest, {f"disk/{guest.flavour.disk_name}": guest.disk}),
+            TEST_GUEST_KERNEL_IMAGE: (guest, {"boot/vmlinuz": guest.kernel, "boot/initrd.gz": guest.initrd}),
         }
+        for name in COMPATIBLE_GUEST_IMAGES:
+            compatible = guests[name]
+            contents[name] = (compatible, {f"disk/{compatible.flavour.disk_name}": compatible.disk})
         built = {}
-        for image, files in contents.items():
-            key = _key(image, guest.directory.name)
+        for image, (source_guest, files) in contents.items():
+            key = _key(image, source_guest.directory.name)
             if cached := self._cached(key):
                 built[image] = cached
                 continue

@@ -1,12 +1,19 @@
-"""The test guest: a small bootable disk and a kernel + initramfs, made from Debian packages without a
+"""The test guests: small bootable disks and a kernel + initramfs, made from Debian packages without a
 container engine, loop device or mount.
 
-Debian's kernel boots a busybox initramfs whose ``/init`` prints :data:`BOOT_MARKER` on the serial port,
-loads the virtio, disk and ISO 9660 modules, mounts the NoCloud ``cidata`` (or ConfigDrive ``config-2``)
-disk by its label and runs the user data when it is a shell script, asks for an address on ``eth0``, serves
-HTTP on port 80 and leaves a login prompt (``root``, no password) on ``ttyS0``. It powers off when its ACPI
+Debian's kernel boots a busybox initramfs. Its ``/init`` hands over to busybox's ``init``, whose boot script
+prints :data:`BOOT_MARKER` on the serial port, loads the virtio, disk and ISO 9660 modules, mounts the
+NoCloud ``cidata`` (or ConfigDrive ``config-2``) disk by its label and takes the hostname from its
+meta-data, asks for an address on ``eth0`` (taking the DHCP hostname when the meta-data named none), runs
+the user data when it is a shell script and serves HTTP on port 80. ``init`` then keeps a ``getty`` login
+on ``ttyS0`` and powers the guest off on ``poweroff`` ("The system is going down NOW!") or when its ACPI
 power button is pressed, which is how a soft reboot without a guest agent reaches it (libvirt then resets
 it, and it boots again).
+
+One recipe, several flavours (:data:`FLAVOURS`) that differ only in their accounts and console greeting:
+the plain test guest (``root`` without a password), a CirrOS-compatible one (CirrOS 0.5's banner, user
+``cirros``/``gocubsgo`` with a ``$ `` prompt and ``sudo``) and an Alpine-compatible one (``localhost
+login:``, ``root`` without a password, a ``localhost:~# `` prompt).
 
 The disk is an unpartitioned FAT file system (``mkfs.vfat``, files added with mtools) with syslinux as its
 boot sector, so SeaBIOS boots it. Everything is cached under ``$KUBEVIRT_CACHE/test-guest``.
@@ -21,11 +28,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 BOOT_MARKER = "KUBEVIRT-PY-TEST-GUEST-BOOTED"
-DISK_NAME = "test-guest.img"
 DISK_SIZE_KIB = 32 * 1024
 KERNEL_ARGS = "console=ttyS0 quiet panic=-1"
 PACKAGES = ("busybox-static",)
@@ -47,27 +54,50 @@ MODULES = (
     "button",
     "evdev",
 )
+SUDO_SOURCE = Path(__file__).with_name("guest_sudo.c")
+SUDO_GID = 27  # Debian's "sudo" group
 
-GUEST_INIT = f"""#!/bin/busybox sh
-/bin/busybox mkdir -p /proc /sys /dev /run /tmp /mnt/cidata /www /root /usr/bin /usr/sbin /sbin
+# PID 1 until busybox's init takes over (init must be PID 1 for poweroff to reach it).
+GUEST_INIT = """#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev /run /tmp /mnt/cidata /www /usr/bin /usr/sbin /sbin
 /bin/busybox --install -s
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-exec </dev/console >/dev/ttyS0 2>&1
-echo {BOOT_MARKER}
+exec /sbin/init
+"""
+
+INITTAB = """::sysinit:/etc/rc.boot
+ttyS0::respawn:/sbin/getty -L 115200 ttyS0 vt100
+::ctrlaltdel:/sbin/poweroff
+::shutdown:/bin/sync
+"""
+
+# What init runs before the login prompt, in the order a cloud image does it.
+BOOT_SCRIPT = r"""#!/bin/sh
+exec </dev/null >/dev/ttyS0 2>&1
+echo @BOOT_MARKER@
 for module in $(cat /etc/modules); do insmod "/lib/modules/$module.ko"; done
-hostname "$(cat /etc/hostname)"
+hostname -F /etc/hostname
+chmod 1777 /tmp
 ip link set lo up
-# The cloud-init disk: NoCloud's "cidata" or ConfigDrive's "config-2"; its devices may appear late.
-source=""
-i=0
-while [ -z "$source" ] && [ $i -lt 30 ]; do
-  for label in cidata CIDATA config-2; do
-    [ -z "$source" ] && source=$(findfs "LABEL=$label" 2>/dev/null)
+# The cloud-init disk: an ISO 9660 volume labelled "cidata" (NoCloud) or "config-2" (ConfigDrive). Virtio
+# disks are there once their module is loaded, SATA and SCSI ones are scanned in the background: look for
+# up to 2 s of guest time, reading each disk's volume label (probing like findfs is slow under TCG).
+cloud_init_disk() {
+  for dev in /sys/class/block/vd* /sys/class/block/sd* /sys/class/block/sr*; do
+    [ -e "$dev" ] || continue
+    disk="/dev/${dev##*/}"
+    label=$(dd if="$disk" bs=2048 skip=16 count=1 2>/dev/null | dd bs=1 skip=40 count=32 2>/dev/null)
+    case "$(echo $label)" in cidata|CIDATA|config-2) echo "$disk"; return ;; esac
   done
-  [ -z "$source" ] && sleep 0.1
-  i=$((i+1))
+}
+source=""
+give_up=$(($(cut -d. -f1 /proc/uptime) + 2))
+while :; do
+  source=$(cloud_init_disk)
+  [ -n "$source" ] || [ "$(cut -d. -f1 /proc/uptime)" -ge "$give_up" ] && break
+  sleep 0.1
 done
 userdata=""
 if [ -n "$source" ] && mount -o ro "$source" /mnt/cidata; then
@@ -75,31 +105,32 @@ if [ -n "$source" ] && mount -o ro "$source" /mnt/cidata; then
   for candidate in /mnt/cidata/user-data /mnt/cidata/openstack/latest/user_data; do
     [ -f "$candidate" ] && userdata="$candidate" && break
   done
-  name=$(sed -n 's/^local-hostname: *//p' /mnt/cidata/meta-data 2>/dev/null)
-  [ -n "$name" ] && hostname "$name"
-fi
-if [ -n "$userdata" ] && [ "$(head -c 2 "$userdata")" = "#!" ]; then
-  cp "$userdata" /run/user-data && chmod 700 /run/user-data && /run/user-data
+  # NoCloud's meta-data (JSON or YAML) names local-hostname, ConfigDrive's meta_data.json hostname.
+  name=$(sed -n 's/.*"*local-hostname"*: *"*\([A-Za-z0-9.-]*\).*/\1/p' /mnt/cidata/meta-data 2>/dev/null)
+  [ -z "$name" ] && name=$(sed -n 's/.*"hostname": *"\([A-Za-z0-9.-]*\)".*/\1/p' \
+    /mnt/cidata/openstack/latest/meta_data.json 2>/dev/null)
+  [ -n "$name" ] && hostname "$name" && : > /run/hostname-from-metadata
 fi
 if [ -e /sys/class/net/eth0 ]; then
   ip link set eth0 up
   udhcpc -i eth0 -s /etc/udhcpc.script -t 5 -T 1 -b -q
+fi
+if [ -n "$userdata" ] && [ "$(head -c 2 "$userdata")" = "#!" ]; then
+  cp "$userdata" /run/user-data && chmod 700 /run/user-data && /run/user-data
 fi
 echo "<html><body>$(hostname)</body></html>" > /www/index.html
 httpd -p 80 -h /www
 # The power button's input device: any event on it (a press) powers the guest off.
 for device in /sys/class/input/event*; do
   if [ "$(cat "$device/device/name" 2>/dev/null)" = "Power Button" ]; then
-    (head -c 1 "/dev/input/${{device##*/}}" > /dev/null && echo "power button pressed" && poweroff -f) &
+    (head -c 1 "/dev/input/${device##*/}" > /dev/null && echo "power button pressed" && poweroff -f) &
   fi
 done
-echo "test guest ready"
-while true; do
-  getty -L 115200 ttyS0 vt100
-done
-"""
+echo "test guest ready, up $(cut -d' ' -f1 /proc/uptime) s"
+""".replace("@BOOT_MARKER@", BOOT_MARKER)
 
-# busybox's udhcpc hands the lease to a script; this one configures the interface, route and resolver.
+# busybox's udhcpc hands the lease to a script; this one configures the interface, route, resolver and,
+# unless the meta-data named one, the hostname (KubeVirt's DHCP server hands out the VMI's).
 UDHCPC_SCRIPT = """#!/bin/sh
 case "$1" in
   bound|renew)
@@ -108,10 +139,17 @@ case "$1" in
     [ -n "$router" ] && ip route replace default via "${router%% *}" dev "$interface"
     : > /etc/resolv.conf
     for server in $dns; do echo "nameserver $server" >> /etc/resolv.conf; done
+    [ -n "$hostname" ] && [ ! -e /run/hostname-from-metadata ] && hostname "$hostname"
     echo "udhcpc: $interface has $ip"
     ;;
 esac
 exit 0
+"""
+
+# busybox-static resolves users through the C library, whose built-in default is not plain files.
+NSSWITCH_CONF = """passwd: files
+group: files
+shadow: files
 """
 
 SYSLINUX_CFG = f"""DEFAULT linux
@@ -124,12 +162,89 @@ LABEL linux
 
 
 @dataclass(frozen=True)
+class Flavour:
+    """What sets one test guest apart: its name, accounts and console greeting."""
+
+    name: str  # the image's name and its disk file's stem
+    hostname: str  # until the meta-data or DHCP name another
+    passwd: str
+    group: str
+    shadow: str = ""
+    issue: str = ""  # what getty prints above the login prompt
+    profile: str = ""  # /etc/profile of login shells
+    homes: Mapping[str, int] = field(default_factory=dict)  # home folder -> owner (uid = gid)
+    sudo: bool = False  # /usr/bin/sudo for the "sudo" group
+    # busybox setuid root: the applets that may run privileged (ping) do, the others drop root.
+    setuid_busybox: bool = False
+
+    @property
+    def disk_name(self) -> str:
+        return f"{self.name}.img"
+
+    def files(self) -> dict[str, str]:
+        out = {
+            "etc/hostname": f"{self.hostname}\n",
+            "etc/passwd": self.passwd,
+            "etc/group": self.group,
+        }
+        out |= {"etc/shadow": self.shadow} if self.shadow else {}
+        out |= {"etc/issue": self.issue} if self.issue else {}
+        out |= {"etc/profile": self.profile} if self.profile else {}
+        return out
+
+    def digest_parts(self) -> tuple[str, ...]:
+        homes = " ".join(f"{home}={owner}" for home, owner in sorted(self.homes.items()))
+        sudo = SUDO_SOURCE.read_text() if self.sudo else ""
+        files = (f"{path}\0{text}" for path, text in sorted(self.files().items()))
+        return (self.name, *files, homes, sudo, f"setuid busybox: {self.setuid_busybox}")
+
+
+TEST_GUEST = Flavour(
+    name="test-guest",
+    hostname="testguest",
+    passwd="root::0:0:root:/root:/bin/sh\n",
+    group="root:x:0:\n",
+    homes={"root": 0},
+)
+CIRROS_BANNER = "login as 'cirros' user. default password: 'gocubsgo'. use 'sudo' for root."
+CIRROS_PASSWORD = "gocubsgo"
+CIRROS_COMPATIBLE = Flavour(
+    name="test-guest-cirros-compatible",
+    hostname="cirros",
+    passwd="root:x:0:0:root:/root:/bin/sh\ncirros:x:1000:1000:cirros:/home/cirros:/bin/sh\n",
+    group="root:x:0:\nsudo:x:27:cirros\ncirros:x:1000:\n",
+    # root is locked; cirros's password is gocubsgo (busybox mkpasswd -m sha512 gocubsgo kvpycirros).
+    shadow="root:*:19000:0:99999:7:::\n"
+    "cirros:$6$kvpycirros$VINUyNS5EZPkylK7Ypi.xi7b7JpWwhs8IIDC.TD7DKNbt8riEYWwbMKX/GZl3rk7cHGPKkA0PktvTy98WY2b6/"
+    ":19000:0:99999:7:::\n",
+    issue=f"{CIRROS_BANNER}\n",
+    profile="export PS1='\\$ '\n",
+    homes={"root": 0, "home/cirros": 1000},
+    sudo=True,
+    setuid_busybox=True,
+)
+ALPINE_COMPATIBLE = Flavour(
+    name="test-guest-alpine-compatible",
+    hostname="localhost",
+    passwd="root::0:0:root:/root:/bin/ash\n",
+    group="root:x:0:\n",
+    issue="Welcome to the Alpine-compatible test guest\n\n",
+    # Alpine's prompt, "\\h:\\w\\$ ", with the home folder shown as ~ (busybox's \\w does not here).
+    profile="""export PS1='\\h:$(if [ "$PWD" = "$HOME" ]; then echo "~"; else echo "$PWD"; fi)\\$ '\n""",
+    homes={"root": 0},
+)
+FLAVOURS = (TEST_GUEST, CIRROS_COMPATIBLE, ALPINE_COMPATIBLE)
+DISK_NAME = TEST_GUEST.disk_name
+
+
+@dataclass(frozen=True)
 class TestGuest:
     directory: Path
+    flavour: Flavour = TEST_GUEST
 
     @property
     def disk(self) -> Path:
-        return self.directory / DISK_NAME
+        return self.directory / self.flavour.disk_name
 
     @property
     def kernel(self) -> Path:
@@ -139,16 +254,23 @@ class TestGuest:
     def initrd(self) -> Path:
         return self.directory / "initrd.gz"
 
+    def complete(self) -> bool:
+        return self.disk.exists() and self.kernel.exists() and self.initrd.exists()
 
-def recipe_digest() -> str:
+
+def recipe_digest(flavour: Flavour = TEST_GUEST) -> str:
     """Changes whenever what the guest is built from changes (it keys the cache)."""
     parts = (
         GUEST_INIT,
+        INITTAB,
+        BOOT_SCRIPT,
         UDHCPC_SCRIPT,
+        NSSWITCH_CONF,
         SYSLINUX_CFG,
         " ".join(MODULES),
         " ".join(PACKAGES),
         str(DISK_SIZE_KIB),
+        *flavour.digest_parts(),
     )
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
@@ -205,8 +327,12 @@ def _module_order(modules_dir: Path, wanted: tuple[str, ...]) -> list[Path]:
     return [Path(path) for path in ordered]
 
 
-def cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
-    """A newc cpio archive (the initramfs format) of (name, mode, data) entries, owned by root."""
+def cpio_newc(
+    entries: list[tuple[str, int, bytes]], owners: Mapping[str, tuple[int, int]] | None = None
+) -> bytes:
+    """A newc cpio archive (the initramfs format) of (name, mode, data) entries, owned by root unless
+    ``owners`` maps a name to its (uid, gid)."""
+    owners = owners or {}
     out = io.BytesIO()
 
     def pad(length: int) -> None:
@@ -214,7 +340,8 @@ def cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
 
     for inode, (name, mode, data) in enumerate([*entries, ("TRAILER!!!", 0, b"")], 1):
         encoded = name.encode() + b"\0"
-        fields = (inode, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(encoded), 0)
+        uid, gid = owners.get(name, (0, 0))
+        fields = (inode, mode, uid, gid, 1, 0, len(data), 0, 0, 0, 0, len(encoded), 0)
         out.write(("070701" + "".join(f"{value:08x}" for value in fields)).encode() + encoded)
         pad(110 + len(encoded))
         out.write(data)
@@ -222,27 +349,53 @@ def cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
     return out.getvalue()
 
 
-def _initramfs(kernel_root: Path, busybox: bytes) -> bytes:
-    modules_dir = next((kernel_root / "lib/modules").iterdir())
-    # The package leaves modules.dep to depmod at installation time.
-    _run(["depmod", "-b", str(kernel_root), modules_dir.name])
+@dataclass(frozen=True)
+class Unpacked:
+    """The Debian packages every flavour is made of, unpacked (and the sudo helper, once compiled)."""
+
+    kernel_root: Path
+    busybox: bytes
+    sudo: Path
+
+
+def _initramfs(flavour: Flavour, packages: Unpacked) -> bytes:
+    modules_dir = next((packages.kernel_root / "lib/modules").iterdir())
     modules = _module_order(modules_dir, MODULES)
-    entries: list[tuple[str, int, bytes]] = [
-        (folder, 0o40755, b"") for folder in ("bin", "dev", "etc", "lib", "lib/modules")
+    parents = {str(parent) for home in flavour.homes for parent in Path(home).parents if str(parent) != "."}
+    folders = [
+        "bin",
+        "dev",
+        "etc",
+        "lib",
+        "lib/modules",
+        "usr",
+        "usr/bin",
+        *sorted(parents | set(flavour.homes)),
     ]
+    entries: list[tuple[str, int, bytes]] = [
+        (folder, 0o40700 if folder in flavour.homes else 0o40755, b"") for folder in dict.fromkeys(folders)
+    ]
+    owners = {home: (uid, uid) for home, uid in flavour.homes.items()}
     entries += [
-        ("bin/busybox", 0o100755, busybox),
+        ("bin/busybox", 0o104755 if flavour.setuid_busybox else 0o100755, packages.busybox),
         ("init", 0o100755, GUEST_INIT.encode()),
+        ("etc/inittab", 0o100644, INITTAB.encode()),
+        ("etc/rc.boot", 0o100755, BOOT_SCRIPT.encode()),
         ("etc/udhcpc.script", 0o100755, UDHCPC_SCRIPT.encode()),
-        ("etc/hostname", 0o100644, b"testguest\n"),
-        ("etc/passwd", 0o100644, b"root::0:0:root:/root:/bin/sh\n"),
-        ("etc/group", 0o100644, b"root:x:0:\n"),
+        ("etc/nsswitch.conf", 0o100644, NSSWITCH_CONF.encode()),
         ("etc/modules", 0o100644, "".join(f"{path.stem}\n" for path in modules).encode()),
     ]
     entries += [
+        (path, 0o100600 if path == "etc/shadow" else 0o100644, text.encode())
+        for path, text in flavour.files().items()
+    ]
+    if flavour.sudo:
+        entries.append(("usr/bin/sudo", 0o104750, packages.sudo.read_bytes()))
+        owners["usr/bin/sudo"] = (0, SUDO_GID)
+    entries += [
         (f"lib/modules/{path.stem}.ko", 0o100644, (modules_dir / path).read_bytes()) for path in modules
     ]
-    return gzip.compress(cpio_newc(entries), 9)
+    return gzip.compress(cpio_newc(entries, owners), 9)
 
 
 def _fat_disk(target: Path, kernel: Path, initrd: Path, syslinux_cfg: Path) -> None:
@@ -253,29 +406,51 @@ def _fat_disk(target: Path, kernel: Path, initrd: Path, syslinux_cfg: Path) -> N
     _run(["syslinux", "--install", str(target)])
 
 
-def build(cache: Path) -> TestGuest:
-    """Builds the guest once per recipe under ``cache/test-guest/<digest>``; returns where it is."""
+def _unpack(package: str, work: Path) -> Unpacked:
+    os.chmod(work, 0o755)  # apt-get download drops to its sandbox user, which must write here
+    for deb, name in ((_download(package, work), "kernel"), *((_download(p, work), p) for p in PACKAGES)):
+        _run(["dpkg-deb", "-x", str(deb), str(work / name)])
+    modules_dir = next((work / "kernel/lib/modules").iterdir())
+    # The package leaves modules.dep to depmod at installation time.
+    _run(["depmod", "-b", str(work / "kernel"), modules_dir.name])
+    sudo = work / "sudo"
+    _run(["gcc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", str(sudo), str(SUDO_SOURCE)])
+    return Unpacked(work / "kernel", (work / "busybox-static/bin/busybox").read_bytes(), sudo)
+
+
+def _make(flavour: Flavour, packages: Unpacked, out: Path) -> None:
+    out.mkdir()
+    shutil.copy(next((packages.kernel_root / "boot").glob("vmlinuz-*")), out / "vmlinuz")
+    (out / "initrd.gz").write_bytes(_initramfs(flavour, packages))
+    (out / "syslinux.cfg").write_text(SYSLINUX_CFG)
+    _fat_disk(out / flavour.disk_name, out / "vmlinuz", out / "initrd.gz", out / "syslinux.cfg")
+    (out / "syslinux.cfg").unlink()
+
+
+def build_all(cache: Path, flavours: tuple[Flavour, ...] = FLAVOURS) -> dict[str, TestGuest]:
+    """Builds each flavour once per recipe under ``cache/test-guest/<name>-<kernel>-<digest>`` (the packages
+    are fetched and unpacked once for all of them); returns the guests by flavour name."""
     package = kernel_package()
     root = cache / "test-guest"
-    guest = TestGuest(root / f"{package}-{recipe_digest()}")
-    if guest.disk.exists() and guest.kernel.exists() and guest.initrd.exists():
-        return guest
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=root) as work_dir:
-        work = Path(work_dir)
-        os.chmod(work, 0o755)  # apt-get download drops to its sandbox user, which must write here
-        for deb, name in ((_download(package, work), "kernel"), *((_download(p, work), p) for p in PACKAGES)):
-            _run(["dpkg-deb", "-x", str(deb), str(work / name)])
-        out = work / "out"
-        out.mkdir()
-        shutil.copy(next((work / "kernel/boot").glob("vmlinuz-*")), out / "vmlinuz")
-        busybox = (work / "busybox-static/bin/busybox").read_bytes()
-        (out / "initrd.gz").write_bytes(_initramfs(work / "kernel", busybox))
-        (work / "syslinux.cfg").write_text(SYSLINUX_CFG)
-        _fat_disk(out / DISK_NAME, out / "vmlinuz", out / "initrd.gz", work / "syslinux.cfg")
-        shutil.rmtree(guest.directory, ignore_errors=True)
-        out.rename(guest.directory)
-    for stale in root.iterdir():
-        if stale.is_dir() and stale != guest.directory and stale.name.startswith("linux-image-"):
-            shutil.rmtree(stale, ignore_errors=True)
-    return guest
+    guests = {f.name: TestGuest(root / f"{f.name}-{package}-{recipe_digest(f)}", f) for f in flavours}
+    missing = [guest for guest in guests.values() if not guest.complete()]
+    if missing:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=root) as work_dir:
+            packages = _unpack(package, Path(work_dir))
+            for guest in missing:
+                out = Path(work_dir) / f"out-{guest.flavour.name}"
+                _make(guest.flavour, packages, out)
+                shutil.rmtree(guest.directory, ignore_errors=True)
+                out.rename(guest.directory)
+    for guest in guests.values():
+        # Older builds of this flavour (another recipe or kernel) are stale.
+        for stale in root.glob(f"{guest.flavour.name}-linux-image-*"):
+            if stale.is_dir() and stale != guest.directory:
+                shutil.rmtree(stale, ignore_errors=True)
+    return guests
+
+
+def build(cache: Path, flavour: Flavour = TEST_GUEST) -> TestGuest:
+    """Builds one flavour (see :func:`build_all`); returns where it is."""
+    return build_all(cache, (flavour,))[flavour.name]

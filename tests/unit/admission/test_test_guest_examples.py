@@ -22,6 +22,8 @@ def run(*args: str) -> tuple[int, str]:
 
 def test_there_are_vm_vmi_and_kernel_boot_examples() -> None:
     assert NAMES == [
+        "vm-test-guest-alpine-compatible.yaml",
+        "vm-test-guest-cirros-compatible.yaml",
         "vm-test-guest-no-network.yaml",
         "vm-test-guest.yaml",
         "vmi-test-guest-kernel-boot.yaml",
@@ -39,4 +41,4 @@ def test_the_example_is_accepted_and_renders(name: str) -> None:
         assert "/var/run/kubevirt/container-disks/kernel-boot/vmlinuz" in domain
     else:
         assert "/var/run/kubevirt/container-disks/disk_0.img" in domain or "disk.qcow2" in domain
-        assert "noCloud.iso" in domain
+        assert "noCloud.iso" in domain or "configdrive.iso" in domain

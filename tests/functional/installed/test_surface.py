@@ -1,0 +1,237 @@
+"""What a KubeVirt user meets on the surface of an installed KubeVirt: kinds it serves but does not act on
+say so, every component reports a KubeVirt CR change on ``/healthz``, the CirrOS- and Alpine-compatible
+guests boot and take KubeVirt's scripted console logins through virt-api, and a normal start warns about
+nothing.
+
+The two guests boot once for the module (one VM each, from examples/) and serve every test that needs a
+running VM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from localcluster.handle import Cluster
+from localcluster.install import CR_NAME
+
+from kubevirt.client import KubeClient
+from kubevirt.virtctl.console import connect_console
+from kubevirt_testing.guest_console import (
+    Expecter,
+    WebSocketStream,
+    login_to_alpine,
+    login_to_cirros,
+    run,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+CIRROS_VM = "vm-test-guest-cirros-compatible"
+ALPINE_VM = "vm-test-guest-alpine-compatible"
+KUBEVIRT_NAMESPACE = "kubevirt"
+COMPONENTS = ("virt-api", "virt-controller", "virt-handler")
+RUNNING_TIMEOUT = 180.0
+CONFIG_PROPAGATION_BUDGET = 10.0
+
+
+@pytest.fixture(scope="module")
+def guest_namespace(cluster: Cluster, kubevirt: float) -> Iterator[str]:
+    """A namespace for the module's VMs (the per-test ``namespace`` ends with each test)."""
+    name = f"ft-surface-guests-{os.getpid() % 10000}"
+    cluster.fresh_namespace(name)
+    yield name
+    # The VMs and their VMIs go while the controllers that release them still run: uninstalling KubeVirt
+    # afterwards waits for every VMI to be gone.
+    cluster.kubectl("delete", "vm", "--all", "-n", name, "--wait=true", "--timeout=120s", check=False)
+    cluster.kubectl("delete", "vmi", "--all", "-n", name, "--wait=true", "--timeout=60s", check=False)
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def _vmi_phase(cluster: Cluster, namespace: str, name: str) -> str:
+    vmi = cluster.find("vmi", name, namespace) or {}
+    return str((vmi.get("status") or {}).get("phase", ""))
+
+
+@pytest.fixture(scope="module")
+def running_guests(cluster: Cluster, guest_namespace: str) -> dict[str, float]:
+    """Both compatible guests' VMs created from examples/ with runStrategy Always and Running; returns the
+    seconds each took from creation to Running."""
+    created: dict[str, float] = {}
+    for name in (CIRROS_VM, ALPINE_VM):
+        vm = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
+        vm["spec"]["runStrategy"] = "Always"
+        # Pod networking inside real launcher pods is not there yet on the local cluster (as for hack/up's
+        # example): the guests run without a NIC, which leaves their boot and console as they are.
+        vm["spec"]["template"]["spec"]["domain"]["devices"]["autoattachPodInterface"] = False
+        cluster.kubectl("create", "-n", guest_namespace, "-f", "-", stdin=json.dumps(vm))
+        created[name] = time.monotonic()
+    took: dict[str, float] = {}
+    deadline = time.monotonic() + RUNNING_TIMEOUT
+    while len(took) < len(created):
+        for name, began in created.items():
+            if name not in took and _vmi_phase(cluster, guest_namespace, name) == "Running":
+                took[name] = time.monotonic() - began
+        if len(took) < len(created):
+            if time.monotonic() > deadline:
+                phases = {name: _vmi_phase(cluster, guest_namespace, name) for name in created}
+                diagnosis = _diagnosis(cluster, guest_namespace)
+                raise AssertionError(f"not Running within {RUNNING_TIMEOUT:.0f} s: {phases}\n{diagnosis}")
+            time.sleep(1.0)
+    print(f"created to Running: {took}")
+    return took
+
+
+def _diagnosis(cluster: Cluster, namespace: str) -> str:
+    """What explains a guest that did not start: virt-handler's and the launchers' last words."""
+    handler = ["logs", "-n", KUBEVIRT_NAMESPACE, "-l", "kubevirt.io=virt-handler", "--tail=60"]
+    launchers = ["logs", "-n", namespace, "-l", "kubevirt.io=virt-launcher", "-c", "compute", "--tail=40"]
+    vmis = ["get", "vmi", "-n", namespace, "-o", "jsonpath={.items[*].status}"]
+    parts = [cluster.kubectl(*args, check=False) for args in (handler, launchers, vmis)]
+    return "\n----\n".join((part.stdout + part.stderr)[-6000:] for part in parts)
+
+
+def _console(cluster: Cluster, namespace: str, name: str) -> Expecter:
+    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    return Expecter(WebSocketStream(connect_console(client, namespace, name, 60)))
+
+
+def test_cirros_compatible_guest_takes_the_cirros_login(
+    cluster: Cluster, guest_namespace: str, running_guests: dict[str, float]
+) -> None:
+    expecter = _console(cluster, guest_namespace, CIRROS_VM)
+    try:
+        login_to_cirros(expecter, CIRROS_VM)  # the hostname KubeVirt hands out: the VMI's name
+        assert run(expecter, "sudo id -un") == "root"
+        assert "hello from cloud-init" in _serial_log(cluster, guest_namespace, CIRROS_VM)
+    finally:
+        expecter.stream.close()
+
+
+def test_alpine_compatible_guest_takes_the_alpine_login(
+    cluster: Cluster, guest_namespace: str, running_guests: dict[str, float]
+) -> None:
+    expecter = _console(cluster, guest_namespace, ALPINE_VM)
+    try:
+        login_to_alpine(expecter, ALPINE_VM)
+        assert run(expecter, "hostname") == ALPINE_VM
+    finally:
+        expecter.stream.close()
+
+
+def _serial_log(cluster: Cluster, namespace: str, name: str) -> str:
+    """The guest-console-log container of the VMI's launcher pod (what ``kubectl logs`` shows)."""
+    selector = f"kubevirt.io/created-by={_uid(cluster, namespace, name)}"
+    (pod,) = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", selector)["items"]  # type: ignore[misc]
+    return cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"], "-c", "guest-console-log").stdout
+
+
+def _uid(cluster: Cluster, namespace: str, name: str) -> str:
+    vmi = cluster.find("vmi", name, namespace)
+    assert vmi is not None
+    return str(vmi["metadata"]["uid"])
+
+
+def test_a_normal_start_emits_no_warning_event(
+    cluster: Cluster, guest_namespace: str, running_guests: dict[str, float]
+) -> None:
+    events = cluster.kubectl_json("get", "events", "-n", guest_namespace)["items"]
+    warnings = [
+        f"{e['involvedObject']['kind']}/{e['involvedObject']['name']}: {e['reason']}: {e['message']}"  # type: ignore[index]
+        for e in events  # type: ignore[union-attr]
+        # The local cluster runs no cluster DNS: the kubelet warns so about every ClusterFirst pod.
+        if e["type"] == "Warning" and e["reason"] != "MissingClusterDNS"  # type: ignore[index]
+    ]
+    assert warnings == []
+    kinds = {e["involvedObject"]["kind"] for e in events}  # type: ignore[index,union-attr]
+    assert {"VirtualMachine", "VirtualMachineInstance", "Pod"} <= kinds  # the starts were reported
+
+
+def test_a_snapshot_is_marked_not_acted_on(
+    cluster: Cluster, guest_namespace: str, running_guests: dict[str, float]
+) -> None:
+    snapshot = {
+        "apiVersion": "snapshot.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineSnapshot",
+        "metadata": {"name": "snap"},
+        "spec": {"source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": CIRROS_VM}},
+    }
+    cluster.kubectl("create", "-n", guest_namespace, "-f", "-", stdin=json.dumps(snapshot))
+    try:
+
+        def condition() -> dict[str, Any] | None:
+            found = cluster.find("virtualmachinesnapshot", "snap", guest_namespace) or {}
+            conditions = (found.get("status") or {}).get("conditions") or []
+            return next((c for c in conditions if c.get("type") == "Ready"), None)
+
+        cluster.wait_until("the snapshot's Ready condition", lambda: condition() is not None, timeout=30)
+        ready = condition()
+        assert ready is not None
+        assert (ready["status"], ready["reason"]) == ("False", "NotActedOn")
+        assert "does not act on VirtualMachineSnapshot objects" in ready["message"]
+    finally:
+        cluster.kubectl("delete", "-n", guest_namespace, "virtualmachinesnapshot", "snap", check=False)
+
+
+def _healthz(cluster: Cluster, pod: str) -> dict[str, Any]:
+    path = f"/api/v1/namespaces/{KUBEVIRT_NAMESPACE}/pods/https:{pod}:8443/proxy/healthz"
+    answer = cluster.kubectl("get", "--raw", path, check=False)
+    return json.loads(answer.stdout) if answer.returncode == 0 else {"error": answer.stderr.strip()}
+
+
+def _component_pods(cluster: Cluster) -> dict[str, str]:
+    pods = cluster.kubectl_json("get", "pods", "-n", KUBEVIRT_NAMESPACE)["items"]
+    found = {}
+    for pod in pods:  # type: ignore[union-attr]
+        label = pod["metadata"].get("labels", {}).get("kubevirt.io", "")  # type: ignore[index]
+        if label in COMPONENTS and pod["status"].get("phase") == "Running":  # type: ignore[index]
+            found[pod["metadata"]["name"]] = label  # type: ignore[index]
+    assert set(found.values()) == set(COMPONENTS), f"component pods: {found}"
+    return found
+
+
+def test_every_component_reports_a_kubevirt_cr_change_on_healthz(cluster: Cluster, kubevirt: float) -> None:
+    pods = _component_pods(cluster)
+    cr = cluster.kubectl_json("get", "kubevirt", CR_NAME, "-n", KUBEVIRT_NAMESPACE)
+    migrations = cr["spec"].get("configuration", {}).get("migrations", {})  # type: ignore[union-attr,index]
+    before = migrations.get("parallelOutboundMigrationsPerNode")
+    # A harmless change: how many migrations a node may send at once (none run here).
+    changed = 3 if before != 3 else 4
+    patch = {"spec": {"configuration": {"migrations": {"parallelOutboundMigrationsPerNode": changed}}}}
+    try:
+        patched = cluster.kubectl_json(
+            "patch", "kubevirt", CR_NAME, "-n", KUBEVIRT_NAMESPACE, "--type=merge", "-p", json.dumps(patch)
+        )
+        version = int(patched["metadata"]["resourceVersion"])  # type: ignore[index]
+        began = time.monotonic()
+        reported: dict[str, Any] = {}
+
+        def all_report_it() -> bool:
+            for pod in pods:
+                answer = _healthz(cluster, pod)
+                reported[pod] = answer.get("config-resource-version", answer)
+            # The operator may write the CR's status after the change: a later version counts too.
+            return all(str(value).isdigit() and int(value) >= version for value in reported.values())
+
+        while not all_report_it():
+            waited = time.monotonic() - began
+            assert waited < CONFIG_PROPAGATION_BUDGET, f"{version} not reported in {waited:.0f} s: {reported}"
+            time.sleep(0.5)
+        print(f"every component reported resourceVersion {version} after {time.monotonic() - began:.1f} s")
+    finally:
+        restore: Any = {"parallelOutboundMigrationsPerNode": before}
+        cluster.kubectl(
+            "patch",
+            "kubevirt",
+            CR_NAME,
+            "-n",
+            KUBEVIRT_NAMESPACE,
+            "--type=merge",
+            "-p",
+            json.dumps({"spec": {"configuration": {"migrations": restore}}}),
+        )

@@ -1,0 +1,127 @@
+"""The CirrOS- and Alpine-compatible test guests boot from their disk (as their containerDisks serve it)
+through virt-launcher on real QEMU/TCG in 128Mi within 15 s, and answer KubeVirt's scripted console
+logins for CirrOS and Alpine on the launcher's serial socket.
+
+One boot per guest: CirrOS-compatible with NoCloud (hostname from ``local-hostname``), Alpine-compatible
+with ConfigDrive (hostname from ``meta_data.json``); each runs its user data, and ``poweroff`` stops it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from localcluster import testguest
+
+from kubevirt_testing.guest_console import (
+    POWEROFF_MESSAGE,
+    Expecter,
+    SocketStream,
+    login_to_alpine,
+    login_to_cirros,
+    run,
+)
+
+pytestmark = pytest.mark.timeout(240)
+
+# The issue's budget, from the domain's start (QEMU's, SeaBIOS, syslinux, the kernel) to the login prompt.
+BOOT_BUDGET = 15.0
+USER_DATA_MARKER = "USER-DATA-OF-THE-COMPATIBLE-GUEST"
+
+
+@pytest.fixture(scope="module")
+def guests() -> dict[str, testguest.TestGuest]:
+    cache = Path(os.environ.get("KUBEVIRT_CACHE", "/var/cache/kubevirt-py"))
+    return testguest.build_all(cache, (testguest.CIRROS_COMPATIBLE, testguest.ALPINE_COMPATIBLE))
+
+
+def disk_boot_vmi(make_vmi: Any, name: str, cloud_init: dict[str, Any]) -> dict[str, Any]:
+    """The guest's disk as the first (container) disk, a cloud-init disk, no kernel boot, 128Mi."""
+    vmi: dict[str, Any] = make_vmi(name)
+    del vmi["spec"]["domain"]["firmware"]["kernelBoot"]
+    vmi["spec"]["volumes"] = [
+        {"name": "containerdisk", "containerDisk": {"image": "registry.invalid/guest:1"}},
+        {"name": "cloudinitdisk", **cloud_init},
+    ]
+    vmi["spec"]["domain"]["devices"]["disks"] = [
+        {"name": "containerdisk", "disk": {"bus": "virtio"}},
+        {"name": "cloudinitdisk", "disk": {"bus": "virtio"}},
+    ]
+    return vmi
+
+
+@pytest.fixture
+def booted(launcher_pods: Any, tmp_path: Path) -> Iterator[Any]:
+    """Boots (guest, vmi); yields the serial console's Expecter and the seconds until the login prompt."""
+    connections: list[socket.socket] = []
+
+    def boot(guest: testguest.TestGuest, vmi: dict[str, Any]) -> tuple[Expecter, float, Any]:
+        # What virt-handler would bind-mount from the containerDisk image.
+        image = tmp_path / "pod" / "share" / "container-disks" / "disk_0.img"
+        image.parent.mkdir(parents=True)
+        shutil.copyfile(guest.disk, image)
+        pod = launcher_pods(vmi)
+        began = time.monotonic()
+        pod.client.sync_vmi(vmi)  # returns once the domain runs
+        started = time.monotonic()
+        print(f"{vmi['metadata']['name']}: domain defined and started in {started - began:.1f} s")
+        serial = pod.in_pod(f"/var/run/kubevirt-private/{pod.uid}/virt-serial0")
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(str(serial))
+        connections.append(connection)
+        pod.wait_for_serial("test guest ready", 60)
+        expecter = Expecter(SocketStream(connection))
+        expecter.send("\n")
+        expecter.expect(" login: ", 30)
+        return expecter, time.monotonic() - started, pod
+
+    yield boot
+    for connection in connections:
+        connection.close()
+
+
+def test_cirros_compatible_guest_logs_in_like_cirros(guests: Any, make_vmi: Any, booted: Any) -> None:
+    user_data = f"#!/bin/sh\necho {USER_DATA_MARKER} as $(id -un)\n"
+    vmi = disk_boot_vmi(make_vmi, "cirros-like", {"cloudInitNoCloud": {"userData": user_data}})
+    vmi["spec"]["hostname"] = "cirros-host"
+    expecter, boot_seconds, pod = booted(guests[testguest.CIRROS_COMPATIBLE.name], vmi)
+    print(f"CirrOS-compatible guest: login prompt {boot_seconds:.1f} s after the domain started")
+    assert boot_seconds <= BOOT_BUDGET
+
+    login_to_cirros(expecter, "cirros-host")
+    assert f"{USER_DATA_MARKER} as root" in pod.serial_text()
+    assert run(expecter, "id -un") == "cirros"
+    assert run(expecter, "sudo id -un") == "root"
+    assert run(expecter, "hostname") == "cirros-host"
+    for tool in ("ping", "nc"):
+        assert run(expecter, f"which {tool}").endswith(f"/{tool}")
+    assert "1 packets received" in run(expecter, "ping -c 1 127.0.0.1")  # as the user, like CirrOS
+
+    expecter.send("sudo poweroff\n")
+    expecter.expect(POWEROFF_MESSAGE, 30)
+    deadline = time.monotonic() + 60
+    while pod.status()[0] != "Shutoff":
+        assert time.monotonic() < deadline, f"the guest did not power off: {pod.status()}"
+        time.sleep(0.5)
+
+
+def test_alpine_compatible_guest_logs_in_like_alpine(guests: Any, make_vmi: Any, booted: Any) -> None:
+    user_data = f"#!/bin/sh\necho {USER_DATA_MARKER}\n"
+    vmi = disk_boot_vmi(make_vmi, "alpine-like", {"cloudInitConfigDrive": {"userData": user_data}})
+    expecter, boot_seconds, pod = booted(guests[testguest.ALPINE_COMPATIBLE.name], vmi)
+    print(f"Alpine-compatible guest: login prompt {boot_seconds:.1f} s after the domain started")
+    assert boot_seconds <= BOOT_BUDGET
+
+    login_to_alpine(expecter, "alpine-like")  # ConfigDrive names the VMI
+    assert USER_DATA_MARKER in pod.serial_text()
+    assert run(expecter, "hostname") == "alpine-like"
+    assert run(expecter, "id -u") == "0"
+    run(expecter, "cd /tmp")
+    expecter.send("cd\n")
+    expecter.expect(r"alpine-like:~\# ", 30)
