@@ -1,6 +1,6 @@
 """The CirrOS- and Alpine-compatible test guests boot from their disk (as their containerDisks serve it)
 through virt-launcher on real QEMU/TCG in 128Mi, and answer KubeVirt's scripted console logins for CirrOS
-and Alpine on the launcher's serial socket. The seconds to the login prompt are printed (8–13 s on an idle
+and Alpine on the launcher's serial socket. The seconds to the login prompt are printed (8 to 13 s on an idle
 2-CPU machine, the 15 s the guests are built for); the test fails only on a hang, since a loaded CI machine
 stretches TCG boots.
 
