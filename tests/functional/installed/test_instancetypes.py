@@ -18,6 +18,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -279,3 +280,35 @@ def test_taking_the_edited_version_needs_a_restart_which_applies_it(guest: Guest
     guest.cluster.wait_until(
         "RestartRequired is cleared", lambda: guest.restart_required() is None, timeout=60
     )
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLE_OBJECTS = (
+    "instancetype-small.yaml",
+    "instancetype-large.yaml",
+    "preference-virtio.yaml",
+    "preference-windows.yaml",
+)
+EXAMPLE_CLUSTER_OBJECTS = ("clusterinstancetype-small.yaml",)
+
+
+def test_the_instancetype_examples_are_admitted_by_virt_api(
+    cluster: Cluster, kubevirt: float, namespace: str
+) -> None:
+    """Every example VM that selects an instance type passes virt-api's webhooks (server-side dry run)
+    once the instance types and preferences it names exist."""
+    vms = sorted(EXAMPLES.glob("vm-cirros-*.yaml"))
+    assert len(vms) == 5
+    for name in EXAMPLE_OBJECTS:
+        cluster.kubectl("create", "-n", namespace, "-f", str(EXAMPLES / name))
+    try:
+        for name in EXAMPLE_CLUSTER_OBJECTS:
+            cluster.kubectl("create", "-f", str(EXAMPLES / name))
+        for vm in vms:
+            admitted = cluster.kubectl(
+                "create", "--dry-run=server", "-n", namespace, "-f", str(vm), check=False
+            )
+            assert admitted.returncode == 0, f"{vm.name}: {admitted.stderr.strip()}"
+    finally:
+        for name in EXAMPLE_CLUSTER_OBJECTS:
+            cluster.kubectl("delete", "--ignore-not-found", "-f", str(EXAMPLES / name), check=False)
