@@ -131,7 +131,8 @@ class Guest:
 
 
 def _qemu_size(namespace: str) -> tuple[int, int]:
-    """The vCPUs (``-smp``) and memory in KiB (``-m size=``) on the node's QEMU command line."""
+    """The vCPUs (``-smp``) and memory in KiB (``-m``: MiB, or ``size=<n>k``) on the node's QEMU
+    command line."""
     found = subprocess.run(
         ["pgrep", "-f", f"guest={namespace}_{VM},"], capture_output=True, text=True, check=False
     ).stdout.split()
@@ -140,6 +141,8 @@ def _qemu_size(namespace: str) -> tuple[int, int]:
         args = cmdline.read().decode().split("\0")
     smp = args[args.index("-smp") + 1]
     memory = args[args.index("-m") + 1]
+    if memory.isdigit():
+        return int(smp.split(",")[0]), int(memory) * 1024
     size = re.search(r"size=(\d+)k", memory)
     assert size is not None, memory
     return int(smp.split(",")[0]), int(size.group(1))
