@@ -16,6 +16,7 @@ from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, EventSi
 from kubevirt.client.errors import AlreadyExistsError, ApiError, NotFoundError
 from kubevirt.client.resources import CONTROLLER_REVISIONS
 from kubevirt.controller import RequeueAfter, Store, UIDTrackingControllerExpectations, key_for, key_of
+from kubevirt.controller.store import OWNER_INDEX
 from kubevirt.defaults import DefaultingError
 from kubevirt.instancetype import expand_vmi
 from kubevirt.instancetype.conflict import joined_paths
@@ -452,7 +453,7 @@ class VMController:
     def _delete_start_revisions(self, vm: VirtualMachine, keep: str | None = None) -> None:
         if self._revisions is None:
             return
-        for revision in start_revisions(vm, self._revisions.list()):
+        for revision in start_revisions(vm, self._owned_revisions(vm)):
             name = revision["metadata"]["name"]
             if name == keep:
                 continue
@@ -461,11 +462,15 @@ class VMController:
             except NotFoundError:
                 continue
 
+    def _owned_revisions(self, vm: VirtualMachine) -> list[Any]:
+        assert self._revisions is not None
+        return self._revisions.by_index(OWNER_INDEX, _meta(vm).uid or "")
+
     def _sync_restart_required(self, run: _Run, vmi: VirtualMachineInstance | None) -> None:
         """Sets or clears RestartRequired while a VMI runs (it is cleared on every start and stop)."""
         if self._revisions is None or vmi is None or vmi.is_marked_for_deletion() or run.started_or_stopped:
             return
-        started = latest_start_spec(run.vm, self._revisions.list())
+        started = latest_start_spec(run.vm, self._owned_revisions(run.vm))
         if started is None:
             return
         try:
