@@ -20,6 +20,7 @@ from kubevirt.virt_controller.watch.common import owner_reference
 from kubevirt.virt_controller.watch.conditions import get_condition
 from kubevirt_api.core.v1 import VirtualMachineInstance, VirtualMachineInstanceSpec
 from kubevirt_api.core.v1.vm import VirtualMachine, VirtualMachineSpec
+from kubevirt_api.resource import Quantity, QuantityError
 
 JSON = dict[str, Any]
 API_VERSION: Final = "kubevirt.io/v1"
@@ -32,6 +33,8 @@ MEMORY_NOT_MIGRATABLE: Final = (
 MEMORY_NO_MAX_GUEST: Final = (
     "memory updated in template spec. Memory-hotplug is not available for this VM configuration"
 )
+MEMORY_NOT_HOTPLUGGABLE: Final = "memory hotplug not supported, {}"
+MEMORY_BELOW_BOOT: Final = "memory updated in template spec to a value lower than what the VM started with"
 _LIVE_MIGRATABLE: Final = "LiveMigratable"
 
 Expand = Callable[[VirtualMachine], VirtualMachineInstanceSpec]
@@ -152,6 +155,31 @@ def _memory_change(now: JSON, vmi: VirtualMachineInstance) -> str | None:
         return MEMORY_NOT_MIGRATABLE
     if memory.max_guest is None:
         return MEMORY_NO_MAX_GUEST
+    try:
+        wanted = Quantity(str(guest)).value()
+    except QuantityError:
+        return None
+    unsupported = _memory_hotplug_unsupported(now, wanted, memory.max_guest.value())
+    if unsupported is not None:
+        return MEMORY_NOT_HOTPLUGGABLE.format(unsupported)
+    at_boot = vmi.status.memory.guest_at_boot
+    if at_boot is not None and wanted < at_boot.value():
+        return MEMORY_BELOW_BOOT
+    return None  # KubeVirt would hotplug the difference
+
+
+def _memory_hotplug_unsupported(now: JSON, wanted: int, max_guest: int) -> str | None:
+    """Why KubeVirt's memory hotplug cannot take the VM's spec (the part of its validation that does
+    not depend on block alignment), or None."""
+    cpu = _get(now, "domain", "cpu") or {}
+    if cpu.get("realtime") is not None:
+        return "Memory hotplug is not compatible with realtime VMs"
+    if (cpu.get("numa") or {}).get("guestMappingPassthrough") is not None:
+        return "Memory hotplug is not compatible with guest mapping passthrough"
+    if _get(now, "domain", "launchSecurity") is not None:
+        return "Memory hotplug is not compatible with encrypted VMs"
+    if wanted > max_guest:
+        return "Guest memory is greater than the configured maxGuest memory"
     return None
 
 

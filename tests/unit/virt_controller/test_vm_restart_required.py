@@ -13,6 +13,8 @@ from kubevirt.client.resources import (
 )
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.watch.restartrequired import (
+    MEMORY_BELOW_BOOT,
+    MEMORY_NOT_HOTPLUGGABLE,
     MEMORY_NOT_MIGRATABLE,
     NON_LIVE_UPDATABLE,
     SOCKETS_REDUCED,
@@ -203,3 +205,69 @@ def test_stopping_the_vm_drops_the_record_and_the_condition() -> None:
     _edit_vm(controllers, {"spec": {"runStrategy": "Halted"}})
     assert _restart_required(cluster) is None
     assert _start_revisions(cluster) == []
+
+
+def test_taking_an_edited_instancetype_by_clearing_the_stored_revision_needs_a_restart() -> None:
+    cluster = Cluster()
+    _instancetype(cluster, "u1.small", 1, "2Gi", namespaced=False)
+    _instancetype(cluster, "it-edit", 1, "2Gi")
+    controllers = _running(
+        cluster, instancetype={"kind": "VirtualMachineClusterInstancetype", "name": "u1.small"}
+    )
+    status = {"status": {"memory": {"guestAtBoot": "2Gi", "guestCurrent": "2Gi", "guestRequested": "2Gi"}}}
+    cluster.api.patch(
+        VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvm", status, patch_type="merge", subresource="status"
+    )
+    _edit_vm(
+        controllers, {"spec": {"instancetype": {"kind": "VirtualMachineInstancetype", "name": "it-edit"}}}
+    )
+    pinned = _vm(cluster)["status"]["instancetypeRef"]["controllerRevisionRef"]["name"]
+    assert _restart_required(cluster) is None
+    edit = {"spec": {"memory": {"guest": "1Gi"}}}
+    cluster.api.patch(VIRTUAL_MACHINE_INSTANCETYPES, NAMESPACE, "it-edit", edit, patch_type="merge")
+    controllers.run()
+    assert _restart_required(cluster) is None
+    clear = [{"op": "remove", "path": "/status/instancetypeRef/controllerRevisionRef"}]
+    cluster.api.patch(VIRTUAL_MACHINES, NAMESPACE, "testvm", clear, subresource="status")
+    controllers.run()
+    assert _vm(cluster)["status"]["instancetypeRef"]["controllerRevisionRef"]["name"] != pinned
+    condition = _restart_required(cluster)
+    assert condition is not None
+    assert condition["message"] == MEMORY_NOT_MIGRATABLE
+
+
+def _migratable_with_max_guest(cluster: Cluster, at_boot: str, max_guest: str) -> None:
+    """What virt-api's defaults and virt-handler give a migratable VMI under LiveUpdate."""
+
+    def change(vmi: JSON) -> None:
+        vmi["spec"]["domain"]["memory"]["maxGuest"] = max_guest
+        vmi["status"]["memory"] = {"guestAtBoot": at_boot, "guestCurrent": at_boot, "guestRequested": at_boot}
+        vmi["status"].setdefault("conditions", []).append({"type": "LiveMigratable", "status": "True"})
+
+    cluster.api.edit(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvm", change)
+
+
+def test_memory_below_what_a_migratable_vmi_booted_with_needs_a_restart() -> None:
+    cluster = Cluster()
+    _instancetype(cluster, "small", 1, "2Gi")
+    _instancetype(cluster, "smaller", 1, "1Gi")
+    controllers = _running(cluster, instancetype={"kind": "VirtualMachineInstancetype", "name": "small"})
+    _migratable_with_max_guest(cluster, "2Gi", "8Gi")
+    _edit_vm(controllers, {"spec": {"instancetype": {"name": "smaller"}}})
+    condition = _restart_required(cluster)
+    assert condition is not None
+    assert condition["message"] == MEMORY_BELOW_BOOT
+
+
+def test_memory_above_max_guest_cannot_be_hotplugged() -> None:
+    cluster = Cluster()
+    _instancetype(cluster, "small", 1, "2Gi")
+    _instancetype(cluster, "huge", 1, "16Gi")
+    controllers = _running(cluster, instancetype={"kind": "VirtualMachineInstancetype", "name": "small"})
+    _migratable_with_max_guest(cluster, "2Gi", "8Gi")
+    _edit_vm(controllers, {"spec": {"instancetype": {"name": "huge"}}})
+    condition = _restart_required(cluster)
+    assert condition is not None
+    assert condition["message"] == MEMORY_NOT_HOTPLUGGABLE.format(
+        "Guest memory is greater than the configured maxGuest memory"
+    )
