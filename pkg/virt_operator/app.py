@@ -34,9 +34,9 @@ from kubevirt.log import get_logger
 from kubevirt.service.probes import ProbeServer
 from kubevirt.virt_operator.certificates import new_ca
 from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
-from kubevirt.virt_operator.resource.metadata import MANAGED_SELECTOR
+from kubevirt.virt_operator.resource.metadata import MANAGED_SELECTOR, is_managed
 from kubevirt.virt_operator.resource.strategy import crds
-from kubevirt.virt_operator.resources import MANAGED
+from kubevirt.virt_operator.resources import COMMON_INSTANCETYPES, MANAGED
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
 COMPONENT = "virt-operator"
@@ -85,11 +85,15 @@ class VirtOperator:
                 on_delete=lambda _obj: self._enqueue_all(),
             )
             self._managed[resource] = informer
+        # Made on first use: their CRDs exist only once the operator installed them.
+        self._bundle: dict[Resource, Informer[JSON]] = {}
+        self._bundle_lock = threading.Lock()
         self.reconciler = KubeVirtReconciler(
             api,
             OperatorSettings(namespace=options.namespace, operator_image=options.operator_image),
             self._kubevirts.store,
             self.cache,
+            synced=self.synced,
         )
         self.controller = Controller("kubevirt", self.queue, self.reconciler, workers=options.workers)
         self.stop_event = threading.Event()
@@ -108,7 +112,36 @@ class VirtOperator:
         )
 
     def cache(self, resource: Resource) -> Store[JSON]:
-        return self._managed[resource].store
+        return self._informer(resource).store
+
+    def synced(self, resource: Resource) -> bool:
+        return self._informer(resource).has_synced()
+
+    def _informer(self, resource: Resource) -> Informer[JSON]:
+        if resource not in COMMON_INSTANCETYPES:
+            return self._managed[resource]
+        with self._bundle_lock:
+            informer = self._bundle.get(resource)
+            if informer is None:
+                # Every object, managed or not: one of the bundle's names taken by a user's object is
+                # made the bundle's again, as KubeVirt does.
+                informer = self._factory.informer(resource)
+                informer.add_event_handler(
+                    on_add=self._on_bundle_event,
+                    on_update=self._on_bundle_update,
+                    on_delete=self._on_bundle_event,
+                )
+                self._bundle[resource] = informer
+            return informer
+
+    def _on_bundle_event(self, obj: JSON) -> None:
+        # Users' own cluster instance types are none of the operator's business.
+        if is_managed(obj):
+            self._enqueue_all()
+
+    def _on_bundle_update(self, old: JSON, new: JSON) -> None:
+        if is_managed(old) or is_managed(new):
+            self._on_managed_update(old, new)
 
     def _on_managed_update(self, old: JSON, new: JSON) -> None:
         # Resyncs deliver unchanged objects; only real changes need a sync.

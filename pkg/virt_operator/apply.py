@@ -4,6 +4,10 @@ An object whose cached copy does not contain everything the strategy says is pat
 patch of the desired object: lists such as containers are replaced whole, fields the API server or
 other controllers add are left alone). Writes never carry a resourceVersion, so they cannot conflict;
 a cache that lags behind a create is met with AlreadyExists and answered with a patch.
+
+Objects the operator owns whole (the common instance types and preferences) are written ``whole``: their
+labels, annotations and spec are made exactly the desired ones, as KubeVirt's operator replaces them, so
+a field a user added to a bundled instance type is taken away again.
 """
 
 from __future__ import annotations
@@ -48,6 +52,27 @@ def _identity(obj: JSON) -> tuple[str | None, str]:
     return metadata.get("namespace"), metadata["name"]
 
 
+_OWNED_WHOLE = (("metadata", "labels"), ("metadata", "annotations"), ("spec",))
+
+
+def _owned_whole(obj: JSON) -> list[Any]:
+    values = []
+    for path in _OWNED_WHOLE:
+        value: Any = obj
+        for key in path:
+            value = (value or {}).get(key)
+        values.append(value or {})
+    return values
+
+
+def _replace_owned(desired: JSON) -> list[JSON]:
+    """A JSON patch setting the wholly owned fields (``add`` replaces a member that exists)."""
+    return [
+        {"op": "add", "path": "/" + "/".join(path), "value": value}
+        for path, value in zip(_OWNED_WHOLE, _owned_whole(desired), strict=True)
+    ]
+
+
 class Applier:
     def __init__(self, api: KubeApi, caches: CacheLookup, *, concurrency: int = CONCURRENCY) -> None:
         self._api = api
@@ -58,8 +83,9 @@ class Applier:
         namespace, name = _identity(obj)
         return self._caches(resource_of(obj)).get_by_key(key_for(namespace, name))
 
-    def apply(self, desired: JSON) -> bool:
-        """Makes the object as ``desired`` says; True when it had to write."""
+    def apply(self, desired: JSON, *, whole: bool = False) -> bool:
+        """Makes the object as ``desired`` says (exactly, for its labels, annotations and spec, when
+        ``whole``); True when it had to write."""
         resource = resource_of(desired)
         namespace, name = _identity(desired)
         current = self.cached(desired)
@@ -70,6 +96,12 @@ class Applier:
                 return True
             except AlreadyExistsError:
                 current = self._api.get(resource, namespace, name)
+        if whole:
+            if _owned_whole(current) == _owned_whole(desired):
+                return False
+            self._api.patch(resource, namespace, name, _replace_owned(desired), patch_type="json")
+            _log.info("replaced", kind=resource.kind, namespace=namespace, name=name)
+            return True
         if contains(current, desired):
             return False
         body = {key: value for key, value in desired.items() if key not in ("apiVersion", "kind")}
@@ -77,7 +109,7 @@ class Applier:
         _log.info("restored", kind=resource.kind, namespace=namespace, name=name)
         return True
 
-    def apply_all(self, objects: Iterable[JSON]) -> int:
+    def apply_all(self, objects: Iterable[JSON], *, whole: bool = False) -> int:
         """Applies the objects stage by stage (API types, then who may do what, then what serves), each
         stage's objects concurrently: an install is dozens of independent writes. Returns how many
         were written; the first failure is raised once its stage is done."""
@@ -86,15 +118,15 @@ class Applier:
             stages.setdefault(_STAGES.get(obj.get("kind", ""), 1), []).append(obj)
         written = 0
         for stage in sorted(stages):
-            futures = [self._pool.submit(self.apply, obj) for obj in stages[stage]]
+            futures = [self._pool.submit(self.apply, obj, whole=whole) for obj in stages[stage]]
             wait(futures)
             for future in futures:
                 written += future.result()
         return written
 
-    def managed(self) -> list[JSON]:
-        """Every cached object carrying the operator's managed-by label."""
-        return [obj for resource in MANAGED for obj in self._caches(resource).list() if is_managed(obj)]
+    def managed(self, resources: Iterable[Resource] = MANAGED) -> list[JSON]:
+        """Every cached object of ``resources`` carrying the operator's managed-by label."""
+        return [obj for resource in resources for obj in self._caches(resource).list() if is_managed(obj)]
 
     def delete(self, obj: JSON) -> None:
         namespace, name = _identity(obj)
@@ -105,10 +137,11 @@ class Applier:
         except NotFoundError:
             pass
 
-    def delete_stale(self, desired: Iterable[JSON]) -> int:
-        """Deletes managed objects the strategy no longer has (e.g. a budget for a single replica)."""
+    def delete_stale(self, desired: Iterable[JSON], resources: Iterable[Resource] = MANAGED) -> int:
+        """Deletes managed objects of ``resources`` the strategy no longer has (e.g. a budget for a
+        single replica)."""
         wanted = {(obj["kind"], *_identity(obj)) for obj in desired}
-        stale = [obj for obj in self.managed() if (obj["kind"], *_identity(obj)) not in wanted]
+        stale = [obj for obj in self.managed(resources) if (obj["kind"], *_identity(obj)) not in wanted]
         for obj in stale:
             self.delete(obj)
         return len(stale)

@@ -3,7 +3,8 @@ uninstall, one CR at a time, reading only from the informer caches.
 
 A sync records the target version, issues or rotates the certificates, applies every object of the
 install strategy (restoring any that was deleted or edited), removes managed objects the strategy no
-longer has, and writes the CR status as KubeVirt does. Deleting the CR removes everything the operator
+longer has, installs the common instance types and preferences once the components are rolled out, and
+writes the CR status as KubeVirt does. Deleting the CR removes everything the operator
 made, unless the uninstall strategy says to wait for the workloads to go first.
 """
 
@@ -32,6 +33,7 @@ from kubevirt.version import get_version
 from kubevirt.virt_operator import conditions
 from kubevirt.virt_operator.apply import Applier, contains
 from kubevirt.virt_operator.certificates import CertificateError, reconcile_certificates, rotation_policy
+from kubevirt.virt_operator.instancetypes import CommonInstancetypes
 from kubevirt.virt_operator.readiness import workloads_ready
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, install_config
 from kubevirt.virt_operator.resource.metadata import stamp
@@ -51,6 +53,7 @@ _WORKLOADS: tuple[tuple[Resource, str], ...] = (
     (VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, "Virtual Machine Instance Replica Sets"),
 )
 WORKLOAD_RECHECK_SECONDS = 5.0
+BUNDLE_CACHE_RECHECK_SECONDS = 1.0
 MAX_ROTATION_WAIT_SECONDS = 3600.0
 _ARCHITECTURES = {"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
 
@@ -78,12 +81,14 @@ class KubeVirtReconciler:
         kubevirts: Store[KubeVirt],
         caches: Callable[[Resource], Store[JSON]],
         clock: Callable[[], datetime.datetime] = _now,
+        synced: Callable[[Resource], bool] = lambda _resource: True,
     ) -> None:
         self._api = api
         self._settings = settings
         self._kubevirts = kubevirts
         self._caches = caches
         self._applier = Applier(api, caches)
+        self._common_instancetypes = CommonInstancetypes(self._applier, synced)
         self._clock = clock
 
     # The contract.
@@ -184,6 +189,16 @@ class KubeVirtReconciler:
             conditions.failed_error(status, str(err))
             raise
         ready = self._rolled_out(desired)
+        bundle_pending = False
+        if ready:
+            # As KubeVirt, the bundle goes last: its objects pass virt-api's webhooks.
+            raw = kv.model_dump(by_alias=True, exclude_none=True, mode="json")
+            try:
+                bundle_pending = not self._common_instancetypes.sync(raw, config)
+            except ApiError as err:
+                conditions.failed_error(status, str(err))
+                raise
+            ready = not bundle_pending
         # A fresh install is synced once everything exists; an update once the components rolled over
         # to it. From then on the target is the observed install.
         if ready or not conditions.is_updating(status):
@@ -194,6 +209,8 @@ class KubeVirtReconciler:
             status["phase"] = KubeVirtPhase.DEPLOYED
             conditions.available(status)
             status["observedGeneration"] = kv.metadata.generation
+        if bundle_pending:
+            return BUNDLE_CACHE_RECHECK_SECONDS
         wait = (issued.next_rotation - now).total_seconds()
         return min(max(wait, 1.0), MAX_ROTATION_WAIT_SECONDS)
 

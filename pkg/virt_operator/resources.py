@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kubevirt.client import Resource
+from kubevirt.client.resources import (
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+    VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
+)
 
 JSON = dict[str, Any]
 
@@ -52,7 +56,15 @@ MANAGED: Final[tuple[Resource, ...]] = (
     CONFIG_MAPS,
     CUSTOM_RESOURCE_DEFINITIONS,
 )
-BY_KIND: Final[dict[str, Resource]] = {resource.kind: resource for resource in MANAGED}
+# The common-instancetypes bundle. Kept apart from MANAGED: their CRDs are among what the operator
+# installs, so they are watched only once those exist, and an uninstall removes them with the CRDs.
+COMMON_INSTANCETYPES: Final[tuple[Resource, ...]] = (
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+    VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
+)
+BY_KIND: Final[dict[str, Resource]] = {
+    resource.kind: resource for resource in (*MANAGED, *COMMON_INSTANCETYPES)
+}
 
 
 def resource_of(obj: JSON) -> Resource:

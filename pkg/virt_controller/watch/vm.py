@@ -13,8 +13,10 @@ from datetime import datetime
 from typing import Any, Final
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, EventSink, KubeApi
-from kubevirt.client.errors import ApiError
+from kubevirt.client.errors import AlreadyExistsError, ApiError, NotFoundError
+from kubevirt.client.resources import CONTROLLER_REVISIONS
 from kubevirt.controller import RequeueAfter, Store, UIDTrackingControllerExpectations, key_for, key_of
+from kubevirt.controller.store import OWNER_INDEX
 from kubevirt.defaults import DefaultingError
 from kubevirt.instancetype import expand_vmi
 from kubevirt.instancetype.conflict import joined_paths
@@ -50,6 +52,12 @@ from kubevirt.virt_controller.watch.instancetype import (
 )
 from kubevirt.virt_controller.watch.printable import VMState, printable_status
 from kubevirt.virt_controller.watch.refmanager import adopt
+from kubevirt.virt_controller.watch.restartrequired import (
+    latest_start_spec,
+    restart_required,
+    start_revision,
+    start_revisions,
+)
 from kubevirt.virt_controller.watch.runstrategy import (
     first_request_done,
     has_start_paused_request,
@@ -66,6 +74,7 @@ from kubevirt_api.core.v1 import (
     VirtualMachineConditionType,
     VirtualMachineInstance,
     VirtualMachineInstanceConditionType,
+    VirtualMachineInstanceSpec,
     VirtualMachineRunStrategy,
     VirtualMachineStateChangeRequest,
     VirtualMachineStatus,
@@ -134,6 +143,8 @@ class VMController:
             if any(store is not None for store in stores)
             else None
         )
+        # Start revisions (what a running VMI started from) are kept only with a revision cache.
+        self._revisions = revision_store
         self._api = api
         self._events = events
         self._vms = vm_store
@@ -207,6 +218,7 @@ class VMController:
             raise SyncError(f"Error fetching RunStrategy: {err}", FAILED_CREATE_REASON) from None
         self._sync_run_strategy(run, vmi, strategy, key)
         self._sync_firmware_uuid(run)
+        self._sync_restart_required(run, vmi)
 
     def _sync_instancetypes(self, run: _Run) -> bool:
         """Checks that what the VM selects exists, stores ControllerRevisions of it and records them in
@@ -373,6 +385,8 @@ class VMController:
             self._events.event(vm, "Warning", FAILED_CREATE_REASON, message)
             raise
         meta = _meta(vm)
+        self._record_start(vm)
+        run.started_or_stopped = True
         self._expectations.expect_creations(key, 1)
         try:
             created = self._api.create(VIRTUAL_MACHINE_INSTANCES, meta.namespace, vmi.to_dict())
@@ -411,12 +425,80 @@ class VMController:
             raise SyncError(f"Failure attempting to delete VMI: {err}", FAILED_DELETE_REASON) from err
         status = run.status
         status.conditions = remove_condition(status.conditions, VirtualMachineConditionType.RESTART_REQUIRED)
+        self._delete_start_revisions(run.vm)
+        run.started_or_stopped = True
         self._events.event(
             run.vm,
             "Normal",
             SUCCESSFUL_DELETE_REASON,
             f"Stopped the virtual machine by deleting the virtual machine instance {uid}",
         )
+
+    # -- restart required ------------------------------------------------------------------------------
+
+    def _record_start(self, vm: VirtualMachine) -> None:
+        """Stores the spec the VMI about to be created starts from, replacing older records."""
+        if self._revisions is None:
+            return
+        wanted = start_revision(vm)
+        self._delete_start_revisions(vm, keep=wanted["metadata"]["name"])
+        try:
+            self._api.create(CONTROLLER_REVISIONS, wanted["metadata"]["namespace"], wanted)
+        except AlreadyExistsError:
+            pass  # this generation's start was recorded by an earlier pass
+        except ApiError as err:
+            message = f"Failed to create controller revision for VirtualMachine: {describe_api_error(err)}"
+            raise SyncError(message, FAILED_CREATE_REASON) from err
+
+    def _delete_start_revisions(self, vm: VirtualMachine, keep: str | None = None) -> None:
+        if self._revisions is None:
+            return
+        for revision in start_revisions(vm, self._owned_revisions(vm)):
+            name = revision["metadata"]["name"]
+            if name == keep:
+                continue
+            try:
+                self._api.delete(CONTROLLER_REVISIONS, _meta(vm).namespace, name)
+            except NotFoundError:
+                continue
+
+    def _owned_revisions(self, vm: VirtualMachine) -> list[Any]:
+        assert self._revisions is not None
+        return self._revisions.by_index(OWNER_INDEX, _meta(vm).uid or "")
+
+    def _sync_restart_required(self, run: _Run, vmi: VirtualMachineInstance | None) -> None:
+        """Sets or clears RestartRequired while a VMI runs (it is cleared on every start and stop)."""
+        if self._revisions is None or vmi is None or vmi.is_marked_for_deletion() or run.started_or_stopped:
+            return
+        started = latest_start_spec(run.vm, self._owned_revisions(run.vm))
+        if started is None:
+            return
+        try:
+            message = restart_required(
+                started, run.vm, vmi, self._expanded, live_update=self._config().live_update
+            )
+        except SyncError as err:
+            # What the VM selects cannot be expanded right now: the condition stays as it is.
+            self._log.info("cannot tell whether a restart is required", reason=err.message)
+            return
+        status = run.status
+        kind = VirtualMachineConditionType.RESTART_REQUIRED
+        if message is None:
+            status.conditions = remove_condition(status.conditions, kind)
+            return
+        current = get_condition(status.conditions, kind)
+        if current is not None and current.status == TRUE and current.message == message:
+            return
+        condition = VirtualMachineCondition(
+            type=kind, status=TRUE, message=message, last_transition_time=format_time(run.now)
+        )
+        status.conditions = [*(remove_condition(status.conditions, kind) or ()), condition]
+
+    def _expanded(self, vm: VirtualMachine) -> VirtualMachineInstanceSpec:
+        selection = None
+        if self._instancetypes is not None and (vm.spec.instancetype or vm.spec.preference):
+            selection = self._instancetypes.select(vm)
+        return build_vmi(vm, selection).spec
 
     def _append_start_request(self, run: _Run) -> None:
         """After a failed VMI under RerunOnFailure: queue a start so the next VMI follows the deletion."""
@@ -588,6 +670,8 @@ class _Run:
         self.requeue_after: float | None = None
         # The instance type and preference the VM selects, once found.
         self.selection = Selection()
+        # A VMI was created or deleted in this pass: the caches do not show it yet.
+        self.started_or_stopped = False
         if vm.status is None:
             vm.status = VirtualMachineStatus()
 

@@ -18,8 +18,13 @@ import pytest
 from cryptography import x509
 
 from kubevirt.client import KUBEVIRTS, VIRTUAL_MACHINE_INSTANCES, KubeClient
+from kubevirt.client.resources import (
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+    VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
+)
 from kubevirt.virt_operator.app import VirtOperator
 from kubevirt.virt_operator.certificates import component_certificates
+from kubevirt.virt_operator.resource.common_instancetypes import cluster_instancetypes, cluster_preferences
 from kubevirt.virt_operator.resource.config import InstallConfig
 from kubevirt.virt_operator.resource.strategy import install_strategy
 from kubevirt.virt_operator.resources import (
@@ -273,6 +278,50 @@ def test_certificates_rotate_per_the_strategy_and_the_ca_stays_trusted(
     assert kube.get(SECRETS, NS, "kubevirt-ca")["data"] == ca_before
     assert kube.get(CONFIG_MAPS, NS, "kubevirt-ca")["data"]["ca-bundle"] == bundle_before
     kube.patch(KUBEVIRTS, NS, "kubevirt", {"spec": {"certificateRotateStrategy": None}}, patch_type="merge")
+
+
+def _bundle_names(kube: KubeClient) -> tuple[set[str], set[str]]:
+    # The bundle is synced once the components are rolled out: keep them reported ready.
+    play_controller_manager(kube)
+    instancetypes, _ = kube.list(VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, None)
+    preferences, _ = kube.list(VIRTUAL_MACHINE_CLUSTER_PREFERENCES, None)
+    return (
+        {obj["metadata"]["name"] for obj in instancetypes},
+        {obj["metadata"]["name"] for obj in preferences},
+    )
+
+
+def test_the_common_instancetypes_are_installed_kept_and_turned_off_and_on(
+    kube: KubeClient, installed: JSON
+) -> None:
+    deployed(kube)
+    bundle = (
+        {obj["metadata"]["name"] for obj in cluster_instancetypes()},
+        {obj["metadata"]["name"] for obj in cluster_preferences()},
+    )
+    assert _bundle_names(kube) == bundle
+    small = kube.get(VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, None, "u1.small")
+    assert small["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "virt-operator"
+    assert small["metadata"]["labels"]["instancetype.kubevirt.io/vendor"] == "kubevirt.io"
+
+    # A user's edit is taken back (the informer reports it; nothing polls).
+    edit = {"spec": {"cpu": {"guest": 4}, "ioThreadsPolicy": "auto"}}
+    kube.patch(VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, None, "u1.small", edit, patch_type="merge")
+
+    def restored() -> bool:
+        play_controller_manager(kube)
+        spec = kube.get(VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, None, "u1.small")["spec"]
+        return bool(spec == {"cpu": {"guest": 1}, "memory": {"guest": "2Gi"}})
+
+    eventually("u1.small is the bundle's again", restored)
+
+    off = {"spec": {"configuration": {"commonInstancetypesDeployment": {"enabled": False}}}}
+    kube.patch(KUBEVIRTS, NS, "kubevirt", off, patch_type="merge")
+    eventually("the bundle is removed", lambda: _bundle_names(kube) == (set(), set()))
+    on = {"spec": {"configuration": {"commonInstancetypesDeployment": None}}}
+    kube.patch(KUBEVIRTS, NS, "kubevirt", on, patch_type="merge")
+    eventually("the bundle is back", lambda: _bundle_names(kube) == bundle)
+    deployed(kube)
 
 
 def _ignore_webhook_failures() -> list[JSON]:
