@@ -142,7 +142,7 @@ def check(
             verdict.problems.append(f"pod {pod_uid}: {programs['qemu-system-x86_64']} QEMU processes")
         if pod_uid not in live_pods and programs.total():
             verdict.problems.append(f"pod {pod_uid} is gone or finished but runs {dict(programs)}")
-    missing = [uid for uid in running_pods if not processes.get(uid, Counter())["qemu-system-x86_64"]]
+    missing = sorted(uid for uid in running_pods if not processes.get(uid, Counter())["qemu-system-x86_64"])
     if missing:
         verdict.problems.append(f"Running VMIs without a QEMU process in their pod: {missing}")
     verdict.facts = {

@@ -151,13 +151,11 @@ class Recorder:
         marks.mark("pod_created", now)
         if pod["spec"].get("nodeName"):
             marks.mark("pod_scheduled", now)
-        for status in pod.get("status", {}).get("containerStatuses", []):
-            if status["name"] == "compute" and "running" in status.get("state", {}):
-                marks.mark("compute_running", now)
 
 
 def launcher_log_marks(log: str) -> dict[str, float]:
-    """The steps a launcher's log records, with their times (the first line of each)."""
+    """The steps a launcher's log records, with their times (the first line of each); its first line
+    marks the compute container's start."""
     found: dict[str, float] = {}
     for line in log.splitlines():
         if not line.startswith("{"):
@@ -166,9 +164,13 @@ def launcher_log_marks(log: str) -> dict[str, float]:
             entry = json.loads(line)
         except ValueError:
             continue
-        step = LAUNCHER_MARKS.get(str(entry.get("msg", "")))
-        if step and "timestamp" in entry and step not in found:
-            found[step] = parse_time(str(entry["timestamp"]))
+        if "timestamp" not in entry:
+            continue
+        # The kubelet reports a started container a relist later: the first line the launcher logs
+        # tells when the compute container began more closely.
+        for step in ("compute_running", LAUNCHER_MARKS.get(str(entry.get("msg", "")))):
+            if step and step not in found:
+                found[step] = parse_time(str(entry["timestamp"]))
     return found
 
 
