@@ -27,11 +27,15 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def program(pid: int) -> str:
     """The program's name: the interpreter's script for Python entry points, else argv[0]'s base name."""
-    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    names = [Path(part.decode(errors="replace")).name for part in argv[:2] if part]
-    if len(names) == 2 and names[0].startswith("python"):
-        return names[1]
-    return names[0] if names else ""
+    argv = [
+        Path(a.decode(errors="replace")).name for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    ]
+    if not argv:
+        return ""
+    if argv[0].startswith("python"):
+        script = next((a for a in argv[1:] if not a.startswith("-")), None)
+        return script or argv[0]
+    return argv[0]
 
 
 def cpu_seconds(pid: int) -> float:

@@ -3,6 +3,7 @@ followed until Running, measured and, with faults, checked; the namespace is rem
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 import threading
@@ -65,6 +66,7 @@ class Round:
         self.create_retries = 0
         self.began = 0.0
         self._faults_done = threading.Event()
+        self._own: apimetrics.Requests = Counter()
 
     # -- creating ----------------------------------------------------------------------------------
 
@@ -180,18 +182,23 @@ class Round:
 
     def run(self) -> JSON:
         self.cluster.fresh_namespace(self.namespace)
+        finished = False
         try:
-            return self._measure()
+            result = self._measure()
+            finished = True
+            return result
         finally:
             self.recorder.stop()
             self.sampler.stop()
+            if not finished:  # a failed round leaves nothing behind either
+                self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=false", check=False)
 
     def _measure(self) -> JSON:
         memory_before = procs.available_memory_kib()
         self.sampler.start()
         self.recorder.start()
-        while self.recorder.watches_started < 2:
-            time.sleep(0.1)
+        Cluster.wait_until("the benchmark's watches", lambda: len(self.recorder.requests) == 4, timeout=60)
+        own_before = Counter(self.recorder.requests)
         before = apimetrics.request_counts(self.cluster)
         self.began = time.time()
         injector = threading.Thread(target=self._inject_faults, daemon=True) if self.options.faults else None
@@ -200,6 +207,7 @@ class Round:
         self._create_all()
         self._wait()
         after = apimetrics.request_counts(self.cluster)
+        self._own = self.recorder.requests - own_before
         memory_after = procs.available_memory_kib()
         running_at = time.time()
         self.sampler.sample()
@@ -212,7 +220,7 @@ class Round:
         if self.options.faults:
             verdict = self._check()
             result["faults"] = {
-                "injected": [i.__dict__ for i in self.injected],
+                "injected": [dataclasses.asdict(i) for i in self.injected],
                 "problems": verdict.problems,
                 **verdict.facts,
             }
@@ -221,11 +229,9 @@ class Round:
 
     def _own_requests(self) -> apimetrics.Requests:
         resource = "virtualmachines" if self.options.kind == "vm" else "virtualmachineinstances"
-        own: apimetrics.Requests = Counter()
-        own[("POST", resource)] = self.options.count + self.create_retries
-        # The recorder's lists and watches before the first reading were counted then; these came after.
-        own[("WATCH", "virtualmachineinstances")] = max(0, self.recorder.watches_started - 2)
-        own[("GET", "")] = 1  # the first /metrics reading
+        own: apimetrics.Requests = Counter(self._own)  # the recorder's watches and lists since the reading
+        own[("POST", resource)] += self.options.count + self.create_retries
+        own[("GET", "")] += 1  # the first /metrics reading
         return own
 
     def _result(

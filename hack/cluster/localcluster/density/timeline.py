@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -69,8 +70,8 @@ class Recorder:
         self.marks: dict[str, Marks] = {}
         self.vmis: dict[str, JSON] = {}
         self.pods: dict[str, JSON] = {}
-        self.watches_started = 0
-        self.lists = 0
+        # Its own requests, by (verb, resource), to take out of the apiserver's counts.
+        self.requests: Counter[tuple[str, str]] = Counter()
         self._client = client
         self._namespace = namespace
         self._stop = threading.Event()
@@ -107,11 +108,11 @@ class Recorder:
         while not self._stop.is_set():
             try:
                 if not version:
+                    self.requests[("LIST", resource.plural)] += 1
                     items, version = self._client.list(resource, self._namespace)
-                    self.lists += 1
                     for item in items:
                         handle("ADDED", item, time.time())
-                self.watches_started += 1
+                self.requests[("WATCH", resource.plural)] += 1
                 for event in self._client.watch(
                     resource, self._namespace, resource_version=version, timeout_seconds=60
                 ):
