@@ -150,6 +150,19 @@ class Round:
         vmis, _ = self.recorder.snapshot()
         return all(self._done(vmis.get(name, {"metadata": {}})) for name in self.names)
 
+    def _failed(self) -> list[str]:
+        """VMIs that failed though their launcher was not killed: they will not come to Running."""
+        vmis, _ = self.recorder.snapshot()
+        killed = self.killed
+        spared = killed.vmi_uid if killed else None
+        if self.options.faults and not self._faults_done.is_set():
+            spared = "*"  # the launcher kill may be under way
+        return sorted(
+            name
+            for name, vmi in vmis.items()
+            if vmi.get("status", {}).get("phase") == "Failed" and spared not in ("*", vmi["metadata"]["uid"])
+        )
+
     def _done(self, vmi: JSON) -> bool:
         """Running; for the VMI whose launcher was killed: Failed, or run again (a new UID) by its VM."""
         phase = vmi.get("status", {}).get("phase")
@@ -172,6 +185,9 @@ class Round:
                 seen = line
             if time.time() > deadline:
                 self.say(f"  not settled within {self.options.timeout:.0f} s")
+                return
+            if failed := self._failed():
+                self.say(f"  given up: {', '.join(failed)} Failed, and no fault explains it")
                 return
             time.sleep(0.5)
         self.say(
