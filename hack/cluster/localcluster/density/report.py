@@ -33,6 +33,8 @@ def show(result: JSON, say: Say = print) -> None:
     kind = "VMs" if result["kind"] == "vm" else "VMIs"
     latency = result["create_to_running_seconds"]
     say(f"\n== {result['count']} {kind} (network: {result['network']}, resources {result['resources']}) ==")
+    if result["network"] == "none":
+        say("no pod network: --network masquerade measures it once masquerade VMIs run on this cluster")
     say(f"Running: {result['running']}/{result['count']}, settled after {result['seconds_to_settle']} s")
     if latency["p50"] is not None:
         ok = latency["p50"] <= P50_TARGET and latency["p95"] <= P95_TARGET

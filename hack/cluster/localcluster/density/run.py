@@ -206,8 +206,10 @@ class Round:
         finally:
             self.recorder.stop()
             self.sampler.stop()
-            if not finished:  # a failed round leaves nothing behind either
-                self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=false", check=False)
+            if not finished:
+                # Gone before anything else is torn down: virt-handler unmounts the containerDisks and
+                # virt-controller drops the VMIs' finalizers, so neither may be uninstalled first.
+                self._teardown()
 
     def _measure(self) -> JSON:
         memory_before = procs.available_memory_kib()
