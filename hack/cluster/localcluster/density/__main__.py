@@ -28,7 +28,7 @@ def parser() -> argparse.ArgumentParser:
         "--network",
         choices=("masquerade", "none"),
         default="none",
-        help="the pod network through masquerade, or none (the default until masquerade runs on this cluster)",
+        help="the pod network through masquerade, or none (default until masquerade runs on this cluster)",
     )
     p.add_argument("--cpu", default="100m", help="CPU request (and limit) of each VMI")
     p.add_argument("--memory", default="128Mi", help="memory request and limit of each VMI")
