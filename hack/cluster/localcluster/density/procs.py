@@ -1,5 +1,6 @@
 """CPU seconds and resident memory of KubeVirt's processes, read from ``/proc`` on this host (the
-cluster's containers are host processes here), grouped by component and, for launcher pods, by pod."""
+cluster's containers are host processes here, each in its pod's cgroup), grouped by component and, for
+launcher pods, by pod."""
 
 from __future__ import annotations
 
@@ -109,6 +110,10 @@ class Sampler:
         name = program(pid)
         if name not in CONTROL_PLANE and name not in LAUNCHER_PARTS:
             return
+        # Only the cluster's: tests on this host may run the same programs outside any pod.
+        pod = pod_uid(pid)
+        if pod is None:
+            return
         # A pid is reused only after its process ended: its start time tells the two apart.
         started = float(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
         cpu = cpu_seconds(pid)
@@ -117,7 +122,7 @@ class Sampler:
         found = self.seen.get(key)
         if found is None:
             born = not self._first_scan
-            self.seen[key] = Seen(name, pod_uid(pid), 0.0 if born else cpu, cpu, peak, born)
+            self.seen[key] = Seen(name, pod, 0.0 if born else cpu, cpu, peak, born)
         else:
             found.last_cpu = cpu
             found.peak_kib = max(found.peak_kib, peak)
