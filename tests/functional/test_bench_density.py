@@ -38,8 +38,9 @@ def test_density_measures_every_vmi_to_running(cluster: Cluster, kubevirt: float
     latency = result["create_to_running_seconds"]
     assert 0 < latency["p50"] <= latency["p95"] <= latency["max"] < 300
     phases = result["median_phases_seconds"]
-    # Every step of the median VMI was seen, from admission to the status write, and they add up.
-    assert all(seconds is not None and seconds >= 0 for seconds in phases.values()), phases
+    # Every step of the median VMI was seen, from admission to the status write, and they add up (the
+    # containers' start times come to the second: a step next to one may look up to a second short).
+    assert all(seconds is not None and seconds > -1.0 for seconds in phases.values()), phases
     median = result["objects"][result["median_object"]]
     assert sum(phases.values()) == pytest.approx(median["running"] - median["create_sent"], abs=0.01)
     requests = result["api_requests_per_object"]

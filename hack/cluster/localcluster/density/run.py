@@ -262,15 +262,20 @@ class Round:
     ) -> JSON:
         marks = self.recorder.marks
         pod_uids: set[str] = set()
+        logs: dict[str, str] = {}
+        containers: dict[str, dict[str, float]] = {}
         for name in self.names:
             pod = self._pod_of(name)
             if pod is None:
                 continue
             pod_uids.add(pod["metadata"]["uid"])
-            log = self.cluster.kubectl(
+            containers[name] = timeline.container_starts(pod)
+            if "compute" in containers[name]:
+                marks[name].mark("compute_running", containers[name]["compute"])
+            logs[name] = self.cluster.kubectl(
                 "logs", "-n", self.namespace, pod["metadata"]["name"], "-c", "compute", check=False
             ).stdout
-            for step, when in timeline.launcher_log_marks(log).items():
+            for step, when in timeline.launcher_log_marks(logs[name]).items():
                 marks[name].mark(step, when)
         latencies = [
             marks[n].at["running"] - marks[n].at["create_sent"]
@@ -309,6 +314,19 @@ class Round:
             "create_to_running_seconds": summary(latencies),
             "median_object": median,
             "median_phases_seconds": marks[median].phases() if median else {},
+            # What the median pod's containers and launcher did, from its creation, to look closer.
+            "median_pod": {
+                "container_starts": {
+                    c: round(t - marks[median].at["create_sent"], 2)
+                    for c, t in containers.get(median, {}).items()
+                },
+                "launcher_log": [
+                    (round(t - marks[median].at["create_sent"], 2), m)
+                    for t, m in timeline.launcher_log_lines(logs.get(median, ""))
+                ],
+            }
+            if median
+            else {},
             "phase_p50_seconds": {k: round(statistics.median(v), 3) for k, v in per_phase.items()},
             "api_requests_per_object": apimetrics.per_object(
                 before, after, self._own_requests(), self.options.count

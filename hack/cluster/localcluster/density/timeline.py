@@ -32,7 +32,8 @@ PHASES = (
     ("controller -> pod created", "create_returned", "pod_created"),
     ("scheduling", "pod_created", "pod_scheduled"),
     ("pod start (sandbox, init containers)", "pod_scheduled", "compute_running"),
-    ("launcher ready", "compute_running", "launcher_ready"),
+    ("launcher start (to its first log line)", "compute_running", "first_log"),
+    ("launcher ready", "first_log", "launcher_ready"),
     ("handler sync", "launcher_ready", "sync_received"),
     ("define (convert + defineXML)", "sync_received", "defined"),
     ("QEMU start", "defined", "started"),
@@ -154,10 +155,22 @@ class Recorder:
             marks.mark("pod_scheduled", now)
 
 
-def launcher_log_marks(log: str) -> dict[str, float]:
-    """The steps a launcher's log records, with their times (the first line of each); its first line
-    marks the compute container's start."""
-    found: dict[str, float] = {}
+def container_starts(pod: JSON) -> dict[str, float]:
+    """When each of a pod's containers (init containers too) started, by name, from its status (to the
+    second)."""
+    status = pod.get("status", {})
+    found = {}
+    for container in status.get("initContainerStatuses", []) + status.get("containerStatuses", []):
+        state = container.get("state", {})
+        started = (state.get("running") or state.get("terminated") or {}).get("startedAt")
+        if started:
+            found[container["name"]] = parse_time(started)
+    return found
+
+
+def launcher_log_lines(log: str) -> list[tuple[float, str]]:
+    """The launcher's JSON log lines as (time, message)."""
+    lines = []
     for line in log.splitlines():
         if not line.startswith("{"):
             continue
@@ -165,13 +178,18 @@ def launcher_log_marks(log: str) -> dict[str, float]:
             entry = json.loads(line)
         except ValueError:
             continue
-        if "timestamp" not in entry:
-            continue
-        # The kubelet reports a started container a relist later: the first line the launcher logs
-        # tells when the compute container began more closely.
-        for step in ("compute_running", LAUNCHER_MARKS.get(str(entry.get("msg", "")))):
+        if "timestamp" in entry:
+            lines.append((parse_time(str(entry["timestamp"])), str(entry.get("msg", ""))))
+    return lines
+
+
+def launcher_log_marks(log: str) -> dict[str, float]:
+    """The steps a launcher's log records, with their times (the first line of each), and its first line."""
+    found: dict[str, float] = {}
+    for when, message in launcher_log_lines(log):
+        for step in ("first_log", LAUNCHER_MARKS.get(message)):
             if step and step not in found:
-                found[step] = parse_time(str(entry["timestamp"]))
+                found[step] = when
     return found
 
 
