@@ -249,6 +249,7 @@ def test_the_report_holds_the_numbers_to_their_targets() -> None:
             "PATCH pods/status": 6.0,
             "PUT virtualmachineinstances/status": 3.0,
         },
+        "vmi_versions_per_object": 6.5,
         "steady_seconds": 20.0,
         "control_plane": {"virt-handler": {**usage, "peak_rss_mib": 90.0, "processes": 1}},
         "control_plane_cpu_seconds_per_vmi": 0.5,
@@ -263,3 +264,25 @@ def test_the_report_holds_the_numbers_to_their_targets() -> None:
     assert "pod PATCH        1.00  (<= 1.1: ok)" in text  # pods/status, the kubelet's, apart
     assert "VMI UPDATE       3.00  (<= 2.7: OVER TARGET)" in text
     assert "after deleting the namespace: nothing left" in text
+
+
+def test_changed_names_the_fields_a_write_touched() -> None:
+    before = {
+        "metadata": {"resourceVersion": "1", "labels": {"a": "b"}},
+        "spec": {"x": 1},
+        "status": {"phase": "Scheduled", "conditions": [{"type": "Ready", "status": "False"}]},
+    }
+    after = {
+        "metadata": {"resourceVersion": "2", "labels": {"a": "b"}},
+        "spec": {"x": 1},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "LiveMigratable", "status": "True"}],
+        },
+    }
+    assert timeline.changed(before, after) == [
+        "status.conditions[LiveMigratable]",
+        "status.conditions[Ready]",
+        "status.phase",
+    ]
+    assert timeline.changed(None, after) == ["(created)"]

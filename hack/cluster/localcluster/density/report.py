@@ -51,6 +51,7 @@ def show(result: JSON, say: Say = print) -> None:
     say("\nwrites per object against the targets (half of KubeVirt's):")
     for label, value, limit in writes(result):
         say(f"  {label:<14} {value:6.2f}  (<= {limit}: {_verdict(value <= limit)})")
+    say(f"  VMI versions seen per object (its creation included): {result['vmi_versions_per_object']}")
     say("API requests per object (verb resource), watch and list included:")
     for key, value in result["api_requests_per_object"].items():
         say(f"  {key:<60} {value:7.2f}")

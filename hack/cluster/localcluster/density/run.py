@@ -320,6 +320,10 @@ class Round:
                     c: round(t - marks[median].at["create_sent"], 2)
                     for c, t in containers.get(median, {}).items()
                 },
+                "vmi_versions": [
+                    (round(t - marks[median].at["create_sent"], 2), fields)
+                    for t, fields in self.recorder.writes.get(median, [])
+                ],
                 "launcher_log": [
                     (round(t - marks[median].at["create_sent"], 2), m)
                     for t, m in timeline.launcher_log_lines(logs.get(median, ""))
@@ -332,6 +336,10 @@ class Round:
                 before, after, self._own_requests(), self.options.count
             ),
             "create_retries": self.create_retries,
+            "vmi_versions_per_object": round(
+                sum(len(w) for n, w in self.recorder.writes.items() if n in self.names) / self.options.count,
+                2,
+            ),
             "control_plane": control,
             "control_plane_cpu_seconds_per_vmi": round(
                 sum(c["cpu_seconds_to_running"] for c in control.values()) / self.options.count, 3

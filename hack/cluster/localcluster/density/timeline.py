@@ -71,6 +71,8 @@ class Recorder:
         self.marks: dict[str, Marks] = {}
         self.vmis: dict[str, JSON] = {}
         self.pods: dict[str, JSON] = {}
+        # Every version of each VMI seen, as (when, what changed): which writes it took to get there.
+        self.writes: dict[str, list[tuple[float, list[str]]]] = {}
         # Its own requests, by (verb, resource), to take out of the apiserver's counts.
         self.requests: Counter[tuple[str, str]] = Counter()
         self._client = client
@@ -136,7 +138,9 @@ class Recorder:
             if kind == "DELETED":
                 self.vmis.pop(name, None)
                 return
+            before = self.vmis.get(name)
             self.vmis[name] = vmi
+            self.writes.setdefault(name, []).append((now, changed(before, vmi)))
         if vmi.get("status", {}).get("phase") == "Running":
             self.of(name).mark("running", now)
 
@@ -153,6 +157,32 @@ class Recorder:
         marks.mark("pod_created", now)
         if pod["spec"].get("nodeName"):
             marks.mark("pod_scheduled", now)
+
+
+def changed(before: JSON | None, after: JSON) -> list[str]:
+    """The metadata and status fields (and spec, as a whole) that differ between two versions of an
+    object; conditions by type."""
+    if before is None:
+        return ["(created)"]
+    found = []
+    for part in ("metadata", "status"):
+        old, new = before.get(part) or {}, after.get(part) or {}
+        for key in sorted(set(old) | set(new)):
+            if key in ("resourceVersion", "managedFields", "generation"):
+                continue
+            if key == "conditions":
+                olds = {c["type"]: c for c in old.get(key) or []}
+                news = {c["type"]: c for c in new.get(key) or []}
+                found += [
+                    f"{part}.conditions[{t}]"
+                    for t in sorted(set(olds) | set(news))
+                    if olds.get(t) != news.get(t)
+                ]
+            elif old.get(key) != new.get(key):
+                found.append(f"{part}.{key}")
+    if before.get("spec") != after.get("spec"):
+        found.append("spec")
+    return found
 
 
 def container_starts(pod: JSON) -> dict[str, float]:
