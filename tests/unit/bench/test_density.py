@@ -38,6 +38,10 @@ def test_request_counts_sum_codes_by_verb_and_resource() -> None:
     )
 
 
+def test_failed_requests_are_counted_by_code() -> None:
+    assert apimetrics.parse(METRICS, failed=True) == Counter({("PUT", "virtualmachineinstances 409"): 10})
+
+
 def test_requests_per_object_leave_out_the_benchmarks_own() -> None:
     before = Counter({("POST", "virtualmachineinstances"): 1, ("PATCH", "pods"): 2})
     after = Counter({("POST", "virtualmachineinstances"): 5, ("PATCH", "pods"): 6, ("GET", ""): 1})

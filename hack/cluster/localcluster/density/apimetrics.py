@@ -13,8 +13,9 @@ LABEL = re.compile(r'(\w+)="([^"]*)"')
 Requests = Counter[tuple[str, str]]
 
 
-def parse(text: str) -> Requests:
-    """``apiserver_request_total`` of a /metrics page summed by (verb, resource[/subresource])."""
+def parse(text: str, *, failed: bool = False) -> Requests:
+    """``apiserver_request_total`` of a /metrics page summed by (verb, resource[/subresource]); with
+    ``failed``, only the requests answered with an error, keyed (verb, "resource code")."""
     counts: Requests = Counter()
     for line in text.splitlines():
         match = METRIC.match(line)
@@ -24,12 +25,21 @@ def parse(text: str) -> Requests:
         resource = labels.get("resource", "")
         if labels.get("subresource"):
             resource += "/" + labels["subresource"]
+        code = labels.get("code", "")
+        if failed:
+            if not code.isdigit() or int(code) < 400:
+                continue
+            resource += f" {code}"
         counts[(labels.get("verb", ""), resource)] += int(float(match["value"]))
     return counts
 
 
+def read(cluster: Cluster) -> str:
+    return cluster.kubectl("get", "--raw", "/metrics").stdout
+
+
 def request_counts(cluster: Cluster) -> Requests:
-    return parse(cluster.kubectl("get", "--raw", "/metrics").stdout)
+    return parse(read(cluster))
 
 
 def per_object(before: Requests, after: Requests, own: Requests, objects: int) -> dict[str, float]:

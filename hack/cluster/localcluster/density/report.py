@@ -55,6 +55,10 @@ def show(result: JSON, say: Say = print) -> None:
     say("API requests per object (verb resource), watch and list included:")
     for key, value in result["api_requests_per_object"].items():
         say(f"  {key:<60} {value:7.2f}")
+    if result.get("failed_requests"):
+        say("requests answered with an error during the run (all of them, not per object):")
+        for key, value in result["failed_requests"].items():
+            say(f"  {key:<60} {value:7d}")
     say(f"\nCPU and memory ({result['steady_seconds']:.0f} s steady window after all were Running):")
     header = ("CPU s to Running", "per VMI", "steady CPU s", "peak RSS MiB")
     say(f"  {'component':<18} {header[0]:>17} {header[1]:>8} {header[2]:>13} {header[3]:>13}")

@@ -217,14 +217,16 @@ class Round:
         self.recorder.start()
         Cluster.wait_until("the benchmark's watches", lambda: len(self.recorder.requests) == 4, timeout=60)
         own_before = Counter(self.recorder.requests)
-        before = apimetrics.request_counts(self.cluster)
+        metrics_before = apimetrics.read(self.cluster)
         self.began = time.time()
         injector = threading.Thread(target=self._inject_faults, daemon=True) if self.options.faults else None
         if injector:
             injector.start()
         self._create_all()
         self._wait()
-        after = apimetrics.request_counts(self.cluster)
+        metrics_after = apimetrics.read(self.cluster)
+        before, after = apimetrics.parse(metrics_before), apimetrics.parse(metrics_after)
+        failed = apimetrics.parse(metrics_after, failed=True) - apimetrics.parse(metrics_before, failed=True)
         self._own = self.recorder.requests - own_before
         memory_after = procs.available_memory_kib()
         running_at = time.time()
@@ -235,6 +237,8 @@ class Round:
         steady = procs.component_usage(self.sampler)
         result = self._result(before, after, memory_before - memory_after, cpu_at_running, steady)
         result["seconds_to_settle"] = round(running_at - self.began, 1)
+        # Conflicts and refused writes: each is a write that has to be made again.
+        result["failed_requests"] = {f"{verb} {what}": n for (verb, what), n in sorted(failed.items())}
         if self.options.faults:
             verdict = self._check()
             result["faults"] = {
