@@ -64,7 +64,12 @@ from kubevirt.virt_handler import app
     type=click.IntRange(min=1),
     help="Seconds a launcher's command socket may refuse connections before its VMI fails.",
 )
-@click.option("--vm-controller-threads", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--vm-controller-threads",
+    default=app.VM_CONTROLLER_WORKERS,
+    show_default=True,
+    type=click.IntRange(min=1),
+)
 @binary("virt-handler", "The node agent: drives each VMI on this node through its virt-launcher.")
 def main(
     kubeconfig: str | None,

@@ -67,6 +67,11 @@ EXIT_CANNOT_START = 2
 DEFAULT_NAMESPACE = "kubevirt"
 
 
+# KubeVirt's VM controller runs 10 workers. Each blocks for a whole launcher sync (define and start,
+# seconds on a CPU-limited pod): with 3, ten VMIs started together waited ~10 s for a worker.
+VM_CONTROLLER_WORKERS = 10
+
+
 @dataclass(frozen=True, kw_only=True)
 class Options:
     node_name: str
@@ -77,7 +82,7 @@ class Options:
     host_pods_dir: Path = Path("/var/lib/kubelet/pods")
     # What was mounted for which VMI, kept across restarts of the handler.
     mount_state_dir: Path = Path("/var/run/kubevirt-private/container-disk-mount-state")
-    workers: int = 3
+    workers: int = VM_CONTROLLER_WORKERS
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
     private_dir: Path = DEFAULT_PRIVATE_DIR  # the node's records of each VMI's pod network

@@ -24,13 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +37,8 @@ sys.path.insert(0, str(REPO / "hack" / "cluster"))
 
 from localcluster import cluster as localcluster  # noqa: E402
 from localcluster import kubevirt  # noqa: E402
+from localcluster.density import apimetrics, procs  # noqa: E402
+from localcluster.density.run import percentile  # noqa: E402
 from localcluster.handle import Cluster  # noqa: E402
 from localcluster.layout import Layout  # noqa: E402
 
@@ -46,23 +46,6 @@ from kubevirt.client import PODS, VIRTUAL_MACHINES, KubeClient  # noqa: E402
 from kubevirt.virt_operator.resource.rbac import controller_rbac  # noqa: E402
 
 LAUNCHER = "localhost/kubevirt/virt-launcher:devel"
-METRIC = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$")
-LABEL = re.compile(r'(\w+)="([^"]*)"')
-
-
-def _request_counts(cluster: Cluster) -> Counter[tuple[str, str]]:
-    """apiserver_request_total summed by (verb, resource[/subresource])."""
-    counts: Counter[tuple[str, str]] = Counter()
-    for line in cluster.kubectl("get", "--raw", "/metrics").stdout.splitlines():
-        match = METRIC.match(line)
-        if not match:
-            continue
-        labels = dict(LABEL.findall(match["labels"]))
-        resource = labels.get("resource", "")
-        if labels.get("subresource"):
-            resource += "/" + labels["subresource"]
-        counts[(labels.get("verb", ""), resource)] += int(float(match["value"]))
-    return counts
 
 
 def _vm(name: str) -> dict[str, Any]:
@@ -142,25 +125,6 @@ def _controller_processes() -> dict[str, int]:
     return found
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _memory_kib(pid: int) -> dict[str, int]:
-    values = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            values[key] = int(rest.split()[0])
-    return values
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def run(count: int, interval: float, timeout: float) -> dict[str, Any]:
     layout = Layout.from_environment()
     if not localcluster.running(layout):
@@ -183,8 +147,8 @@ def run(count: int, interval: float, timeout: float) -> dict[str, Any]:
         pid = _controller_processes()[leader]
         watch = ScheduledWatch(client, namespace)
         watch.start()
-        before = _request_counts(cluster)
-        cpu_before = _cpu_seconds(pid)
+        before = apimetrics.request_counts(cluster)
+        cpu_before = procs.cpu_seconds(pid)
         created: dict[str, float] = {}
         for index in range(count):
             name = f"vm-{index:04d}"
@@ -194,9 +158,9 @@ def run(count: int, interval: float, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while len(watch.scheduled) < count and time.monotonic() < deadline:
             time.sleep(0.2)
-        after = _request_counts(cluster)
-        cpu = _cpu_seconds(pid) - cpu_before
-        memory = _memory_kib(pid)
+        after = apimetrics.request_counts(cluster)
+        cpu = procs.cpu_seconds(pid) - cpu_before
+        memory = procs.memory_kib(pid)
         watch.stop()
     finally:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
@@ -219,7 +183,7 @@ def run(count: int, interval: float, timeout: float) -> dict[str, Any]:
         "scheduled": len(latencies),
         "create_to_scheduled_seconds": {
             "p50": statistics.median(latencies) if latencies else None,
-            "p95": _percentile(latencies, 0.95) if latencies else None,
+            "p95": percentile(latencies, 0.95) if latencies else None,
             "max": max(latencies) if latencies else None,
         },
         "api_requests_per_vm": dict(sorted(per_vm.items())),
