@@ -14,7 +14,7 @@ from localcluster import install
 from localcluster.density import run, workload
 from localcluster.handle import Cluster
 
-NETWORK = "none"  # masquerade VMIs do not reach Running on this cluster yet
+NETWORK = "masquerade"  # as KubeVirt's density test
 
 
 @pytest.fixture(scope="module")

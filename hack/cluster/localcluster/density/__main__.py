@@ -27,8 +27,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--network",
         choices=("masquerade", "none"),
-        default="none",
-        help="the pod network through masquerade, or none (default until masquerade runs on this cluster)",
+        default="masquerade",
+        help="the pod network through masquerade (default, as KubeVirt's density test), or none",
     )
     p.add_argument("--cpu", default="100m", help="CPU request (and limit) of each VMI")
     p.add_argument("--memory", default="128Mi", help="memory request and limit of each VMI")
