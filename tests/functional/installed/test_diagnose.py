@@ -33,6 +33,9 @@ ANSWER_BUDGET_SECONDS = 2.0
 RUNNING_TIMEOUT = 180.0
 VERDICT_TIMEOUT = 120.0
 HANDLER_TIMEOUT = 300.0
+# A launcher that crashes before the kubelet saw it run fails its VMI at once; one seen running is
+# failed by virt-handler after its three-minute wait for the launcher's socket.
+BACKOFF_TIMEOUT = 240.0
 FAIL_FAST_ANNOTATION = "kubevirt.io/func-test-virt-launcher-fail-fast"
 NO_HANDLER_LABEL = "kubevirt.io/diagnose-test-handler"
 SCHEDULABLE_LABEL = "kubevirt.io/schedulable"
