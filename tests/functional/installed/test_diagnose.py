@@ -138,6 +138,30 @@ def _delete_and_wait(cluster: Cluster, kind: str, name: str, namespace: str) -> 
     )
 
 
+Create = Callable[[JSON], None]
+
+
+@pytest.fixture
+def create(cluster: Cluster, namespace: str) -> Iterator[Create]:
+    """Creates objects in the test's namespace. Afterwards each VM is halted and each object deleted, and
+    the test waits until they and their VMIs are gone: nothing is left for virt-controller to finish
+    after the last test removes KubeVirt."""
+    made: list[JSON] = []
+
+    def make(obj: JSON) -> None:
+        _create(cluster, namespace, obj)
+        made.append(obj)
+
+    yield make
+    for obj in reversed(made):
+        name = str(obj["metadata"]["name"])
+        kind = "vm" if obj["kind"] == "VirtualMachine" else "vmi"
+        if kind == "vm":
+            halt = json.dumps({"spec": {"runStrategy": "Halted"}})
+            cluster.kubectl("patch", "vm", name, "-n", namespace, "--type=merge", "-p", halt, check=False)
+        _delete_and_wait(cluster, kind, name, namespace)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def answer_times() -> Iterator[None]:
     yield
@@ -151,10 +175,12 @@ def answer_times() -> Iterator[None]:
 # -- cases that need no guest to boot ------------------------------------------------------------------
 
 
-def test_an_unschedulable_memory_request(cluster: Cluster, kubevirt: float, namespace: str) -> None:
+def test_an_unschedulable_memory_request(
+    cluster: Cluster, kubevirt: float, namespace: str, create: Create
+) -> None:
     vmi = _vmi("huge")
     vmi["spec"]["domain"]["resources"]["requests"]["memory"] = "500Gi"
-    _create(cluster, namespace, vmi)
+    create(vmi)
     links = diagnose_until(
         cluster, "unschedulable memory", "vmi", "huge", namespace, _broken_at("scheduling", "never")
     )
@@ -175,7 +201,7 @@ def test_a_containerdisk_image_that_cannot_be_pulled(
     missing = "localhost/kubevirt/no-such-disk:devel"
     vmi = _vmi("nodisk")
     vmi["spec"]["volumes"][0]["containerDisk"]["image"] = missing
-    _create(cluster, namespace, vmi)
+    create(vmi)
     links = diagnose_until(
         cluster,
         "missing image",
@@ -190,12 +216,14 @@ def test_a_containerdisk_image_that_cannot_be_pulled(
     assert any(reason in message for reason in ("ErrImagePull", "ImagePullBackOff")), message
 
 
-def test_a_vm_whose_vmi_admission_refuses(cluster: Cluster, kubevirt: float, namespace: str) -> None:
+def test_a_vm_whose_vmi_admission_refuses(
+    cluster: Cluster, kubevirt: float, namespace: str, create: Create
+) -> None:
     # The VM's webhook accepts a template without memory (an instancetype could bring it); the VMI's
     # refuses the VMI the VM controller makes from it.
     vm = _vm("nomemory")
     del vm["spec"]["template"]["spec"]["domain"]["resources"]
-    _create(cluster, namespace, vm)
+    create(vm)
     links = diagnose_until(
         cluster, "admission refused", "vm", "nomemory", namespace, _broken_at("vmi", "Admission refused")
     )
@@ -219,10 +247,12 @@ def test_a_vm_that_does_not_exist(cluster: Cluster, kubevirt: float, namespace: 
     ]
 
 
-def test_a_vm_in_start_failure_backoff(cluster: Cluster, kubevirt: float, namespace: str) -> None:
+def test_a_vm_in_start_failure_backoff(
+    cluster: Cluster, kubevirt: float, namespace: str, create: Create
+) -> None:
     vm = _vm("crashing")
     vm["spec"]["template"]["metadata"]["annotations"] = {FAIL_FAST_ANNOTATION: ""}
-    _create(cluster, namespace, vm)
+    create(vm)
     links = diagnose_until(
         cluster,
         "start-failure backoff",
@@ -392,19 +422,18 @@ def no_handler(cluster: Cluster, kubevirt: float) -> Iterator[str]:
         install.wait_deployed(cluster, timeout=HANDLER_TIMEOUT, progress=lambda line: None)
 
 
-def test_a_node_without_virt_handler(cluster: Cluster, no_handler: str, namespace: str) -> None:
+def test_a_node_without_virt_handler(
+    cluster: Cluster, no_handler: str, namespace: str, create: Create
+) -> None:
     vmi = _vmi("stranded")
     vmi["spec"]["nodeSelector"] = {"kubernetes.io/hostname": no_handler}
-    _create(cluster, namespace, vmi)
-    try:
-        links = diagnose_until(
-            cluster, "no virt-handler", "vmi", "stranded", namespace, _broken_at("scheduling", "virt-handler")
-        )
-        assert _statuses(links) == [("vmi", "ok"), ("scheduling", "broken")]
-        assert _last(links)["message"].endswith(
-            f"can never be scheduled: no node carries the nodeSelector {SCHEDULABLE_LABEL}=true "
-            f"(no virt-handler pod runs on any node, and virt-handler is what marks a node "
-            f"{SCHEDULABLE_LABEL}=true)."
-        ), _last(links)["message"]
-    finally:
-        _delete_and_wait(cluster, "vmi", "stranded", namespace)
+    create(vmi)
+    links = diagnose_until(
+        cluster, "no virt-handler", "vmi", "stranded", namespace, _broken_at("scheduling", "virt-handler")
+    )
+    assert _statuses(links) == [("vmi", "ok"), ("scheduling", "broken")]
+    assert _last(links)["message"].endswith(
+        f"can never be scheduled: no node carries the nodeSelector {SCHEDULABLE_LABEL}=true "
+        f"(no virt-handler pod runs on any node, and virt-handler is what marks a node "
+        f"{SCHEDULABLE_LABEL}=true)."
+    ), _last(links)["message"]
