@@ -196,7 +196,7 @@ def test_an_unschedulable_memory_request(
 
 
 def test_a_containerdisk_image_that_cannot_be_pulled(
-    cluster: Cluster, kubevirt: float, namespace: str
+    cluster: Cluster, kubevirt: float, namespace: str, create: Create
 ) -> None:
     missing = "localhost/kubevirt/no-such-disk:devel"
     vmi = _vmi("nodisk")
