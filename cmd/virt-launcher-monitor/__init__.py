@@ -2,11 +2,19 @@
 
 import sys
 
-from kubevirt.log import configure
-from kubevirt.virt_launcher import COMPONENT, monitor
+SIMULATE_CRASH = "--simulate-crash"
 
 
 def main() -> None:
+    # KubeVirt's Go launcher dies of --simulate-crash before the kubelet ever reports the compute
+    # container running, so its VMI fails while Scheduling. Two Python start-ups (this and the launcher)
+    # take long enough for the VMI to reach Scheduled first, and only virt-handler's three-minute wait for
+    # a launcher socket would fail it then: the crash happens here, before any import.
+    if SIMULATE_CRASH in sys.argv[1:]:
+        sys.exit("virt-launcher: simulated crash (--simulate-crash)")
+    from kubevirt.log import configure
+    from kubevirt.virt_launcher import COMPONENT, monitor
+
     # The monitor takes no flags of its own except --keep-after-failure: all others are the launcher's.
     configure(COMPONENT)
     sys.exit(monitor.run(sys.argv[1:]))

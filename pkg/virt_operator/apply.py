@@ -28,6 +28,9 @@ CONCURRENCY = 8
 # certificates first, the workloads (which need all of it) last; everything else in between.
 _STAGES = {"CustomResourceDefinition": 0, "Secret": 0, "ConfigMap": 0, "Deployment": 2, "DaemonSet": 2}
 CacheLookup = Callable[[Resource], Store[JSON]]
+# Maps of a pod template the strategy owns whole: a key it no longer sets (a nodePlacement removed from
+# the CR, say) must be nulled, since a merge patch keeps every key it does not mention.
+_OWNED_POD_MAPS = ("nodeSelector", "affinity")
 
 
 def contains(current: Any, desired: Any) -> bool:
@@ -45,6 +48,40 @@ def contains(current: Any, desired: Any) -> bool:
     if isinstance(desired, int | float) and isinstance(current, int | float):
         return current == desired
     return bool(current == desired)
+
+
+def _pod_spec(obj: JSON) -> Any:
+    return ((obj.get("spec") or {}).get("template") or {}).get("spec")
+
+
+def removed_keys(current: JSON, desired: JSON) -> JSON:
+    """The merge patch nulling what ``current``'s pod template holds in an owned map and ``desired``
+    does not; {} when there is nothing to remove."""
+    have_pod, want_pod = _pod_spec(current), _pod_spec(desired)
+    if not isinstance(have_pod, dict) or not isinstance(want_pod, dict):
+        return {}
+    nulls: JSON = {}
+    for name in _OWNED_POD_MAPS:
+        have, want = have_pod.get(name), want_pod.get(name)
+        if not isinstance(have, dict):
+            continue
+        if want is None:
+            nulls[name] = None
+        elif isinstance(want, dict):
+            gone = {key: None for key in have if key not in want}
+            if gone:
+                nulls[name] = gone
+    return {"spec": {"template": {"spec": nulls}}} if nulls else {}
+
+
+def _merged(body: JSON, extra: JSON) -> JSON:
+    merged = dict(body)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _identity(obj: JSON) -> tuple[str | None, str]:
@@ -102,9 +139,11 @@ class Applier:
             self._api.patch(resource, namespace, name, _replace_owned(desired), patch_type="json")
             _log.info("replaced", kind=resource.kind, namespace=namespace, name=name)
             return True
-        if contains(current, desired):
+        removed = removed_keys(current, desired)
+        if contains(current, desired) and not removed:
             return False
         body = {key: value for key, value in desired.items() if key not in ("apiVersion", "kind")}
+        body = _merged(body, removed)
         self._api.patch(resource, namespace, name, body, patch_type="merge")
         _log.info("restored", kind=resource.kind, namespace=namespace, name=name)
         return True

@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kubevirt.virt_operator.resource.placement import placement_json
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
 JSON = dict[str, Any]
@@ -60,6 +61,8 @@ class InstallConfig:
     patches: tuple[Patch, ...] = ()
     # customizeComponents.flags: component (virt-api, virt-controller, virt-handler) → flag → value.
     flags: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    # spec.workloads.nodePlacement as JSON: where virt-handler's pods may run.
+    handler_placement: dict[str, Any] = field(default_factory=dict)
     kubevirt_generation: int = 0
 
     @property
@@ -143,6 +146,7 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
             if values
         )
     metadata = kv.metadata
+    workloads = spec.workloads.node_placement if spec.workloads is not None else None
     return InstallConfig(
         namespace=namespace,
         registry=registry,
@@ -157,5 +161,6 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
         use_emulation=bool(developer.use_emulation) if developer else False,
         patches=patches,
         flags=flags,
+        handler_placement=placement_json(workloads),
         kubevirt_generation=int(metadata.generation or 0) if metadata else 0,
     )

@@ -25,6 +25,7 @@ from kubevirt.virt_operator.resource.deployments import (
     pod_disruption_budget,
 )
 from kubevirt.virt_operator.resource.metadata import stamp
+from kubevirt.virt_operator.resource.placement import inject_placement
 from kubevirt_api.crd import CRDS, custom_resource_definition
 
 JSON = dict[str, Any]
@@ -63,6 +64,7 @@ def workloads(config: InstallConfig) -> list[JSON]:
         force_emulation=config.use_emulation,
     )
     pod = daemonset["spec"]["template"]["spec"]
+    inject_placement(config.handler_placement, pod)
     for container in [*pod["containers"], *pod.get("initContainers", [])]:
         container["imagePullPolicy"] = config.pull_policy
     objects.append(daemonset)

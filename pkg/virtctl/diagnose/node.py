@@ -6,24 +6,23 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Final
 
-from kubevirt.client import NODES, PODS
+from kubevirt.client import NODES
 from kubevirt.virtctl.diagnose.findings import Findings, format_age, json_condition_lines, parse_time
-from kubevirt.virtctl.diagnose.pods import name_of, pod_condition
+from kubevirt.virtctl.diagnose.pods import handler_pods, name_of, pod_condition
 from kubevirt.virtctl.diagnose.reader import UnseenError
 from kubevirt.virtctl.diagnose.verdict import Link, Status
-from kubevirt_api.core.v1.constants import APP_LABEL, NODE_SCHEDULABLE, VIRT_HANDLER_HEARTBEAT
+from kubevirt_api.core.v1.constants import NODE_SCHEDULABLE, VIRT_HANDLER_HEARTBEAT
 
 __all__ = ["HEARTBEAT_STALE_AFTER", "NAME", "check_node", "node_health"]
 
 NAME = "node"
-HANDLER = "virt-handler"
 # virt-controller's node controller gives up on a node whose heartbeat is older than this.
 HEARTBEAT_STALE_AFTER: Final = timedelta(minutes=5)
 
 
 def _handler_problem(findings: Findings, node: str, evidence: dict[str, Any]) -> str | None:
     try:
-        handlers = findings.reader.list(PODS, label_selector=f"{APP_LABEL}={HANDLER}")
+        handlers = handler_pods(findings)
     except UnseenError as unseen:
         evidence["virtHandler"] = str(unseen)
         return None

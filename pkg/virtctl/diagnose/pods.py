@@ -9,11 +9,12 @@ from kubevirt.client import JSON, NODES, PODS
 from kubevirt.virtctl.diagnose.findings import Findings, events_or_unseen, json_condition_lines
 from kubevirt.virtctl.diagnose.fit import fit, pod_requests
 from kubevirt.virtctl.diagnose.reader import UnseenError
-from kubevirt_api.core.v1.constants import APP_LABEL, CREATED_BY_LABEL, DOMAIN_ANNOTATION
+from kubevirt_api.core.v1.constants import APP_LABEL, CREATED_BY_LABEL, DOMAIN_ANNOTATION, NODE_SCHEDULABLE
 
-__all__ = ["launcher_pod", "name_of", "newest", "pod_condition", "unscheduled"]
+__all__ = ["handler_pods", "launcher_pod", "name_of", "newest", "pod_condition", "unscheduled"]
 
 LAUNCHER = "virt-launcher"
+HANDLER = "virt-handler"
 
 
 def name_of(obj: Mapping[str, Any]) -> str:
@@ -54,6 +55,27 @@ def launcher_pod(findings: Findings) -> JSON | None:
     return newest(pods)
 
 
+def handler_pods(findings: Findings) -> list[JSON]:
+    """Every virt-handler pod, whatever its namespace; raises :class:`UnseenError`."""
+    return findings.reader.list(PODS, label_selector=f"{APP_LABEL}={HANDLER}")
+
+
+def _schedulable_hint(findings: Findings, unmatched: Mapping[str, str]) -> str:
+    """Why no node is marked ``kubevirt.io/schedulable=true``: virt-handler marks the nodes it serves, so
+    the answer is where it runs (nothing when the pods cannot be seen)."""
+    if unmatched.get(NODE_SCHEDULABLE) != "true":
+        return ""
+    try:
+        handlers = handler_pods(findings)
+    except UnseenError:
+        return ""
+    nodes = sorted({str(node) for pod in handlers if (node := (pod.get("spec") or {}).get("nodeName"))})
+    if not nodes:
+        marks = f"{NODE_SCHEDULABLE}=true"
+        return f" (no virt-handler pod runs on any node, and virt-handler is what marks a node {marks})"
+    return f" (virt-handler runs on {', '.join(nodes)} only, and has marked none of them schedulable)"
+
+
 def unscheduled(
     findings: Findings, pod: JSON, *, role: str, excluded: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
@@ -82,7 +104,8 @@ def unscheduled(
         evidence["unmatchedNodeSelector"] = verdict.unmatched_selector
     if verdict is not None and not verdict.fits_somewhere:
         where = f" other than {', '.join(excluded)}" if excluded and verdict.nodes == 0 else ""
-        return f"The {role} {name} can never be scheduled: {verdict.sentence()}{where}.", evidence
+        hint = _schedulable_hint(findings, verdict.unmatched_selector)
+        return f"The {role} {name} can never be scheduled: {verdict.sentence()}{where}{hint}.", evidence
     if scheduled is not None and scheduled.get("status") == "False":
         said = scheduled.get("message") or scheduled.get("reason") or "no reason given"
         return f"The {role} {name} is Pending: the scheduler says {said!r}.", evidence

@@ -207,6 +207,24 @@ def test_simulated_crash_fails_at_once(tmp_path: Path) -> None:
     assert "simulated crash" in result.stderr
 
 
+def test_the_monitor_fails_a_simulated_crash_before_starting_anything() -> None:
+    monitor = Path(LAUNCHER).with_name("virt-launcher-monitor")
+    began = time.monotonic()
+    result = subprocess.run(
+        [str(monitor), "--name", "a", "--uid", "c", "--simulate-crash"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        # No virt-launcher on the PATH: the monitor must not need one to crash.
+        env={**os.environ, "PATH": "/nonexistent"},
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == "virt-launcher: simulated crash (--simulate-crash)"
+    # Quicker than the kubelet's one-second look at container states, even on a loaded machine.
+    assert time.monotonic() - began < 1.0
+
+
 def failed_start_log(tmp_path: Path, *args: str) -> list[dict[str, Any]]:
     """Run a launcher that must fail at start: exit code 1, no traceback; its JSON log lines."""
     result = subprocess.run(

@@ -295,3 +295,46 @@ def test_images_split_into_registry_and_tag() -> None:
     assert split_image("quay.io/kubevirt/virt-operator:v1.6.6") == ("quay.io/kubevirt", "v1.6.6")
     assert split_image("localhost:5000/kv/virt-operator") == ("localhost:5000/kv", "latest")
     assert InstallConfig(namespace="n", registry="r/x", tag="t").image("virt-api") == "r/x/virt-api:t"
+
+
+def test_virt_handler_runs_on_linux_nodes_unless_workloads_node_placement_says_more() -> None:
+    pod = _strategy()[("DaemonSet", "virt-handler")]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert "affinity" not in pod
+    term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+    placement = {
+        "nodeSelector": {"kubevirt.test/handler": "yes"},
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        },
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "vms", "effect": "NoSchedule"}],
+    }
+    strategy = _strategy({"workloads": {"nodePlacement": placement}})
+    pod = strategy[("DaemonSet", "virt-handler")]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubevirt.test/handler": "yes", "kubernetes.io/os": "linux"}
+    assert pod["affinity"] == placement["affinity"]
+    assert pod["tolerations"] == [{"operator": "Exists"}, placement["tolerations"][0]]
+    # The workloads placement is virt-handler's alone.
+    for name in ("virt-api", "virt-controller"):
+        deployment = strategy[("Deployment", name)]["spec"]["template"]["spec"]
+        assert "kubevirt.test/handler" not in (deployment.get("nodeSelector") or {})
+
+
+def test_a_node_placement_may_choose_another_os_but_not_clobber_the_templates_own_keys() -> None:
+    from kubevirt.virt_operator.resource.placement import inject_placement
+
+    pod: JSON = {"nodeSelector": {"kubevirt.io/schedulable": "true"}, "affinity": {"nodeAffinity": {}}}
+    inject_placement(
+        {
+            "nodeSelector": {"kubernetes.io/os": "other", "kubevirt.io/schedulable": "false"},
+            "affinity": {
+                "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}
+            },
+        },
+        pod,
+    )
+    assert pod["nodeSelector"] == {"kubevirt.io/schedulable": "true", "kubernetes.io/os": "other"}
+    assert pod["affinity"] == {
+        "nodeAffinity": {},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]},
+    }

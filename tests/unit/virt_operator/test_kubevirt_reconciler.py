@@ -203,3 +203,29 @@ def test_an_unchanged_condition_keeps_its_times() -> None:
     conditions.stamp_times(before, after, "t2")
     times = {c["type"]: c["lastTransitionTime"] for c in after["conditions"]}
     assert times == {"Available": "t1", "Progressing": "t1", "Degraded": "t1", "Created": "t2"}
+
+
+def test_a_removed_workloads_placement_leaves_the_handler_daemonset_again(harness: Harness) -> None:
+    harness.add_kubevirt()
+    harness.sync()
+    kv = harness.kubevirt()
+    preferred = [{"weight": 1, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}]
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    kv["spec"]["workloads"] = {
+        "nodePlacement": {"nodeSelector": {"kubevirt.test/handler": "yes"}, "affinity": affinity}
+    }
+    harness.api.objects[(KUBEVIRTS.plural, NS, "kubevirt")] = kv
+    harness.sync()
+    pod = harness.api.get(DAEMON_SETS, NS, "virt-handler")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubevirt.test/handler": "yes", "kubernetes.io/os": "linux"}
+    assert pod["affinity"] == affinity
+    kv = harness.kubevirt()
+    del kv["spec"]["workloads"]
+    harness.api.objects[(KUBEVIRTS.plural, NS, "kubevirt")] = kv
+    harness.sync()
+    pod = harness.api.get(DAEMON_SETS, NS, "virt-handler")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert "affinity" not in pod
+    before = len(harness.api.writes)
+    harness.sync()
+    assert [write for write in harness.api.writes[before:] if "virt-handler" in str(write)] == []

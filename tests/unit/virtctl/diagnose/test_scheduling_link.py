@@ -91,3 +91,21 @@ def test_a_bound_pod_is_fine() -> None:
         Status.OK,
         "launcher pod virt-launcher-vm1-abcde is scheduled on node node-a.",
     )
+
+
+def test_no_schedulable_node_because_no_virt_handler_runs_is_named() -> None:
+    nodes = [chain.node("node-a", schedulable="false")]
+    link = broken(walk(scene(vmi=PENDING_VMI, pod=_pending_pod(), nodes=nodes, handlers=[])))
+    assert link.message == (
+        "The launcher pod virt-launcher-vm1-abcde can never be scheduled: no node carries the nodeSelector "
+        "kubevirt.io/schedulable=true (no virt-handler pod runs on any node, and virt-handler is what marks "
+        "a node kubevirt.io/schedulable=true)."
+    )
+
+
+def test_no_schedulable_node_where_virt_handler_runs_is_named() -> None:
+    nodes = [chain.node("node-a", schedulable="false")]
+    link = broken(walk(scene(vmi=PENDING_VMI, pod=_pending_pod(), nodes=nodes)))
+    assert link.message.endswith(
+        "(virt-handler runs on node-a only, and has marked none of them schedulable)."
+    )
