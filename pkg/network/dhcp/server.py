@@ -15,7 +15,7 @@ import ipaddress
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kubevirt.log import get_logger
@@ -120,16 +120,23 @@ class DHCPServer:
             return None
         return data, _arrived_on(ancillary), peer
 
+    def _arrivals(self, sock: socket.socket, index: int) -> Iterator[tuple[bytes, tuple[object, ...]]]:
+        """Each datagram that arrives on the VM's interface, with its sender, until the server stops
+        (timeouts and socket errors are skipped)."""
+        while not self._stopping.is_set():
+            try:
+                received = self._receive(sock)
+            except OSError:
+                continue
+            if received is not None and received[1] == index:
+                yield received[0], received[2]
+
     def _serve_v4(self, sock: socket.socket, index: int, options: dict[int, bytes]) -> None:
         config = self.spec.config
         assert config.ip is not None
         server_ip = config.advertising_ip or config.gateway
-        while not self._stopping.is_set():
+        for data, peer in self._arrivals(sock, index):
             with contextlib.suppress(OSError):
-                received = self._receive(sock)
-                if received is None or received[1] != index:
-                    continue
-                data, _index, peer = received
                 try:
                     message = v4.parse(data)
                 except v4.MalformedMessageError as err:
@@ -160,12 +167,8 @@ class DHCPServer:
         except OSError as err:
             self._log.error("DHCPv6 server cannot join the servers' group", reason=str(err))
             return
-        while not self._stopping.is_set():
+        for data, peer in self._arrivals(sock, index):
             with contextlib.suppress(OSError):
-                received = self._receive(sock)
-                if received is None or received[1] != index:
-                    continue
-                data, _index, peer = received
                 try:
                     message = v6.parse(data)
                 except v6.MalformedMessageError as err:
