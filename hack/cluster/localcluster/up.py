@@ -14,7 +14,7 @@ from . import install
 from .handle import Cluster
 from .layout import REPO, Layout
 
-DEFAULT_VM = REPO / "examples" / "vm-test-guest-no-network.yaml"
+DEFAULT_VM = REPO / "examples" / "vm-test-guest.yaml"
 VM_NAMESPACE = "default"
 
 
@@ -60,6 +60,15 @@ def start_vm(
     return name
 
 
+def _pod_network_address(cluster: Cluster, name: str, namespace: str = VM_NAMESPACE) -> str:
+    """The first address the VMI reports on its interfaces, or '' (no pod network, or not reported yet)."""
+    vmi = cluster.find("vmi", name, namespace) or {}
+    for interface in vmi.get("status", {}).get("interfaces", []):
+        if address := interface.get("ipAddress"):
+            return str(address)
+    return ""
+
+
 def run(layout: Layout, manifest: Path) -> int:
     cluster = Cluster(layout)
     began = time.monotonic()
@@ -80,5 +89,7 @@ def run(layout: Layout, manifest: Path) -> int:
     _say(f"VM {name} is Running ({time.monotonic() - began:.0f} s since the operator was applied)")
     _say(f"  serial console: virtctl {kubeconfig} console {name}")
     _say(f"  VNC:            virtctl {kubeconfig} vnc {name}")
+    if address := _pod_network_address(cluster, name):
+        _say(f"  pod network:    curl http://{address}/ answers once the guest has booted")
     _say("  hack/down stops everything")
     return 0
