@@ -403,14 +403,10 @@ class VMController:
             return
         namespace, _ = split_key(key)
         try:
-            # VMIs have no status subresource; the resourceVersion makes the write conditional.
-            patch = {
-                "metadata": {"resourceVersion": vmi["metadata"].get("resourceVersion")},
-                "status": status,
-            }
-            self._api.patch(
-                VIRTUAL_MACHINE_INSTANCES, namespace, vmi["metadata"]["name"], patch, patch_type="merge"
-            )
+            # As KubeVirt's handler: an UPDATE of the whole VMI (no status subresource), conditional on
+            # the resourceVersion it was computed from, so a status field it dropped goes too.
+            body = {"apiVersion": VIRTUAL_MACHINE_INSTANCES.api_version, "kind": "VirtualMachineInstance"}
+            self._api.update(VIRTUAL_MACHINE_INSTANCES, namespace, {**body, **vmi})
         except NotFoundError:
             return
         except ConflictError:

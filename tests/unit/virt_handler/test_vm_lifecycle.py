@@ -170,6 +170,21 @@ class Harness:
         return [reason for _, reason, _ in self.events.seen]
 
 
+# -- writes -----------------------------------------------------------------------------------------
+
+
+def test_scheduled_to_running_is_one_update_and_a_resync_writes_nothing(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _vmi(phase="Scheduled"))
+    vmi, _ = harness.reconcile()
+    assert vmi["status"]["phase"] == "Running"
+    # KubeVirt's handler writes the VMI (no status subresource) with an UPDATE, never a PATCH.
+    assert harness.api.writes == [("update", "virtualmachineinstances", "default", "tiny")]
+    assert vmi["spec"] == {"domain": {}, "terminationGracePeriodSeconds": 30}  # the spec went along as it was
+    harness.reconcile()
+    harness.reconcile()
+    assert len(harness.api.writes) == 1
+
+
 # -- graceful shutdown ------------------------------------------------------------------------------
 
 
