@@ -599,7 +599,14 @@ def _only_pod_nodes_changed(cached: VirtualMachineInstance, vmi: VirtualMachineI
 
 
 def _status_patch(old: VirtualMachineInstance, new: VirtualMachineInstance) -> list[dict[str, Any]]:
-    """JSON patch ops for the fields this controller keeps on a VMI virt-handler owns."""
+    """JSON patch ops for the fields this controller keeps on a VMI virt-handler owns, applied only to
+    the version they were computed from.
+
+    KubeVirt guards each replaced field with a ``test`` of its old value; that needs the old value as the
+    server holds it, byte for byte, and the cached model does not keep it so (it drops the ``null`` times
+    virt-handler writes in its conditions, so such a test never passes). A ``test`` of the
+    resourceVersion guards the same writes: a stale cache fails the patch, and the watch event that
+    refreshes it queues the VMI again."""
     before, after = old.to_dict(), new.to_dict()
     ops: list[dict[str, Any]] = []
     for section, names in (
@@ -611,18 +618,16 @@ def _status_patch(old: VirtualMachineInstance, new: VirtualMachineInstance) -> l
             if was.get(name) == now.get(name):
                 continue
             path = f"/{section}/{name}"
-            if name not in was:
-                ops.append({"op": "add", "path": path, "value": now.get(name)})
-            elif name not in now:
-                ops += [{"op": "test", "path": path, "value": was[name]}, {"op": "remove", "path": path}]
-            else:
-                ops += [
-                    {"op": "test", "path": path, "value": was[name]},
-                    {"op": "replace", "path": path, "value": now[name]},
-                ]
-    if ops and "status" not in before:
+            if name not in now:
+                ops.append({"op": "remove", "path": path})
+            else:  # "add" sets a member whether or not it is there
+                ops.append({"op": "add", "path": path, "value": now[name]})
+    if not ops:
+        return ops
+    if "status" not in before:
         ops.insert(0, {"op": "add", "path": "/status", "value": {}})
-    return ops
+    version = (before.get("metadata") or {}).get("resourceVersion")
+    return [{"op": "test", "path": "/metadata/resourceVersion", "value": version}, *ops]
 
 
 def _owned_by(pod: Mapping[str, Any], vmi: VirtualMachineInstance) -> dict[str, Any]:
