@@ -197,20 +197,22 @@ def changed(before: JSON | None, after: JSON) -> list[str]:
 
 
 def writers(before: JSON, after: JSON) -> list[str]:
-    """Who made the write from ``before`` to ``after``: the managedFields entries it added or changed, as
-    "manager Operation[/subresource]" (one write changes one entry; a write that changed no field it
-    did not already own shows only in the entry's time, to the second, and may be missed)."""
+    """Who made the write from ``before`` to ``after``, from managedFields as "manager
+    Operation[/subresource]": the entry it added or whose time it moved. A write also shrinks the entries
+    of managers whose fields it took over, so changed fields alone name a writer only when no time moved
+    (two writes by one manager within a second)."""
 
     def entries(obj: JSON) -> dict[str, JSON]:
-        return {
-            " ".join(filter(None, (e.get("manager"), e.get("operation"))))
-            + (f"/{e['subresource']}" if e.get("subresource") else ""): e
-            for e in obj.get("metadata", {}).get("managedFields") or []
-        }
+        found = {}
+        for entry in obj.get("metadata", {}).get("managedFields") or []:
+            key = " ".join(filter(None, (entry.get("manager"), entry.get("operation"))))
+            found[key + (f"/{entry['subresource']}" if entry.get("subresource") else "")] = entry
+        return found
 
     old, new = entries(before), entries(after)
-    found = [key for key, entry in new.items() if old.get(key) != entry]
-    return found or ["(unattributed)"]
+    moved = [key for key, entry in new.items() if key not in old or old[key].get("time") != entry.get("time")]
+    changed = [key for key, entry in new.items() if old.get(key) != entry]
+    return moved or changed or ["(unattributed)"]
 
 
 def container_starts(pod: JSON) -> dict[str, float]:
