@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, ConflictError, InvalidError, NotFoundError
+from kubevirt.virt_controller.watch.pods import pod_name
 from kubevirt.virt_controller.watch.vmi import _status_patch as vmi_controller_status_patch
 from kubevirt_api.core.v1 import VirtualMachineInstance
-from kubevirt.virt_controller.watch.pods import pod_name
 
 from .fakes import JSON, Cluster
 from .harness import (
@@ -230,7 +230,8 @@ def test_a_patch_computed_from_a_stale_cache_is_refused() -> None:
     _start(cluster)
     stale = VirtualMachineInstance.from_dict(_vmi(cluster))
     wanted = stale.model_copy(deep=True)
-    assert wanted.status is not None and stale.metadata is not None
+    assert wanted.status is not None
+    assert stale.metadata is not None
     wanted.status.phase = "Failed"
     ops = vmi_controller_status_patch(stale, wanted)
     assert ops[0] == {
