@@ -26,6 +26,8 @@ __all__ = ["FakeKubeApi", "apply_json_patch", "apply_merge_patch", "matches_labe
 _Key = tuple[str, str | None, str]
 _Items = list[JSON]
 _Patch = list[Any] | dict[str, Any]
+# Kinds whose CRD has no status subresource: an update writes their status too (as the apiserver does).
+_WITHOUT_STATUS_SUBRESOURCE = frozenset({"virtualmachineinstances", "virtualmachineinstancepresets"})
 
 
 class FakeKubeApi:
@@ -182,6 +184,8 @@ class FakeKubeApi:
                 raise ConflictError(409, "Conflict", "the object has been modified")
             if verb == "update_status":  # only the status changes through the status subresource
                 obj = {**copy.deepcopy(current), "status": obj.get("status")}
+            elif resource.plural in _WITHOUT_STATUS_SUBRESOURCE:
+                pass  # no status subresource: the body's status is the new one
             elif "status" in current:
                 obj["status"] = copy.deepcopy(current["status"])
             for field in ("uid", "creationTimestamp", "namespace"):

@@ -14,9 +14,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import pycdlib
-from pycdlib.pycdlibexception import PyCdlibException
-
 # ISO 9660:1999 (level 4) keeps file names as they are, up to 207 characters.
 _INTERCHANGE_LEVEL = 4
 _MAX_NAME = 207
@@ -35,6 +32,10 @@ def write_iso(path: Path, label: str, files: Mapping[str, bytes]) -> None:
     """An image at ``path`` labelled ``label`` holding ``files`` (``dir/name`` -> content)."""
     if not label or len(label) > _MAX_LABEL:
         raise IsoImageError(f"volume label {label!r} must have 1 to {_MAX_LABEL} characters")
+    # Imported here: most launchers write no ISO, and the import costs each one's start-up CPU.
+    import pycdlib
+    from pycdlib.pycdlibexception import PyCdlibException
+
     image = pycdlib.PyCdlib()
     image.new(interchange_level=_INTERCHANGE_LEVEL, vol_ident=label, joliet=3, rock_ridge="1.09")
     try:

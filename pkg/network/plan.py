@@ -3,6 +3,10 @@
 Only the pod network's masquerade and bridge bindings are set up here; SR-IOV and binding plugins are
 left to their own machinery, and secondary (Multus) networks are refused, as KubeVirt does when Multus
 is absent. Every refusal names the VMI field at fault.
+
+The spec is read as plain JSON, not through the typed API: virt-launcher plans its phase 2 with this
+module too, and importing the typed API there would cost each launcher a quarter of a CPU-second under
+its VMI's CPU limit. Only the fields used here are checked; virt-api checked the rest at admission.
 """
 
 from __future__ import annotations
@@ -14,8 +18,6 @@ from typing import Any, Literal
 
 from kubevirt.network import names
 from kubevirt.network.errors import NetworkConfigError
-from kubevirt_api.base import ApiParseError
-from kubevirt_api.core.v1 import Interface, Network
 
 Binding = Literal["masquerade", "bridge"]
 PROTOCOLS = ("TCP", "UDP")
@@ -45,47 +47,130 @@ class PodBinding:
     model: str
 
 
-def _parse(cls: Any, data: Any, field: str) -> Any:
-    try:
-        return cls.from_dict(data)
-    except ApiParseError as err:
-        raise NetworkConfigError(field, str(err)) from None
+@dataclass(frozen=True)
+class _Network:
+    name: str
+    pod: Mapping[str, Any] | None
+    multus: bool
 
 
-def _ports(iface: Interface, field: str) -> tuple[ForwardedPort, ...]:
+@dataclass(frozen=True)
+class _Interface:
+    name: str
+    state: str | None
+    masquerade: bool
+    bridge: bool
+    mac_address: str | None
+    ports: tuple[tuple[str | None, int, str], ...]  # (name, port, protocol as written)
+    model: str | None
+
+
+def _object(value: Any, where: str, field: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise NetworkConfigError(field, f"{where}: must be an object")
+    return value
+
+
+def _optional(obj: Mapping[str, Any], key: str, kind: type, where: str, field: str) -> Any:
+    value = obj.get(key)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool) != (kind is bool)):
+        raise NetworkConfigError(field, f"{where}{key}: must be a {kind.__name__}")
+    return value
+
+
+def _required_name(obj: Mapping[str, Any], field: str) -> str:
+    name = _optional(obj, "name", str, "", field)
+    if name is None:
+        raise NetworkConfigError(field, "name: Required value")
+    return str(name)
+
+
+def _network(raw: Any, field: str) -> _Network:
+    obj = _object(raw, field, field)
+    pod = obj.get("pod")
+    if pod is not None:
+        pod = _object(pod, "pod", field)
+        for key in ("vmNetworkCIDR", "vmIPv6NetworkCIDR"):
+            _optional(pod, key, str, "pod.", field)
+    multus = obj.get("multus")
+    if multus is not None:
+        _object(multus, "multus", field)
+    return _Network(name=_required_name(obj, field), pod=pod, multus=multus is not None)
+
+
+def _interface(raw: Any, field: str) -> _Interface:
+    obj = _object(raw, field, field)
+    ports = []
+    for index, port in enumerate(_optional(obj, "ports", list, "", field) or []):
+        where = f"ports[{index}]"
+        port = _object(port, where, field)
+        number = _optional(port, "port", int, f"{where}.", field)
+        if number is None:
+            raise NetworkConfigError(field, f"{where}.port: Required value")
+        ports.append(
+            (
+                _optional(port, "name", str, f"{where}.", field),
+                int(number),
+                _optional(port, "protocol", str, f"{where}.", field) or "TCP",
+            )
+        )
+    for binding in ("masquerade", "bridge"):
+        if obj.get(binding) is not None:
+            _object(obj[binding], binding, field)
+    return _Interface(
+        name=_required_name(obj, field),
+        state=_optional(obj, "state", str, "", field),
+        masquerade=obj.get("masquerade") is not None,
+        bridge=obj.get("bridge") is not None,
+        mac_address=_optional(obj, "macAddress", str, "", field),
+        ports=tuple(ports),
+        model=_optional(obj, "model", str, "", field),
+    )
+
+
+def _ports(iface: _Interface, field: str) -> tuple[ForwardedPort, ...]:
     seen: dict[tuple[int, str], int] = {}
     names_seen: set[str] = set()
     found = []
-    for index, port in enumerate(iface.ports or []):
+    for index, (name, port, protocol) in enumerate(iface.ports):
         where = f"{field}.ports[{index}]"
-        protocol = port.protocol or "TCP"
         if protocol not in PROTOCOLS:
             raise NetworkConfigError(f"{where}.protocol", "Unknown protocol, only TCP or UDP allowed")
-        if not 0 < port.port < 65536:
-            raise NetworkConfigError(f"{where}.port", f"port {port.port} is out of range (1-65535)")
-        if port.name:
-            if port.name in names_seen:
-                raise NetworkConfigError(f"{where}.name", f"Duplicate name of the port: {port.name}")
-            names_seen.add(port.name)
-        key = (port.port, protocol)
+        if not 0 < port < 65536:
+            raise NetworkConfigError(f"{where}.port", f"port {port} is out of range (1-65535)")
+        if name:
+            if name in names_seen:
+                raise NetworkConfigError(f"{where}.name", f"Duplicate name of the port: {name}")
+            names_seen.add(name)
+        key = (port, protocol)
         if key in seen:
             raise NetworkConfigError(
                 f"{where}.port",
-                f"port {port.port}/{protocol} conflicts with {field}.ports[{seen[key]}]",
+                f"port {port}/{protocol} conflicts with {field}.ports[{seen[key]}]",
             )
         seen[key] = index
-        found.append(ForwardedPort(port=port.port, protocol=protocol.lower()))
+        found.append(ForwardedPort(port=port, protocol=protocol.lower()))
     return tuple(found)
+
+
+def _vm_cidr(pod: Mapping[str, Any]) -> str:
+    cidr = pod.get("vmNetworkCIDR")
+    if not cidr:
+        return names.DEFAULT_VM_CIDR
+    # As the typed API reads it (KubeVirt cleans up the IPv4 CIDR only); imported only when one is set.
+    from kubevirt_api.core.v1.sanitizers import sanitize_cidr
+
+    return sanitize_cidr(cidr) or str(cidr)
 
 
 def pod_binding(spec: Mapping[str, Any]) -> PodBinding | None:
     """The pod-network binding of a VMI ``spec`` (None: the VMI is not on the pod network).
 
     Raises :class:`NetworkConfigError` for what cannot be set up."""
-    networks: dict[str, tuple[int, Network]] = {}
+    networks: dict[str, tuple[int, _Network]] = {}
     for index, raw in enumerate(spec.get("networks") or []):
-        network: Network = _parse(Network, raw, f"spec.networks[{index}]")
-        if network.multus is not None:
+        network = _network(raw, f"spec.networks[{index}]")
+        if network.multus:
             raise NetworkConfigError(
                 f"spec.networks[{index}].multus",
                 f"network {network.name!r} needs Multus, which this cluster does not provide",
@@ -95,16 +180,16 @@ def pod_binding(spec: Mapping[str, Any]) -> PodBinding | None:
     found: PodBinding | None = None
     for index, raw in enumerate(interfaces):
         field = f"spec.domain.devices.interfaces[{index}]"
-        iface: Interface = _parse(Interface, raw, field)
+        iface = _interface(raw, field)
         if iface.state == "absent":
             continue
         if iface.name not in networks:
             raise NetworkConfigError(f"{field}.name", f"'{iface.name}' not found.")
         network = networks[iface.name][1]
         binding: Binding
-        if iface.masquerade is not None:
+        if iface.masquerade:
             binding = "masquerade"
-        elif iface.bridge is not None:
+        elif iface.bridge:
             binding = "bridge"
         else:
             continue  # SR-IOV and plugins are not set up here
@@ -132,8 +217,8 @@ def pod_binding(spec: Mapping[str, Any]) -> PodBinding | None:
             bridge=names.bridge_name(names.POD_INTERFACE),
             ports=_ports(iface, field),
             mac=iface.mac_address.replace("-", ":").lower() if iface.mac_address else None,
-            vm_cidr=network.pod.vm_network_cidr or names.DEFAULT_VM_CIDR,
-            vm_ipv6_cidr=network.pod.vm_ipv6_network_cidr or names.DEFAULT_VM_IPV6_CIDR,
+            vm_cidr=_vm_cidr(network.pod),
+            vm_ipv6_cidr=network.pod.get("vmIPv6NetworkCIDR") or names.DEFAULT_VM_IPV6_CIDR,
             model=iface.model or "virtio",
         )
         if binding == "masquerade":

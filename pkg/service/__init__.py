@@ -30,8 +30,22 @@ def binary(component: str, help_text: str) -> Callable[[F], click.Command]:
         command = click.option(
             "-v", type=int, default=None, help="Log verbosity (KubeVirt's levels; above 2 logs debug)."
         )(command)
-        return click.version_option(get_version(), prog_name=component, message="%(prog)s %(version)s")(
-            command
-        )
+        # The version is looked up only when asked for: reading the package metadata costs every
+        # start-up (each launcher's, under its VMI's CPU limit) tens of milliseconds of CPU.
+        return click.option(
+            "--version",
+            is_flag=True,
+            expose_value=False,
+            is_eager=True,
+            help="Show the version and exit.",
+            callback=lambda ctx, _param, value: _print_version(ctx, component) if value else None,
+        )(command)
 
     return decorate
+
+
+def _print_version(ctx: click.Context, component: str) -> None:
+    if ctx.resilient_parsing:
+        return
+    click.echo(f"{component} {get_version()}")
+    ctx.exit()

@@ -2,13 +2,14 @@
 
 import platform
 import sys
-from importlib import metadata
 
 DISTRIBUTION = "kubevirt-py"
 
 
 def get_version() -> str:
     """The installed distribution's version (``0.0.0-dev`` when running from an uninstalled tree)."""
+    from importlib import metadata  # only here: importing it costs every binary's start-up
+
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:

@@ -153,6 +153,9 @@ class VMController:
         # Per VMI UID: the last domain seen down, so a launcher that exits after a clean stop is not
         # taken for a crash.
         self._last_down: dict[str, JSON] = {}
+        # Per VMI key: the resourceVersion our last status write replaced. While the cache still shows
+        # it, the cache has not caught up with that write and a status computed from it is stale.
+        self._replaced: dict[str, str] = {}
 
     def reconcile(self, key: str) -> None:
         vmi = self._vmis.get_by_key(key)
@@ -164,6 +167,8 @@ class VMController:
             self._unmount_recorded(key, keep=None)
             if self._notify is not None:
                 self._notify.forget(key)
+            with self._lock:
+                self._replaced.pop(key, None)
             return
         vmi = copy.deepcopy(vmi)
         # A VMI deleted and created again under the same name while its mounts were still there.
@@ -276,6 +281,7 @@ class VMController:
             self._waiting_since.pop(uid, None)
             self._reached.discard(uid)
             self._last_down.pop(uid, None)
+            self._replaced.pop(key, None)
         self._domain_events.forget(uid)
 
     def _drive(self, launcher: Launcher, vmi: JSON) -> _Outcome:
@@ -401,20 +407,24 @@ class VMController:
             stamps.append({"phase": new_phase, "phaseTransitionTimestamp": _now()})
         if status == original:
             return
+        version = str(vmi["metadata"].get("resourceVersion") or "")
+        with self._lock:
+            if self._replaced.get(key) == version:
+                # Our own write is on its way to the cache; its watch event queues the VMI again.
+                return
+            self._replaced.pop(key, None)
         namespace, _ = split_key(key)
         try:
-            # VMIs have no status subresource; the resourceVersion makes the write conditional.
-            patch = {
-                "metadata": {"resourceVersion": vmi["metadata"].get("resourceVersion")},
-                "status": status,
-            }
-            self._api.patch(
-                VIRTUAL_MACHINE_INSTANCES, namespace, vmi["metadata"]["name"], patch, patch_type="merge"
-            )
+            # As KubeVirt's handler: an UPDATE of the whole VMI (no status subresource), conditional on
+            # the resourceVersion it was computed from, so a status field it dropped goes too.
+            body = {"apiVersion": VIRTUAL_MACHINE_INSTANCES.api_version, "kind": "VirtualMachineInstance"}
+            self._api.update(VIRTUAL_MACHINE_INSTANCES, namespace, {**body, **vmi})
         except NotFoundError:
             return
         except ConflictError:
             raise RequeueAfter(0.1) from None
+        with self._lock:
+            self._replaced[key] = version
         if new_phase != current:
             self._phase_event(vmi, new_phase)
 

@@ -6,8 +6,8 @@ what it still maintains (conditions, active pods, labels). The pod is deleted wh
 finished, and the VMI's finalizer is dropped once no pod of it is left.
 
 Writes are kept few: the API-version annotations ride along with the first status write, the pod just
-created counts as active at once, and the status is only written when it changed. Reaching Scheduled
-takes one pod create and at most three VMI writes.
+created counts as active at once, its node is recorded with the next write that has news of its own, and
+the status is only written when it changed. Reaching Scheduled takes one pod create and two VMI writes.
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ class VMIController:
                     phase=status.phase, phase_transition_timestamp=now
                 ),
             ]
-        if vmi.to_dict() != cached.to_dict():
+        if vmi.to_dict() != cached.to_dict() and not _only_pod_nodes_changed(cached, vmi):
             self._vmi_expectations.expect_creations(key, 1)  # wait for our own update to come back
             try:
                 self._api.update(VIRTUAL_MACHINE_INSTANCES, meta.namespace, vmi.to_dict())
@@ -583,8 +583,30 @@ def _synchronized(
     ]
 
 
+def _only_pod_nodes_changed(cached: VirtualMachineInstance, vmi: VirtualMachineInstance) -> bool:
+    """Whether, while still Scheduling, the only news is the node its pod was bound to. No one reads a
+    Scheduling VMI's pod nodes (virt-handler starts at Scheduled), so they ride with the next write
+    (Scheduled at the latest) instead of costing one of their own."""
+    if not (cached.is_scheduling() and vmi.is_scheduling()):
+        return False
+    before, after = cached.to_dict(), vmi.to_dict()
+    was = (before.get("status") or {}).get("activePods") or {}
+    now = (after.get("status") or {}).get("activePods") or {}
+    if was.keys() != now.keys():
+        return False
+    after["status"]["activePods"] = was
+    return after == before
+
+
 def _status_patch(old: VirtualMachineInstance, new: VirtualMachineInstance) -> list[dict[str, Any]]:
-    """JSON patch ops for the fields this controller keeps on a VMI virt-handler owns."""
+    """JSON patch ops for the fields this controller keeps on a VMI virt-handler owns, applied only to
+    the version they were computed from.
+
+    KubeVirt guards each replaced field with a ``test`` of its old value; that needs the old value as the
+    server holds it, byte for byte, and the cached model does not keep it so (it drops the ``null`` times
+    virt-handler writes in its conditions, so such a test never passes). A ``test`` of the
+    resourceVersion guards the same writes: a stale cache fails the patch, and the watch event that
+    refreshes it queues the VMI again."""
     before, after = old.to_dict(), new.to_dict()
     ops: list[dict[str, Any]] = []
     for section, names in (
@@ -596,18 +618,16 @@ def _status_patch(old: VirtualMachineInstance, new: VirtualMachineInstance) -> l
             if was.get(name) == now.get(name):
                 continue
             path = f"/{section}/{name}"
-            if name not in was:
-                ops.append({"op": "add", "path": path, "value": now.get(name)})
-            elif name not in now:
-                ops += [{"op": "test", "path": path, "value": was[name]}, {"op": "remove", "path": path}]
-            else:
-                ops += [
-                    {"op": "test", "path": path, "value": was[name]},
-                    {"op": "replace", "path": path, "value": now[name]},
-                ]
-    if ops and "status" not in before:
+            if name not in now:
+                ops.append({"op": "remove", "path": path})
+            else:  # "add" sets a member whether or not it is there
+                ops.append({"op": "add", "path": path, "value": now[name]})
+    if not ops:
+        return ops
+    if "status" not in before:
         ops.insert(0, {"op": "add", "path": "/status", "value": {}})
-    return ops
+    version = (before.get("metadata") or {}).get("resourceVersion")
+    return [{"op": "test", "path": "/metadata/resourceVersion", "value": version}, *ops]
 
 
 def _owned_by(pod: Mapping[str, Any], vmi: VirtualMachineInstance) -> dict[str, Any]:

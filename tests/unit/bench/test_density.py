@@ -290,3 +290,39 @@ def test_changed_names_the_fields_a_write_touched() -> None:
         "status.phase",
     ]
     assert timeline.changed(None, after) == ["(created)"]
+
+
+def test_writers_are_the_managed_fields_entries_a_write_changed() -> None:
+    def version(*entries: tuple[str, str, str, str]) -> dict[str, Any]:
+        fields = [
+            {"manager": m, "operation": op, "time": t, **({"subresource": sub} if sub else {})}
+            for m, op, sub, t in entries
+        ]
+        return {"metadata": {"managedFields": fields}}
+
+    created = version(("bench-density", "Update", "", "T1"))
+    by_controller = version(("bench-density", "Update", "", "T1"), ("virt-controller", "Update", "", "T2"))
+    by_handler = version(
+        ("bench-density", "Update", "", "T1"),
+        ("virt-controller", "Update", "", "T2"),
+        ("virt-handler", "Update", "", "T3"),
+    )
+    again = version(
+        ("bench-density", "Update", "", "T1"),
+        ("virt-controller", "Update", "", "T4"),
+        ("virt-handler", "Update", "", "T3"),
+    )
+    kubelet = version(("kubelet", "Update", "status", "T5"))
+    # The handler took fields over from the controller: the controller's entry changed, its time did not.
+    took_over = version(
+        ("bench-density", "Update", "", "T1"),
+        ("virt-controller", "Update", "", "T2"),
+        ("virt-handler", "Update", "", "T6"),
+    )
+    took_over["metadata"]["managedFields"][1]["fieldsV1"] = {"f:status": {}}
+    assert timeline.writers(created, by_controller) == ["virt-controller Update"]
+    assert timeline.writers(by_controller, by_handler) == ["virt-handler Update"]
+    assert timeline.writers(by_handler, again) == ["virt-controller Update"]
+    assert timeline.writers(created, kubelet) == ["kubelet Update/status"]
+    assert timeline.writers(by_handler, took_over) == ["virt-handler Update"]
+    assert timeline.writers(again, again) == ["(unattributed)"]

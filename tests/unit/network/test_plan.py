@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -136,3 +138,20 @@ def test_two_interfaces_on_the_pod_network() -> None:
     }
     with pytest.raises(NetworkConfigError, match="more than one interface is connected to a pod network"):
         pod_binding(the_spec)
+
+
+def test_a_custom_vm_cidr_is_read_as_the_typed_api_reads_it() -> None:
+    the_spec = spec({"name": "n", "masquerade": {}}, {"name": "n", "pod": {"vmNetworkCIDR": "10.1.2.3/24"}})
+    binding = pod_binding(the_spec)
+    assert binding is not None
+    assert binding.vm_cidr == "10.1.2.3/24"
+    assert binding.vm_ipv6_cidr == "fd10:0:2::/120"
+
+
+def test_planning_in_the_launcher_does_not_load_the_typed_api() -> None:
+    # virt-launcher plans its phase 2 with this module under its VMI's CPU limit.
+    code = (
+        "import sys; import kubevirt.network.launcher; "
+        "sys.exit(sorted(m for m in sys.modules if m.startswith('kubevirt_api')) or 0)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, ConflictError, NotFoundError
+import pytest
+
+from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, ConflictError, InvalidError, NotFoundError
 from kubevirt.virt_controller.watch.pods import pod_name
+from kubevirt.virt_controller.watch.vmi import _status_patch as vmi_controller_status_patch
+from kubevirt_api.core.v1 import VirtualMachineInstance
 
 from .fakes import JSON, Cluster
 from .harness import (
@@ -49,7 +53,7 @@ def test_a_new_vmi_gets_one_launcher_pod_and_goes_scheduling() -> None:
     assert "SuccessfulCreate" in controllers.events.reasons()
 
 
-def test_reaching_scheduled_takes_one_pod_create_and_at_most_three_vmi_writes() -> None:
+def test_reaching_scheduled_takes_one_pod_create_and_two_vmi_writes() -> None:
     cluster = Cluster()
     controllers = _start(cluster)
     cluster.api.writes.clear()
@@ -79,7 +83,11 @@ def test_reaching_scheduled_takes_one_pod_create_and_at_most_three_vmi_writes() 
     vmi_writes = [w for w in cluster2.api.writes if w[1] == "virtualmachineinstances"]
     pod_creates = [w for w in cluster2.api.writes if w == ("create", "pods", None)]
     assert len(pod_creates) == 1
-    assert len(vmi_writes) == 3, vmi_writes  # Scheduling, the pod's node in activePods, Scheduled
+    # Scheduling, then Scheduled: the pod's node alone is no write, it rides with Scheduled.
+    assert vmi_writes == [("update", "virtualmachineinstances", None)] * 2, vmi_writes
+    assert _vmi(cluster2, "counted")["status"]["activePods"] == {
+        _pods(cluster2)[0]["metadata"]["uid"]: "node01"
+    }
 
 
 def test_a_failed_pod_fails_the_scheduling_vmi() -> None:
@@ -188,6 +196,53 @@ def test_a_running_vmi_is_patched_not_updated() -> None:
     assert {verb for verb, _, _ in vmi_writes} == {"patch"}
     ready = next(c for c in _vmi(cluster)["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True"  # copied from the pod once the guest runs
+
+
+def test_ready_is_written_beside_conditions_virt_handler_wrote_with_null_times() -> None:
+    # What virt-handler writes, as KubeVirt's does: zero times as null, which the cached model drops.
+    cluster = Cluster()
+    controllers = _start(cluster)
+    schedule_pod(cluster, pod_name(_pods(cluster)[0]))
+    controllers.run(only=("vmi",))
+    migratable = {
+        "type": "LiveMigratable",
+        "status": "True",
+        "lastProbeTime": None,
+        "lastTransitionTime": None,
+    }
+
+    def running(vmi: JSON) -> None:
+        vmi["status"]["phase"] = "Running"
+        vmi["status"]["conditions"] = [*vmi["status"]["conditions"], migratable]
+
+    cluster.api.edit(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvmi", running)
+    cluster.api.writes.clear()
+    controllers.run(only=("vmi",))
+    assert controllers.errors == []
+    assert cluster.api.writes == [("patch", "virtualmachineinstances", None)]  # one write, no retries
+    conditions = {c["type"]: c for c in _vmi(cluster)["status"]["conditions"]}
+    assert conditions["Ready"]["status"] == "True"
+    assert conditions["LiveMigratable"]["status"] == "True"
+
+
+def test_a_patch_computed_from_a_stale_cache_is_refused() -> None:
+    cluster = Cluster()
+    _start(cluster)
+    stale = VirtualMachineInstance.from_dict(_vmi(cluster))
+    wanted = stale.model_copy(deep=True)
+    assert wanted.status is not None
+    assert stale.metadata is not None
+    wanted.status.phase = "Failed"
+    ops = vmi_controller_status_patch(stale, wanted)
+    assert ops[0] == {
+        "op": "test",
+        "path": "/metadata/resourceVersion",
+        "value": stale.metadata.resource_version,
+    }
+    set_vmi_phase(cluster, "testvmi", "Running")  # someone else wrote since the cache was read
+    with pytest.raises(InvalidError):
+        cluster.api.patch(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvmi", ops)
+    assert _vmi(cluster)["status"]["phase"] == "Running"
 
 
 def test_the_pod_gets_the_unpaused_readiness_condition_and_the_node_label() -> None:

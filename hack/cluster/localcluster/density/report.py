@@ -52,6 +52,14 @@ def show(result: JSON, say: Say = print) -> None:
     for label, value, limit in writes(result):
         say(f"  {label:<14} {value:6.2f}  (<= {limit}: {_verdict(value <= limit)})")
     say(f"  VMI versions seen per object (its creation included): {result['vmi_versions_per_object']}")
+    if result.get("writes_by_manager_per_object"):
+        say("writes per object by who made them (from managedFields; pods' kubelet status included):")
+        for key, value in result["writes_by_manager_per_object"].items():
+            say(f"  {key:<60} {value:7.2f}")
+    if result.get("events_per_object"):
+        say("events per object (source, involved kind, reason; repeats counted):")
+        for key, value in result["events_per_object"].items():
+            say(f"  {key:<60} {value:7.2f}")
     say("API requests per object (verb resource), watch and list included:")
     for key, value in result["api_requests_per_object"].items():
         say(f"  {key:<60} {value:7.2f}")

@@ -15,7 +15,7 @@ from typing import Any
 
 from tenacity import retry, stop_after_delay, wait_exponential
 
-from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, KubeClient
+from kubevirt.client import EVENTS, PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, KubeClient
 
 from ..handle import Cluster
 from . import apimetrics, faults, procs, timeline, workload
@@ -228,6 +228,7 @@ class Round:
         before, after = apimetrics.parse(metrics_before), apimetrics.parse(metrics_after)
         failed = apimetrics.parse(metrics_after, failed=True) - apimetrics.parse(metrics_before, failed=True)
         self._own = self.recorder.requests - own_before
+        events = self._events_by_source()
         memory_after = procs.available_memory_kib()
         running_at = time.time()
         self.sampler.sample()
@@ -237,6 +238,7 @@ class Round:
         steady = procs.component_usage(self.sampler)
         result = self._result(before, after, memory_before - memory_after, cpu_at_running, steady)
         result["seconds_to_settle"] = round(running_at - self.began, 1)
+        result["events_per_object"] = events
         # Conflicts and refused writes: each is a write that has to be made again.
         result["failed_requests"] = {f"{verb} {what}": n for (verb, what), n in sorted(failed.items())}
         if self.options.faults:
@@ -248,6 +250,16 @@ class Round:
             }
         result["left_after_delete"] = self._teardown()
         return result
+
+    def _events_by_source(self) -> dict[str, float]:
+        """The namespace's events (what the POSTs of events were) per object, by who sent them and why."""
+        items, _ = self.client.list(EVENTS, self.namespace)
+        counted: Counter[str] = Counter()
+        for event in items:
+            source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or "?"
+            kind = (event.get("involvedObject") or {}).get("kind") or "?"
+            counted[f"{source} {kind} {event.get('reason')}"] += int(event.get("count") or 1)
+        return {key: round(n / self.options.count, 2) for key, n in sorted(counted.items())}
 
     def _own_requests(self) -> apimetrics.Requests:
         resource = "virtualmachines" if self.options.kind == "vm" else "virtualmachineinstances"
@@ -344,6 +356,10 @@ class Round:
                 sum(len(w) for n, w in self.recorder.writes.items() if n in self.names) / self.options.count,
                 2,
             ),
+            "writes_by_manager_per_object": {
+                f"{kind} {who}": round(n / self.options.count, 2)
+                for (kind, who), n in sorted(self.recorder.writers.items())
+            },
             "control_plane": control,
             "control_plane_cpu_seconds_per_vmi": round(
                 sum(c["cpu_seconds_to_running"] for c in control.values()) / self.options.count, 3

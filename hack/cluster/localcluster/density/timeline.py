@@ -73,6 +73,9 @@ class Recorder:
         self.pods: dict[str, JSON] = {}
         # Every version of each VMI seen, as (when, what changed): which writes it took to get there.
         self.writes: dict[str, list[tuple[float, list[str]]]] = {}
+        # Who wrote each version of a VMI or launcher pod after its creation, from managedFields:
+        # (kind, "manager operation[/subresource]") -> versions.
+        self.writers: Counter[tuple[str, str]] = Counter()
         # Its own requests, by (verb, resource), to take out of the apiserver's counts.
         self.requests: Counter[tuple[str, str]] = Counter()
         self._client = client
@@ -140,7 +143,12 @@ class Recorder:
                 return
             before = self.vmis.get(name)
             self.vmis[name] = vmi
-            self.writes.setdefault(name, []).append((now, changed(before, vmi)))
+            fields = changed(before, vmi)
+            if before is not None:
+                by = writers(before, vmi)
+                self.writers.update(("vmi", w) for w in by)
+                fields += [f"by {w}" for w in by]
+            self.writes.setdefault(name, []).append((now, fields))
         if vmi.get("status", {}).get("phase") == "Running":
             self.of(name).mark("running", now)
 
@@ -152,6 +160,9 @@ class Recorder:
             if kind == "DELETED":
                 self.pods.pop(pod["metadata"]["name"], None)
             else:
+                before = self.pods.get(pod["metadata"]["name"])
+                if before is not None:
+                    self.writers.update(("pod", w) for w in writers(before, pod))
                 self.pods[pod["metadata"]["name"]] = pod
         marks = self.of(name)
         marks.mark("pod_created", now)
@@ -183,6 +194,25 @@ def changed(before: JSON | None, after: JSON) -> list[str]:
     if before.get("spec") != after.get("spec"):
         found.append("spec")
     return found
+
+
+def writers(before: JSON, after: JSON) -> list[str]:
+    """Who made the write from ``before`` to ``after``, from managedFields as "manager
+    Operation[/subresource]": the entry it added or whose time it moved. A write also shrinks the entries
+    of managers whose fields it took over, so changed fields alone name a writer only when no time moved
+    (two writes by one manager within a second)."""
+
+    def entries(obj: JSON) -> dict[str, JSON]:
+        found = {}
+        for entry in obj.get("metadata", {}).get("managedFields") or []:
+            key = " ".join(filter(None, (entry.get("manager"), entry.get("operation"))))
+            found[key + (f"/{entry['subresource']}" if entry.get("subresource") else "")] = entry
+        return found
+
+    old, new = entries(before), entries(after)
+    moved = [key for key, entry in new.items() if key not in old or old[key].get("time") != entry.get("time")]
+    changed = [key for key, entry in new.items() if old.get(key) != entry]
+    return moved or changed or ["(unattributed)"]
 
 
 def container_starts(pod: JSON) -> dict[str, float]:
