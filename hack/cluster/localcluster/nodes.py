@@ -130,3 +130,11 @@ def leftovers(node: Node) -> list[str]:
         left.append(f"link {node.host_veth}")
     left += [f"cgroup {path}" for path in hostfs.cgroup_root_dirs(node.cgroup_root)]
     return left
+
+
+def host_path(node: Node, path: Path) -> Path:
+    """Where ``path`` as the node sees it lives on the host: in its private copy, or the shared original."""
+    for target, _shared in sorted(PRIVATE_DIRS, key=lambda item: len(item[0]), reverse=True):
+        if path == Path(target) or Path(target) in path.parents:
+            return node.host_dirs / str(path).lstrip("/")
+    return path
