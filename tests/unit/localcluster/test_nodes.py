@@ -65,13 +65,13 @@ def test_node_one_keeps_the_paths_it_always_had(layout: Layout) -> None:
 
 
 def test_node_addresses_lie_above_the_first_nodes_pod_range(layout: Layout) -> None:
-    range_end = ipaddress.ip_address(POD_RANGE_END)
-    bridge_subnet = ipaddress.ip_network(layout.node(1).pod_subnet)
+    range_end = ipaddress.IPv4Address(POD_RANGE_END)
+    bridge_subnet = ipaddress.IPv4Network(layout.node(1).pod_subnet)
     cni = json.loads(components.cni_config(layout.node(1)))
     assert cni["plugins"][0]["ipam"]["ranges"][0][0]["rangeEnd"] == POD_RANGE_END
     for index in (2, 3, 4):
         node = layout.node(index)
-        address = ipaddress.ip_address(node.ip)
+        address = ipaddress.IPv4Address(node.ip)
         assert address in bridge_subnet
         assert range_end < address < bridge_subnet.broadcast_address
         assert not ipaddress.ip_network(node.pod_subnet).overlaps(bridge_subnet)
