@@ -40,8 +40,9 @@ def _items(cluster: Cluster, *args: str) -> list[JSON]:
 
 
 @pytest.fixture(scope="module")
-def nodes(two_node_cluster: Cluster, kubevirt: float) -> tuple[str, str]:
-    """Node names, once KubeVirt is installed and the second node is there (in either order)."""
+def nodes(kubevirt: float, two_node_cluster: Cluster) -> tuple[str, str]:
+    """Node names, once KubeVirt is installed (before the second node joins, when this module installs it:
+    its Deployments then stay on the first node, which outlives the second) and the second node is there."""
     layout = two_node_cluster.layout
     return layout.node(1).name, layout.node(2).name
 
