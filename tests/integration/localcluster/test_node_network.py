@@ -28,6 +28,8 @@ hostnet.connect_node(node, record.pid)
 print(record.pid)
 """
 
+FETCH = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())"
+
 # Runs as root in a fresh network namespace (the stand-in host). $1: a work directory.
 SCENARIO = r"""
 set -eu
@@ -85,7 +87,7 @@ def test_pods_host_and_node_reach_each_other_across_the_node_link(tmp_path: Path
         "PYTHONPATH": str(REPO / "hack" / "cluster"),
         "CONNECT": CONNECT,
         "PYTHON": sys.executable,
-        "FETCH": "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())",
+        "FETCH": FETCH,
     }
     result = subprocess.run(
         ["unshare", "--net", "bash", "-c", SCENARIO, "scenario", str(tmp_path)],
