@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from localcluster.hostfs import unmount_all
+
 
 def _mount(*argv: str) -> None:
     result = subprocess.run(["mount", *argv], capture_output=True, text=True, check=False)
@@ -27,11 +29,13 @@ def _mount(*argv: str) -> None:
 
 
 def bind(source: Path, target: Path, *, shared: bool) -> None:
-    """``source`` over ``target`` in this mount namespace only; what the host mounted there (and below)
-    is detached here first, so none of the first node's pod mounts show through."""
+    """``source`` over ``target`` in this mount namespace only. The copies of what the host mounted at or
+    below ``target`` are unmounted here first (only here: they are slaves): hidden under the new mount
+    they would still be listed at the same mount points, and a runtime looking up a host path's mount
+    (to check that it is shared) could find the host's copy instead; nor should node 1's pods' mounts
+    show through."""
     source.mkdir(parents=True, exist_ok=True)
-    if os.path.ismount(target):
-        subprocess.run(["umount", "--lazy", str(target)], capture_output=True, check=False)
+    unmount_all(target)
     target.mkdir(parents=True, exist_ok=True)
     _mount("--bind", str(source), str(target))
     # Shared: the kubelet allows Bidirectional propagation only from shared mounts.

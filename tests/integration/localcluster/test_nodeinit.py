@@ -27,6 +27,10 @@ def node_init(tmp_path: Path) -> Iterator[tuple[processes.Record, Path, Path]]:
     private, target, ready = tmp_path / "private", tmp_path / "target", tmp_path / "ready"
     target.mkdir()
     (target / "host-file").write_text("host")
+    # Something the host mounted below the target before the node started (as node 1 mounts below
+    # /var/lib/kubelet and /run/kubevirt).
+    (target / "host-mount").mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "host-mount", str(target / "host-mount")], check=True)
     spec = {"mounts": [[str(private), str(target), True]], "ready": str(ready)}
     argv = [
         "unshare", "--pid", "--mount", "--net", "--fork", "--kill-child=SIGKILL", "--propagation=slave",
@@ -43,6 +47,7 @@ def node_init(tmp_path: Path) -> Iterator[tuple[processes.Record, Path, Path]]:
         yield record, private, target
     finally:
         processes.stop(record)
+        subprocess.run(["umount", str(target / "host-mount")], check=False)
 
 
 def _inside(record: processes.Record, script: str) -> str:
@@ -55,10 +60,20 @@ def _inside(record: processes.Record, script: str) -> str:
 
 def test_the_private_copy_is_seen_inside_only(node_init: tuple[processes.Record, Path, Path]) -> None:
     record, private, target = node_init
-    assert _inside(record, f"ls {target}") == ""
+    assert _inside(record, f"ls {target}") == ""  # neither the host's files nor its mount below
     _inside(record, f"echo node > {target}/node-file")
     assert (private / "node-file").read_text() == "node\n"
-    assert sorted(p.name for p in target.iterdir()) == ["host-file"]
+    assert sorted(p.name for p in target.iterdir()) == ["host-file", "host-mount"]
+
+
+def test_only_the_private_mount_is_listed_at_the_target_and_it_is_shared(
+    node_init: tuple[processes.Record, Path, Path],
+) -> None:
+    record, _private, target = node_init
+    listed = _inside(record, "cat /proc/self/mountinfo").splitlines()
+    at_or_below = [line.split() for line in listed if line.split()[4].startswith(str(target))]
+    assert [fields[4] for fields in at_or_below] == [str(target)], at_or_below
+    assert any(field.startswith("shared:") for field in at_or_below[0][6:]), at_or_below
 
 
 def test_entered_processes_see_the_init_as_pid_1_and_no_host_network(
