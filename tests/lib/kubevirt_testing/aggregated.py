@@ -30,15 +30,11 @@ from kubevirt.client import (
     ApiError,
     KubeClient,
     NotFoundError,
-    Resource,
 )
+from kubevirt.client.resources import API_SERVICES, NAMESPACES, SERVICE_ACCOUNTS, SERVICES
 from kubevirt_testing.certificates import self_signed
 from kubevirt_testing.process import start_virt_api, terminate
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-SERVICES = Resource("", "v1", "services", "Service", namespaced=True)
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
-API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", namespaced=False)
 KUBEVIRT_NAMESPACE = "kubevirt"
 HANDLER_NODE = "node01"
 

@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from kubevirt.client import KUBEVIRTS, KubeClient, NotFoundError, Resource
+from kubevirt.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DAEMON_SETS, DEPLOYMENTS, NAMESPACES
 from kubevirt.virt_operator.app import Options, VirtOperator
 from kubevirt.virt_operator.resource.release import operator_manifest
-from kubevirt.virt_operator.resources import BY_KIND, CUSTOM_RESOURCE_DEFINITIONS, DAEMON_SETS, DEPLOYMENTS
+from kubevirt.virt_operator.resources import BY_KIND
 
 JSON = dict[str, Any]
 NS = "kubevirt"
 IMAGE = "registry.test/kubevirt/virt-operator:v1"
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 _RELEASE_RESOURCES = {**BY_KIND, "Namespace": NAMESPACES, "PriorityClass": PRIORITY_CLASSES}
 
