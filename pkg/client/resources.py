@@ -15,15 +15,31 @@ from kubevirt_api.migrations.v1alpha1.types import MIGRATIONS_GROUP_NAME, MIGRAT
 from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME, SNAPSHOT_VERSIONS
 
 __all__ = [
+    "API_SERVICES",
+    "CLUSTER_ROLES",
+    "CLUSTER_ROLE_BINDINGS",
+    "CONFIG_MAPS",
     "CONTROLLER_REVISIONS",
+    "CUSTOM_RESOURCE_DEFINITIONS",
+    "DAEMON_SETS",
+    "DEPLOYMENTS",
     "EVENTS",
     "INSTANCETYPE_RESOURCES",
     "KUBEVIRTS",
     "LEASES",
     "MIGRATION_POLICIES",
+    "MUTATING_WEBHOOKS",
+    "NAMESPACES",
     "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
+    "POD_DISRUPTION_BUDGETS",
+    "ROLES",
+    "ROLE_BINDINGS",
+    "SECRETS",
+    "SERVICES",
+    "SERVICE_ACCOUNTS",
+    "VALIDATING_WEBHOOKS",
     "VIRTUAL_MACHINES",
     "VIRTUAL_MACHINE_CLONES",
     "VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES",
@@ -92,6 +108,32 @@ PERSISTENT_VOLUME_CLAIMS = Resource(
 )
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+CUSTOM_RESOURCE_DEFINITIONS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
+)
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
+SERVICES = Resource("", "v1", "services", "Service", namespaced=True)
+SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+_RBAC = "rbac.authorization.k8s.io"
+CLUSTER_ROLES = Resource(_RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource(_RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False)
+ROLES = Resource(_RBAC, "v1", "roles", "Role", namespaced=True)
+ROLE_BINDINGS = Resource(_RBAC, "v1", "rolebindings", "RoleBinding", namespaced=True)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
+DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
+POD_DISRUPTION_BUDGETS = Resource(
+    "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True
+)
+_ADMISSION = "admissionregistration.k8s.io"
+VALIDATING_WEBHOOKS = Resource(
+    _ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", namespaced=False
+)
+MUTATING_WEBHOOKS = Resource(
+    _ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", namespaced=False
+)
+API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", namespaced=False)
+
 VIRTUAL_MACHINES = Resource(GROUP_NAME, "v1", "virtualmachines", "VirtualMachine", namespaced=True)
 VIRTUAL_MACHINE_INSTANCES = Resource(
     GROUP_NAME, "v1", "virtualmachineinstances", "VirtualMachineInstance", namespaced=True

@@ -20,10 +20,14 @@ from pathlib import Path
 
 from kubevirt.client import CONFIG_MAPS, ApiError, KubeApi
 from kubevirt.log import get_logger
+from kubevirt.service.reloading import Reloading, modification_times
 
 # virt-operator's CA bundle: what virt-api and virt-handler trust in each other's certificates.
 CA_CONFIG_MAP = "kubevirt-ca"
 CA_BUNDLE_KEY = "ca-bundle"
+
+# The client certificate's and key's modification times (None without them) and the trusted bundle.
+_ClientStamp = tuple[tuple[int, ...] | None, str | None]
 
 
 def _load(
@@ -54,52 +58,42 @@ class ReloadingCertificate:
         self._required = require_client_cert
         self._cert_file = cert_file
         self._key_file = key_file
-        self.interval = interval
         self._log = get_logger(cert=str(cert_file))
-        self._stamp = self._mtimes()
         self._client_ca: str | None = None
-        self._current = _load(cert_file, key_file, required=self._required)
+        # Rebuilt when the files or the trusted client CA change; the first build's errors are raised here.
+        self._contexts = Reloading(
+            lambda: (modification_times(cert_file, key_file), self._client_ca),
+            lambda stamp: _load(cert_file, key_file, stamp[1], required=self._required),
+            log=self._log,
+            renewed="serving a renewed TLS certificate",
+            interval=interval,
+        )
+        self._contexts.refresh()
         # The context given to the listener; each handshake is switched to the current one.
         self.server_context = _load(cert_file, key_file, required=self._required)
         self.server_context.sni_callback = self._select
         self._task: asyncio.Task[None] | None = None
 
-    def _mtimes(self) -> tuple[int, int]:
-        return (self._cert_file.stat().st_mtime_ns, self._key_file.stat().st_mtime_ns)
+    @property
+    def interval(self) -> float:
+        return self._contexts.interval
 
     def _select(self, sock: ssl.SSLObject, _server_name: str | None, _ctx: ssl.SSLContext) -> None:
-        sock.context = self._current
+        sock.context = self._contexts.in_use
 
     def trust_client_ca(self, client_ca: str) -> None:
         """Verify client certificates against ``client_ca`` (PEM) from now on; a no-op when unchanged."""
         if client_ca == self._client_ca:
             return
-        fresh = _load(self._cert_file, self._key_file, client_ca, required=self._required)
         # The listener's context decides whether a certificate is requested; the swapped-in one verifies it.
         _verify_clients(self.server_context, client_ca, required=self._required)
         self._client_ca = client_ca
-        self._current = fresh
+        self._contexts.refresh()
         self._log.info("verifying client certificates against a new CA")
 
     def reload_if_changed(self) -> bool:
         """Load the files again if they changed; returns whether a new certificate is in use."""
-        try:
-            stamp = self._mtimes()
-        except OSError as err:
-            self._log.warning("certificate files unreadable, keeping the current one", reason=str(err))
-            return False
-        if stamp == self._stamp:
-            return False
-        try:
-            fresh = _load(self._cert_file, self._key_file, self._client_ca, required=self._required)
-        except (OSError, ssl.SSLError) as err:
-            # Likely mid-rotation (certificate written, key not yet): try again on the next tick.
-            self._log.warning("new certificate not loadable yet", reason=str(err))
-            return False
-        self._current = fresh
-        self._stamp = stamp
-        self._log.info("serving a renewed TLS certificate")
-        return True
+        return self._contexts.refresh()
 
     async def _watch(self) -> None:
         while True:
@@ -149,48 +143,31 @@ class ReloadingClientContext:
         self._cert_file = cert_file
         self._key_file = key_file
         self._trusted = trusted
-        self._interval = interval
-        self._clock = clock
-        self._log = get_logger(cert=str(cert_file))
-        self._checked_at: float | None = None
-        self._stamp: tuple[tuple[int, int] | None, str | None] = (None, None)
-        self._context: ssl.SSLContext | None = None
+        self._contexts: Reloading[_ClientStamp, ssl.SSLContext] = Reloading(
+            self._stamp,
+            self._build,
+            log=get_logger(cert=str(cert_file)),
+            renewed="using a renewed client certificate or CA towards virt-handler",
+            interval=interval,
+            clock=clock,
+        )
 
-    def _mtimes(self) -> tuple[int, int] | None:
+    def _stamp(self) -> _ClientStamp:
         try:
-            return (self._cert_file.stat().st_mtime_ns, self._key_file.stat().st_mtime_ns)
+            mtimes: tuple[int, ...] | None = modification_times(self._cert_file, self._key_file)
         except OSError:
-            return None
+            mtimes = None  # no client certificate (yet): the context presents none
+        last = self._contexts.stamp
+        return (mtimes, self._trusted() or (last[1] if last else None))
 
-    def _build(self, bundle: str | None, has_pair: bool) -> ssl.SSLContext:
+    def _build(self, stamp: _ClientStamp) -> ssl.SSLContext:
+        mtimes, bundle = stamp
         context = ssl.create_default_context(cadata=bundle) if bundle else ssl.create_default_context()
         # virt-handler's certificate names no IP address; the CA that signed it is what identifies it.
         context.check_hostname = False
-        if has_pair:
+        if mtimes is not None:
             context.load_cert_chain(str(self._cert_file), str(self._key_file))
         return context
 
     def current(self) -> ssl.SSLContext:
-        now = self._clock()
-        if (
-            self._context is not None
-            and self._checked_at is not None
-            and now - self._checked_at < self._interval
-        ):
-            return self._context
-        self._checked_at = now
-        bundle = self._trusted() or self._stamp[1]
-        stamp = (self._mtimes(), bundle)
-        if self._context is not None and stamp == self._stamp:
-            return self._context
-        try:
-            fresh = self._build(bundle, stamp[0] is not None)
-        except (OSError, ssl.SSLError) as err:
-            if self._context is None:
-                raise
-            self._log.warning("renewed client certificate or CA not loadable yet", reason=str(err))
-            return self._context
-        if self._context is not None:
-            self._log.info("using a renewed client certificate or CA towards virt-handler")
-        self._context, self._stamp = fresh, stamp
-        return fresh
+        return self._contexts.current()

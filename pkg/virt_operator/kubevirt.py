@@ -27,6 +27,7 @@ from kubevirt.client import (
     NotFoundError,
     Resource,
 )
+from kubevirt.client.resources import CONFIG_MAPS, SECRETS
 from kubevirt.controller import RequeueAfter, Store, key_for
 from kubevirt.log import get_logger
 from kubevirt.version import get_version
@@ -38,7 +39,6 @@ from kubevirt.virt_operator.readiness import workloads_ready
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, install_config
 from kubevirt.virt_operator.resource.metadata import stamp
 from kubevirt.virt_operator.resource.strategy import install_strategy
-from kubevirt.virt_operator.resources import CONFIG_MAPS, SECRETS
 from kubevirt_api.core.v1.kubevirt import KubeVirt, KubeVirtPhase, KubeVirtUninstallStrategy
 
 _log = get_logger()

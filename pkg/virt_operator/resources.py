@@ -6,37 +6,26 @@ from typing import Any, Final
 
 from kubevirt.client import Resource
 from kubevirt.client.resources import (
+    API_SERVICES,
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CONFIG_MAPS,
+    CUSTOM_RESOURCE_DEFINITIONS,
+    DAEMON_SETS,
+    DEPLOYMENTS,
+    MUTATING_WEBHOOKS,
+    POD_DISRUPTION_BUDGETS,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    VALIDATING_WEBHOOKS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
 )
 
 JSON = dict[str, Any]
-
-CUSTOM_RESOURCE_DEFINITIONS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
-)
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
-SERVICES = Resource("", "v1", "services", "Service", namespaced=True)
-SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
-CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
-_RBAC = "rbac.authorization.k8s.io"
-CLUSTER_ROLES = Resource(_RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False)
-CLUSTER_ROLE_BINDINGS = Resource(_RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False)
-ROLES = Resource(_RBAC, "v1", "roles", "Role", namespaced=True)
-ROLE_BINDINGS = Resource(_RBAC, "v1", "rolebindings", "RoleBinding", namespaced=True)
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
-DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
-POD_DISRUPTION_BUDGETS = Resource(
-    "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True
-)
-_ADMISSION = "admissionregistration.k8s.io"
-VALIDATING_WEBHOOKS = Resource(
-    _ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", namespaced=False
-)
-MUTATING_WEBHOOKS = Resource(
-    _ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", namespaced=False
-)
-API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", namespaced=False)
 
 # In the order an uninstall removes them: what serves first, the API types last.
 MANAGED: Final[tuple[Resource, ...]] = (

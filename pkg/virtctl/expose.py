@@ -22,10 +22,10 @@ from kubevirt.client import (
     KubeApi,
     Resource,
 )
+from kubevirt.client.resources import SERVICES
 from kubevirt.virtctl.clientconfig import client_flags, connect, flags_from
 from kubevirt_api.core.v1.constants import VIRTUAL_MACHINE_NAME_LABEL
 
-SERVICES = Resource("", "v1", "services", "Service", namespaced=True)
 KINDS: dict[str, tuple[Resource, str]] = {
     **dict.fromkeys(("vmi", "vmis", "virtualmachineinstance", "virtualmachineinstances"),
                     (VIRTUAL_MACHINE_INSTANCES, "VirtualMachineInstance")),

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from localcluster import install, up
 from localcluster.handle import Cluster
+from localcluster.vmis import INVALID_VMI_CAUSE, invalid_vmi_refusal
 
 REPO = Path(__file__).resolve().parents[2]
 VM_MANIFEST = REPO / "examples" / "vm-test-guest-no-network.yaml"
@@ -27,8 +28,6 @@ WEBHOOKS = (
     ("mutatingwebhookconfiguration", "virt-api-mutator"),
 )
 FINALIZER = "foregroundDeleteKubeVirt"
-# KubeVirt's VMI validator's cause for a disk without its volume (the CRD's schema cannot say this).
-WEBHOOK_REFUSAL = "spec.domain.devices.disks[0].Name 'rootdisk' not found"
 # What ``kubectl get`` lists after an uninstall (not ``all``: it would name the deleted CRDs' categories);
 # nothing of these may carry the operator's label.
 EVERY_KIND = (
@@ -37,26 +36,6 @@ EVERY_KIND = (
 )
 
 JSON = dict[str, Any]
-
-
-def _refusal_of_invalid_vmi(cluster: Cluster) -> str:
-    """Creates a VMI whose disk has no volume; returns kubectl's error (empty if it was accepted)."""
-    vmi = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
-        "metadata": {"name": "no-volume", "namespace": VM_NAMESPACE},
-        "spec": {
-            "domain": {
-                "resources": {"requests": {"memory": "128Mi"}},
-                "devices": {"disks": [{"name": "rootdisk", "disk": {}}]},
-            }
-        },
-    }
-    created = cluster.kubectl("create", "-f", "-", stdin=json.dumps(vmi), check=False)
-    if created.returncode == 0:
-        cluster.kubectl("delete", "vmi", "no-volume", "-n", VM_NAMESPACE, "--wait=false", check=False)
-        return ""
-    return created.stderr
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +114,7 @@ def test_virt_api_answers_through_its_apiservice(cluster: Cluster, installed: fl
 
 
 def test_webhooks_refuse_an_invalid_vmi(cluster: Cluster, installed: float) -> None:
-    assert WEBHOOK_REFUSAL in _refusal_of_invalid_vmi(cluster)
+    assert INVALID_VMI_CAUSE in invalid_vmi_refusal(cluster, VM_NAMESPACE)
 
 
 def test_vm_starts_through_virtctl_and_runs(cluster: Cluster, installed: float) -> None:
@@ -166,9 +145,10 @@ def test_deleted_virt_api_is_restored_and_webhooks_answer_again(cluster: Cluster
 
     cluster.wait_until("virt-api recreated and ready", restored_and_ready, timeout=180)
     cluster.wait_until(
-        "the webhooks answer again", lambda: _refusal_of_invalid_vmi(cluster) != "", timeout=60
+        "the webhooks refuse an invalid VMI again",
+        lambda: INVALID_VMI_CAUSE in invalid_vmi_refusal(cluster, VM_NAMESPACE),
+        timeout=60,
     )
-    assert WEBHOOK_REFUSAL in _refusal_of_invalid_vmi(cluster)
     install.wait_deployed(cluster, timeout=120, progress=lambda line: None)
 
 

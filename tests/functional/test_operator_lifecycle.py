@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from localcluster import images, install, up
 from localcluster.handle import Cluster
+from localcluster.vmis import INVALID_VMI_CAUSE, invalid_vmi_refusal
 
 REPO = Path(__file__).resolve().parents[2]
 VM_MANIFEST = REPO / "examples" / "vm-test-guest-no-network.yaml"
@@ -87,22 +88,6 @@ def _pause_and_unpause(cluster: Cluster, name: str) -> None:
         )
 
 
-def _webhook_refuses_an_invalid_vmi(cluster: Cluster) -> bool:
-    vmi = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
-        "metadata": {"name": "no-volume", "namespace": VM_NAMESPACE},
-        "spec": {
-            "domain": {
-                "resources": {"requests": {"memory": "64Mi"}},
-                "devices": {"disks": [{"name": "rootdisk", "disk": {}}]},
-            }
-        },
-    }
-    created = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=json.dumps(vmi), check=False)
-    return created.returncode != 0 and "'rootdisk' not found" in created.stderr
-
-
 def test_certificates_rotate_under_a_running_vm(cluster: Cluster, running_vm: tuple[str, str]) -> None:
     name, uid = running_vm
     ca_before = _certificate(cluster, CA_SECRET)
@@ -121,7 +106,7 @@ def test_certificates_rotate_under_a_running_vm(cluster: Cluster, running_vm: tu
     assert bundle["data"]["ca-bundle"].count("BEGIN CERTIFICATE") >= 2
     _assert_still_running(cluster, name, uid)
     _pause_and_unpause(cluster, name)
-    assert _webhook_refuses_an_invalid_vmi(cluster)
+    assert INVALID_VMI_CAUSE in invalid_vmi_refusal(cluster, VM_NAMESPACE)
     health = json.loads(cluster.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1/healthz").stdout)
     assert health["apiserver"]["connectivity"] == "ok"
 
@@ -155,4 +140,4 @@ def test_an_upgrade_rolls_every_component_and_keeps_the_vm(
         assert all(image.endswith(f":{UPGRADE_TAG}") for image in images_now), (workload, images_now)
     _assert_still_running(cluster, name, uid)
     _pause_and_unpause(cluster, name)
-    assert _webhook_refuses_an_invalid_vmi(cluster)
+    assert INVALID_VMI_CAUSE in invalid_vmi_refusal(cluster, VM_NAMESPACE)

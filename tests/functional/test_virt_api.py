@@ -16,6 +16,7 @@ import pytest
 from localcluster import manifests
 from localcluster.handle import Cluster
 from localcluster.pki import serving_pair
+from localcluster.vmis import INVALID_VMI_CAUSE, invalid_vmi, invalid_vmi_refusal
 
 # Per session: concurrent sessions share one cluster.
 NAMESPACE = f"virt-api-test-{os.getpid()}"
@@ -106,24 +107,9 @@ def test_apiserver_calls_virt_api_vmi_webhook(
             ],
         }
     )
-    # A disk without its volume: KubeVirt refuses it.
     manifest = tmp_path / "vmi.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "apiVersion": "kubevirt.io/v1",
-                "kind": "VirtualMachineInstance",
-                "metadata": {"name": "no-volume", "namespace": NAMESPACE},
-                "spec": {
-                    "domain": {
-                        "resources": {"requests": {"memory": "128Mi"}},
-                        "devices": {"disks": [{"name": "rootdisk", "disk": {}}]},
-                    }
-                },
-            }
-        )
-    )
-    denied = cluster.kubectl("create", "-f", str(manifest), check=False)
-    assert denied.returncode != 0
+    manifest.write_text(json.dumps(invalid_vmi(NAMESPACE)))
+    denied = invalid_vmi_refusal(cluster, NAMESPACE)
+    assert INVALID_VMI_CAUSE in denied
     for cause in _expected_causes(manifest):
-        assert cause["message"] in denied.stderr
+        assert cause["message"] in denied

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from localcluster import kubevirt
 from localcluster.handle import Cluster
+from localcluster.vmis import wait_vmi_phase
 
 from kubevirt.virt_operator.resource.daemonset import handler_daemonset
 from kubevirt.virt_operator.resource.rbac import controller_rbac, handler_rbac
@@ -120,13 +121,8 @@ def test_vm_always_gets_a_vmi_and_a_scheduled_launcher_pod(
     assert pod["metadata"]["labels"]["kubevirt.io/created-by"] == vmi["metadata"]["uid"]
     assert pod["metadata"]["annotations"]["kubevirt.io/domain"] == "always"
     assert pod["spec"]["containers"][0]["image"] == LAUNCHER
-    cluster.wait_until(
-        "the VMI leaves Pending",
-        lambda: (
-            (cluster.find("vmi", "always", namespace) or {}).get("status", {}).get("phase")
-            in ("Scheduling", "Scheduled", "Running")
-        ),
-    )
+    # Leaving Pending: the launcher pod was created and the scheduler took it.
+    wait_vmi_phase(cluster, "always", namespace, "Scheduling", "Scheduled", "Running", timeout=90)
     vm = cluster.find("vm", "always", namespace)
     assert vm is not None
     assert vm["status"]["created"] is True

@@ -21,6 +21,7 @@ import yaml
 from localcluster import kubevirt
 from localcluster.handle import Cluster
 from localcluster.testguest import BOOT_MARKER
+from localcluster.vmis import wait_vmi_phase
 
 from kubevirt.virt_operator.resource.daemonset import handler_daemonset
 from kubevirt.virt_operator.resource.rbac import controller_rbac, handler_rbac
@@ -98,14 +99,7 @@ def test_a_vmi_runs_on_the_node_and_stops_when_deleted(
         },
     }
     cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(vmi))
-    cluster.wait_until(
-        "the VMI is Running",
-        lambda: (
-            ((cluster.find("vmi", "bare", namespace) or {}).get("status") or {}).get("phase") == "Running"
-        ),
-        timeout=180,
-    )
-    status = (cluster.find("vmi", "bare", namespace) or {})["status"]
+    status = wait_vmi_phase(cluster, "bare", namespace, timeout=180)["status"]
     assert status["nodeName"] == virt_handler
     assert [p["phase"] for p in status["phaseTransitionTimestamps"]][-2:] == ["Scheduled", "Running"]
     assert len(_qemu_of(namespace, "bare")) == 1
@@ -213,11 +207,7 @@ def test_deleting_the_vmi_leaves_no_pod_domain_or_mount(
     cluster: Cluster, booted_guest: tuple[str, str, str]
 ) -> None:
     namespace, name, _ = booted_guest
-    cluster.wait_until(
-        "the VMI is Running",
-        lambda: (_vmi(cluster, namespace, name).get("status") or {}).get("phase") == "Running",
-        timeout=240,
-    )
+    wait_vmi_phase(cluster, name, namespace, timeout=240)
     cluster.kubectl("delete", "vmi", name, "-n", namespace, "--wait=true", "--timeout=120s")
     cluster.wait_until(
         "the launcher pod is gone",
@@ -261,19 +251,9 @@ def test_a_killed_handler_picks_the_vmi_up_and_a_killed_launcher_fails_it(
     cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(vmi))
     # Once the kubelet admitted the launcher pod: while the handler is down its device plugins are too, and
     # the kubelet refuses a pod that asks for their devices then (UnexpectedAdmissionError).
-    cluster.wait_until(
-        "the VMI is Scheduled",
-        lambda: (
-            (_vmi(cluster, namespace, "crash").get("status") or {}).get("phase") in ("Scheduled", "Running")
-        ),
-        timeout=120,
-    )
+    wait_vmi_phase(cluster, "crash", namespace, "Scheduled", "Running", timeout=120)
     os.kill(handlers[0], signal.SIGKILL)
-    cluster.wait_until(
-        "the restarted handler brings the VMI to Running",
-        lambda: (_vmi(cluster, namespace, "crash").get("status") or {}).get("phase") == "Running",
-        timeout=240,
-    )
+    wait_vmi_phase(cluster, "crash", namespace, timeout=240)  # the restarted handler's work
     assert _pids("bin/virt-handler --port") not in ([], handlers)
     phases = [p["phase"] for p in _vmi(cluster, namespace, "crash")["status"]["phaseTransitionTimestamps"]]
     assert "Failed" not in phases
@@ -292,11 +272,7 @@ def test_a_killed_handler_picks_the_vmi_up_and_a_killed_launcher_fails_it(
     ]
     assert len(launchers) == 1, launchers
     os.kill(launchers[0], signal.SIGKILL)
-    cluster.wait_until(
-        "the VMI whose launcher was killed is Failed",
-        lambda: (_vmi(cluster, namespace, "crash").get("status") or {}).get("phase") == "Failed",
-        timeout=120,
-    )
+    wait_vmi_phase(cluster, "crash", namespace, "Failed", timeout=120)  # its launcher was killed
     cluster.wait_until("QEMU is gone", lambda: not _qemu_of(namespace, "crash"), timeout=60)
     cluster.wait_until("the disk is unmounted", lambda: not _mounts_in_pod_volumes(), timeout=60)
 
@@ -307,11 +283,7 @@ def test_a_guest_boots_from_a_kernel_boot_container(
     vmi = yaml.safe_load((EXAMPLES / "vmi-test-guest-kernel-boot.yaml").read_text())
     cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(vmi))
     name = vmi["metadata"]["name"]
-    cluster.wait_until(
-        "the kernel-boot VMI is Running",
-        lambda: (_vmi(cluster, namespace, name).get("status") or {}).get("phase") == "Running",
-        timeout=240,
-    )
+    wait_vmi_phase(cluster, name, namespace, timeout=240)
     mounts = _mounts_in_pod_volumes()
     assert sorted(Path(m).name for m in mounts if "/kernel-boot/" in m) == ["initrd.gz", "vmlinuz"]
     pod = _launcher_pod(cluster, namespace, name)

@@ -17,10 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "cluster")
 
 from localcluster.apiserver import ApiServer, running_apiserver
 
-from kubevirt.client import KubeClient, Resource
-
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
+from kubevirt.client import KubeClient
+from kubevirt.client.resources import NAMESPACES, SERVICE_ACCOUNTS
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import WebhookServer
 from kubevirt.virt_config import ClusterConfig
-from kubevirt_testing.certificates import self_signed
+from kubevirt_testing.certificates import self_signed, write_pair
 
 CASES = Path(__file__).parents[1] / "testdata" / "conformance" / "vmi" / "valid"
 CONFIG = ClusterConfig()
@@ -44,17 +44,9 @@ def _per_call_us(func: Callable[[], Any], rounds: int) -> float:
     return best / rounds * 1e6
 
 
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    pair = self_signed("bench")
-    cert_file, key_file = folder / "tls.crt", folder / "tls.key"
-    cert_file.write_bytes(pair.cert_pem)
-    key_file.write_bytes(pair.key_pem)
-    return cert_file, key_file
-
-
 async def _served_per_second(review: bytes, requests: int, concurrency: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        certificate = ReloadingCertificate(*_certificate(Path(tmp)))
+        certificate = ReloadingCertificate(*write_pair(self_signed("bench"), Path(tmp)))
         server = WebhookServer(webhook_handlers(build_context(CONFIG)))
         listening = await server.listen("127.0.0.1", 0, certificate.server_context)
         port = listening.port

@@ -38,7 +38,7 @@ from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME  # noqa: E402
 from kubevirt.virt_handler.rest.server import ConsoleServer, ServerThread  # noqa: E402
 from kubevirt.virtctl.streams import open_stream  # noqa: E402
 from kubevirt_testing.aggregated import HANDLER_NODE, HandlerEndpoint, create_vmi, running_aggregated_virt_api  # noqa: E402
-from kubevirt_testing.certificates import CertificateAuthority, KeyPair  # noqa: E402
+from kubevirt_testing.certificates import CertificateAuthority, write_pair  # noqa: E402
 from kubevirt_testing.unix_echo import EchoServer  # noqa: E402
 
 NODE, POD, VMI_UID = "node01", "pod-1", "5e1d2c3b-0000-4000-8000-000000000001"
@@ -56,13 +56,6 @@ class _Store:
 class _NoEvents:
     def event(self, obj: object, event_type: str, reason: str, message: str) -> None:
         return None
-
-
-def _files(directory: Path, name: str, pair: KeyPair) -> tuple[str, str]:
-    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
-    cert.write_bytes(pair.cert_pem)
-    key.write_bytes(pair.key_pem)
-    return str(cert), str(key)
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -143,8 +136,8 @@ def run(trips: int, mib: int, *, through_virt_api: bool = False) -> dict[str, di
         (pods / POD / "volumes" / "kubernetes.io~empty-dir" / "sockets").mkdir(parents=True)
         echo = EchoServer(private / SERIAL_SOCKET, b"")
         ca = CertificateAuthority.create()
-        cert, key = _files(root, "server", ca.issue("kubevirt.io:system:node:virt-handler"))
-        client_cert, client_key = _files(root, "client", ca.issue(CLIENT_COMMON_NAME, client=True))
+        cert, key = write_pair(ca.issue("kubevirt.io:system:node:virt-handler"), root, "server")
+        client_cert, client_key = write_pair(ca.issue(CLIENT_COMMON_NAME, client=True), root, "client")
         certificate = ReloadingCertificate(Path(cert), Path(key), require_client_cert=True)
         certificate.trust_client_ca(ca.pair.cert_pem.decode())
         vmi = {"metadata": {"name": "bench", "namespace": "default", "uid": VMI_UID}, "status": {}}

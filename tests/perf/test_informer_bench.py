@@ -30,7 +30,8 @@ from typing import Any
 
 import kubernetes
 
-from kubevirt.client import NODES, PODS, VIRTUAL_MACHINE_INSTANCES, KubeClient, Resource
+from kubevirt.client import NODES, PODS, VIRTUAL_MACHINE_INSTANCES, KubeClient
+from kubevirt.client.resources import NAMESPACES
 from kubevirt.controller import SharedInformerFactory
 from kubevirt.controller.decode import decoder_for
 from kubevirt_api.core.v1 import VirtualMachineInstance
@@ -43,7 +44,6 @@ from localcluster.apiserver import running_apiserver  # noqa: E402
 TEMPLATE = (
     REPO / "tests" / "testdata" / "conformance" / "vmi" / "valid" / "001-minimal-containerdisk.defaults.json"
 )
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 NAMESPACE = "bench"
 RUNNING_STATUS = {
     "phase": "Running",

@@ -26,7 +26,7 @@ from typing import Any
 
 from kubevirt.admission.limits import MAX_OBJECT_BYTES
 from kubevirt.virt_api.webhooks.server import DEFAULT_MAX_BODY_BYTES
-from kubevirt_testing.certificates import self_signed
+from kubevirt_testing.certificates import self_signed, write_pair
 
 CASES = Path(__file__).parents[1] / "testdata" / "conformance" / "vmi" / "valid"
 PATH = "/virtualmachineinstances-validate-create"
@@ -96,9 +96,7 @@ def _post(port: int, body: bytes) -> float:
 def _start_virt_api(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
     exe = shutil.which("virt-api") or shutil.which("virt-api", path=str(Path(sys.executable).parent))
     assert exe, "virt-api is not installed"
-    pair = self_signed("bench")
-    (folder / "tls.crt").write_bytes(pair.cert_pem)
-    (folder / "tls.key").write_bytes(pair.key_pem)
+    write_pair(self_signed("bench"), folder)
     port = _free_port()
     process = subprocess.Popen(
         [

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kubevirt.service.tls import ReloadingClientContext
 from kubevirt.virt_operator.certificates import CertificateSpec, KeyPair, new_ca, new_certificate
+from kubevirt_testing.certificates import write_pair
 
 NOW = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 DAY = datetime.timedelta(days=1)
@@ -25,10 +26,7 @@ class Clock:
 
 
 def _write_pair(directory: Path, ca: KeyPair, stamp: int) -> tuple[Path, Path]:
-    pair = new_certificate(CLIENT, ca, "kubevirt", NOW, DAY)
-    cert, key = directory / "tls.crt", directory / "tls.key"
-    cert.write_bytes(pair.cert_pem)
-    key.write_bytes(pair.key_pem)
+    cert, key = write_pair(new_certificate(CLIENT, ca, "kubevirt", NOW, DAY), directory)
     for path in (cert, key):
         os.utime(path, ns=(stamp, stamp))
     return cert, key

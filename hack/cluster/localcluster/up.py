@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from . import install
+from . import install, vmis
 from .handle import Cluster
 from .layout import REPO, Layout
 
@@ -20,11 +20,6 @@ VM_NAMESPACE = "default"
 
 def _say(line: str) -> None:
     print(line, flush=True)
-
-
-def vm_phase(cluster: Cluster, name: str, namespace: str = VM_NAMESPACE) -> str:
-    vmi = cluster.find("vmi", name, namespace) or {}
-    return str(vmi.get("status", {}).get("phase", "-"))
 
 
 def virtctl(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
@@ -42,21 +37,11 @@ def start_vm(
     name = str(vm["metadata"]["name"])
     if cluster.find("vm", name, namespace) is None:
         cluster.kubectl("create", "-n", namespace, "-f", str(manifest))
-    if vm_phase(cluster, name, namespace) == "-":
+    if cluster.find("vmi", name, namespace) is None:
         started = virtctl(cluster, "start", name, "-n", namespace)
         if started.returncode != 0:
             raise RuntimeError(f"virtctl start {name}: {started.stderr.strip()}")
-    began = time.monotonic()
-    seen = ""
-    while (phase := vm_phase(cluster, name, namespace)) != "Running":
-        elapsed = time.monotonic() - began
-        if phase != seen:
-            _say(f"  [{elapsed:5.0f} s] VMI {name}: {phase}")
-            seen = phase
-        if elapsed > timeout:
-            raise RuntimeError(f"VM {name} not Running within {timeout:.0f} s (VMI phase {phase})")
-        time.sleep(1.0)
-    _say(f"  [{time.monotonic() - began:5.0f} s] VMI {name}: Running")
+    vmis.wait_vmi_phase(cluster, name, namespace, vmis.RUNNING, timeout=timeout, progress=_say)
     return name
 
 

@@ -7,26 +7,10 @@ from __future__ import annotations
 import pytest
 from localcluster.handle import Cluster
 
-# KubeVirt v1.6's CRDs, by resource and group (pkg/virt-operator/resource/generate/components/crds.go).
-KUBEVIRT_KINDS = (
-    "virtualmachines.kubevirt.io",
-    "virtualmachineinstances.kubevirt.io",
-    "virtualmachineinstancemigrations.kubevirt.io",
-    "virtualmachineinstancereplicasets.kubevirt.io",
-    "virtualmachineinstancepresets.kubevirt.io",
-    "kubevirts.kubevirt.io",
-    "virtualmachinepools.pool.kubevirt.io",
-    "virtualmachinesnapshots.snapshot.kubevirt.io",
-    "virtualmachinesnapshotcontents.snapshot.kubevirt.io",
-    "virtualmachinerestores.snapshot.kubevirt.io",
-    "virtualmachineexports.export.kubevirt.io",
-    "virtualmachineclones.clone.kubevirt.io",
-    "migrationpolicies.migrations.kubevirt.io",
-    "virtualmachineinstancetypes.instancetype.kubevirt.io",
-    "virtualmachineclusterinstancetypes.instancetype.kubevirt.io",
-    "virtualmachinepreferences.instancetype.kubevirt.io",
-    "virtualmachineclusterpreferences.instancetype.kubevirt.io",
-)
+from kubevirt_api.crd import CRDS
+
+# Every CRD we install (tests/unit/api/test_crds.py pins this set to KubeVirt v1.6's), by resource and group.
+KUBEVIRT_KINDS = sorted(facts.name for facts in CRDS.values())
 OPERATOR_BUNDLE = (
     "virtualmachineclusterinstancetypes.instancetype.kubevirt.io",
     "virtualmachineclusterpreferences.instancetype.kubevirt.io",

@@ -25,6 +25,7 @@ import pytest
 from localcluster.handle import Cluster
 from localcluster.layout import image_name
 from localcluster.up import virtctl
+from localcluster.vmis import wait_vmi_phase
 
 from kubevirt.virt_operator.resource.common_instancetypes import cluster_instancetypes, cluster_preferences
 
@@ -94,14 +95,9 @@ class Guest:
 
     def vmi_running(self, not_uid: str | None = None) -> JSON:
         """Waits for a Running VMI (another one than ``not_uid``) and returns it."""
-
-        def running() -> bool:
-            vmi = self.cluster.find("vmi", VM, self.namespace) or {}
-            uid = vmi.get("metadata", {}).get("uid")
-            return uid != not_uid and (vmi.get("status") or {}).get("phase") == "Running"
-
-        self.cluster.wait_until(f"VMI {VM} is Running", running, timeout=RUNNING_TIMEOUT)
-        return self.get("vmi")
+        return wait_vmi_phase(
+            self.cluster, VM, self.namespace, timeout=RUNNING_TIMEOUT, other_than_uid=not_uid
+        )
 
     def reported_size(self, vmi: JSON) -> tuple[int, int]:
         """The vCPUs and kB of memory the guest reports on its serial console."""

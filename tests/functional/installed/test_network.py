@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from localcluster.handle import Cluster
 from localcluster.up import virtctl
+from localcluster.vmis import wait_vmi_phase
 from pyroute2 import IPRoute
 
 from kubevirt.network.netns import run_in_netns
@@ -186,14 +187,7 @@ def _wait_console(cluster: Cluster, guest: Guest, pattern: str) -> re.Match[str]
 
 
 def _await_running(cluster: Cluster, namespace: str, name: str) -> Guest:
-    def running() -> JSON | None:
-        found = cluster.find("vmi", name, namespace) or {}
-        phase = found.get("status", {}).get("phase")
-        assert phase != "Failed", f"VMI {name} failed: {json.dumps(found.get('status'))}"
-        return found if phase == "Running" else None
-
-    status = _poll(f"VMI {name} Running", running, RUNNING_TIMEOUT)
-    uid = status["metadata"]["uid"]
+    uid = wait_vmi_phase(cluster, name, namespace, timeout=RUNNING_TIMEOUT, interval=2.0)["metadata"]["uid"]
     pod = _launcher_pod(cluster, namespace, uid)
     assert pod is not None
     pid = _poll(f"{name}'s virt-launcher process", lambda: _launcher_pid(uid), 30, 0.5)

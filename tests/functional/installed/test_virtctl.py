@@ -28,6 +28,7 @@ from localcluster.handle import Cluster
 from localcluster.layout import REPO
 from localcluster.testguest import BOOT_MARKER
 from localcluster.up import start_vm, virtctl
+from localcluster.vmis import wait_vmi_phase
 
 MANIFEST = REPO / "examples" / "vm-test-guest-no-network.yaml"
 BOOT_TIMEOUT = 180.0
@@ -455,11 +456,7 @@ def test_restart_gives_a_new_vmi_and_a_raw_stop_halts_the_vm(
     assert before
     restarted = _virtctl(cluster, guest, "restart", guest.name)
     assert (restarted.returncode, restarted.stdout) == (0, f"VM {guest.name} was scheduled to restart\n")
-    cluster.wait_until(
-        "a new VMI Running",
-        lambda: _running_vmi_uid(cluster, guest) not in ("", before),
-        BOOT_TIMEOUT,
-    )
+    wait_vmi_phase(cluster, guest.name, guest.namespace, timeout=BOOT_TIMEOUT, other_than_uid=before)
 
     code, body = _raw_put(proxy, _path(guest, "virtualmachines", "stop"), {})
     assert (code, body) == (202, "")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, KubeClient
 from kubevirt.controller import SharedInformerFactory, key_of
 from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_testing.waiting import eventually
 
 
 def vmi(name: str, **labels: str) -> dict[str, Any]:
@@ -18,13 +18,6 @@ def vmi(name: str, **labels: str) -> dict[str, Any]:
         "metadata": {"name": name, "labels": labels},
         "spec": {"domain": {"devices": {}}},
     }
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 class Events:

@@ -53,7 +53,7 @@ from kubevirt_testing.aggregated import (
     HandlerEndpoint,
     running_aggregated_virt_api,
 )
-from kubevirt_testing.certificates import CertificateAuthority, KeyPair
+from kubevirt_testing.certificates import CertificateAuthority, write_pair
 from kubevirt_testing.process import free_port
 
 pytestmark = pytest.mark.timeout(300)
@@ -107,13 +107,6 @@ class Console:
     def leave(self) -> None:
         self._leave.set()
         self.thread.join(10)
-
-
-def write_pair(directory: Path, name: str, pair: KeyPair) -> tuple[Path, Path]:
-    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
-    cert.write_bytes(pair.cert_pem)
-    key.write_bytes(pair.key_pem)
-    return cert, key
 
 
 @pytest.fixture
@@ -288,8 +281,8 @@ def test_console_pause_and_unpause_from_virtctl_down_to_a_real_guest(
     (pki / "ca.crt").write_bytes(ca.pair.cert_pem)
     # Like virt-operator's, the serving certificate names no address: virt-api dials it by IP all the same.
     handler_pair = ca.issue("kubevirt.io:system:node:virt-handler", ip_addresses=())
-    server_cert, server_key = write_pair(pki, "server", handler_pair)
-    client_cert, client_key = write_pair(pki, "client", ca.issue(CLIENT_COMMON_NAME, client=True))
+    server_cert, server_key = write_pair(handler_pair, pki, "server")
+    client_cert, client_key = write_pair(ca.issue(CLIENT_COMMON_NAME, client=True), pki, "client")
     with contextlib.suppress(AlreadyExistsError):
         kube.create(NAMESPACES, None, {"metadata": {"name": KUBEVIRT_NAMESPACE}})
     publish_ca(kube, ca.pair.cert_pem.decode())

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient, Resource
+from kubevirt.client import EVENTS, VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.virt_handler.domain_cache import DomainCache
@@ -39,7 +39,6 @@ pytestmark = pytest.mark.timeout(240)
 NODE = "handler-node"
 POD_UID = "p1"
 EMPTY_DIR = Path("volumes/kubernetes.io~empty-dir/sockets")
-EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 WATCHDOG_TIMEOUT = 3
 BOOT_BUDGET = 60.0
 

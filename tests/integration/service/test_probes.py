@@ -13,12 +13,7 @@ from pathlib import Path
 import pytest
 
 from kubevirt.service.probes import ProbeServer
-from kubevirt_testing.certificates import KeyPair, self_signed
-
-
-def _write(pair: KeyPair, directory: Path) -> None:
-    (directory / "tls.crt").write_bytes(pair.cert_pem)
-    (directory / "tls.key").write_bytes(pair.key_pem)
+from kubevirt_testing.certificates import self_signed, write_pair
 
 
 def _get(server: ProbeServer, path: str) -> tuple[int, bytes, bytes]:
@@ -40,7 +35,7 @@ def _get(server: ProbeServer, path: str) -> tuple[int, bytes, bytes]:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[ProbeServer, Path]]:
-    _write(self_signed("first"), tmp_path)
+    write_pair(self_signed("first"), tmp_path)
     server = ProbeServer(
         "127.0.0.1",
         0,
@@ -67,7 +62,7 @@ def test_probes_and_metrics_are_served_over_tls(served: tuple[ProbeServer, Path]
 def test_a_rotated_certificate_is_served_without_a_restart(served: tuple[ProbeServer, Path]) -> None:
     server, directory = served
     second = self_signed("second")
-    _write(second, directory)
+    write_pair(second, directory)
     deadline = time.monotonic() + 10
     while _get(server, "/leader")[2] != second.cert_der:
         assert time.monotonic() < deadline, "the renewed certificate was never served"

@@ -20,15 +20,12 @@ from kubevirt.client import (
     ApiError,
     KubeClient,
     NotFoundError,
-    Resource,
 )
 from kubevirt.client.errors import error_from_response
+from kubevirt.client.resources import CLUSTER_ROLES, ROLE_BINDINGS, ROLES
 from kubevirt.virt_operator.resource.cluster_roles import cluster_roles
-from kubevirt.virt_operator.resources import CLUSTER_ROLES
 from kubevirt_testing.aggregated import AggregatedVirtApi, create_vm, create_vmi
 
-ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True)
-ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", namespaced=True)
 BASE = "/apis/subresources.kubevirt.io/v1"
 
 

@@ -12,13 +12,12 @@ import pytest
 import yaml
 from localcluster.apiserver import ApiServer, running_apiserver
 
-from kubevirt.client import KubeClient, Resource
+from kubevirt.client import KubeClient
 from kubevirt.client.connection import connect
+from kubevirt.client.resources import SERVICE_ACCOUNTS
 from kubevirt.virt_operator.app import POOL_SIZE
 from kubevirt.virt_operator.resource.operator_rbac import OPERATOR_SERVICE_ACCOUNT
 from kubevirt_testing.operator import NS, install_release
-
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
 
 
 @pytest.fixture(scope="module")

@@ -19,16 +19,6 @@ from cryptography import x509
 
 from kubevirt.client import KUBEVIRTS, VIRTUAL_MACHINE_INSTANCES, KubeClient
 from kubevirt.client.resources import (
-    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
-    VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
-)
-from kubevirt.virt_operator.app import VirtOperator
-from kubevirt.virt_operator.certificates import component_certificates
-from kubevirt.virt_operator.resource.common_instancetypes import cluster_instancetypes, cluster_preferences
-from kubevirt.virt_operator.resource.config import InstallConfig
-from kubevirt.virt_operator.resource.strategy import install_strategy
-from kubevirt.virt_operator.resources import (
-    BY_KIND,
     CLUSTER_ROLES,
     CONFIG_MAPS,
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -37,7 +27,15 @@ from kubevirt.virt_operator.resources import (
     SECRETS,
     SERVICES,
     VALIDATING_WEBHOOKS,
+    VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
+    VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
 )
+from kubevirt.virt_operator.app import VirtOperator
+from kubevirt.virt_operator.certificates import component_certificates
+from kubevirt.virt_operator.resource.common_instancetypes import cluster_instancetypes, cluster_preferences
+from kubevirt.virt_operator.resource.config import InstallConfig
+from kubevirt.virt_operator.resource.strategy import install_strategy
+from kubevirt.virt_operator.resources import BY_KIND
 from kubevirt_testing.operator import (
     NS,
     condition,

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kubevirt.client import KubeClient
-from kubevirt.virt_operator.resources import DEPLOYMENTS, SECRETS
+from kubevirt.client.resources import DEPLOYMENTS, SECRETS
 from kubevirt_testing.operator import (
     NS,
     condition,

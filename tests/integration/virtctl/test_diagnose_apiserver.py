@@ -30,14 +30,11 @@ from kubevirt.client import (
     VIRTUAL_MACHINES,
     KubeClient,
     NotFoundError,
-    Resource,
 )
+from kubevirt.client.resources import ROLE_BINDINGS, ROLES, SERVICE_ACCOUNTS
 from kubevirt.virtctl.root import root
 from kubevirt_testing import vm_chain as chain
 
-ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True)
-ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", namespaced=True)
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
 ANSWER_BUDGET_SECONDS = 2.0
 JSON = dict[str, Any]
 

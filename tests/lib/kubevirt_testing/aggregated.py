@@ -30,15 +30,11 @@ from kubevirt.client import (
     ApiError,
     KubeClient,
     NotFoundError,
-    Resource,
 )
-from kubevirt_testing.certificates import self_signed
+from kubevirt.client.resources import API_SERVICES, NAMESPACES, SERVICE_ACCOUNTS, SERVICES
+from kubevirt_testing.certificates import self_signed, write_pair
 from kubevirt_testing.process import start_virt_api, terminate
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-SERVICES = Resource("", "v1", "services", "Service", namespaced=True)
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
-API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", namespaced=False)
 KUBEVIRT_NAMESPACE = "kubevirt"
 HANDLER_NODE = "node01"
 
@@ -126,9 +122,7 @@ class _HandlerServer:
 
 
 def _serve_handler(workdir: Path) -> tuple[_HandlerServer, HandlerStandIn]:
-    pair = self_signed("virt-handler")
-    (workdir / "handler.crt").write_bytes(pair.cert_pem)
-    (workdir / "handler.key").write_bytes(pair.key_pem)
+    write_pair(self_signed("virt-handler"), workdir, "handler")
     stand_in = HandlerStandIn(0)
     return _HandlerServer(workdir, stand_in), stand_in
 
@@ -172,9 +166,7 @@ def running_aggregated_virt_api(
     kube = KubeClient.from_kubeconfig(str(kubeconfig))
     handler_server: _HandlerServer | None = None
     pair = self_signed("virt-api", dns_names=(f"virt-api.{KUBEVIRT_NAMESPACE}.svc", "localhost"))
-    cert_file, key_file = workdir / "tls.crt", workdir / "tls.key"
-    key_file.write_bytes(pair.key_pem)
-    cert_file.write_bytes(pair.cert_pem)
+    cert_file, key_file = write_pair(pair, workdir)
     if real_handler is None:
         handler_server, handler = _serve_handler(workdir)
         handler_tls = (cert_file, key_file, workdir / "handler.crt")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime
 import ipaddress
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -22,6 +24,25 @@ class KeyPair:
     cert_pem: bytes
     key_pem: bytes
     cert_der: bytes
+
+
+class PemPair(Protocol):
+    """A certificate and key as PEM: this module's :class:`KeyPair` or the operator's."""
+
+    @property
+    def cert_pem(self) -> bytes: ...
+
+    @property
+    def key_pem(self) -> bytes: ...
+
+
+def write_pair(pair: PemPair, directory: Path, name: str = "tls") -> tuple[Path, Path]:
+    """Writes ``name.crt`` and ``name.key`` into ``directory`` (the key first, as a renewal lands);
+    returns (certificate file, key file)."""
+    cert_file, key_file = directory / f"{name}.crt", directory / f"{name}.key"
+    key_file.write_bytes(pair.key_pem)
+    cert_file.write_bytes(pair.cert_pem)
+    return cert_file, key_file
 
 
 def self_signed(

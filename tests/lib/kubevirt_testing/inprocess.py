@@ -13,18 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from kubevirt.virt_api import app as virt_api
-from kubevirt_testing.certificates import self_signed
+from kubevirt_testing.certificates import self_signed, write_pair
 
 JSON = dict[str, Any]
 
 
 def write_certificate(directory: Path, common_name: str = "in-process") -> tuple[Path, Path]:
     """A self-signed serving certificate and key written to ``directory``: (cert file, key file)."""
-    pair = self_signed(common_name)
-    cert_file, key_file = directory / "tls.crt", directory / "tls.key"
-    key_file.write_bytes(pair.key_pem)
-    cert_file.write_bytes(pair.cert_pem)
-    return cert_file, key_file
+    return write_pair(self_signed(common_name), directory)
 
 
 def https_json(port: int, method: str, path: str, body: JSON | None = None) -> tuple[int, JSON]:

@@ -5,30 +5,27 @@ as ``kubectl apply`` would, the operator run in-process, and the kube-controller
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from kubevirt.client import KUBEVIRTS, KubeClient, NotFoundError, Resource
+from kubevirt.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DAEMON_SETS, DEPLOYMENTS, NAMESPACES
 from kubevirt.virt_operator.app import Options, VirtOperator
 from kubevirt.virt_operator.resource.release import operator_manifest
-from kubevirt.virt_operator.resources import BY_KIND, CUSTOM_RESOURCE_DEFINITIONS, DAEMON_SETS, DEPLOYMENTS
+from kubevirt.virt_operator.resources import BY_KIND
+from kubevirt_testing.waiting import first_result
 
 JSON = dict[str, Any]
 NS = "kubevirt"
 IMAGE = "registry.test/kubevirt/virt-operator:v1"
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 _RELEASE_RESOURCES = {**BY_KIND, "Namespace": NAMESPACES, "PriorityClass": PRIORITY_CLASSES}
 
 
 def eventually(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.2)
+    """Returns once ``check()`` holds; fails the test, naming ``what``, after ``timeout`` seconds."""
+    first_result(what, check, timeout, interval=0.2)
 
 
 def find(kube: KubeClient, resource: Resource, namespace: str | None, name: str) -> JSON | None:

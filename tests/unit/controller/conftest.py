@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from kubevirt.client.resources import Resource
+from kubevirt_testing.waiting import eventually
 
 JSON = dict[str, Any]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.005)
+# The queue and informer threads answer within milliseconds: poll often, give up soon.
+wait_until = functools.partial(eventually, timeout=5.0, interval=0.005)
 
 
 class FakeWatch:

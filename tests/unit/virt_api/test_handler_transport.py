@@ -16,6 +16,7 @@ import pytest
 from kubevirt.virt_api.rest.handler import HandlerCallError, TLSHandlerTransport
 from kubevirt.virt_api.rest.wiring import HandlerTLS
 from kubevirt.virt_operator.certificates import KeyPair, component_certificates, new_ca, new_certificate
+from kubevirt_testing.certificates import write_pair
 
 NOW = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1)
 LIFE = datetime.timedelta(hours=1)
@@ -36,19 +37,12 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _write(directory: Path, name: str, pair: KeyPair) -> tuple[Path, Path]:
-    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
-    cert.write_bytes(pair.cert_pem)
-    key.write_bytes(pair.key_pem)
-    return cert, key
-
-
 @pytest.fixture
 def handler_server(tmp_path: Path) -> Iterator[tuple[int, KeyPair]]:
     """An HTTPS server on 127.0.0.1 with virt-handler's serving certificate as the operator issues it."""
     ca = new_ca("kubevirt.io@1", NOW, LIFE)
     (spec,) = [s for s in component_certificates("kubevirt") if s.secret == HANDLER_SERVER_CERT]
-    cert, key = _write(tmp_path, "server", new_certificate(spec, ca, "kubevirt", NOW, LIFE))
+    cert, key = write_pair(new_certificate(spec, ca, "kubevirt", NOW, LIFE), tmp_path, "server")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(cert), str(key))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)

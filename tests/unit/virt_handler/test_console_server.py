@@ -25,7 +25,7 @@ from kubevirt.virt_handler.private_sockets import UnsafeSocketError, connect_pri
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME, PeerRefusedError, check_client_certificate
 from kubevirt.virt_handler.rest.server import ClientCAFollower, ConsoleServer, ServerThread
-from kubevirt_testing.certificates import CertificateAuthority, KeyPair
+from kubevirt_testing.certificates import CertificateAuthority, KeyPair, write_pair
 from kubevirt_testing.unix_echo import EchoServer, bind_unix
 
 pytestmark = pytest.mark.timeout(60)
@@ -93,9 +93,7 @@ class Pki:
     directory: Path
 
     def write(self, name: str, pair: KeyPair) -> tuple[str, str]:
-        cert, key = self.directory / f"{name}.crt", self.directory / f"{name}.key"
-        cert.write_bytes(pair.cert_pem)
-        key.write_bytes(pair.key_pem)
+        cert, key = write_pair(pair, self.directory, name)
         return str(cert), str(key)
 
     def client_context(self, pair: KeyPair | None) -> ssl.SSLContext:
