@@ -24,6 +24,7 @@ __all__ = [
     "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
+    "POD_DISRUPTION_BUDGETS",
     "VIRTUAL_MACHINES",
     "VIRTUAL_MACHINE_CLONES",
     "VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES",
@@ -92,6 +93,9 @@ PERSISTENT_VOLUME_CLAIMS = Resource(
 )
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+POD_DISRUPTION_BUDGETS = Resource(
+    "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True
+)
 VIRTUAL_MACHINES = Resource(GROUP_NAME, "v1", "virtualmachines", "VirtualMachine", namespaced=True)
 VIRTUAL_MACHINE_INSTANCES = Resource(
     GROUP_NAME, "v1", "virtualmachineinstances", "VirtualMachineInstance", namespaced=True

@@ -6,6 +6,7 @@ from typing import Any, Final
 
 from kubevirt.client import Resource
 from kubevirt.client.resources import (
+    POD_DISRUPTION_BUDGETS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
 )
@@ -26,9 +27,6 @@ ROLES = Resource(_RBAC, "v1", "roles", "Role", namespaced=True)
 ROLE_BINDINGS = Resource(_RBAC, "v1", "rolebindings", "RoleBinding", namespaced=True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
-POD_DISRUPTION_BUDGETS = Resource(
-    "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True
-)
 _ADMISSION = "admissionregistration.k8s.io"
 VALIDATING_WEBHOOKS = Resource(
     _ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", namespaced=False
