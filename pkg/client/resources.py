@@ -21,6 +21,7 @@ __all__ = [
     "KUBEVIRTS",
     "LEASES",
     "MIGRATION_POLICIES",
+    "NAMESPACES",
     "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
@@ -86,6 +87,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 PERSISTENT_VOLUME_CLAIMS = Resource(

@@ -28,6 +28,7 @@ from kubevirt.client import (
 )
 from kubevirt.client.resources import (
     CONTROLLER_REVISIONS,
+    MIGRATION_POLICIES,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
@@ -226,6 +227,7 @@ class ControllerSet:
             informer.add_event_handler(not_acted_on.on_add, not_acted_on.on_update, not_acted_on.on_delete)
             self._add(name, not_acted_on, threads.not_acted_on)
         migrations = factory.informer(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS)
+        migration_policies = factory.informer(MIGRATION_POLICIES)
         migration = MigrationController(
             api=api,
             events=events,
@@ -235,6 +237,7 @@ class ControllerSet:
             render_pod=self.render_pod,
             config=lambda: config.cluster_config().migrations,
             enqueue=self._queue("migration"),
+            policy_store=migration_policies.store,
         )
         _Handlers.connect(migrations, migration, "migration")
         _Handlers.connect(vmis, migration, "vmi")

@@ -399,6 +399,7 @@ DECODERS: dict[str, Callable[[JSON], Any]] = {
     NODES.plural: _same,
     "virtualmachineinstancemigrations": _same,
     "poddisruptionbudgets": _same,
+    "migrationpolicies": _same,
     CONTROLLER_REVISIONS.plural: _same,
     VIRTUAL_MACHINE_INSTANCETYPES.plural: VirtualMachineInstancetype.from_dict,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES.plural: VirtualMachineClusterInstancetype.from_dict,
