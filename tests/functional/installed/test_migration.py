@@ -32,7 +32,9 @@ THROTTLED = "1Mi"  # 128 MiB of guest memory at 1 MiB/s: minutes, far longer tha
 
 
 @pytest.fixture(scope="module")
-def nodes(two_node_cluster: Cluster, kubevirt: float) -> tuple[str, str]:
+def nodes(kubevirt: float, two_node_cluster: Cluster) -> tuple[str, str]:
+    """Both node names once virt-handler runs on each. KubeVirt is installed first (when this module
+    installs it): its Deployments then stay on the first node, which outlives the second."""
     layout = two_node_cluster.layout
     names = (layout.node(1).name, layout.node(2).name)
     mig.poll(
