@@ -1,4 +1,5 @@
-"""The functional tier runs against a real single-node cluster (hack/cluster-up).
+"""The functional tier runs against a real cluster (hack/cluster-up), single-node unless a module asks
+for the second node through ``two_node_cluster``.
 
 The session fixture uses a cluster that is already running, or brings one up; a cluster that test sessions
 brought up is torn down by the last session to finish (also when tests fail), which then checks that
@@ -27,7 +28,7 @@ sys.path.insert(0, str(HACK / "cluster"))
 from localcluster import cluster as localcluster  # noqa: E402
 from localcluster import sharing  # noqa: E402
 from localcluster.handle import Cluster  # noqa: E402
-from localcluster.layout import Layout  # noqa: E402
+from localcluster.layout import Layout, requested_nodes  # noqa: E402
 
 GENERATED = REPO / "manifests" / "generated"
 REQUIRED_CRDS = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io")
@@ -71,12 +72,14 @@ def cluster() -> Iterator[Cluster]:
     _run_hack("setup.d/30-cluster.sh")
     _run_hack("cluster/build-kubernetes")
     with sharing.locked(sharing.cluster_lock(layout)):
-        if not localcluster.running(layout):
-            try:
-                localcluster.up(layout)
-            except RuntimeError:
+        started = not localcluster.running(layout)
+        try:
+            localcluster.up(layout, requested_nodes())  # a running cluster gets the nodes it lacks
+        except RuntimeError:
+            if started:
                 localcluster.down(layout)
-                raise
+            raise
+        if started:
             sharing.mark_started_by_tests(layout)
         sharing.join(layout)
     try:
@@ -84,6 +87,28 @@ def cluster() -> Iterator[Cluster]:
         yield Cluster(layout)
     finally:
         _leave(layout)
+
+
+@pytest.fixture(scope="module")
+def two_node_cluster(cluster: Cluster) -> Iterator[Cluster]:
+    """The shared cluster with its second node (hack/cluster-up --nodes 2) for a module. A node this
+    fixture added is removed after the module (unless KUBEVIRT_CLUSTER_NODES asks for two), so other
+    modules keep the single node they expect."""
+    layout = cluster.layout
+    node = layout.node(2)
+    with sharing.locked(sharing.cluster_lock(layout)):
+        added = not localcluster.node_running(node)
+        began = time.monotonic()
+        localcluster.up(layout, nodes=2)
+    sys.stderr.write(f"node {node.name}: {'added in' if added else 'already running,'} ")
+    sys.stderr.write(f"{time.monotonic() - began:.1f} s\n")
+    try:
+        yield cluster
+    finally:
+        if added and requested_nodes() < 2:
+            with sharing.locked(sharing.cluster_lock(layout)):
+                left = localcluster.remove_node(node)
+            assert left == [], f"removing {node.name} left {left}"
 
 
 @pytest.fixture

@@ -1,12 +1,16 @@
-"""python -m localcluster up|down|status|kubeconfig|bench|build-images [BINARY...]|kubevirt-up [VM]"""
+"""python -m localcluster up [--nodes N]|down|status|kubeconfig|bench|build-images [BIN...]|kubevirt-up [VM]
+
+up --nodes N (or KUBEVIRT_CLUSTER_NODES=N): N nodes, or the missing ones added to a running cluster.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from . import bench, cluster, images, sharing, up
-from .layout import Layout
+from .layout import NODES_ENV, Layout, requested_nodes
 
 
 def main(argv: list[str]) -> int:
@@ -14,9 +18,10 @@ def main(argv: list[str]) -> int:
     command = argv[0] if argv else "status"
     if command == "up":
         try:
+            count = _node_count(argv[1:])
             with sharing.locked(sharing.cluster_lock(layout)):
-                cluster.up(layout)
-        except RuntimeError as error:
+                cluster.up(layout, count)
+        except (RuntimeError, ValueError) as error:
             print(f"cluster-up failed: {error}", file=sys.stderr)
             return 1
         return 0
@@ -43,6 +48,15 @@ def main(argv: list[str]) -> int:
     return 2
 
 
+def _node_count(args: list[str]) -> int:
+    if not args:
+        return requested_nodes()
+    if len(args) == 2 and args[0] == "--nodes":
+        os.environ[NODES_ENV] = args[1]
+        return requested_nodes()
+    raise ValueError(f"up: unexpected arguments {' '.join(args)} (expected --nodes N)")
+
+
 def _build_images(layout: Layout, binaries: list[str]) -> int:
     builder = images.Builder(layout)
     try:
@@ -53,8 +67,10 @@ def _build_images(layout: Layout, binaries: list[str]) -> int:
     for image in built:
         print(f"{image.name:<44} {image.size / 1e6:8.1f} MB  {image.digest}")
     if cluster.running(layout):
-        imported = images.import_archives(layout, [(i.name, i.archive, i.digest) for i in built])
-        print(f"imported into the cluster: {', '.join(imported) or 'nothing new'}")
+        archives = [(i.name, i.archive, i.digest) for i in built]
+        for node in images.running_nodes(layout):
+            imported = images.import_archives(layout, archives, node)
+            print(f"imported into {node.name}: {', '.join(imported) or 'nothing new'}")
     return 0
 
 

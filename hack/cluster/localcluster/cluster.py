@@ -10,8 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import components, hostfs, hostnet, images, pki, processes, readiness
-from .layout import BRIDGE, SHARED_MOUNTS, Layout
+from . import components, hostfs, hostnet, images, nodes, pki, processes, readiness
+from .layout import BRIDGE, SHARED_MOUNTS, Layout, Node
 from .timing import Timer
 
 STEP_TIMEOUT = 120.0
@@ -27,10 +27,17 @@ def running(layout: Layout) -> bool:
     return readiness.url_ok(f"{components.APISERVER_URL}/readyz", layout.pki)
 
 
-def up(layout: Layout) -> None:
+def up(layout: Layout, nodes: int = 1) -> None:
+    """Brings the cluster up with ``nodes`` nodes; a running cluster gets the nodes it lacks."""
     if running(layout):
         print(f"cluster already running; KUBECONFIG={layout.admin_kubeconfig}")
-        return
+    else:
+        _up_first(layout)
+    for index in range(2, nodes + 1):
+        add_node(layout.node(index))
+
+
+def _up_first(layout: Layout) -> None:
     if processes.recorded(layout.pids) or layout.run.exists():
         print("cleaning up a previous, incomplete cluster first")
         left = down(layout)
@@ -73,10 +80,67 @@ def up(layout: Layout) -> None:
     print(f"export KUBECONFIG={layout.admin_kubeconfig} PATH={layout.kubernetes_bin}:$PATH")
 
 
-def _start(layout: Layout, component: components.Component) -> None:
-    log = layout.logs / f"{component.name}.log"
+def add_node(node: Node) -> None:
+    """Starts a further node (its namespaces, containerd with the cached images, kubelet, kube-proxy) and
+    waits for it to be Ready; a running node is left alone, a half-started one is cleaned up first."""
+    if node_running(node):
+        print(f"node {node.name} already running")
+        return
+    if node.dir.exists():
+        print(f"cleaning up a previous, incomplete node {node.name} first")
+        _remove_node_processes(node)
+    timer = Timer()
+    with timer.step(f"{node.name}: certificates and configuration"):
+        nodes.prepare(node)
+    with timer.step(f"{node.name}: namespaces and network"):
+        nodes.start_namespaces(node)
+    with timer.step(f"{node.name}: containerd"):
+        _start(node.layout, components.containerd(node), node)
+    with timer.step(f"{node.name}: import images"):
+        imported = images.import_cached(node.layout, node)
+    print(f"    imported: {', '.join(imported) or 'nothing new'}")
+    for agent in components.node_agents(node):
+        with timer.step(f"{node.name}: {agent.name}"):
+            _start(node.layout, agent, node)
+    kubectl = node.layout.kubectl()
+    with timer.step(f"node {node.name} Ready"):
+        readiness.wait_for(
+            f"node {node.name} Ready",
+            lambda: readiness.node_ready(kubectl, node.name),
+            timeout=STEP_TIMEOUT,
+            alive=lambda: node_running(node),
+        )
+    print(f"node {node.name} added in {timer.total:.1f} s ({node.ip}, pods {node.pod_subnet})")
+
+
+def node_running(node: Node) -> bool:
+    return nodes.running(node)
+
+
+def remove_node(node: Node) -> list[str]:
+    """Stops a further node, deletes its Node object and its files; returns what is left over."""
+    _remove_node_processes(node)
+    subprocess.run(
+        [*node.layout.kubectl(), "delete", "node", node.name, "--ignore-not-found"],
+        capture_output=True,
+        check=False,
+    )
+    return nodes.leftovers(node)
+
+
+def _remove_node_processes(node: Node) -> None:
+    nodes.stop(node, _remove_containers)
+    if not hostfs.mounts_under(node.dir):
+        shutil.rmtree(node.dir, ignore_errors=True)
+
+
+def _start(layout: Layout, component: components.Component, node: Node | None = None) -> None:
+    """Starts ``component`` on node 1, or inside a further ``node``'s namespaces."""
+    pid_dir, log_dir = (node.pids, node.logs) if node else (layout.pids, layout.logs)
+    log = log_dir / f"{component.name}.log"
     log.unlink(missing_ok=True)
-    record = processes.start(component.name, component.argv, pid_dir=layout.pids, log_dir=layout.logs)
+    argv = [*nodes.enter(node), *component.argv] if node else component.argv
+    record = processes.start(component.name, argv, pid_dir=pid_dir, log_dir=log_dir, forks=node is not None)
     url, ready_socket = component.ready_url, component.ready_socket
 
     def ready() -> bool:
@@ -89,11 +153,11 @@ def _start(layout: Layout, component: components.Component) -> None:
     )
 
 
-def _remove_containers(layout: Layout) -> int:
+def _remove_containers(containerd_socket: Path) -> int:
     """Kills and deletes every container task through containerd, so shims and rootfs mounts go too."""
-    if not layout.containerd_socket.exists():
+    if not containerd_socket.exists():
         return 0
-    ctr = ["ctr", f"--address={layout.containerd_socket}", "--namespace=k8s.io"]
+    ctr = ["ctr", f"--address={containerd_socket}", "--namespace=k8s.io"]
     listing = subprocess.run([*ctr, "tasks", "ls", "-q"], capture_output=True, text=True, check=False)
     tasks = listing.stdout.split() if listing.returncode == 0 else []
     for task in tasks:
@@ -112,13 +176,18 @@ FOUNDATION = ("containerd", "etcd")
 def down(layout: Layout) -> list[str]:
     """Stops what cluster-up started and undoes its host changes; returns what is still left over."""
     timer = Timer()
+    further = layout.extra_nodes()
+    if further:
+        with timer.step(f"stop {', '.join(node.name for node in further)}"):
+            for node in further:
+                nodes.stop(node, _remove_containers)
     newest_first = list(reversed(processes.recorded(layout.pids)))
     with timer.step("stop the kubelet, kube-proxy and the control plane"):
         for record in newest_first:
             if record.name not in FOUNDATION:
                 processes.stop(record)
     with timer.step("remove containers"):
-        removed = _remove_containers(layout)
+        removed = _remove_containers(layout.containerd_socket)
     print(f"    {removed} container tasks")
     with timer.step("stop containerd and etcd"):
         for record in newest_first:
@@ -207,6 +276,8 @@ def _answers(path: Path) -> bool:
 def leftovers(layout: Layout, before: dict[str, object]) -> list[str]:
     """Everything of this cluster still on the host: processes, mounts, network changes, cgroups."""
     left = [f"process {r.name} (pid {r.pid})" for r in processes.recorded(layout.pids) if processes.alive(r)]
+    for node in layout.extra_nodes():
+        left += nodes.leftovers(node)
     left += [f"container shim {pid}" for pid in _shims(layout)]
     left += [f"process {pid} in a pod cgroup" for pid in hostfs.pod_processes()]
     mounts = hostfs.mounts_under(layout.state)

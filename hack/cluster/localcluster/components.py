@@ -10,15 +10,16 @@ import yaml
 
 from .layout import (
     APISERVER_PORT,
-    BRIDGE,
     ETCD_CLIENT_PORT,
     ETCD_PEER_PORT,
+    KUBELET_ROOT,
     KUBERNETES_SERVICE_IP,
     NODE_IP,
     PAUSE_IMAGE,
-    POD_SUBNET,
+    POD_RANGE_END,
     SERVICE_SUBNET,
     Layout,
+    Node,
 )
 from .pki import Leaf
 
@@ -62,18 +63,25 @@ def certificates(layout: Layout) -> list[Leaf]:
         Leaf("controller-manager", "system:kube-controller-manager"),
         Leaf("scheduler", "system:kube-scheduler"),
         Leaf("kube-proxy", "system:kube-proxy"),
-        Leaf("kubelet-client", f"system:node:{node}", ("system:nodes",)),
+        *node_certificates(layout.node(1)),
+        # Aggregated APIs (subresources.kubevirt.io) trust requests that carry this front-proxy identity.
+        Leaf("front-proxy-client", "front-proxy-client", ca="front-proxy-ca"),
+    ]
+
+
+def node_certificates(node: Node) -> list[Leaf]:
+    """The kubelet's client identity towards the apiserver and its serving certificate."""
+    identity = (f"system:node:{node.name}", ("system:nodes",))
+    return [
+        Leaf(f"{node.cert_prefix}kubelet-client", *identity),
         Leaf(
-            "kubelet-serving",
-            f"system:node:{node}",
-            ("system:nodes",),
-            dns_names=(node, "localhost"),
-            ip_addresses=(NODE_IP, "127.0.0.1"),
+            f"{node.cert_prefix}kubelet-serving",
+            *identity,
+            dns_names=(node.name, "localhost"),
+            ip_addresses=(node.ip, "127.0.0.1"),
             server=True,
             client=False,
         ),
-        # Aggregated APIs (subresources.kubevirt.io) trust requests that carry this front-proxy identity.
-        Leaf("front-proxy-client", "front-proxy-client", ca="front-proxy-ca"),
     ]
 
 
@@ -113,20 +121,20 @@ def kubeconfig(layout: Layout, cert_stem: str) -> dict[str, object]:
     }
 
 
-def containerd_config(layout: Layout) -> str:
+def containerd_config(node: Node) -> str:
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     return f"""version = 2
-root = "{layout.containerd_root}"
-state = "{layout.containerd_state}"
+root = "{node.containerd_root}"
+state = "{node.containerd_state}"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.tracing.processor.v1.otlp"]
 
 [grpc]
-  address = "{layout.containerd_socket}"
+  address = "{node.containerd_socket}"
 
 [plugins."io.containerd.internal.v1.opt"]
-  path = "{layout.containerd_state}/opt"
+  path = "{node.containerd_state}/opt"
 
 [{cri}]
   sandbox_image = "{PAUSE_IMAGE}"
@@ -142,31 +150,33 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [{cri}.containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "{layout.containerd_state}/runc"
+        Root = "{node.containerd_state}/runc"
   [{cri}.cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "{layout.cni_config_dir}"
+    conf_dir = "{node.cni_config_dir}"
 """
 
 
-def cni_config(layout: Layout) -> str:
-    gateway = NODE_IP
+def cni_config(node: Node) -> str:
+    pod_range: dict[str, str] = {"subnet": node.pod_subnet, "gateway": node.pod_gateway}
+    if node.primary:
+        pod_range["rangeEnd"] = POD_RANGE_END  # the other nodes' addresses are above it
     network = {
         "cniVersion": "0.4.0",
         "name": CNI_NETWORK,
         "plugins": [
             {
                 "type": "bridge",
-                "bridge": BRIDGE,
+                "bridge": node.bridge,
                 "isGateway": True,
                 # Pods only talk to the host and each other: no masquerading, so no iptables rules.
                 "ipMasq": False,
                 "hairpinMode": True,
                 "ipam": {
                     "type": "host-local",
-                    "ranges": [[{"subnet": POD_SUBNET, "gateway": gateway}]],
+                    "ranges": [[pod_range]],
                     "routes": [{"dst": "0.0.0.0/0"}],
-                    "dataDir": str(layout.cni_ipam_dir),
+                    "dataDir": str(node.cni_ipam_dir),
                 },
             }
         ],
@@ -174,25 +184,26 @@ def cni_config(layout: Layout) -> str:
     return json.dumps(network, indent=2)
 
 
-def kubelet_config(layout: Layout) -> str:
-    pki = layout.pki
-    config = {
+def kubelet_config(node: Node) -> str:
+    pki = node.layout.pki
+    config: dict[str, object] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
-        "address": NODE_IP,
-        "healthzBindAddress": "127.0.0.1",
+        "address": node.ip,
+        # Node N's loopback is its own network namespace's: the host checks its health on the node address.
+        "healthzBindAddress": "127.0.0.1" if node.primary else node.ip,
         "authentication": {
             "anonymous": {"enabled": False},
             "webhook": {"enabled": True},
             "x509": {"clientCAFile": str(pki / "ca.crt")},
         },
         "authorization": {"mode": "Webhook"},
-        "tlsCertFile": str(pki / "kubelet-serving.crt"),
-        "tlsPrivateKeyFile": str(pki / "kubelet-serving.key"),
+        "tlsCertFile": str(pki / f"{node.cert_prefix}kubelet-serving.crt"),
+        "tlsPrivateKeyFile": str(pki / f"{node.cert_prefix}kubelet-serving.key"),
         "cgroupDriver": "cgroupfs",
-        "containerRuntimeEndpoint": f"unix://{layout.containerd_socket}",
+        "containerRuntimeEndpoint": f"unix://{node.containerd_socket}",
         "failSwapOn": False,
-        "podLogsDir": str(layout.pod_logs),
+        "podLogsDir": str(node.pod_logs),
         "resolvConf": "/etc/resolv.conf",
         "serializeImagePulls": False,
         # Imported images cannot be pulled again: never garbage-collect them, never evict for disk.
@@ -206,27 +217,30 @@ def kubelet_config(layout: Layout) -> str:
         },
         "clusterDomain": "cluster.local",
         "hairpinMode": "hairpin-veth",
-        "podCIDR": POD_SUBNET,
+        "podCIDR": node.pod_subnet,
         "maxPods": 110,
     }
+    if not node.primary:
+        # Its own pod cgroups, so the two kubelets never manage (or clean up) each other's kubepods.
+        config["cgroupRoot"] = node.cgroup_root
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def kube_proxy_config(layout: Layout) -> str:
+def kube_proxy_config(node: Node) -> str:
     config = {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
-        "clientConnection": {"kubeconfig": str(layout.kubeconfig("kube-proxy"))},
-        "hostnameOverride": layout.node_name,
-        "bindAddress": NODE_IP,
-        "healthzBindAddress": "127.0.0.1:10256",
+        "clientConnection": {"kubeconfig": str(node.layout.kubeconfig("kube-proxy"))},
+        "hostnameOverride": node.name,
+        "bindAddress": node.ip,
+        "healthzBindAddress": f"{_health_address(node)}:10256",
         "metricsBindAddress": "127.0.0.1:10249",
         "mode": "iptables",
-        "clusterCIDR": POD_SUBNET,
+        "clusterCIDR": node.pod_subnet,
         # Pods and the Service's endpoints share one bridge: without br_netfilter a reply would bypass
         # the host's connection tracking unless the request is masqueraded.
         "iptables": {"masqueradeAll": True, "localhostNodePorts": False},
-        "nodePortAddresses": [f"{NODE_IP}/32"],
+        "nodePortAddresses": [f"{node.ip}/32"],
         # Leave the host's connection-tracking settings as they are.
         "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
     }
@@ -252,11 +266,7 @@ def processes(layout: Layout) -> list[Component]:
             ],
             ready_url=f"{ETCD_URL}/health",
         ),
-        Component(
-            "containerd",
-            ["containerd", f"--config={layout.containerd_config}"],
-            ready_socket=layout.containerd_socket,
-        ),
+        containerd(layout.node(1)),
         Component(
             "kube-apiserver",
             [
@@ -323,23 +333,44 @@ def processes(layout: Layout) -> list[Component]:
             ],
             ready_url="https://127.0.0.1:10259/healthz",
         ),
+        *node_agents(layout.node(1)),
+    ]
+
+
+def _health_address(node: Node) -> str:
+    return "127.0.0.1" if node.primary else node.ip
+
+
+def containerd(node: Node) -> Component:
+    return Component(
+        "containerd",
+        ["containerd", f"--config={node.containerd_config}"],
+        ready_socket=node.containerd_socket,
+    )
+
+
+def node_agents(node: Node) -> list[Component]:
+    """The kubelet and kube-proxy of a node (they start after the control plane)."""
+    bin_dir = node.layout.kubernetes_bin
+    health = _health_address(node)
+    return [
         Component(
             "kubelet",
             [
                 str(bin_dir / "kubelet"),
-                f"--config={layout.run / 'kubelet.yaml'}",
-                f"--kubeconfig={layout.kubeconfig('kubelet')}",
-                f"--root-dir={layout.kubelet_root}",
-                f"--volume-plugin-dir={layout.run / 'kubelet-plugins'}",
-                f"--node-ip={NODE_IP}",
-                f"--hostname-override={layout.node_name}",
+                f"--config={node.kubelet_config}",
+                f"--kubeconfig={node.layout.kubeconfig(node.kubelet_user)}",
+                f"--root-dir={KUBELET_ROOT}",
+                f"--volume-plugin-dir={node.kubelet_plugins}",
+                f"--node-ip={node.ip}",
+                f"--hostname-override={node.name}",
             ],
-            ready_url="http://127.0.0.1:10248/healthz",
+            ready_url=f"http://{health}:10248/healthz",
         ),
         Component(
             "kube-proxy",
-            [str(bin_dir / "kube-proxy"), f"--config={layout.run / 'kube-proxy.yaml'}"],
-            ready_url="http://127.0.0.1:10256/healthz",
+            [str(bin_dir / "kube-proxy"), f"--config={node.kube_proxy_config}"],
+            ready_url=f"http://{health}:10256/healthz",
         ),
     ]
 
@@ -351,8 +382,18 @@ def write_configuration(layout: Layout) -> None:
         layout.kubeconfig(user).write_text(yaml.safe_dump(kubeconfig(layout, cert_stem), sort_keys=False))
     layout.admin_kubeconfig.write_text(yaml.safe_dump(kubeconfig(layout, "admin"), sort_keys=False))
     layout.admin_kubeconfig.chmod(0o600)
-    layout.containerd_config.write_text(containerd_config(layout))
-    layout.cni_config_dir.mkdir(parents=True, exist_ok=True)
-    (layout.cni_config_dir / "10-kubevirt-py.conflist").write_text(cni_config(layout))
-    (layout.run / "kubelet.yaml").write_text(kubelet_config(layout))
-    (layout.run / "kube-proxy.yaml").write_text(kube_proxy_config(layout))
+    write_node_configuration(layout.node(1))
+
+
+def write_node_configuration(node: Node) -> None:
+    """The files a node's containerd, CNI plugins, kubelet and kube-proxy read."""
+    node.dir.mkdir(parents=True, exist_ok=True)
+    if not node.primary:
+        stem = f"{node.kubelet_user}-client"
+        config = kubeconfig(node.layout, stem)
+        node.layout.kubeconfig(node.kubelet_user).write_text(yaml.safe_dump(config, sort_keys=False))
+    node.containerd_config.write_text(containerd_config(node))
+    node.cni_config_dir.mkdir(parents=True, exist_ok=True)
+    (node.cni_config_dir / "10-kubevirt-py.conflist").write_text(cni_config(node))
+    node.kubelet_config.write_text(kubelet_config(node))
+    node.kube_proxy_config.write_text(kube_proxy_config(node))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # The kubelet (cgroupfs driver) puts every pod under this cgroup in each hierarchy.
 POD_CGROUP = "kubepods"
+# Further nodes' kubelets run with --cgroup-root /kubevirt-py-node<N>.
+NODE_CGROUP_ROOTS = "kubevirt-py-node*"
 
 
 def mounts_under(directory: Path) -> list[Path]:
@@ -45,27 +48,57 @@ def unmount_all(directory: Path) -> list[Path]:
     return unmounted
 
 
+def _hierarchies() -> list[Path]:
+    """The mounted cgroup hierarchies (v1 controllers, named ones, the unified one), each once."""
+    found = {path.resolve() for path in CGROUP_ROOT.iterdir() if path.is_dir() and os.path.ismount(path)}
+    return sorted(found)
+
+
+def cgroup_root_dirs(root: str) -> list[Path]:
+    return [h / root.lstrip("/") for h in _hierarchies() if (h / root.lstrip("/")).is_dir()]
+
+
+def make_cgroup_root(root: str) -> None:
+    """A kubelet's --cgroup-root in every hierarchy (the kubelet requires it to exist); a new cpuset
+    group starts with no CPUs or memory nodes, so it gets its parent's."""
+    for hierarchy in _hierarchies():
+        directory = hierarchy / root.lstrip("/")
+        directory.mkdir(exist_ok=True)
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            if (directory / name).exists() and not (directory / name).read_text().strip():
+                (directory / name).write_text((hierarchy / name).read_text())
+
+
+def remove_cgroup_root(root: str) -> None:
+    for directory in cgroup_root_dirs(root):
+        _remove_tree(directory)
+
+
 def pod_cgroups() -> list[Path]:
-    return sorted(path for path in CGROUP_ROOT.glob(f"*/{POD_CGROUP}") if path.is_dir())
+    """Every kubelet's pod cgroups: node 1's at the top of each hierarchy, further nodes' below theirs."""
+    found = {path for path in CGROUP_ROOT.glob(f"*/{POD_CGROUP}") if path.is_dir()}
+    found |= {path for path in CGROUP_ROOT.glob(f"*/{NODE_CGROUP_ROOTS}/{POD_CGROUP}") if path.is_dir()}
+    return sorted(found)
 
 
 def remove_pod_cgroups() -> list[Path]:
     """Removes the (empty by now) pod cgroup trees, leaves first."""
-    removed = []
-    for top in pod_cgroups():
-        for directory in sorted(
-            (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
-        ):
-            try:
-                directory.rmdir()
-            except OSError:
-                continue
+    return [top for top in pod_cgroups() if _remove_tree(top)]
+
+
+def _remove_tree(top: Path) -> bool:
+    for directory in sorted(
+        (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+    ):
         try:
-            top.rmdir()
-            removed.append(top)
+            directory.rmdir()
         except OSError:
-            pass
-    return removed
+            continue
+    try:
+        top.rmdir()
+    except OSError:
+        return False
+    return True
 
 
 def pod_processes() -> list[int]:

@@ -8,7 +8,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from .layout import BRIDGE, NODE_IP, POD_SUBNET
+from .layout import BRIDGE, NODE_IP, POD_SUBNET, Node
 
 # Kernel settings the cluster may change: the bridge plugin turns on forwarding; kube-proxy is configured
 # to leave the others alone, and cluster-down puts back whatever changed anyway.
@@ -39,6 +39,9 @@ HOST_PATHS = (
     "/var/lib/kubelet",
     "/var/lib/cni",
     "/run/kubevirt",
+    # Mount points of further nodes' private copies, and virt-handler's node labeller directory.
+    "/var/lib/kubevirt",
+    "/var/lib/kubevirt-node-labeller",
 )
 TABLES = ("filter", "nat", "mangle", "raw")
 
@@ -93,6 +96,31 @@ def prepare() -> None:
     if f"{NODE_IP}/{prefix}" not in _run("ip", "-4", "-o", "addr", "show", "dev", BRIDGE):
         _run("ip", "addr", "add", f"{NODE_IP}/{prefix}", "dev", BRIDGE)
     _run("ip", "link", "set", BRIDGE, "up")
+
+
+def link_exists(name: str) -> bool:
+    return Path(f"/sys/class/net/{name}").exists()
+
+
+def connect_node(node: Node, pid: int) -> None:
+    """A point-to-point veth from the host into the network namespace of ``pid`` (a further node's init):
+    the node's address and its pod subnet are routed through it, and the host answers ARP for the node's
+    address on the bridge, so the first node's pods reach it like an address of their subnet."""
+    inside = ["nsenter", f"--target={pid}", "--net", "--"]
+    _run("ip", "link", "add", node.host_veth, "type", "veth", "peer", "name", "eth0", "netns", str(pid))
+    _run("ip", "link", "set", node.host_veth, "up")
+    _run(*inside, "ip", "link", "set", "lo", "up")
+    _run(*inside, "ip", "addr", "add", f"{node.ip}/32", "dev", "eth0")
+    _run(*inside, "ip", "link", "set", "eth0", "up")
+    _run(*inside, "ip", "route", "add", NODE_IP, "dev", "eth0", "scope", "link")
+    _run(*inside, "ip", "route", "add", "default", "via", NODE_IP, "dev", "eth0")
+    _run(*inside, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    # The host side has no address of its own: the node address as source keeps replies on the pod network.
+    _run("ip", "route", "add", f"{node.ip}/32", "dev", node.host_veth, "src", NODE_IP)
+    _run("ip", "route", "add", node.pod_subnet, "via", node.ip, "dev", node.host_veth, "src", NODE_IP)
+    Path(f"/proc/sys/net/ipv4/conf/{BRIDGE}/proxy_arp").write_text("1\n")
+    Path(f"/proc/sys/net/ipv4/neigh/{BRIDGE}/proxy_delay").write_text("0\n")
+    Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
 
 
 def restore(before: dict[str, object]) -> list[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import oci, recipe, testguest
 from .hostfs import mounts_under, unmount_all
-from .layout import IMAGE_PREFIX, IMAGE_TAG, PAUSE_IMAGE, REPO, Layout, image_name
+from .layout import IMAGE_PREFIX, IMAGE_TAG, PAUSE_IMAGE, REPO, Layout, Node, image_name
 from .sharing import locked
 from .timing import Timer
 
@@ -399,13 +399,16 @@ def _deps_inputs(house: Path) -> str:
     return " ".join(sorted(wheel.name for wheel in house.glob("*.whl") if not wheel.name.startswith(project)))
 
 
-def _ctr(layout: Layout) -> list[str]:
-    return ["ctr", f"--address={layout.containerd_socket}", "--namespace=k8s.io"]
+def _ctr(layout: Layout, node: Node | None = None) -> list[str]:
+    socket = (node or layout.node(1)).containerd_socket
+    return ["ctr", f"--address={socket}", "--namespace=k8s.io"]
 
 
-def present(layout: Layout) -> dict[str, str]:
-    """Image name -> manifest digest of what the cluster's containerd holds."""
-    result = subprocess.run([*_ctr(layout), "images", "ls"], capture_output=True, text=True, check=False)
+def present(layout: Layout, node: Node | None = None) -> dict[str, str]:
+    """Image name -> manifest digest of what a node's containerd (default: node 1's) holds."""
+    result = subprocess.run(
+        [*_ctr(layout, node), "images", "ls"], capture_output=True, text=True, check=False
+    )
     found = {}
     for line in result.stdout.splitlines()[1:]:
         fields = line.split()
@@ -414,38 +417,50 @@ def present(layout: Layout) -> dict[str, str]:
     return found
 
 
+def running_nodes(layout: Layout) -> list[Node]:
+    """Node 1 and every further node whose containerd answers: where images go."""
+    further = [node for node in layout.extra_nodes() if node.containerd_socket.exists()]
+    return [layout.node(1), *further]
+
+
 def tag_all(layout: Layout, tag: str) -> list[str]:
     """Gives every project image the cluster holds a second tag (a stand-in for another release when
-    an upgrade is tried); returns the new names."""
+    an upgrade is tried), on every node; returns the new names."""
     tagged = []
-    for name in present(layout):
-        if name.startswith(f"{IMAGE_PREFIX}/") and name.endswith(f":{IMAGE_TAG}"):
-            other = f"{name.rsplit(':', 1)[0]}:{tag}"
-            _run([*_ctr(layout), "images", "tag", "--force", name, other])
-            tagged.append(other)
-    return tagged
+    for node in running_nodes(layout):
+        for name in present(layout, node):
+            if name.startswith(f"{IMAGE_PREFIX}/") and name.endswith(f":{IMAGE_TAG}"):
+                other = f"{name.rsplit(':', 1)[0]}:{tag}"
+                _run([*_ctr(layout, node), "images", "tag", "--force", name, other])
+                tagged.append(other)
+    return sorted(set(tagged))
 
 
 def untag_all(layout: Layout, tag: str) -> None:
     """Removes the names ``tag_all`` gave (the content stays under the original names)."""
-    names = [n for n in present(layout) if n.startswith(f"{IMAGE_PREFIX}/") and n.endswith(f":{tag}")]
-    if names:
-        _run([*_ctr(layout), "images", "rm", *names])
+    for node in running_nodes(layout):
+        held = present(layout, node)
+        names = [n for n in held if n.startswith(f"{IMAGE_PREFIX}/") and n.endswith(f":{tag}")]
+        if names:
+            _run([*_ctr(layout, node), "images", "rm", *names])
 
 
-def import_archives(layout: Layout, archives: list[tuple[str, Path, str]]) -> list[str]:
-    """Imports each (name, archive, digest) the cluster's containerd does not hold at that digest."""
-    held = present(layout)
+def import_archives(
+    layout: Layout, archives: list[tuple[str, Path, str]], node: Node | None = None
+) -> list[str]:
+    """Imports each (name, archive, digest) a node's containerd (default: node 1's) does not hold at that
+    digest."""
+    held = present(layout, node)
     imported = []
     for name, archive, digest in archives:
         if held.get(name) == digest:
             continue
-        _run([*_ctr(layout), "images", "import", str(archive)])
+        _run([*_ctr(layout, node), "images", "import", str(archive)])
         imported.append(name)
     return imported
 
 
-def import_cached(layout: Layout) -> list[str]:
+def import_cached(layout: Layout, node: Node | None = None) -> list[str]:
     """Imports every archive hack/build-images left in the cache (the pause image is built if missing)."""
     builder = Builder(layout, log=False)
     if not (builder.archives / "pause.json").exists():
@@ -454,4 +469,4 @@ def import_cached(layout: Layout) -> list[str]:
     for meta in sorted(builder.archives.glob("*.json")):
         loaded = json.loads(meta.read_text())
         archives.append((loaded["name"], meta.with_suffix(".tar"), loaded["digest"]))
-    return import_archives(layout, archives)
+    return import_archives(layout, archives, node)

@@ -137,6 +137,21 @@ def generate(directory: Path, leaves: list[Leaf], authorities: tuple[str, ...]) 
     )
 
 
+def add_leaves(directory: Path, leaves: list[Leaf]) -> None:
+    """Issues ``leaves`` from the authorities ``generate`` wrote there (a node joining a running cluster);
+    a leaf whose files exist is kept."""
+    for leaf in leaves:
+        if (directory / f"{leaf.stem}.crt").exists() and (directory / f"{leaf.stem}.key").exists():
+            continue
+        key = serialization.load_pem_private_key((directory / f"{leaf.ca}.key").read_bytes(), password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise RuntimeError(f"{directory / f'{leaf.ca}.key'}: not an EC key")
+        cert = x509.load_pem_x509_certificate((directory / f"{leaf.ca}.crt").read_bytes())
+        leaf_key, leaf_cert = _issue(Authority(key=key, cert=cert), leaf)
+        _write_key(directory / f"{leaf.stem}.key", leaf_key)
+        _write_cert(directory / f"{leaf.stem}.crt", leaf_cert)
+
+
 def serving_pair(dns_name: str) -> tuple[bytes, bytes, bytes]:
     """A throwaway CA and a serving certificate for ``dns_name`` (a webhook's ``<svc>.<ns>.svc``):
     the CA bundle, the certificate and its key, in PEM."""

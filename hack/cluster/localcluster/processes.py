@@ -33,20 +33,53 @@ def _start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
-def start(name: str, argv: list[str], *, pid_dir: Path, log_dir: Path) -> Record:
+def start(
+    name: str,
+    argv: list[str],
+    *,
+    pid_dir: Path,
+    log_dir: Path,
+    forks: bool = False,
+    env: dict[str, str] | None = None,
+) -> Record:
+    """Starts ``argv`` detached. ``forks``: ``argv`` is a launcher that forks the daemon into new
+    namespaces and waits for it (unshare, nsenter); the daemon is recorded, the launcher ends with it."""
     pid_dir.mkdir(parents=True, exist_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
-    with (log_dir / f"{name}.log").open("ab") as log:
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("ab") as log:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
         )
-    start_time = _start_time(process.pid)
+    pid = _forked_child(process.pid, log_path) if forks else process.pid
+    start_time = _start_time(pid)
     if start_time is None:
-        raise RuntimeError(f"{name} exited at once; see {log_dir / f'{name}.log'}")
-    record = Record(name=name, pid=process.pid, start_time=start_time)
+        raise RuntimeError(f"{name} exited at once; see {log_path}")
+    record = Record(name=name, pid=pid, start_time=start_time)
     (pid_dir / f"{name}.json").write_text(json.dumps(record.__dict__))
     (pid_dir / f"{name}.pid").write_text(f"{process.pid}\n")
     return record
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _forked_child(pid: int, log_path: Path, timeout: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout
+    while not (found := children(pid)):
+        if _start_time(pid) is None or time.monotonic() > deadline:
+            raise RuntimeError(f"pid {pid} started no process; see {log_path}")
+        time.sleep(0.01)
+    return found[0]
 
 
 def recorded(pid_dir: Path) -> list[Record]:
