@@ -40,10 +40,17 @@ def is_migratable(vmi: JSON) -> bool:
     )
 
 
+def is_completed(pod: JSON) -> bool:
+    """A pod whose containers have all ended: nothing of a guest is left in it to protect."""
+    return text(obj(pod, "status"), "phase") in ("Succeeded", "Failed")
+
+
 def decide_eviction(pod: JSON, vmi: JSON | None, config: ClusterConfig) -> EvictionDecision:
     """What to answer for evicting ``pod`` whose VMI (looked up by the caller) is ``vmi``."""
     metadata = obj(pod, "metadata")
-    if string_map(metadata, "labels").get(APP_LABEL) != "virt-launcher":
+    if string_map(metadata, "labels").get(APP_LABEL) != "virt-launcher" or is_completed(pod):
+        # A finished launcher pod (the source of a completed migration, say) goes: kubectl drain
+        # would otherwise wait for it forever.
         return EvictionDecision(response.allowed())
     if DOMAIN_ANNOTATION not in string_map(metadata, "annotations"):
         return EvictionDecision(response.allowed())

@@ -16,6 +16,8 @@ PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE = 2
 BANDWIDTH_PER_MIGRATION = "0Mi"
 PROGRESS_TIMEOUT = 150
 COMPLETION_TIMEOUT_PER_GIB = 150
+# Nodes tainted with this key (NoSchedule) are evacuated (KubeVirt's deprecated way of draining).
+NODE_DRAIN_TAINT_KEY = "kubevirt.io/drain"
 
 
 class InvalidMigrationConfigurationError(ValueError):
@@ -35,6 +37,7 @@ class MigrationConfig:
     allow_workload_disruption: bool = False
     # Plain TCP between the nodes' migration proxies instead of mutual TLS.
     disable_tls: bool = False
+    node_drain_taint_key: str = NODE_DRAIN_TAINT_KEY
 
     @classmethod
     def from_configuration(cls, migrations: Mapping[str, Any], field: str) -> MigrationConfig:
@@ -56,6 +59,9 @@ class MigrationConfig:
                 raise InvalidMigrationConfigurationError(f"{field}.{key}: must be a boolean")
             return value
 
+        taint_key = migrations.get("nodeDrainTaintKey") or NODE_DRAIN_TAINT_KEY
+        if not isinstance(taint_key, str):
+            raise InvalidMigrationConfigurationError(f"{field}.nodeDrainTaintKey: must be a string")
         bandwidth = migrations.get("bandwidthPerMigration", BANDWIDTH_PER_MIGRATION)
         if not isinstance(bandwidth, (str, int)) or isinstance(bandwidth, bool):
             raise InvalidMigrationConfigurationError(f"{field}.bandwidthPerMigration: must be a quantity")
@@ -74,6 +80,7 @@ class MigrationConfig:
             allow_post_copy=flag("allowPostCopy"),
             allow_workload_disruption=flag("allowWorkloadDisruption"),
             disable_tls=flag("disableTLS"),
+            node_drain_taint_key=taint_key,
         )
 
     def to_status(self) -> dict[str, Any]:
@@ -89,6 +96,7 @@ class MigrationConfig:
             "allowPostCopy": self.allow_post_copy,
             "allowWorkloadDisruption": self.allow_workload_disruption,
             "disableTLS": self.disable_tls,
+            "nodeDrainTaintKey": self.node_drain_taint_key,
         }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from kubevirt.client import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
+    POD_DISRUPTION_BUDGETS,
     PODS,
     VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
     VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS,
@@ -27,6 +28,7 @@ from kubevirt.client import (
 )
 from kubevirt.client.resources import (
     CONTROLLER_REVISIONS,
+    MIGRATION_POLICIES,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
@@ -45,6 +47,8 @@ from kubevirt.controller import (
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.config import ClusterConfigSource
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
+from kubevirt.virt_controller.watch.disruptionbudget import DisruptionBudgetController
+from kubevirt.virt_controller.watch.evacuation import EvacuationController
 from kubevirt.virt_controller.watch.migration import MigrationController
 from kubevirt.virt_controller.watch.node import NodeController
 from kubevirt.virt_controller.watch.notactedon import UNHANDLED_KINDS, NotActedOnController
@@ -84,6 +88,8 @@ class Threads:
     node: int = 3
     not_acted_on: int = 1
     migration: int = 3
+    evacuation: int = 3
+    disruption_budget: int = 3
 
 
 class _Handlers:
@@ -221,6 +227,7 @@ class ControllerSet:
             informer.add_event_handler(not_acted_on.on_add, not_acted_on.on_update, not_acted_on.on_delete)
             self._add(name, not_acted_on, threads.not_acted_on)
         migrations = factory.informer(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS)
+        migration_policies = factory.informer(MIGRATION_POLICIES)
         migration = MigrationController(
             api=api,
             events=events,
@@ -230,11 +237,39 @@ class ControllerSet:
             render_pod=self.render_pod,
             config=lambda: config.cluster_config().migrations,
             enqueue=self._queue("migration"),
+            policy_store=migration_policies.store,
         )
         _Handlers.connect(migrations, migration, "migration")
         _Handlers.connect(vmis, migration, "vmi")
         _Handlers.connect(pods, migration, "pod")
         self._add("migration", migration, threads.migration)
+
+        evacuation = EvacuationController(
+            api=api,
+            events=events,
+            node_store=nodes.store,
+            vmi_store=vmis.store,
+            migration_store=migrations.store,
+            migration_config=lambda: config.cluster_config().migrations,
+            eviction_strategy=lambda: config.cluster_config().eviction_strategy,
+            enqueue=self._queue("evacuation"),
+        )
+        _Handlers.connect(nodes, evacuation, "node")
+        _Handlers.connect(vmis, evacuation, "vmi")
+        _Handlers.connect(migrations, evacuation, "migration")
+        self._add("evacuation", evacuation, threads.evacuation)
+
+        pdbs = factory.informer(POD_DISRUPTION_BUDGETS)
+        disruption_budget = DisruptionBudgetController(
+            api=api,
+            events=events,
+            pdb_store=pdbs.store,
+            vmi_store=vmis.store,
+            enqueue=self._queue("disruption-budget"),
+        )
+        _Handlers.connect(pdbs, disruption_budget, "pdb")
+        _Handlers.connect(vmis, disruption_budget, "vmi")
+        self._add("disruption-budget", disruption_budget, threads.disruption_budget)
 
     def _queue(self, name: str) -> Callable[[str], None]:
         queue = RateLimitingQueue(name=name)

@@ -176,7 +176,9 @@ class VirtHandler:
             label_selector=f"{MIGRATION_TARGET_NODE_NAME_LABEL}={options.node_name}",
         )
         self._target_queue = RateLimitingQueue(name="virt-handler-migration-target")
-        target = MigrationTarget(vmi_store=targets.store, address=migration_ip, **roles)
+        target = MigrationTarget(
+            vmi_store=targets.store, address=migration_ip, mounter=self._mounter, **roles
+        )
         self._target_controller = Controller(
             "virt-handler-migration-target", self._target_queue, target, workers=2
         )

@@ -39,6 +39,7 @@ from kubevirt.log import get_logger
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_config.migrations import launcher_options
 from kubevirt.virt_handler import phase as phases
+from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 from kubevirt.virt_handler.migration_proxy import (
     LIBVIRT_PORT_KEY,
@@ -66,6 +67,14 @@ class MigrationLauncher(Protocol):
     def migrate_vmi(self, vmi: Mapping[str, Any], options: Mapping[str, Any]) -> None: ...
     def get_domain(self) -> JSON | None: ...
     def close(self) -> None: ...
+
+
+class DiskMounter(Protocol):
+    """The node's containerDisk mounter (``container_disk.mounter.Mounter``), as the target uses it."""
+
+    def ready(self, vmi: Mapping[str, Any], node: str) -> bool: ...
+    def mount(self, vmi: Mapping[str, Any], node: str) -> None: ...
+    def unmount(self, vmi_uid: str) -> None: ...
 
 
 def _now() -> str:
@@ -287,10 +296,13 @@ class MigrationSource(_Role):
 class MigrationTarget(_Role):
     """The target node's part: a reconciler over the VMIs labelled for this node as migration target."""
 
-    def __init__(self, *, vmi_store: Store[JSON], address: str, **kwargs: Any) -> None:
+    def __init__(
+        self, *, vmi_store: Store[JSON], address: str, mounter: DiskMounter | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._vmis = vmi_store
         self._address = address
+        self._mounter = mounter
         self._lock = threading.Lock()
         self._prepared: set[str] = set()
         self._uids: dict[str, str] = {}  # key -> VMI UID, to stop a deleted VMI's listeners
@@ -322,7 +334,7 @@ class MigrationTarget(_Role):
             self._drive(launcher, vmi, state, uid, socket)
         except LauncherDisconnectedError:
             raise RequeueAfter(POLL_SECONDS) from None
-        except (LauncherClientError, MigrationProxyError) as err:
+        except (LauncherClientError, MigrationProxyError, ContainerDiskError) as err:
             # The source decides how the migration ends; the target tries again (the incoming domain
             # comes and goes while the migration runs or is cancelled).
             self._log.warning("migration target not ready", name=vmi["metadata"]["name"], reason=str(err))
@@ -334,6 +346,12 @@ class MigrationTarget(_Role):
         with self._lock:
             prepared = uid in self._prepared
         if not prepared:
+            if self._mounter is not None:
+                # The incoming domain is built on the VMI's disks: the target pod needs its containerDisks
+                # mounted first, as a starting VMI's pod does.
+                if not self._mounter.ready(vmi, self._node):
+                    raise RequeueAfter(POLL_SECONDS)
+                self._mounter.mount(vmi, self._node)
             launcher.vmi_command("SyncMigrationTarget", vmi)
             with self._lock:
                 self._prepared.add(uid)
@@ -396,6 +414,17 @@ class MigrationTarget(_Role):
             self._prepared.discard(str(vmi["metadata"]["uid"]))
         self._proxies.stop(str(vmi["metadata"]["uid"]))
 
+    def _release_disks(self, uid: str) -> None:
+        """A failed target's containerDisk mounts go, or the kubelet could not remove its pod's volumes."""
+        if self._mounter is None:
+            return
+        try:
+            self._mounter.unmount(uid)
+        except ContainerDiskError as err:
+            self._log.error(
+                "unmounting the failed target's container disks failed", vmi_uid=uid, reason=str(err)
+            )
+
     def _finish(self, vmi: JSON, state: JSON, uid: str) -> None:
         """After the end: listeners go; a failed target's launcher is told to exit; the label goes."""
         self._proxies.stop(uid)
@@ -411,5 +440,6 @@ class MigrationTarget(_Role):
                     self._log.warning("cannot release the target launcher", reason=str(err))
                 finally:
                     launcher.close()
+            self._release_disks(uid)
         if MIGRATION_TARGET_NODE_NAME_LABEL in (vmi["metadata"].get("labels") or {}):
             self._patch(vmi, state, metadata={"labels": {MIGRATION_TARGET_NODE_NAME_LABEL: None}})

@@ -299,6 +299,11 @@ class TLSFiles:
 class TLSProvider:
     """Contexts from the handler's certificate files and the cluster CA, read when a proxy starts.
 
+    virt-operator rotates the certificates (the Secret volumes change under the running pod) and the CA
+    bundle: contexts are rebuilt whenever a file's modification time or the bundle differs from what the
+    last ones were built from, so each migration starts with the current pair. A rotation caught half
+    written (a certificate that does not match its key yet) keeps the last good contexts.
+
     ``disabled`` is the cluster's ``migrations.disableTLS``, the only way to plain TCP: a handler missing
     its certificates or the CA refuses to migrate rather than send guest memory unprotected.
     """
@@ -309,29 +314,44 @@ class TLSProvider:
         self._files = files
         self._ca_bundle = ca_bundle
         self._disabled = disabled
+        self._lock = threading.Lock()
+        self._built: tuple[tuple[int, ...], str, TLSContexts] | None = None
+        self._log = get_logger(component="migration-proxy")
 
     def __call__(self) -> TLSContexts | None:
         if self._disabled():
             return None
         files = self._files
-        missing = [
-            str(path)
-            for path in (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file)
-            if not path.is_file()
-        ]
+        paths = (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file)
+        missing = [str(path) for path in paths if not path.is_file()]
         bundle = self._ca_bundle()
         if missing or not bundle:
             what = ", ".join(missing) if missing else "the CA bundle"
             raise MigrationProxyError(
                 f"migration TLS: {what} missing (set migrations.disableTLS for plain TCP)"
             )
-        try:
-            return tls_contexts(
-                cert_file=files.cert_file,
-                key_file=files.key_file,
-                client_cert_file=files.client_cert_file,
-                client_key_file=files.client_key_file,
-                ca_bundle=bundle,
-            )
-        except (OSError, ssl.SSLError) as err:
-            raise MigrationProxyError(f"migration TLS: {err}") from err
+        with self._lock:
+            try:
+                stamp = tuple(path.stat().st_mtime_ns for path in paths)
+            except OSError as err:  # replaced between the two looks: build from what is there now
+                stamp = ()
+                self._log.info("certificate files changing", reason=str(err))
+            if self._built is not None and stamp and self._built[:2] == (stamp, bundle):
+                return self._built[2]
+            try:
+                contexts = tls_contexts(
+                    cert_file=files.cert_file,
+                    key_file=files.key_file,
+                    client_cert_file=files.client_cert_file,
+                    client_key_file=files.client_key_file,
+                    ca_bundle=bundle,
+                )
+            except (OSError, ssl.SSLError) as err:
+                if self._built is None:
+                    raise MigrationProxyError(f"migration TLS: {err}") from err
+                self._log.warning("renewed migration certificate not loadable yet", reason=str(err))
+                return self._built[2]
+            if self._built is not None:
+                self._log.info("migration proxies use renewed certificates or CA")
+            self._built = (stamp, bundle, contexts)
+            return contexts

@@ -23,11 +23,13 @@ from kubevirt.client import (
     KubeApi,
 )
 from kubevirt.client.errors import ConflictError, NotFoundError
+from kubevirt.client.resources import NAMESPACES
 from kubevirt.controller import ControllerExpectations, RequeueAfter, Store, key_for, key_of, split_key
 from kubevirt.log import get_logger
 from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch import pods as podutil
 from kubevirt.virt_controller.watch.common import Clock, Enqueue, format_time, parse_time, utc_now
+from kubevirt.virt_controller.watch.migrationpolicy import configuration_by_policy, match_policy
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import (
     API_VERSION,
@@ -145,11 +147,14 @@ class MigrationController:
         render_pod: RenderPod,
         config: Callable[[], MigrationConfig],
         enqueue: Enqueue,
+        policy_store: Store[JSON] | None = None,
         clock: Clock = utc_now,
     ) -> None:
         self._api = api
         self._events = events
         self._migrations = migration_store
+        # MigrationPolicies (cluster-scoped); None: the cluster configuration applies to every VMI.
+        self._policies = policy_store
         self._vmis = vmi_store
         self._pods = pod_store
         self._render_pod = render_pod
@@ -435,6 +440,17 @@ class MigrationController:
         }
         if source_pod:
             state["sourcePod"] = source_pod
+        policy = self._matching_policy(vmi)
+        if policy is not None:
+            tuned = configuration_by_policy(policy, state["migrationConfiguration"])
+            if tuned is not None:
+                state["migrationConfiguration"] = tuned
+                state["migrationPolicyName"] = policy["metadata"]["name"]
+                self._log.info(
+                    "migration tuned by a migration policy",
+                    migration=key_of(migration),
+                    policy=policy["metadata"]["name"],
+                )
         patch = {
             "metadata": {
                 "resourceVersion": vmi["metadata"].get("resourceVersion"),
@@ -450,6 +466,15 @@ class MigrationController:
             SUCCESSFUL_HAND_OVER,
             "Migration target pod is ready for preparation by virt-handler.",
         )
+
+    def _matching_policy(self, vmi: JSON) -> JSON | None:
+        policies = self._policies.list() if self._policies is not None else []
+        if not policies:
+            return None  # no namespace to read either
+        namespace = self._api.get(NAMESPACES, None, vmi["metadata"]["namespace"])
+        labels = vmi["metadata"].get("labels")
+        matched = match_policy(policies, labels, namespace["metadata"].get("labels") or {})
+        return dict(matched) if matched is not None else None
 
     def _patch_migration_state(self, vmi: JSON, state: JSON) -> None:
         # The whole migrationState, guarded by the resourceVersion it was computed from.

@@ -1,12 +1,13 @@
 """Objects of kinds this installation serves but does not act on get told so, never silence.
 
-KubeVirt v1.6 runs controllers for snapshots, restores, exports, clones and migration policies; this
-project serves their CRDs (so clients listing them get an answer) but has no controller for them yet. A
-client waiting on such an object would otherwise wait forever. Each object therefore gets, once:
+KubeVirt v1.6 runs controllers for snapshots, restores, exports and clones; this project serves their
+CRDs (so clients listing them get an answer) but has no controller for them yet. A client waiting on
+such an object would otherwise wait forever. Each object therefore gets, once:
 
 * a ``Ready=False`` condition with reason ``NotActedOn`` where its status has conditions;
-* ``readyToUse: false`` and ``status.error`` on a VirtualMachineSnapshotContent (no conditions there);
-* a Normal ``NotActedOn`` event on a MigrationPolicy (its status is empty by schema).
+* ``readyToUse: false`` and ``status.error`` on a VirtualMachineSnapshotContent (no conditions there).
+
+(MigrationPolicies are acted on: the migration controller matches them at hand-off.)
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any, Final
 
 from kubevirt.client import EventSink, KubeApi, Resource
 from kubevirt.client.resources import (
-    MIGRATION_POLICIES,
     VIRTUAL_MACHINE_CLONES,
     VIRTUAL_MACHINE_EXPORTS,
     VIRTUAL_MACHINE_RESTORES,
@@ -39,7 +39,6 @@ CONDITION_TYPE: Final = "Ready"
 class Report(Enum):
     CONDITION = "condition"
     ERROR = "error"
-    EVENT = "event"
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,6 @@ UNHANDLED_KINDS: Final[tuple[Unhandled, ...]] = (
     Unhandled(VIRTUAL_MACHINE_RESTORES, Report.CONDITION),
     Unhandled(VIRTUAL_MACHINE_EXPORTS, Report.CONDITION),
     Unhandled(VIRTUAL_MACHINE_CLONES, Report.CONDITION),
-    Unhandled(MIGRATION_POLICIES, Report.EVENT),
 )
 
 
@@ -83,8 +81,6 @@ class NotActedOnController:
         self._enqueue = enqueue
         self._clock = clock
         self._message = not_acted_on_message(unhandled.resource.kind)
-        # UIDs already given their event (an event has no trace on the object itself).
-        self._announced: set[str] = set()
         self._log = get_logger(controller="not-acted-on", kind=unhandled.resource.kind)
 
     def on_add(self, obj: JSON) -> None:
@@ -94,8 +90,7 @@ class NotActedOnController:
         self._enqueue(key_of(new))
 
     def on_delete(self, obj: JSON) -> None:
-        uid = (obj.get("metadata") or {}).get("uid")
-        self._announced.discard(str(uid))
+        """Nothing is kept per object."""
 
     def reconcile(self, key: str) -> None:
         obj = self._store.get_by_key(key)
@@ -104,7 +99,6 @@ class NotActedOnController:
         writers: dict[Report, Callable[[JSON], None]] = {
             Report.CONDITION: self._set_condition,
             Report.ERROR: self._set_error,
-            Report.EVENT: self._announce,
         }
         writers[self._report](obj)
 
@@ -140,10 +134,3 @@ class NotActedOnController:
         body["status"] = status
         self._api.update_status(self._resource, obj["metadata"].get("namespace"), body)
         self._log.info("marked as not acted on", name=key_of(obj))
-
-    def _announce(self, obj: JSON) -> None:
-        uid = str(obj["metadata"].get("uid"))
-        if uid in self._announced:
-            return
-        self._events.event(obj, "Normal", NOT_ACTED_ON_REASON, self._message)
-        self._announced.add(uid)

@@ -303,6 +303,18 @@ def test_eviction_in_progress_and_target_pod() -> None:
     assert _message(target.response) == "Eviction request for target Pod"
 
 
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_a_finished_launcher_pod_is_evictable(phase: str) -> None:
+    # The source pod of a completed migration: its node now differs from the VMI's.
+    pod = _pod()
+    pod["status"] = {"phase": phase}
+    vmi = _migratable("LiveMigrate", True)
+    vmi["status"]["nodeName"] = "node-b"
+    decision = decide_eviction(pod, vmi, CONFIG)
+    assert decision.response.allowed
+    assert decision.vmi_patch is None
+
+
 def test_non_launcher_pods_are_evictable() -> None:
     pod = _pod()
     pod["metadata"]["labels"] = {"app": "web"}

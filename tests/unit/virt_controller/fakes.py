@@ -398,6 +398,8 @@ DECODERS: dict[str, Callable[[JSON], Any]] = {
     PODS.plural: _same,
     NODES.plural: _same,
     "virtualmachineinstancemigrations": _same,
+    "poddisruptionbudgets": _same,
+    "migrationpolicies": _same,
     CONTROLLER_REVISIONS.plural: _same,
     VIRTUAL_MACHINE_INSTANCETYPES.plural: VirtualMachineInstancetype.from_dict,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES.plural: VirtualMachineClusterInstancetype.from_dict,

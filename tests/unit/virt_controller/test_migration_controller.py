@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, VIRTUAL_MACHINE_INSTANCES
+from kubevirt.client.resources import MIGRATION_POLICIES
 from kubevirt.controller import RequeueAfter
 from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch.migration import MigrationController
@@ -28,6 +29,7 @@ class World:
         self.migrations = self.cluster.informer(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS)
         self.vmis = self.cluster.informer(VIRTUAL_MACHINE_INSTANCES)
         self.pods = self.cluster.informer(PODS)
+        self.policies = self.cluster.informer(MIGRATION_POLICIES)
         self.controller = MigrationController(
             api=self.api,
             events=self.events,
@@ -37,6 +39,7 @@ class World:
             render_pod=render_pod,
             config=lambda: self.config,
             enqueue=self.queue.add,
+            policy_store=self.policies.store,
             clock=self.api.clock,
         )
         for informer, kind in ((self.migrations, "migration"), (self.vmis, "vmi"), (self.pods, "pod")):

@@ -9,7 +9,6 @@ import pytest
 from kubevirt.client import ConflictError
 from kubevirt.client.fake import FakeKubeApi
 from kubevirt.client.resources import (
-    MIGRATION_POLICIES,
     VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
     VIRTUAL_MACHINE_SNAPSHOTS,
 )
@@ -59,7 +58,6 @@ def test_every_unhandled_kind_is_one_kubevirt_serves() -> None:
         "VirtualMachineRestore",
         "VirtualMachineExport",
         "VirtualMachineClone",
-        "MigrationPolicy",
     }
 
 
@@ -132,19 +130,6 @@ def test_snapshot_content_gets_an_error_and_is_not_ready() -> None:
     [stored] = api.objects_of(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS)
     assert stored["status"]["readyToUse"] is False
     assert "VirtualMachineSnapshotContent" in stored["status"]["error"]["message"]
-
-
-def test_migration_policy_gets_one_normal_event() -> None:
-    api, events = FakeKubeApi(), RecordedEvents()
-    controller, store = controller_for(Unhandled(MIGRATION_POLICIES, Report.EVENT), api, events)
-    created = api.add(MIGRATION_POLICIES, {"metadata": {"name": "policy"}, "spec": {"selectors": {}}})
-    store.upsert(created)
-    controller.reconcile(key_of(created))
-    controller.reconcile(key_of(created))
-    assert [(name, kind, reason) for name, kind, reason, _ in events.events] == [
-        ("policy", "Normal", NOT_ACTED_ON_REASON)
-    ]
-    assert api.writes == []
 
 
 def test_deleted_or_deleting_objects_are_left_alone() -> None:

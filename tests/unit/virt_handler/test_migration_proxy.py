@@ -112,3 +112,69 @@ def test_tls_is_off_only_when_disabled_and_missing_certificates_refuse(tmp_path:
     assert TLSProvider(files, ca_bundle=lambda: "pem", disabled=lambda: True)() is None
     with pytest.raises(MigrationProxyError, match="disableTLS"):
         TLSProvider(files, ca_bundle=lambda: "pem", disabled=lambda: False)()
+
+
+def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> bool:
+    """Whether a client with ``client`` and a server with ``server`` agree on a mutual-TLS session."""
+    left, right = socket.socketpair()
+    outcome: dict[str, bool] = {}
+
+    def serve() -> None:
+        try:
+            with server.wrap_socket(right, server_side=True) as tls:
+                tls.recv(1)
+                outcome["server"] = True
+        except (OSError, ssl.SSLError):
+            outcome["server"] = False
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with client.wrap_socket(left) as tls:
+            tls.sendall(b"x")
+    except (OSError, ssl.SSLError):
+        outcome["client"] = False
+    thread.join(10)
+    return outcome.get("server", False) and outcome.get("client", True)
+
+
+def write_pairs(directory: Path, ca: CertificateAuthority, node: str, stamp: int) -> TLSFiles:
+    server, client = ca.issue(node), ca.issue(node, client=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    files = TLSFiles(
+        directory / "tls.crt", directory / "tls.key", directory / "client.crt", directory / "client.key"
+    )
+    for path, data in zip(
+        (files.cert_file, files.key_file, files.client_cert_file, files.client_key_file),
+        (server.cert_pem, server.key_pem, client.cert_pem, client.key_pem),
+        strict=True,
+    ):
+        path.write_bytes(data)
+        os.utime(path, ns=(stamp, stamp))  # rotations are seconds apart; the test is not
+    return files
+
+
+def test_migration_tls_follows_a_rotation_and_keeps_the_last_good_pair_mid_rotation(tmp_path: Path) -> None:
+    old_ca, new_ca = CertificateAuthority.create(), CertificateAuthority.create()
+    bundle = {"pem": old_ca.pair.cert_pem.decode()}
+    files = write_pairs(tmp_path / "node-a", old_ca, "node-a", 1_000_000_000)
+    provider = TLSProvider(files, ca_bundle=lambda: bundle["pem"], disabled=lambda: False)
+    first = provider()
+    assert first is not None
+    assert provider() is first  # nothing changed: nothing rebuilt
+
+    # virt-operator rotates the CA and the node's certificates; the peer already has the new ones.
+    peer = migration_tls(tmp_path / "node-b", new_ca, "node-b")
+    assert not handshake(peer.server, first.client)
+    bundle["pem"] = new_ca.pair.cert_pem.decode()
+    write_pairs(tmp_path / "node-a", new_ca, "node-a", 2_000_000_000)
+    rotated = provider()
+    assert rotated is not None
+    assert rotated is not first
+    assert handshake(peer.server, rotated.client)
+    assert handshake(rotated.server, peer.client)
+
+    # Caught mid-rotation: the new client certificate is there, its key not yet.
+    files.client_cert_file.write_bytes(new_ca.issue("node-a", client=True).cert_pem)
+    os.utime(files.client_cert_file, ns=(3_000_000_000, 3_000_000_000))
+    assert provider() is rotated

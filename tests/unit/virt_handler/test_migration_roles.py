@@ -286,6 +286,47 @@ def test_a_failed_migration_releases_the_target_launcher_and_its_label(world: Wo
     assert not world.proxies.running(world.uid)
 
 
+class FakeMounter:
+    def __init__(self, launcher: FakeLauncher) -> None:
+        self.launcher = launcher
+        self.disks_up = False
+
+    def ready(self, vmi: Any, node: str) -> bool:
+        return self.disks_up
+
+    def mount(self, vmi: Any, node: str) -> None:
+        self.launcher.calls.append(f"mount on {node}")
+
+    def unmount(self, vmi_uid: str) -> None:
+        self.launcher.calls.append(f"unmount {vmi_uid}")
+
+
+def test_the_target_mounts_the_containerdisks_before_preparing_and_releases_them_on_failure(
+    world: World,
+) -> None:
+    mounter = FakeMounter(world.launcher)
+    world.target = MigrationTarget(
+        node=TARGET,
+        vmi_store=world.store,
+        address="127.0.0.1",
+        mounter=mounter,
+        api=world.api,
+        events=world.events,
+        pods_dir=world.pods_dir,
+        connect=lambda _path: world.launcher,
+        proxies=world.proxies,
+        pod_root=lambda _socket: PodRoot(world.pod_root),
+    )
+    world.run_target()
+    assert world.launcher.calls == []  # the disk containers are not up yet: nothing is prepared
+    mounter.disks_up = True
+    world.run_target()
+    assert world.launcher.calls == [f"mount on {TARGET}", "SyncMigrationTarget"]
+    world.report(failed=True, endTimestamp="e")
+    world.run_target()
+    assert world.launcher.calls[-2:] == ["SignalTargetPodCleanup", f"unmount {world.uid}"]
+
+
 def test_a_target_that_never_reports_the_domain_fails_the_vmi_after_a_minute(world: World) -> None:
     world.report(targetNodeAddress="127.0.0.1", targetDirectMigrationNodePorts={"1": 0})
     ended = {"UID": "mig-1", "EndTimestamp": "2026-01-01T00:00:03Z", "Completed": True, "Mode": "PreCopy"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubevirt.admission import response
-from kubevirt.admission.eviction import decide_eviction
+from kubevirt.admission.eviction import decide_eviction, is_completed
 from kubevirt.admission.json_fields import obj, text
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
@@ -21,7 +21,7 @@ def admitter(ctx: WebhookContext, patch_vmi: VMIPatcher | None = None) -> Admit:
         except ClusterStateError:
             # Like KubeVirt: a pod that cannot be read is not protected (its PDB still applies).
             return response.allowed()
-        if pod is None:
+        if pod is None or is_completed(pod):
             return response.allowed()
         vmi = None
         vmi_name = obj(obj(pod, "metadata"), "annotations").get(DOMAIN_ANNOTATION)
