@@ -155,6 +155,7 @@ class VirtHandler:
             cache=domain_cache, enqueue=self._queue.add, vmi_store=vmis.store, events=self._events
         )
         self._notify_server: grpc.Server | None = None
+        network = HandlerNetwork(private_dir=options.private_dir)
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -162,7 +163,7 @@ class VirtHandler:
             node=options.node_name,
             pods_dir=options.pods_dir,
             connect=LauncherClient,
-            network=HandlerNetwork(private_dir=options.private_dir),
+            network=network,
             node_facts=_node_facts(options),
             domain_events=self._domain_events,
             migration_source=MigrationSource(**roles),
@@ -177,7 +178,11 @@ class VirtHandler:
         )
         self._target_queue = RateLimitingQueue(name="virt-handler-migration-target")
         target = MigrationTarget(
-            vmi_store=targets.store, address=migration_ip, mounter=self._mounter, **roles
+            vmi_store=targets.store,
+            address=migration_ip,
+            mounter=self._mounter,
+            network=network,
+            **roles,
         )
         self._target_controller = Controller(
             "virt-handler-migration-target", self._target_queue, target, workers=2

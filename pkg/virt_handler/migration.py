@@ -48,7 +48,7 @@ from kubevirt.virt_handler.migration_proxy import (
     bind_unix_in_pod,
     unix_opener,
 )
-from kubevirt.virt_handler.network import peer_pid
+from kubevirt.virt_handler.network import NetworkSetupError, peer_pid
 
 JSON = dict[str, Any]
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
@@ -75,6 +75,12 @@ class DiskMounter(Protocol):
     def ready(self, vmi: Mapping[str, Any], node: str) -> bool: ...
     def mount(self, vmi: Mapping[str, Any], node: str) -> None: ...
     def unmount(self, vmi_uid: str) -> None: ...
+
+
+class PodNetwork(Protocol):
+    """The node's phase-1 pod network setup (``network.HandlerNetwork``), as the target uses it."""
+
+    def setup(self, vmi: Mapping[str, Any], launcher_socket: Path) -> None: ...
 
 
 def _now() -> str:
@@ -297,12 +303,19 @@ class MigrationTarget(_Role):
     """The target node's part: a reconciler over the VMIs labelled for this node as migration target."""
 
     def __init__(
-        self, *, vmi_store: Store[JSON], address: str, mounter: DiskMounter | None = None, **kwargs: Any
+        self,
+        *,
+        vmi_store: Store[JSON],
+        address: str,
+        mounter: DiskMounter | None = None,
+        network: PodNetwork | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._vmis = vmi_store
         self._address = address
         self._mounter = mounter
+        self._network = network
         self._lock = threading.Lock()
         self._prepared: set[str] = set()
         self._uids: dict[str, str] = {}  # key -> VMI UID, to stop a deleted VMI's listeners
@@ -334,7 +347,7 @@ class MigrationTarget(_Role):
             self._drive(launcher, vmi, state, uid, socket)
         except LauncherDisconnectedError:
             raise RequeueAfter(POLL_SECONDS) from None
-        except (LauncherClientError, MigrationProxyError, ContainerDiskError) as err:
+        except (LauncherClientError, MigrationProxyError, ContainerDiskError, NetworkSetupError) as err:
             # The source decides how the migration ends; the target tries again (the incoming domain
             # comes and goes while the migration runs or is cancelled).
             self._log.warning("migration target not ready", name=vmi["metadata"]["name"], reason=str(err))
@@ -352,6 +365,9 @@ class MigrationTarget(_Role):
                 if not self._mounter.ready(vmi, self._node):
                     raise RequeueAfter(POLL_SECONDS)
                 self._mounter.mount(vmi, self._node)
+            if self._network is not None:
+                # The target pod's network is wired for the guest (phase 1) before its domain arrives.
+                self._network.setup(vmi, socket)
             launcher.vmi_command("SyncMigrationTarget", vmi)
             with self._lock:
                 self._prepared.add(uid)

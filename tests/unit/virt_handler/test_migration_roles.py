@@ -287,6 +287,8 @@ def test_a_failed_migration_releases_the_target_launcher_and_its_label(world: Wo
 
 
 class FakeMounter:
+    """The node's containerDisk mounter and pod network setup, recording into the launcher's calls."""
+
     def __init__(self, launcher: FakeLauncher) -> None:
         self.launcher = launcher
         self.disks_up = False
@@ -300,8 +302,11 @@ class FakeMounter:
     def unmount(self, vmi_uid: str) -> None:
         self.launcher.calls.append(f"unmount {vmi_uid}")
 
+    def setup(self, vmi: Any, launcher_socket: Path) -> None:
+        self.launcher.calls.append("pod network phase 1")
 
-def test_the_target_mounts_the_containerdisks_before_preparing_and_releases_them_on_failure(
+
+def test_the_target_mounts_the_containerdisks_and_wires_the_pod_network_before_preparing(
     world: World,
 ) -> None:
     mounter = FakeMounter(world.launcher)
@@ -310,6 +315,7 @@ def test_the_target_mounts_the_containerdisks_before_preparing_and_releases_them
         vmi_store=world.store,
         address="127.0.0.1",
         mounter=mounter,
+        network=mounter,
         api=world.api,
         events=world.events,
         pods_dir=world.pods_dir,
@@ -321,7 +327,7 @@ def test_the_target_mounts_the_containerdisks_before_preparing_and_releases_them
     assert world.launcher.calls == []  # the disk containers are not up yet: nothing is prepared
     mounter.disks_up = True
     world.run_target()
-    assert world.launcher.calls == [f"mount on {TARGET}", "SyncMigrationTarget"]
+    assert world.launcher.calls == [f"mount on {TARGET}", "pod network phase 1", "SyncMigrationTarget"]
     world.report(failed=True, endTimestamp="e")
     world.run_target()
     assert world.launcher.calls[-2:] == ["SignalTargetPodCleanup", f"unmount {world.uid}"]
