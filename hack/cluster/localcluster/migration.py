@@ -45,6 +45,29 @@ COUNTER_USER_DATA = """#!/bin/sh
 """
 
 
+def guest_vmi_spec(user_data: str, *, memory: str = "128Mi") -> JSON:
+    """A VMI spec of the test guest from its containerDisk, masquerade on the pod network, running
+    ``user_data`` (NoCloud)."""
+    return {
+        "domain": {
+            "resources": {"requests": {"memory": memory}},
+            "devices": {
+                "disks": [
+                    {"name": "containerdisk", "disk": {"bus": "virtio"}},
+                    {"name": "cloudinitdisk", "disk": {"bus": "virtio"}},
+                ],
+                "interfaces": [{"name": "default", "masquerade": {}}],
+            },
+        },
+        "networks": [{"name": "default", "pod": {}}],
+        "terminationGracePeriodSeconds": 0,
+        "volumes": [
+            {"name": "containerdisk", "containerDisk": {"image": GUEST_IMAGE}},
+            {"name": "cloudinitdisk", "cloudInitNoCloud": {"userData": user_data}},
+        ],
+    }
+
+
 def counting_guest_vm(name: str, *, memory: str = "128Mi", eviction_strategy: str = "LiveMigrate") -> JSON:
     """A VM (runStrategy Always) of the test guest on the pod network (masquerade), counting on ttyS0."""
     return {
@@ -57,22 +80,7 @@ def counting_guest_vm(name: str, *, memory: str = "128Mi", eviction_strategy: st
                 "metadata": {"labels": {"kubevirt.io/vm": name}},
                 "spec": {
                     "evictionStrategy": eviction_strategy,
-                    "domain": {
-                        "resources": {"requests": {"memory": memory}},
-                        "devices": {
-                            "disks": [
-                                {"name": "containerdisk", "disk": {"bus": "virtio"}},
-                                {"name": "cloudinitdisk", "disk": {"bus": "virtio"}},
-                            ],
-                            "interfaces": [{"name": "default", "masquerade": {}}],
-                        },
-                    },
-                    "networks": [{"name": "default", "pod": {}}],
-                    "terminationGracePeriodSeconds": 0,
-                    "volumes": [
-                        {"name": "containerdisk", "containerDisk": {"image": GUEST_IMAGE}},
-                        {"name": "cloudinitdisk", "cloudInitNoCloud": {"userData": COUNTER_USER_DATA}},
-                    ],
+                    **guest_vmi_spec(COUNTER_USER_DATA, memory=memory),
                 },
             },
         },

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from localcluster import install
+from localcluster import migration as mig
 from localcluster.handle import Cluster
 
 from kubevirt_testing.waiting import first_result
@@ -58,35 +59,12 @@ def place(two_node_cluster: Cluster, nodes: tuple[str, str]) -> Iterator[str]:
 
 
 def _vmi(node: str) -> JSON:
+    spec = mig.guest_vmi_spec(f"#!/bin/sh\necho {MARKER} > /www/marker\n")
     return {
         "apiVersion": "kubevirt.io/v1",
         "kind": "VirtualMachineInstance",
         "metadata": {"name": GUEST},
-        "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "domain": {
-                "resources": {"requests": {"memory": "128Mi"}},
-                "devices": {
-                    "disks": [
-                        {"name": "containerdisk", "disk": {"bus": "virtio"}},
-                        {"name": "cloudinitdisk", "disk": {"bus": "virtio"}},
-                    ],
-                    "interfaces": [{"name": "default", "masquerade": {}}],
-                },
-            },
-            "networks": [{"name": "default", "pod": {}}],
-            "terminationGracePeriodSeconds": 0,
-            "volumes": [
-                {
-                    "name": "containerdisk",
-                    "containerDisk": {"image": "localhost/kubevirt/test-guest-container-disk:devel"},
-                },
-                {
-                    "name": "cloudinitdisk",
-                    "cloudInitNoCloud": {"userData": f"#!/bin/sh\necho {MARKER} > /www/marker\n"},
-                },
-            ],
-        },
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, **spec},
     }
 
 
