@@ -5,7 +5,8 @@ Each function updates ``vmi["status"]`` in place and is a no-op when nothing cha
 
 What the VMI controller owns (``Ready``, ``qosClass``, ``launcherContainerImageVersion``, the
 PVC part of ``volumeStatus``) and what the defaulting webhook sets (``currentCPUTopology``,
-``memory.guestAtBoot``) are left alone here.
+``memory.guestAtBoot``) are left alone here; the one exception, ``Ready=True`` with the first Running
+write, is in :mod:`.ready`.
 """
 
 from __future__ import annotations

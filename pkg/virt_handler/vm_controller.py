@@ -4,10 +4,11 @@ A reconcile reads the VMI from the node's cache, finds the launcher's command so
 directories, and then does one of (KubeVirt's order): shut the domain down gracefully (VMI deleted, or
 its pod told to stop) and kill it once the grace period is over; undefine a domain that stopped, or
 whose VMI is final or deleted; or sync the VMI into the launcher (start it). Whatever the domain then
-looks like is written back as the VMI's status (phase, node, interfaces, guest OS, conditions) with a
-conditional merge patch, only when it changed. A launcher that is gone or that the watchdog marked
-unresponsive fails its VMI. Before the first sync the VMI's containerDisks are mounted into its pod (once
-their containers are up); the mounts go when the VMI is final, or deleted and its launcher gone.
+looks like is written back as the VMI's status (phase, node, interfaces, guest OS, conditions, and
+``Ready`` with the first Running, see :mod:`.ready`) with a resourceVersion-guarded update, only when it
+changed. A launcher that is gone or that the watchdog marked unresponsive fails its VMI. Before the first
+sync the VMI's containerDisks are mounted into its pod (once their containers are up); the mounts go when
+the VMI is final, or deleted and its launcher gone.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from kubevirt.virt_handler.launcher_sockets import (
 )
 from kubevirt.virt_handler.migration import MigrationSource
 from kubevirt.virt_handler.network import NetworkSetupError
+from kubevirt.virt_handler.ready import set_ready_with_running
 from kubevirt.virt_handler.status import NodeFacts, apply_domain
 
 JSON = dict[str, Any]
@@ -405,6 +407,8 @@ class VMController:
             status["phase"] = new_phase
             stamps = status.setdefault("phaseTransitionTimestamps", [])
             stamps.append({"phase": new_phase, "phaseTransitionTimestamp": _now()})
+            if new_phase == phases.RUNNING:
+                set_ready_with_running(vmi, _now())  # saves virt-controller's write of it (see .ready)
         if status == original:
             return
         version = str(vmi["metadata"].get("resourceVersion") or "")

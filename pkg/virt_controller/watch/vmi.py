@@ -7,7 +7,8 @@ finished, and the VMI's finalizer is dropped once no pod of it is left.
 
 Writes are kept few: the API-version annotations ride along with the first status write, the pod just
 created counts as active at once, its node is recorded with the next write that has news of its own, and
-the status is only written when it changed. Reaching Scheduled takes one pod create and two VMI writes.
+the status is only written when it changed. Reaching Scheduled takes one pod create and two VMI writes;
+Running then takes none here, as virt-handler's Running write already carries the pod's Ready=True.
 """
 
 from __future__ import annotations
@@ -252,6 +253,9 @@ class VMIController:
         active = {podutil.pod_uid(p): podutil.pod_node(p) for p in pods}
         if active or status.active_pods is not None:
             status.active_pods = active
+        # Compared by status and reason only, as KubeVirt's condition manager does: the Ready=True that
+        # virt-handler writes with the first Running (see kubevirt.virt_handler.ready) stays as written,
+        # though its times are not the pod's, and costs this controller no write of its own.
         status.conditions = update_condition(status.conditions, _ready_condition(vmi, pod, now))
         if launcher is not None:
             self._set_launcher_image(vmi, podutil.compute_image(launcher))

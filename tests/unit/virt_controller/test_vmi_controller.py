@@ -225,6 +225,73 @@ def test_ready_is_written_beside_conditions_virt_handler_wrote_with_null_times()
     assert conditions["LiveMigratable"]["status"] == "True"
 
 
+def _running_with_ready_from_virt_handler(cluster: Cluster, controllers: Controllers) -> None:
+    """virt-handler's first Running write, which carries Ready=True as the pod's would be copied."""
+    schedule_pod(cluster, pod_name(_pods(cluster)[0]))
+    controllers.run(only=("vmi",))
+
+    def running(vmi: JSON) -> None:
+        vmi["status"]["phase"] = "Running"
+        vmi["status"]["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": "2026-12-01T00:00:09Z",
+            }
+            if c["type"] == "Ready"
+            else c
+            for c in vmi["status"]["conditions"]
+        ]
+
+    cluster.api.edit(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvmi", running)
+
+
+def test_a_ready_condition_that_agrees_with_the_pod_is_not_written_again() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    _running_with_ready_from_virt_handler(cluster, controllers)
+    before = _vmi(cluster)
+    cluster.api.writes.clear()
+    controllers.run(only=("vmi",))
+    assert controllers.errors == []
+    # The pod's Ready=True has other times (none here) but the same status and reason: nothing to write.
+    assert [w for w in cluster.api.writes if w[1] == "virtualmachineinstances"] == []
+    assert _vmi(cluster)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_a_pod_that_goes_not_ready_makes_the_controller_write_ready_false() -> None:
+    cluster = Cluster()
+    controllers = _start(cluster)
+    _running_with_ready_from_virt_handler(cluster, controllers)
+    controllers.run(only=("vmi",))
+
+    def not_ready(pod: JSON) -> None:
+        pod["status"]["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "ContainersNotReady",
+                "message": "containers with unready status: [compute]",
+                "lastTransitionTime": "2026-12-01T00:01:00Z",
+            }
+            if c["type"] == "Ready"
+            else c
+            for c in pod["status"]["conditions"]
+        ]
+
+    cluster.api.edit(PODS, NAMESPACE, pod_name(_pods(cluster)[0]), not_ready)
+    cluster.api.writes.clear()
+    controllers.run(only=("vmi",))
+    assert cluster.api.writes == [("patch", "virtualmachineinstances", None)]
+    ready = next(c for c in _vmi(cluster)["status"]["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False",
+        "ContainersNotReady",
+        "containers with unready status: [compute]",
+    )
+
+
 def test_a_patch_computed_from_a_stale_cache_is_refused() -> None:
     cluster = Cluster()
     _start(cluster)

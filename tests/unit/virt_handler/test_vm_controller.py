@@ -142,6 +142,92 @@ def test_a_scheduled_vmi_is_synced_and_becomes_running(pods_dir: Path) -> None:
     ]
 
 
+# virt-controller's Ready=False while the guest is not running yet.
+_NOT_RUNNING = {
+    "type": "Ready",
+    "status": "False",
+    "reason": "GuestNotRunning",
+    "message": "Guest VM is not reported as running",
+    "lastProbeTime": "2026-12-01T00:00:00Z",
+    "lastTransitionTime": "2026-12-01T00:00:00Z",
+}
+_MIGRATABLE = {"type": "LiveMigratable", "status": "False", "reason": "Other"}
+
+
+def _scheduled_by_the_controller() -> JSON:
+    vmi = _vmi()
+    vmi["status"]["conditions"] = [dict(_NOT_RUNNING), dict(_MIGRATABLE)]
+    return vmi
+
+
+def _ready(vmi: JSON) -> JSON:
+    (ready,) = [c for c in vmi["status"]["conditions"] if c["type"] == "Ready"]
+    return ready
+
+
+def test_the_first_running_write_carries_ready_true_as_the_pods_would_be_copied(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _scheduled_by_the_controller())
+    vmi = harness.reconcile()
+    assert vmi["status"]["phase"] == "Running"
+    assert harness.api.writes == [("update", "virtualmachineinstances", "default", "tiny")]
+    ready = _ready(vmi)
+    # The kubelet's Ready=True has neither reason nor message; it replaces the False where it stood.
+    assert (ready["status"], ready.get("reason"), ready.get("message")) == ("True", None, None)
+    assert ready["lastProbeTime"] is None
+    assert ready["lastTransitionTime"].endswith("Z")
+    assert [c["type"] for c in vmi["status"]["conditions"]][:2] == ["Ready", "LiveMigratable"]
+
+
+def test_ready_is_not_set_again_once_virt_controller_took_it_back(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _scheduled_by_the_controller())
+    running = harness.reconcile()
+    not_ready = {**_NOT_RUNNING, "reason": "ContainersNotReady", "message": "containers with unready status"}
+    running["status"]["conditions"] = [not_ready, *running["status"]["conditions"][1:]]
+    harness.put(harness.api.update(VIRTUAL_MACHINE_INSTANCES, "default", running))  # virt-controller's write
+    harness.api.writes.clear()
+    vmi = harness.reconcile()
+    assert harness.api.writes == []  # only the first Running write sets it; the pod decides after that
+    assert _ready(vmi)["reason"] == "ContainersNotReady"
+
+
+class PausedStart(FakeLauncher):
+    """A guest started paused (startStrategy Paused): Running with a Paused condition."""
+
+    def sync_vmi(self, vmi: JSON) -> None:
+        super().sync_vmi(vmi)
+        self.domain = _domain("Paused", "User")
+
+
+def test_a_guest_paused_at_start_is_running_but_not_ready(pods_dir: Path) -> None:
+    harness = Harness(pods_dir, _scheduled_by_the_controller())
+    harness.launcher = PausedStart()
+    vmi = harness.reconcile()
+    assert vmi["status"]["phase"] == "Running"
+    assert "Paused" in [c["type"] for c in vmi["status"]["conditions"]]
+    assert _ready(vmi) == _NOT_RUNNING  # the paused pod's readiness gate is False: the controller says so
+
+
+def test_a_vmi_with_a_readiness_probe_leaves_ready_to_the_pod(pods_dir: Path) -> None:
+    vmi = _scheduled_by_the_controller()
+    vmi["spec"]["readinessProbe"] = {"tcpSocket": {"port": 22}}
+    harness = Harness(pods_dir, vmi)
+    running = harness.reconcile()
+    assert running["status"]["phase"] == "Running"
+    assert _ready(running) == _NOT_RUNNING
+
+
+def test_a_vmi_being_deleted_is_not_made_ready_by_its_running_write(pods_dir: Path) -> None:
+    # A restarted handler finds the guest running under a VMI still Scheduled, and deleted meanwhile.
+    vmi = _scheduled_by_the_controller()
+    vmi["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:01Z"
+    harness = Harness(pods_dir, vmi)
+    harness.launcher.domain = _domain("Running", "Booted")
+    deleting = harness.reconcile()
+    assert "SyncVirtualMachine" not in harness.launcher.calls  # it is being stopped, not started
+    assert deleting["status"]["phase"] == "Running"
+    assert _ready(deleting) == _NOT_RUNNING
+
+
 def test_a_failed_sync_sets_synchronized_false_and_keeps_the_phase(pods_dir: Path) -> None:
     harness = Harness(pods_dir, _vmi())
     harness.launcher.fail = "no such disk"
