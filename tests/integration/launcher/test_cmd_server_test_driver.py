@@ -30,27 +30,9 @@ from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
 from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts, read_vmi
+from kubevirt_testing.driver_domain import driver_domain_xml
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def driver_domain_xml(vmi_json: bytes, options: Any, node: NodeFacts) -> str:
-    """A domain the test driver runs, with the KubeVirt metadata the launcher's pipeline writes."""
-    vmi = json.loads(vmi_json)
-    metadata = vmi["metadata"]
-    grace = vmi.get("spec", {}).get("terminationGracePeriodSeconds", 30)
-    if vmi.get("spec", {}).get("domain", {}).get("explode"):
-        raise RuntimeError("converter bug")
-    if vmi.get("spec", {}).get("domain", {}).get("memory") == "bad":
-        raise ValueError("spec.domain.memory.guest: bad quantity")
-    acpi = "" if vmi.get("spec", {}).get("domain", {}).get("noACPI") else "<features><acpi/></features>"
-    return (
-        f'<domain type="test"><name>{metadata.get("namespace", "default")}_{metadata["name"]}</name>'
-        f'<memory unit="KiB">131072</memory><os><type arch="x86_64">hvm</type></os>{acpi}'
-        f'<metadata><kubevirt xmlns="http://kubevirt.io"><uid>{metadata.get("uid", "")}</uid>'
-        f"<graceperiod><deletionGracePeriodSeconds>{grace}</deletionGracePeriodSeconds></graceperiod>"
-        "</kubevirt></metadata></domain>"
-    )
 
 
 def facts(the_vmi: Mapping[str, Any]) -> VMIFacts:

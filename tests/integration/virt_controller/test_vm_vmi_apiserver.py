@@ -22,7 +22,6 @@ from kubevirt.client import (
     ConflictError,
     EventRecorder,
     KubeClient,
-    Resource,
 )
 from kubevirt.controller import (
     Controller,
@@ -34,6 +33,7 @@ from kubevirt.controller import (
 from kubevirt.virt_controller.watch.vm import VMController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
+from kubevirt_testing.counting_api import CountingApi
 from kubevirt_testing.waiting import eventually
 
 
@@ -51,50 +51,6 @@ def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
             "restartPolicy": "Never",
         },
     }
-
-
-class CountingApi:
-    """The real client, with every write it makes counted by (verb, plural)."""
-
-    def __init__(self, client: KubeClient) -> None:
-        self._client = client
-        self.writes: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-
-    def _count(self, verb: str, resource: Resource) -> None:
-        with self._lock:
-            self.writes.append((verb, resource.plural))
-
-    def get(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any]:
-        return self._client.get(resource, namespace, name)
-
-    def list(self, resource: Resource, namespace: str | None = None, **kwargs: Any) -> tuple[list[Any], str]:
-        return self._client.list(resource, namespace, **kwargs)
-
-    def create(self, resource: Resource, namespace: str | None, body: Any) -> dict[str, Any]:
-        self._count("create", resource)
-        return self._client.create(resource, namespace, body)
-
-    def update(self, resource: Resource, namespace: str | None, body: Any) -> dict[str, Any]:
-        self._count("update", resource)
-        return self._client.update(resource, namespace, body)
-
-    def update_status(self, resource: Resource, namespace: str | None, body: Any) -> dict[str, Any]:
-        self._count("update_status", resource)
-        return self._client.update_status(resource, namespace, body)
-
-    def patch(
-        self, resource: Resource, namespace: str | None, name: str, patch: Any, **kwargs: Any
-    ) -> dict[str, Any]:
-        self._count("patch", resource)
-        return self._client.patch(resource, namespace, name, patch, **kwargs)
-
-    def delete(self, resource: Resource, namespace: str | None, name: str, **kwargs: Any) -> None:
-        self._count("delete", resource)
-        self._client.delete(resource, namespace, name, **kwargs)
-
-    def vmi_writes(self) -> int:
-        return sum(1 for _, plural in self.writes if plural == VIRTUAL_MACHINE_INSTANCES.plural)
 
 
 @dataclass
