@@ -48,11 +48,14 @@ def test_density_measures_every_vmi_to_running(cluster: Cluster, kubevirt: float
     assert "POST virtualmachineinstances" not in requests  # the benchmark's own creates are left out
     assert result["control_plane"]["virt-handler"]["cpu_seconds_to_running"] > 0
     assert result["launcher_pod_average"]["qemu"]["peak_rss_mib"] > 50
-    # Who wrote each VMI: virt-controller (Scheduling, Scheduled, then Ready once Running) and
-    # virt-handler (Running); none of their writes was refused as stale or mis-guarded.
+    # Who wrote each VMI: virt-controller (Scheduling, Scheduled) and virt-handler (Running, with the
+    # Ready condition virt-controller would copy from the pod), three UPDATEs and no PATCH; none of
+    # them was refused as stale or mis-guarded.
     writers = result["writes_by_manager_per_object"]
-    assert writers.get("vmi virt-controller Update", 0) >= 3, writers
-    assert writers.get("vmi virt-handler Update", 0) >= 1, writers
+    assert writers.get("vmi virt-controller Update") == 2, writers
+    assert writers.get("vmi virt-handler Update") == 1, writers
+    assert requests.get("UPDATE virtualmachineinstances") == 3, requests
+    assert "PATCH virtualmachineinstances" not in requests, requests
     refused = [key for key in result["failed_requests"] if "virtualmachineinstances" in key]
     assert refused == [], result["failed_requests"]
     assert result["left_after_delete"] == []
