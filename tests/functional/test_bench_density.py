@@ -54,7 +54,7 @@ def test_density_measures_every_vmi_to_running(cluster: Cluster, kubevirt: float
     writers = result["writes_by_manager_per_object"]
     assert writers.get("vmi virt-controller Update") == 2, writers
     assert writers.get("vmi virt-handler Update") == 1, writers
-    assert requests.get("UPDATE virtualmachineinstances") == 3, requests
+    assert requests.get("PUT virtualmachineinstances") == 3, requests
     assert "PATCH virtualmachineinstances" not in requests, requests
     refused = [key for key in result["failed_requests"] if "virtualmachineinstances" in key]
     assert refused == [], result["failed_requests"]
