@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+from kubevirt.network.istio import proxy_injection_enabled
 from kubevirt.virt_controller.services import vmi_facts
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import (
@@ -25,7 +26,6 @@ MULTUS_NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 MULTUS_DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network"
 ISTIO_KUBEVIRT_INTERFACES_ANNOTATION = "traffic.sidecar.istio.io/kubevirtInterfaces"
 ISTIO_REROUTE_ANNOTATION = "istio.io/reroute-virtual-interfaces"
-ISTIO_INJECT_ANNOTATION = "sidecar.istio.io/inject"
 POD_BRIDGE_NAME = "k6t-eth0"
 SKIP_BACKUP_HOOKS_ANNOTATION = "kubevirt.io/skip-backup-hooks"
 _HASHED_INTERFACE_PREFIX = "pod"
@@ -138,4 +138,4 @@ def network_annotations(vmi: VirtualMachineInstance) -> dict[str, str]:
 
 
 def istio_proxy_injected(vmi: VirtualMachineInstance) -> bool:
-    return vmi_facts.vmi_annotations(vmi).get(ISTIO_INJECT_ANNOTATION, "").lower() == "true"
+    return proxy_injection_enabled(vmi_facts.vmi_annotations(vmi))

@@ -207,9 +207,19 @@ def test_a_guest_paused_at_start_is_running_but_not_ready(pods_dir: Path) -> Non
     assert _ready(vmi) == _NOT_RUNNING  # the paused pod's readiness gate is False: the controller says so
 
 
-def test_a_vmi_with_a_readiness_probe_leaves_ready_to_the_pod(pods_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (("spec", "readinessProbe"), {"tcpSocket": {"port": 22}}),  # on the compute container
+        (("metadata", "annotations"), {"sidecar.istio.io/inject": "True"}),  # istio-proxy's own probe
+    ],
+    ids=["readiness-probe", "istio-proxy"],
+)
+def test_a_pod_with_a_probe_still_to_pass_leaves_ready_to_the_pod(
+    pods_dir: Path, field: tuple[str, str], value: JSON
+) -> None:
     vmi = _scheduled_by_the_controller()
-    vmi["spec"]["readinessProbe"] = {"tcpSocket": {"port": 22}}
+    vmi[field[0]][field[1]] = value
     harness = Harness(pods_dir, vmi)
     running = harness.reconcile()
     assert running["status"]["phase"] == "Running"
