@@ -1,7 +1,6 @@
 """Entrypoint of virt-launcher: parse flags, wire the application from ``kubevirt.virt_launcher``, run."""
-# ruff: noqa: E402  (two statements must run before the imports)
+# ruff: noqa: E402  (one statement must run before the imports)
 
-import gc
 import os
 import sys
 from pathlib import Path
@@ -9,9 +8,6 @@ from pathlib import Path
 # The launcher logs JSON only: keep structlog from loading its console renderer's pretty-printing
 # library, which would cost the long-lived launcher ~10 MiB for nothing.
 sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
-# Imports make objects, not garbage: collecting during them is ~5% of the start-up's CPU, seconds-worth
-# under the pod's CPU limit. Collection resumes once the conversion worker is forked (see main).
-gc.disable()
 
 import click
 
@@ -111,10 +107,6 @@ def main(**flags: object) -> None:
     # to start libvirt, and the first sync does not wait for them.
     converter = ConversionWorker()
     converter.start()
-    # What the imports made lives as long as the launcher: out of the collector's scans for good. The
-    # short-lived worker keeps collection off.
-    gc.freeze()
-    gc.enable()
 
     config = app.LauncherConfig(
         name=str(flags["name"]),
