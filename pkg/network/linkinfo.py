@@ -80,11 +80,10 @@ def global_address_families(name: str) -> Families:
     index = link_index(name)
     if index is None:
         raise PodNetworkError(f"pod link ({name}) is missing")
-    found = {socket.AF_INET: False, socket.AF_INET6: False}
-    for family, address in _addresses(index):
-        if global_unicast(ipaddress.ip_address(address)):
-            found[family] = True
-    return Families(ipv4=found[socket.AF_INET], ipv6=found[socket.AF_INET6])
+    families = {
+        family for family, address in _addresses(index) if global_unicast(ipaddress.ip_address(address))
+    }
+    return Families(ipv4=socket.AF_INET in families, ipv6=socket.AF_INET6 in families)
 
 
 def _addresses(index: int) -> list[tuple[int, bytes]]:
