@@ -1,6 +1,7 @@
 """Entrypoint of virt-launcher-monitor: the compute container's PID 1, running virt-launcher."""
 
 import sys
+from typing import Any
 
 SIMULATE_CRASH = "--simulate-crash"
 
@@ -12,9 +13,17 @@ def main() -> None:
     # a launcher socket would fail it then: the crash happens here, before any import.
     if SIMULATE_CRASH in sys.argv[1:]:
         sys.exit("virt-launcher: simulated crash (--simulate-crash)")
-    from kubevirt.log import configure
-    from kubevirt.virt_launcher import COMPONENT, monitor
+    from kubevirt.virt_launcher import monitor
 
     # The monitor takes no flags of its own except --keep-after-failure: all others are the launcher's.
+    sys.exit(monitor.run(sys.argv[1:], logger=_logger))
+
+
+def _logger() -> Any:
+    """The monitor's log, configured when it first logs (see ``monitor.run``)."""
+    sys.modules.setdefault("rich", None)  # type: ignore[arg-type]  # JSON only: no pretty-printing library
+    from kubevirt.log import configure, get_logger
+    from kubevirt.virt_launcher import COMPONENT
+
     configure(COMPONENT)
-    sys.exit(monitor.run(sys.argv[1:]))
+    return get_logger(component=COMPONENT)

@@ -100,11 +100,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 def main(**flags: object) -> None:
     if flags["simulate_crash"]:
         sys.exit("virt-launcher: simulated crash (--simulate-crash)")
-    # The conversion worker starts first, so that its imports (the typed API and the converter) overlap
-    # with the launcher's own (gRPC, libvirt) and the first sync does not wait for them.
+    from kubevirt.virt_launcher import app
+
+    # The conversion worker starts now, a fork of this still single-threaded process holding the
+    # launcher's imports: it imports only the typed API and the converter, while the launcher goes on
+    # to start libvirt, and the first sync does not wait for them.
     converter = ConversionWorker()
     converter.start()
-    from kubevirt.virt_launcher import app
 
     config = app.LauncherConfig(
         name=str(flags["name"]),

@@ -10,9 +10,17 @@ from __future__ import annotations
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Protocol, TypeVar
 
-P = TypeVar("P", bound="subprocess.Popen[Any]")
+
+class Child(Protocol):
+    """A started child: a ``subprocess.Popen`` or anything else that knows its process ID."""
+
+    @property
+    def pid(self) -> int: ...
+
+
+P = TypeVar("P", bound=Child)
 _lock = threading.Lock()
 _owned: set[int] = set()
 

@@ -13,16 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyroute2 import IPRoute
-
 from kubevirt.log import get_logger
 from kubevirt.network import cache, names
 from kubevirt.network.dhcp.config import DHCPConfig
 from kubevirt.network.dhcp.resolvconf import DNSSettings, parse_resolv_conf
 from kubevirt.network.dhcp.server import DHCPServer, ServerSpec
 from kubevirt.network.errors import PodNetworkError
+from kubevirt.network.linkinfo import global_address_families, link, link_index
 from kubevirt.network.plan import PodBinding, pod_binding
-from kubevirt.network.podnet import discover, link_attrs, link_index
 from kubevirt.podroot import PodRoot
 
 
@@ -74,22 +72,19 @@ class LauncherNetwork:
         binding = pod_binding(vmi.get("spec") or {})
         if binding is None:
             return []
-        with IPRoute() as ipr:
-            pod = link_attrs(ipr, binding.pod_iface)
-            families = discover(ipr, binding.pod_iface) if binding.binding == "masquerade" else None
-            target = binding.tap if link_index(ipr, binding.tap) is not None else binding.pod_iface
-            if link_index(ipr, binding.bridge) is None:
-                raise PodNetworkError(f"bridge ({binding.bridge}) is missing: the pod network is not set up")
-            bridge_mac = str(link_attrs(ipr, binding.bridge)["mac"])
-            mtu = int(pod["mtu"])
-            if binding.binding == "bridge":
-                mtu = int(link_attrs(ipr, names.bridged_pod_iface_name(binding.pod_iface))["mtu"])
-        mac = binding.mac or str(pod["mac"])
+        pod = link(binding.pod_iface)
+        families = global_address_families(binding.pod_iface) if binding.binding == "masquerade" else None
+        target = binding.tap if link_index(binding.tap) is not None else binding.pod_iface
+        if link_index(binding.bridge) is None:
+            raise PodNetworkError(f"bridge ({binding.bridge}) is missing: the pod network is not set up")
+        bridge_mac = link(binding.bridge).mac
+        mtu = pod.mtu
+        if binding.binding == "bridge":
+            mtu = link(names.bridged_pod_iface_name(binding.pod_iface)).mtu
+        mac = binding.mac or pod.mac
         if binding.binding == "masquerade":
             assert families is not None
-            config = masquerade_dhcp_config(
-                binding, mac=mac, mtu=mtu, ipv4=bool(families.ipv4), ipv6=bool(families.ipv6)
-            )
+            config = masquerade_dhcp_config(binding, mac=mac, mtu=mtu, ipv4=families.ipv4, ipv6=families.ipv6)
         else:
             cached = cache.read_dhcp_cache(self._root, binding.pod_iface)
             config = dataclasses.replace(cached, mtu=mtu, mac=cached.mac or mac)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pyroute2 import IPRoute
+from typing import TYPE_CHECKING, Any
 
 from kubevirt.network.errors import PodNetworkError
+
+if TYPE_CHECKING:  # virt-launcher imports this module for Route and reads links without pyroute2
+    from pyroute2 import IPRoute
 
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
@@ -35,8 +36,7 @@ class PodLink:
         return (*self.ipv4, *self.ipv6)
 
 
-def _global(address: IPInterface) -> bool:
-    ip = address.ip
+def global_unicast(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return not (ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified)
 
 
@@ -55,7 +55,7 @@ def discover(ipr: IPRoute, name: str) -> PodLink:
     ipv6: list[ipaddress.IPv6Interface] = []
     for message in ipr.get_addr(index=index):
         address = ipaddress.ip_interface(f"{message.get_attr('IFA_ADDRESS')}/{message['prefixlen']}")
-        if not _global(address):
+        if not global_unicast(address.ip):
             continue
         if isinstance(address, ipaddress.IPv4Interface):
             ipv4.append(address)

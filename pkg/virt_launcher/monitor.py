@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 
 KEEP_AFTER_FAILURE = "--keep-after-failure"
@@ -91,14 +92,23 @@ def stop_qemu(timeout: float = QEMU_STOP_TIMEOUT, find: Callable[[], list[int]] 
     return not pids
 
 
-def run(argv: Sequence[str], launcher: str = "virt-launcher") -> int:
-    log = get_logger(component=COMPONENT)
+def _logger() -> Any:
+    from kubevirt.log import get_logger
+
+    return get_logger(component=COMPONENT)
+
+
+def run(argv: Sequence[str], launcher: str = "virt-launcher", logger: Callable[[], Any] = _logger) -> int:
+    """Run the launcher until it exits. ``logger`` makes the log on first use: the monitor logs only once
+    the launcher is gone or a signal came, and loading logging (~0.1 CPU-seconds) at its start would
+    delay the launcher under the pod's CPU limit."""
     args, keep_after_failure = launcher_arguments(argv)
     _become_subreaper()
     child = subprocess.Popen([launcher, *args])
+    log_once = functools.cache(logger)
 
     def forward(signum: int, _frame: object) -> None:
-        log.info("forwarding a stop signal to virt-launcher", signal=signal.Signals(signum).name)
+        log_once().info("forwarding a stop signal to virt-launcher", signal=signal.Signals(signum).name)
         with contextlib.suppress(ProcessLookupError):
             os.kill(child.pid, signal.SIGTERM)
 
@@ -108,6 +118,7 @@ def run(argv: Sequence[str], launcher: str = "virt-launcher") -> int:
     while code is None:
         time.sleep(0.2)
         code = _reap_others(child.pid)
+    log = log_once()
     log.info("virt-launcher exited", exit_code=code)
     if not stop_qemu():
         log.error("a QEMU process did not stop after virt-launcher exited")

@@ -5,6 +5,8 @@ Run with ``hack/bench-launcher`` (or ``hack/test tests/perf/test_launcher_bench.
 * Sync latency goes through the real gRPC server on a unix socket with the real converter. ``define``
   is the first sync of a VMI (convert, define, start); ``steady`` is a repeated sync of a running
   domain, what virt-handler sends on every reconcile.
+* CPU is the launcher's start-up and first sync in CPU-seconds (its conversion worker included), what
+  costs wall time under a launcher pod's CPU limit (100m: ten seconds per CPU-second).
 * Memory is the launcher process's own (not its libvirtd's nor QEMU's), read from ``/proc/<pid>`` after it
   served one running domain for a while: the test driver runs the domain inside the launcher process,
   so nothing is left out. KubeVirt budgets 100 MiB for its launcher; our target is 40 MiB.
@@ -94,6 +96,23 @@ def _memory_kib(pid: int) -> dict[str, int]:
     return {**status, "Pss": pss}
 
 
+def _tree_cpu_seconds(pid: int) -> float:
+    """CPU-seconds of a process, its live children and its reaped ones."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def fields(of: int) -> list[str]:
+        return Path(f"/proc/{of}/stat").read_text().rsplit(")", 1)[1].split()
+
+    own = fields(pid)
+    total = sum(int(value) for value in own[11:15])  # utime, stime, cutime, cstime
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        try:
+            total += sum(int(value) for value in fields(int(child))[11:13])
+        except FileNotFoundError:  # it just ended
+            continue
+    return total / ticks
+
+
 def measure_launcher_memory() -> dict[str, float]:
     """Start the virt-launcher binary on the test driver, have it run one domain, read its memory."""
     vmi: dict[str, Any] = json.loads(VMI_FILE.read_text())
@@ -132,10 +151,12 @@ def measure_launcher_memory() -> dict[str, float]:
                     raise RuntimeError("virt-launcher did not become ready")
                 time.sleep(0.05)
             ready = _memory_kib(process.pid)
+            ready_cpu = _tree_cpu_seconds(process.pid)
             with LauncherClient(cmd_socket_path(share)) as client:
                 started = time.perf_counter()
                 client.sync_vmi(vmi)  # built by the launcher's worker process, warmed up at start
                 first_sync = time.perf_counter() - started
+                synced_cpu = _tree_cpu_seconds(process.pid)
                 for _ in range(200):  # what virt-handler does while the VMI runs
                     client.sync_vmi(vmi)
                     client.get_domain()
@@ -147,6 +168,8 @@ def measure_launcher_memory() -> dict[str, float]:
     return {
         "ready_rss_mib": ready["VmRSS"] / 1024,
         "first_sync_ms": first_sync * 1e3,
+        "ready_cpu_s": ready_cpu,
+        "first_sync_cpu_s": synced_cpu - ready_cpu,
         "serving_rss_mib": serving["VmRSS"] / 1024,
         "serving_anon_mib": serving["RssAnon"] / 1024,
         "serving_file_mib": serving["RssFile"] / 1024,
@@ -169,6 +192,10 @@ def report() -> str:
     )
     lines.append(
         f"virt-launcher binary, first SyncVirtualMachine (worker converts): {memory['first_sync_ms']:.1f} ms"
+    )
+    lines.append(
+        f"virt-launcher binary, CPU: {memory['ready_cpu_s']:.2f} s to ready, "
+        f"{memory['first_sync_cpu_s']:.2f} s more for the first SyncVirtualMachine"
     )
     return "\n".join(lines)
 

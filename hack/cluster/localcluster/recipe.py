@@ -66,6 +66,9 @@ LAUNCHER_STEPS = (
     "--home-dir /var/lib/libvirt --no-create-home --shell /usr/sbin/nologin libvirt-qemu)",
     # KubeVirt's launcher pod runs these from /usr/bin; they are the venv's console scripts (added later).
     " && ".join(f"ln -sf {VENV}/bin/{tool} /usr/bin/{tool}" for tool in LAUNCHER_POD_TOOLS),
+    # Guests are x86_64 only (KubeVirt's image has that one emulator too). libvirt probes every QEMU it
+    # finds on the first define in each pod, under the pod's CPU limit: the 32-bit one would double that.
+    "rm -f /usr/bin/qemu-system-i386",
 )
 # A layer of its own, so that a change to the program does not reinstall libvirt and QEMU.
 CONTAINER_DISK_INSTALL_STEPS = (

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +92,49 @@ def test_worker_uses_the_firmware_directory_it_was_given() -> None:
     )
     assert root.findtext("os/loader") == "/opt/firmware/OVMF_CODE.fd"
     assert root.find("os/nvram").get("template") == "/opt/firmware/OVMF_VARS.fd"  # type: ignore[union-attr]
+
+
+FORKED_WORKER_SCRIPT = """
+import json, signal, sys
+from kubevirt.virt_launcher import reaper
+from kubevirt.virt_launcher.convert_worker import ConversionWorker, ForkedWorker
+from kubevirt.virt_launcher.virtwrap.node import NodeFacts
+
+vmi = sys.stdin.read().encode()
+worker = ConversionWorker()
+worker.start()
+process = worker._process
+assert isinstance(process, ForkedWorker), process  # single-threaded: a fork, not a fresh interpreter
+# Its imports were not made here: the launcher stays without the typed API.
+assert not [m for m in sys.modules if m.startswith("kubevirt_api")]
+first = worker(vmi, None, NodeFacts(emulation=True))
+assert not worker.running and process.returncode == 0 and not reaper.owned(process.pid)
+assert process.stdout is not None and process.stdout.closed
+
+# One that dies is collected with its signal, and a fresh one converts.
+keeper = ConversionWorker(stop_after_use=False)
+keeper.start()
+dead = keeper._process
+assert dead is not None
+dead.kill()
+second = keeper(vmi, None, NodeFacts(emulation=True))
+assert dead.returncode == -signal.SIGKILL and keeper._process is not dead
+keeper.stop()
+print(json.dumps([first, second]))
+"""
+
+
+def test_a_single_threaded_launcher_forks_its_worker() -> None:
+    """The worker forked from the launcher's process converts exactly as a fresh interpreter does."""
+    result = subprocess.run(
+        [sys.executable, "-c", FORKED_WORKER_SCRIPT],
+        input=json.dumps(kernel_boot_vmi()),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    forked, after_a_kill = json.loads(result.stdout)
+    spawned = ConversionWorker()
+    assert forked == after_a_kill == spawned(encoded(kernel_boot_vmi()), None, EMULATED)

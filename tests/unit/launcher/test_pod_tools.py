@@ -4,6 +4,7 @@ has its own test among the integration tests)."""
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 import threading
 import time
@@ -24,6 +25,33 @@ def test_monitor_returns_the_launchers_exit_code(tmp_path: Path) -> None:
     launcher.chmod(0o755)
     # Two arguments after the program name: exit code 3 + 3.
     assert monitor.run(["a", "b"], str(launcher)) == 6
+
+
+def test_monitor_loads_logging_only_when_it_logs(tmp_path: Path) -> None:
+    launcher = tmp_path / "launcher"
+    launcher.write_text("#!/bin/sh\nexit 0\n")
+    launcher.chmod(0o755)
+    lines: list[tuple[str, dict[str, object]]] = []
+
+    class Log:
+        def info(self, message: str, **fields: object) -> None:
+            lines.append((message, fields))
+
+    made: list[Log] = []
+
+    def logger() -> Log:
+        made.append(Log())
+        return made[-1]
+
+    assert monitor.run([], str(launcher), logger=logger) == 0
+    assert len(made) == 1
+    assert lines == [("virt-launcher exited", {"exit_code": 0})]
+    # The monitor's own start imports no logging library (the launcher starts sooner under the CPU limit).
+    code = (
+        "import sys; import kubevirt_cmd.virt_launcher_monitor, kubevirt.virt_launcher.monitor; "
+        "sys.exit(sorted(m for m in sys.modules if m in ('structlog', 'kubevirt.log')) or 0)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_stop_qemu_reports_a_process_that_will_not_go() -> None:

@@ -311,7 +311,8 @@ def element(
 
     def wrap(cls: type[Any]) -> type[Any]:
         custom_json = "_go_json" in cls.__dict__
-        dc = dataclasses.dataclass(slots=True, kw_only=True)(cls)
+        # init=False: the __init__ is ours (below); the dataclass one would be compiled for nothing.
+        dc = dataclasses.dataclass(slots=True, kw_only=True, init=False)(cls)
         dc.TAG = tag
         dc.NAMESPACE = namespace
         dc._DECLARE = declare
