@@ -8,15 +8,15 @@ from typing import Any
 from kubevirt.virt_launcher.virtwrap.migration_disks import disks_to_copy, is_block_migration
 
 DOMAIN = """<domain type='qemu'><devices>
-  <disk type='file' device='disk'><source file='/d/root.qcow2'/><target dev='vda'/><alias name='ua-root'/></disk>
+  <disk type='file' device='disk'><source file='/d/r.qcow2'/><target dev='vda'/><alias name='ua-root'/></disk>
   <disk type='file' device='disk'><source file='/d/ci.iso'/><target dev='vdb'/><readonly/>
     <alias name='ua-cloudinit'/></disk>
   <disk type='block' device='disk'><source dev='/dev/pvc'/><target dev='vdc'/><alias name='ua-data'/></disk>
-  <disk type='file' device='disk'><source file='/d/moved.img'/><target dev='vdd'/><alias name='ua-moved'/></disk>
+  <disk type='file' device='disk'><source file='/d/m.img'/><target dev='vdd'/><alias name='ua-moved'/></disk>
   <disk type='file' device='cdrom'><source file='/d/iso'/><target dev='sda'/><alias name='ua-cd'/></disk>
   <disk type='file' device='disk'><source file='/d/ro.img'/><target dev='vde'/><readonly/>
     <alias name='ua-hostro'/></disk>
-  <disk type='file' device='disk'><source file='/d/shared.img'/><target dev='vdf'/><alias name='ua-nfs'/></disk>
+  <disk type='file' device='disk'><source file='/d/s.img'/><target dev='vdf'/><alias name='ua-nfs'/></disk>
   <disk type='network' device='disk'><source protocol='nbd'/><target dev='vdg'/><alias name='ua-net'/></disk>
 </devices></domain>"""
 
