@@ -157,6 +157,12 @@ class Migrator:
         key = f"{vmi_uid}-{port}"
         return f"unix://{migration_source_socket(self._share_dir, key)}"
 
+    def prepare_target(self, facts: VMIFacts, options: Any = None) -> None:
+        """Get this pod ready to receive the domain: it converts here, and the directory exists where the
+        target libvirt and QEMU listen for the memory and disks the source's proxies forward."""
+        self._manager.prepare_migration_target(facts, options)
+        migration_source_socket(self._share_dir, facts.uid).parent.mkdir(mode=0o750, exist_ok=True)
+
     def migrate(self, facts: VMIFacts, options: MigrationOptions) -> None:
         if not facts.uid:
             raise InvalidRequestError("metadata.uid: required to locate the migration proxy")
