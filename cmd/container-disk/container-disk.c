@@ -5,17 +5,22 @@
  * nothing but its disk: so it is a static executable that needs no interpreter, no /tmp and almost no
  * CPU (the container is limited to 10m). It holds the container alive and announces it with a listening
  * unix socket "<copy-path>.sock"; virt-handler connects to it and finds this process (and so the image's
- * root directory) through the peer credentials. SIGTERM or SIGINT removes the socket and exits.
+ * root directory) through the peer credentials. SIGTERM or SIGINT removes the socket and exits; so does
+ * the socket's disappearance (checked every second): virt-launcher-monitor empties the container-disk
+ * directory when the launcher ends, so a finished launcher pod (a migration's source) completes without
+ * waiting for a signal the container runtime may never send.
  *
  *   container-disk --copy-path PATH    hold the container, listening on PATH.sock
  *   container-disk --no-op             exit at once (the pull-only init container)
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -71,7 +76,22 @@ int main(int argc, char **argv) {
     }
 
     /* Nothing is said on a connection: connecting is how virt-handler learns this process's PID. */
+    struct pollfd waiting = {.fd = listener, .events = POLLIN};
+    struct stat found;
     while (!stopping) {
+        if (stat(address.sun_path, &found) != 0) {
+            fprintf(stderr, "container-disk: %s is gone: exiting\n", address.sun_path);
+            close(listener);
+            return 0;
+        }
+        int ready = poll(&waiting, 1, 1000);
+        if (ready < 0 && errno != EINTR) {
+            perror("container-disk: poll");
+            break;
+        }
+        if (ready <= 0) {
+            continue;
+        }
         int connection = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
         if (connection >= 0) {
             close(connection);

@@ -41,6 +41,7 @@ from kubevirt.virt_config.migrations import launcher_options
 from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
+from kubevirt.virt_handler.migratable import BLOCK_MIGRATION
 from kubevirt.virt_handler.migration_proxy import (
     LIBVIRT_PORT_KEY,
     MigrationProxyError,
@@ -54,6 +55,7 @@ JSON = dict[str, Any]
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
 MIGRATION_TARGET_NODE_NAME_LABEL = "kubevirt.io/migrationTargetNodeName"
 DIRECT_MIGRATION_PORT = 49152
+BLOCK_MIGRATION_PORT = 49153  # the target libvirt's NBD server, for a block migration's disks
 # While a migration runs, the roles look again this often (launcher events do not reach them).
 POLL_SECONDS = 0.5
 # How long the source waits, after the end, for the target to report the domain running there.
@@ -373,18 +375,15 @@ class MigrationTarget(_Role):
                 self._prepared.add(uid)
         if not self._proxies.running(uid):
             root = self._pod_root(socket)
-            key = migration_proxy_key(uid, DIRECT_MIGRATION_PORT)
-            self._proxies.start_target(
-                uid,
-                {
-                    int(LIBVIRT_PORT_KEY): unix_opener(
-                        root, LAUNCHER_LIBVIRT_SOCKET_DIR, LAUNCHER_LIBVIRT_SOCKET
-                    ),
-                    DIRECT_MIGRATION_PORT: unix_opener(
-                        root, LAUNCHER_MIGRATION_PROXY_DIR, f"{key}-source.sock"
-                    ),
-                },
-            )
+            openers = {
+                int(LIBVIRT_PORT_KEY): unix_opener(root, LAUNCHER_LIBVIRT_SOCKET_DIR, LAUNCHER_LIBVIRT_SOCKET)
+            }
+            # As KubeVirt, the block port only for a VMI with node-local disks to copy.
+            block = (vmi.get("status") or {}).get("migrationMethod") == BLOCK_MIGRATION
+            for port in (DIRECT_MIGRATION_PORT, BLOCK_MIGRATION_PORT) if block else (DIRECT_MIGRATION_PORT,):
+                name = f"{migration_proxy_key(uid, port)}-source.sock"
+                openers[port] = unix_opener(root, LAUNCHER_MIGRATION_PROXY_DIR, name)
+            self._proxies.start_target(uid, openers)
         new = dict(state)
         ports = self._proxies.target_ports(uid)
         if (

@@ -55,7 +55,12 @@ def _in_dir(root: PodRoot, directory: str, name: str, use: Callable[[str], T]) -
 
 
 def bind_unix_in_pod(root: PodRoot, directory: str, name: str) -> socket.socket:
-    """A listening unix socket at ``directory/name`` in the pod (a stale socket there is replaced)."""
+    """A listening unix socket at ``directory/name`` in the pod (a stale socket there is replaced; the
+    directory is made if the launcher did not make it, as KubeVirt's proxy makes it)."""
+    try:
+        root.makedirs(directory)
+    except OSError as err:
+        raise MigrationProxyError(f"{directory}: {err}") from err
 
     def bind(path: str) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):

@@ -2,7 +2,9 @@
 
 It runs virt-launcher with its own arguments (less ``--keep-after-failure``), turns every stop signal into
 one SIGTERM for the launcher, reaps whatever the container orphans, and once the launcher is gone makes
-sure no QEMU outlives it. Its exit code is the launcher's (1 when a QEMU would not stop).
+sure no QEMU outlives it and empties the container-disk directory (``--container-disk-dir``): each disk
+container exits when its socket there is gone, so the pod completes (as after a migration away). Its exit
+code is the launcher's (1 when a QEMU would not stop).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -21,6 +24,7 @@ from typing import Any
 from kubevirt.virt_launcher import COMPONENT
 
 KEEP_AFTER_FAILURE = "--keep-after-failure"
+CONTAINER_DISK_DIR = "--container-disk-dir"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT)
 QEMU_STOP_TIMEOUT = 10.0
 _PR_SET_CHILD_SUBREAPER = 36
@@ -30,6 +34,32 @@ def launcher_arguments(argv: Sequence[str]) -> tuple[list[str], bool]:
     """The launcher's arguments and whether to stay alive after it failed."""
     keep = KEEP_AFTER_FAILURE in argv
     return [arg for arg in argv if arg != KEEP_AFTER_FAILURE], keep
+
+
+def container_disk_dir(argv: Sequence[str]) -> Path | None:
+    """The directory the launcher's disk containers announce themselves in, if given."""
+    for i, arg in enumerate(argv):
+        if arg == CONTAINER_DISK_DIR and i + 1 < len(argv):
+            return Path(argv[i + 1])
+        if arg.startswith(CONTAINER_DISK_DIR + "="):
+            return Path(arg.split("=", 1)[1])
+    return None
+
+
+def empty_directory(directory: Path) -> list[str]:
+    """Removes what ``directory`` holds (not the directory); the entries that could not go, with why
+    (an image virt-handler still has bind-mounted there stays until it unmounts it)."""
+    left: list[str] = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in directory.iterdir():
+            try:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            except OSError as err:
+                left.append(f"{entry.name}: {err.strerror}")
+    return left
 
 
 def _parent(pid: int, proc: Path) -> int:
@@ -123,6 +153,11 @@ def run(argv: Sequence[str], launcher: str = "virt-launcher", logger: Callable[[
     if not stop_qemu():
         log.error("a QEMU process did not stop after virt-launcher exited")
         code = 1
+    disks = container_disk_dir(args)
+    if disks is not None:
+        left = empty_directory(disks)
+        if left:
+            log.warning("could not empty the container-disk directory", directory=str(disks), left=left)
     if code != 0 and keep_after_failure:
         log.info("keeping the container alive after the failure", exit_code=code)
         while True:

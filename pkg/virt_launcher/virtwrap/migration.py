@@ -2,7 +2,9 @@
 
 The source libvirt connects peer-to-peer to the target's libvirt through virt-handler's migration proxy
 (``<share>/migrationproxy/<vmi uid>-source.sock``) and sends the guest's memory through the proxy for the
-direct migration port (``<vmi uid>-49152-source.sock``). A monitor thread watches the job: no progress for
+direct migration port (``<vmi uid>-49152-source.sock``); a block migration (node-local disks, see
+``migration_disks``) copies them through the block migration port's (``<vmi uid>-49153-source.sock``),
+where the target libvirt serves them over NBD. A monitor thread watches the job: no progress for
 ``ProgressTimeout`` seconds, or a run longer than ``CompletionTimeoutPerGiB`` x guest memory, switches to
 post-copy when allowed and otherwise aborts. Outcomes are written to the domain's KubeVirt metadata, which
 reaches virt-handler with the next domain event.
@@ -28,10 +30,12 @@ from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap import api
 from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError, ManagerError, WrongStateError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager, libvirt_errors
+from kubevirt.virt_launcher.virtwrap.migration_disks import disks_to_copy, is_block_migration
 from kubevirt.virt_launcher.virtwrap.timestamps import format_time, now
-from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts, decode_vmi
 
 DIRECT_MIGRATION_PORT = 49152
+BLOCK_MIGRATION_PORT = 49153
 MODE_PRE_COPY = "PreCopy"
 MODE_POST_COPY = "PostCopy"
 ABORT_SUCCEEDED = "Succeeded"
@@ -149,9 +153,15 @@ class Migrator:
         socket = urllib.parse.quote(str(migration_source_socket(self._share_dir, vmi_uid)))
         return f"qemu+unix:///system?socket={socket}"
 
-    def data_uri(self, vmi_uid: str) -> str:
-        key = f"{vmi_uid}-{DIRECT_MIGRATION_PORT}"
+    def data_uri(self, vmi_uid: str, port: int = DIRECT_MIGRATION_PORT) -> str:
+        key = f"{vmi_uid}-{port}"
         return f"unix://{migration_source_socket(self._share_dir, key)}"
+
+    def prepare_target(self, facts: VMIFacts, options: Any = None) -> None:
+        """Get this pod ready to receive the domain: it converts here, and the directory exists where the
+        target libvirt and QEMU listen for the memory and disks the source's proxies forward."""
+        self._manager.prepare_migration_target(facts, options)
+        migration_source_socket(self._share_dir, facts.uid).parent.mkdir(mode=0o750, exist_ok=True)
 
     def migrate(self, facts: VMIFacts, options: MigrationOptions) -> None:
         if not facts.uid:
@@ -175,12 +185,13 @@ class Migrator:
         def begin(metadata: api.KubeVirtMetadata) -> None:
             metadata.migration = api.MigrationMetadata(uid=facts.migration_uid, start_timestamp=started)
 
+        copy = self._disks_to_copy(dom, facts)
         self._manager.update_metadata(dom, begin)
         self._abort_requested.clear()
         self._abort_failed.clear()
         self._thread = threading.Thread(
             target=contextvars.copy_context().run,
-            args=(self._run, dom, facts.uid, options),
+            args=(self._run, dom, facts.uid, options, copy),
             name="migration",
             daemon=True,
         )
@@ -203,8 +214,25 @@ class Migrator:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run(self, dom: libvirt.virDomain, vmi_uid: str, options: MigrationOptions) -> None:
+    @staticmethod
+    def _disks_to_copy(dom: libvirt.virDomain, facts: VMIFacts) -> list[str] | None:
+        """The disks a block migration copies, or None when the VMI's disks are all shared."""
+        vmi = decode_vmi(facts.raw)
+        if not is_block_migration(vmi):
+            return None
+        with libvirt_errors(f"reading the disks of {facts.domain_name}"):
+            return disks_to_copy(dom.XMLDesc(0), vmi)
+
+    def _run(
+        self, dom: libvirt.virDomain, vmi_uid: str, options: MigrationOptions, copy: list[str] | None
+    ) -> None:
         params: dict[str, Any] = {libvirt.VIR_MIGRATE_PARAM_URI: self.data_uri(vmi_uid)}
+        flags = options.flags
+        if copy is not None:
+            flags |= libvirt.VIR_MIGRATE_NON_SHARED_INC
+            if copy:
+                params[libvirt.VIR_MIGRATE_PARAM_MIGRATE_DISKS] = copy
+                params[libvirt.VIR_MIGRATE_PARAM_DISKS_URI] = self.data_uri(vmi_uid, BLOCK_MIGRATION_PORT)
         if options.bandwidth_bytes:
             params[libvirt.VIR_MIGRATE_PARAM_BANDWIDTH] = max(1, options.bandwidth_bytes // 2**20)
         if options.parallel_threads:
@@ -220,7 +248,7 @@ class Migrator:
         monitor.start()
         error = ""
         try:
-            dom.migrateToURI3(self.destination_uri(vmi_uid), params, options.flags)
+            dom.migrateToURI3(self.destination_uri(vmi_uid), params, flags)
         except libvirt.libvirtError as err:
             error = err.get_error_message() or str(err)
         finally:

@@ -50,10 +50,11 @@ class VMIFacts:
 
 def read_vmi(raw: bytes) -> VMIFacts:
     """The facts of the VMI JSON a request carries (kept in ``raw`` for the conversion)."""
-    return vmi_facts(_decode(raw), raw=raw)
+    return vmi_facts(decode_vmi(raw), raw=raw)
 
 
-def _decode(raw: bytes) -> dict[str, Any]:
+def decode_vmi(raw: bytes) -> dict[str, Any]:
+    """The VMI JSON object a request carries; :class:`InvalidVMIError` when it is not one."""
     if not raw:
         raise InvalidVMIError("vmi: no VMI in the request")
     try:

@@ -1,5 +1,6 @@
 """cmd/container-disk, the static program each disk container runs: compiled as the image recipe compiles
-it, it listens on <copy-path>.sock (the peer credentials name its process) until SIGTERM removes it."""
+it, it listens on <copy-path>.sock (the peer credentials name its process) until SIGTERM removes it, or until
+the socket is removed (virt-launcher-monitor empties the directory when the launcher ends)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,22 @@ def test_it_listens_until_stopped_and_names_its_process(program: Path, short_dir
     holder.send_signal(signal.SIGTERM)
     assert holder.wait(5) == 0
     assert not sock.exists()
+
+
+def test_it_exits_once_its_socket_is_removed(program: Path, short_dir: Path) -> None:
+    holder = subprocess.Popen(
+        [str(program), "--copy-path", str(short_dir / "disk_0")], stderr=subprocess.PIPE
+    )
+    sock = short_dir / "disk_0.sock"
+    deadline = time.monotonic() + 5
+    while not sock.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(1.2)  # still holding the container while the socket is there
+    assert holder.poll() is None
+    sock.unlink()
+    assert holder.wait(5) == 0
+    assert holder.stderr is not None
+    assert b"is gone" in holder.stderr.read()
 
 
 def test_no_op_exits_at_once(program: Path) -> None:

@@ -54,6 +54,20 @@ def test_monitor_loads_logging_only_when_it_logs(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+def test_monitor_empties_the_container_disk_directory_once_the_launcher_ended(tmp_path: Path) -> None:
+    launcher = tmp_path / "launcher"
+    launcher.write_text(f"#!{sys.executable}\n")
+    launcher.chmod(0o755)
+    disks = tmp_path / "container-disks"
+    (disks / "hotplug").mkdir(parents=True)
+    (disks / "disk_0.sock").write_bytes(b"")
+    assert monitor.run(["--uid", "u", "--container-disk-dir", str(disks)], str(launcher)) == 0
+    assert disks.is_dir()
+    assert not list(disks.iterdir())
+    assert monitor.container_disk_dir(["--container-disk-dir=/x"]) == Path("/x")
+    assert monitor.container_disk_dir(["--uid", "u"]) is None
+
+
 def test_stop_qemu_reports_a_process_that_will_not_go() -> None:
     assert monitor.stop_qemu(timeout=0.3, find=lambda: [2**22 + 7]) is False
     assert monitor.stop_qemu(timeout=0.3, find=list) is True

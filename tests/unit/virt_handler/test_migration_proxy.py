@@ -7,6 +7,7 @@ import contextlib
 import os
 import socket
 import ssl
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,6 +106,16 @@ def test_a_pod_link_out_of_its_root_is_not_followed(tmp_path: Path) -> None:
     with pytest.raises(MigrationProxyError):
         bind_unix_in_pod(PodRoot(root), "/var/run/kubevirt/migrationproxy", "x-source.sock")
     assert list(outside.iterdir()) == []
+
+
+def test_the_source_socket_makes_the_directory_a_fresh_launcher_pod_lacks(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "var/run/kubevirt").mkdir(parents=True)
+    listener = bind_unix_in_pod(PodRoot(root), "/var/run/kubevirt/migrationproxy", "x-source.sock")
+    try:
+        assert stat.S_ISSOCK(os.lstat(root / "var/run/kubevirt/migrationproxy/x-source.sock").st_mode)
+    finally:
+        listener.close()
 
 
 def test_tls_is_off_only_when_disabled_and_missing_certificates_refuse(tmp_path: Path) -> None:

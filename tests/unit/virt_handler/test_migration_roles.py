@@ -276,6 +276,16 @@ def test_the_target_prepares_once_publishes_its_ports_and_takes_the_vmi_over(wor
     assert not world.proxies.running(world.uid)
 
 
+def test_a_block_migration_target_also_listens_for_the_disks(world: World) -> None:
+    """A VMI with node-local disks is copied through the block migration port too (as KubeVirt)."""
+    patch = {"status": {"migrationMethod": "BlockMigration"}}
+    world.api.patch(VIRTUAL_MACHINE_INSTANCES, "default", "vm", patch, patch_type="merge")
+    world.run_target()
+    ports = world.state()["targetDirectMigrationNodePorts"]
+    assert sorted(ports.values()) == [0, 49152, 49153]
+    assert world.proxies.target_ports(world.uid) == ports
+
+
 def test_a_failed_migration_releases_the_target_launcher_and_its_label(world: World) -> None:
     world.run_target()
     assert world.proxies.running(world.uid)

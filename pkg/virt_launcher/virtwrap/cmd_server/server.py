@@ -147,7 +147,7 @@ class CommandServer(_UnsupportedCommands):
         return self._vmi_command(
             "SyncMigrationTarget",
             request,
-            lambda vmi: self._manager.prepare_migration_target(vmi, request.options),
+            lambda vmi: self._migrator.prepare_target(vmi, request.options),
         )
 
     def SignalTargetPodCleanup(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
