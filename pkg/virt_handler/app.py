@@ -201,7 +201,12 @@ class VirtHandler:
             enqueue=enqueue,
             timeout=options.watchdog_timeout,
         )
-        self._orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=options.pods_dir, connect=LauncherClient)
+        self._orphans = OrphanSweeper(
+            vmi_store=vmis.store,
+            target_store=targets.store,
+            pods_dir=options.pods_dir,
+            connect=LauncherClient,
+        )
 
         def deleted(obj: dict[str, Any]) -> None:
             enqueue(key_of(obj))

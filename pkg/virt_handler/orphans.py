@@ -3,7 +3,9 @@
 Pods none of this node's VMIs lists are visited; when such a launcher's domain names a VMI that is gone
 (or was replaced by one with another UID), the domain is shut down as a deleted VMI's would be (ACPI,
 then a kill once the grace period in its metadata is over) and then undefined, so its launcher exits.
-Run once the VMI cache has synced (right after virt-handler starts, then periodically).
+The VMIs this node is a migration target for count as this node's: their target pod holds the incoming
+domain while the VMI still names the source node. Run once the VMI caches have synced (right after
+virt-handler starts, then periodically).
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ class OrphanSweeper:
         pods_dir: Path,
         connect: Callable[[Path], OrphanLauncher],
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        target_store: Store[JSON] | None = None,
     ) -> None:
-        self._vmis = vmi_store
+        self._stores = [vmi_store] if target_store is None else [vmi_store, target_store]
         self._pods_dir = pods_dir
         self._connect = connect
         self._now = now
@@ -57,8 +60,18 @@ class OrphanSweeper:
 
     def _known_pods(self) -> set[str]:
         return {
-            uid for vmi in self._vmis.list() for uid in ((vmi.get("status") or {}).get("activePods") or {})
+            uid
+            for store in self._stores
+            for vmi in store.list()
+            for uid in ((vmi.get("status") or {}).get("activePods") or {})
         }
+
+    def _vmi(self, key: str) -> JSON | None:
+        for store in self._stores:
+            vmi = store.get_by_key(key)
+            if vmi is not None:
+                return vmi
+        return None
 
     def sweep(self) -> list[str]:
         """One pass; returns ``namespace/name`` of every orphaned domain acted on."""
@@ -87,7 +100,7 @@ class OrphanSweeper:
         if domain is None:
             return None
         namespace, name, uid = _domain_owner(domain)
-        vmi = self._vmis.get_by_key(f"{namespace}/{name}")
+        vmi = self._vmi(f"{namespace}/{name}")
         if vmi is not None and (vmi.get("metadata") or {}).get("uid") == uid:
             return None
         stub: JSON = {"metadata": {"namespace": namespace, "name": name, "uid": uid}, "spec": {}}

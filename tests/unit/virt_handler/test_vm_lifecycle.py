@@ -461,6 +461,23 @@ def test_a_domain_whose_vmi_was_replaced_is_an_orphan(pods_dir: Path) -> None:
     assert launcher.calls == ["KillVirtualMachine"]
 
 
+def test_the_incoming_domain_of_a_migration_to_this_node_is_not_an_orphan(pods_dir: Path) -> None:
+    """The VMI still names the source node, so only the migration-target cache knows it here."""
+    launcher = FakeLauncher()
+    launcher._set("Paused", "Migration")
+    migrating = _vmi()
+    migrating["status"]["activePods"] = {}  # the target pod not listed yet: its domain is looked at
+    targets: Store[JSON] = Store()
+    targets.upsert(migrating)
+    sweeper = OrphanSweeper(
+        vmi_store=Store(), target_store=targets, pods_dir=pods_dir, connect=lambda _path: launcher
+    )
+    assert sweeper.sweep() == []
+    assert launcher.calls == []
+    targets.remove("default/tiny")  # the migration is over and the VMI went elsewhere: now it is an orphan
+    assert sweeper.sweep() == ["default/tiny"]
+
+
 def test_launchers_of_known_vmis_are_not_visited(pods_dir: Path) -> None:
     launcher = FakeLauncher()
     launcher._set("Running", "Booted")
