@@ -451,12 +451,15 @@ class MigrationController:
                     migration=key_of(migration),
                     policy=policy["metadata"]["name"],
                 )
+        # A merge patch keeps what it does not name: every field of an earlier migration's state (its
+        # target's address and ports, its end and outcome) is named with null, so the state is all new.
+        stale = {field: None for field in status.get("migrationState") or {} if field not in state}
         patch = {
             "metadata": {
                 "resourceVersion": vmi["metadata"].get("resourceVersion"),
                 "labels": {MIGRATION_TARGET_NODE_NAME_LABEL: podutil.pod_node(pod)},
             },
-            "status": {"migrationState": state},
+            "status": {"migrationState": {**stale, **state}},
         }
         meta = vmi["metadata"]
         self._api.patch(VIRTUAL_MACHINE_INSTANCES, meta["namespace"], meta["name"], patch, patch_type="merge")

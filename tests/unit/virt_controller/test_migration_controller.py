@@ -218,6 +218,34 @@ def test_a_migration_goes_through_every_phase_to_succeeded() -> None:
     assert world.target_pods("mig1"), "the target pod is the VMI's pod now"
 
 
+def test_the_hand_off_leaves_nothing_of_the_previous_migrations_state() -> None:
+    """The target's address and ports, the end and the outcome of the VMI's last migration must not be
+    taken for the new one's (a source would dial the old target, or report the old failure)."""
+    world = World()
+    world.running_vmi("vm1")
+    world.api.edit(
+        VIRTUAL_MACHINE_INSTANCES, NS, "vm1", lambda v: v["status"].setdefault("migrationState", {})
+    )
+    world.handler_reports(
+        "vm1",
+        migrationUid="old",
+        targetNodeAddress="10.0.0.9",
+        targetDirectMigrationNodePorts={"40000": 49152},
+        endTimestamp="2026-01-01T11:00:00Z",
+        failed=True,
+        failureReason="earlier",
+    )
+    world.migrate("mig1", "vm1")
+    world.settle()
+    [pod] = world.target_pods("mig1")
+    world.kubelet_runs(pod)
+    world.settle()
+    state = world.vmi("vm1")["status"]["migrationState"]
+    assert state["migrationUid"] == world.migration("mig1")["metadata"]["uid"]
+    assert not {"targetNodeAddress", "targetDirectMigrationNodePorts", "endTimestamp", "failed"} & set(state)
+    assert world.phase("mig1") == "PreparingTarget"
+
+
 def test_deleting_the_migration_before_hand_off_deletes_the_target_pod_and_fails_it() -> None:
     world = World()
     world.running_vmi("vm1")
