@@ -83,6 +83,7 @@ class PodNetwork(Protocol):
     """The node's phase-1 pod network setup (``network.HandlerNetwork``), as the target uses it."""
 
     def setup(self, vmi: Mapping[str, Any], launcher_socket: Path) -> None: ...
+    def forget(self, uid: str) -> None: ...
 
 
 def _now() -> str:
@@ -369,6 +370,9 @@ class MigrationTarget(_Role):
                 self._mounter.mount(vmi, self._node)
             if self._network is not None:
                 # The target pod's network is wired for the guest (phase 1) before its domain arrives.
+                # What this node recorded for the VMI belongs to an earlier pod of it here (a migration
+                # that failed, or the VMI ran here before): this pod is new, so it is set up anew.
+                self._network.forget(uid)
                 self._network.setup(vmi, socket)
             launcher.vmi_command("SyncMigrationTarget", vmi)
             with self._lock:

@@ -315,6 +315,9 @@ class FakeMounter:
     def setup(self, vmi: Any, launcher_socket: Path) -> None:
         self.launcher.calls.append("pod network phase 1")
 
+    def forget(self, uid: str) -> None:
+        self.launcher.calls.append(f"forget network of {uid}")
+
 
 def test_the_target_mounts_the_containerdisks_and_wires_the_pod_network_before_preparing(
     world: World,
@@ -337,7 +340,13 @@ def test_the_target_mounts_the_containerdisks_and_wires_the_pod_network_before_p
     assert world.launcher.calls == []  # the disk containers are not up yet: nothing is prepared
     mounter.disks_up = True
     world.run_target()
-    assert world.launcher.calls == [f"mount on {TARGET}", "pod network phase 1", "SyncMigrationTarget"]
+    # The node's record of an earlier pod of the VMI here (a failed migration) is not taken for this pod's.
+    assert world.launcher.calls == [
+        f"mount on {TARGET}",
+        f"forget network of {world.uid}",
+        "pod network phase 1",
+        "SyncMigrationTarget",
+    ]
     world.report(failed=True, endTimestamp="e")
     world.run_target()
     assert world.launcher.calls[-2:] == ["SignalTargetPodCleanup", f"unmount {world.uid}"]
