@@ -24,7 +24,7 @@ class Cluster:
         return self.layout.admin_kubeconfig
 
     def kubectl(
-        self, *args: str, stdin: str | None = None, check: bool = True
+        self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = 120.0
     ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [*self.layout.kubectl(), *args],
@@ -32,7 +32,7 @@ class Cluster:
             capture_output=True,
             text=True,
             check=False,
-            timeout=120,
+            timeout=timeout,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
