@@ -250,6 +250,7 @@ class ControllerSet:
             node_store=nodes.store,
             vmi_store=vmis.store,
             migration_store=migrations.store,
+            pod_store=pods.store,
             migration_config=lambda: config.cluster_config().migrations,
             eviction_strategy=lambda: config.cluster_config().eviction_strategy,
             enqueue=self._queue("evacuation"),

@@ -4,7 +4,8 @@ A VMI is to leave its node when an eviction marked it (``status.evacuationNodeNa
 eviction webhook on ``kubectl drain``) or, the deprecated way, when the node carries the drain taint
 (``migrations.nodeDrainTaintKey``, ``NoSchedule``). For each such VMI that wants to migrate on eviction
 (``LiveMigrate``, or ``LiveMigrateIfPossible`` while migratable), is ``LiveMigratable``, has no
-unfinished migration and only one active pod, a VMIM ``kubevirt-evacuation-*`` is created, annotated
+unfinished migration and only one launcher pod still running (finished pods of earlier migrations do not
+count), a VMIM ``kubevirt-evacuation-*`` is created, annotated
 ``kubevirt.io/evacuationMigration: <node>``. No more are created than the free spots under
 ``parallelMigrationsPerCluster`` and ``parallelOutboundMigrationsPerNode``; the node is looked at again
 when a spot may have freed. The work queue is keyed by node name.
@@ -20,8 +21,15 @@ from kubevirt.client import VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, EventSink, Kube
 from kubevirt.controller import ControllerExpectations, RequeueAfter, Store, key_of
 from kubevirt.log import get_logger
 from kubevirt.virt_config.migrations import MigrationConfig
-from kubevirt.virt_controller.watch.common import Clock, Enqueue, parse_time, utc_now
+from kubevirt.virt_controller.watch.common import (
+    Clock,
+    Enqueue,
+    controller_ref_of_dict,
+    parse_time,
+    utc_now,
+)
 from kubevirt.virt_controller.watch.migration import is_final, phase_of
+from kubevirt.virt_controller.watch.pods import is_pod_final
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import API_VERSION, EVACUATION_MIGRATION_ANNOTATION
 
@@ -83,6 +91,7 @@ class EvacuationController:
         node_store: Store[JSON],
         vmi_store: Store[VirtualMachineInstance],
         migration_store: Store[JSON],
+        pod_store: Store[JSON],
         migration_config: Callable[[], MigrationConfig],
         eviction_strategy: Callable[[], str | None],
         enqueue: Enqueue,
@@ -93,6 +102,7 @@ class EvacuationController:
         self._nodes = node_store
         self._vmis = vmi_store
         self._migrations = migration_store
+        self._pods = pod_store
         self._migration_config = migration_config
         # The cluster-wide evictionStrategy, for VMIs that set none.
         self._eviction_strategy = eviction_strategy
@@ -228,10 +238,22 @@ class EvacuationController:
                 continue
             if (vmi.metadata.namespace, vmi.metadata.name) in migrating:
                 continue
-            if len((vmi.status.active_pods if vmi.status is not None else None) or {}) > 1:
+            if self._running_pods(vmi) > 1:
                 continue  # the pods of an earlier migration are still going
             candidates.append(vmi)
         return candidates, unmigratable
+
+    def _running_pods(self, vmi: VirtualMachineInstance) -> int:
+        """The VMI's launcher pods that have not finished (KubeVirt's VMIActivePodsCount)."""
+        assert vmi.metadata is not None
+        uid = vmi.metadata.uid
+        return sum(
+            1
+            for pod in self._pods.list()
+            if pod["metadata"].get("namespace") == vmi.metadata.namespace
+            and (controller_ref_of_dict(pod) or {}).get("uid") == uid
+            and not is_pod_final(pod)
+        )
 
     def _create_migrations(self, node: str, vmis: Sequence[VirtualMachineInstance]) -> None:
         self._expectations.expect_creations(node, len(vmis))

@@ -14,6 +14,7 @@ import pytest
 from kubevirt.client import (
     NODES,
     POD_DISRUPTION_BUDGETS,
+    PODS,
     VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
     VIRTUAL_MACHINE_INSTANCES,
     EventRecorder,
@@ -36,6 +37,7 @@ def controllers(kube: KubeClient, namespace: str) -> Iterator[None]:
     nodes = factory.informer(NODES)
     vmis = factory.informer(VIRTUAL_MACHINE_INSTANCES, VirtualMachineInstance, namespace=namespace)
     migrations = factory.informer(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, namespace=namespace)
+    pods = factory.informer(PODS, namespace=namespace)
     pdbs = factory.informer(POD_DISRUPTION_BUDGETS, namespace=namespace)
     evacuation_queue, pdb_queue = RateLimitingQueue("evacuation"), RateLimitingQueue("disruption-budget")
     evacuation = EvacuationController(
@@ -44,6 +46,7 @@ def controllers(kube: KubeClient, namespace: str) -> Iterator[None]:
         node_store=nodes.store,
         vmi_store=vmis.store,
         migration_store=migrations.store,
+        pod_store=pods.store,
         migration_config=MigrationConfig,
         eviction_strategy=lambda: None,
         enqueue=evacuation_queue.add,

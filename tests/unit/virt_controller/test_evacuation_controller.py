@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubevirt.client import NODES, VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, VIRTUAL_MACHINE_INSTANCES
+from kubevirt.client import NODES, PODS, VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, VIRTUAL_MACHINE_INSTANCES
 from kubevirt.controller import RequeueAfter
 from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch.evacuation import EvacuationController
@@ -26,12 +26,14 @@ class World:
         self.nodes = self.cluster.informer(NODES)
         self.vmis = self.cluster.informer(VIRTUAL_MACHINE_INSTANCES)
         self.migrations = self.cluster.informer(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS)
+        self.pods = self.cluster.informer(PODS)
         self.controller = EvacuationController(
             api=self.api,
             events=self.events,
             node_store=self.nodes.store,
             vmi_store=self.vmis.store,
             migration_store=self.migrations.store,
+            pod_store=self.pods.store,
             migration_config=lambda: self.config,
             eviction_strategy=lambda: self.strategy,
             enqueue=self.queue.add,
@@ -76,6 +78,24 @@ class World:
             },
         )
 
+    def launcher_pod(self, vmi: JSON, name: str, phase: str) -> None:
+        """A launcher pod the VMI controls, in ``phase``."""
+        meta = vmi["metadata"]
+        owner = {
+            "kind": "VirtualMachineInstance",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+        }
+        self.api.put(
+            PODS,
+            {
+                "metadata": {"name": name, "namespace": NS, "ownerReferences": [owner]},
+                "spec": {"nodeName": "node-a"},
+                "status": {"phase": phase},
+            },
+        )
+
     def settle(self) -> None:
         for _ in range(50):
             self.cluster.sync()
@@ -117,9 +137,21 @@ def test_vmis_not_marked_or_not_wanting_to_migrate_are_left_alone() -> None:
     world.vmi("if-possible-but-not", strategy="LiveMigrateIfPossible", migratable=False)
     world.vmi("moved-already", evacuationNodeName="node-b")
     world.vmi("migrating", migrationState={"startTimestamp": "2026-01-01T00:00:00Z"})
-    world.vmi("two-pods", activePods={"a": "node-a", "b": "node-b"})
+    two = world.vmi("two-pods")
+    world.launcher_pod(two, "a", "Running")
+    world.launcher_pod(two, "b", "Pending")
     world.settle()
     assert world.created() == []
+
+
+def test_finished_pods_of_earlier_migrations_do_not_hold_an_evacuation_back() -> None:
+    world = World()
+    # activePods lists every pod the VMI controls, finished ones too (as virt-controller writes it).
+    vmi = world.vmi("moved-before", activePods={"old-source": "node-b", "current": "node-a"})
+    world.launcher_pod(vmi, "old-source", "Succeeded")
+    world.launcher_pod(vmi, "current", "Running")
+    world.settle()
+    assert [m["spec"]["vmiName"] for m in world.created()] == ["moved-before"]
 
 
 def test_the_cluster_wide_strategy_applies_to_vmis_without_their_own() -> None:
