@@ -251,8 +251,10 @@ class MigrationSource(_Role):
             if record.get("Failed"):
                 new.update(failed=True, failureReason=record.get("FailureReason") or "")
                 self._failed_event(vmi, state, new["failureReason"])
-            elif phases.domain_state(domain) == ("Shutoff", "Migrated"):
-                # The guest runs on the target: the stopped copy here goes, and its launcher with it.
+            elif phases.domain_state(domain) == ("Shutoff", "Migrated") and state.get("endTimestamp"):
+                # The guest runs on the target and the end is on record: the stopped copy here goes, and
+                # its launcher with it. Not before: the copy holds the record until the VMI does (a
+                # write lost to a conflict is made again from it).
                 launcher.vmi_command("DeleteVirtualMachine", vmi)
             return new
         if state.get("abortRequested"):
