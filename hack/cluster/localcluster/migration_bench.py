@@ -64,6 +64,7 @@ def migrate_once(cluster: Cluster, namespace: str, probe: mig.ReachabilityProbe,
     source_node = vmi["status"]["nodeName"]
     uid = vmi["metadata"]["uid"]
     source_pod = mig.pod_on(cluster, namespace, uid, source_node)["metadata"]["name"]
+    tick_before = max(mig.console_ticks(cluster, namespace, source_pod) or [0])
     began = time.monotonic()
     name = mig.create_migration(cluster, namespace, VM)
     done = mig.wait_phase(cluster, namespace, name, mig.FINAL_PHASES, timeout)
@@ -90,9 +91,15 @@ def migrate_once(cluster: Cluster, namespace: str, probe: mig.ReachabilityProbe,
         if key in timings:
             result[f"libvirt_{key}"] = timings[key]
     target_pod = mig.pod_on(cluster, namespace, uid, target_node)["metadata"]["name"]
-    last_on_source = max(mig.console_ticks(cluster, namespace, source_pod) or [0])
+    on_source = mig.console_ticks(cluster, namespace, source_pod)
     on_target = mig.console_ticks(cluster, namespace, target_pod)
-    result["counter_went_on"] = bool(on_target) and last_on_source - 5 <= on_target[0] <= last_on_source + 100
+    result["ticks"] = {"before": tick_before, "source_last": max(on_source or [0]), "target": on_target[:1]}
+    if not on_target:
+        result["counter_went_on"] = False
+    elif on_source:  # where the source's console stopped, the target's goes on (a few bytes may repeat)
+        result["counter_went_on"] = max(on_source) - 5 <= on_target[0] <= max(on_source) + 100
+    else:  # the finished source's log is gone with its sidecar: the tick before the migration bounds it
+        result["counter_went_on"] = tick_before < on_target[0] and 1 not in on_target
     return result
 
 
