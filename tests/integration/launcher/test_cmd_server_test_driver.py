@@ -473,10 +473,12 @@ def test_concurrent_migration_requests_start_one_migration(tmp_path: Path, conn:
     runs: list[str] = []
 
     class CountingMigrator(Migrator):
-        def _run(self, dom: libvirt.virDomain, vmi_uid: str, options: MigrationOptions) -> None:
+        def _run(
+            self, dom: libvirt.virDomain, vmi_uid: str, options: MigrationOptions, copy: list[str] | None
+        ) -> None:
             runs.append(vmi_uid)
             time.sleep(0.5)  # still in progress when the second request is looked at
-            super()._run(dom, vmi_uid, options)
+            super()._run(dom, vmi_uid, options, copy)
 
     manager = SlowToRecord(conn, driver_domain_xml)
     migrator = CountingMigrator(manager, tmp_path)
