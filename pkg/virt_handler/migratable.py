@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubevirt.virt_handler.status_conditions import set_condition
+from kubevirt_api.core.v1.vmi import VirtualMachineInstanceMigrationMethod
 
 JSON = dict[str, Any]
 
 LIVE_MIGRATABLE = "LiveMigratable"
 STORAGE_LIVE_MIGRATABLE = "StorageLiveMigratable"
 BRIDGE_MIGRATION_ANNOTATION = "kubevirt.io/allow-pod-bridge-network-live-migration"
-BLOCK_MIGRATION, LIVE_MIGRATION = "BlockMigration", "LiveMigration"
+BLOCK_MIGRATION = VirtualMachineInstanceMigrationMethod.BLOCK_MIGRATION
+LIVE_MIGRATION = VirtualMachineInstanceMigrationMethod.LIVE_MIGRATION
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from lxml import etree
 
 from kubevirt.virt_launcher.virtwrap.api.common import USER_ALIAS_PREFIX
 
-BLOCK_MIGRATION = "BlockMigration"
 _GENERATED_SOURCES = (
     "configMap",
     "secret",
@@ -30,7 +29,11 @@ _GENERATED_SOURCES = (
 
 
 def is_block_migration(vmi: Mapping[str, Any]) -> bool:
-    return (vmi.get("status") or {}).get("migrationMethod") == BLOCK_MIGRATION
+    # Imported here: the typed API is heavy and a launcher needs it only when asked to migrate.
+    from kubevirt_api.core.v1.vmi import VirtualMachineInstanceMigrationMethod
+
+    method = (vmi.get("status") or {}).get("migrationMethod")
+    return method == VirtualMachineInstanceMigrationMethod.BLOCK_MIGRATION
 
 
 def _volume_kinds(vmi: Mapping[str, Any]) -> tuple[set[str], set[str]]:
