@@ -36,7 +36,7 @@ LAUNCHER_PACKAGES = (
 _HASHED_PYC = "SOURCE_DATE_EPOCH=315532800"  # py_compile's default then is the checked-hash mode
 _COMPILE_STDLIB = (
     "python3 -m compileall -q -f --invalidation-mode checked-hash "
-    "\"$(python3 -c 'import sysconfig; print(sysconfig.get_path(\"stdlib\"))')\""
+    '"$(python3 -c \'import sysconfig; print(sysconfig.get_path("stdlib"))\')"'
 )
 BASE_STEPS = (
     # Like the official images: no service starts while packages install.
