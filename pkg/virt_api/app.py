@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kubevirt.admission import defaulting
-from kubevirt.admission.schema import schema_check
+from kubevirt.admission.schema import prepare, schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.client import KubeClient, KubeConfigError, own_namespace
 from kubevirt.log import get_logger
@@ -35,6 +35,8 @@ from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_config import follower as config_follower
+
+EVERYDAY_KINDS = ("VirtualMachineInstance", "VirtualMachine", "VirtualMachineInstanceMigration")
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
     patch_vmi = kubernetes.patch_vmi if kubernetes else None
     ctx = build_context(options.config, state)
     handlers = webhook_handlers(ctx, patch_vmi=patch_vmi)
+    # Before serving (the readiness probe waits): the kinds every VM start and migration is reviewed as.
+    prepare(EVERYDAY_KINDS)
     follower_task: asyncio.Task[None] | None = None
     health: ApiServerHealth | None = None
     if kubernetes is not None:
