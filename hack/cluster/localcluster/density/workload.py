@@ -16,9 +16,8 @@ LABEL = "density.kubevirt.io/run"
 class Shape:
     cpu: str = "100m"
     memory: str = "128Mi"
-    # "masquerade" (the pod network) or "none": on this cluster a masquerade VMI does not reach Running
-    # yet (the launcher's DHCP server lacks NET_ADMIN), so no network is the default for now.
-    network: str = "none"
+    # "masquerade" (the pod network, as KubeVirt's density test) or "none".
+    network: str = "masquerade"
     cpu_limit: bool = True
 
 
