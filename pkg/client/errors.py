@@ -19,6 +19,7 @@ __all__ = [
     "InvalidError",
     "NotFoundError",
     "error_from_response",
+    "is_stale_write",
 ]
 
 
@@ -86,6 +87,19 @@ def error_from_response(status: int, body: bytes | str | dict[str, Any] | None) 
         )
     cls = _BY_STATUS.get(status, ApiError)
     return cls(status, reason, message)
+
+
+# What the API server answers (422 Invalid, no causes) when a JSON patch does not apply to the stored
+# object, e.g. its ``test`` operation found another value: the writer's cache was stale.
+_PATCH_NOT_APPLIED = "the server rejected our request"
+
+
+def is_stale_write(err: BaseException) -> bool:
+    """Whether a write failed only because it was based on an old version of the object (a stale
+    resourceVersion, or a JSON patch whose ``test`` no longer holds): retried, never a fault."""
+    if isinstance(err, ConflictError):
+        return True
+    return isinstance(err, InvalidError) and err.message.startswith(_PATCH_NOT_APPLIED)
 
 
 class ConnectionFailedError(ApiError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from kubevirt.client.errors import is_stale_write
 from kubevirt.controller.queue import RateLimitingQueue
 from kubevirt.controller.reconciler import Reconciler, RequeueAfter
 from kubevirt.log import get_logger
@@ -52,7 +53,10 @@ class Controller:
             self.queue.forget(key)
             self.queue.add_after(key, request.seconds)
         except Exception as err:  # any failure is retried with backoff; the worker carries on
-            _log.error(
+            # A write against an object that changed meanwhile is the normal race of a cache-driven
+            # controller (KubeVirt logs it at a debug level too): not an error worth an operator's eye.
+            report = _log.info if is_stale_write(err) else _log.error
+            report(
                 "reconcile failed, retrying",
                 controller=self.name,
                 key=key,

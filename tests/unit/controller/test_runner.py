@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import structlog.testing
+
+from kubevirt.client.errors import AlreadyExistsError, ConflictError, InvalidError, is_stale_write
 from kubevirt.controller import Controller, RateLimitingQueue, RequeueAfter
 
 
@@ -60,3 +63,32 @@ def test_run_processes_keys_on_several_workers_and_stops(eventually: Callable[..
     runner.join(timeout=5)
     assert not runner.is_alive()
     assert queue.get() is None
+
+
+def test_a_stale_write_is_retried_at_info_level_and_other_failures_at_error() -> None:
+    stale_patch = InvalidError(
+        422, "Invalid", "the server rejected our request due to an error in our request"
+    )
+    failures: list[Exception] = [
+        ConflictError(409, "Conflict", "modified"),
+        stale_patch,
+        RuntimeError("boom"),
+    ]
+    queue = RateLimitingQueue("test-runner-levels")
+    controller = Controller("test", queue, ScriptedReconciler({"ns/a": list(failures)}))
+    queue.add("ns/a")
+    with structlog.testing.capture_logs() as logs:
+        for _ in failures:
+            assert controller.process_next()
+    levels = [entry["log_level"] for entry in logs if entry["event"] == "reconcile failed, retrying"]
+    assert levels == ["info", "info", "error"]
+    assert queue.num_requeues("ns/a") == 3  # all three are retried with backoff
+
+
+def test_only_stale_versions_count_as_stale_writes() -> None:
+    assert is_stale_write(ConflictError(409, "Conflict", "the object has been modified"))
+    assert is_stale_write(InvalidError(422, "Invalid", "the server rejected our request due to an error"))
+    invalid = 'VirtualMachineInstance.kubevirt.io "x" is invalid: spec.domain: Required value'
+    assert not is_stale_write(InvalidError(422, "Invalid", invalid))
+    assert not is_stale_write(AlreadyExistsError(409, "AlreadyExists", "exists"))
+    assert not is_stale_write(RuntimeError("the server rejected our request"))
