@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, EventSink, KubeApi
 from kubevirt.controller import ControllerExpectations, RequeueAfter, Store, key_of
+from kubevirt.controller.store import OWNER_INDEX
 from kubevirt.log import get_logger
 from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch.common import (
@@ -249,7 +250,7 @@ class EvacuationController:
         uid = vmi.metadata.uid
         return sum(
             1
-            for pod in self._pods.list()
+            for pod in self._pods.by_index(OWNER_INDEX, uid or "")
             if pod["metadata"].get("namespace") == vmi.metadata.namespace
             and (controller_ref_of_dict(pod) or {}).get("uid") == uid
             and not is_pod_final(pod)
