@@ -53,7 +53,8 @@ class VolumeSourceState(Protocol):
 @runtime_checkable
 class PresetState(Protocol):
     def list_vmi_presets(self, namespace: str) -> list[JSON]:
-        """The VirtualMachineInstancePresets of a namespace; raises :class:`ClusterStateError`."""
+        """The VirtualMachineInstancePresets of a namespace; raises :class:`ClusterStateError`.
+        They may be a cache's own objects, shared by every review: read them, never change them."""
         ...
 
 

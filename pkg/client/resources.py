@@ -48,6 +48,7 @@ __all__ = [
     "VIRTUAL_MACHINE_INSTANCES",
     "VIRTUAL_MACHINE_INSTANCETYPES",
     "VIRTUAL_MACHINE_INSTANCE_MIGRATIONS",
+    "VIRTUAL_MACHINE_INSTANCE_PRESETS",
     "VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS",
     "VIRTUAL_MACHINE_POOLS",
     "VIRTUAL_MACHINE_PREFERENCES",
@@ -143,6 +144,13 @@ VIRTUAL_MACHINE_INSTANCE_MIGRATIONS = Resource(
     "v1",
     "virtualmachineinstancemigrations",
     "VirtualMachineInstanceMigration",
+    namespaced=True,
+)
+VIRTUAL_MACHINE_INSTANCE_PRESETS = Resource(
+    GROUP_NAME,
+    "v1",
+    "virtualmachineinstancepresets",
+    "VirtualMachineInstancePreset",
     namespaced=True,
 )
 VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS = Resource(

@@ -22,6 +22,7 @@ from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect
+from kubevirt.virt_api.presets import PresetCache
 from kubevirt.virt_api.rest.discovery import VERSIONS, version_path
 from kubevirt.virt_api.rest.handler import CONSOLE_SERVER_PORT
 from kubevirt.virt_api.rest.wiring import (
@@ -85,11 +86,28 @@ def build_context(config: ClusterConfig, state: ClusterState | None = None) -> W
 
 
 async def serve(options: Options, stop: asyncio.Event) -> None:
+    kube = _kube_client(options)
+    if kube is None:
+        await _serve(options, stop, kube, None)
+        return
+    # Started first, so that the first reviews already find the presets cached; stopped however
+    # serving ends.
+    presets = PresetCache(kube)
+    presets.start()
+    try:
+        await _serve(options, stop, kube, presets)
+    finally:
+        await asyncio.to_thread(presets.stop)
+
+
+async def _serve(
+    options: Options, stop: asyncio.Event, kube: KubeClient | None, presets: PresetCache | None
+) -> None:
     log = get_logger()
     certificate = ReloadingCertificate(
         options.tls_cert_file, options.tls_key_file, interval=options.cert_reload_interval
     )
-    state = connect(options.kubeconfig)
+    state = connect(options.kubeconfig, presets)
     kubernetes = state if isinstance(state, KubernetesClusterState) else None
     patch_vmi = kubernetes.patch_vmi if kubernetes else None
     ctx = build_context(options.config, state)
@@ -104,7 +122,9 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
             follower.follow(options.config_refresh_interval)
         )
         health = ApiServerHealth(kubernetes.server_version, lambda: follower.resource_version)
-    extensions, middlewares, trust = _subresources(options, certificate, list(handlers), lambda: ctx.config)
+    extensions, middlewares, trust = _subresources(
+        options, kube, certificate, list(handlers), lambda: ctx.config
+    )
     server = WebhookServer(
         handlers,
         limits=options.limits,
@@ -138,19 +158,26 @@ async def serve(options: Options, stop: asyncio.Event) -> None:
         await listening.close()
 
 
+def _kube_client(options: Options) -> KubeClient | None:
+    """virt-api's API client; none without a cluster to ask (no kubeconfig and not in a pod)."""
+    if options.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    try:
+        return KubeClient.from_kubeconfig(options.kubeconfig, user_agent="virt-api")
+    except KubeConfigError as err:
+        raise ClusterConfigError(str(err)) from None
+
+
 def _subresources(
     options: Options,
+    client: KubeClient | None,
     certificate: ReloadingCertificate,
     webhook_paths: list[str],
     config: Callable[[], ClusterConfig],
 ) -> tuple[list[Any], list[Any], FrontProxyFollower | None]:
     """The subresource API's routes and authorising middleware; none without a cluster to ask."""
-    if options.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+    if client is None:
         return [], [], None
-    try:
-        client = KubeClient.from_kubeconfig(options.kubeconfig, user_agent="virt-api")
-    except KubeConfigError as err:
-        raise ClusterConfigError(str(err)) from None
     namespace = options.handler_namespace or own_namespace() or "kubevirt"
     follower = FrontProxyFollower(client, certificate.trust_client_ca)
     follower.refresh()

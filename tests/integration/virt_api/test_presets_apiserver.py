@@ -1,30 +1,80 @@
-"""virt-api run in-process against a real kube-apiserver applies the VMI presets stored there."""
+"""virt-api run in-process against a real kube-apiserver applies the VMI presets stored there.
+
+The API server calls virt-api's VMI mutating webhook for the test's namespace, as a cluster's would.
+Presets come from virt-api's informer: a preset created after virt-api started is applied, and creating
+VMIs costs the API server no LIST of presets (read from its own ``apiserver_request_total``).
+"""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from localcluster.density.apimetrics import parse
 
-from kubevirt.client import KubeClient, Resource
+from kubevirt.admission.registration import mutating_webhook_configuration
+from kubevirt.client import KubeClient
+from kubevirt.client.errors import NotFoundError
+from kubevirt.client.resources import (
+    MUTATING_WEBHOOKS,
+    VIRTUAL_MACHINE_INSTANCE_PRESETS,
+    VIRTUAL_MACHINE_INSTANCES,
+)
 from kubevirt.virt_api import app as virt_api
 from kubevirt.virt_api.webhooks.routes import VMI_MUTATE
 from kubevirt.virt_api.webhooks.server import ServerLimits
 from kubevirt.virt_config import ClusterConfig
 from kubevirt_testing.inprocess import https_json, virt_api_running, write_certificate
 from kubevirt_testing.process import free_port
+from kubevirt_testing.waiting import eventually
 
 JSON = dict[str, Any]
-PRESETS = Resource("kubevirt.io", "v1", "virtualmachineinstancepresets", "VirtualMachineInstancePreset", True)
+APPLIED = "virtualmachinepreset.kubevirt.io/small"
+VMI_CREATES = 10
+
+
+@dataclass(frozen=True)
+class VirtApi:
+    port: int
+    namespace: str
+
+
+def preset_lists(kube: KubeClient) -> int:
+    """How many LISTs of presets the API server has answered so far (anyone's, any scope)."""
+    counts = parse(kube.request("GET", "/metrics").decode())
+    return counts[("LIST", "virtualmachineinstancepresets")]
+
+
+def mutating_hook(namespace: str, port: int, ca_pem: bytes) -> JSON:
+    """virt-api's VMI mutating webhook, reached at ``127.0.0.1:port`` and only for ``namespace``."""
+    configuration = mutating_webhook_configuration(namespace, ca_pem)
+    hook = next(h for h in configuration["webhooks"] if h["clientConfig"]["service"]["path"] == VMI_MUTATE)
+    hook["clientConfig"] = {
+        "url": f"https://127.0.0.1:{port}{VMI_MUTATE}",
+        "caBundle": hook["clientConfig"]["caBundle"],
+    }
+    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    configuration["metadata"]["name"] = f"virt-api-mutator-{namespace}"
+    configuration["webhooks"] = [hook]
+    return configuration
+
+
+def serving(port: int) -> bool:
+    try:
+        return https_json(port, "GET", "/healthz")[0] == 200
+    except OSError:
+        return False
 
 
 @pytest.fixture
-def api_port(apiserver: Any, namespace: str, tmp_path: Path) -> Iterator[int]:
+def served(apiserver: Any, kube: KubeClient, namespace: str, tmp_path: Path) -> Iterator[VirtApi]:
+    """virt-api with its informer synced, hooked into the API server for ``namespace``."""
     cert_file, key_file = write_certificate(tmp_path)
     port = free_port()
     options = virt_api.Options(
@@ -38,45 +88,64 @@ def api_port(apiserver: Any, namespace: str, tmp_path: Path) -> Iterator[int]:
         namespace=namespace,
         handler_namespace=namespace,
     )
+    lists_before = preset_lists(kube)
     with virt_api_running(options):
-        yield port
+        eventually(lambda: serving(port), timeout=20, interval=0.1)
+        # No review has been sent yet: a LIST that appears is the informer's.
+        eventually(lambda: preset_lists(kube) > lists_before, timeout=20, interval=0.1)
+        hook = kube.create(MUTATING_WEBHOOKS, None, mutating_hook(namespace, port, cert_file.read_bytes()))
+        try:
+            yield VirtApi(port, namespace)
+        finally:
+            with contextlib.suppress(NotFoundError):
+                kube.delete(MUTATING_WEBHOOKS, None, hook["metadata"]["name"])
 
 
-def _review(vmi: JSON, namespace: str) -> JSON:
+def vmi(name: str, namespace: str, flavor: str) -> JSON:
     return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u1",
-            "kind": {"group": "kubevirt.io", "version": "v1", "kind": "VirtualMachineInstance"},
-            "resource": {"group": "kubevirt.io", "version": "v1", "resource": "virtualmachineinstances"},
-            "operation": "CREATE",
-            "namespace": namespace,
-            "name": "vmi",
-            "userInfo": {"username": "tester"},
-            "object": vmi,
-        },
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"flavor": flavor}},
+        "spec": {"domain": {"memory": {"guest": "128Mi"}, "devices": {}}},
     }
 
 
-def _mutate(port: int, vmi: JSON, namespace: str) -> JSON:
-    for _ in range(100):  # virt-api may still be starting
-        try:
-            status, body = https_json(port, "POST", VMI_MUTATE, _review(vmi, namespace))
-        except OSError:
-            time.sleep(0.1)
-            continue
-        assert status == 200
-        answer: JSON = body["response"]
-        return answer
-    raise AssertionError("virt-api did not answer")
+def reviewed_annotations(port: int, obj: JSON) -> JSON:
+    """The annotations virt-api's mutating webhook gives ``obj`` on creation, asked directly (nothing
+    is stored)."""
+    namespace = obj["metadata"]["namespace"]
+    request = {
+        "uid": "u1",
+        "kind": {"group": "kubevirt.io", "version": "v1", "kind": "VirtualMachineInstance"},
+        "resource": {"group": "kubevirt.io", "version": "v1", "resource": "virtualmachineinstances"},
+        "operation": "CREATE",
+        "namespace": namespace,
+        "name": obj["metadata"]["name"],
+        "userInfo": {"username": "tester"},
+        "object": obj,
+    }
+    document = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    status, body = https_json(port, "POST", VMI_MUTATE, document)
+    assert status == 200, body
+    answer: JSON = body["response"]
+    assert answer["allowed"] is True, answer
+    patch = {op["path"]: op["value"] for op in json.loads(base64.b64decode(answer["patch"]))}
+    return annotations({"metadata": patch.get("/metadata") or {}})
 
 
-def test_a_stored_preset_is_applied_by_the_mutating_webhook(
-    kube: KubeClient, namespace: str, api_port: int
+def annotations(obj: JSON) -> JSON:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def test_a_preset_created_after_start_is_applied_and_vmi_creates_list_no_presets(
+    kube: KubeClient, served: VirtApi
 ) -> None:
+    namespace = served.namespace
+    assert APPLIED not in annotations(
+        kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi("before", namespace, "small"))
+    )
     kube.create(
-        PRESETS,
+        VIRTUAL_MACHINE_INSTANCE_PRESETS,
         namespace,
         {
             "apiVersion": "kubevirt.io/v1",
@@ -88,21 +157,19 @@ def test_a_stored_preset_is_applied_by_the_mutating_webhook(
             },
         },
     )
-    vmi = {
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
-        "metadata": {"name": "vmi", "namespace": namespace, "labels": {"flavor": "small"}},
-        "spec": {"domain": {"memory": {"guest": "128Mi"}, "devices": {}}},
-    }
-    answer = _mutate(api_port, vmi, namespace)
-    assert answer["allowed"] is True
-    patch = {op["path"]: op["value"] for op in json.loads(base64.b64decode(answer["patch"]))}
-    assert patch["/spec"]["domain"]["cpu"]["cores"] == 2
-    assert patch["/metadata"]["annotations"]["virtualmachinepreset.kubevirt.io/small"] == "kubevirt.io/v1"
-
-    unmatched = {**vmi, "metadata": {**vmi["metadata"], "labels": {"flavor": "large"}}}
-    answer = _mutate(api_port, unmatched, namespace)
-    patch = {op["path"]: op["value"] for op in json.loads(base64.b64decode(answer["patch"]))}
-    assert "virtualmachinepreset.kubevirt.io/small" not in (patch.get("/metadata") or {}).get(
-        "annotations", {}
+    # The watch brings the preset to virt-api's cache a moment after the create returns.
+    eventually(
+        lambda: APPLIED in reviewed_annotations(served.port, vmi("probe", namespace, "small")),
+        timeout=10,
+        interval=0.05,
     )
+
+    lists_before = preset_lists(kube)
+    for index in range(VMI_CREATES):
+        created = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi(f"small-{index}", namespace, "small"))
+        assert created["spec"]["domain"]["cpu"]["cores"] == 2
+        assert annotations(created)[APPLIED] == "kubevirt.io/v1"
+    large = kube.create(VIRTUAL_MACHINE_INSTANCES, namespace, vmi("large", namespace, "large"))
+    assert APPLIED not in annotations(large)
+    assert large["spec"]["domain"]["cpu"]["cores"] == 1  # virt-api's default, no preset
+    assert preset_lists(kube) == lists_before  # VMI_CREATES + 1 reviews, no LIST of presets
