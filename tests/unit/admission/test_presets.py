@@ -13,8 +13,9 @@ from kubevirt.admission.registration import VALIDATING_HOOKS
 from kubevirt.admission.review import CREATE, AdmissionRequest, GroupVersionResource
 from kubevirt.admission.state import StaticClusterState
 from kubevirt.virt_api.app import build_context
-from kubevirt.virt_api.webhooks.routes import VMI_MUTATE, VMIPRESET_VALIDATE, webhook_handlers
+from kubevirt.virt_api.webhooks.routes import VMIPRESET_VALIDATE, webhook_handlers
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_testing.vmi_mutation import mutate_vmi_create
 
 JSON = dict[str, Any]
 
@@ -104,21 +105,6 @@ def test_matching_presets_that_disagree_refuse_the_vmi() -> None:
     assert "cpu" not in target["spec"]["domain"]
 
 
-def _mutate(state: StaticClusterState, obj: JSON) -> JSON:
-    handler = webhook_handlers(build_context(ClusterConfig(), state))[VMI_MUTATE]
-    request = AdmissionRequest(
-        uid="u",
-        operation=CREATE,
-        resource=GroupVersionResource("kubevirt.io", "v1", "virtualmachineinstances"),
-        sub_resource="",
-        name="v",
-        namespace="ns",
-        object=obj,
-        old_object=None,
-    )
-    return handler(request).to_dict("u")
-
-
 def test_the_mutating_webhook_applies_presets_before_defaulting() -> None:
     state = StaticClusterState(
         presets=[
@@ -126,7 +112,7 @@ def test_the_mutating_webhook_applies_presets_before_defaulting() -> None:
             preset("elsewhere", {"firmware": {"serial": "x"}}, namespace="other"),
         ]
     )
-    answer = _mutate(state, vmi(memory={"guest": "128Mi"}))
+    answer = mutate_vmi_create(state, vmi(memory={"guest": "128Mi"}))
     assert answer["allowed"] is True
     patch = json.loads(base64.b64decode(answer["patch"]))
     by_path = {op["path"]: op["value"] for op in patch}
@@ -142,7 +128,7 @@ def test_the_mutating_webhook_refuses_conflicting_presets_with_422() -> None:
     state = StaticClusterState(
         presets=[preset("a", {"cpu": {"cores": 2}}), preset("b", {"cpu": {"cores": 4}})]
     )
-    answer = _mutate(state, vmi())
+    answer = mutate_vmi_create(state, vmi())
     assert answer["allowed"] is False
     assert answer["status"]["code"] == 422
     assert "VirtualMachinePresets cannot be applied due to conflicts" in answer["status"]["message"]

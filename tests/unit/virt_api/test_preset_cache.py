@@ -11,14 +11,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from kubevirt.admission.review import CREATE, AdmissionRequest, GroupVersionResource
 from kubevirt.client.errors import ConnectionFailedError
-from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.cluster import KubernetesClusterState
 from kubevirt.virt_api.presets import PresetCache
-from kubevirt.virt_api.webhooks.routes import VMI_MUTATE, webhook_handlers
-from kubevirt.virt_config import ClusterConfig
 from kubevirt_testing.listwatch import FakeListWatcher
+from kubevirt_testing.vmi_mutation import mutate_vmi_create
 from kubevirt_testing.waiting import eventually
 
 JSON = dict[str, Any]
@@ -121,24 +118,13 @@ def test_reviews_list_from_the_server_until_the_cache_has_synced_then_never(
 
 
 def mutate(state: KubernetesClusterState, labels: dict[str, str]) -> JSON:
-    handler = webhook_handlers(build_context(ClusterConfig(), state))[VMI_MUTATE]
     vmi = {
         "apiVersion": "kubevirt.io/v1",
         "kind": "VirtualMachineInstance",
         "metadata": {"name": "v", "namespace": "ns", "labels": labels},
         "spec": {"domain": {"memory": {"guest": "128Mi"}, "devices": {}}},
     }
-    request = AdmissionRequest(
-        uid="u",
-        operation=CREATE,
-        resource=GroupVersionResource("kubevirt.io", "v1", "virtualmachineinstances"),
-        sub_resource="",
-        name="v",
-        namespace="ns",
-        object=vmi,
-        old_object=None,
-    )
-    answer = handler(request).to_dict("u")
+    answer = mutate_vmi_create(state, vmi)
     assert answer["allowed"] is True, answer
     return {op["path"]: op["value"] for op in json.loads(base64.b64decode(answer["patch"]))}
 
