@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kubevirt.client import KubeApi, Resource
+from kubevirt.controller import Store
+from kubevirt.controller.store import OWNER_INDEX
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstanceReplicaSet
 from kubevirt_api.core.v1.constants import (
     CONTROLLER_API_LATEST_VERSION_OBSERVED_ANNOTATION,
@@ -62,6 +64,15 @@ def controller_ref_of_dict(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if ref.get("controller"):
             return ref  # type: ignore[no-any-return]
     return None
+
+
+def controlled_pods(pods: Store[Any], owner_uid: str) -> list[Any]:
+    """The pods in ``pods`` whose controlling owner is the object ``owner_uid`` (the store's owner index)."""
+    return [
+        pod
+        for pod in pods.by_index(OWNER_INDEX, owner_uid)
+        if (ref := controller_ref_of_dict(pod)) is not None and ref.get("uid") == owner_uid
+    ]
 
 
 def owner_reference(api_version: str, kind: str, name: str, uid: str) -> OwnerReference:

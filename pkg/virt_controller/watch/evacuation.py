@@ -19,13 +19,12 @@ from typing import Any, Final
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, EventSink, KubeApi
 from kubevirt.controller import ControllerExpectations, RequeueAfter, Store, key_of
-from kubevirt.controller.store import OWNER_INDEX
 from kubevirt.log import get_logger
 from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch.common import (
     Clock,
     Enqueue,
-    controller_ref_of_dict,
+    controlled_pods,
     parse_time,
     utc_now,
 )
@@ -247,14 +246,7 @@ class EvacuationController:
     def _running_pods(self, vmi: VirtualMachineInstance) -> int:
         """The VMI's launcher pods that have not finished (KubeVirt's VMIActivePodsCount)."""
         assert vmi.metadata is not None
-        uid = vmi.metadata.uid
-        return sum(
-            1
-            for pod in self._pods.by_index(OWNER_INDEX, uid or "")
-            if pod["metadata"].get("namespace") == vmi.metadata.namespace
-            and (controller_ref_of_dict(pod) or {}).get("uid") == uid
-            and not is_pod_final(pod)
-        )
+        return sum(1 for pod in controlled_pods(self._pods, vmi.metadata.uid or "") if not is_pod_final(pod))
 
     def _create_migrations(self, node: str, vmis: Sequence[VirtualMachineInstance]) -> None:
         self._expectations.expect_creations(node, len(vmis))

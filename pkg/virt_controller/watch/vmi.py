@@ -31,6 +31,7 @@ from kubevirt.virt_controller.watch.common import (
     Clock,
     Enqueue,
     SyncError,
+    controlled_pods,
     controller_ref,
     controller_ref_of_dict,
     describe_api_error,
@@ -134,7 +135,7 @@ class VMIController:
             and self._vmi_expectations.satisfied_expectations(key)
         ):
             return
-        pods = self._controlled_pods(vmi)
+        pods = controlled_pods(self._pods, _uid(vmi))
         pod = current_pod(vmi, pods)
         sync_error: SyncError | None = None
         try:
@@ -147,14 +148,6 @@ class VMIController:
         self._update_status(vmi, pod, pods, sync_error, key)
         if sync_error is not None and sync_error.requeue:
             raise sync_error
-
-    def _controlled_pods(self, vmi: VirtualMachineInstance) -> list[Pod]:
-        uid = _uid(vmi)
-        return [
-            pod
-            for pod in self._pods.by_index("owner", uid)
-            if (ref := controller_ref_of_dict(pod)) is not None and ref.get("uid") == uid
-        ]
 
     # -- sync: pods ------------------------------------------------------------------------------------
 
