@@ -40,6 +40,9 @@ class PresetCache:
     def stop(self) -> None:
         self._factory.stop()
 
+    def has_synced(self) -> bool:
+        return self._informer.has_synced()
+
     def in_namespace(self, namespace: str) -> list[JSON] | None:
         """The namespace's presets in name order (a LIST's order), or ``None`` before the first list.
 
