@@ -118,13 +118,24 @@ def node_running(node: Node) -> bool:
 
 
 def remove_node(node: Node) -> list[str]:
-    """Stops a further node, deletes its Node object and its files; returns what is left over."""
+    """Stops a further node, deletes its Node object, the pods bound to it and its files; returns what
+    is left over.
+
+    Without its kubelet nothing would finish those pods: the API server would list them as Running until
+    the pod garbage collector got to them (up to a minute later), so later users of the cluster would
+    find components that no longer exist.
+    """
     _remove_node_processes(node)
+    kubectl = node.layout.kubectl()
     subprocess.run(
-        [*node.layout.kubectl(), "delete", "node", node.name, "--ignore-not-found"],
+        [*kubectl, "delete", "node", node.name, "--ignore-not-found"], capture_output=True, check=False
+    )
+    subprocess.run(
+        [*kubectl, "delete", "pods", "--all-namespaces", f"--field-selector=spec.nodeName={node.name}",
+         "--force", "--grace-period=0", "--wait=false"],
         capture_output=True,
         check=False,
-    )
+    )  # fmt: skip
     return nodes.leftovers(node)
 
 
