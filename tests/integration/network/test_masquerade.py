@@ -4,12 +4,14 @@ server), a real DHCP client behind the bridge, and TCP through the NAT both ways
 from __future__ import annotations
 
 import re
+import socket
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyroute2 import IPRoute
+from pyroute2.netlink.rtnl.ifaddrmsg import IFA_F_NODAD
 
 from kubevirt.network.errors import NetworkError, PodNetworkError
 from kubevirt.network.launcher import LauncherNetwork
@@ -223,3 +225,56 @@ def test_ipv6_when_the_pod_has_it(topology: Topology, tmp_path: Path, resolv_con
         assert topology.udhcpc()["ip"] == "10.0.2.2"
     finally:
         launcher.stop()
+
+
+POD_IP6, CLIENT_IP6 = "fd00:10:244::2", "fd00:10:244::1"
+
+
+def _add_ipv6(address: str, prefixlen: int, gateway: str | None = None) -> None:
+    with IPRoute() as ipr:
+        index = ipr.link_lookup(ifname="eth0")[0]
+        # Without duplicate address detection the address is usable at once rather than tentative.
+        ipr.addr("add", index=index, address=address, prefixlen=prefixlen, flags=IFA_F_NODAD)
+        if gateway:
+            ipr.route("add", dst="::/0", gateway=gateway, family=socket.AF_INET6)
+
+
+def test_dual_stack_ports_forwarded_on_both_families(topology: Topology, tmp_path: Path) -> None:
+    topology.run(topology.client, lambda: _add_ipv6(CLIENT_IP6, 64))
+    topology.run(topology.pod, lambda: _add_ipv6(POD_IP6, 64))
+    vmi = masquerade_vmi(ports=[{"name": "http", "port": 80}, {"name": "dns", "port": 53, "protocol": "UDP"}])
+    # Each family's ruleset goes through libnftables here; one it refuses fails the setup.
+    PodNetworkSetup(private_dir=tmp_path).setup(
+        vmi, 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
+    )
+    ruleset6 = rules(topology, "list table ip6 nat")
+    # The ::1 rules are KubeVirt's too; Linux does not route ::1 off the loopback (IPv6 has no
+    # route_localnet), so only their text is checked, not traffic through them.
+    for expected in (
+        "tcp dport 80 counter dnat to fd10:0:2::2",
+        "tcp dport 80 ip6 saddr ::1 counter snat to fd10:0:2::1",
+        "ip6 daddr ::1 tcp dport 80 counter dnat to fd10:0:2::2",
+        "udp dport 53 counter dnat to fd10:0:2::2",
+        "ip6 daddr ::1 udp dport 53 counter dnat to fd10:0:2::2",
+    ):
+        assert expected in ruleset6
+    assert "ip daddr 127.0.0.1 tcp dport 80 counter dnat to 10.0.2.2" in rules(topology, "list table ip nat")
+
+    mac = links_in(topology, topology.pod)["eth0"]["mac"]
+    topology.attach_guest("k6t-eth0", mac)
+    guest_address(topology, "10.0.2.2/24", "10.0.2.1")
+    topology.run(topology.guest, lambda: _add_ipv6("fd10:0:2::2", 120, gateway="fd10:0:2::1"))
+    http4 = Listener(topology, topology.guest, 80)
+    http6, other6 = (Listener(topology, topology.guest, port, ipv6=True) for port in (80, 8080))
+    try:
+        # The cluster reaches the listed port at the pod's IPv6 address, and the VM sees who called.
+        assert connect(topology, topology.client, POD_IP6, 80) == b"ok"
+        assert http6.peers == [CLIENT_IP6]
+        with pytest.raises(ConnectionRefusedError):  # an unlisted port stays with the pod
+            connect(topology, topology.client, POD_IP6, 8080)
+        assert other6.peers == []
+        assert connect(topology, topology.client, POD_IP, 80) == b"ok"  # IPv4 alongside
+        assert http4.peers == [CLIENT_IP]
+    finally:
+        for listener in (http4, http6, other6):
+            listener.close()

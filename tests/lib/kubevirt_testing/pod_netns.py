@@ -165,9 +165,10 @@ def guest_address(topology: Topology, address: str, gateway: str) -> None:
 class Listener:
     """A TCP server in a namespace that records each peer's address and answers ``ok``."""
 
-    def __init__(self, topology: Topology, ns: str, port: int) -> None:
+    def __init__(self, topology: Topology, ns: str, port: int, *, ipv6: bool = False) -> None:
         self.peers: list[str] = []
-        self.sock = topology.run(ns, lambda: socket.create_server(("0.0.0.0", port)))
+        address, family = ("::", socket.AF_INET6) if ipv6 else ("0.0.0.0", socket.AF_INET)
+        self.sock = topology.run(ns, lambda: socket.create_server((address, port), family=family))
         self.sock.settimeout(10)
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()

@@ -56,3 +56,23 @@ def test_ipv6_family() -> None:
     assert "add rule ip6 nat postrouting ip6 saddr fd10:0:2::2 counter masquerade" in commands
     assert "add rule ip6 nat KUBEVIRT_POSTINBOUND ip6 saddr { ::1 } counter snat to fd10:0:2::1" in commands
     assert commands[-1] == "add rule ip6 nat output ip6 daddr { ::1 } counter dnat to fd10:0:2::2"
+
+
+def test_ipv6_listed_ports_match_ipv6_addresses() -> None:
+    ports = [ForwardedPort(80, "tcp"), ForwardedPort(53, "udp")]
+    assert nat_commands(V6, pod_iface="eth0", bridge="k6t-eth0", ports=ports)[len(HEAD) :] == [
+        "add rule ip6 nat KUBEVIRT_PREINBOUND tcp dport { 80 } counter dnat to fd10:0:2::2",
+        "add rule ip6 nat KUBEVIRT_POSTINBOUND tcp dport 80 ip6 saddr { ::1 } counter snat to fd10:0:2::1",
+        "add rule ip6 nat output ip6 daddr { ::1 } tcp dport 80 counter dnat to fd10:0:2::2",
+        "add rule ip6 nat KUBEVIRT_PREINBOUND udp dport { 53 } counter dnat to fd10:0:2::2",
+        "add rule ip6 nat KUBEVIRT_POSTINBOUND udp dport 53 ip6 saddr { ::1 } counter snat to fd10:0:2::1",
+        "add rule ip6 nat output ip6 daddr { ::1 } udp dport 53 counter dnat to fd10:0:2::2",
+    ]
+
+
+def test_ipv6_reserved_ports_match_ipv6_loopback() -> None:
+    commands = nat_commands(V6, pod_iface="eth0", bridge="k6t-eth0", ports=[], reserved_ports=(49152, 49153))
+    assert commands[len(HEAD) : len(HEAD) + 2] == [
+        "add rule ip6 nat output tcp dport { 49152, 49153 } ip6 saddr ::1 counter return",
+        "add rule ip6 nat KUBEVIRT_POSTINBOUND tcp dport { 49152, 49153 } ip6 saddr ::1 counter return",
+    ]

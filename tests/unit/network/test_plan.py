@@ -34,6 +34,14 @@ def test_masquerade_with_ports() -> None:
     assert (binding.vm_cidr, binding.vm_ipv6_cidr) == ("10.0.2.0/24", "fd10:0:2::/120")
 
 
+def test_port_range_ends_are_forwarded() -> None:
+    binding = pod_binding(
+        spec({"name": "default", "masquerade": {}, "ports": [{"port": 1}, {"port": 65535}]})
+    )
+    assert binding is not None
+    assert binding.ports == (ForwardedPort(1, "tcp"), ForwardedPort(65535, "tcp"))
+
+
 def test_bridge_and_custom_cidr() -> None:
     binding = pod_binding(
         spec({"name": "net", "bridge": {}, "macAddress": "02:00:00:aa:bb:cc"}, {"name": "net", "pod": {}})
@@ -86,6 +94,16 @@ def test_nothing_to_do_without_a_pod_binding() -> None:
         ),
         (
             spec({"name": "default", "masquerade": {}, "ports": [{"port": 0}]}),
+            "spec.domain.devices.interfaces[0].ports[0].port",
+            "out of range",
+        ),
+        (  # admitted by KubeVirt's webhook (its bound is `> 65536`), but no nft port
+            spec({"name": "default", "masquerade": {}, "ports": [{"port": 80}, {"port": 65536}]}),
+            "spec.domain.devices.interfaces[0].ports[1].port",
+            "port 65536 is out of range (1-65535)",
+        ),
+        (
+            spec({"name": "default", "masquerade": {}, "ports": [{"port": -1}]}),
             "spec.domain.devices.interfaces[0].ports[0].port",
             "out of range",
         ),
