@@ -4,6 +4,10 @@ The holder renews the Lease every ``retry_period``; if it cannot renew within ``
 leading. A candidate takes the Lease over once the holder's record has not changed for ``lease_duration``
 as measured on the candidate's own clock (so clock skew between machines does not matter). Every write
 carries the Lease's resourceVersion, so two candidates can never both win a round.
+
+The renew deadline runs from the start of the last successful renewal, which is no later than the
+server's write of it, and no API request is waited for past it: a stalled request cannot keep a leader
+leading once another candidate may take the Lease over ``lease_duration`` after that write.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, wait
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +39,10 @@ _log = get_logger()
 
 def _micro_time() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class _RequestTimeoutError(Exception):
+    """An API request did not answer before the deadline of the attempt it belongs to."""
 
 
 class LeaderElector:
@@ -78,13 +87,14 @@ class LeaderElector:
 
     def run(self, stop_event: threading.Event) -> None:
         """Campaigns until leading, leads until the Lease cannot be renewed or ``stop_event`` is set."""
-        if not self._acquire(stop_event):
+        renewed_at = self._acquire(stop_event)
+        if renewed_at is None:
             return
         self._leading.set()
         _log.info("started leading", lease=f"{self._namespace}/{self._name}", identity=self.identity)
         threading.Thread(target=self._on_started, name="leader", daemon=True).start()
         try:
-            self._renew(stop_event)
+            self._renew(stop_event, renewed_at)
         finally:
             self._leading.clear()
             if stop_event.is_set() and self._release_on_cancel:
@@ -93,30 +103,63 @@ class LeaderElector:
             if self._on_stopped is not None:
                 self._on_stopped()
 
-    def _acquire(self, stop_event: threading.Event) -> bool:
+    def _acquire(self, stop_event: threading.Event) -> float | None:
+        """When the winning attempt started, or None once ``stop_event`` is set."""
         while not stop_event.is_set():
-            if self._try_acquire_or_renew():
-                return True
-            stop_event.wait(self._retry_period * (1 + random.random() * (_JITTER - 1)))
-        return False
-
-    def _renew(self, stop_event: threading.Event) -> None:
-        while not stop_event.wait(self._retry_period):
             started = self._clock()
-            while not self._try_acquire_or_renew():
-                if self._clock() - started >= self._renew_deadline or stop_event.is_set():
-                    if not stop_event.is_set():
-                        _log.error("failed to renew the lease in time", identity=self.identity)
-                    return
-                stop_event.wait(self._retry_period)
+            if self._try_acquire_or_renew(started + self._renew_deadline):
+                return started
+            stop_event.wait(self._retry_period * (1 + random.random() * (_JITTER - 1)))
+        return None
 
-    def _try_acquire_or_renew(self) -> bool:
+    def _renew(self, stop_event: threading.Event, renewed_at: float) -> None:
+        """Renews until it cannot within ``renew_deadline`` of the last renewal's start, or is stopped."""
+        while not stop_event.wait(self._retry_period):
+            deadline = renewed_at + self._renew_deadline
+            while True:
+                started = self._clock()
+                if self._try_acquire_or_renew(deadline):
+                    renewed_at = started
+                    break
+                if stop_event.is_set():
+                    return
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    _log.error("failed to renew the lease in time", identity=self.identity)
+                    return
+                # One last try right at the deadline rather than a retry period after it.
+                stop_event.wait(min(self._retry_period, remaining))
+
+    def _request(self, call: Callable[[], JSON], deadline: float) -> JSON:
+        """``call``'s answer, waited for until ``deadline`` (on our clock) at the latest.
+
+        The request runs on a thread of its own, so one the server stalls (or the client retries) is
+        left behind rather than waited for: KubeApi calls take no timeout of their own.
+        """
+        remaining = deadline - self._clock()
+        if remaining <= 0:
+            raise _RequestTimeoutError("no time left")
+        answer: Future[JSON] = Future()
+
+        def send() -> None:
+            try:
+                answer.set_result(call())
+            except Exception as err:
+                answer.set_exception(err)
+
+        threading.Thread(target=send, name="lease-request", daemon=True).start()
+        done, _ = wait([answer], timeout=remaining)
+        if not done:
+            raise _RequestTimeoutError(f"no answer within {remaining:.1f}s")
+        return answer.result()  # or the request's own error
+
+    def _try_acquire_or_renew(self, deadline: float) -> bool:
         now = _micro_time()
         try:
-            lease = self._client.get(LEASES, self._namespace, self._name)
+            lease = self._request(lambda: self._client.get(LEASES, self._namespace, self._name), deadline)
         except NotFoundError:
-            return self._create(now)
-        except ApiError as err:
+            return self._create(now, deadline)
+        except (ApiError, _RequestTimeoutError) as err:
             _log.warning("cannot read the lease", reason=str(err))
             return False
         spec = lease.get("spec") or {}
@@ -133,17 +176,18 @@ class LeaderElector:
             "acquireTime": spec.get("acquireTime") if ours else now,
             "leaseTransitions": int(spec.get("leaseTransitions") or 0) + (0 if ours else 1),
         }
+        body = {**lease, "spec": new_spec}
         try:
-            updated = self._client.update(LEASES, self._namespace, {**lease, "spec": new_spec})
+            updated = self._request(lambda: self._client.update(LEASES, self._namespace, body), deadline)
         except (ConflictError, NotFoundError):
             return False
-        except ApiError as err:
+        except (ApiError, _RequestTimeoutError) as err:
             _log.warning("cannot update the lease", reason=str(err))
             return False
         self._observe(updated.get("spec") or {})
         return True
 
-    def _create(self, now: str) -> bool:
+    def _create(self, now: str, deadline: float) -> bool:
         body: JSON = {
             "apiVersion": LEASES.api_version,
             "kind": LEASES.kind,
@@ -157,7 +201,10 @@ class LeaderElector:
             },
         }
         try:
-            created = self._client.create(LEASES, self._namespace, body)
+            created = self._request(lambda: self._client.create(LEASES, self._namespace, body), deadline)
+        except _RequestTimeoutError as err:
+            _log.warning("cannot create the lease", reason=str(err))
+            return False
         except ApiError as err:
             if not isinstance(err, AlreadyExistsError):
                 _log.warning("cannot create the lease", reason=str(err))
@@ -177,14 +224,16 @@ class LeaderElector:
                 self._on_new_leader(holder)
 
     def _release(self) -> None:
+        deadline = self._clock() + self._renew_deadline  # a stalled server must not hold up shutdown
         try:
-            lease = self._client.get(LEASES, self._namespace, self._name)
+            lease = self._request(lambda: self._client.get(LEASES, self._namespace, self._name), deadline)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.identity:
                 return
             now = _micro_time()
             released = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1}
             released.update(renewTime=now, acquireTime=now)
-            self._client.update(LEASES, self._namespace, {**lease, "spec": released})
-        except ApiError as err:
+            body = {**lease, "spec": released}
+            self._request(lambda: self._client.update(LEASES, self._namespace, body), deadline)
+        except (ApiError, _RequestTimeoutError) as err:
             _log.warning("cannot release the lease", reason=str(err))
