@@ -1,33 +1,49 @@
-"""virt-operator's own ServiceAccount and RBAC, published in the operator manifest (KubeVirt's
-``rbac/operator.go``). Kubernetes only lets a subject grant permissions it holds itself, so the operator's
-ClusterRole also carries every rule of the roles it installs."""
+"""virt-operator's own ServiceAccount and RBAC, published in the operator manifest, laid out as KubeVirt's
+``rbac/operator.go``: a Role in the install namespace and a ClusterRole, each bound to the ServiceAccount.
+
+Kubernetes only lets a subject grant permissions it holds itself, where the grant applies. So the
+ClusterRole carries the operator's own cluster-wide rules plus every rule of the ClusterRoles it installs,
+and the namespaced Role carries its own namespaced rules (certificate Secrets by name, ConfigMaps, Routes,
+Leases) plus every rule of the Roles it installs, all of which live in the install namespace. Nothing
+namespaced is widened to the whole cluster: the operator reads no Secret outside its namespace.
+
+KubeVirt's three ``security.openshift.io`` SecurityContextConstraints rules are left out: this operator
+manages no SCCs. The rules of KubeVirt's export proxy and synchronization controller are absent with those
+components, which this project does not install.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kubevirt.virt_operator.certificates import CA_SECRET, EXPORT_CA_SECRET, component_certificates
 from kubevirt.virt_operator.resource import cluster_roles, rbac
 from kubevirt.virt_operator.resource.rbac import RBAC_API_VERSION, Rule, metadata, rules
 
 JSON = dict[str, Any]
 OPERATOR_SERVICE_ACCOUNT = "kubevirt-operator"
-_ALL = ("get", "list", "watch", "create", "delete", "patch", "update")
+OPERATOR_ROLE_BINDING = "kubevirt-operator-rolebinding"
+_WRITE = ("get", "list", "watch", "create", "delete", "patch")
+_WRITE_UPDATE = ("get", "list", "watch", "create", "delete", "update", "patch")
+_NAMESPACED_WRITE = ("create", "get", "list", "watch", "patch", "delete")
 
 _OPERATOR_CLUSTER_RULES: tuple[Rule, ...] = (
     (("kubevirt.io",), ("kubevirts",), ("get", "list", "watch", "patch", "update")),
-    (("kubevirt.io",), ("kubevirts/status", "kubevirts/finalizers"), ("get", "patch", "update")),
-    (("",), ("serviceaccounts", "services", "endpoints", "pods/exec"), _ALL),
-    (("",), ("configmaps",), ("patch", "delete")),
-    (("batch",), ("jobs",), ("get", "list", "watch", "create", "delete", "patch")),
-    (("apps",), ("controllerrevisions",), ("watch", "list", "create", "delete", "patch")),
-    (("apps",), ("deployments", "daemonsets"), ("get", "list", "watch", "create", "delete", "patch")),
-    (("policy",), ("poddisruptionbudgets",), ("get", "list", "watch", "create", "delete", "patch")),
-    (("rbac.authorization.k8s.io",), ("clusterroles", "clusterrolebindings", "roles", "rolebindings"), _ALL),
     (
-        ("apiextensions.k8s.io",),
-        ("customresourcedefinitions",),
-        ("get", "list", "watch", "create", "delete", "patch"),
+        ("",),
+        ("serviceaccounts", "services", "endpoints", "pods/exec"),
+        ("get", "list", "watch", "create", "update", "delete", "patch"),
     ),
+    (("",), ("configmaps",), ("patch", "delete")),
+    (("batch",), ("jobs",), _WRITE),
+    (("apps",), ("controllerrevisions",), ("watch", "list", "create", "delete", "patch")),
+    (("apps",), ("deployments", "daemonsets"), _WRITE),
+    (
+        ("rbac.authorization.k8s.io",),
+        ("clusterroles", "clusterrolebindings", "roles", "rolebindings"),
+        ("get", "list", "watch", "create", "delete", "patch", "update"),
+    ),
+    (("apiextensions.k8s.io",), ("customresourcedefinitions",), _WRITE),
     (
         ("admissionregistration.k8s.io",),
         (
@@ -36,72 +52,96 @@ _OPERATOR_CLUSTER_RULES: tuple[Rule, ...] = (
             "validatingadmissionpolicybindings",
             "validatingadmissionpolicies",
         ),
-        _ALL,
+        _WRITE_UPDATE,
     ),
-    (("apiregistration.k8s.io",), ("apiservices",), _ALL),
-    (("monitoring.coreos.com",), ("servicemonitors", "prometheusrules"), _ALL),
+    (("apiregistration.k8s.io",), ("apiservices",), _WRITE_UPDATE),
+    (("monitoring.coreos.com",), ("servicemonitors", "prometheusrules"), _WRITE_UPDATE),
     (("",), ("namespaces",), ("get", "list", "watch", "patch")),
+)
+
+# What system:auth-delegator grants, which virt-api's binding to it needs the operator to hold.
+_AUTH_DELEGATION_RULES: tuple[Rule, ...] = (
     (("authentication.k8s.io",), ("tokenreviews",), ("create",)),
     (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
 )
 
 _OPERATOR_NAMESPACED_RULES: tuple[Rule, ...] = (
-    (("",), ("secrets",), ("create", "get", "list", "watch", "patch", "delete")),
-    (("",), ("configmaps",), ("create", "get", "list", "watch", "patch", "delete")),
-    (("route.openshift.io",), ("routes",), ("create", "get", "list", "watch", "patch", "delete")),
+    (("",), ("configmaps",), _NAMESPACED_WRITE),
+    (("route.openshift.io",), ("routes",), _NAMESPACED_WRITE),
     (("route.openshift.io",), ("routes/custom-host",), ("create",)),
-    (("coordination.k8s.io",), ("leases",), _ALL),
+    (("coordination.k8s.io",), ("leases",), ("get", "list", "watch", "delete", "update", "create", "patch")),
 )
 
 
-def _installed_rules(namespace: str) -> list[JSON]:
-    """Every rule of every role the operator installs."""
-    installed = [
+def certificate_secrets(namespace: str) -> list[str]:
+    """The Secrets the operator writes: its CAs and the certificates they sign."""
+    return [CA_SECRET, EXPORT_CA_SECRET, *(spec.secret for spec in component_certificates(namespace))]
+
+
+def _component_rbac(namespace: str) -> list[JSON]:
+    """The components' RBAC objects, as the install strategy creates them."""
+    return [
         *rbac.api_rbac(namespace),
         *rbac.controller_rbac(namespace),
         *rbac.handler_rbac(namespace),
         *cluster_roles.cluster_roles(),
     ]
-    found: list[JSON] = []
-    for obj in installed:
-        for rule in obj.get("rules", ()):
-            if rule not in found:
-                found.append(rule)
-    return found
+
+
+def _rules_of(kind: str, objects: list[JSON]) -> list[JSON]:
+    return [rule for obj in objects if obj["kind"] == kind for rule in obj.get("rules", ())]
+
+
+def operator_cluster_rules(namespace: str) -> list[JSON]:
+    """The operator's own cluster-wide rules, then the components' ClusterRoles', then auth delegation."""
+    components = _rules_of("ClusterRole", _component_rbac(namespace))
+    return [*rules(_OPERATOR_CLUSTER_RULES), *components, *rules(_AUTH_DELEGATION_RULES)]
+
+
+def operator_namespaced_rules(namespace: str) -> list[JSON]:
+    """The operator's own rules in the install namespace, then the components' Roles'."""
+    secrets: JSON = {
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        # By name: the operator writes only its certificates. The components' Roles below still let
+        # it read the namespace's Secrets, as virt-controller may.
+        "resourceNames": certificate_secrets(namespace),
+        "verbs": list(_NAMESPACED_WRITE),
+    }
+    components = _rules_of("Role", _component_rbac(namespace))
+    return [secrets, *rules(_OPERATOR_NAMESPACED_RULES), *components]
 
 
 def operator_rbac(namespace: str) -> list[JSON]:
     name = OPERATOR_SERVICE_ACCOUNT
-    cluster_rules = rules(_OPERATOR_CLUSTER_RULES)
-    cluster_rules += [rule for rule in _installed_rules(namespace) if rule not in cluster_rules]
     subjects = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
     role_ref = {"apiGroup": "rbac.authorization.k8s.io", "name": name}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, namespace)},
         {
             "apiVersion": RBAC_API_VERSION,
+            "kind": "Role",
+            "metadata": metadata(name, namespace),
+            "rules": operator_namespaced_rules(namespace),
+        },
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "RoleBinding",
+            "metadata": metadata(OPERATOR_ROLE_BINDING, namespace),
+            "roleRef": {**role_ref, "kind": "Role"},
+            "subjects": subjects,
+        },
+        {
+            "apiVersion": RBAC_API_VERSION,
             "kind": "ClusterRole",
             "metadata": metadata(name),
-            "rules": cluster_rules,
+            "rules": operator_cluster_rules(namespace),
         },
         {
             "apiVersion": RBAC_API_VERSION,
             "kind": "ClusterRoleBinding",
             "metadata": metadata(name),
             "roleRef": {**role_ref, "kind": "ClusterRole"},
-            "subjects": subjects,
-        },
-        {
-            "apiVersion": RBAC_API_VERSION,
-            "kind": "Role",
-            "metadata": metadata(name, namespace),
-            "rules": rules(_OPERATOR_NAMESPACED_RULES),
-        },
-        {
-            "apiVersion": RBAC_API_VERSION,
-            "kind": "RoleBinding",
-            "metadata": metadata(name, namespace),
-            "roleRef": {**role_ref, "kind": "Role"},
             "subjects": subjects,
         },
     ]

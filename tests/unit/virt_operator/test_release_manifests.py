@@ -28,7 +28,7 @@ def test_operator_manifest_holds_the_namespace_crd_rbac_and_deployment() -> None
         ("ClusterRole", "kubevirt-operator"),
         ("ClusterRoleBinding", "kubevirt-operator"),
         ("Role", "kubevirt-operator"),
-        ("RoleBinding", "kubevirt-operator"),
+        ("RoleBinding", "kubevirt-operator-rolebinding"),
         ("Deployment", "virt-operator"),
     } <= kinds
 
