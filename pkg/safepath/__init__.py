@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,3 +93,50 @@ def read_file(root: Path | str, path: str, *, limit: int, resolve: int = IN_ROOT
 def plain_name(name: str) -> bool:
     """Whether ``name`` is one path component that stays where it is put (no ``/``, not ``.``/``..``)."""
     return bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name
+
+
+def open_socket(dir_fd: int, name: str) -> int:
+    """An ``O_PATH`` descriptor of the unix socket ``name`` in the directory ``dir_fd``.
+
+    The last component is not followed either: a symlink, or anything but a socket, is refused. The
+    descriptor names exactly the inode checked; connect through :func:`fd_path` to reach it.
+    """
+    if not plain_name(name):
+        raise UnsafePathError(errno.EINVAL, "not a plain file name", name)
+    try:
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafePathError(errno.ELOOP, "a symlink", name) from None
+        raise
+    mode = os.fstat(fd).st_mode  # O_PATH|O_NOFOLLOW on a symlink opens the link itself
+    if not stat.S_ISSOCK(mode):
+        os.close(fd)
+        raise UnsafePathError(errno.ENOTSOCK, "a symlink" if stat.S_ISLNK(mode) else "not a socket", name)
+    return fd
+
+
+def fd_path(fd: int) -> str:
+    """A path naming the open file ``fd`` itself (short enough for a unix socket address)."""
+    return f"/proc/self/fd/{fd}"
+
+
+def connect_fd(fd: int, *, timeout: float | None = None) -> socket.socket:
+    """A stream connection to the unix socket that the ``O_PATH`` descriptor ``fd`` names."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.settimeout(timeout)
+        connection.connect(fd_path(fd))
+    except OSError:
+        connection.close()
+        raise
+    return connection
+
+
+def connect_socket(dir_fd: int, name: str, *, timeout: float | None = None) -> socket.socket:
+    """A stream connection to the unix socket ``name`` in ``dir_fd``, never through a symlink."""
+    fd = open_socket(dir_fd, name)
+    try:
+        return connect_fd(fd, timeout=timeout)
+    finally:
+        os.close(fd)

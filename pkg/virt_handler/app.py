@@ -27,7 +27,6 @@ from kubevirt.client import (
     own_namespace,
 )
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
-from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
@@ -55,6 +54,7 @@ from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.notify_pipes import NotifyPipes
 from kubevirt.virt_handler.notify_server import NOTIFY_SOCKET, NotifyServer, serve_notify
 from kubevirt.virt_handler.orphans import OrphanSweeper
+from kubevirt.virt_handler.pod_sockets import connect_launcher
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
 from kubevirt.virt_handler.rest.server import ServerThread, console_server_thread
 from kubevirt.virt_handler.vm_controller import VMController
@@ -146,7 +146,7 @@ class VirtHandler:
             "events": self._events,
             "node": options.node_name,
             "pods_dir": options.pods_dir,
-            "connect": LauncherClient,
+            "connect": connect_launcher,
             "proxies": self._proxies,
         }
         domain_cache = DomainCache()
@@ -162,7 +162,7 @@ class VirtHandler:
             vmi_store=vmis.store,
             node=options.node_name,
             pods_dir=options.pods_dir,
-            connect=LauncherClient,
+            connect=connect_launcher,
             network=network,
             node_facts=_node_facts(options),
             domain_events=self._domain_events,
@@ -205,7 +205,7 @@ class VirtHandler:
             vmi_store=vmis.store,
             target_store=targets.store,
             pods_dir=options.pods_dir,
-            connect=LauncherClient,
+            connect=connect_launcher,
         )
 
         def deleted(obj: dict[str, Any]) -> None:

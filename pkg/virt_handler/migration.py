@@ -49,7 +49,8 @@ from kubevirt.virt_handler.migration_proxy import (
     bind_unix_in_pod,
     unix_opener,
 )
-from kubevirt.virt_handler.network import NetworkSetupError, peer_pid
+from kubevirt.virt_handler.network import NetworkSetupError
+from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
 
 JSON = dict[str, Any]
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
@@ -127,8 +128,20 @@ class _Role:
         self._connect = connect
         self._proxies = proxies
         # The launcher pod's root, found from its command socket (the kernel names the peer's PID).
-        self._pod_root = pod_root or (lambda socket: PodRoot.of_process(peer_pid(socket)))
+        self._pod_root = pod_root or launcher_root
         self._log = get_logger()
+
+    def _launcher(self, socket: Path) -> MigrationLauncher:
+        try:
+            return self._connect(socket)
+        except SocketLookupError:
+            raise RequeueAfter(POLL_SECONDS) from None  # the socket changed since it was found
+
+    def _launcher_root(self, socket: Path) -> PodRoot:
+        try:
+            return self._pod_root(socket)
+        except PodSocketError as err:
+            raise MigrationProxyError(f"the launcher's pod: {err}") from None
 
     def _socket(self, vmi: JSON) -> Path | None:
         try:
@@ -182,7 +195,7 @@ class MigrationSource(_Role):
                 self._await_target(vmi, state, state)
                 return
             raise RequeueAfter(POLL_SECONDS)
-        launcher = self._connect(socket)
+        launcher = self._launcher(socket)
         try:
             new_state = self._drive(launcher, vmi, state, socket)
         except LauncherDisconnectedError:
@@ -290,7 +303,7 @@ class MigrationSource(_Role):
     def _start_proxies(self, uid: str, socket: Path, address: str, ports: Mapping[str, Any]) -> None:
         if self._proxies.running(uid):
             return
-        root = self._pod_root(socket)
+        root = self._launcher_root(socket)
         listeners = []
         try:
             for node_port, pod_port in ports.items():
@@ -347,7 +360,7 @@ class MigrationTarget(_Role):
         socket = self._socket(vmi)
         if socket is None:
             raise RequeueAfter(POLL_SECONDS)
-        launcher = self._connect(socket)
+        launcher = self._launcher(socket)
         try:
             self._drive(launcher, vmi, state, uid, socket)
         except LauncherDisconnectedError:
@@ -380,7 +393,7 @@ class MigrationTarget(_Role):
             with self._lock:
                 self._prepared.add(uid)
         if not self._proxies.running(uid):
-            root = self._pod_root(socket)
+            root = self._launcher_root(socket)
             openers = {
                 int(LIBVIRT_PORT_KEY): unix_opener(root, LAUNCHER_LIBVIRT_SOCKET_DIR, LAUNCHER_LIBVIRT_SOCKET)
             }
@@ -454,7 +467,7 @@ class MigrationTarget(_Role):
         if state.get("failed"):
             socket = self._socket(vmi)
             if socket is not None:
-                launcher = self._connect(socket)
+                launcher = self._launcher(socket)
                 try:
                     launcher.vmi_command("SignalTargetPodCleanup", vmi)
                 except LauncherClientError as err:

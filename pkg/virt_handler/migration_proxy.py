@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kubevirt import safepath
 from kubevirt.log import get_logger
 from kubevirt.podroot import PodRoot
 
@@ -80,21 +81,20 @@ def bind_unix_in_pod(root: PodRoot, directory: str, name: str) -> socket.socket:
 
 
 def unix_opener(root: PodRoot, directory: str, name: str) -> Opener:
-    """Connects, each time it is called, to the socket ``directory/name`` in the pod."""
+    """Connects, each time it is called, to the socket ``directory/name`` in the pod: the socket itself
+    opened without following a link (one put there since the last call is refused, never dialled)."""
 
     def open_() -> socket.socket:
-        def connect(path: str) -> socket.socket:
-            if not stat.S_ISSOCK(os.lstat(path).st_mode):
-                raise MigrationProxyError(f"{directory}/{name}: not a socket")
-            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                conn.connect(path)
-            except OSError:
-                conn.close()
-                raise
-            return conn
-
-        return _in_dir(root, directory, name, connect)
+        try:
+            fd = root.open_directory(directory)
+        except OSError as err:
+            raise MigrationProxyError(f"{directory}: {err}") from err
+        try:
+            return safepath.connect_socket(fd, name)
+        except safepath.UnsafePathError as err:
+            raise MigrationProxyError(f"{directory}/{name}: {err.strerror}") from None
+        finally:
+            os.close(fd)
 
     return open_
 

@@ -1,13 +1,12 @@
 """virt-handler's side of VM networking: phase 1 for each VMI before its sync, and its interface status.
 
-The launcher's PID comes from the kernel (the peer credentials of its command socket), not from
-anything the pod says; phase 1 then runs inside that process's network namespace.
+The launcher's PID comes from the kernel (the peer credentials of its command socket, dialled without
+following links and checked to be a process of the launcher's pod), not from anything the pod says; phase 1
+then runs inside that process's network namespace.
 """
 
 from __future__ import annotations
 
-import socket
-import struct
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from kubevirt.log import get_logger
 from kubevirt.network.errors import NetworkConfigError, NetworkError
 from kubevirt.network.names import POD_INTERFACE
 from kubevirt.network.setup.pod import PodNetworkSetup
+from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_pid
 
 JSON = dict[str, Any]
 DEFAULT_PRIVATE_DIR = Path("/var/run/kubevirt-private")
@@ -30,15 +30,6 @@ class NetworkSetupError(Exception):
         self.message = message
 
 
-def peer_pid(socket_path: Path) -> int:
-    """The PID of the process serving ``socket_path`` (SO_PEERCRED: the kernel's word, not the pod's)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(2.0)
-        conn.connect(str(socket_path))
-        pid, _uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-    return int(pid)
-
-
 class HandlerNetwork:
     def __init__(self, *, private_dir: Path = DEFAULT_PRIVATE_DIR) -> None:
         self._setup = PodNetworkSetup(private_dir=private_dir)
@@ -48,10 +39,10 @@ class HandlerNetwork:
         """Phase 1 for ``vmi``; :class:`NetworkSetupError` with a reason and message for its status."""
         try:
             if self._setup.pending(vmi):
-                self._setup.setup(vmi, peer_pid(launcher_socket))
+                self._setup.setup(vmi, launcher_pid(launcher_socket))
         except NetworkConfigError as err:
             raise NetworkSetupError(CONFIG_INVALID_REASON, str(err)) from err
-        except (NetworkError, OSError) as err:
+        except (NetworkError, OSError, PodSocketError) as err:
             self._log.error("pod network setup failed", name=vmi["metadata"]["name"], reason=str(err))
             raise NetworkSetupError(
                 SETUP_FAILED_REASON, f"failed to configure the pod network: {err}"

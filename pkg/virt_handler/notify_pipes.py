@@ -21,7 +21,7 @@ from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR, NOTIFY_PIPE
 from kubevirt.log import get_logger
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.migration_proxy import MigrationProxyError, bind_unix_in_pod, pipe
-from kubevirt.virt_handler.network import peer_pid
+from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
 
 START_TIMEOUT = 10.0
 SOCKET_MODE = 0o600
@@ -29,11 +29,6 @@ SOCKET_MODE = 0o600
 
 class NotifyPipeError(Exception):
     """The pipe socket could not be made in the launcher's pod."""
-
-
-def launcher_root(launcher_socket: Path) -> PodRoot:
-    """The launcher pod's root, from the process serving its command socket (the kernel's word)."""
-    return PodRoot.of_process(peer_pid(launcher_socket))
 
 
 def _give_to_launcher(root: PodRoot, launcher_socket: Path) -> None:
@@ -77,7 +72,7 @@ class NotifyPipes:
         try:
             root = self._pod_root(launcher_socket)
             listener = bind_unix_in_pod(root, str(DEFAULT_SHARE_DIR), NOTIFY_PIPE_SOCKET)
-        except (OSError, MigrationProxyError) as err:
+        except (OSError, MigrationProxyError, PodSocketError) as err:
             raise NotifyPipeError(f"{DEFAULT_SHARE_DIR}/{NOTIFY_PIPE_SOCKET} in the pod: {err}") from None
         try:
             _give_to_launcher(root, launcher_socket)

@@ -22,7 +22,12 @@ from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, Launch
 from kubevirt.handler_launcher_com.sockets import READY_SOCKET
 from kubevirt.log import get_logger
 from kubevirt.virt_handler import phase as phases
-from kubevirt.virt_handler.launcher_sockets import is_marked_unresponsive, launcher_pods, socket_dir
+from kubevirt.virt_handler.launcher_sockets import (
+    SocketLookupError,
+    is_marked_unresponsive,
+    launcher_pods,
+    socket_dir,
+)
 from kubevirt.virt_handler.shutdown import RESEND_SECONDS, Action, next_step
 
 JSON = dict[str, Any]
@@ -81,7 +86,11 @@ class OrphanSweeper:
             if pod_uid in known or is_marked_unresponsive(self._pods_dir, pod_uid):
                 continue
             socket = self._pods_dir.joinpath(*socket_dir(pod_uid), READY_SOCKET)
-            launcher = self._connect(socket)
+            try:
+                launcher = self._connect(socket)
+            except SocketLookupError as err:
+                self._log.warning("refused a launcher socket", pod=pod_uid, reason=str(err))
+                continue
             try:
                 owner = self._clean(launcher)
             except LauncherDisconnectedError:

@@ -215,7 +215,11 @@ class VMController:
         if network_error is not None:
             outcome = _Outcome(error=network_error)
         else:
-            launcher = self._connect(socket)
+            try:
+                launcher = self._connect(socket)
+            except SocketLookupError as err:  # the socket changed since it was found: look again
+                self._log.warning("refused a launcher socket", name=vmi["metadata"]["name"], reason=str(err))
+                raise RequeueAfter(SOCKET_WAIT_SECONDS) from None
             try:
                 outcome = self._drive(launcher, vmi)
             finally:

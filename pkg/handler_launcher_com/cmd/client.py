@@ -8,6 +8,7 @@ launcher went away (callers shutting a VMI down ignore those).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -52,14 +53,21 @@ class CommandUnimplementedError(LauncherClientError):
 class LauncherClient:
     """Calls one launcher's ``kubevirt.cmd.v1.Cmd`` service over its unix socket."""
 
-    def __init__(self, socket_path: Path) -> None:
+    def __init__(self, socket_path: Path, *, path_fd: int | None = None) -> None:
+        """``path_fd``, when given, is an ``O_PATH`` descriptor of the socket (the client owns it): gRPC
+        dials it as ``/proc/self/fd/<n>`` whenever it connects, so the inode checked is the one reached."""
         self.socket_path = socket_path
-        self._channel = grpc.insecure_channel(grpc_target(socket_path))
+        self._path_fd = path_fd
+        dialled = socket_path if path_fd is None else Path(f"/proc/self/fd/{path_fd}")
+        self._channel = grpc.insecure_channel(grpc_target(dialled))
         self._stub = cmd_pb2_grpc.CmdStub(self._channel)
         self._info = info_grpc.CmdInfoStub(self._channel)
 
     def close(self) -> None:
         self._channel.close()
+        if self._path_fd is not None:
+            os.close(self._path_fd)
+            self._path_fd = None
 
     def __enter__(self) -> LauncherClient:
         return self

@@ -1,8 +1,9 @@
 """virt-handler's containerDisk mounts (KubeVirt's ``pkg/virt-handler/container-disk``).
 
 Each containerDisk volume's container announces itself with ``disk_<N>.sock`` in the launcher pod's
-``container-disks`` volume. Before the first sync the handler connects to that socket, learns the
-container's process from the peer credentials, and bind-mounts the image inside that process's root
+``container-disks`` volume. Before the first sync the handler connects to that socket (never through a
+link: :mod:`kubevirt.virt_handler.pod_sockets`), learns the container's process from the peer credentials,
+checks that it is a process of that pod, and bind-mounts the image inside that process's root
 read-only at ``disk_<N>.img`` in the same volume, where virt-launcher backs the guest's overlay with it.
 A kernel-boot container's kernel and initrd go below ``kernel-boot/`` the same way.
 
@@ -16,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import socket
-import struct
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -28,6 +27,7 @@ from typing import Any
 from kubevirt.container_disk import SOCKET_SUFFIX
 from kubevirt.log import get_logger
 from kubevirt.virt_handler.launcher_sockets import EMPTY_DIR
+from kubevirt.virt_handler.pod_sockets import PodSocketError, pod_process
 
 JSON = dict[str, Any]
 CONTAINER_DISKS_VOLUME = "container-disks"
@@ -35,7 +35,6 @@ KERNEL_BOOT_NAME = "kernel-boot"
 KERNEL_BOOT_VOLUME = "kernel-boot-volume"
 HOSTMOUNT_MODULE = "kubevirt.virt_handler.container_disk.hostmount"
 HOSTMOUNT_TIMEOUT_SECONDS = 30.0
-_PEERCRED = struct.Struct("3i")
 
 
 class ContainerDiskError(Exception):
@@ -85,18 +84,6 @@ def mount_requests(vmi: Mapping[str, Any]) -> list[MountRequest]:
                     )
                 )
     return requests
-
-
-def socket_peer_pid(path: Path) -> int:
-    """The process listening on the unix socket ``path`` (its PID in this PID namespace)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-        client.settimeout(2.0)
-        client.connect(str(path))
-        credentials = client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-    pid = int(_PEERCRED.unpack(credentials)[0])
-    if pid <= 0:
-        raise OSError(f"{path}: no process behind the socket")
-    return pid
 
 
 def run_hostmount(operation: str, request: JSON, namespace: str | None) -> bool:
@@ -149,7 +136,11 @@ class Mounter:
         return found[0] if found else None
 
     def _volume_dir(self, pod_uid: str) -> Path:
-        return self._pods_dir / pod_uid / "volumes" / EMPTY_DIR / CONTAINER_DISKS_VOLUME
+        return self._pods_dir.joinpath(*_volume_parts(pod_uid))
+
+    def _disk_process(self, pod_uid: str, request: MountRequest) -> int:
+        """The disk container's PID, from its socket in the pod's volume (checked to be the pod's)."""
+        return pod_process(self._pods_dir, _volume_parts(pod_uid), request.socket_name, pod_uid)
 
     def ready(self, vmi: Mapping[str, Any], node: str) -> bool:
         """Whether every disk container of the VMI's pod is up and answering on its socket."""
@@ -161,9 +152,11 @@ class Mounter:
             return False
         for request in requests:
             try:
-                socket_peer_pid(self._volume_dir(uid) / request.socket_name)
+                self._disk_process(uid, request)
+            except PodSocketError as err:
+                raise ContainerDiskError(f"containerDisk {request.volume}: {err}") from None
             except OSError:
-                return False
+                return False  # not listening yet
         return True
 
     def mount(self, vmi: Mapping[str, Any], node: str) -> None:
@@ -177,8 +170,8 @@ class Mounter:
         self._record(vmi, uid, [request.target for request in requests])
         for request in requests:
             try:
-                pid = socket_peer_pid(self._volume_dir(uid) / request.socket_name)
-            except OSError as err:
+                pid = self._disk_process(uid, request)
+            except (OSError, PodSocketError) as err:
                 raise ContainerDiskError(f"containerDisk {request.volume} is not ready: {err}") from None
             try:
                 mounted = self._hostmount(
@@ -265,6 +258,10 @@ class Mounter:
         except (OSError, ValueError) as err:
             raise ContainerDiskError(f"the mount record of {vmi_uid} cannot be read: {err}") from None
         return loaded if isinstance(loaded, dict) else None
+
+
+def _volume_parts(pod_uid: str) -> list[str]:
+    return [pod_uid, "volumes", EMPTY_DIR, CONTAINER_DISKS_VOLUME]
 
 
 def _name(vmi: Mapping[str, Any]) -> str:

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kubevirt.client import JSON, EventSink
-from kubevirt.handler_launcher_com.cmd.client import LauncherClient, LauncherClientError
+from kubevirt.handler_launcher_com.cmd.client import LauncherClientError
 from kubevirt.log import get_logger
 from kubevirt.service.durations import parse_duration
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_pod, find_launcher_socket
+from kubevirt.virt_handler.pod_sockets import connect_launcher
 
 ACCEPTED = 202
 BAD_REQUEST = 400
@@ -75,7 +76,7 @@ class LauncherLocator:
 
     pods_dir: Path
     node: str
-    connect: Callable[[Path], Launcher] = LauncherClient
+    connect: Callable[[Path], Launcher] = connect_launcher
 
     def pod_uid(self, vmi: JSON) -> str:
         return find_launcher_pod(self.pods_dir, _active_pods(vmi), self.node)

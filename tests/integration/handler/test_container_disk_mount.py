@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
+from kubevirt_testing import pod_process
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -74,24 +74,30 @@ def pod(tmp_path: Path, pods_dir: Path) -> Iterator[Pod]:
     (rootfs / "dir").mkdir()
     processes: list[subprocess.Popen[str]] = []
 
-    def start(socket_name: str) -> None:
+    def start(socket_name: str, *, cgroup_of: str = uid, namespaces: bool = True, at: Path = volume) -> None:
+        """The disk container: by default a process of this pod (its cgroup, namespaces of its own)."""
+        argv = [sys.executable, "-c", DISK_CONTAINER, str(at / socket_name), str(rootfs)]
+        cgroups.add(cgroup_of)
         process = subprocess.Popen(
-            [sys.executable, "-c", DISK_CONTAINER, str(volume / socket_name), str(rootfs)],
+            pod_process.in_pod_namespaces(argv) if namespaces else argv,
             stdout=subprocess.PIPE,
             text=True,
+            preexec_fn=pod_process.join_cgroup(cgroup_of),
         )
         assert process.stdout is not None
         assert process.stdout.readline().strip() == "ready"
         processes.append(process)
 
+    cgroups: set[str] = set()
     pod = Pod(uid, volume, rootfs)
     pod.start = start  # type: ignore[attr-defined]
     try:
         yield pod
     finally:
         for process in processes:
-            process.send_signal(signal.SIGTERM)
-            process.wait(10)
+            pod_process.kill(process)
+        for name in cgroups:
+            pod_process.remove_cgroup(name)
         for target in sorted(volume.rglob("*"), reverse=True):
             while _mounts_at(target):
                 subprocess.run(["umount", str(target)], check=False)
@@ -223,4 +229,36 @@ def test_the_helper_finds_and_enters_the_hosts_mount_namespace(
     mounter.mount(subject, NODE)
     assert (pod.volume / "disk_0.img").read_bytes() == IMAGE
     mounter.unmount("vmi-uid-1")
+    assert _mounts_at(pod.volume / "disk_0.img") == []
+
+
+def test_a_socket_link_to_a_host_socket_mounts_nothing(pod: Pod, mounter: Mounter, tmp_path: Path) -> None:
+    # The pod links disk_0.sock to a socket a host process serves: followed, the host's root would be
+    # taken for the container's and a host file mounted into the pod.
+    host_side = tmp_path / "host"
+    host_side.mkdir()
+    pod.start("host.sock", namespaces=False, cgroup_of="not-a-pod", at=host_side)  # type: ignore[attr-defined]
+    (pod.volume / "disk_0.sock").symlink_to(host_side / "host.sock")
+    subject = vmi(pod, {"name": "rootdisk", "containerDisk": {"image": "x", "path": "/disk/guest.qcow2"}})
+    with pytest.raises(ContainerDiskError, match=r"containerDisk rootdisk: .*refused, a symlink"):
+        mounter.ready(subject, NODE)
+    with pytest.raises(ContainerDiskError, match="refused, a symlink"):
+        mounter.mount(subject, NODE)
+    assert _mounts_at(pod.volume / "disk_0.img") == []
+
+
+@pytest.mark.parametrize(
+    ("start", "reason"),
+    [
+        ({"namespaces": False}, "pid namespace"),  # the pod's cgroup, the host's namespaces
+        ({"cgroup_of": "another-pod"}, "is not in pod"),  # namespaces of its own, another pod's cgroup
+    ],
+)
+def test_a_socket_served_by_a_process_not_of_the_pod_mounts_nothing(
+    pod: Pod, mounter: Mounter, start: dict[str, Any], reason: str
+) -> None:
+    pod.start("disk_0.sock", **start)  # type: ignore[attr-defined]
+    subject = vmi(pod, {"name": "rootdisk", "containerDisk": {"image": "x"}})
+    with pytest.raises(ContainerDiskError, match=reason):
+        mounter.mount(subject, NODE)
     assert _mounts_at(pod.volume / "disk_0.img") == []

@@ -42,6 +42,7 @@ from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.handler_launcher_com.notify.v1 import notify_pb2, notify_pb2_grpc
 from kubevirt.handler_launcher_com.server import register_notify_info, serve_unix
 from kubevirt.handler_launcher_com.sockets import NOTIFY_PIPE_SOCKET, cmd_socket_path
+from kubevirt_testing import pod_process
 
 CACHE = Path(os.environ.get("KUBEVIRT_CACHE", "/var/cache/kubevirt-py"))
 GUEST_DIR = CACHE / "test-guest"
@@ -399,6 +400,7 @@ class LauncherPod:
     process: subprocess.Popen[bytes]
     log_path: Path
     notify: NotifyRecorder | None = None
+    pod_uid: str | None = None
     client: LauncherClient = field(init=False)
 
     def __post_init__(self) -> None:
@@ -486,9 +488,12 @@ def start_launcher_pod(
     extra: tuple[str, ...] = (),
     share: Path | None = None,
     private: Path | None = None,
+    pod_uid: str | None = None,
 ) -> LauncherPod:
     """``share`` and ``private`` (host directories, like a pod's emptyDirs) default to the test's
-    ``share`` and a tmpfs seen only by the launcher."""
+    ``share`` and a tmpfs seen only by the launcher. With ``pod_uid`` the launcher runs as that pod's
+    process would (its cgroup, PID and network namespaces: :mod:`kubevirt_testing.pod_process`), which
+    virt-handler requires before it enters the pod."""
     share = share or tmp / "share"
     (share / "migrationproxy").mkdir(parents=True, exist_ok=True)
     recorder = serve_notify(share) if notify else None
@@ -520,14 +525,16 @@ def start_launcher_pod(
             'exec "$@"',
         ]
     )
+    shell = ["sh", "-c", script, "launcher", *command]
+    argv = ["unshare", "--mount", "--propagation", "private", *shell]
+    join = None
+    if pod_uid is not None:
+        argv, join = pod_process.in_pod_namespaces(shell), pod_process.join_cgroup(pod_uid)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "launcher", *command],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=join
         )
-    pod = LauncherPod(share, vmi, process, log_path, recorder)
+    pod = LauncherPod(share, vmi, process, log_path, recorder, pod_uid=pod_uid)
     deadline = time.monotonic() + 30
     while not cmd_socket_path(share).exists():
         if process.poll() is not None or time.monotonic() > deadline:
@@ -541,6 +548,8 @@ def stop_launcher_pod(pod: LauncherPod) -> None:
     pod.client.close()
     if pod.notify is not None and pod.notify.server is not None:
         pod.notify.server.stop(grace=0)
+    if pod.pod_uid is not None:
+        pod_process.kill(pod.process)
     if pod.process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pod.process.pid, signal.SIGKILL)
@@ -549,6 +558,8 @@ def stop_launcher_pod(pod: LauncherPod) -> None:
     for pid in guest_pids(f"guest={pod.vmi['metadata']['namespace']}_{pod.vmi['metadata']['name']},"):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    if pod.pod_uid is not None:
+        pod_process.remove_cgroup(pod.pod_uid)
 
 
 def guest_pids(name_argument: str) -> list[int]:

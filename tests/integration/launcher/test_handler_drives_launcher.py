@@ -25,12 +25,12 @@ import pytest
 
 from kubevirt.client import EVENTS, VIRTUAL_MACHINE_INSTANCES, EventRecorder, KubeClient
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
-from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.virt_handler.domain_cache import DomainCache
 from kubevirt.virt_handler.domain_notify import DomainNotify
 from kubevirt.virt_handler.notify_pipes import NotifyPipes
 from kubevirt.virt_handler.notify_server import NotifyServer, serve_notify
 from kubevirt.virt_handler.orphans import OrphanSweeper
+from kubevirt.virt_handler.pod_sockets import connect_launcher
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import LauncherWatchdog
 from kubevirt_testing.waiting import eventually
@@ -74,10 +74,10 @@ class Handler:
             vmi_store=vmis.store,
             node=NODE,
             pods_dir=self.pods_dir,
-            connect=LauncherClient,
+            connect=connect_launcher,
             notify=notify,
         )
-        orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=self.pods_dir, connect=LauncherClient)
+        orphans = OrphanSweeper(vmi_store=vmis.store, pods_dir=self.pods_dir, connect=connect_launcher)
 
         def deleted(obj: dict[str, Any]) -> None:
             queue.add(key_of(obj))
@@ -174,7 +174,7 @@ def _start(handler: Handler, launcher_pods: Any, make_vmi: Any, name: str, **ext
         VIRTUAL_MACHINE_INSTANCES, handler.namespace, {k: v for k, v in vmi.items() if k != "status"}
     )
     vmi["metadata"]["uid"] = created["metadata"]["uid"]
-    pod = launcher_pods(vmi, name=name, grace_period=60)
+    pod = launcher_pods(vmi, name=name, grace_period=60, pod_uid=POD_UID)  # a process of that pod
     sockets = handler.pods_dir / POD_UID / EMPTY_DIR
     sockets.mkdir(parents=True)
     subprocess.run(["mount", "--bind", str(pod.share_dir / "sockets"), str(sockets)], check=True)

@@ -41,12 +41,12 @@ from kubevirt.controller import (
     UIDTrackingControllerExpectations,
     key_of,
 )
-from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch.migration import MigrationController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
 from kubevirt.virt_handler.migration_proxy import ProxyManager
+from kubevirt.virt_handler.pod_sockets import connect_launcher
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_testing.certificates import CertificateAuthority
@@ -105,7 +105,7 @@ class Node:
             "events": self.events,
             "node": name,
             "pods_dir": self.pods_dir,
-            "connect": LauncherClient,
+            "connect": connect_launcher,
             "proxies": self.proxies,
         }
         vmis = self.factory.informer(
@@ -124,7 +124,7 @@ class Node:
             vmi_store=vmis.store,
             node=name,
             pods_dir=self.pods_dir,
-            connect=LauncherClient,
+            connect=connect_launcher,
             migration_source=MigrationSource(**roles),
         )
         target = MigrationTarget(vmi_store=targets.store, address="127.0.0.1", **roles)
@@ -292,7 +292,9 @@ class Scenario:
         previous = os.environ.get("POD_NAME")
         os.environ["POD_NAME"] = name
         try:
-            launcher = self.launcher_pods(vmi, name=launcher_name, grace_period=60)
+            launcher = self.launcher_pods(
+                vmi, name=launcher_name, grace_period=60, pod_uid=pod["metadata"]["uid"]
+            )
         finally:
             if previous is None:
                 del os.environ["POD_NAME"]

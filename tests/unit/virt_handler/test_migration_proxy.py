@@ -189,3 +189,21 @@ def test_migration_tls_follows_a_rotation_and_keeps_the_last_good_pair_mid_rotat
     files.client_cert_file.write_bytes(new_ca.issue("node-a", client=True).cert_pem)
     os.utime(files.client_cert_file, ns=(3_000_000_000, 3_000_000_000))
     assert provider() is rotated
+
+
+def test_a_socket_swapped_for_a_link_is_not_dialled(tmp_path: Path, pods: tuple[PodRoot, PodRoot]) -> None:
+    # Each connection opens the pod's socket anew: a link put in its place since (here to a socket
+    # outside the pod, where a host service would listen) is refused, not followed.
+    _, target = pods
+    opener = unix_opener(target, "/var/run/kubevirt/migrationproxy", "qemu.sock")
+    opener().close()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with contextlib.chdir(outside):
+        host_service = echo_server("host.sock")
+    proxies = target.root / "var/run/kubevirt/migrationproxy"
+    (proxies / "qemu.sock").unlink()
+    (proxies / "qemu.sock").symlink_to(outside / "host.sock")
+    with pytest.raises(MigrationProxyError, match=r"qemu\.sock: a symlink"):
+        opener()
+    host_service.close()
