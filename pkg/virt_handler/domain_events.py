@@ -2,13 +2,14 @@
 
 virt-handler reads the domain from the launcher on every reconcile; each time its state or reason is
 not what it was the time before, that is recorded as an event (``Added`` when a domain appeared,
-``Modified``, ``Deleted`` when it went away), with when it was seen. Only the newest is kept per VMI.
+``Modified``, ``Deleted`` when it went away), with when it was seen. Only the newest is kept per VMI, and
+only for VMIs still on the node: the VM controller drops the others.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -64,3 +65,12 @@ class DomainEventLog:
         with self._lock:
             self._state.pop(uid, None)
             self._last.pop(uid, None)
+
+    def forget_all_but(self, uids: Iterable[str]) -> None:
+        """Drops what was seen of every VMI but ``uids`` (those that left without a final phase)."""
+        keep = set(uids)
+        with self._lock:
+            for uid in [uid for uid in self._state if uid not in keep]:
+                del self._state[uid]
+            for uid in [uid for uid in self._last if uid not in keep]:
+                del self._last[uid]

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventSink, KubeApi
 from kubevirt.client.errors import ConflictError, NotFoundError
-from kubevirt.controller import RequeueAfter, Store, split_key
+from kubevirt.controller import RequeueAfter, Store, key_of, split_key
 from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, LauncherDisconnectedError
 from kubevirt.log import get_logger
 from kubevirt.virt_handler import phase as phases
@@ -82,6 +82,10 @@ class _Outcome:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _uid_of(vmi: JSON, key: str) -> str:
+    return str(vmi["metadata"].get("uid") or key)
 
 
 def interfaces_from_domain(domain: JSON) -> list[JSON]:
@@ -158,6 +162,9 @@ class VMController:
         # Per VMI key: the resourceVersion our last status write replaced. While the cache still shows
         # it, the cache has not caught up with that write and a status computed from it is stale.
         self._replaced: dict[str, str] = {}
+        # Per VMI key: the UID the state above is kept for, so a VMI created again under the same name
+        # does not leave its predecessor's behind.
+        self._uids: dict[str, str] = {}
 
     def reconcile(self, key: str) -> None:
         vmi = self._vmis.get_by_key(key)
@@ -169,8 +176,7 @@ class VMController:
             self._unmount_recorded(key, keep=None)
             if self._notify is not None:
                 self._notify.forget(key)
-            with self._lock:
-                self._replaced.pop(key, None)
+            self._forget_all_but_known()
             return
         vmi = copy.deepcopy(vmi)
         # A VMI deleted and created again under the same name while its mounts were still there.
@@ -179,12 +185,14 @@ class VMController:
         current = status.get("phase") or ""
         if current not in (phases.SCHEDULED, phases.RUNNING, *phases.FINAL_PHASES):
             return
+        uid = _uid_of(vmi, key)
         if (vmi["metadata"].get("labels") or {}).get("kubevirt.io/nodeName") != self._node:
+            self._forget(uid, key)  # migrated away: it will reach no final phase here to be forgotten at
             return
         if self._migration_source is not None and self._migration_source.owns(vmi):
             self._migration_source.reconcile(vmi)  # the launcher is busy migrating: that role drives it
             return
-        uid = str(vmi["metadata"].get("uid") or key)
+        self._track(key, uid)
         final = current in phases.FINAL_PHASES
         deleting = vmi["metadata"].get("deletionTimestamp") is not None
         if final and self._network is not None:
@@ -284,11 +292,41 @@ class VMController:
         if self._notify is not None:
             self._notify.forget(key)
         with self._lock:
-            self._waiting_since.pop(uid, None)
-            self._reached.discard(uid)
-            self._last_down.pop(uid, None)
+            self._drop(uid)
             self._replaced.pop(key, None)
+            self._uids.pop(key, None)
         self._domain_events.forget(uid)
+
+    def _drop(self, uid: str) -> None:
+        """Drops what is kept for the VMI with ``uid`` (the lock held)."""
+        self._waiting_since.pop(uid, None)
+        self._reached.discard(uid)
+        self._last_down.pop(uid, None)
+
+    def _track(self, key: str, uid: str) -> None:
+        """Records that ``key`` names the VMI with ``uid``; one it named before was deleted and created
+        again meanwhile, and what is kept for that one goes."""
+        with self._lock:
+            previous = self._uids.get(key)
+            self._uids[key] = uid
+            if previous is None or previous == uid:
+                return
+            self._drop(previous)
+        self._domain_events.forget(previous)
+
+    def _forget_all_but_known(self) -> None:
+        """Drops what is kept for every VMI the cache no longer holds: deleted, migrated away, or gone
+        while the handler was not watching (a relist's tombstone), none with a final phase seen here."""
+        with self._lock:  # the cache read inside it, so a worker's entry for a VMI just added stays
+            known = self._vmis.list()
+            keys = {key_of(vmi) for vmi in known}
+            uids = {_uid_of(vmi, key_of(vmi)) for vmi in known}
+            for uid in (self._waiting_since.keys() | self._reached | self._last_down.keys()) - uids:
+                self._drop(uid)
+            for key in (self._replaced.keys() | self._uids.keys()) - keys:
+                self._replaced.pop(key, None)
+                self._uids.pop(key, None)
+            self._domain_events.forget_all_but(uids)
 
     def _drive(self, launcher: Launcher, vmi: JSON) -> _Outcome:
         final = vmi["status"].get("phase") in phases.FINAL_PHASES
