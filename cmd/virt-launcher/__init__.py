@@ -79,7 +79,11 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option(
     "--simulate-crash", is_flag=True, help="Exit at once with a failure (for testing crash handling)."
 )
-@click.option("--run-as-nonroot", is_flag=True, help="Accepted for compatibility; QEMU runs as root here.")
+@click.option(
+    "--run-as-nonroot",
+    is_flag=True,
+    help="Run libvirt in session mode as this (non-root) user; QEMU runs as that user too.",
+)
 @click.option(
     "--disk-memory-limit",
     type=int,
@@ -134,6 +138,7 @@ def main(**flags: object) -> None:
         libvirt_log_filters=str(flags["libvirt_log_filters"]),
         ovmf_path=str(flags["ovmf_path"]),
         disk_memory_limit=int(str(flags["disk_memory_limit"])),
+        run_as_nonroot=bool(flags["run_as_nonroot"]),
     )
     launcher = app.Launcher(config, converter, warm_up=converter.start)
     launcher.install_signal_handlers()

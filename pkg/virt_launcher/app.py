@@ -27,6 +27,7 @@ from kubevirt.handler_launcher_com.sockets import cmd_socket_path, init_socket_p
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
+from kubevirt.virt_launcher.libvirt_session import SessionLayout
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.network import PodNetworkConverter
 from kubevirt.virt_launcher.notify_client import NotifyClient
@@ -49,16 +50,34 @@ SERIAL_CONSOLE_LOG = "virt-serial0-log"
 CONSOLE_LOG_READER_UID = 107
 
 
-def prepare_private_dir(private: Path) -> None:
+def prepare_private_dir(private: Path, *, non_root: bool = False) -> None:
     """The VMI's private directory and its serial console log, both handed to the console log reader
-    before libvirt opens the log for appending (it keeps an existing file's owner)."""
+    before libvirt opens the log for appending (it keeps an existing file's owner). A non-root launcher
+    is that reader's user already: QEMU creates the log as theirs."""
     private.mkdir(parents=True, exist_ok=True)
+    if non_root:
+        return
     os.chown(private, CONSOLE_LOG_READER_UID, CONSOLE_LOG_READER_UID)
     fd = os.open(private / SERIAL_CONSOLE_LOG, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.fchown(fd, CONSOLE_LOG_READER_UID, CONSOLE_LOG_READER_UID)
     finally:
         os.close(fd)
+
+
+def user_mode_mismatch(run_as_nonroot: bool, euid: int) -> str:
+    """Why libvirt cannot run in the mode the flags ask for as this user (empty: it can): system mode
+    needs root, session mode a non-root user."""
+    if run_as_nonroot and euid == 0:
+        return (
+            "--run-as-nonroot, but virt-launcher runs as root: libvirt's session mode needs a non-root user"
+        )
+    if not run_as_nonroot and euid != 0:
+        return (
+            f"virt-launcher runs as uid {euid} without --run-as-nonroot: libvirt's system mode needs root "
+            "(a non-root launcher pod passes --run-as-nonroot)"
+        )
+    return ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +101,7 @@ class LauncherConfig:
     libvirt_log_filters: str = ""
     ovmf_path: str = ""
     disk_memory_limit: int = 0
+    run_as_nonroot: bool = False
 
     @property
     def vmi_private_dir(self) -> Path:
@@ -126,6 +146,11 @@ class Launcher:
 
     def run(self) -> int:
         cfg = self.config
+        # Before anything is written: our own libvirtd must be able to run as this user in this mode.
+        mismatch = "" if cfg.libvirt_uri else user_mode_mismatch(cfg.run_as_nonroot, os.geteuid())
+        if mismatch:
+            self._log.error("cannot start libvirtd", reason=mismatch)
+            return EXIT_FAILURE
         if reaper.become_subreaper():
             reaper.start_reaping()
         try:
@@ -143,6 +168,8 @@ class Launcher:
                 runtime,
                 capabilities_cache=cfg.libvirt_capabilities_cache,
                 log_filters=cfg.libvirt_log_filters,
+                # KubeVirt's XDG homes: libvirt's session state under the private directory.
+                session=SessionLayout(home=cfg.private_dir) if cfg.run_as_nonroot else None,
             )
             try:
                 libvirtd.start()
@@ -152,7 +179,7 @@ class Launcher:
                 return EXIT_FAILURE
             uri = libvirtd.uri
             # Empty disks go to libvirt's runtime directory, which is our libvirtd's own.
-            self._storage = self._pod_storage(libvirtd.runtime_dir / "run" / EMPTY_DISKS)
+            self._storage = self._pod_storage(libvirtd.run_dir / EMPTY_DISKS)
         try:
             conn = self._connect(uri)
         except libvirt.libvirtError as err:
@@ -334,13 +361,13 @@ class Launcher:
 
     def _pre_start(self, facts: VMIFacts) -> None:
         private = self.config.private_dir / facts.uid if facts.uid else self.config.vmi_private_dir
-        prepare_private_dir(private)
+        prepare_private_dir(private, non_root=self.config.run_as_nonroot)
         self._storage.prepare(facts.raw)
 
     def _prepare_directories(self) -> None:
         cfg = self.config
         (cfg.share_dir / "sockets").mkdir(parents=True, exist_ok=True)
-        prepare_private_dir(cfg.vmi_private_dir)
+        prepare_private_dir(cfg.vmi_private_dir, non_root=cfg.run_as_nonroot)
 
     def _connect(self, uri: str, timeout: float = 10.0) -> libvirt.virConnect:
         libvirt.registerErrorHandler(lambda *_: None, None)  # errors are raised, not printed

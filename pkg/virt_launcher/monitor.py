@@ -4,7 +4,8 @@ It runs virt-launcher with its own arguments (less ``--keep-after-failure``), tu
 one SIGTERM for the launcher, reaps whatever the container orphans, and once the launcher is gone makes
 sure no QEMU outlives it and empties the container-disk directory (``--container-disk-dir``): each disk
 container exits when its socket there is gone, so the pod completes (as after a migration away). Its exit
-code is the launcher's (1 when a QEMU would not stop).
+code is the launcher's (1 when a QEMU would not stop). A non-root monitor holding NET_BIND_SERVICE
+starts the launcher with it ambient, as KubeVirt's does (:mod:`.ambient_caps`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kubevirt.virt_launcher import COMPONENT
+from kubevirt.virt_launcher.ambient_caps import ambient_raiser
 
 KEEP_AFTER_FAILURE = "--keep-after-failure"
 CONTAINER_DISK_DIR = "--container-disk-dir"
@@ -134,7 +136,7 @@ def run(argv: Sequence[str], launcher: str = "virt-launcher", logger: Callable[[
     delay the launcher under the pod's CPU limit."""
     args, keep_after_failure = launcher_arguments(argv)
     _become_subreaper()
-    child = subprocess.Popen([launcher, *args])
+    child = subprocess.Popen([launcher, *args], preexec_fn=ambient_raiser())
     log_once = functools.cache(logger)
 
     def forward(signum: int, _frame: object) -> None:

@@ -75,6 +75,10 @@ LAUNCHER_STEPS = (
     "(getent group libvirt-qemu || groupadd --system --gid 64055 libvirt-qemu) && "
     "(getent passwd libvirt-qemu || useradd --system --uid 64055 --gid libvirt-qemu --groups kvm "
     "--home-dir /var/lib/libvirt --no-create-home --shell /usr/sbin/nologin libvirt-qemu)",
+    # The user KubeVirt's non-root launcher pods run as, named as in KubeVirt's image: libvirtd in session
+    # mode refuses a client whose uid has no passwd entry, the launcher's own connection included.
+    "groupadd --gid 107 qemu && "
+    "useradd --uid 107 --gid 107 --home-dir /home/qemu --no-create-home --shell /bin/bash qemu",
     # KubeVirt's launcher pod runs these from /usr/bin; they are the venv's console scripts (added later).
     " && ".join(f"ln -sf {VENV}/bin/{tool} /usr/bin/{tool}" for tool in LAUNCHER_POD_TOOLS),
     # Guests are x86_64 only (KubeVirt's image has that one emulator too). libvirt probes every QEMU it

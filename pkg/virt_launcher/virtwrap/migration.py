@@ -143,15 +143,17 @@ class Migrator:
         self._starting = threading.Lock()  # concurrent requests start one migration, not two
         self._abort_requested = threading.Event()
         self._abort_failed = threading.Event()
+        self._non_root = False  # the migrating VMI's target runs libvirt in session mode
         self._log = get_logger(component=COMPONENT)
 
     @property
     def in_progress(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def destination_uri(self, vmi_uid: str) -> str:
+    def destination_uri(self, vmi_uid: str, *, non_root: bool = False) -> str:
+        """The target's libvirt through the proxy: a non-root VMI's target serves libvirt's session mode."""
         socket = urllib.parse.quote(str(migration_source_socket(self._share_dir, vmi_uid)))
-        return f"qemu+unix:///system?socket={socket}"
+        return f"qemu+unix:///{'session' if non_root else 'system'}?socket={socket}"
 
     def data_uri(self, vmi_uid: str, port: int = DIRECT_MIGRATION_PORT) -> str:
         key = f"{vmi_uid}-{port}"
@@ -189,6 +191,7 @@ class Migrator:
         self._manager.update_metadata(dom, begin)
         self._abort_requested.clear()
         self._abort_failed.clear()
+        self._non_root = facts.non_root  # one migration at a time: this one's
         self._thread = threading.Thread(
             target=contextvars.copy_context().run,
             args=(self._run, dom, facts.uid, options, copy),
@@ -248,7 +251,7 @@ class Migrator:
         monitor.start()
         error = ""
         try:
-            dom.migrateToURI3(self.destination_uri(vmi_uid), params, flags)
+            dom.migrateToURI3(self.destination_uri(vmi_uid, non_root=self._non_root), params, flags)
         except libvirt.libvirtError as err:
             error = err.get_error_message() or str(err)
         finally:

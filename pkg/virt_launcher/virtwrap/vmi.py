@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubevirt.admission.limits import load_json
+from kubevirt_api.core.v1.constants import DEPRECATED_NON_ROOT_VMI_ANNOTATION
 
 DEFAULT_GRACE_PERIOD_SECONDS = 30
 # The UID names directories and goes into a libvirt URI: letters, digits and inner '-', '_', '.' only
@@ -36,6 +37,8 @@ class VMIFacts:
     grace_period_seconds: int
     migration_uid: str
     migration_target_pod: str = ""
+    # KubeVirt's test: the VMI's pods run as a non-root user (status.runtimeUser, or the old annotation).
+    non_root: bool = False
     raw: bytes = dataclasses.field(default=b"", repr=False)
 
     @property
@@ -80,6 +83,12 @@ def vmi_facts(vmi: Mapping[str, Any], *, raw: bytes = b"") -> VMIFacts:
             f"spec.terminationGracePeriodSeconds: must be a non-negative integer, got {grace!r}"
         )
     migration = _mapping(status, "migrationState", "status.migrationState")
+    runtime_user = status.get("runtimeUser", 0)
+    if runtime_user is None:
+        runtime_user = 0
+    if not isinstance(runtime_user, int) or isinstance(runtime_user, bool) or runtime_user < 0:
+        raise InvalidVMIError(f"status.runtimeUser: must be a non-negative integer, got {runtime_user!r}")
+    annotations = _mapping(metadata, "annotations", "metadata.annotations")
     return VMIFacts(
         name=name,
         namespace=namespace,
@@ -89,6 +98,7 @@ def vmi_facts(vmi: Mapping[str, Any], *, raw: bytes = b"") -> VMIFacts:
         grace_period_seconds=grace,
         migration_uid=_string(migration, "migrationUid", "status.migrationState.migrationUid"),
         migration_target_pod=_string(migration, "targetPod", "status.migrationState.targetPod"),
+        non_root=runtime_user != 0 or DEPRECATED_NON_ROOT_VMI_ANNOTATION in annotations,
         raw=raw,
     )
 

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,16 @@ from kubevirt_testing import pod_process
 CACHE = Path(os.environ.get("KUBEVIRT_CACHE", "/var/cache/kubevirt-py"))
 GUEST_DIR = CACHE / "test-guest"
 CAPS_CACHE = CACHE / "libvirt-qemu-capabilities"
+# KubeVirt's non-root launcher pod: uid and gid 107 (the image's user qemu), every capability dropped but
+# NET_BIND_SERVICE, no privilege escalation. A session libvirt probes QEMU without KVM access, so its
+# capabilities differ from root's and are cached apart.
+NON_ROOT_UID = 107
+NON_ROOT_EXEC = (
+    "setpriv", "--reuid", str(NON_ROOT_UID), "--regid", str(NON_ROOT_UID), "--clear-groups",
+    "--inh-caps=-all,+net_bind_service", "--ambient-caps", "+net_bind_service",
+    "--bounding-set", "-all,+net_bind_service", "--no-new-privs",
+)  # fmt: skip
+NON_ROOT_CAPS_CACHE = CACHE / f"libvirt-qemu-capabilities-uid{NON_ROOT_UID}"
 MARKER = "KUBEVIRT-PY-GUEST-UP"
 GUEST_INIT = f"""#!/bin/busybox sh
 /bin/busybox echo {MARKER} > /dev/ttyS0
@@ -489,17 +500,24 @@ def start_launcher_pod(
     share: Path | None = None,
     private: Path | None = None,
     pod_uid: str | None = None,
+    non_root: bool = False,
 ) -> LauncherPod:
     """``share`` and ``private`` (host directories, like a pod's emptyDirs) default to the test's
     ``share`` and a tmpfs seen only by the launcher. With ``pod_uid`` the launcher runs as that pod's
     process would (its cgroup, PID and network namespaces: :mod:`kubevirt_testing.pod_process`), which
-    virt-handler requires before it enters the pod."""
+    virt-handler requires before it enters the pod. With ``non_root`` it runs as KubeVirt's non-root
+    launcher pod runs it (:func:`non_root_pod_steps`)."""
     share = share or tmp / "share"
     (share / "migrationproxy").mkdir(parents=True, exist_ok=True)
+    if non_root:
+        _own_for_non_root(share, share / "migrationproxy", *([private] if private else []))
     recorder = serve_notify(share) if notify else None
+    if recorder is not None and non_root:
+        _own_for_non_root(share / NOTIFY_PIPE_SOCKET)  # virt-handler gives it to the launcher's user
     log_path = tmp / "launcher.log"
     metadata = vmi["metadata"]
     command = [
+        *(NON_ROOT_EXEC if non_root else ()),
         LAUNCHER,
         "--name", metadata["name"],
         "--namespace", metadata["namespace"],
@@ -507,7 +525,8 @@ def start_launcher_pod(
         "--grace-period-seconds", str(grace_period),
         "--qemu-timeout", "60s",
         "--force-emulation",
-        "--libvirt-capabilities-cache", str(CAPS_CACHE),
+        "--libvirt-capabilities-cache", str(NON_ROOT_CAPS_CACHE if non_root else CAPS_CACHE),
+        *(("--run-as-nonroot",) if non_root else ()),
         *extra,
     ]  # fmt: skip
     script = " && ".join(
@@ -522,6 +541,7 @@ def start_launcher_pod(
             else "mount -t tmpfs tmpfs /run/kubevirt-private",
             "mkdir -p /run/kubevirt/container-disks/kernel-boot",
             f"mount --bind -o ro {guest} /run/kubevirt/container-disks/kernel-boot",
+            *(non_root_pod_steps(tmp) if non_root else ()),
             'exec "$@"',
         ]
     )
@@ -542,6 +562,37 @@ def start_launcher_pod(
             raise AssertionError(f"the launcher did not become ready:\n{pod.logs()}")
         time.sleep(0.05)
     return pod
+
+
+def _own_for_non_root(*paths: Path) -> None:
+    """What the pod's fsGroup (or virt-handler) gives the non-root user."""
+    for path in paths:
+        os.chown(path, NON_ROOT_UID, NON_ROOT_UID)
+
+
+def non_root_pod_steps(tmp: Path) -> list[str]:
+    """Shell steps, as root in the launcher's mount namespace, that make it look like KubeVirt's non-root
+    launcher pod before the launcher starts as its user: the image's passwd and group name the user qemu
+    (107), the pod's emptyDirs (private, ephemeral disks, libvirt's runtime directory) are its, and so is
+    the pod's /dev/net/tun (virt-handler hands the device plugin's node to a non-root VMI's user)."""
+    passwd, group, tun = tmp / "passwd", tmp / "group", tmp / "tun"
+    qemu = NON_ROOT_UID
+    passwd.write_text(f"{Path('/etc/passwd').read_text()}qemu:x:{qemu}:{qemu}:qemu:/home/qemu:/bin/sh\n")
+    group.write_text(f"{Path('/etc/group').read_text()}qemu:x:{qemu}:\n")  # a host's own 107 comes first
+    if not tun.exists():
+        os.mknod(tun, 0o600 | stat.S_IFCHR, os.makedev(10, 200))
+    _own_for_non_root(tun)
+    NON_ROOT_CAPS_CACHE.mkdir(parents=True, exist_ok=True)
+    _own_for_non_root(NON_ROOT_CAPS_CACHE)
+    volumes = "/run/kubevirt-private /run/kubevirt-ephemeral-disks /run/libvirt"
+    return [
+        f"mount --bind {passwd} /etc/passwd",
+        f"mount --bind {group} /etc/group",
+        f"mount --bind {tun} /dev/net/tun",
+        "mkdir -p /run/libvirt",
+        "mount -t tmpfs tmpfs /run/libvirt",
+        f"chown {qemu}:{qemu} {volumes}",
+    ]
 
 
 def stop_launcher_pod(pod: LauncherPod) -> None:

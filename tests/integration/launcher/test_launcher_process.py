@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -225,10 +227,11 @@ def test_the_monitor_fails_a_simulated_crash_before_starting_anything() -> None:
     assert time.monotonic() - began < 1.0
 
 
-def failed_start_log(tmp_path: Path, *args: str) -> list[dict[str, Any]]:
-    """Run a launcher that must fail at start: exit code 1, no traceback; its JSON log lines."""
+def failed_start_log(tmp_path: Path, *args: str, user: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Run a launcher that must fail at start: exit code 1, no traceback; its JSON log lines. ``user``
+    prefixes the command (to run it as another user)."""
     result = subprocess.run(
-        [LAUNCHER, "--name", "a", "--namespace", "b", "--uid", "c", *args],
+        [*user, LAUNCHER, "--name", "a", "--namespace", "b", "--uid", "c", *args],
         capture_output=True,
         text=True,
         timeout=30,
@@ -275,3 +278,51 @@ def test_a_command_socket_it_cannot_create_ends_the_launcher_with_a_logged_reaso
     )
     failure = next(line for line in logged if line["msg"] == "cannot serve commands")
     assert failure["socket"] == str(occupied)
+
+
+def _uid_without_passwd_entry() -> int:
+    taken = {entry.pw_uid for entry in pwd.getpwall()}
+    return next(uid for uid in range(54321, 64000) if uid not in taken)
+
+
+@pytest.fixture
+def user_dirs() -> Iterator[Any]:
+    """Share and private directories a given user owns, where that user can reach them."""
+    made: list[Path] = []
+
+    def make(uid: int) -> list[str]:
+        root = Path(tempfile.mkdtemp(prefix="launcher-user-"))
+        made.append(root)
+        root.chmod(0o755)
+        for name in ("share", "private"):
+            (root / name).mkdir()
+            os.chown(root / name, uid, uid)
+        return ["--kubevirt-share-dir", str(root / "share"), "--kubevirt-private-dir", str(root / "private")]
+
+    yield make
+    for root in made:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _as_user(uid: int) -> tuple[str, ...]:
+    return ("setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--no-new-privs")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs launchers as root and as other users")
+@pytest.mark.parametrize(
+    ("as_user", "flags", "reason"),
+    [
+        (False, ("--run-as-nonroot",), "--run-as-nonroot, but virt-launcher runs as root"),
+        (True, (), "without --run-as-nonroot: libvirt's system mode needs root"),
+        (True, ("--run-as-nonroot",), "has no passwd entry: libvirtd refuses clients it cannot name"),
+    ],
+)
+def test_a_user_libvirt_cannot_run_as_fails_with_a_logged_reason(
+    user_dirs: Any, as_user: bool, flags: tuple[str, ...], reason: str
+) -> None:
+    uid = _uid_without_passwd_entry() if as_user else 0
+    logged = failed_start_log(
+        Path(), "--force-emulation", *flags, *user_dirs(uid), user=_as_user(uid) if as_user else ()
+    )
+    failure = next(line for line in logged if line["msg"] == "cannot start libvirtd")
+    assert reason in failure["reason"]
