@@ -2,22 +2,34 @@
 
 A body may be JSON or YAML and may be empty (every option is optional). Fields of the wrong type refuse
 the request with 400 and the decoder's reason; unknown fields are ignored, as Go's decoder ignores them.
+
+Bodies are bounded before they are parsed: at most :data:`MAX_BODY_BYTES`, nested at most
+:data:`~kubevirt.admission.limits.MAX_NESTING_DEPTH` levels. JSON goes to the json module; only other
+bodies reach the YAML parser (libyaml's when installed). Whatever a body holds, the answer is options or a
+400, never a parser's exception.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
+from kubevirt.admission.limits import MAX_NESTING_DEPTH, load_json
 from kubevirt.virt_api.rest.status import StatusError, bad_request
 
 UNMARSHAL_ERROR = "Can not unmarshal Request body to struct, error: {}"
+# The largest options KubeVirt takes in a body is AddVolumeOptions (a disk and a volume source, a few
+# hundred bytes); MigrateOptions' addedNodeSelector holds node labels (at most 317 + 63 bytes a pair).
+# 64 KiB holds a hundred full-length labels with room to spare, and parses in milliseconds.
+MAX_BODY_BYTES: Final = 64 * 1024
 
 # The Go type of every option a body may carry, for the decoder's wording.
 _BOOL, _INT, _STRINGS, _STRING_MAP = "bool", "int64", "[]string", "map[string]string"
+_YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_OPENING_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSING_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
 @dataclass(frozen=True)
@@ -44,8 +56,15 @@ _FIELDS: dict[str, dict[str, str]] = {
 }
 
 
+def too_large() -> StatusError:
+    """The refusal of a body above :data:`MAX_BODY_BYTES`."""
+    return _refuse(f"request body is larger than {MAX_BODY_BYTES} bytes")
+
+
 def decode_options(kind: str, body: bytes) -> Options:
     """The ``kind`` options in ``body``; raises a 400 :class:`StatusError` when they cannot be read."""
+    if len(body) > MAX_BODY_BYTES:
+        raise too_large()
     document = _parse(body)
     if document is None:
         return Options()
@@ -62,6 +81,9 @@ def decode_options(kind: str, body: bytes) -> Options:
                 f"json: cannot unmarshal {found} into Go struct field {kind}.{name} of type {go_type}"
             )
         values[name] = value
+    # YAML aliases can repeat one string many times; what is kept must stay as small as a body.
+    if _kept_size(values) > MAX_BODY_BYTES:
+        raise _refuse(f"options expand beyond {MAX_BODY_BYTES} bytes")
     grace = values.get("gracePeriod", values.get("gracePeriodSeconds"))
     return Options(
         dry_run=list(values.get("dryRun") or []),
@@ -76,11 +98,41 @@ def _parse(body: bytes) -> Any:
     if not text:
         return None
     try:
-        if text.startswith("{"):
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as err:
-        raise _refuse(str(err).splitlines()[0]) from None
+        if text.startswith("{"):  # as Go's YAMLOrJSONDecoder tells JSON from YAML
+            return load_json(text, "request body")
+        _check_yaml_nesting(text)
+        return yaml.load(text, Loader=_YAML_LOADER)
+    except (ValueError, yaml.YAMLError) as err:  # ValueError: the JSON reason or a limit
+        raise _refuse(_first_line(err)) from None
+    except RecursionError:  # the pure-Python YAML parser, should libyaml be missing
+        raise _refuse(f"request body is nested deeper than {MAX_NESTING_DEPTH} levels") from None
+
+
+def _first_line(err: Exception) -> str:
+    lines = str(err).splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
+def _check_yaml_nesting(text: str) -> None:
+    """Refuses YAML nested deeper than the limit, from the parser's events (no document is built)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_YAML_LOADER):
+        if isinstance(event, _OPENING_EVENTS):
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                raise ValueError(f"request body is nested deeper than {MAX_NESTING_DEPTH} levels")
+        elif isinstance(event, _CLOSING_EVENTS):
+            depth -= 1
+
+
+def _kept_size(values: dict[str, Any]) -> int:
+    size = 0
+    for value in values.values():
+        if isinstance(value, list):
+            size += sum(len(item) for item in value)
+        elif isinstance(value, dict):
+            size += sum(len(str(key)) + len(item) for key, item in value.items())
+    return size
 
 
 def _fits(value: Any, go_type: str) -> bool:

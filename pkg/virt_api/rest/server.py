@@ -1,8 +1,13 @@
 """The subresource API's HTTP surface on virt-api's TLS port, beside the admission webhooks.
 
 Routes are added to the webhook server's aiohttp application. The authorising middleware runs for
-every path except the webhooks': a refusal is 401 with the reason as plain text, a review that could
-not be made a 500 with no body. Handlers run in threads (they block on the API server).
+every path except the webhooks': a path that cannot be read unambiguously is refused first (400, or 404
+for a name no object can have), then an authorizer's refusal is 401 with the reason as plain text, a
+review that could not be made a 500 with no body. Handlers run in threads (they block on the API server).
+
+The application's body limit is the webhooks' (megabytes); option bodies are held to their own, far
+smaller limit (:data:`~kubevirt.virt_api.rest.bodies.MAX_BODY_BYTES`) while they are read, and decoded
+in a worker thread, so no caller can keep the event loop (health checks, admission reviews) busy.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from kubevirt.client import JSON
 from kubevirt.log import get_logger
 from kubevirt.version import version_info
 from kubevirt.virt_api.rest import discovery
-from kubevirt.virt_api.rest.authorizer import Authorizer
-from kubevirt.virt_api.rest.bodies import decode_options
+from kubevirt.virt_api.rest.authorizer import Authorizer, path_refusal
+from kubevirt.virt_api.rest.bodies import MAX_BODY_BYTES, Options, decode_options, too_large
 from kubevirt.virt_api.rest.expand import VMExpander
 from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
 from kubevirt.virt_api.rest.gated import GATED_ROUTES, GatedRoute, refusal
@@ -50,6 +55,36 @@ VMI_OPTIONS = {"pause": "PauseOptions", "unpause": "UnpauseOptions"}
 
 def status_response(err: StatusError) -> web.Response:
     return web.json_response(err.body(), status=err.code)
+
+
+def refusal_response(request: web.Request, err: StatusError) -> web.Response:
+    """A refusal; a body left unread ends the connection rather than being read to the end."""
+    response = status_response(err)
+    if not request.content.at_eof():
+        response.force_close()
+    return response
+
+
+async def read_options_body(request: web.Request) -> bytes:
+    """The request body, refused (400) as soon as it is known to exceed ``MAX_BODY_BYTES``: by its
+    declared length before any of it is read, or after one byte more than the limit."""
+    declared = request.content_length
+    if declared is not None and declared > MAX_BODY_BYTES:
+        raise too_large()
+    body = bytearray()
+    while chunk := await request.content.read(MAX_BODY_BYTES + 1 - len(body)):
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise too_large()
+    return bytes(body)
+
+
+async def read_options(request: web.Request, kind: str | None) -> tuple[bytes, Options]:
+    """The body and the ``kind`` options it carries (none without a kind), decoded off the loop."""
+    body = await read_options_body(request)
+    if kind is None:
+        return body, Options()
+    return body, await asyncio.to_thread(decode_options, kind, body)
 
 
 @dataclass
@@ -119,10 +154,10 @@ class SubresourceAPI:
         async def handle(request: web.Request) -> web.StreamResponse:
             namespace, name = request.match_info["namespace"], request.match_info["name"]
             try:
-                options = decode_options(VM_OPTIONS[operation], await request.read())
+                _, options = await read_options(request, VM_OPTIONS[operation])
                 code = await asyncio.to_thread(call, namespace, name, options)
             except StatusError as err:
-                return status_response(err)
+                return refusal_response(request, err)
             return web.Response(status=code)
 
         return handle
@@ -131,12 +166,10 @@ class SubresourceAPI:
         async def handle(request: web.Request) -> web.StreamResponse:
             namespace, name = request.match_info["namespace"], request.match_info["name"]
             try:
-                body = await request.read()
-                kind = VMI_OPTIONS.get(operation)
-                options = decode_options(kind, body) if kind else decode_options("PauseOptions", b"")
+                body, options = await read_options(request, VMI_OPTIONS.get(operation))
                 code = await asyncio.to_thread(self.vmis.put, operation, namespace, name, options, body)
             except StatusError as err:
-                return status_response(err)
+                return refusal_response(request, err)
             return web.Response(status=code)
 
         return handle
@@ -223,17 +256,29 @@ class SubresourceAPI:
 
 
 def authorizing_middleware(
-    authorizer: Authorizer, trust: Callable[[], FrontProxyTrust | None], exempt: Collection[str]
+    authorizer: Authorizer,
+    trust: Callable[[], FrontProxyTrust | None],
+    exempt: Collection[str],
+    peer: Callable[[web.Request], str | None] | None = None,
 ) -> Any:
-    """Refuses what the authorizer refuses; ``exempt`` paths (the webhooks) pass untouched."""
+    """Refuses what the authorizer refuses; ``exempt`` paths (the webhooks) pass untouched. ``peer`` reads
+    the client certificate's common name (the TLS connection's by default)."""
     log = get_logger()
+    common_name = peer or _peer_common_name
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in exempt:
             return await handler(request)
+        # The authorizer reads the encoded path the way the router did; a path it could read otherwise
+        # goes no further.
+        raw_path = request.rel_url.raw_path
+        refusal = path_refusal(raw_path, request.match_info)
+        if refusal is not None:
+            log.info("refusing an ambiguous or impossible path", path=raw_path[:256], code=refusal.code)
+            return status_response(refusal)
         current = trust()
-        certificate = _peer_common_name(request)
+        certificate = common_name(request)
         authenticated = (
             certificate is not None and current is not None and current.allows(certificate or None)
         )
@@ -242,7 +287,7 @@ def authorizing_middleware(
         headers = list(request.headers.items())
         try:
             decision = await asyncio.to_thread(
-                authorizer.decide, request.path, request.method, authenticated, headers
+                authorizer.decide, raw_path, request.method, authenticated, headers
             )
         except Exception as err:  # the review itself failed: KubeVirt answers 500 with no body
             log.error("internal error during auth request", reason=str(err))

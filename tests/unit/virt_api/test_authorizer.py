@@ -11,6 +11,7 @@ from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_api.rest.authorizer import (
     Authorizer,
     ReviewNotPossibleError,
+    path_refusal,
     rbac_verb,
     resource_attributes,
 )
@@ -99,6 +100,76 @@ def test_port_forward_reviews_ignore_port_and_protocol() -> None:
     nested = "/apis/g/v1/namespaces/ns/virtualmachineinstances/vm/sev/fetchcertchain"
     assert resource_attributes(nested, "GET")["subresource"] == "sev/fetchcertchain"
     assert resource_attributes("/apis/g/v1/namespaces/ns/expand-vm-spec", "PUT")["verb"] == "update"
+
+
+def test_the_review_reads_the_encoded_path_as_the_router_does() -> None:
+    """Each segment of the encoded path is decoded on its own: an encoded '/' never splits one."""
+    path = "/apis/g/v1/namespaces/ns/virtualmachines/%76m/start"  # %76 is "v"
+    assert resource_attributes(path, "PUT")["name"] == "vm"
+    for ambiguous in (
+        "/apis/g/v1/namespaces/ns/virtualmachines/a%2F..%2Fvm/start",
+        "/apis/g/v1/namespaces/ns/virtualmachines/%2E%2E/start",
+    ):
+        with pytest.raises(ReviewNotPossibleError, match="invalid path segment"):
+            resource_attributes(ambiguous, "PUT")
+        assert Authorizer(Reviews(True)).decide(ambiguous, "PUT", True, USER).allowed is False
+    # An encoded path that would decode to an open one is not open.
+    assert Authorizer(Reviews(False)).decide("/openapi%2Fv2", "GET", True, USER).allowed is False
+
+
+@pytest.mark.parametrize(
+    ("path", "routed", "code", "message"),
+    [
+        ("/apis/g/v1/namespaces/ns/virtualmachines/vm/start", {"namespace": "ns", "name": "vm"}, None, ""),
+        ("/apis/g/v1/namespaces/ns/expand-vm-spec", {"namespace": "ns"}, None, ""),
+        ("/healthz", {}, None, ""),
+        (
+            "/apis/g/v1/namespaces/ns/virtualmachines/a%2fb/start",
+            {"namespace": "ns", "name": "a/b"},
+            400,
+            "invalid path segment \"a/b\": may not contain '/'",
+        ),
+        (
+            "/apis/g/v1/namespaces/ns/virtualmachineinstances/%2e%2e/console",
+            {"namespace": "ns", "name": ".."},
+            400,
+            "invalid path segment \"..\": may not be '..'",
+        ),
+        (
+            "/apis/g/v1/namespaces/ns/virtualmachines/vm/start",
+            {"namespace": "ns", "name": "other"},
+            400,
+            "the path's name could not be read unambiguously",
+        ),
+        (
+            "/apis/g/v1/namespaces/-ns/expand-vm-spec",
+            {"namespace": "-ns"},
+            404,
+            'namespaces "-ns" not found',
+        ),
+        (
+            "/apis/g/v1/namespaces/ns/virtualmachines/VM/start",
+            {"namespace": "ns", "name": "VM"},
+            404,
+            'virtualmachine.kubevirt.io "VM" not found',
+        ),
+        (
+            "/apis/g/v1/namespaces/ns/virtualmachineinstances/a%20b/vnc",
+            {"namespace": "ns", "name": "a b"},
+            404,
+            'virtualmachineinstance.kubevirt.io "a b" not found',
+        ),
+    ],
+)
+def test_paths_refused_before_any_review(
+    path: str, routed: dict[str, str], code: int | None, message: str
+) -> None:
+    refusal = path_refusal(path, routed)
+    if code is None:
+        assert refusal is None
+        return
+    assert refusal is not None
+    assert (refusal.code, refusal.message) == (code, message)
 
 
 def test_http_verbs_map_to_rbac_verbs() -> None:
