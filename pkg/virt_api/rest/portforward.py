@@ -5,6 +5,11 @@ in ``status.interfaces`` (TCP by default, or UDP), and only then upgrades the cl
 (subprotocol ``plain.kubevirt.io``), so every refusal is still an HTTP answer with a ``Status`` body.
 Each websocket message from the client is written to the guest (one datagram each over UDP), what the
 guest sends comes back as binary messages, and the client is pinged every second.
+
+Both directions are bounded: a client message of :data:`MAX_MESSAGE_BYTES` or more ends the stream with
+close code 1009 (message too big) before it is read; the guest is read 32 KiB at a time over TCP, and over UDP
+at most :data:`MAX_QUEUED_DATAGRAMS` datagrams (:data:`MAX_QUEUED_BYTES` bytes) wait for a slow client;
+the ones arriving beyond that are dropped, as a full socket buffer drops them.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ PING_INTERVAL = 1.0
 DIAL_TIMEOUT = 10.0
 READ_SIZE = 32 * 1024
 PROTOCOLS = ("tcp", "udp")
+# Port-forward clients send what they read at once (virtctl and KubeVirt: 32 KiB at most); an unbounded
+# message would be held in memory whole before it could be written to the guest.
+MAX_MESSAGE_BYTES = 1024 * 1024
+# What a guest may have waiting over UDP for a client that does not read, about a socket's receive
+# buffer: a datagram is at most 64 KiB, the count bounds the overhead of tiny ones.
+MAX_QUEUED_DATAGRAMS = 256
+MAX_QUEUED_BYTES = 256 * 1024
 
 
 def check_vmi(vmi: JSON) -> None:
@@ -83,14 +95,33 @@ class _TCPTunnel(Tunnel):
 
 
 class _Datagrams(asyncio.DatagramProtocol):
+    """The guest's datagrams waiting for the client, within the bounds above; the rest are dropped."""
+
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+        # One place more than the bound: the end marker always fits.
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue(MAX_QUEUED_DATAGRAMS + 1)
+        self.queued_bytes = 0
+        self.dropped = 0
 
     def datagram_received(self, data: bytes, addr: object) -> None:
+        full = self.queue.qsize() >= MAX_QUEUED_DATAGRAMS
+        if full or self.queued_bytes + len(data) > MAX_QUEUED_BYTES:
+            if not self.dropped:
+                get_logger().info("port-forward client is slow, dropping datagrams from the guest")
+            self.dropped += 1
+            return
+        self.queued_bytes += len(data)
         self.queue.put_nowait(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.dropped:
+            get_logger().info("port-forward dropped datagrams from the guest", dropped=self.dropped)
         self.queue.put_nowait(b"")
+
+    async def next(self) -> bytes:
+        data = await self.queue.get()
+        self.queued_bytes -= len(data)
+        return data
 
 
 class _UDPTunnel(Tunnel):
@@ -101,7 +132,7 @@ class _UDPTunnel(Tunnel):
         self._transport.sendto(data)
 
     async def receive(self) -> bytes:
-        return await self._protocol.queue.get()
+        return await self._protocol.next()
 
     def close(self) -> None:
         self._transport.close()
@@ -159,7 +190,9 @@ class PortForwarder:
         except StatusError as err:
             return web.json_response(err.body(), status=err.code)
         try:
-            client = web.WebSocketResponse(protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=0, heartbeat=None)
+            client = web.WebSocketResponse(
+                protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=MAX_MESSAGE_BYTES, heartbeat=None
+            )
             await client.prepare(request)
             await _relay(client, tunnel)
             return client
@@ -173,6 +206,9 @@ async def _to_guest(client: web.WebSocketResponse, tunnel: Tunnel) -> None:
             await tunnel.send(message.data)
         elif message.type == aiohttp.WSMsgType.TEXT:
             await tunnel.send(message.data.encode())
+        elif message.type == aiohttp.WSMsgType.ERROR:  # aiohttp closed it already (1009 when too big)
+            get_logger().info("port-forward refused a message", reason=str(message.data))
+            return
 
 
 async def _to_client(client: web.WebSocketResponse, tunnel: Tunnel) -> None:

@@ -4,7 +4,8 @@ virt-api checks the VMI, finds the handler on its node and dials the handler's w
 certificate (subprotocol ``plain.kubevirt.io``) before it upgrades the client's connection, so every
 refusal is still an HTTP answer with a ``Status`` body. Then each message is passed on unchanged in both
 directions until either side closes. (KubeVirt relays the raw TCP bytes; relaying whole messages is the
-same to both ends.)
+same to both ends.) A message of :data:`MAX_MESSAGE_BYTES` or more, from either side, is refused unread
+and ends the stream with close code 1009 (message too big).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from kubevirt.virt_api.rest.status import VMI, bad_request, conflict, internal
 
 PLAIN_SUBPROTOCOL = "plain.kubevirt.io"
 HANDSHAKE_TIMEOUT = 10.0
+# Console and VNC clients send what they read at once (virtctl and KubeVirt: 32 KiB at most), and so
+# does virt-handler; an unbounded message would be held in memory whole before it could be relayed.
+MAX_MESSAGE_BYTES = 1024 * 1024
 VMI_NOT_RUNNING = "VMI is not running"
 
 
@@ -70,7 +74,9 @@ class StreamRelay:
     async def relay(self, request: web.Request, url: str) -> web.StreamResponse:
         async with aiohttp.ClientSession() as session:
             upstream = await self._dial(session, url)
-            client = web.WebSocketResponse(protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=0, heartbeat=None)
+            client = web.WebSocketResponse(
+                protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=MAX_MESSAGE_BYTES, heartbeat=None
+            )
             await client.prepare(request)
             await _pump_both(client, upstream)
             return client
@@ -97,7 +103,7 @@ class StreamRelay:
                 ssl=context,
                 timeout=aiohttp.ClientWSTimeout(ws_close=HANDSHAKE_TIMEOUT),
                 autoping=True,
-                max_msg_size=0,
+                max_msg_size=MAX_MESSAGE_BYTES,
             )
         except aiohttp.WSServerHandshakeError as err:
             raise internal(f"Can't connect to websocket ({err.status}): websocket: bad handshake") from None
@@ -132,6 +138,9 @@ async def _copy(
             await sink.send_bytes(message.data)
         elif message.type == aiohttp.WSMsgType.TEXT:
             await sink.send_str(message.data)
+        elif message.type == aiohttp.WSMsgType.ERROR:  # aiohttp closed it already (1009 when too big)
+            get_logger().info("stream refused a message", reason=str(message.data))
+            return
 
 
 async def _pump_both(client: web.WebSocketResponse, upstream: aiohttp.ClientWebSocketResponse) -> None:

@@ -2,7 +2,9 @@
 
 Each upgrades virt-api's request to a websocket (subprotocol ``plain.kubevirt.io``) and relays raw bytes
 between it and a unix socket QEMU listens on in the launcher pod: whatever arrives from the socket goes
-out as binary messages, and every message's payload goes into the socket.
+out as binary messages, and every message's payload goes into the socket. Both directions are bounded:
+the socket is read 32 KiB at a time, and a message of :data:`MAX_MESSAGE_BYTES` or more ends the stream
+with close code 1009 (message too big) before it is read.
 
 One serial console and one VNC session per VMI: a new one ends the one before, unless a VNC client asks
 to preserve the running session, which is then refused with 503. USB redirection has four slots.
@@ -28,6 +30,9 @@ from kubevirt.virt_handler.rest.lifecycle import BAD_REQUEST, LauncherLocator, R
 
 PLAIN_SUBPROTOCOL = "plain.kubevirt.io"
 READ_CHUNK = 32 * 1024
+# virt-api relays what the client sent (virtctl and KubeVirt send 32 KiB at most); an unbounded message
+# would be held in memory whole before it reached the socket.
+MAX_MESSAGE_BYTES = 1024 * 1024
 USB_SLOTS = 4
 VNC_IN_USE = "Active VNC connection. Request denied."
 NOT_AN_UPGRADE = "websocket: the client is not using the websocket protocol"
@@ -119,7 +124,9 @@ def _name(vmi: JSON) -> str:
 
 
 def _websocket() -> web.WebSocketResponse:
-    return web.WebSocketResponse(protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=0, heartbeat=None)
+    return web.WebSocketResponse(
+        protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=MAX_MESSAGE_BYTES, heartbeat=None
+    )
 
 
 async def relay(request: web.Request, connection: socket.socket, stop: asyncio.Event) -> web.StreamResponse:
@@ -168,4 +175,7 @@ async def _client_to_socket(client: web.WebSocketResponse, writer: asyncio.Strea
             writer.write(message.data)
         elif message.type == aiohttp.WSMsgType.TEXT:
             writer.write(message.data.encode())
+        elif message.type == aiohttp.WSMsgType.ERROR:  # aiohttp closed it already (1009 when too big)
+            get_logger().info("console stream refused a message", reason=str(message.data))
+            return
         await writer.drain()

@@ -168,3 +168,88 @@ def test_udp_is_one_datagram_per_message() -> None:
 
     _run(api, scenario)
     assert replies == [b"cba"]
+
+
+def test_a_message_above_1_mib_closes_the_stream_with_message_too_big() -> None:
+    api = FakeKubeApi()
+    api.add(VIRTUAL_MACHINE_INSTANCES, _vmi())
+    received: list[int] = []
+    seen: dict[str, Any] = {}
+
+    async def sink(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(64 * 1024):
+            received.append(len(data))
+        writer.close()
+
+    async def scenario(client: TestClient[Any, Any]) -> None:
+        server = await asyncio.start_server(sink, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        path = BASE.format(namespace="default") + f"/virtualmachineinstances/guest/portforward/{port}"
+        async with client.ws_connect(path, protocols=("plain.kubevirt.io",), max_msg_size=0) as ws:
+            await ws.send_bytes(b"a" * (512 * 1024))  # well within the bound: relayed
+            for _ in range(100):
+                if sum(received) == 512 * 1024:
+                    break
+                await asyncio.sleep(0.05)
+            await ws.send_bytes(b"b" * (2 * 1024 * 1024))
+            # The relay pings every second, each ping restarting receive()'s own timeout.
+            message = await asyncio.wait_for(ws.receive(), 5)
+            seen["close"] = (message.type, message.data)
+        server.close()
+
+    _run(api, scenario)
+    assert sum(received) == 512 * 1024  # the large message never reached the guest
+    assert closed_as_too_big(*seen["close"])
+
+
+def closed_as_too_big(kind: aiohttp.WSMsgType, data: Any) -> bool:
+    """Closed with 1009, or reset: the server does not read the message's rest, and the reset that
+    causes can reach the client before the close frame."""
+    if kind == aiohttp.WSMsgType.CLOSE:
+        return bool(data == aiohttp.WSCloseCode.MESSAGE_TOO_BIG)
+    return kind in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR)
+
+
+async def _flood(guest: socket.socket, target: Any, count: int, size: int) -> None:
+    """``count`` datagrams to the tunnel, letting the loop take each batch off the socket."""
+    for index in range(count):
+        guest.sendto(b"d" * size, target)
+        if index % 16 == 0:
+            await asyncio.sleep(0.001)
+    await asyncio.sleep(0.2)
+
+
+async def _drain(tunnel: Any) -> list[bytes]:
+    received: list[bytes] = []
+    while True:
+        try:
+            received.append(await asyncio.wait_for(tunnel.receive(), 0.3))
+        except TimeoutError:
+            return received
+
+
+def test_udp_datagrams_waiting_for_a_slow_client_are_bounded_and_the_rest_dropped() -> None:
+    counts: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as guest:
+            guest.bind(("127.0.0.1", 0))
+            guest.setblocking(False)
+            tunnel = await dial("udp", "127.0.0.1", str(guest.getsockname()[1]))
+            await tunnel.send(b"hello")  # the tunnel's address, as the guest learns it
+            await asyncio.sleep(0.05)
+            _, target = guest.recvfrom(64)
+            # 2000 small datagrams, then 100 of 60 KiB: neither the count nor the bytes may pile up.
+            await _flood(guest, target, 2000, 100)
+            small = await _drain(tunnel)
+            await _flood(guest, target, 100, 60 * 1024)
+            large = await _drain(tunnel)
+            await _flood(guest, target, 2000, 100)
+            tunnel.close()  # with the queue full, the end still arrives
+            last = await _drain(tunnel)
+            counts.update(small=len(small), large=sum(map(len, large)), ended=last[-1:] == [b""])
+
+    asyncio.run(scenario())
+    assert 0 < counts["small"] <= 256
+    assert 0 < counts["large"] <= 256 * 1024
+    assert counts["ended"]

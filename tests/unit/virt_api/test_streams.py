@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 from typing import Any
 
+import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 
+from kubevirt.client.fake import FakeKubeApi
+from kubevirt.virt_api.rest.handler import HandlerLocator
 from kubevirt.virt_api.rest.status import StatusError
-from kubevirt.virt_api.rest.streams import check_console, check_vnc, preserve_session
+from kubevirt.virt_api.rest.streams import StreamRelay, check_console, check_vnc, preserve_session
 
 
 def vmi(phase: str, **devices: Any) -> dict[str, Any]:
@@ -56,3 +63,53 @@ def test_preserve_session_is_read_as_go_reads_booleans() -> None:
         False,
         False,
     ]
+
+
+def test_a_message_above_1_mib_ends_the_relay_with_message_too_big() -> None:
+    """Either way: the client's message is refused before virt-handler sees it, and the handler's too."""
+    to_handler: list[int] = []
+    seen: dict[str, Any] = {}
+
+    async def handler_console(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(protocols=("plain.kubevirt.io",), max_msg_size=0)
+        await ws.prepare(request)
+        async for message in ws:
+            to_handler.append(len(message.data))
+            if message.data == b"flood":
+                await ws.send_bytes(b"h" * (2 * 1024 * 1024))
+        return ws
+
+    async def main() -> None:
+        handler_app = web.Application()
+        handler_app.router.add_get("/console", handler_console)
+        async with TestServer(handler_app) as handler:
+            relay = StreamRelay(
+                FakeKubeApi(), HandlerLocator(FakeKubeApi(), "kubevirt"), ssl.create_default_context
+            )
+            url = str(handler.make_url("/console"))
+
+            async def console(request: web.Request) -> web.StreamResponse:
+                return await relay.relay(request, url)
+
+            api_app = web.Application()
+            api_app.router.add_get("/console", console)
+            async with TestClient(TestServer(api_app)) as client:
+                for payload, key in ((b"c" * (2 * 1024 * 1024), "from_client"), (b"flood", "from_handler")):
+                    async with client.ws_connect(
+                        "/console", protocols=("plain.kubevirt.io",), max_msg_size=0
+                    ) as ws:
+                        await ws.send_bytes(b"a" * (512 * 1024))  # within the bound: relayed
+                        await ws.send_bytes(payload)
+                        message = await asyncio.wait_for(ws.receive(), 5)
+                        seen[key] = (message.type, message.data)
+
+    asyncio.run(main())
+    assert to_handler[:1] == [512 * 1024]
+    kind, data = seen["from_client"]
+    # 1009, or reset: the relay does not read the message's rest, which can beat the close frame.
+    assert (kind, data) == (aiohttp.WSMsgType.CLOSE, aiohttp.WSCloseCode.MESSAGE_TOO_BIG) or kind in (
+        aiohttp.WSMsgType.CLOSED,
+        aiohttp.WSMsgType.ERROR,
+    )
+    assert 2 * 1024 * 1024 not in to_handler
+    assert seen["from_handler"][0] == aiohttp.WSMsgType.CLOSE  # the relay ends the client's side too

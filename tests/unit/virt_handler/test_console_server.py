@@ -327,6 +327,32 @@ def test_the_serial_console_relays_both_ways_and_a_new_session_takes_over(harnes
     asyncio.run(scenario())
 
 
+def test_a_message_above_1_mib_ends_the_console_with_message_too_big(harness: Harness) -> None:
+    seen: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        async with aiohttp.ClientSession() as session:
+            console = await _open(harness, session, "testvmi/console")
+            assert await _receive(console, b"login: ") == b"login: "
+            half = b"a" * (512 * 1024)  # within the bound: relayed, and echoed back
+            await console.send_bytes(half)
+            echoed = b""
+            while len(echoed) < len(half):
+                echoed += (await asyncio.wait_for(console.receive(), 10)).data
+            assert echoed == half
+            await console.send_bytes(b"b" * (2 * 1024 * 1024))
+            message = await asyncio.wait_for(console.receive(), 10)
+            seen["close"] = (message.type, message.data)
+
+    asyncio.run(scenario())
+    kind, data = seen["close"]  # never the message echoed back
+    # 1009, or reset: the server does not read the message's rest, which can beat the close frame.
+    assert (kind, data) == (aiohttp.WSMsgType.CLOSE, aiohttp.WSCloseCode.MESSAGE_TOO_BIG) or kind in (
+        aiohttp.WSMsgType.CLOSED,
+        aiohttp.WSMsgType.ERROR,
+    )
+
+
 def test_vnc_refuses_a_second_client_that_wants_the_first_kept(harness: Harness) -> None:
     async def scenario() -> None:
         async with aiohttp.ClientSession() as session:
