@@ -58,6 +58,11 @@ POSITIVE_SECONDS = PositiveSeconds()
 @click.option("--handler-ca-file", default=None, type=click.Path(path_type=Path), help="CA of virt-handler.")
 @click.option("--handler-namespace", default=None, help="Namespace of virt-handler pods (default: own).")
 @click.option(
+    "--externally-managed",
+    is_flag=True,
+    help="Certificates come from the cluster's PKI: virt-handler's common name is not checked.",
+)
+@click.option(
     "--subresources-only", is_flag=True, help="Accepted for compatibility with KubeVirt's virt-api."
 )
 @click.option(
@@ -102,6 +107,7 @@ def main(
     handler_key_file: Path,
     handler_ca_file: Path | None,
     handler_namespace: str | None,
+    externally_managed: bool,
     subresources_only: bool,
     tls_cert_file: Path,
     tls_key_file: Path,
@@ -124,7 +130,7 @@ def main(
         kubeconfig=kubeconfig,
         config_refresh_interval=config_refresh_interval,
         console_server_port=console_server_port,
-        handler_tls=HandlerTLS(handler_cert_file, handler_key_file, handler_ca_file),
+        handler_tls=HandlerTLS(handler_cert_file, handler_key_file, handler_ca_file, externally_managed),
         handler_namespace=handler_namespace,
     )
     sys.exit(app.run(options))

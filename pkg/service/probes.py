@@ -18,6 +18,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
 from kubevirt.service.tls import ReloadingCertificate
+from kubevirt.virt_config.tls import TLSConfiguration
 
 JSON = dict[str, Any]
 # A probe answers a status code and a JSON body.
@@ -37,8 +38,12 @@ class ProbeServer:
         probes: Mapping[str, Probe],
         registry: CollectorRegistry = REGISTRY,
         cert_reload_interval: float = 2.0,
+        tls_config: Callable[[], TLSConfiguration] = TLSConfiguration,
     ) -> None:
-        self._certificate = ReloadingCertificate(cert_file, key_file, interval=cert_reload_interval)
+        # KubeVirt's metrics listeners follow the cluster's tlsConfiguration too.
+        self._certificate = ReloadingCertificate(
+            cert_file, key_file, interval=cert_reload_interval, tls_config=tls_config
+        )
         handler = _handler_class(dict(probes), registry)
         self._server = ThreadingHTTPServer((address, port), handler)
         self._server.daemon_threads = True

@@ -104,13 +104,17 @@ async def _serve(
     options: Options, stop: asyncio.Event, kube: KubeClient | None, presets: PresetCache | None
 ) -> None:
     log = get_logger()
-    certificate = ReloadingCertificate(
-        options.tls_cert_file, options.tls_key_file, interval=options.cert_reload_interval
-    )
     state = connect(options.kubeconfig, presets)
     kubernetes = state if isinstance(state, KubernetesClusterState) else None
     patch_vmi = kubernetes.patch_vmi if kubernetes else None
     ctx = build_context(options.config, state)
+    # The listener follows the cluster's tlsConfiguration, which the follower below keeps in ctx.config.
+    certificate = ReloadingCertificate(
+        options.tls_cert_file,
+        options.tls_key_file,
+        interval=options.cert_reload_interval,
+        tls_config=lambda: ctx.config.tls,
+    )
     handlers = webhook_handlers(ctx, patch_vmi=patch_vmi)
     # Before serving (the readiness probe waits): the kinds every VM start and migration is reviewed as.
     prepare(EVERYDAY_KINDS)

@@ -3,7 +3,8 @@
 KubeVirt's built-in values overlaid by the KubeVirt CR's ``spec.configuration``: feature gates (gates
 that graduated count as enabled whatever the CR says), the VM rollout strategy, eviction strategy,
 architectures and their emulated machines, whether a bridge may sit on the pod network, and what
-virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector).
+virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector), and the
+TLS settings of every listener (``tlsConfiguration``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubevirt.virt_config.migrations import InvalidMigrationConfigurationError, MigrationConfig
+from kubevirt.virt_config.tls import InvalidTLSConfigurationError, TLSConfiguration
 
 ROLLOUT_LIVE_UPDATE = "LiveUpdate"
 ROLLOUT_STAGE = "Stage"
@@ -48,6 +50,9 @@ GRADUATED_FEATURE_GATES = frozenset(
         "AutoResourceLimitsGate",
     }
 )
+
+# Alpha: virt-handler installs KubeVirt's seccomp profile for launcher pods on its node.
+KUBEVIRT_SECCOMP_PROFILE_GATE: Final = "KubevirtSeccompProfile"
 
 DEFAULT_INSTALL_NAMESPACE = "kubevirt"
 KUBEVIRT_SERVICE_ACCOUNT_NAMES = (
@@ -86,6 +91,8 @@ class ClusterConfig:
     # (written into the VM unless it already references revisions) or "expandAll" (always written in).
     instancetype_reference_policy: str = "reference"
     migrations: MigrationConfig = field(default_factory=MigrationConfig)
+    # ``tlsConfiguration``: the minimum TLS version and cipher suites of every KubeVirt listener.
+    tls: TLSConfiguration = field(default_factory=TLSConfiguration)
 
     @classmethod
     def build(
@@ -134,10 +141,12 @@ class ClusterConfig:
             migrations = MigrationConfig.from_configuration(
                 _mapping(configuration.get("migrations")), f"{_PREFIX}.migrations"
             )
-        except InvalidMigrationConfigurationError as err:
+            tls = TLSConfiguration.from_configuration(configuration.get("tlsConfiguration"))
+        except (InvalidMigrationConfigurationError, InvalidTLSConfigurationError) as err:
             raise InvalidConfigurationError(str(err)) from err
         return cls(
             migrations=migrations,
+            tls=tls,
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
             eviction_strategy=eviction if isinstance(eviction, str) else None,

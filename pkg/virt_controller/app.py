@@ -21,6 +21,7 @@ from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
 from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_controller.config import ClusterConfigSource
 from kubevirt.virt_controller.controllers import ControllerSet, Threads
 from kubevirt.virt_controller.services import TemplateParameters
@@ -92,6 +93,10 @@ class VirtController:
             retry_period=election.retry_period,
         )
 
+    def tls_config(self) -> TLSConfiguration:
+        """The cluster's ``tlsConfiguration``, which the metrics listener follows."""
+        return self._config.cluster_config().tls
+
     def probes(self) -> dict[str, Any]:
         return {
             "/healthz": self._health,
@@ -154,6 +159,7 @@ def run(options: Options) -> int:
             cert_file=options.tls_cert_file,
             key_file=options.tls_key_file,
             probes=controller.probes(),
+            tls_config=controller.tls_config,
         )
     except OSError as err:
         log.error("virt-controller cannot serve", reason=str(err))

@@ -32,6 +32,7 @@ from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import Probe, ProbeServer
 from kubevirt.service.tls import CA_CONFIG_MAP, read_ca_bundle
+from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_handler.config import HandlerConfig
 from kubevirt.virt_handler.container_disk.mounter import Mounter
 from kubevirt.virt_handler.device_manager.plugin import (
@@ -139,6 +140,8 @@ class VirtHandler:
                 tls_files,
                 ca_bundle=lambda: read_ca_bundle(api, namespace, options.ca_config_map),
                 disabled=lambda: self._config.current().migrations.disable_tls,
+                tls_config=self._tls_config,
+                externally_managed=options.externally_managed,
             ),
         )
         roles: dict[str, Any] = {
@@ -248,7 +251,12 @@ class VirtHandler:
             externally_managed=options.externally_managed,
             domain_events=self._domain_events,
             domain_changed=self._queue.add,  # pause and the like: the VMI's status follows at once
+            tls_config=self._tls_config,
         )
+
+    def _tls_config(self) -> TLSConfiguration:
+        """The cluster's ``tlsConfiguration``, which every listener of the handler follows."""
+        return self._config.current().tls
 
     def _start_notify_server(self) -> None:
         path = self._options.share_dir / NOTIFY_SOCKET
@@ -270,6 +278,7 @@ class VirtHandler:
                 cert_file=options.tls_cert_file,
                 key_file=options.tls_key_file,
                 probes=self.probes(),
+                tls_config=self._tls_config,
             )
         except (OSError, ValueError) as err:
             get_logger().error("health server could not start", reason=str(err), port=options.port)

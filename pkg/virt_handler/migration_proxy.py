@@ -4,7 +4,7 @@ On the source node virt-handler listens on unix sockets in the source pod's ``mi
 directory (libvirt's peer-to-peer connection, and QEMU's direct migration stream for port 49152) and
 forwards each connection over TCP to the target node's handler. There the target listener forwards it
 to the target pod's libvirt socket or to the socket QEMU listens on for the incoming stream. With TLS
-contexts given, the TCP leg is TLS (both handlers present the certificate their CA signed).
+contexts given, the TCP leg is mutual TLS between virt-handler identities (see :func:`tls_contexts`).
 
 One asyncio loop in a thread carries every pipe: TLS needs one owner per connection, which asyncio
 gives without a thread per direction.
@@ -28,6 +28,13 @@ from typing import Any, TypeVar
 from kubevirt import safepath
 from kubevirt.log import get_logger
 from kubevirt.podroot import PodRoot
+from kubevirt.service.tls import (
+    ReloadingCertificate,
+    client_context,
+    handler_client_identity,
+    handler_server_identity,
+)
+from kubevirt.virt_config.tls import TLSConfiguration
 
 T = TypeVar("T")
 # The target's libvirt connection is published under this port key, QEMU's stream under its own port.
@@ -40,9 +47,9 @@ class MigrationProxyError(Exception):
     """A proxy could not be set up (a socket path in the pod is unsafe or a listener failed)."""
 
 
-def _in_dir(root: PodRoot, directory: str, name: str, use: Callable[[str], T]) -> T:
-    """Runs ``use`` on a path naming ``name`` inside ``directory`` of the pod, resolved in the pod's
-    root without following any link out of it (through the directory's descriptor)."""
+def _in_dir(root: PodRoot, directory: str, name: str, use: Callable[[int, str], T]) -> T:
+    """Runs ``use`` with a descriptor of ``directory`` in the pod and a path naming ``name`` inside it,
+    resolved in the pod's root without following any link out of it (through the directory's descriptor)."""
     if "/" in name or name in ("", ".", ".."):
         raise MigrationProxyError(f"{name!r}: not a plain file name")
     try:
@@ -50,20 +57,24 @@ def _in_dir(root: PodRoot, directory: str, name: str, use: Callable[[str], T]) -
     except OSError as err:
         raise MigrationProxyError(f"{directory}: {err}") from err
     try:
-        return use(f"/proc/self/fd/{fd}/{name}")
+        return use(fd, f"/proc/self/fd/{fd}/{name}")
     finally:
         os.close(fd)
 
 
-def bind_unix_in_pod(root: PodRoot, directory: str, name: str) -> socket.socket:
+def bind_unix_in_pod(root: PodRoot, directory: str, name: str, *, owner: int | None = None) -> socket.socket:
     """A listening unix socket at ``directory/name`` in the pod (a stale socket there is replaced; the
-    directory is made if the launcher did not make it, as KubeVirt's proxy makes it)."""
+    directory is made if the launcher did not make it, as KubeVirt's proxy makes it).
+
+    With ``owner`` the socket belongs to that user and group: a non-root launcher's libvirt and QEMU
+    connect as it, and connecting takes write permission on the socket.
+    """
     try:
         root.makedirs(directory)
     except OSError as err:
         raise MigrationProxyError(f"{directory}: {err}") from err
 
-    def bind(path: str) -> socket.socket:
+    def bind(directory_fd: int, path: str) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):
             if not stat.S_ISSOCK(os.lstat(path).st_mode):
                 raise MigrationProxyError(f"{directory}/{name}: exists and is not a socket")
@@ -71,6 +82,10 @@ def bind_unix_in_pod(root: PodRoot, directory: str, name: str) -> socket.socket:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             listener.bind(path)
+            if owner is not None:
+                # Relative to the directory's descriptor, and a link put in the socket's place meanwhile
+                # is changed itself, never followed.
+                os.chown(name, owner, owner, dir_fd=directory_fd, follow_symlinks=False)
             listener.listen(16)
         except OSError as err:
             listener.close()
@@ -106,24 +121,36 @@ class TLSContexts:
 
 
 def tls_contexts(
-    *, cert_file: Path, key_file: Path, client_cert_file: Path, client_key_file: Path, ca_bundle: str
+    *,
+    cert_file: Path,
+    key_file: Path,
+    client_cert_file: Path,
+    client_key_file: Path,
+    ca_bundle: str,
+    tls_config: Callable[[], TLSConfiguration] = TLSConfiguration,
+    externally_managed: bool = False,
 ) -> TLSContexts:
-    """Mutual TLS between two nodes' handlers: each side proves a certificate the cluster CA signed.
+    """Mutual TLS between two nodes' handlers, as KubeVirt's: each side proves a certificate the cluster
+    CA signed for virt-handler. The CA signs every component's certificate, so the target takes only
+    virt-handler's client identity and the source only virt-handler's serving identity (any name when
+    certificates are externally managed). Peers are addressed by IP, which no certificate names.
 
-    Peers are handlers on other nodes, addressed by IP: the chain is verified, not a host name.
+    The target listener follows ``tls_config`` (the cluster's ``tlsConfiguration``) per connection.
     """
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.minimum_version = ssl.TLSVersion.TLSv1_2
-    server.load_cert_chain(str(cert_file), str(key_file))
-    server.load_verify_locations(cadata=ca_bundle)
-    server.verify_mode = ssl.CERT_REQUIRED
-    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    client.minimum_version = ssl.TLSVersion.TLSv1_2
-    client.check_hostname = False
-    client.load_cert_chain(str(client_cert_file), str(client_key_file))
-    client.load_verify_locations(cadata=ca_bundle)
-    client.verify_mode = ssl.CERT_REQUIRED
-    return TLSContexts(server, client)
+    server = ReloadingCertificate(
+        cert_file,
+        key_file,
+        require_client_cert=True,
+        tls_config=tls_config,
+        peer=handler_client_identity(externally_managed=externally_managed),
+    )
+    server.trust_client_ca(ca_bundle)
+    client = client_context(
+        ca_bundle,
+        cert=(client_cert_file, client_key_file),
+        peer=handler_server_identity(externally_managed=externally_managed),
+    )
+    return TLSContexts(server.server_context, client)
 
 
 class ProxyManager:
@@ -314,11 +341,19 @@ class TLSProvider:
     """
 
     def __init__(
-        self, files: TLSFiles, ca_bundle: Callable[[], str | None], disabled: Callable[[], bool]
+        self,
+        files: TLSFiles,
+        ca_bundle: Callable[[], str | None],
+        disabled: Callable[[], bool],
+        *,
+        tls_config: Callable[[], TLSConfiguration] = TLSConfiguration,
+        externally_managed: bool = False,
     ) -> None:
         self._files = files
         self._ca_bundle = ca_bundle
         self._disabled = disabled
+        self._tls_config = tls_config
+        self._externally_managed = externally_managed
         self._lock = threading.Lock()
         self._built: tuple[tuple[int, ...], str, TLSContexts] | None = None
         self._log = get_logger(component="migration-proxy")
@@ -350,6 +385,8 @@ class TLSProvider:
                     client_cert_file=files.client_cert_file,
                     client_key_file=files.client_key_file,
                     ca_bundle=bundle,
+                    tls_config=self._tls_config,
+                    externally_managed=self._externally_managed,
                 )
             except (OSError, ssl.SSLError) as err:
                 if self._built is None:

@@ -31,7 +31,11 @@ from kubevirt.controller import (
     key_of,
 )
 from kubevirt.log import get_logger
+from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
+from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_config.follower import ConfigFollower
+from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_operator.certificates import new_ca
 from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
 from kubevirt.virt_operator.resource.metadata import MANAGED_SELECTOR, is_managed
@@ -96,6 +100,20 @@ class VirtOperator:
             synced=self.synced,
         )
         self.controller = Controller("kubevirt", self.queue, self.reconciler, workers=options.workers)
+        # The answer virt-api, virt-controller and virt-handler give: 500 while the API server's /version
+        # cannot be read.
+        self._health = ApiServerHealth(api.server_version, self._config_resource_version)
+        # The CR's configuration (its tlsConfiguration, for the probe port) is followed by every replica,
+        # leading or not, as in KubeVirt: its own informer, started at once rather than on leading.
+        self._config_factory = SharedInformerFactory(api)
+        self._config_lock = threading.Lock()
+        self._config = ClusterConfig()
+        self._follower = ConfigFollower(
+            None, options.namespace, current=self._cluster_config, publish=self._publish
+        )
+        self._config_factory.informer(KUBEVIRTS, namespace=options.namespace).add_event_handler(
+            self._observe_config, lambda _old, new: self._observe_config(new), lambda _gone: None
+        )
         self.stop_event = threading.Event()
         self.leading = threading.Event()
         self._lost = threading.Event()
@@ -110,6 +128,21 @@ class VirtOperator:
             renew_deadline=options.renew_deadline,
             retry_period=options.retry_period,
         )
+
+    def _observe_config(self, kubevirt: JSON) -> None:
+        self._follower.observe(kubevirt)
+
+    def _cluster_config(self) -> ClusterConfig:
+        with self._config_lock:
+            return self._config
+
+    def _publish(self, config: ClusterConfig) -> None:
+        with self._config_lock:
+            self._config = config
+
+    def tls_config(self) -> TLSConfiguration:
+        """The cluster's ``tlsConfiguration``, which the probe port follows."""
+        return self._cluster_config().tls
 
     def cache(self, resource: Resource) -> Store[JSON]:
         return self._informer(resource).store
@@ -179,18 +212,27 @@ class VirtOperator:
     def run(self) -> int:
         # The CRDs' structural schemas take a moment to build: done before a CR asks for them.
         threading.Thread(target=crds, name="warm-strategy", daemon=True).start()
+        self._config_factory.start()
         elector = threading.Thread(
             target=self._elector.run, args=(self.stop_event,), name="leader-election", daemon=True
         )
         elector.start()
         self.stop_event.wait()
         self._factory.stop()
+        self._config_factory.stop()
         elector.join(timeout=self._options.renew_deadline)
         return EXIT_LOST_LEADERSHIP if self._lost.is_set() else 0
 
+    def _config_resource_version(self) -> str:
+        """The resourceVersion of the KubeVirt CR in charge ("" before one, or while not leading: the
+        caches run only on the leader)."""
+        active = self.reconciler.active_install()
+        metadata = active.metadata if active is not None else None
+        return (metadata.resource_version or "") if metadata is not None else ""
+
     def probes(self) -> dict[str, Any]:
         return {
-            "/healthz": lambda: (200, {"apiserver": {"connectivity": "ok"}}),
+            "/healthz": self._health,
             "/leader": lambda: (200, {"apiserver": {"leader": str(self.leading.is_set()).lower()}}),
         }
 
@@ -219,7 +261,12 @@ def run(options: Options) -> int:
         cert, key = _probe_certificate(Path(directory))
         try:
             probes = ProbeServer(
-                options.listen, options.port, cert_file=cert, key_file=key, probes=operator.probes()
+                options.listen,
+                options.port,
+                cert_file=cert,
+                key_file=key,
+                probes=operator.probes(),
+                tls_config=operator.tls_config,
             )
         except OSError as err:
             log.error("virt-operator cannot serve", reason=str(err))

@@ -119,12 +119,9 @@ class KubeVirtReconciler:
 
     # Which CR is in charge.
 
-    def _is_the_active_install(self, kv: KubeVirt) -> bool:
-        """Only a CR in the operator's namespace installs, and only the first of them: one that already
-        holds the finalizer, or else the oldest."""
-        assert kv.metadata is not None
-        if kv.metadata.namespace != self._settings.namespace:
-            return False
+    def active_install(self) -> KubeVirt | None:
+        """The CR in charge: of those in the operator's namespace, one that already holds the finalizer,
+        or else the oldest (None when there is none, or the caches are not started)."""
         candidates = [
             other
             for other in self._kubevirts.list()
@@ -137,11 +134,15 @@ class KubeVirtReconciler:
             created = str(other.metadata.creation_timestamp or "")
             return (not holds, created, other.metadata.name or "")
 
-        if not candidates:
+        return min(candidates, key=rank) if candidates else None
+
+    def _is_the_active_install(self, kv: KubeVirt) -> bool:
+        """Only a CR in the operator's namespace installs, and only the one in charge."""
+        assert kv.metadata is not None
+        if kv.metadata.namespace != self._settings.namespace:
             return False
-        first = min(candidates, key=rank).metadata
-        assert first is not None
-        return first.name == kv.metadata.name
+        active = self.active_install()
+        return active is not None and active.metadata is not None and active.metadata.name == kv.metadata.name
 
     # Installing.
 

@@ -82,8 +82,8 @@ class TLSHandlerTransport:
     """HTTPS to virt-handler with virt-api's client certificate.
 
     The handler is dialled by its pod IP, which its certificate does not name (KubeVirt's names none
-    either): the chain to KubeVirt's CA is what identifies it. urllib3 matches the host name by itself
-    unless told not to, whatever the context says, so that is turned off here too.
+    either): the contexts check virt-handler's identity in the certificate instead. urllib3 matches the
+    host name by itself unless told not to, whatever the context says, so that is turned off here too.
     """
 
     def __init__(self, contexts: Callable[[], ssl.SSLContext]) -> None:

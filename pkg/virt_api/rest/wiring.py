@@ -15,7 +15,7 @@ from aiohttp import web
 
 from kubevirt.client import JSON, KubeClient, Resource
 from kubevirt.log import get_logger
-from kubevirt.service.tls import ReloadingClientContext, read_ca_bundle
+from kubevirt.service.tls import ReloadingClientContext, handler_server_identity, read_ca_bundle
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.expand import VMExpander
 from kubevirt.virt_api.rest.front_proxy import FrontProxyConfigError, FrontProxyTrust, read_front_proxy_trust
@@ -34,17 +34,22 @@ SUBJECT_ACCESS_REVIEWS = Resource(
 
 @dataclass(frozen=True)
 class HandlerTLS:
-    """virt-api's client certificate towards virt-handler and the CA that signed virt-handler's."""
+    """virt-api's client certificate towards virt-handler and the CA that signed virt-handler's.
+
+    The CA signs every KubeVirt component's certificate; only virt-handler's serving identity is
+    accepted (any name when ``externally_managed``, as KubeVirt's ``--externally-managed``)."""
 
     cert_file: Path
     key_file: Path
     ca_file: Path | None = None
+    externally_managed: bool = False
 
     def contexts(self, ca_bundle: Callable[[], str | None]) -> ReloadingClientContext:
         """The client contexts over time; ``ca_bundle`` (PEM) is trusted when no CA file is given."""
         ca_file = self.ca_file
         trusted = (lambda: ca_file.read_text()) if ca_file else ca_bundle
-        return ReloadingClientContext(self.cert_file, self.key_file, trusted)
+        peer = handler_server_identity(externally_managed=self.externally_managed)
+        return ReloadingClientContext(self.cert_file, self.key_file, trusted, peer=peer)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from aiohttp import web
 from kubevirt.client import JSON, EventSink, KubeApi
 from kubevirt.log import get_logger
 from kubevirt.service.tls import CA_CONFIG_MAP, ReloadingCertificate, read_ca_bundle
+from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.rest.console import ConsoleHandler
 from kubevirt.virt_handler.rest.launcher_state import LauncherStateReader
@@ -231,8 +232,9 @@ def console_server_thread(
     externally_managed: bool = False,
     domain_events: DomainEventLog | None = None,
     domain_changed: Callable[[str], None] | None = None,
+    tls_config: Callable[[], TLSConfiguration] = TLSConfiguration,
 ) -> ServerThread:
-    certificate = ReloadingCertificate(cert_file, key_file, require_client_cert=True)
+    certificate = ReloadingCertificate(cert_file, key_file, require_client_cert=True, tls_config=tls_config)
     server = ConsoleServer(
         vmis,
         LauncherLocator(pods_dir, node),

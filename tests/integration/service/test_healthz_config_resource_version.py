@@ -1,15 +1,18 @@
 """virt-api, virt-controller and virt-handler, each run in-process against a real kube-apiserver, report
 the KubeVirt CR's resourceVersion as ``config-resource-version`` on ``/healthz`` and follow a change of
-the CR within 10 s."""
+the CR within 10 s; their listeners follow the CR's ``tlsConfiguration`` without a restart."""
 
 from __future__ import annotations
 
 import shutil
+import socket
+import ssl
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +31,20 @@ from kubevirt_testing.process import free_port
 pytestmark = pytest.mark.timeout(180)
 
 JSON = dict[str, Any]
-Healthz = Callable[[], tuple[int, JSON]]
 
 
 def _https_get(port: int, path: str) -> tuple[int, JSON]:
     return https_json(port, "GET", path)
+
+
+@dataclass(frozen=True)
+class Healthz:
+    """A component's HTTPS port; calling it asks its ``/healthz``."""
+
+    port: int
+
+    def __call__(self) -> tuple[int, JSON]:
+        return _https_get(self.port, "/healthz")
 
 
 @pytest.fixture
@@ -70,7 +82,7 @@ def virt_api_healthz(apiserver: Any, namespace: str, certificate: tuple[Path, Pa
         handler_namespace=namespace,
     )
     with virt_api_running(options):
-        yield lambda: _https_get(port, "/healthz")
+        yield Healthz(port)
 
 
 @pytest.fixture
@@ -79,14 +91,19 @@ def virt_controller_healthz(
 ) -> Iterator[Healthz]:
     options = virt_controller.Options(tls_cert_file=certificate[0], tls_key_file=certificate[1])
     controller = virt_controller.VirtController(options, kube, namespace)
-    probes = ProbeServer(
-        "127.0.0.1", 0, cert_file=certificate[0], key_file=certificate[1], probes=controller.probes()
+    probes = ProbeServer(  # as virt-controller's run() serves them
+        "127.0.0.1",
+        0,
+        cert_file=certificate[0],
+        key_file=certificate[1],
+        probes=controller.probes(),
+        tls_config=controller.tls_config,
     )
     probes.start()
     runner = threading.Thread(target=controller.run, daemon=True)
     runner.start()
     try:
-        yield lambda: _https_get(probes.port, "/healthz")
+        yield Healthz(probes.port)
     finally:
         controller.stop()
         runner.join(30)
@@ -118,7 +135,7 @@ def virt_handler_healthz(
     runner = threading.Thread(target=handler.run, daemon=True)
     runner.start()
     try:
-        yield lambda: _https_get(port, "/healthz")
+        yield Healthz(port)
     finally:
         handler.stop()
         runner.join(30)
@@ -166,6 +183,43 @@ def test_healthz_reports_the_kubevirt_cr_version_in_force(
     resource_version = _change_the_cr(kube, namespace)
     _reports(healthz, resource_version, timeout=10)
     assert time.monotonic() - changed_at < 10
+
+
+def _set_min_tls_version(kube: KubeClient, namespace: str, version: str) -> str:
+    changed = kube.patch(
+        KUBEVIRTS,
+        namespace,
+        "kubevirt",
+        {"spec": {"configuration": {"tlsConfiguration": {"minTLSVersion": version}}}},
+        patch_type="merge",
+    )
+    return str(changed["metadata"]["resourceVersion"])
+
+
+def _tls_version(port: int, maximum: ssl.TLSVersion) -> str | None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.maximum_version = maximum
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, context.wrap_socket(raw) as tls:
+        return tls.version()
+
+
+@pytest.mark.parametrize("component", ["virt_api_healthz", "virt_controller_healthz", "virt_handler_healthz"])
+def test_the_listener_follows_the_cr_s_minimum_tls_version(
+    request: pytest.FixtureRequest, kube: KubeClient, namespace: str, kubevirt_cr: JSON, component: str
+) -> None:
+    healthz: Healthz = request.getfixturevalue(component)
+    _reports(healthz, kubevirt_cr["metadata"]["resourceVersion"], timeout=60)
+    assert _tls_version(healthz.port, ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
+
+    _reports(healthz, _set_min_tls_version(kube, namespace, "VersionTLS13"), timeout=10)
+    with pytest.raises(ssl.SSLError):
+        _tls_version(healthz.port, ssl.TLSVersion.TLSv1_2)
+    assert _tls_version(healthz.port, ssl.TLSVersion.TLSv1_3) == "TLSv1.3"
+
+    _reports(healthz, _set_min_tls_version(kube, namespace, "VersionTLS12"), timeout=10)
+    assert _tls_version(healthz.port, ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
 
 
 def test_a_standby_virt_controller_follows_the_configuration_too(

@@ -104,6 +104,23 @@ def test_install_creates_every_object_with_the_operators_labels(kube: KubeClient
     assert installed["metadata"]["finalizers"] == ["foregroundDeleteKubeVirt"]
 
 
+def test_healthz_reports_the_api_server_and_the_kubevirt_in_charge(
+    kube: KubeClient, operator: VirtOperator, installed: JSON
+) -> None:
+    healthz = operator.probes()["/healthz"]
+    status, body = healthz()
+    assert status == 200
+    assert body["apiserver"]["connectivity"] == "ok"
+    assert body["apiserver"]["version"]["gitVersion"].startswith("v1.")
+
+    def reports_the_current_cr() -> bool:
+        # The operator keeps writing the CR's status: compared with the version read just before.
+        current = (kubevirt(kube) or {}).get("metadata", {}).get("resourceVersion")
+        return bool(healthz()[1]["config-resource-version"] == current)
+
+    eventually("/healthz reports the KubeVirt CR's resourceVersion", reports_the_current_cr)
+
+
 def test_status_walks_from_deploying_to_deployed_once_the_workloads_are_ready(
     kube: KubeClient, installed: JSON
 ) -> None:

@@ -32,6 +32,7 @@ from kubevirt.client import (
     NotFoundError,
 )
 from kubevirt.client.resources import API_SERVICES, NAMESPACES, SERVICE_ACCOUNTS, SERVICES
+from kubevirt.service.tls import HANDLER_SERVER_NAME
 from kubevirt_testing.certificates import self_signed, write_pair
 from kubevirt_testing.process import start_virt_api, terminate
 
@@ -122,7 +123,7 @@ class _HandlerServer:
 
 
 def _serve_handler(workdir: Path) -> tuple[_HandlerServer, HandlerStandIn]:
-    write_pair(self_signed("virt-handler"), workdir, "handler")
+    write_pair(self_signed(HANDLER_SERVER_NAME), workdir, "handler")  # virt-api checks this identity
     stand_in = HandlerStandIn(0)
     return _HandlerServer(workdir, stand_in), stand_in
 

@@ -441,6 +441,36 @@ def test_kubevirt_cr_rules() -> None:
     assert kubevirt_cr.admit_kubevirt_update(old, old, vmi_count=3).allowed
 
 
+def _with_tls(tls: dict[str, Any] | None) -> dict[str, Any]:
+    return {"spec": {"configuration": {} if tls is None else {"tlsConfiguration": tls}}}
+
+
+def test_a_tls_configuration_go_cannot_apply_is_refused_on_update() -> None:
+    def causes(tls: dict[str, Any], old: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+        answer = kubevirt_cr.admit_kubevirt_update(_with_tls(tls), _with_tls(old), vmi_count=0)
+        return [(cause.field, cause.message) for cause in answer.causes]
+
+    assert causes({"minTLSVersion": "VersionTLS12", "ciphers": ["TLS_AES_128_GCM_SHA256", "RC4", "x"]}) == [
+        ("spec.configuration.tlsConfiguration.ciphers#1", "RC4 is not a valid cipher"),
+        ("spec.configuration.tlsConfiguration.ciphers#2", "x is not a valid cipher"),
+    ]
+    only_tls13 = (
+        "spec.configuration.tlsConfiguration.ciphers",
+        "You cannot specify ciphers when spec.configuration.tlsConfiguration.minTLSVersion is empty or "
+        "VersionTLS13",
+    )
+    assert causes({"minTLSVersion": "VersionTLS13", "ciphers": ["TLS_AES_128_GCM_SHA256"]}) == [only_tls13]
+    assert causes({"ciphers": ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]}) == [only_tls13]
+    refused = kubevirt_cr.admit_kubevirt_update(_with_tls({"ciphers": ["x"]}), _with_tls(None), vmi_count=0)
+    assert refused.status is not None
+    assert (refused.allowed, refused.status["code"]) == (False, 422)
+    assert causes({"minTLSVersion": "VersionTLS11", "ciphers": ["TLS_RSA_WITH_RC4_128_SHA"]}) == []
+    assert causes({"minTLSVersion": "VersionTLS13"}) == []
+    # As in KubeVirt, only a change is checked: an unchanged configuration stays accepted.
+    unchanged = {"minTLSVersion": "VersionTLS12", "ciphers": ["x"]}
+    assert causes(unchanged, old=unchanged) == []
+
+
 def test_discontinued_gates_refuse_specs_using_their_api() -> None:
     from kubevirt.admission.vmi_create import admit_vmi_create
 

@@ -1,6 +1,7 @@
 """virt-api calls virt-handler by its pod IP with the certificates virt-operator issues: the handler's
-serving certificate names only the ``virt-handler`` Service, so the CA, not the host name, identifies it
-(before the fix every pause and soft reboot on a cluster failed with "hostname ... doesn't match")."""
+serving certificate names only the ``virt-handler`` Service, so its common name, not the host name,
+identifies it (before the fix every pause and soft reboot on a cluster failed with "hostname ... doesn't
+match"); the CA alone is not enough, since it signs every KubeVirt component's certificate."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from kubevirt_testing.certificates import write_pair
 NOW = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1)
 LIFE = datetime.timedelta(hours=1)
 HANDLER_SERVER_CERT = "kubevirt-virt-handler-server-certs"
+API_SERVER_CERT = "kubevirt-virt-api-certs"
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -37,11 +39,10 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def handler_server(tmp_path: Path) -> Iterator[tuple[int, KeyPair]]:
-    """An HTTPS server on 127.0.0.1 with virt-handler's serving certificate as the operator issues it."""
+def _serve(tmp_path: Path, secret: str) -> Iterator[tuple[int, KeyPair]]:
+    """An HTTPS server on 127.0.0.1 with the serving certificate of ``secret`` as the operator issues it."""
     ca = new_ca("kubevirt.io@1", NOW, LIFE)
-    (spec,) = [s for s in component_certificates("kubevirt") if s.secret == HANDLER_SERVER_CERT]
+    (spec,) = [s for s in component_certificates("kubevirt") if s.secret == secret]
     cert, key = write_pair(new_certificate(spec, ca, "kubevirt", NOW, LIFE), tmp_path, "server")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(cert), str(key))
@@ -57,8 +58,19 @@ def handler_server(tmp_path: Path) -> Iterator[tuple[int, KeyPair]]:
         server.server_close()
 
 
-def _transport(tmp_path: Path, ca: KeyPair) -> TLSHandlerTransport:
-    tls = HandlerTLS(tmp_path / "client.crt", tmp_path / "client.key")
+@pytest.fixture
+def handler_server(tmp_path: Path) -> Iterator[tuple[int, KeyPair]]:
+    yield from _serve(tmp_path, HANDLER_SERVER_CERT)
+
+
+@pytest.fixture
+def api_server(tmp_path: Path) -> Iterator[tuple[int, KeyPair]]:
+    """virt-api's serving certificate: the same CA as virt-handler's, another identity."""
+    yield from _serve(tmp_path, API_SERVER_CERT)
+
+
+def _transport(tmp_path: Path, ca: KeyPair, *, externally_managed: bool = False) -> TLSHandlerTransport:
+    tls = HandlerTLS(tmp_path / "client.crt", tmp_path / "client.key", externally_managed=externally_managed)
     return TLSHandlerTransport(tls.contexts(lambda: ca.cert_pem.decode()).current)
 
 
@@ -80,3 +92,16 @@ def test_a_handler_certificate_of_another_ca_is_refused(
     with pytest.raises(HandlerCallError, match="CERTIFICATE_VERIFY_FAILED"):
         _transport(tmp_path, stranger).put(url, b"{}")
     assert _Recorder.calls == []
+
+
+def test_a_certificate_the_same_ca_issued_to_another_component_is_refused(
+    tmp_path: Path, api_server: tuple[int, KeyPair]
+) -> None:
+    port, ca = api_server
+    url = f"https://127.0.0.1:{port}/v1/namespaces/ns/virtualmachineinstances/vm/pause"
+    with pytest.raises(HandlerCallError, match="common name is invalid"):
+        _transport(tmp_path, ca).put(url, b"{}")
+    assert _Recorder.calls == []
+    # Externally managed certificates (the cluster's PKI) carry names of their own, as in KubeVirt.
+    _transport(tmp_path, ca, externally_managed=True).put(url, b"{}")
+    assert _Recorder.calls == [("PUT", "/v1/namespaces/ns/virtualmachineinstances/vm/pause")]

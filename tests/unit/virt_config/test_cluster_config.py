@@ -8,6 +8,7 @@ import pytest
 
 from kubevirt.virt_config import GRADUATED_FEATURE_GATES, ClusterConfig, InvalidConfigurationError
 from kubevirt.virt_config.follower import ConfigFollower
+from kubevirt.virt_config.tls import TLSConfiguration
 
 
 def kubevirt_cr(configuration: dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +37,9 @@ def test_graduated_gates_count_as_enabled_without_being_listed() -> None:
         ({"network": {"permitBridgeInterfaceOnPodNetwork": "yes"}}, "permitBridgeInterfaceOnPodNetwork"),
         ({"developerConfiguration": []}, "spec.configuration.developerConfiguration"),
         ({"instancetype": {"referencePolicy": "copy"}}, "spec.configuration.instancetype.referencePolicy"),
+        ({"tlsConfiguration": "modern"}, "spec.configuration.tlsConfiguration"),
+        ({"tlsConfiguration": {"minTLSVersion": "TLS1.3"}}, "tlsConfiguration.minTLSVersion"),
+        ({"tlsConfiguration": {"ciphers": "TLS_AES_128_GCM_SHA256"}}, "tlsConfiguration.ciphers"),
     ],
 )
 def test_an_invalid_configuration_is_refused_naming_the_field(
@@ -43,6 +47,16 @@ def test_an_invalid_configuration_is_refused_naming_the_field(
 ) -> None:
     with pytest.raises(InvalidConfigurationError, match=field):
         ClusterConfig.from_kubevirt(kubevirt_cr(configuration))
+
+
+def test_the_tls_configuration_is_read_for_the_listeners() -> None:
+    assert ClusterConfig().tls == TLSConfiguration()
+    configured = ClusterConfig.from_kubevirt(
+        kubevirt_cr({"tlsConfiguration": {"minTLSVersion": "VersionTLS12", "ciphers": ["A", "B"]}})
+    )
+    # Names are kept as written: the listeners skip the ones Go does not know, as KubeVirt's do.
+    assert configured.tls == TLSConfiguration("VersionTLS12", ("A", "B"))
+    assert configured != ClusterConfig.from_kubevirt(kubevirt_cr({})), "a change must reach the followers"
 
 
 def test_the_instancetype_reference_policy() -> None:

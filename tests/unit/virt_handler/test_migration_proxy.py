@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from kubevirt.podroot import PodRoot
+from kubevirt.service.tls import HANDLER_CLIENT_NAME, HANDLER_SERVER_NAME
+from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_handler.migration_proxy import (
     MigrationProxyError,
     ProxyManager,
@@ -23,8 +25,9 @@ from kubevirt.virt_handler.migration_proxy import (
     bind_unix_in_pod,
     unix_opener,
 )
-from kubevirt_testing.certificates import CertificateAuthority
+from kubevirt_testing.certificates import CertificateAuthority, KeyPair, write_pair
 from kubevirt_testing.migration_tls import migration_tls
+from kubevirt_testing.tls_recorder import TLSRecorder
 
 
 def echo_server(path: str) -> socket.socket:
@@ -97,6 +100,105 @@ def test_bytes_cross_from_pod_to_pod_over_mutual_tls(tmp_path: Path, pods: tuple
         target.shut_down()
 
 
+def _proxied(source: ProxyManager, pods: tuple[PodRoot, PodRoot], port: int, data: bytes) -> bytes:
+    """What the source pod's QEMU gets back for ``data`` sent through a source proxy to ``port``."""
+    listener = bind_unix_in_pod(pods[0], "/var/run/kubevirt/migrationproxy", "vmi-49152-source.sock")
+    source.start_source("vmi", [(listener, "127.0.0.1", port)])
+    with (
+        contextlib.chdir(pods[0].root / "var/run/kubevirt/migrationproxy"),
+        socket.socket(socket.AF_UNIX) as qemu,
+    ):
+        qemu.settimeout(10)
+        qemu.connect("vmi-49152-source.sock")
+        qemu.sendall(data)
+        try:
+            return qemu.recv(100)
+        except OSError:
+            return b""
+
+
+def test_the_source_sends_nothing_to_a_target_with_another_identity_from_the_same_ca(
+    tmp_path: Path, pods: tuple[PodRoot, PodRoot]
+) -> None:
+    ca = CertificateAuthority.create()
+    # The cluster CA signs virt-api's serving certificate too: a chain to it is not virt-handler.
+    cert, key = write_pair(ca.issue("virt-api.kubevirt.pod.cluster.local"), tmp_path, "impostor")
+    impostor = TLSRecorder(cert, key)
+    source = ProxyManager(listen_address="127.0.0.1", tls=lambda: migration_tls(tmp_path / "a", ca, "node-a"))
+    try:
+        assert _proxied(source, pods, impostor.port, b"guest memory") == b""
+        assert impostor.received == b""
+    finally:
+        source.shut_down()
+        impostor.close()
+
+
+def test_the_target_takes_only_virt_handler_s_client_identity(
+    tmp_path: Path, pods: tuple[PodRoot, PodRoot]
+) -> None:
+    ca = CertificateAuthority.create()
+    target = ProxyManager(listen_address="127.0.0.1", tls=lambda: migration_tls(tmp_path / "b", ca, "node-b"))
+    try:
+        ports = target.start_target(
+            "vmi", {49152: unix_opener(pods[1], "/var/run/kubevirt/migrationproxy", "qemu.sock")}
+        )
+        port = int(next(iter(ports)))
+
+        def send(client: KeyPair) -> bytes:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.load_verify_locations(cadata=ca.pair.cert_pem.decode())
+            cert, key = write_pair(client, tmp_path, "client")
+            context.load_cert_chain(cert, key)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                try:
+                    with context.wrap_socket(raw) as conn:
+                        conn.sendall(b"guest memory")
+                        return conn.recv(100)
+                except OSError:
+                    return b""
+
+        assert send(ca.issue(HANDLER_CLIENT_NAME, client=True)) == b"GUEST MEMORY"
+        # A client certificate of the same CA for another identity: the pod's socket never sees it.
+        assert send(ca.issue("kubevirt.io:system:client:someone", client=True)) == b""
+    finally:
+        target.shut_down()
+
+
+def test_the_target_listener_follows_the_cluster_tls_configuration(
+    tmp_path: Path, pods: tuple[PodRoot, PodRoot]
+) -> None:
+    ca = CertificateAuthority.create()
+    setting = {"tls": TLSConfiguration("VersionTLS13")}
+    target_tls = migration_tls(tmp_path / "b", ca, "node-b", tls_config=lambda: setting["tls"])
+    client = migration_tls(tmp_path / "a", ca, "node-a").client
+    target = ProxyManager(listen_address="127.0.0.1", tls=lambda: target_tls)
+    try:
+        ports = target.start_target(
+            "vmi", {49152: unix_opener(pods[1], "/var/run/kubevirt/migrationproxy", "qemu.sock")}
+        )
+        port = int(next(iter(ports)))
+
+        def version(maximum: ssl.TLSVersion) -> str | None:
+            client.maximum_version = maximum
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+                client.wrap_socket(raw) as conn,
+            ):
+                conn.sendall(b"x")
+                assert conn.recv(10) == b"X"
+                return conn.version()
+
+        with pytest.raises(ssl.SSLError):
+            version(ssl.TLSVersion.TLSv1_2)
+        assert version(ssl.TLSVersion.TLSv1_3) == "TLSv1.3"
+        # Lowered in the CR: the running listener takes TLS 1.2 from its next connection on.
+        setting["tls"] = TLSConfiguration("VersionTLS12")
+        assert version(ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
+    finally:
+        target.shut_down()
+
+
 def test_a_pod_link_out_of_its_root_is_not_followed(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "var/run/kubevirt").mkdir(parents=True)
@@ -149,8 +251,8 @@ def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> bool:
     return outcome.get("server", False) and outcome.get("client", True)
 
 
-def write_pairs(directory: Path, ca: CertificateAuthority, node: str, stamp: int) -> TLSFiles:
-    server, client = ca.issue(node), ca.issue(node, client=True)
+def write_pairs(directory: Path, ca: CertificateAuthority, stamp: int) -> TLSFiles:
+    server, client = ca.issue(HANDLER_SERVER_NAME), ca.issue(HANDLER_CLIENT_NAME, client=True)
     directory.mkdir(parents=True, exist_ok=True)
     files = TLSFiles(
         directory / "tls.crt", directory / "tls.key", directory / "client.crt", directory / "client.key"
@@ -168,7 +270,7 @@ def write_pairs(directory: Path, ca: CertificateAuthority, node: str, stamp: int
 def test_migration_tls_follows_a_rotation_and_keeps_the_last_good_pair_mid_rotation(tmp_path: Path) -> None:
     old_ca, new_ca = CertificateAuthority.create(), CertificateAuthority.create()
     bundle = {"pem": old_ca.pair.cert_pem.decode()}
-    files = write_pairs(tmp_path / "node-a", old_ca, "node-a", 1_000_000_000)
+    files = write_pairs(tmp_path / "node-a", old_ca, 1_000_000_000)
     provider = TLSProvider(files, ca_bundle=lambda: bundle["pem"], disabled=lambda: False)
     first = provider()
     assert first is not None
@@ -178,7 +280,7 @@ def test_migration_tls_follows_a_rotation_and_keeps_the_last_good_pair_mid_rotat
     peer = migration_tls(tmp_path / "node-b", new_ca, "node-b")
     assert not handshake(peer.server, first.client)
     bundle["pem"] = new_ca.pair.cert_pem.decode()
-    write_pairs(tmp_path / "node-a", new_ca, "node-a", 2_000_000_000)
+    write_pairs(tmp_path / "node-a", new_ca, 2_000_000_000)
     rotated = provider()
     assert rotated is not None
     assert rotated is not first
@@ -186,7 +288,7 @@ def test_migration_tls_follows_a_rotation_and_keeps_the_last_good_pair_mid_rotat
     assert handshake(rotated.server, peer.client)
 
     # Caught mid-rotation: the new client certificate is there, its key not yet.
-    files.client_cert_file.write_bytes(new_ca.issue("node-a", client=True).cert_pem)
+    files.client_cert_file.write_bytes(new_ca.issue(HANDLER_CLIENT_NAME, client=True).cert_pem)
     os.utime(files.client_cert_file, ns=(3_000_000_000, 3_000_000_000))
     assert provider() is rotated
 

@@ -154,6 +154,20 @@ def test_the_older_kubevirt_keeps_the_install_and_a_newer_one_is_refused(harness
     assert harness.kubevirt("first")["status"]["phase"] == "Deploying"
 
 
+def test_the_kubevirt_in_charge_is_the_finalizer_holder_then_the_oldest(harness: Harness) -> None:
+    assert harness.reconciler.active_install() is None
+    harness.add_kubevirt("elsewhere", namespace="other", creationTimestamp="2025-01-01T00:00:00Z")
+    harness.add_kubevirt("first", creationTimestamp="2026-01-01T00:00:00Z")
+    harness.add_kubevirt(
+        "second", creationTimestamp="2026-01-02T00:00:00Z", finalizers=[conditions.FINALIZER]
+    )
+    harness.sync("first")
+    active = harness.reconciler.active_install()
+    assert active is not None
+    assert active.metadata is not None
+    assert active.metadata.name == "second"
+
+
 def test_deleting_the_kubevirt_removes_everything_then_the_finalizer(harness: Harness) -> None:
     harness.add_kubevirt()
     harness.sync()
