@@ -55,9 +55,11 @@ from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller
 from kubevirt.virt_handler.notify_pipes import NotifyPipes
 from kubevirt.virt_handler.notify_server import NOTIFY_SOCKET, NotifyServer, serve_notify
 from kubevirt.virt_handler.orphans import OrphanSweeper
+from kubevirt.virt_handler.pod_ownership import PodOwnership
 from kubevirt.virt_handler.pod_sockets import connect_launcher
 from kubevirt.virt_handler.rest.lifecycle import VMIStore
 from kubevirt.virt_handler.rest.server import ServerThread, console_server_thread
+from kubevirt.virt_handler.seccomp import ProfileInstaller
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt.virt_handler.watchdog import DEFAULT_TIMEOUT_SECONDS, LauncherWatchdog
 
@@ -106,6 +108,8 @@ class Options:
     # The handler's share directory: launchers' domain and Kubernetes events arrive on its notify
     # socket there, through a pipe socket in each pod.
     share_dir: Path = DEFAULT_SHARE_DIR
+    # The kubelet's root (mounted at the same path): KubeVirt's seccomp profile is installed under it.
+    kubelet_root: Path = Path("/var/lib/kubelet")
 
 
 class VirtHandler:
@@ -118,6 +122,7 @@ class VirtHandler:
         self._labeller = _node_labeller(api, options, self._config)
         self._ksm = KsmHandler(api=api, node=options.node_name, config=self._config.current)
         self._config.on_change(self._ksm.config_changed)
+        self._config.on_change(ProfileInstaller(options.kubelet_root, self._config.current).config_changed)
         vmis = self._factory.informer(
             VIRTUAL_MACHINE_INSTANCES, label_selector=f"{NODE_NAME_LABEL}={options.node_name}"
         )

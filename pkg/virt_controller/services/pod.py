@@ -11,7 +11,7 @@ from kubevirt.virt_controller.services import containers, metadata, node_selecto
 from kubevirt.virt_controller.services.errors import TemplateError
 from kubevirt.virt_controller.services.parameters import PvcLookup, TemplateParameters
 from kubevirt.virt_controller.services.resources import compute_resources
-from kubevirt.virt_controller.services.settings import LauncherSettings
+from kubevirt.virt_controller.services.settings import LauncherSettings, SeccompProfile
 from kubevirt.virt_controller.services.volumes import render_volumes
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import (
@@ -117,7 +117,7 @@ def render_launcher_pod(
     if service_account:
         spec["serviceAccountName"] = service_account
     spec["automountServiceAccountToken"] = bool(service_account) or metadata.istio_proxy_injected(vmi)
-    spec["securityContext"] = _pod_security_context(non_root)
+    spec["securityContext"] = _pod_security_context(non_root, settings.seccomp_profile)
     pull_secrets = _image_pull_secrets(vmi, params)
     if pull_secrets:
         spec["imagePullSecrets"] = pull_secrets
@@ -227,11 +227,15 @@ def _launcher_environment(vmi: VirtualMachineInstance, settings: LauncherSetting
     return verbosity, env
 
 
-def _pod_security_context(non_root: bool) -> JSON:
+def _pod_security_context(non_root: bool, seccomp: SeccompProfile | None) -> JSON:
     if non_root:
         user = vmi_facts.NON_ROOT_UID
-        return {"runAsUser": user, "runAsGroup": user, "runAsNonRoot": True, "fsGroup": user}
-    return {"runAsUser": vmi_facts.ROOT_UID, "fsGroup": vmi_facts.NON_ROOT_UID}
+        context: JSON = {"runAsUser": user, "runAsGroup": user, "runAsNonRoot": True, "fsGroup": user}
+    else:
+        context = {"runAsUser": vmi_facts.ROOT_UID, "fsGroup": vmi_facts.NON_ROOT_UID}
+    if seccomp is not None:
+        context["seccompProfile"] = seccomp.to_dict()
+    return context
 
 
 def _service_account(vmi: VirtualMachineInstance) -> str:

@@ -20,6 +20,21 @@ DEFAULT_IMAGE_PULL_POLICY = "IfNotPresent"
 DEFAULT_DISK_VERIFICATION_MEMORY_LIMIT_BYTES = 2097152000
 DEFAULT_OVMF_PATHS: Mapping[str, str] = {"arm64": "/usr/share/AAVMF", "s390x": ""}
 DEFAULT_OVMF_PATH = "/usr/share/OVMF"
+SECCOMP_LOCALHOST = "Localhost"
+SECCOMP_RUNTIME_DEFAULT = "RuntimeDefault"
+
+
+@dataclass(frozen=True)
+class SeccompProfile:
+    """A pod's ``securityContext.seccompProfile``."""
+
+    type: str
+    localhost_profile: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        if self.localhost_profile is None:
+            return {"type": self.type}
+        return {"type": self.type, "localhostProfile": self.localhost_profile}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +55,8 @@ class LauncherSettings:
     default_runtime_class: str = ""
     serial_console_log_disabled: bool = False
     ovmf_path: str = ""
+    # seccompConfiguration.virtualMachineInstanceProfile.customProfile; None leaves the runtime's choice.
+    seccomp_profile: SeccompProfile | None = None
 
     def ovmf_path_for(self, architecture: str) -> str:
         if self.ovmf_path:
@@ -75,7 +92,21 @@ class LauncherSettings:
             default_runtime_class=_text(configuration.get("defaultRuntimeClass"), ""),
             serial_console_log_disabled=options.get("disableSerialConsoleLog") is not None,
             ovmf_path=_text(configuration.get("ovmfPath"), ""),
+            seccomp_profile=_seccomp_profile(configuration),
         )
+
+
+def _seccomp_profile(configuration: Mapping[str, Any]) -> SeccompProfile | None:
+    """The launcher pod's profile: a localhost profile (even an empty path, as KubeVirt passes any path it
+    is given) wins over the runtime's default; with neither the pod names none."""
+    seccomp = _mapping(configuration.get("seccompConfiguration"))
+    custom = _mapping(_mapping(seccomp.get("virtualMachineInstanceProfile")).get("customProfile"))
+    localhost = custom.get("localhostProfile")
+    if isinstance(localhost, str):
+        return SeccompProfile(SECCOMP_LOCALHOST, localhost)
+    if custom.get("runtimeDefaultProfile") is True:
+        return SeccompProfile(SECCOMP_RUNTIME_DEFAULT)
+    return None
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
