@@ -164,6 +164,7 @@ class VirtHandler:
         )
         self._notify_server: grpc.Server | None = None
         network = HandlerNetwork(private_dir=options.private_dir)
+        ownership = PodOwnership()
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -177,6 +178,7 @@ class VirtHandler:
             migration_source=MigrationSource(**roles),
             mounter=self._mounter,
             notify=DomainNotify(domain_cache, self._notify_pipes),
+            ownership=ownership,
         )
         enqueue = self._queue.add
         # Migration targets: VMIs still owned by another node, labelled for this one.
@@ -190,6 +192,7 @@ class VirtHandler:
             address=migration_ip,
             mounter=self._mounter,
             network=network,
+            ownership=ownership,
             **roles,
         )
         self._target_controller = Controller(

@@ -50,6 +50,7 @@ from kubevirt.virt_handler.migration_proxy import (
     unix_opener,
 )
 from kubevirt.virt_handler.network import NetworkSetupError
+from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError, runtime_user
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
 
 JSON = dict[str, Any]
@@ -289,7 +290,7 @@ class MigrationSource(_Role):
         address = state.get("targetNodeAddress")
         if record or not address or not ports or not phases.domain_alive(domain):
             return new
-        self._start_proxies(uid, socket, address, ports)
+        self._start_proxies(vmi, socket, address, ports)
         launcher.migrate_vmi(vmi, launcher_options(state.get("migrationConfiguration")))
         self._events.event(
             vmi,
@@ -300,15 +301,21 @@ class MigrationSource(_Role):
         new.setdefault("startTimestamp", _now())
         return new
 
-    def _start_proxies(self, uid: str, socket: Path, address: str, ports: Mapping[str, Any]) -> None:
+    def _start_proxies(self, vmi: JSON, socket: Path, address: str, ports: Mapping[str, Any]) -> None:
+        uid = str(vmi["metadata"]["uid"])
         if self._proxies.running(uid):
             return
+        try:
+            # A non-root launcher's libvirt and QEMU connect to the sockets as its user.
+            owner = runtime_user(vmi)
+        except PodOwnershipError as err:
+            raise MigrationProxyError(str(err)) from None
         root = self._launcher_root(socket)
         listeners = []
         try:
             for node_port, pod_port in ports.items():
                 name = f"{migration_proxy_key(uid, pod_port)}-source.sock"
-                listener = bind_unix_in_pod(root, LAUNCHER_MIGRATION_PROXY_DIR, name)
+                listener = bind_unix_in_pod(root, LAUNCHER_MIGRATION_PROXY_DIR, name, owner=owner)
                 listeners.append((listener, address, int(node_port)))
         except MigrationProxyError:
             for listener, _, _ in listeners:
@@ -327,6 +334,7 @@ class MigrationTarget(_Role):
         address: str,
         mounter: DiskMounter | None = None,
         network: PodNetwork | None = None,
+        ownership: PodOwnership | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -334,6 +342,7 @@ class MigrationTarget(_Role):
         self._address = address
         self._mounter = mounter
         self._network = network
+        self._ownership = ownership
         self._lock = threading.Lock()
         self._prepared: set[str] = set()
         self._uids: dict[str, str] = {}  # key -> VMI UID, to stop a deleted VMI's listeners
@@ -365,7 +374,13 @@ class MigrationTarget(_Role):
             self._drive(launcher, vmi, state, uid, socket)
         except LauncherDisconnectedError:
             raise RequeueAfter(POLL_SECONDS) from None
-        except (LauncherClientError, MigrationProxyError, ContainerDiskError, NetworkSetupError) as err:
+        except (
+            LauncherClientError,
+            MigrationProxyError,
+            ContainerDiskError,
+            NetworkSetupError,
+            PodOwnershipError,
+        ) as err:
             # The source decides how the migration ends; the target tries again (the incoming domain
             # comes and goes while the migration runs or is cancelled).
             self._log.warning("migration target not ready", name=vmi["metadata"]["name"], reason=str(err))
@@ -389,6 +404,9 @@ class MigrationTarget(_Role):
                 # that failed, or the VMI ran here before): this pod is new, so it is set up anew.
                 self._network.forget(uid)
                 self._network.setup(vmi, socket)
+            if self._ownership is not None:
+                # A non-root target launcher opens its devices and disks as its user, as a starting one.
+                self._ownership.claim(vmi, socket)
             launcher.vmi_command("SyncMigrationTarget", vmi)
             with self._lock:
                 self._prepared.add(uid)

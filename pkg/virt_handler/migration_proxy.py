@@ -70,7 +70,8 @@ def bind_unix_in_pod(root: PodRoot, directory: str, name: str, *, owner: int | N
     connect as it, and connecting takes write permission on the socket.
     """
     try:
-        root.makedirs(directory)
+        # Searchable by all, as KubeVirt makes it: a non-root launcher reaches its sockets through it.
+        root.makedirs(directory, mode=0o755)
     except OSError as err:
         raise MigrationProxyError(f"{directory}: {err}") from err
 

@@ -41,6 +41,7 @@ from kubevirt.virt_handler.launcher_sockets import (
 )
 from kubevirt.virt_handler.migration import MigrationSource
 from kubevirt.virt_handler.network import NetworkSetupError
+from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError
 from kubevirt.virt_handler.ready import set_ready_with_running
 from kubevirt.virt_handler.status import NodeFacts, apply_domain
 
@@ -137,6 +138,7 @@ class VMController:
         migration_source: MigrationSource | None = None,
         mounter: Mounter | None = None,
         notify: DomainNotify | None = None,
+        ownership: PodOwnership | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -151,6 +153,7 @@ class VMController:
         self._migration_source = migration_source
         self._mounter = mounter
         self._notify = notify
+        self._ownership = ownership
         self._log = get_logger()
         self._lock = threading.Lock()
         # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
@@ -229,7 +232,7 @@ class VMController:
                 self._log.warning("refused a launcher socket", name=vmi["metadata"]["name"], reason=str(err))
                 raise RequeueAfter(SOCKET_WAIT_SECONDS) from None
             try:
-                outcome = self._drive(launcher, vmi)
+                outcome = self._drive(launcher, vmi, socket)
             finally:
                 launcher.close()
         if outcome.error is None and not outcome.disconnected:
@@ -328,7 +331,7 @@ class VMController:
                 self._uids.pop(key, None)
             self._domain_events.forget_all_but(uids)
 
-    def _drive(self, launcher: Launcher, vmi: JSON) -> _Outcome:
+    def _drive(self, launcher: Launcher, vmi: JSON, socket: Path) -> _Outcome:
         final = vmi["status"].get("phase") in phases.FINAL_PHASES
         deleting = vmi["metadata"].get("deletionTimestamp") is not None
         try:
@@ -354,6 +357,9 @@ class VMController:
                 if not self._mounter.ready(vmi, self._node):
                     return _Outcome(requeue=SOCKET_WAIT_SECONDS)
                 self._mounter.mount(vmi, self._node)
+            if domain is None and self._ownership is not None:
+                # A non-root launcher opens its devices and disks as its own user.
+                self._ownership.claim(vmi, socket)
             launcher.sync_vmi(vmi)
             if domain is None:
                 self._events.event(vmi, "Normal", "Created", "VirtualMachineInstance defined.")
@@ -365,6 +371,14 @@ class VMController:
             return self._failed(vmi, err)
         except ContainerDiskError as err:
             self._log.error("mounting container disks failed", name=vmi["metadata"]["name"], reason=str(err))
+            self._events.event(vmi, "Warning", "SyncFailed", str(err))
+            return _Outcome(error=str(err))
+        except PodOwnershipError as err:
+            self._log.error(
+                "giving the launcher's user its devices and disks failed",
+                name=vmi["metadata"]["name"],
+                reason=str(err),
+            )
             self._events.event(vmi, "Warning", "SyncFailed", str(err))
             return _Outcome(error=str(err))
 
