@@ -231,16 +231,20 @@ class Builder:
         return house, digest.hexdigest()
 
     def container_disk(self) -> tuple[Path, str]:
-        """The static container-disk executable, compiled on this host (like the wheels); returns its
-        directory and a digest of it."""
+        """The launcher image's static executables (container-disk and virt-launcher-monitor's front),
+        compiled on this host (like the wheels); returns their directory and a digest of them."""
         out = self.root / "container-disk"
         out.mkdir(parents=True, exist_ok=True)
+        programs = {
+            "container-disk": (recipe.CONTAINER_DISK_COMMAND, recipe.CONTAINER_DISK_SOURCE),
+            "virt-launcher-monitor": (recipe.MONITOR_FRONT_COMMAND, recipe.MONITOR_FRONT_SOURCE),
+        }
+        digest = hashlib.sha256()
         with self.timer.step("container-disk"):
-            command = recipe.CONTAINER_DISK_COMMAND.format(
-                output=out / "container-disk", source=REPO / recipe.CONTAINER_DISK_SOURCE
-            )
-            _run(["sh", "-ec", command])
-        return out, hashlib.sha256((out / "container-disk").read_bytes()).hexdigest()
+            for name, (command, source) in programs.items():
+                _run(["sh", "-ec", command.format(output=out / name, source=REPO / source)])
+                digest.update(name.encode() + hashlib.sha256((out / name).read_bytes()).digest())
+        return out, digest.hexdigest()
 
     def pause_layer(self) -> BuiltLayer:
         source = REPO / "hack" / "cluster" / "pause"

@@ -29,7 +29,8 @@ OPERATOR = "virt-operator"
 COMPONENT_DEPLOYMENTS = ("virt-api", "virt-controller")
 HANDLER = "virt-handler"
 OPERATOR_IMAGE_VARIABLE = "VIRT_OPERATOR_IMAGE"
-ROOT_GATE = "Root"
+SECCOMP_GATE = "KubevirtSeccompProfile"
+SECCOMP_PROFILE = "kubevirt/kubevirt.json"
 
 JSON = dict[str, Any]
 Progress = Callable[[str], None]
@@ -78,17 +79,21 @@ def handler_share_dir_patch() -> JSON:
 
 
 def kubevirt_cr() -> JSON:
-    """The release CR with emulation on (KVM guests hang on this kind of machine), root launchers, images
-    never pulled and virt-handler's shared directory fitted to this host."""
+    """The release CR with emulation on (KVM guests hang on this kind of machine), images never pulled and
+    virt-handler's shared directory fitted to this host. Launchers run non-root, KubeVirt's default, under
+    KubeVirt's seccomp profile."""
     (cr,) = [d for d in _documents(CR_MANIFEST) if d.get("kind") == "KubeVirt"]
     spec = cr.setdefault("spec", {})
     spec["imagePullPolicy"] = "Never"
     developer = spec.setdefault("configuration", {}).setdefault("developerConfiguration", {})
     developer["useEmulation"] = True
-    # Launchers run as root: this project's virt-launcher does not run libvirt as KubeVirt's non-root
-    # user (107) yet, which KubeVirt's webhook asks for unless the Root gate is on.
+    # KubeVirt's seccomp profile for launchers: virt-handler installs it under the kubelet's seccomp
+    # directory while the gate is on, and launcher pods name it.
     gates = developer.get("featureGates") or []
-    developer["featureGates"] = [*gates, *([] if ROOT_GATE in gates else [ROOT_GATE])]
+    developer["featureGates"] = [*gates, *([] if SECCOMP_GATE in gates else [SECCOMP_GATE])]
+    spec["configuration"]["seccompConfiguration"] = {
+        "virtualMachineInstanceProfile": {"customProfile": {"localhostProfile": SECCOMP_PROFILE}}
+    }
     customize = spec.get("customizeComponents") or {}
     customize["patches"] = [*customize.get("patches", []), handler_share_dir_patch()]
     spec["customizeComponents"] = customize

@@ -63,6 +63,7 @@ def write_layer(source: Path, target: Path) -> Layer:
                 entry = tar.gettarinfo(str(path), arcname=arcname)
                 entry.uname = entry.gname = ""
                 entry.mtime = EPOCH
+                entry.pax_headers = {**entry.pax_headers, **_kept_xattrs(path)}
                 if entry.isreg():
                     with path.open("rb") as content:
                         tar.addfile(entry, content)
@@ -70,6 +71,23 @@ def write_layer(source: Path, target: Path) -> Layer:
                     tar.addfile(entry)
     partial.rename(target)
     return Layer(path=target, digest=_sha256_file(target), size=target.stat().st_size)
+
+
+# Extended attributes a layer keeps (as PAX records, which containerd applies): file capabilities, such as
+# virt-launcher-monitor's.
+KEPT_XATTRS = ("security.capability",)
+
+
+def _kept_xattrs(path: Path) -> dict[str, str]:
+    found = {}
+    for name in KEPT_XATTRS:
+        try:
+            value = os.getxattr(path, name, follow_symlinks=False)
+        except OSError:
+            continue
+        # tarfile writes PAX values as UTF-8 text; surrogateescape carries the raw bytes through.
+        found[f"SCHILY.xattr.{name}"] = value.decode("utf-8", "surrogateescape")
+    return found
 
 
 def _add_empty(tar: tarfile.TarFile, relative: Path) -> None:

@@ -28,6 +28,7 @@ LAUNCHER_PACKAGES = (
     "libvirt-clients",
     "qemu-system-x86",
     "qemu-utils",
+    "libcap2-bin",  # setcap, for virt-launcher-monitor's file capability
 )
 
 # Every file of an image carries the same mtime (the layers are reproducible), so a .pyc that records its
@@ -68,6 +69,13 @@ CONTAINER_DISK_SOURCE = "cmd/container-disk/container-disk.c"
 CONTAINER_DISK_BUILD = "/container-disk-build"
 CONTAINER_DISK_BUILD_PACKAGES = ("gcc", "libc6-dev")
 CONTAINER_DISK_COMMAND = "gcc -static -Os -s -Wall -Wextra -Werror -o {output} {source}"
+# The launcher image's /usr/bin/virt-launcher-monitor: a static front carrying NET_BIND_SERVICE as a file
+# capability into a non-root compute container, then exec'ing the venv's monitor (see its source).
+MONITOR_FRONT_SOURCE = "cmd/virt-launcher-monitor/capability-front.c"
+MONITOR_FRONT_COMMAND = (
+    f"gcc -static -Os -s -Wall -Wextra -Werror '-DMONITOR=\"{VENV}/bin/virt-launcher-monitor\"' "
+    "-o {output} {source}"
+)
 LAUNCHER_STEPS = (
     f"{_APT} {' '.join(LAUNCHER_PACKAGES)} && {_APT_CLEAN}",
     # libvirt's QEMU driver needs the users Debian's libvirt-daemon-system would create.
@@ -80,7 +88,11 @@ LAUNCHER_STEPS = (
     "groupadd --gid 107 qemu && "
     "useradd --uid 107 --gid 107 --home-dir /home/qemu --no-create-home --shell /bin/bash qemu",
     # KubeVirt's launcher pod runs these from /usr/bin; they are the venv's console scripts (added later).
-    " && ".join(f"ln -sf {VENV}/bin/{tool} /usr/bin/{tool}" for tool in LAUNCHER_POD_TOOLS),
+    " && ".join(
+        f"ln -sf {VENV}/bin/{tool} /usr/bin/{tool}"
+        for tool in LAUNCHER_POD_TOOLS
+        if tool != "virt-launcher-monitor"
+    ),
     # Guests are x86_64 only (KubeVirt's image has that one emulator too). libvirt probes every QEMU it
     # finds on the first define in each pod, under the pod's CPU limit: the 32-bit one would double that.
     "rm -f /usr/bin/qemu-system-i386",
@@ -88,6 +100,8 @@ LAUNCHER_STEPS = (
 # A layer of its own, so that a change to the program does not reinstall libvirt and QEMU.
 CONTAINER_DISK_INSTALL_STEPS = (
     f"install -m 0755 {CONTAINER_DISK_BUILD}/container-disk /usr/bin/container-disk",
+    f"install -m 0755 {CONTAINER_DISK_BUILD}/virt-launcher-monitor /usr/bin/virt-launcher-monitor && "
+    "setcap cap_net_bind_service=ep /usr/bin/virt-launcher-monitor",
 )
 ENV = (f"PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",)
 
@@ -138,9 +152,14 @@ def dockerfile() -> str:
         "FROM base AS container-disk-build",
         f"RUN {_APT} {' '.join(CONTAINER_DISK_BUILD_PACKAGES)}",
         f"COPY {CONTAINER_DISK_SOURCE} /src/container-disk.c",
+        f"COPY {MONITOR_FRONT_SOURCE} /src/capability-front.c",
         f"RUN mkdir {CONTAINER_DISK_BUILD} && "
         + CONTAINER_DISK_COMMAND.format(
             output=f"{CONTAINER_DISK_BUILD}/container-disk", source="/src/container-disk.c"
+        )
+        + " && "
+        + MONITOR_FRONT_COMMAND.format(
+            output=f"{CONTAINER_DISK_BUILD}/virt-launcher-monitor", source="/src/capability-front.c"
         ),
         "",
         "FROM base AS launcher",

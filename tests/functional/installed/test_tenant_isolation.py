@@ -227,3 +227,61 @@ def _refused_or_failed(cluster: Cluster, namespace: str, name: str, pod_uid: str
     if vmi["status"].get("phase") == "Failed":  # type: ignore[index]
         return "the VMI failed"
     return None
+
+
+def _status_fields(pid: int) -> dict[str, str]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def _pod_processes(pod_uid: str) -> dict[str, int]:
+    """The node's PIDs of the launcher pod's processes, by command name (the last one of each)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if pod_uid in (entry / "cgroup").read_text():
+                found[(entry / "comm").read_text().strip()] = int(entry.name)
+    return found
+
+
+def _running(cluster: Cluster, namespace: str, name: str) -> JSON | None:
+    vmi = cluster.kubectl_json("get", "vmi", "-n", namespace, name)
+    return vmi if vmi["status"].get("phase") == "Running" else None  # type: ignore[index]
+
+
+def test_launchers_run_non_root_with_kubevirts_capabilities_and_seccomp_profile(
+    cluster: Cluster, namespace: str
+) -> None:
+    spec = _vmi("non-root")
+    cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(spec))
+    vmi: JSON = first_result("the VMI Running", lambda: _running(cluster, namespace, "non-root"), 240, 2.0)
+    assert vmi["status"]["runtimeUser"] == 107
+    pod = _compute_running(cluster, namespace, vmi["metadata"]["uid"])
+    assert pod is not None
+    security = pod["spec"]["securityContext"]
+    assert security["runAsUser"] == 107
+    assert security["runAsNonRoot"] is True
+    assert security["seccompProfile"] == {"type": "Localhost", "localhostProfile": "kubevirt/kubevirt.json"}
+    (compute,) = [c for c in pod["spec"]["containers"] if c["name"] == "compute"]
+    assert compute["securityContext"]["capabilities"] == {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}
+    assert compute["securityContext"]["allowPrivilegeEscalation"] is False
+    assert Path("/var/lib/kubelet/seccomp/kubevirt/kubevirt.json").is_file()  # virt-handler installed it
+
+    processes = _pod_processes(pod["metadata"]["uid"])
+    net_bind_service = f"{1 << 10:016x}"
+    for name in ("virt-launcher", "libvirtd"):
+        assert name in processes, processes
+        status = _status_fields(processes[name])
+        assert status["Uid"].split()[0] == "107", (name, status["Uid"])
+        assert status["CapEff"] == net_bind_service, (name, status["CapEff"])
+        assert status["CapBnd"] == net_bind_service, (name, status["CapBnd"])
+        assert status["NoNewPrivs"] == "1"
+        assert status["Seccomp"] == "2"  # filtered
+    qemu = [pid for name, pid in processes.items() if name.startswith("qemu")]
+    assert qemu, processes
+    assert _status_fields(qemu[0])["Uid"].split()[0] == "107"
