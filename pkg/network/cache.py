@@ -66,7 +66,9 @@ def dhcp_cache_path(pod_iface: str) -> str:
 
 
 def write_dhcp_cache(root: PodRoot, pod_iface: str, config: DHCPConfig) -> None:
-    root.write(dhcp_cache_path(pod_iface), config.to_json(), mode=0o604)
+    # Readable by the launcher's group too: the private volume's fsGroup directory hands new files the
+    # non-root launcher's group (107), and KubeVirt's 0604 would then deny exactly that reader.
+    root.write(dhcp_cache_path(pod_iface), config.to_json(), mode=0o644)
 
 
 def read_dhcp_cache(root: PodRoot, pod_iface: str) -> DHCPConfig:
