@@ -70,7 +70,7 @@ def _asyncio_listener(cert: Path, key: Path, setting: Setting) -> Iterator[int]:
     try:
         yield int(server.sockets[0].getsockname()[1])
     finally:
-        server.close()
+        loop.call_soon_threadsafe(server.close)  # on its loop's thread: asyncio's server is not thread-safe
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()

@@ -68,7 +68,11 @@ def test_cr_asks_for_emulation_and_keeps_the_release_fields() -> None:
     cr = install.kubevirt_cr()
     assert cr["metadata"] == {"name": "kubevirt", "namespace": "kubevirt"}
     assert cr["spec"]["configuration"]["developerConfiguration"]["useEmulation"] is True
-    assert cr["spec"]["configuration"]["developerConfiguration"]["featureGates"] == ["Root"]
+    # Launchers run non-root (no Root gate), under KubeVirt's seccomp profile.
+    assert cr["spec"]["configuration"]["developerConfiguration"]["featureGates"] == ["KubevirtSeccompProfile"]
+    assert cr["spec"]["configuration"]["seccompConfiguration"] == {
+        "virtualMachineInstanceProfile": {"customProfile": {"localhostProfile": "kubevirt/kubevirt.json"}}
+    }
     assert cr["spec"]["workloadUpdateStrategy"] == {}
     (patch,) = cr["spec"]["customizeComponents"]["patches"]
     assert patch["resourceType"] == "DaemonSet"
