@@ -25,6 +25,7 @@ from kubevirt.virt_handler.migration_proxy import ProxyManager, bind_unix_in_pod
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError, claim_pod
 from kubevirt.virt_handler.pod_sockets import PodSocketError
 from kubevirt.virt_handler.vm_controller import VMController
+from kubevirt_testing.events import RecordedEvents
 from kubevirt_testing.launcher_socket import launcher_socket
 
 pytestmark = [
@@ -405,14 +406,6 @@ class FakeLauncher:
         pass
 
 
-class Events:
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str, str]] = []
-
-    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
-        self.seen.append((event_type, reason, message))
-
-
 @pytest.fixture
 def pods_dir(tmp_path: Path) -> Iterator[Path]:
     with launcher_socket(tmp_path / "pods", POD_UID, listening=False):
@@ -421,8 +414,8 @@ def pods_dir(tmp_path: Path) -> Iterator[Path]:
 
 def _vm_controller(
     pods_dir: Path, root: Path, vmi: JSON, pod_root: Callable[[Path], PodRoot] | None = None
-) -> tuple[VMController, FakeKubeApi, FakeLauncher, Events]:
-    api, store, launcher, events = FakeKubeApi(), Store[JSON](), FakeLauncher(root), Events()
+) -> tuple[VMController, FakeKubeApi, FakeLauncher, RecordedEvents]:
+    api, store, launcher, events = FakeKubeApi(), Store[JSON](), FakeLauncher(root), RecordedEvents()
     store.upsert(api.add(VIRTUAL_MACHINE_INSTANCES, vmi))
     controller = VMController(
         api=api,
@@ -498,7 +491,7 @@ def test_the_migration_target_gives_the_devices_before_preparing(pods_dir: Path,
         address="127.0.0.1",
         ownership=PodOwnership(pod_root=lambda _socket: PodRoot(root)),
         api=api,
-        events=Events(),
+        events=RecordedEvents(),
         pods_dir=pods_dir,
         connect=lambda _socket: launcher,
         proxies=proxies,
@@ -587,7 +580,7 @@ def test_the_migration_source_binds_its_sockets_for_the_launchers_user(
     proxies = ProxyManager(listen_address="127.0.0.1")
     source = MigrationSource(
         api=api,
-        events=Events(),
+        events=RecordedEvents(),
         node=NODE,
         pods_dir=pods_dir,
         connect=lambda _socket: launcher,

@@ -22,6 +22,7 @@ from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 from kubevirt.virt_handler.network import CONFIG_INVALID_REASON, HandlerNetwork, NetworkSetupError
 from kubevirt.virt_handler.vm_controller import SYNC_FAILED_REASON, Network, VMController
+from kubevirt_testing.events import RecordedEvents
 from kubevirt_testing.launcher_socket import launcher_socket
 
 NODE = "node01"
@@ -50,14 +51,6 @@ class FakeLauncher:
 
     def close(self) -> None:
         pass
-
-
-class Events:
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str, str]] = []
-
-    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
-        self.seen.append((event_type, reason, message))
 
 
 def _domain(state: str, reason: str) -> JSON:
@@ -95,7 +88,7 @@ class Harness:
         self.api = FakeKubeApi()
         self.store: Store[JSON] = Store()
         self.launcher = FakeLauncher()
-        self.events = Events()
+        self.events = RecordedEvents()
         self.connected: list[Path] = []
         self.put(self.api.add(VIRTUAL_MACHINE_INSTANCES, vmi))
 
