@@ -16,8 +16,9 @@ from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator, LifecycleHandler
 from kubevirt.virt_handler.status import NodeFacts, libvirt_quantity
 from kubevirt.virt_handler.vm_controller import RUNNING_RESYNC_SECONDS
+from kubevirt_testing.events import RecordedEvents
 
-from .test_vm_controller import NODE, Events, FakeLauncher, Harness, _domain, _vmi, pods_dir
+from .test_vm_controller import NODE, FakeLauncher, Harness, _domain, _vmi, pods_dir
 
 __all__ = ["pods_dir"]  # the fixture, used by name
 
@@ -306,7 +307,7 @@ def test_a_lifecycle_command_asks_for_the_status_to_follow(pods_dir: Path) -> No
     store = Store[JSON]()
     store.upsert(vmi)
     handler = LifecycleHandler(
-        store, LauncherLocator(pods_dir, NODE, connect=lambda _p: launcher), Events(), changed.append
+        store, LauncherLocator(pods_dir, NODE, connect=lambda _p: launcher), RecordedEvents(), changed.append
     )
     assert handler.put("pause", "default", "tiny", b"") == 202
     assert changed == ["default/tiny"]
