@@ -48,14 +48,21 @@ class _DataKind:
     """User data or network data: their keys and the words KubeVirt's messages use for them."""
 
     prefix: str  # "user" or "network"
+    secret_key: str  # the Secret reference's JSON key (user data's is "secretRef", not "userDataSecretRef")
     max_len: int
     too_many: str
     too_long: str
 
 
-_USER_DATA = _DataKind("user", CLOUD_INIT_USER_MAX_LEN, "must have only one userdatasource set.", "userdata")
+_USER_DATA = _DataKind(
+    "user", "secretRef", CLOUD_INIT_USER_MAX_LEN, "must have only one userdatasource set.", "userdata"
+)
 _NETWORK_DATA = _DataKind(
-    "network", CLOUD_INIT_NETWORK_MAX_LEN, "must have only one networkdata source set.", "networkdata"
+    "network",
+    "networkDataSecretRef",
+    CLOUD_INIT_NETWORK_MAX_LEN,
+    "must have only one networkdata source set.",
+    "networkdata",
 )
 
 
@@ -64,7 +71,7 @@ def _cloud_init_data(where: Path, kind: str, source: JSON, data: _DataKind) -> t
     out: list[StatusCause] = []
     here = where.child(kind)
     sources = length = 0
-    if text(obj(source, f"{data.prefix}DataSecretRef"), "name"):
+    if text(obj(source, data.secret_key), "name"):
         sources += 1
     encoded = text(source, f"{data.prefix}DataBase64")
     if encoded:

@@ -496,6 +496,26 @@ def test_port_admitted(port: int) -> None:
     assert admit_vmi_create(vmi, ClusterConfig()) == []
 
 
+@pytest.mark.parametrize("kind", ["cloudInitNoCloud", "cloudInitConfigDrive"])
+@pytest.mark.parametrize("source", [{"secretRef": {"name": "u"}}, {"networkDataSecretRef": {"name": "n"}}])
+def test_a_secret_alone_is_a_cloud_init_source(kind: str, source: dict[str, Any]) -> None:
+    # The API's key for user data from a Secret is "secretRef" (Go's UserDataSecretRef).
+    vmi = copy.deepcopy(BASE)
+    _add_volume(vmi, {"name": "ci", kind: source})
+    assert admit_vmi_create(vmi, ClusterConfig()) == []
+
+
+def test_user_data_from_a_secret_and_inline_is_two_sources() -> None:
+    vmi = copy.deepcopy(BASE)
+    _add_volume(vmi, {"name": "ci", "cloudInitNoCloud": {"secretRef": {"name": "u"}, "userData": "x"}})
+    assert [(c.field, c.message) for c in admit_vmi_create(vmi, ClusterConfig())] == [
+        (
+            "spec.volumes[1].cloudInitNoCloud",
+            "spec.volumes[1].cloudInitNoCloud must have only one userdatasource set.",
+        )
+    ]
+
+
 # KubeVirt validates the affinity with the spec path itself, so "affinity" is not in the paths.
 NODE_TERMS = "spec.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 
