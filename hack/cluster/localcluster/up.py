@@ -22,9 +22,14 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
+def virtctl_path() -> Path:
+    """This environment's virtctl (the project's virtualenv is not on a fresh shell's PATH)."""
+    return Path(sys.executable).with_name("virtctl")
+
+
 def virtctl(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
     """virtctl of this environment against the cluster."""
-    command = [str(Path(sys.executable).with_name("virtctl")), "--kubeconfig", str(cluster.kubeconfig), *args]
+    command = [str(virtctl_path()), "--kubeconfig", str(cluster.kubeconfig), *args]
     return subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
 
 
@@ -70,10 +75,10 @@ def run(layout: Layout, manifest: Path) -> int:
     except (RuntimeError, AssertionError) as error:
         print(f"hack/up failed: {error}", file=sys.stderr)
         return 1
-    kubeconfig = f"--kubeconfig {layout.admin_kubeconfig}"
+    command = f"{virtctl_path()} --kubeconfig {layout.admin_kubeconfig}"  # runs as printed, from anywhere
     _say(f"VM {name} is Running ({time.monotonic() - began:.0f} s since the operator was applied)")
-    _say(f"  serial console: virtctl {kubeconfig} console {name}")
-    _say(f"  VNC:            virtctl {kubeconfig} vnc {name}")
+    _say(f"  serial console: {command} console {name}")
+    _say(f"  VNC:            {command} vnc {name}")
     if address := _pod_network_address(cluster, name):
         _say(f"  pod network:    curl http://{address}/ answers once the guest has booted")
     _say("  hack/down stops everything")
