@@ -4,6 +4,7 @@ lookup through the cluster state when validating."""
 from __future__ import annotations
 
 import copy
+import uuid
 from typing import Any
 
 from kubevirt.admission import jsonpatch
@@ -136,3 +137,35 @@ def test_validation_uses_the_vms_stored_revision_before_the_live_object() -> Non
     ref = {"name": "small", "controllerRevisionRef": {"name": revision["metadata"]["name"]}}
     recorded["status"] = {"instancetypeRef": ref}
     assert admitter(ctx)(review(recorded)).allowed
+
+
+def _firmware(answer_patch: Any, body: dict[str, Any]) -> dict[str, Any]:
+    mutated = jsonpatch.apply(body, answer_patch)
+    firmware: dict[str, Any] = mutated["spec"]["template"]["spec"]["domain"]["firmware"]
+    return firmware
+
+
+def test_a_new_vm_gets_a_random_firmware_uuid_and_serial_and_keeps_its_own() -> None:
+    ctx = build_context(ClusterConfig())
+    body = vm({})
+    first = _firmware(mutator(ctx)(review(copy.deepcopy(body))).patch, body)
+    second = _firmware(mutator(ctx)(review(copy.deepcopy(body))).patch, body)
+    for firmware in (first, second):
+        assert uuid.UUID(firmware["uuid"]).version == 4
+        assert uuid.UUID(firmware["serial"]).version == 4
+    assert first["uuid"] != second["uuid"]
+    assert first["serial"] != second["serial"]
+    own = vm({"firmware": {"uuid": "0a1b2c3d-0000-4000-8000-000000000001", "serial": "s-1"}})
+    assert (
+        _firmware(mutator(ctx)(review(copy.deepcopy(own))).patch, own)
+        == own["spec"]["template"]["spec"]["domain"]["firmware"]
+    )
+
+
+def test_an_updated_vm_gets_no_firmware_from_the_webhook() -> None:
+    ctx = build_context(ClusterConfig())
+    body = vm({})
+    update = AdmissionRequest(uid="u", operation="UPDATE", resource=VMS, namespace="default", object=body)
+    answer = mutator(ctx)(update)
+    mutated = jsonpatch.apply(body, answer.patch) if answer.patch else body
+    assert "firmware" not in mutated["spec"]["template"]["spec"]["domain"]

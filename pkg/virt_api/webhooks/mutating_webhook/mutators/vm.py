@@ -1,9 +1,11 @@
-"""``/virtualmachines-mutate``: instance type matchers (checked, inferred from volumes), the template's
-architecture and machine type."""
+"""``/virtualmachines-mutate``: instance type matchers (checked, inferred from volumes), a new VM's
+firmware UUID and serial, the template's architecture and machine type."""
 
 from __future__ import annotations
 
 import copy
+import uuid
+from typing import Any
 
 from kubevirt.admission import jsonpatch, response
 from kubevirt.admission.instancetypes import find_specs, infer_from_volumes, matcher_causes
@@ -38,9 +40,24 @@ def mutator(ctx: WebhookContext) -> Admit:
             infer_from_volumes(vm, ctx.state, request.namespace)
         except InferenceError as err:
             return response.error(err.message)
+        if request.operation == "CREATE":  # never on update: the VM controller may be setting one
+            set_firmware_defaults_if_empty(vm)
         state = ctx.state if isinstance(ctx.state, InstancetypeState) else None
         preference = find_specs(VirtualMachine.from_dict(vm), request.namespace, state).preference
         mutated = default_vm_object(vm, ctx.config, preference)
         return response.patched(jsonpatch.top_level(original, mutated, PATCHED_FIELDS))
 
     return guarded(mutate)
+
+
+def set_firmware_defaults_if_empty(vm: dict[str, Any]) -> None:
+    """A new VM's template gets a random firmware UUID and SMBIOS serial where it names none, as KubeVirt's
+    VM mutator does on create: the VM controller then has no UUID of its own to write into the spec (which
+    would bump ``metadata.generation`` past what KubeVirt's clients expect)."""
+    template = vm.setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {})
+    firmware = template.setdefault("domain", {}).get("firmware") or {}
+    if not firmware.get("uuid"):
+        firmware["uuid"] = str(uuid.uuid4())
+    if not firmware.get("serial"):
+        firmware["serial"] = str(uuid.uuid4())
+    template["domain"]["firmware"] = firmware
