@@ -253,8 +253,14 @@ def test_a_killed_handler_picks_the_vmi_up_and_a_killed_launcher_fails_it(
     # the kubelet refuses a pod that asks for their devices then (UnexpectedAdmissionError).
     wait_vmi_phase(cluster, "crash", namespace, "Scheduled", "Running", timeout=120)
     os.kill(handlers[0], signal.SIGKILL)
+    # The VMI may have reached Running before the kill, so its phase alone does not show the restarted
+    # handler: wait for the kubelet to start one (after its restart back-off).
+    cluster.wait_until(
+        "the kubelet restarted virt-handler",
+        lambda: _pids("bin/virt-handler --port") not in ([], handlers),
+        timeout=120,
+    )
     wait_vmi_phase(cluster, "crash", namespace, timeout=240)  # the restarted handler's work
-    assert _pids("bin/virt-handler --port") not in ([], handlers)
     phases = [p["phase"] for p in _vmi(cluster, namespace, "crash")["status"]["phaseTransitionTimestamps"]]
     assert "Failed" not in phases
 
