@@ -21,7 +21,7 @@ from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR, NOTIFY_PIPE
 from kubevirt.log import get_logger
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.migration_proxy import MigrationProxyError, bind_unix_in_pod, pipe
-from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
+from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root, launcher_socket_owner
 
 START_TIMEOUT = 10.0
 SOCKET_MODE = 0o600
@@ -34,10 +34,10 @@ class NotifyPipeError(Exception):
 def _give_to_launcher(root: PodRoot, launcher_socket: Path) -> None:
     """The pipe socket owned by the launcher's user, readable and writable by it alone (a link put in
     its place meanwhile is not followed)."""
-    owner = os.stat(launcher_socket, follow_symlinks=False)
+    uid, gid = launcher_socket_owner(launcher_socket)
     directory = root.open_directory(str(DEFAULT_SHARE_DIR))
     try:
-        os.chown(NOTIFY_PIPE_SOCKET, owner.st_uid, owner.st_gid, dir_fd=directory, follow_symlinks=False)
+        os.chown(NOTIFY_PIPE_SOCKET, uid, gid, dir_fd=directory, follow_symlinks=False)
         os.chmod(NOTIFY_PIPE_SOCKET, SOCKET_MODE, dir_fd=directory, follow_symlinks=False)
     finally:
         os.close(directory)
@@ -76,7 +76,7 @@ class NotifyPipes:
             raise NotifyPipeError(f"{DEFAULT_SHARE_DIR}/{NOTIFY_PIPE_SOCKET} in the pod: {err}") from None
         try:
             _give_to_launcher(root, launcher_socket)
-        except OSError as err:
+        except (OSError, PodSocketError) as err:
             listener.close()
             raise NotifyPipeError(f"{DEFAULT_SHARE_DIR}/{NOTIFY_PIPE_SOCKET} in the pod: {err}") from None
         server = self._run(asyncio.start_unix_server(functools.partial(self._relay, uid), sock=listener))

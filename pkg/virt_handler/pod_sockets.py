@@ -180,6 +180,18 @@ def launcher_pid(launcher_socket: Path) -> int:
     return pod_process(pods_dir, socket_dir(pod_uid), READY_SOCKET, pod_uid)
 
 
+def launcher_socket_owner(launcher_socket: Path) -> tuple[int, int]:
+    """The uid and gid owning the launcher's command socket itself (opened as every pod socket is, so a
+    link in its place is refused, not read)."""
+    pods_dir, pod_uid = _launcher_pod(launcher_socket)
+    fd = open_socket(pods_dir, socket_dir(pod_uid), READY_SOCKET)
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return info.st_uid, info.st_gid
+
+
 def launcher_root(launcher_socket: Path) -> PodRoot:
     """The launcher pod's root filesystem, through the launcher process its command socket names."""
     return PodRoot.of_process(launcher_pid(launcher_socket))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -17,12 +18,13 @@ import pytest
 
 from kubevirt.controller import Store
 from kubevirt.handler_launcher_com.notify.v1 import notify_pb2, notify_pb2_grpc
-from kubevirt.handler_launcher_com.sockets import grpc_target
+from kubevirt.handler_launcher_com.sockets import READY_SOCKET, grpc_target
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.domain_cache import DomainCache
 from kubevirt.virt_handler.notify_pipes import NotifyPipeError, NotifyPipes
 from kubevirt.virt_handler.notify_server import NotifyServer, serve_notify
 from kubevirt.virt_launcher.notify_client import NotifyClient
+from kubevirt_testing.launcher_socket import sockets_dir
 
 JSON = dict[str, Any]
 UID = "0b7c1f5e-uid"
@@ -178,9 +180,13 @@ def _pod_root(short_dir: Path) -> Path:
 
 
 def _launcher_socket(short_dir: Path) -> Path:
-    """Stands for the command socket of a launcher running as the qemu user."""
-    path = short_dir / "launcher-sock"
-    path.touch()
+    """Stands for the command socket of a launcher running as the qemu user, in its pod's sockets volume
+    below a pods directory (where virt-handler reads its owner)."""
+    path = sockets_dir(short_dir / "pods", "pod-uid") / READY_SOCKET
+    if not path.exists():
+        path.parent.mkdir(parents=True)
+        with socket.socket(socket.AF_UNIX) as server:
+            server.bind(str(path))
     os.chown(path, QEMU_USER, QEMU_USER)
     return path
 
