@@ -24,6 +24,7 @@ from urllib3.exceptions import (
     ReadTimeoutError,
 )
 
+from kubevirt.client import gojson
 from kubevirt.client.connection import Connection, connect
 from kubevirt.client.errors import ConnectionFailedError, error_from_response
 from kubevirt.client.metrics import REQUESTS
@@ -251,7 +252,7 @@ class KubeClient:
         headers.update(self._connection.auth_headers())
         payload = None
         if body is not None:
-            payload = json.dumps(body, separators=(",", ":")).encode()
+            payload = gojson.dumps(body)
             headers["Content-Type"] = content_type
         try:
             response = self._send_with_retries(method, url, payload, headers, timeout, stream)

@@ -11,6 +11,7 @@ from urllib3.exceptions import NewConnectionError, ProtocolError
 
 from kubevirt.client import PODS, ConflictError, ConnectionFailedError, KubeClient, NotFoundError
 from kubevirt.client.connection import Connection
+from kubevirt.client.resources import CONTROLLER_REVISIONS
 from kubevirt.client.watch import WatchStream
 
 
@@ -70,6 +71,26 @@ def test_requests_carry_auth_json_and_the_patch_content_type() -> None:
     assert sent["headers"]["authorization"] == "Bearer t0ken"
     assert sent["headers"]["Content-Type"] == "application/json-patch+json"
     assert json.loads(sent["body"]) == [{"op": "remove", "path": "/metadata/labels/a"}]
+
+
+def test_bodies_are_the_bytes_go_writes_so_raw_data_survives_the_servers_patch_round_trip() -> None:
+    """A ControllerRevision's ``data`` is kept as sent; a later merge patch re-encodes it Go's way."""
+    pool = FakePool(FakeResponse(201, {}))
+    revision = {
+        "kind": "ControllerRevision",
+        "data": {"spec": {"z": 1, "a": "#!/bin/sh\necho a && b <x> \u00e9\u2028", "m": [True, None]}},
+        "revision": 2,
+    }
+    client(pool).create(CONTROLLER_REVISIONS, "ns", revision)
+    [sent] = pool.requests
+    # Go's encoding/json: keys sorted, no spaces, HTML characters and line separators escaped, UTF-8 text.
+    assert (
+        sent["body"]
+        == (
+            '{"data":{"spec":{"a":"#!/bin/sh\\necho a \\u0026\\u0026 b \\u003cx\\u003e \u00e9\\u2028",'
+            '"m":[true,null],"z":1}},"kind":"ControllerRevision","revision":2}'
+        ).encode()
+    )
 
 
 def test_delete_sends_a_uid_precondition() -> None:
