@@ -75,6 +75,7 @@ from kubevirt_api.core.v1 import (
     VirtualMachineInstance,
     VirtualMachineInstanceConditionType,
     VirtualMachineInstanceSpec,
+    VirtualMachineInstanceStatus,
     VirtualMachineRunStrategy,
     VirtualMachineStateChangeRequest,
     VirtualMachineStatus,
@@ -385,7 +386,12 @@ class VMController:
             self._events.event(vm, "Warning", FAILED_CREATE_REASON, message)
             raise
         meta = _meta(vm)
-        self._record_start(vm)
+        revision_name = self._record_start(vm)
+        if revision_name is not None:
+            # No status subresource on VMIs: the status written with the new object is kept.
+            vmi.status = (vmi.status or VirtualMachineInstanceStatus()).model_copy(
+                update={"virtual_machine_revision_name": revision_name}
+            )
         run.started_or_stopped = True
         self._expectations.expect_creations(key, 1)
         try:
@@ -436,10 +442,11 @@ class VMController:
 
     # -- restart required ------------------------------------------------------------------------------
 
-    def _record_start(self, vm: VirtualMachine) -> None:
-        """Stores the spec the VMI about to be created starts from, replacing older records."""
+    def _record_start(self, vm: VirtualMachine) -> str | None:
+        """Stores the spec the VMI about to be created starts from, replacing older records; returns the
+        ControllerRevision's name, which the VMI's status names."""
         if self._revisions is None:
-            return
+            return None
         wanted = start_revision(vm)
         self._delete_start_revisions(vm, keep=wanted["metadata"]["name"])
         try:
@@ -449,6 +456,7 @@ class VMController:
         except ApiError as err:
             message = f"Failed to create controller revision for VirtualMachine: {describe_api_error(err)}"
             raise SyncError(message, FAILED_CREATE_REASON) from err
+        return str(wanted["metadata"]["name"])
 
     def _delete_start_revisions(self, vm: VirtualMachine, keep: str | None = None) -> None:
         if self._revisions is None:

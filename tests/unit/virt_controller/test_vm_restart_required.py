@@ -96,6 +96,7 @@ def test_a_started_vmi_records_the_spec_with_the_revisions_it_used() -> None:
     assert record["metadata"]["name"] == f"revision-start-vm-{vm['metadata']['uid']}-1"
     assert record["metadata"]["ownerReferences"][0]["uid"] == vm["metadata"]["uid"]
     assert record["revision"] == 1
+    assert _vmi(cluster)["status"]["virtualMachineRevisionName"] == record["metadata"]["name"]
     pinned = vm["status"]["instancetypeRef"]["controllerRevisionRef"]["name"]
     assert record["data"]["spec"]["instancetype"]["revisionName"] == pinned
     assert _restart_required(cluster) is None
