@@ -170,9 +170,11 @@ class ControllerSet:
             vmi_expectations=ControllerExpectations(),
             enqueue=self._queue("virtualmachineinstance"),
             launcher_image=template.launcher_image,
+            pvc_store=self._pvcs.store,
         )
         _Handlers.connect(vmis, vmi, "vmi")
         _Handlers.connect(pods, vmi, "pod")
+        _Handlers.connect(self._pvcs, vmi, "pvc")
         self._add("virtualmachineinstance", vmi, threads.vmi)
 
         replicaset = ReplicaSetController(

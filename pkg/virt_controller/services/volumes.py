@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubevirt.virt_controller.services import vmi_facts
-from kubevirt.virt_controller.services.errors import TemplateError
+from kubevirt.virt_controller.services.errors import PvcNotFoundError, TemplateError
 from kubevirt.virt_controller.services.parameters import PvcLookup, TemplateParameters
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.volumes import Volume
@@ -170,6 +170,20 @@ def _hotplugged(vmi: VirtualMachineInstance) -> set[str]:
     return names
 
 
+def attached_claim_names(vmi: VirtualMachineInstance) -> list[str]:
+    """The claims the launcher pod mounts from the start (hotplugged ones come later): those of the
+    PersistentVolumeClaim and DataVolume volumes that are not hotpluggable, in volume order."""
+    names = []
+    for volume in vmi.spec.volumes or []:
+        claim = volume.persistent_volume_claim
+        if claim is not None and not claim.hotpluggable:
+            names.append(claim.claim_name)
+        data_volume = volume.data_volume
+        if data_volume is not None and not data_volume.hotpluggable:
+            names.append(data_volume.name)
+    return names
+
+
 def _storage_volumes(vmi: VirtualMachineInstance, find_pvc: PvcLookup, out: VolumeLayout) -> None:
     hotplugged = _hotplugged(vmi)
     for volume in vmi.spec.volumes or []:
@@ -211,7 +225,7 @@ def _claim_storage(volume_name: str, claim_name: str, find_pvc: PvcLookup, out: 
     """A block PVC becomes a device at /dev/<volume>; a filesystem PVC a mount under vmi-disks."""
     pvc = find_pvc(claim_name)
     if pvc is None:
-        raise TemplateError(f"didn't find PVC {claim_name}")
+        raise PvcNotFoundError(f"didn't find PVC {claim_name}")
     spec = pvc.get("spec")
     spec = spec if isinstance(spec, Mapping) else {}
     if spec.get("volumeMode") == "Block":

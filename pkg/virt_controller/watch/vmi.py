@@ -25,7 +25,10 @@ from kubevirt.controller import (
     key_for,
     key_of,
 )
+from kubevirt.controller.store import NAMESPACE_INDEX
 from kubevirt.log import get_logger
+from kubevirt.virt_controller.services.errors import PvcNotFoundError
+from kubevirt.virt_controller.services.volumes import attached_claim_names
 from kubevirt.virt_controller.watch import pods as podutil
 from kubevirt.virt_controller.watch.common import (
     Clock,
@@ -108,6 +111,7 @@ class VMIController:
         enqueue: Enqueue,
         clock: Clock = utc_now,
         launcher_image: str | None = None,
+        pvc_store: Store[dict[str, Any]] | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -120,6 +124,7 @@ class VMIController:
         self._enqueue = enqueue
         self._clock = clock
         self._launcher_image = launcher_image
+        self._pvcs = pvc_store
         self._log = get_logger(controller="vmi")
 
     # -- reconcile -------------------------------------------------------------------------------------
@@ -160,13 +165,29 @@ class VMIController:
             return None
         if vmi.is_migration_target() and not vmi.is_migration_target_node_label_set():
             return None  # a receiver waits for its migration source
-        if pod is None:
-            return self._create_pod(vmi, key) if vmi.is_unprocessed() else None
+        if pod is None and vmi.is_unprocessed():
+            self._wait_for_claims(vmi)
+            return self._create_pod(vmi, key)
         return None
+
+    def _wait_for_claims(self, vmi: VirtualMachineInstance) -> None:
+        """No pod before every claim it mounts exists: users and CDI may create them after the VMI."""
+        if self._pvcs is None:
+            return
+        namespace = _meta(vmi).namespace
+        for claim in attached_claim_names(vmi):
+            if self._pvcs.get_by_key(key_for(namespace, claim)) is None:
+                message = f"PVC {namespace}/{claim} does not exist, waiting for it to appear"
+                self._events.event(vmi, "Normal", FAILED_PVC_NOT_FOUND_REASON, message)
+                raise SyncError(message, FAILED_PVC_NOT_FOUND_REASON, requeue=False)
 
     def _create_pod(self, vmi: VirtualMachineInstance, key: str) -> Pod:
         try:
             pod = self._render_pod(vmi)
+        except PvcNotFoundError as err:
+            message = f"failed to render launch manifest: {err}"
+            self._events.event(vmi, "Warning", FAILED_PVC_NOT_FOUND_REASON, message)
+            raise SyncError(message, FAILED_PVC_NOT_FOUND_REASON, requeue=False) from err
         except (ValueError, KeyError) as err:
             raise SyncError(f"failed to render launch manifest: {err}", FAILED_CREATE_POD_REASON) from err
         pod = _owned_by(pod, vmi)
@@ -493,6 +514,23 @@ class VMIController:
         if vmi is not None:
             self._pod_expectations.deletion_observed_uid(key_of(vmi), podutil.pod_uid(pod))
             self._enqueue(key_of(vmi))
+
+    def on_pvc_add(self, pvc: Mapping[str, Any]) -> None:
+        self._claim_changed(pvc)
+
+    def on_pvc_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if old["metadata"].get("resourceVersion") != new["metadata"].get("resourceVersion"):
+            self._claim_changed(new)
+
+    def on_pvc_delete(self, pvc: Mapping[str, Any]) -> None:
+        self._claim_changed(pvc)
+
+    def _claim_changed(self, pvc: Mapping[str, Any]) -> None:
+        """Wakes the VMIs of the claim's namespace still waiting for their pod that mount it."""
+        meta = pvc["metadata"]
+        for vmi in self._vmis.by_index(NAMESPACE_INDEX, meta.get("namespace") or ""):
+            if vmi.is_unprocessed() and meta.get("name") in attached_claim_names(vmi):
+                self._enqueue(key_of(vmi))
 
     def _owner(self, pod: Pod) -> VirtualMachineInstance | None:
         ref = controller_ref_of_dict(pod)

@@ -399,6 +399,7 @@ DECODERS: dict[str, Callable[[JSON], Any]] = {
     NODES.plural: _same,
     "virtualmachineinstancemigrations": _same,
     "poddisruptionbudgets": _same,
+    "persistentvolumeclaims": _same,
     "migrationpolicies": _same,
     CONTROLLER_REVISIONS.plural: _same,
     VIRTUAL_MACHINE_INSTANCETYPES.plural: VirtualMachineInstancetype.from_dict,

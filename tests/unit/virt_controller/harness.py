@@ -10,6 +10,7 @@ from typing import Any
 
 from kubevirt.client import (
     NODES,
+    PERSISTENT_VOLUME_CLAIMS,
     PODS,
     VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS,
     VIRTUAL_MACHINE_INSTANCES,
@@ -89,7 +90,7 @@ class Controllers:
         c = self.cluster
         c.api.admission.setdefault(VIRTUAL_MACHINE_INSTANCES.plural, vmi_mutator)
         vms, vmis = c.informer(VIRTUAL_MACHINES), c.informer(VIRTUAL_MACHINE_INSTANCES)
-        pods, nodes = c.informer(PODS), c.informer(NODES)
+        pods, nodes, pvcs = c.informer(PODS), c.informer(NODES), c.informer(PERSISTENT_VOLUME_CLAIMS)
         rss, pools = c.informer(VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS), c.informer(VIRTUAL_MACHINE_POOLS)
         self.queues = {name: FakeQueue() for name in ("vm", "vmi", "rs", "pool", "node")}
         clock = c.api.clock
@@ -123,9 +124,11 @@ class Controllers:
             enqueue=self.queues["vmi"].add,
             clock=clock,
             launcher_image=LAUNCHER_IMAGE,
+            pvc_store=pvcs.store,
         )
         vmis.add_event_handler(self.vmi.on_vmi_add, self.vmi.on_vmi_update, self.vmi.on_vmi_delete)
         pods.add_event_handler(self.vmi.on_pod_add, self.vmi.on_pod_update, self.vmi.on_pod_delete)
+        pvcs.add_event_handler(self.vmi.on_pvc_add, self.vmi.on_pvc_update, self.vmi.on_pvc_delete)
         self.rs = ReplicaSetController(
             api=c.api,
             events=self.events,

@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, ConflictError, InvalidError
+from kubevirt.client import (
+    PERSISTENT_VOLUME_CLAIMS,
+    PODS,
+    VIRTUAL_MACHINE_INSTANCES,
+    VIRTUAL_MACHINES,
+    ConflictError,
+    InvalidError,
+)
 from kubevirt.virt_controller.watch.firmware import calculate_legacy_uuid
 from kubevirt.virt_controller.watch.pods import pod_name
 
@@ -100,6 +107,38 @@ def test_running_vm_reports_ready_and_running() -> None:
     assert status["printableStatus"] == "Running"
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True"
+
+
+def test_a_missing_pvc_holds_the_pod_back_and_the_vm_shows_error_pvc_not_found_until_it_appears() -> None:
+    cluster = Cluster()
+    vm = vm_manifest("testvm", runStrategy="Always")
+    vm["spec"]["template"]["spec"]["volumes"] = [
+        {"name": "root", "persistentVolumeClaim": {"claimName": "missing"}}
+    ]
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm)
+    controllers.run()
+    assert cluster.api.find(PODS, NAMESPACE) == []
+    [vmi] = _vmis(cluster)
+    assert vmi["status"]["phase"] == "Pending"
+    message = "PVC default/missing does not exist, waiting for it to appear"
+    conditions = {c["type"]: c for c in vmi["status"]["conditions"]}
+    synchronized, scheduled = conditions["Synchronized"], conditions["PodScheduled"]
+    assert (synchronized["status"], synchronized["reason"]) == ("False", "FailedPvcNotFound")
+    assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+        "False",
+        "Unschedulable",
+        message,
+    )
+    assert _vm(cluster)["status"]["printableStatus"] == "ErrorPvcNotFound"
+    assert ("default/testvm", "Normal", "FailedPvcNotFound", message) in controllers.events.recorded
+    assert controllers.errors == []  # waiting is not a failure to retry with backoff
+
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "missing"}, "spec": {}}
+    cluster.api.create(PERSISTENT_VOLUME_CLAIMS, NAMESPACE, claim)
+    controllers.run()  # the claim's own event brings the VMI back
+    assert len(cluster.api.find(PODS, NAMESPACE)) == 1
+    assert _vm(cluster)["status"]["printableStatus"] == "Starting"
 
 
 # -- run strategies -----------------------------------------------------------------------------------
