@@ -6,6 +6,10 @@ refusal is still an HTTP answer with a ``Status`` body. Then each message is pas
 directions until either side closes. (KubeVirt relays the raw TCP bytes; relaying whole messages is the
 same to both ends.) A message of :data:`MAX_MESSAGE_BYTES` or more, from either side, is refused unread
 and ends the stream with close code 1009 (message too big).
+
+When virt-handler ends the stream (a newer console session took over, the VMI went away), the client's
+connection is dropped without a close frame, as KubeVirt's virt-api drops it: KubeVirt's clients read a
+clean close as the end of input and an abrupt one as the error ("unexpected EOF") they report.
 """
 
 from __future__ import annotations
@@ -78,7 +82,8 @@ class StreamRelay:
                 protocols=(PLAIN_SUBPROTOCOL,), max_msg_size=MAX_MESSAGE_BYTES, heartbeat=None
             )
             await client.prepare(request)
-            await _pump_both(client, upstream)
+            if await _pump_both(client, upstream):
+                await _drop_connection(request)
             return client
 
     async def screenshot(self, url: str, *, move_cursor: bool) -> bytes:
@@ -143,14 +148,42 @@ async def _copy(
             return
 
 
-async def _pump_both(client: web.WebSocketResponse, upstream: aiohttp.ClientWebSocketResponse) -> None:
-    """Copies messages both ways; the first side to close ends both."""
-    tasks = [asyncio.ensure_future(_copy(client, upstream)), asyncio.ensure_future(_copy(upstream, client))]
-    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+async def _pump_both(client: web.WebSocketResponse, upstream: aiohttp.ClientWebSocketResponse) -> bool:
+    """Copies messages both ways until the first side closes; closes the handler's side. True when the
+    handler's side ended first and the client's is still open (the caller drops it); else the client's
+    side is closed too."""
+    from_client = asyncio.ensure_future(_copy(client, upstream))
+    from_handler = asyncio.ensure_future(_copy(upstream, client))
+    done, pending = await asyncio.wait((from_client, from_handler), return_when=asyncio.FIRST_COMPLETED)
     for task in pending:
         task.cancel()
     for task in done:
         if task.exception() is not None:
             get_logger().info("stream ended", reason=str(task.exception()))
     await upstream.close()
+    if from_handler in done and not client.closed:
+        return True
     await client.close()
+    return False
+
+
+_FLUSH_WAIT_SECONDS = 1.0
+_FLUSH_POLL_SECONDS = 0.01
+
+
+async def _drop_connection(request: web.Request) -> None:
+    """Closes the client's TCP connection without a close frame, once what was relayed has been sent
+    (or at once, unsent bytes dropped, when the client stops reading)."""
+    transport = request.transport
+    if transport is None:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _FLUSH_WAIT_SECONDS
+    while transport.get_write_buffer_size() > 0 and loop.time() < deadline:
+        await asyncio.sleep(_FLUSH_POLL_SECONDS)
+    # With nothing buffered, close() ends the connection at once and later writes (aiohttp's own close
+    # frame) are discarded; with bytes still buffered, abort() discards them too.
+    if transport.get_write_buffer_size() > 0:
+        transport.abort()
+    else:
+        transport.close()

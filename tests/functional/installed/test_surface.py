@@ -1,7 +1,7 @@
 """What a KubeVirt user meets on the surface of an installed KubeVirt: kinds it serves but does not act on
 say so, every component reports a KubeVirt CR change on ``/healthz``, the CirrOS- and Alpine-compatible
-guests boot and take KubeVirt's scripted console logins through virt-api, and a normal start warns about
-nothing.
+guests boot and take KubeVirt's scripted console logins through virt-api, a second console connection ends
+the first, and a normal start warns about nothing.
 
 The two guests boot once for the module (one VM each, from examples/) and serve every test that needs a
 running VM.
@@ -25,6 +25,7 @@ from localcluster.vmis import wait_vmi_phase
 
 from kubevirt.client import KubeClient
 from kubevirt.virtctl.console import connect_console
+from kubevirt.virtctl.streams import StreamEndedError, copy_from_stream
 from kubevirt_testing.guest_console import (
     Expecter,
     WebSocketStream,
@@ -124,6 +125,28 @@ def test_alpine_compatible_guest_takes_the_alpine_login(
         assert run(expecter, "hostname") == ALPINE_VM
     finally:
         expecter.stream.close()
+
+
+def test_a_second_console_connection_ends_the_first_abruptly(
+    cluster: Cluster, guest_namespace: str, running_guests: dict[str, float]
+) -> None:
+    """KubeVirt's conformance spec: the older stream ends with an error ("unexpected EOF"), which a client
+    reads only from a dropped connection; a close frame would look like the end of input."""
+    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    first = connect_console(client, guest_namespace, ALPINE_VM, 60)
+    try:
+        second = _console(cluster, guest_namespace, ALPINE_VM)
+        try:
+            second.send("\n")
+            second.expect("login:|# ", timeout=60)
+        finally:
+            second.stream.close()
+        first.settimeout(30)  # a stream still open past this fails the test with a timeout
+        with pytest.raises(StreamEndedError) as ended:
+            copy_from_stream(first, lambda _data: None)
+        assert ended.value.abnormal
+    finally:
+        first.close()
 
 
 def _serial_log(cluster: Cluster, namespace: str, name: str) -> str:

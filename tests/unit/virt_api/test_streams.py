@@ -112,4 +112,46 @@ def test_a_message_above_1_mib_ends_the_relay_with_message_too_big() -> None:
         aiohttp.WSMsgType.ERROR,
     )
     assert 2 * 1024 * 1024 not in to_handler
-    assert seen["from_handler"][0] == aiohttp.WSMsgType.CLOSE  # the relay ends the client's side too
+    # The handler's side ended: the client's connection is dropped (no close frame), as KubeVirt does.
+    assert seen["from_handler"][0] == aiohttp.WSMsgType.CLOSED
+
+
+def test_when_the_handler_ends_the_stream_the_client_gets_what_was_sent_then_a_dropped_connection() -> None:
+    """A newer console session ends the older one at virt-handler; KubeVirt's clients must then read an
+    abrupt end ("unexpected EOF"), not a close frame, which they would take for the end of input."""
+    received: list[tuple[aiohttp.WSMsgType, Any]] = []
+
+    async def handler_console(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(protocols=("plain.kubevirt.io",))
+        await ws.prepare(request)
+        await ws.send_bytes(b"login: " * 20000)  # more than one socket write: it must all arrive first
+        await ws.close()
+        return ws
+
+    async def main() -> None:
+        handler_app = web.Application()
+        handler_app.router.add_get("/console", handler_console)
+        async with TestServer(handler_app) as handler:
+            relay = StreamRelay(
+                FakeKubeApi(), HandlerLocator(FakeKubeApi(), "kubevirt"), ssl.create_default_context
+            )
+            url = str(handler.make_url("/console"))
+
+            async def console(request: web.Request) -> web.StreamResponse:
+                return await relay.relay(request, url)
+
+            api_app = web.Application()
+            api_app.router.add_get("/console", console)
+            async with (
+                TestClient(TestServer(api_app)) as client,
+                client.ws_connect("/console", protocols=("plain.kubevirt.io",)) as ws,
+            ):
+                while True:
+                    message = await asyncio.wait_for(ws.receive(), 5)
+                    received.append((message.type, message.data))
+                    if message.type != aiohttp.WSMsgType.BINARY:
+                        break
+
+    asyncio.run(main())
+    assert received[0] == (aiohttp.WSMsgType.BINARY, b"login: " * 20000)
+    assert [kind for kind, _ in received[1:]] == [aiohttp.WSMsgType.CLOSED]
