@@ -85,6 +85,13 @@ def test_every_component_is_ready(cluster: Cluster, installed: float) -> None:
     handler = cluster.find("daemonset", install.HANDLER, install.NAMESPACE)
     assert handler is not None
     assert handler["status"]["numberReady"] == handler["status"]["desiredNumberScheduled"] >= 1
+    # As on any node whose root is a shared mount: KubeVirt's own path for what virt-handler shares with
+    # launchers (Bidirectional, on /), no customizeComponents patch to move it.
+    volumes = {v["name"]: v for v in handler["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["virt-share-dir"]["hostPath"]["path"] == "/var/run/kubevirt"
+    cr = install.kubevirt(cluster)
+    assert cr is not None
+    assert not cr["spec"].get("customizeComponents")
     for name in APISERVICES:
         apiservice = cluster.find("apiservice", name)
         assert apiservice is not None, name

@@ -55,6 +55,7 @@ def _up_first(layout: Layout) -> None:
     with timer.step(f"network (bridge {BRIDGE})"):
         hostnet.prepare()
     with timer.step("shared mounts"):
+        hostfs.make_root_shared(layout.root_made_shared)
         for directory in SHARED_MOUNTS:
             hostfs.make_shared(directory)
     kubectl = layout.kubectl()
@@ -212,6 +213,7 @@ def down(layout: Layout) -> list[str]:
         unmounted = hostfs.unmount_all(layout.run)
         for directory in SHARED_MOUNTS:
             unmounted += hostfs.unmount_all(directory)
+        hostfs.restore_root(layout.root_made_shared)
     print(f"    {len(unmounted)} mounts")
     with timer.step("network and cgroups"):
         before = hostnet.load(layout.host_before) if layout.host_before.exists() else hostnet.snapshot()

@@ -34,6 +34,32 @@ def make_shared(directory: Path) -> None:
     subprocess.run(["mount", "--make-rshared", str(directory)], check=True, capture_output=True)
 
 
+def _is_shared(mount_point: str) -> bool:
+    """Whether the mount at ``mount_point`` (as this process sees it) belongs to a peer group."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split(" - ")[0].split()
+        if fields[4] == mount_point:
+            return any(tag.startswith("shared:") for tag in fields[6:])
+    return False
+
+
+def make_root_shared(marker: Path) -> None:
+    """Makes ``/`` a shared mount, as systemd makes every real node's: the container runtime refuses a
+    Bidirectional host path (virt-handler's ``/var/run/kubevirt``) whose mount is not shared, and it looks
+    the mount up without resolving links. ``marker`` records that it was private, for :func:`restore_root`."""
+    if _is_shared("/"):
+        return
+    subprocess.run(["mount", "--make-shared", "/"], check=True, capture_output=True)
+    marker.write_text("/ was a private mount before the cluster made it shared\n")
+
+
+def restore_root(marker: Path) -> None:
+    """Makes ``/`` private again if :func:`make_root_shared` changed it."""
+    if marker.exists():
+        subprocess.run(["mount", "--make-private", "/"], check=True, capture_output=True)
+        marker.unlink()
+
+
 def unmount_all(directory: Path) -> list[Path]:
     unmounted = []
     for _ in range(5):  # stacked mounts need several rounds

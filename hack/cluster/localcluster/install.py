@@ -1,9 +1,9 @@
 """KubeVirt installed as its users install it: the release operator manifest, then a KubeVirt CR; the
 operator does the rest. Removed in the reverse order: the CR (the operator uninstalls), then the manifest.
 
-Two things are adjusted for this cluster, both through knobs a KubeVirt user has: images are never pulled
-(they are built and imported locally), and virt-handler's shared directory is the host's shared mount
-(this host's root is not rshared as a node's is) through the CR's ``customizeComponents.patches``.
+The CR is the release's with what this cluster needs set through the knobs every KubeVirt user has: images
+are never pulled (they are built and imported locally), guests run under emulation, and launchers get
+KubeVirt's seccomp profile.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from .handle import Cluster
-from .layout import KUBEVIRT_SHARE_DIR, REPO
+from .layout import REPO
 
 RELEASE = REPO / "manifests" / "release"
 OPERATOR_MANIFEST = RELEASE / "kubevirt-operator.yaml"
@@ -60,28 +60,9 @@ def _retagged(image: str, tag: str) -> str:
     return f"{image.rsplit(':', 1)[0]}:{tag}"
 
 
-# virt-handler's Bidirectional host path for what it shares with launcher pods (KubeVirt's
-# ``/var/run/kubevirt``): the runtime checks that such a path is on a shared mount without resolving links,
-# and here only the shared ``/run/kubevirt`` that /var/run links to is one.
-HANDLER_SHARE_VOLUME = "virt-share-dir"
-
-
-def handler_share_dir_patch() -> JSON:
-    """A ``customizeComponents.patches`` entry pointing virt-handler's share volume at the shared mount."""
-    volume = {"name": HANDLER_SHARE_VOLUME, "hostPath": {"path": str(KUBEVIRT_SHARE_DIR)}}
-    body = {"spec": {"template": {"spec": {"volumes": [volume]}}}}
-    return {
-        "resourceType": "DaemonSet",
-        "resourceName": HANDLER,
-        "type": "strategic",
-        "patch": json.dumps(body),
-    }
-
-
 def kubevirt_cr() -> JSON:
-    """The release CR with emulation on (KVM guests hang on this kind of machine), images never pulled and
-    virt-handler's shared directory fitted to this host. Launchers run non-root, KubeVirt's default, under
-    KubeVirt's seccomp profile."""
+    """The release CR with emulation on (KVM guests hang on this kind of machine) and images never pulled.
+    Launchers run non-root, KubeVirt's default, under KubeVirt's seccomp profile."""
     (cr,) = [d for d in _documents(CR_MANIFEST) if d.get("kind") == "KubeVirt"]
     spec = cr.setdefault("spec", {})
     spec["imagePullPolicy"] = "Never"
@@ -94,9 +75,6 @@ def kubevirt_cr() -> JSON:
     spec["configuration"]["seccompConfiguration"] = {
         "virtualMachineInstanceProfile": {"customProfile": {"localhostProfile": SECCOMP_PROFILE}}
     }
-    customize = spec.get("customizeComponents") or {}
-    customize["patches"] = [*customize.get("patches", []), handler_share_dir_patch()]
-    spec["customizeComponents"] = customize
     return cr
 
 

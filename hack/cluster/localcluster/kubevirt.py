@@ -6,7 +6,6 @@ device plugins advertise) for tests that run without virt-handler."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from . import manifests
@@ -79,21 +78,8 @@ def deploy_virt_handler(cluster: Cluster, *, rbac: list[JSON], daemonset: JSON) 
     cluster.kubectl("create", "namespace", INSTALL_NAMESPACE, check=False)
     for container in daemonset["spec"]["template"]["spec"]["containers"]:
         container["imagePullPolicy"] = "Never"
-    for volume in daemonset["spec"]["template"]["spec"]["volumes"]:
-        if "hostPath" in volume:
-            volume["hostPath"]["path"] = _without_var_run_link(volume["hostPath"]["path"])
     cluster.apply(*rbac, daemonset)
     cluster.kubectl("rollout", "status", "daemonset", VIRT_HANDLER, "-n", INSTALL_NAMESPACE, "--timeout=120s")
-
-
-def _without_var_run_link(path: str) -> str:
-    """``/var/run/...`` as ``/run/...`` where ``/var/run`` links there: the runtime checks that a
-    Bidirectional host path is on a shared mount without resolving links, and here only the shared
-    ``/run/kubevirt`` is one (a real node's ``/`` is rshared, which this shared machine's is not)."""
-    link = Path("/var/run")
-    if path.startswith("/var/run/") and link.is_symlink() and link.resolve() == Path("/run"):
-        return "/run/" + path.removeprefix("/var/run/")
-    return path
 
 
 # KVM guests hang on this kind of machine: launcher pods ask for no /dev/kvm and QEMU uses TCG.

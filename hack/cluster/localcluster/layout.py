@@ -85,6 +85,11 @@ class Layout:
         return self.state / "admin.kubeconfig"
 
     @property
+    def root_made_shared(self) -> Path:
+        """Present while the cluster keeps ``/`` shared that was private before it came up."""
+        return self.state / "root-made-shared"
+
+    @property
     def host_before(self) -> Path:
         """What the host looked like before cluster-up changed it (read back by cluster-down)."""
         return self.state / "host-before.json"

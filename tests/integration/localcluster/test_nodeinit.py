@@ -76,6 +76,25 @@ def test_only_the_private_mount_is_listed_at_the_target_and_it_is_shared(
     assert any(field.startswith("shared:") for field in at_or_below[0][6:]), at_or_below
 
 
+def test_the_nodes_root_is_shared_as_a_real_nodes_and_what_it_mounts_stays_inside(
+    node_init: tuple[processes.Record, Path, Path], tmp_path: Path
+) -> None:
+    """The container runtime accepts a Bidirectional host path only on a shared mount, found without
+    resolving links (``/var/run/kubevirt`` is on ``/``); the host must still not see the node's mounts."""
+    record, _private, _target = node_init
+    [root] = [
+        line.split()
+        for line in _inside(record, "cat /proc/self/mountinfo").splitlines()
+        if line.split()[4] == "/"
+    ]
+    optional = root[6 : root.index("-")]
+    assert any(tag.startswith("shared:") for tag in optional), root
+    probe = tmp_path / "root-probe"
+    probe.mkdir()
+    _inside(record, f"mount -t tmpfs probe {probe} && touch {probe}/inside")
+    assert list(probe.iterdir()) == []
+
+
 def test_entered_processes_see_the_init_as_pid_1_and_no_host_network(
     node_init: tuple[processes.Record, Path, Path],
 ) -> None:
