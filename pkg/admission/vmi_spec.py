@@ -14,6 +14,7 @@ from kubevirt.admission import causes as c
 from kubevirt.admission import k8s_scheduling as scheduling
 from kubevirt.admission import vmi_compute as compute
 from kubevirt.admission import vmi_devices as devices_rules
+from kubevirt.admission import vmi_dra as dra
 from kubevirt.admission import vmi_network as network
 from kubevirt.admission import vmi_volumes as volumes_rules
 from kubevirt.admission.causes import StatusCause
@@ -385,6 +386,7 @@ def validate_spec(field: Path, spec: JSON, config: ClusterConfig) -> list[Status
     out.extend(scheduling.topology_spread_constraints(field, spec))
     out.extend(_architecture(field, spec, config))
     out.extend(network.validate(field, spec, config))
+    out.extend(dra.gpus(field, spec, config))
     out.extend(devices_rules.boot_order(field, spec, config))
     out.extend(devices_rules.inputs(field, devices))
     out.extend(_io_threads_policy(field, domain))
