@@ -351,8 +351,11 @@ class Builder:
                 inputs=program_digest,
             )
             # The venv layers only add /opt/kubevirt, so they stack on the launcher layers unchanged
-            # (the Dockerfile's COPY --from=python).
+            # (the Dockerfile's COPY --from=python); on the handler's too.
             stages["launcher"] = [debian, base, launcher, tools, deps, project]
+        if any(target.stage == "handler" for target in targets):
+            handler = self.run_stage("handler", [debian, base], recipe.HANDLER_STEPS)
+            stages["handler"] = [debian, base, handler, deps, project]
         for target in targets:
             config = oci.ImageConfig(entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV))
             built.append(self.archive(image_name(target.binary), target.binary, stages[target.stage], config))

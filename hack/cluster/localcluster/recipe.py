@@ -3,7 +3,8 @@
 
 Stages run shell commands in order. ``base`` starts from Debian bookworm; ``python`` installs the project's
 wheels (built by the ``wheels`` stage) into ``/opt/kubevirt``; ``launcher`` adds libvirt and QEMU and takes
-``/opt/kubevirt`` from ``python``. Every binary's image is one of those plus its entrypoint.
+``/opt/kubevirt`` from ``python``; ``handler`` adds virt-handler's few tools the same way. Every binary's
+image is one of those plus its entrypoint.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ LAUNCHER_PACKAGES = (
     "qemu-system-x86",
     "qemu-utils",
     "libcap2-bin",  # setcap, for virt-launcher-monitor's file capability
+    # ps, pgrep (procps), ip and bridge (iproute2): KubeVirt's functional tests run them in a failed spec's
+    # compute containers, and KubeVirt's image has them.
+    "procps",
+    "iproute2",
 )
+# pgrep and ps: KubeVirt's functional tests run pgrep in virt-handler's pods, and KubeVirt's image has it.
+HANDLER_PACKAGES = ("procps",)
 
 # Every file of an image carries the same mtime (the layers are reproducible), so a .pyc that records its
 # source's mtime never matches: Python would compile each module again at every start of every container,
@@ -97,6 +104,8 @@ LAUNCHER_STEPS = (
     # finds on the first define in each pod, under the pod's CPU limit: the 32-bit one would double that.
     "rm -f /usr/bin/qemu-system-i386",
 )
+# virt-handler's image: these tools on ``base``, then ``/opt/kubevirt`` from ``python`` (as the launcher's).
+HANDLER_STEPS = (f"{_APT} {' '.join(HANDLER_PACKAGES)} && {_APT_CLEAN}",)
 # A layer of its own, so that a change to the program does not reinstall libvirt and QEMU.
 CONTAINER_DISK_INSTALL_STEPS = (
     f"install -m 0755 {CONTAINER_DISK_BUILD}/container-disk /usr/bin/container-disk",
@@ -109,7 +118,7 @@ ENV = (f"PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin
 @dataclass(frozen=True)
 class Target:
     binary: str
-    stage: str  # "python" or "launcher"
+    stage: str  # "python", "launcher" or "handler"
 
     @property
     def entrypoint(self) -> list[str]:
@@ -120,7 +129,7 @@ TARGETS = (
     Target("virt-operator", "python"),
     Target("virt-api", "python"),
     Target("virt-controller", "python"),
-    Target("virt-handler", "python"),
+    Target("virt-handler", "handler"),
     Target("virt-launcher", "launcher"),
     Target("virtctl", "python"),
 )
@@ -169,6 +178,10 @@ def dockerfile() -> str:
             f"target={CONTAINER_DISK_BUILD} {step}"
             for step in CONTAINER_DISK_INSTALL_STEPS
         ),
+        f"COPY --from=python {VENV} {VENV}",
+        "",
+        "FROM base AS handler",
+        *(f"RUN {step}" for step in HANDLER_STEPS),
         f"COPY --from=python {VENV} {VENV}",
     ]
     for target in TARGETS:
