@@ -176,6 +176,8 @@ class Flavour:
     sudo: bool = False  # /usr/bin/sudo for the "sudo" group
     # busybox setuid root: the applets that may run privileged (ping) do, the others drop root.
     setuid_busybox: bool = False
+    # Executables ahead of busybox's applets of the same name (its --install keeps existing files).
+    programs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def disk_name(self) -> str:
@@ -196,7 +198,8 @@ class Flavour:
         homes = " ".join(f"{home}={owner}" for home, owner in sorted(self.homes.items()))
         sudo = SUDO_SOURCE.read_text() if self.sudo else ""
         files = (f"{path}\0{text}" for path, text in sorted(self.files().items()))
-        return (self.name, *files, homes, sudo, f"setuid busybox: {self.setuid_busybox}")
+        programs = (f"{path}\0{text}" for path, text in sorted(self.programs.items()))
+        return (self.name, *files, homes, sudo, f"setuid busybox: {self.setuid_busybox}", *programs)
 
 
 TEST_GUEST = Flavour(
@@ -206,6 +209,19 @@ TEST_GUEST = Flavour(
     group="root:x:0:\n",
     homes={"root": 0},
 )
+# CirrOS's netcat keeps a listening server with -k (KubeVirt's tests start theirs with "nc -klp PORT -e
+# ..."); Debian's busybox keeps one with a second -l: the option is translated, the rest passed on. Its shell
+# runs its own applets ahead of PATH, so login shells reach this through a function of the same name.
+CIRROS_NETCAT = """#!/bin/sh
+for arg do
+  shift
+  case $arg in
+    -*k*) arg=$(echo "$arg" | sed s/k/l/) ;;
+  esac
+  set -- "$@" "$arg"
+done
+exec /bin/busybox nc "$@"
+"""
 CIRROS_BANNER = "login as 'cirros' user. default password: 'gocubsgo'. use 'sudo' for root."
 CIRROS_PASSWORD = "gocubsgo"
 CIRROS_COMPATIBLE = Flavour(
@@ -218,10 +234,11 @@ CIRROS_COMPATIBLE = Flavour(
     "cirros:$6$kvpycirros$VINUyNS5EZPkylK7Ypi.xi7b7JpWwhs8IIDC.TD7DKNbt8riEYWwbMKX/GZl3rk7cHGPKkA0PktvTy98WY2b6/"
     ":19000:0:99999:7:::\n",
     issue=f"{CIRROS_BANNER}\n",
-    profile="export PS1='\\$ '\n",
+    profile="export PS1='\\$ '\nnc() { /usr/bin/nc \"$@\"; }\n",
     homes={"root": 0, "home/cirros": 1000},
     sudo=True,
     setuid_busybox=True,
+    programs={"usr/bin/nc": CIRROS_NETCAT},
 )
 ALPINE_COMPATIBLE = Flavour(
     name="test-guest-alpine-compatible",
@@ -389,6 +406,7 @@ def _initramfs(flavour: Flavour, packages: Unpacked) -> bytes:
         (path, 0o100600 if path == "etc/shadow" else 0o100644, text.encode())
         for path, text in flavour.files().items()
     ]
+    entries += [(path, 0o100755, text.encode()) for path, text in flavour.programs.items()]
     if flavour.sudo:
         entries.append(("usr/bin/sudo", 0o104750, packages.sudo.read_bytes()))
         owners["usr/bin/sudo"] = (0, SUDO_GID)

@@ -104,6 +104,11 @@ def test_cirros_compatible_guest_logs_in_like_cirros(guests: Any, make_vmi: Any,
     for tool in ("ping", "nc"):
         assert run(expecter, f"which {tool}").endswith(f"/{tool}")
     assert "1 packets received" in run(expecter, "ping -c 1 127.0.0.1")  # as the user, like CirrOS
+    # KubeVirt's network specs: a persistent netcat server (CirrOS's -k), then clients that reach it twice.
+    run(expecter, 'nc -klp 8080 -e echo -e "Hello World!" &')
+    for _ in range(2):
+        assert run(expecter, "echo test | nc 127.0.0.1 8080 -i 1 -w 1") == "Hello World!"
+    assert "can't connect" in run(expecter, "echo test | nc 127.0.0.1 8081 -i 1 -w 1 2>&1")
 
     expecter.send("sudo poweroff\n")
     expecter.expect(POWEROFF_MESSAGE, 30)
