@@ -98,16 +98,18 @@ def stamp_api_version(meta: ObjectMeta) -> None:
 def write_api_version_stamp(api: KubeApi, resource: Resource, obj: StampedModel) -> bool:
     """KubeVirt's first step: an object not yet stamped is stamped and written, and the pass ends.
 
-    Writing it once with the newest API version keeps the stored version current. Returns whether it
-    wrote (the update's watch event brings the object back for the real pass).
+    Writing it once with the newest API version keeps the stored version current. Only the annotations
+    are sent (a merge patch guarded by the resourceVersion, as strict as an update): an update of the
+    whole object as this model writes it could drop what a Go client stored, such as a template's
+    ``creationTimestamp: null``, and a changed spec would raise the generation KubeVirt's clients
+    compare. Returns whether it wrote (the write's watch event brings the object back for the real pass).
     """
     if has_observed_api_version(obj.metadata):
         return False
-    stamped = obj.model_copy(deep=True)
-    meta = stamped.metadata or ObjectMeta()
+    meta = (obj.metadata or ObjectMeta()).model_copy(deep=True)
     stamp_api_version(meta)
-    stamped.metadata = meta
-    api.update(resource, meta.namespace, stamped.to_dict())
+    body = {"metadata": {"annotations": meta.annotations, "resourceVersion": meta.resource_version}}
+    api.patch(resource, meta.namespace, meta.name or "", body, patch_type="merge")
     return True
 
 

@@ -1,5 +1,7 @@
 """What KubeVirt's clients read from a VM's bookkeeping on a real API server, where KubeVirt's conformance
-specs found this project different: the start revision the VMI names, deletion with the orphan and
+specs found this project different: the generations a start and template edits leave (a VM written by a Go
+client, whose template carries ``creationTimestamp: null``), the start revision the VMI names, deletion
+with the orphan and
 foreground policies (the garbage collector rewrites the ControllerRevision's owner references, which the
 API server allows only if the revision's data survives its patch round trip byte for byte), and a VM whose
 claim does not exist yet.
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 from localcluster.handle import Cluster
+from localcluster.up import virtctl
 
 pytestmark = pytest.mark.usefixtures("kubevirt")
 NOWHERE = {"kubevirt.io/functional-test": "nowhere"}
@@ -57,6 +60,42 @@ def _started(
 
 def _revision(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
     return cluster.find("controllerrevision", name, namespace)
+
+
+def _generations(cluster: Cluster, namespace: str, name: str) -> tuple[int, int, int, str]:
+    vm, vmi = cluster.find("vm", name, namespace), cluster.find("vmi", name, namespace)
+    assert vm is not None
+    assert vmi is not None
+    status = vm.get("status", {})
+    annotation = vmi["metadata"]["annotations"]["kubevirt.io/vm-generation"]
+    return (
+        vm["metadata"]["generation"],
+        status.get("desiredGeneration"),
+        status.get("observedGeneration"),
+        annotation,
+    )
+
+
+def test_a_start_and_template_edits_leave_the_generations_kubevirts_clients_expect(
+    cluster: Cluster, namespace: str
+) -> None:
+    vm = _vm("generations")
+    vm["spec"]["runStrategy"] = "Halted"
+    vm["spec"]["template"]["metadata"]["creationTimestamp"] = None  # as every Go client writes it
+    cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(vm))
+    started = virtctl(cluster, "start", "generations", "-n", namespace)
+    assert started.returncode == 0, started.stderr
+    cluster.wait_until("the VMI exists", lambda: cluster.find("vmi", "generations", namespace) is not None)
+    cluster.wait_until(
+        "generation 2 observed", lambda: _generations(cluster, namespace, "generations") == (2, 2, 2, "2")
+    )
+
+    labels = [{"op": "replace", "path": "/spec/template/metadata/labels", "value": {"testkey": "testvalue"}}]
+    cluster.kubectl("patch", "vm", "generations", "-n", namespace, "--type=json", "-p", json.dumps(labels))
+    # The running VMI was built from generation 2: the VM wants 3, the VMI keeps its annotation.
+    cluster.wait_until(
+        "generation 3 desired", lambda: _generations(cluster, namespace, "generations") == (3, 3, 2, "2")
+    )
 
 
 def test_the_vmi_names_the_start_revision_which_holds_the_vms_spec(cluster: Cluster, namespace: str) -> None:

@@ -93,6 +93,20 @@ def test_always_creates_the_vmi_from_the_template() -> None:
     assert ("default/testvm", "Normal", "SuccessfulCreate") in {e[:3] for e in controllers.events.recorded}
 
 
+def test_the_api_version_stamp_leaves_what_a_go_client_stored_in_the_spec() -> None:
+    """Go clients store a template's ``creationTimestamp: null``; rewriting the spec without it would
+    raise the generation that KubeVirt's clients compare with status.observedGeneration."""
+    cluster = Cluster()
+    vm = vm_manifest("testvm", runStrategy="Halted")
+    vm["spec"]["template"]["metadata"]["creationTimestamp"] = None
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm)
+    controllers.run()
+    stored = _vm(cluster)
+    assert stored["metadata"]["annotations"]["kubevirt.io/latest-observed-api-version"] == "v1"
+    assert stored["spec"]["template"]["metadata"]["creationTimestamp"] is None
+
+
 def test_the_legacy_uuid_is_kubevirts() -> None:
     # KubeVirt v1.6 gave the VMI "guestmem" this firmware UUID (conformance case 003-memory-guest-only).
     assert calculate_legacy_uuid("guestmem") == "78959717-9473-54ff-b52f-341e1c8d6af1"
