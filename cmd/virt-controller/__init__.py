@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from kubevirt import pod_paths
 from kubevirt.service import binary
 from kubevirt.service.durations import POSITIVE_DURATION
 from kubevirt.virt_controller import app
@@ -36,10 +37,10 @@ THREADS = click.IntRange(min=1)
     help="Seconds virt-launcher waits for QEMU (a random 0-119 s is added per pod).",
 )
 @click.option("--image-pull-secret", default="", help="Secret for pulling the launcher and container disks.")
-@click.option("--kubevirt-share-dir", default="/var/run/kubevirt", show_default=True)
-@click.option("--ephemeral-disk-dir", default="/var/run/kubevirt-ephemeral-disks", show_default=True)
-@click.option("--container-disk-dir", default="/var/run/kubevirt/container-disks", show_default=True)
-@click.option("--hotplug-disk-dir", default="/var/run/kubevirt/hotplug-disks", show_default=True)
+@click.option("--kubevirt-share-dir", default=pod_paths.VIRT_SHARE_DIR, show_default=True)
+@click.option("--ephemeral-disk-dir", default=pod_paths.EPHEMERAL_DISK_DIR, show_default=True)
+@click.option("--container-disk-dir", default=pod_paths.CONTAINER_DISK_DIR, show_default=True)
+@click.option("--hotplug-disk-dir", default=pod_paths.HOTPLUG_DISK_DIR, show_default=True)
 @click.option("--launcher-subgid", default=107, show_default=True, type=click.IntRange(min=0))
 @click.option("--node-controller-threads", default=3, show_default=True, type=THREADS)
 @click.option("--vmi-controller-threads", default=10, show_default=True, type=THREADS)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from kubevirt import pod_paths
 from kubevirt.service import binary
 from kubevirt.virt_handler import app
 
@@ -21,7 +22,7 @@ from kubevirt.virt_handler import app
 @click.option("--console-server-port", default=8186, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--max-metric-requests", default=3, show_default=True, type=click.IntRange(min=1))
 @click.option("--graceful-shutdown-seconds", default=300, show_default=True, type=click.IntRange(min=0))
-@click.option("--kubevirt-share-dir", default="/var/run/kubevirt", show_default=True)
+@click.option("--kubevirt-share-dir", default=pod_paths.VIRT_SHARE_DIR, show_default=True)
 @click.option(
     "--kubelet-pods-dir",
     default=Path("/pods"),

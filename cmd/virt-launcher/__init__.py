@@ -11,6 +11,7 @@ sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
 
 import click
 
+from kubevirt import pod_paths
 from kubevirt.service import binary
 from kubevirt.service.durations import parse_duration
 from kubevirt.virt_launcher.convert_worker import ConversionWorker
@@ -34,16 +35,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option("--name", required=True, help="Name of the VirtualMachineInstance.")
 @click.option("--namespace", required=True, help="Namespace of the VirtualMachineInstance.")
 @click.option("--uid", required=True, callback=_uid, help="UID of the VirtualMachineInstance.")
-@click.option("--kubevirt-share-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt"))
+@click.option("--kubevirt-share-dir", type=click.Path(path_type=Path), default=Path(pod_paths.VIRT_SHARE_DIR))
 @click.option(
-    "--ephemeral-disk-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt-ephemeral-disks")
+    "--ephemeral-disk-dir", type=click.Path(path_type=Path), default=Path(pod_paths.EPHEMERAL_DISK_DIR)
 )
 @click.option(
-    "--container-disk-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt/container-disks")
+    "--container-disk-dir", type=click.Path(path_type=Path), default=Path(pod_paths.CONTAINER_DISK_DIR)
 )
-@click.option(
-    "--hotplug-disk-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt/hotplug-disks")
-)
+@click.option("--hotplug-disk-dir", type=click.Path(path_type=Path), default=Path(pod_paths.HOTPLUG_DISK_DIR))
 @click.option("--grace-period-seconds", type=click.IntRange(min=0), default=30, show_default=True)
 @click.option("--qemu-timeout", default="3m", show_default=True, callback=_duration, help="Go duration.")
 @click.option("--allow-emulation", is_flag=True, help="Use QEMU's TCG emulation when /dev/kvm is unusable.")
@@ -68,7 +67,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
     help="Seed and keep libvirt's QEMU capabilities here (spares a slow probe at start).",
 )
 @click.option(
-    "--kubevirt-private-dir", type=click.Path(path_type=Path), default=Path("/var/run/kubevirt-private")
+    "--kubevirt-private-dir", type=click.Path(path_type=Path), default=Path(pod_paths.VIRT_PRIVATE_DIR)
 )
 @click.option(
     "--hook-sidecars", type=click.IntRange(min=0), default=0, help="Accepted; hook sidecars are not used."

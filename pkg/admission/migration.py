@@ -11,15 +11,14 @@ from kubevirt.admission.json_fields import JSON, has, items, obj, string_map, te
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.state import ClusterState, ClusterStateError
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.core.v1 import FINAL_MIGRATION_PHASES, FINAL_VMI_PHASES
 
 MIGRATION_SELECTOR_LABEL = "kubevirt.io/vmi-name"
 MIGRATION_FINALIZER = "kubevirt.io/migrationJobFinalize"
-FINAL_PHASES = ("Succeeded", "Failed")
-VMI_FINAL_PHASES = ("Succeeded", "Failed")
 
 
 def _is_final(migration: JSON) -> bool:
-    return text(obj(migration, "status"), "phase") in FINAL_PHASES
+    return text(obj(migration, "status"), "phase") in FINAL_MIGRATION_PHASES
 
 
 def mutate_migration(migration: JSON) -> JSON:
@@ -56,7 +55,7 @@ def admit_migration_create(
         return response.error(str(err))
     if vmi is None:
         return response.error(f'the VMI "{namespace}/{vmi_name}" does not exist')
-    if text(obj(vmi, "status"), "phase") in VMI_FINAL_PHASES:
+    if text(obj(vmi, "status"), "phase") in FINAL_VMI_PHASES:
         return response.error("Cannot migrate VMI in finalized state.")
     for condition in items(obj(vmi, "status"), "conditions"):
         if text(condition, "type") == "LiveMigratable" and text(condition, "status") == "False":

@@ -226,10 +226,14 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float = REQUEST_TIMEOUT,
+        retry: bool = True,
     ) -> bytes:
-        """Sends one request and returns the response body; failures raise ApiError subclasses."""
+        """Sends one request and returns the response body; failures raise ApiError subclasses.
+
+        ``retry=False`` sends it once, for a caller that must answer within a deadline of its own (an
+        admission review) and would rather fail with the reason than wait."""
         return self._send(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout, retry=retry
         ).data
 
     def _json(self, method: str, path: str, **kwargs: Any) -> JSON:
@@ -246,6 +250,7 @@ class KubeClient:
         content_type: str = "application/json",
         timeout: float = REQUEST_TIMEOUT,
         stream: bool = False,
+        retry: bool = True,
     ) -> urllib3.BaseHTTPResponse:
         url = self._host + path + (f"?{urlencode(query)}" if query else "")
         headers = {"Accept": "application/json", "User-Agent": self._user_agent}
@@ -255,7 +260,8 @@ class KubeClient:
             payload = gojson.dumps(body)
             headers["Content-Type"] = content_type
         try:
-            response = self._send_with_retries(method, url, payload, headers, timeout, stream)
+            send = self._send_with_retries if retry else self._send_once
+            response = send(method, url, payload, headers, timeout, stream)
         except _TransientError as transient:
             raise ConnectionFailedError(f"{method} {path}: {transient.error}") from None
         REQUESTS.labels(str(response.status), method, self._host_label).inc()
@@ -265,14 +271,7 @@ class KubeClient:
             raise error_from_response(response.status, data)
         return response
 
-    @retry(
-        retry=retry_if_exception(lambda error: isinstance(error, _TransientError)),
-        stop=stop_after_attempt(5),
-        wait=wait_exponential(multiplier=0.1, max=2.0),
-        before_sleep=_log_retry,
-        reraise=True,
-    )
-    def _send_with_retries(
+    def _send_once(
         self,
         method: str,
         url: str,
@@ -297,6 +296,15 @@ class KubeClient:
             if method in _READ_METHODS and not stream:
                 raise _TransientError(err) from None
             raise ConnectionFailedError(f"{method} {url}: {err}") from None
+
+    # What _send_once marks transient is sent again, briefly and with backoff.
+    _send_with_retries = retry(
+        retry=retry_if_exception(lambda error: isinstance(error, _TransientError)),
+        stop=stop_after_attempt(5),
+        wait=wait_exponential(multiplier=0.1, max=2.0),
+        before_sleep=_log_retry,
+        reraise=True,
+    )(_send_once)
 
 
 def _query(**params: Any) -> dict[str, str]:

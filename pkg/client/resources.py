@@ -22,6 +22,8 @@ __all__ = [
     "CONTROLLER_REVISIONS",
     "CUSTOM_RESOURCE_DEFINITIONS",
     "DAEMON_SETS",
+    "DATA_SOURCES",
+    "DATA_VOLUMES",
     "DEPLOYMENTS",
     "EVENTS",
     "INSTANCETYPE_RESOURCES",
@@ -194,6 +196,10 @@ VIRTUAL_MACHINE_CLONES = Resource(
 MIGRATION_POLICIES = Resource(
     MIGRATIONS_GROUP_NAME, MIGRATIONS_VERSIONS[0], "migrationpolicies", "MigrationPolicy", namespaced=False
 )
+# CDI's, read for a VM's ``inferFromVolume``.
+_CDI = "cdi.kubevirt.io"
+DATA_VOLUMES = Resource(_CDI, "v1beta1", "datavolumes", "DataVolume", namespaced=True)
+DATA_SOURCES = Resource(_CDI, "v1beta1", "datasources", "DataSource", namespaced=True)
 
 
 def _instancetype_resource(plural: str, kind: str, *, namespaced: bool) -> Resource:

@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from kubevirt import safepath
+from kubevirt import pod_paths, safepath
 from kubevirt.isoimage import write_iso
 
 DEFAULT_LABEL = "cfgdata"
@@ -44,11 +44,11 @@ class Kind:
     disk_dir: str
 
 
-CONFIG_MAP = Kind("configMap", "config-map", "config-map-disks")
-SECRET = Kind("secret", "secret", "secret-disks")
-DOWNWARD_API = Kind("downwardAPI", "downwardapi", "downwardapi-disks")
-SERVICE_ACCOUNT = Kind("serviceAccount", "", "service-account-disk")
-SYSPREP = Kind("sysprep", "sysprep", "sysprep-disks")
+CONFIG_MAP = Kind("configMap", pod_paths.CONFIG_MAP, pod_paths.CONFIG_MAP_DISKS)
+SECRET = Kind("secret", pod_paths.SECRET, pod_paths.SECRET_DISKS)
+DOWNWARD_API = Kind("downwardAPI", pod_paths.DOWNWARD_API, pod_paths.DOWNWARD_API_DISKS)
+SERVICE_ACCOUNT = Kind("serviceAccount", "", pod_paths.SERVICE_ACCOUNT_DISK)
+SYSPREP = Kind("sysprep", pod_paths.SYSPREP, pod_paths.SYSPREP_DISKS)
 KINDS = (CONFIG_MAP, SECRET, DOWNWARD_API, SERVICE_ACCOUNT)  # each made only for a volume a disk uses
 
 

@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from kubevirt import safepath
+from kubevirt import pod_paths, safepath
 from kubevirt.ephemeral_disk import (
     DEFAULT_INFO_MEMORY_LIMIT,
     DiskImageError,
@@ -22,8 +22,6 @@ from kubevirt.ephemeral_disk import (
     verify_image,
 )
 
-KERNEL_BOOT_DIR = "kernel-boot"
-DISK_DATA_DIR = "disk-data"
 OVERLAY_NAME = "disk.qcow2"
 
 
@@ -32,12 +30,12 @@ def disk_target_name(volume_index: int) -> str:
 
 
 def overlay_path(ephemeral_disk_dir: Path, volume_name: str) -> Path:
-    return ephemeral_disk_dir / DISK_DATA_DIR / volume_name / OVERLAY_NAME
+    return ephemeral_disk_dir / pod_paths.DISK_DATA / volume_name / OVERLAY_NAME
 
 
 def kernel_boot_artifact_path(container_disk_dir: Path, artifact: str) -> Path:
     """Where a kernel-boot image's ``kernelPath``/``initrdPath`` is found (by its base name)."""
-    return container_disk_dir / KERNEL_BOOT_DIR / os.path.basename(artifact)
+    return container_disk_dir / pod_paths.KERNEL_BOOT / os.path.basename(artifact)
 
 
 def image_info(

@@ -18,6 +18,7 @@ from kubevirt_api.core.v1 import (
     ResourceRequirements,
     VirtualMachineInstance,
     VirtualMachineInstanceGuestOSInfo,
+    VirtualMachineInstancePhase,
     VirtualMachineInstancePhaseTransitionTimestamp,
     VirtualMachineInstanceSpec,
     VirtualMachineInstanceStatus,
@@ -46,7 +47,6 @@ from .settings import (
 PCI_TOPOLOGY_ANNOTATION = "kubevirt.io/pci-topology-version"
 PCI_TOPOLOGY_VERSION = "v3"
 VMI_FINALIZER = "foregroundDeleteVirtualMachine"
-PHASE_PENDING = "Pending"
 _UINT32 = 0xFFFFFFFF
 
 
@@ -226,11 +226,13 @@ def _set_mutator_metadata_and_status(
         meta.finalizers = [*finalizers, VMI_FINALIZER]
     status = vmi.status or VirtualMachineInstanceStatus()
     vmi.status = status
-    status.phase = PHASE_PENDING
+    status.phase = VirtualMachineInstancePhase.PENDING
     stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     status.phase_transition_timestamps = [
         *(status.phase_transition_timestamps or []),
-        VirtualMachineInstancePhaseTransitionTimestamp(phase=PHASE_PENDING, phase_transition_timestamp=stamp),
+        VirtualMachineInstancePhaseTransitionTimestamp(
+            phase=VirtualMachineInstancePhase.PENDING, phase_transition_timestamp=stamp
+        ),
     ]
     if status.guest_os_info is None:
         status.guest_os_info = VirtualMachineInstanceGuestOSInfo()

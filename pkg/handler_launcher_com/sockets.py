@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-DEFAULT_SHARE_DIR = Path("/var/run/kubevirt")
-SOCKETS_DIR = "sockets"
+from kubevirt import pod_paths
+
+DEFAULT_SHARE_DIR = Path(pod_paths.VIRT_SHARE_DIR)
+SOCKETS_DIR = pod_paths.SOCKETS
 INIT_SOCKET = "launcher-init-sock"
 READY_SOCKET = "launcher-sock"
 UNRESPONSIVE_MARKER = "launcher-unresponsive"
@@ -46,7 +48,7 @@ def grpc_target(path: Path) -> str:
 
 # Inside the launcher pod: libvirt's socket (the migration target's libvirt connection ends here) and
 # the directory of the migration proxy sockets.
-LAUNCHER_LIBVIRT_SOCKET_DIR = "/var/run/kubevirt-private/libvirt/sock"
+LAUNCHER_LIBVIRT_SOCKET_DIR = pod_paths.LIBVIRT_SOCKET_DIR
 LAUNCHER_LIBVIRT_SOCKET = "libvirt-sock"
 LAUNCHER_MIGRATION_PROXY_DIR = f"{DEFAULT_SHARE_DIR}/{MIGRATION_PROXY_DIR}"
 

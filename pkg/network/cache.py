@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubevirt.network import names
+from kubevirt import pod_paths
 from kubevirt.network.dhcp.config import DHCPConfig
 from kubevirt.podroot import PodRoot
 
@@ -62,7 +62,7 @@ class PodInterfaceCache:
 
 
 def dhcp_cache_path(pod_iface: str) -> str:
-    return f"{names.VIRT_PRIVATE_DIR}/vif-cache-{pod_iface}.json"
+    return f"{pod_paths.VIRT_PRIVATE_DIR}/vif-cache-{pod_iface}.json"  # PodRoot takes it as relative
 
 
 def write_dhcp_cache(root: PodRoot, pod_iface: str, config: DHCPConfig) -> None:

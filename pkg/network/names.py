@@ -11,7 +11,6 @@ BRIDGE_FAKE_IP_BASE = "169.254.75.1"  # + the interface's index: the bridge bind
 DEFAULT_VM_CIDR = "10.0.2.0/24"
 DEFAULT_VM_IPV6_CIDR = "fd10:0:2::/120"
 LEGACY_MIGRATION_PORTS = (49152, 49153)  # libvirt's direct and block migration ports
-VIRT_PRIVATE_DIR = "var/run/kubevirt-private"  # relative to the pod's root
 
 
 def bridge_name(pod_iface: str) -> str:

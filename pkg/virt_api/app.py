@@ -21,7 +21,7 @@ from kubevirt.client import KubeClient, KubeConfigError, own_namespace
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.tls import ReloadingCertificate
-from kubevirt.virt_api.cluster import ClusterConfigError, KubernetesClusterState, connect
+from kubevirt.virt_api.cluster import KubernetesClusterState
 from kubevirt.virt_api.presets import PresetCache
 from kubevirt.virt_api.rest.discovery import VERSIONS, version_path
 from kubevirt.virt_api.rest.handler import CONSOLE_SERVER_PORT
@@ -35,9 +35,13 @@ from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer
 from kubevirt.virt_config import ClusterConfig
-from kubevirt.virt_config import follower as config_follower
+from kubevirt.virt_config.follower import ConfigFollower, KubeVirtLister
 
 EVERYDAY_KINDS = ("VirtualMachineInstance", "VirtualMachine", "VirtualMachineInstanceMigration")
+
+
+class ClusterConfigError(ValueError):
+    """The given kubeconfig cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -59,20 +63,16 @@ class Options:
     namespace: str | None = None
 
 
-class ConfigFollower(config_follower.ConfigFollower):
-    """The cluster configuration follower, publishing into the webhooks' context."""
+def follow_config(ctx: WebhookContext, lister: KubeVirtLister, namespace: str | None) -> ConfigFollower:
+    """The configuration follower, reading the CR through ``lister`` (virt-api runs no KubeVirt
+    informer) and publishing into the webhooks' context."""
+    follower = ConfigFollower(namespace, initial=ctx.config, lister=lister, read_errors=(ClusterStateError,))
 
-    def __init__(self, ctx: WebhookContext, state: KubernetesClusterState, namespace: str | None) -> None:
-        def publish(config: ClusterConfig) -> None:
-            ctx.config = config
+    def publish() -> None:
+        ctx.config = follower.current()
 
-        super().__init__(
-            state,
-            namespace,
-            current=lambda: ctx.config,
-            publish=publish,
-            read_errors=(ClusterStateError,),
-        )
+    follower.on_change(publish)
+    return follower
 
 
 def build_context(config: ClusterConfig, state: ClusterState | None = None) -> WebhookContext:
@@ -104,10 +104,9 @@ async def _serve(
     options: Options, stop: asyncio.Event, kube: KubeClient | None, presets: PresetCache | None
 ) -> None:
     log = get_logger()
-    state = connect(options.kubeconfig, presets)
-    kubernetes = state if isinstance(state, KubernetesClusterState) else None
+    kubernetes = KubernetesClusterState(kube, presets) if kube is not None else None
     patch_vmi = kubernetes.patch_vmi if kubernetes else None
-    ctx = build_context(options.config, state)
+    ctx = build_context(options.config, kubernetes)
     # The listener follows the cluster's tlsConfiguration, which the follower below keeps in ctx.config.
     certificate = ReloadingCertificate(
         options.tls_cert_file,
@@ -121,11 +120,11 @@ async def _serve(
     follower_task: asyncio.Task[None] | None = None
     health: ApiServerHealth | None = None
     if kubernetes is not None:
-        follower = ConfigFollower(ctx, kubernetes, options.namespace or own_namespace())
+        follower = follow_config(ctx, kubernetes, options.namespace or own_namespace())
         follower_task = asyncio.get_running_loop().create_task(
             follower.follow(options.config_refresh_interval)
         )
-        health = ApiServerHealth(kubernetes.server_version, lambda: follower.resource_version)
+        health = ApiServerHealth(kubernetes.server_version, follower.resource_version)
     extensions, middlewares, trust = _subresources(
         options, kube, certificate, list(handlers), lambda: ctx.config
     )
@@ -148,7 +147,7 @@ async def _serve(
         port=options.port,
         feature_gates=sorted(options.config.feature_gates),
         rollout_strategy=options.config.rollout_strategy,
-        cluster=type(state).__name__,
+        cluster=type(ctx.state).__name__,
     )
     try:
         await stop.wait()

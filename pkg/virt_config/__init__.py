@@ -16,6 +16,7 @@ from .config import (
     ClusterConfig,
     InvalidConfigurationError,
 )
+from .launcher import LauncherSettings
 
 __all__ = [
     "DEFAULT_EMULATED_MACHINES",
@@ -28,4 +29,5 @@ __all__ = [
     "ROLLOUT_STRATEGIES",
     "ClusterConfig",
     "InvalidConfigurationError",
+    "LauncherSettings",
 ]

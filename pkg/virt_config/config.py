@@ -3,8 +3,8 @@
 KubeVirt's built-in values overlaid by the KubeVirt CR's ``spec.configuration``: feature gates (gates
 that graduated count as enabled whatever the CR says), the VM rollout strategy, eviction strategy,
 architectures and their emulated machines, whether a bridge may sit on the pod network, and what
-virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector), and the
-TLS settings of every listener (``tlsConfiguration``).
+virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector), the
+TLS settings of every listener (``tlsConfiguration``) and what shapes the virt-launcher pod.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubevirt.virt_config.launcher import LauncherSettings
 from kubevirt.virt_config.migrations import InvalidMigrationConfigurationError, MigrationConfig
 from kubevirt.virt_config.tls import InvalidTLSConfigurationError, TLSConfiguration
 
@@ -93,6 +94,8 @@ class ClusterConfig:
     migrations: MigrationConfig = field(default_factory=MigrationConfig)
     # ``tlsConfiguration``: the minimum TLS version and cipher suites of every KubeVirt listener.
     tls: TLSConfiguration = field(default_factory=TLSConfiguration)
+    # What virt-controller's template service reads (resource ratios, pull policy, seccomp, ...).
+    launcher: LauncherSettings = field(default_factory=LauncherSettings)
 
     @classmethod
     def build(
@@ -147,6 +150,7 @@ class ClusterConfig:
         return cls(
             migrations=migrations,
             tls=tls,
+            launcher=LauncherSettings.from_configuration(configuration),
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
             eviction_strategy=eviction if isinstance(eviction, str) else None,

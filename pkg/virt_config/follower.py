@@ -1,17 +1,21 @@
-"""Keeping a component's cluster configuration equal to the KubeVirt CR's.
+"""Keeping a process's cluster configuration equal to the KubeVirt CR's.
 
-One follower serves every reader of the configuration in a process; it reads the CR through whatever
-lists KubeVirt objects (a shared informer once the controller runtime exists, plain LIST calls until
-then). A CR whose configuration is invalid does not replace the configuration in force: as in KubeVirt,
-the last valid one is kept and the reason is logged.
+One follower per process holds the configuration in force, and every reader in that process asks it.
+It is fed by a KubeVirt informer where the process runs informers (virt-controller, virt-handler,
+virt-operator), and otherwise by reading the CR every few seconds (virt-api). A CR whose configuration is
+invalid does not replace the configuration in force: as in KubeVirt, the last valid one is kept and the
+reason is logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from kubevirt.client import KUBEVIRTS
+from kubevirt.controller import SharedInformerFactory
 from kubevirt.log import get_logger
 
 from .config import ClusterConfig, InvalidConfigurationError
@@ -24,36 +28,57 @@ class KubeVirtLister(Protocol):
 
 
 class ConfigFollower:
-    """Reads the KubeVirt CR and hands each new valid configuration to ``publish``.
+    """The configuration in force: ``initial`` (KubeVirt's defaults unless given) until a valid KubeVirt
+    CR is seen in ``namespace`` (any namespace when ``None``).
 
-    Until a KubeVirt CR is found (or without a cluster) the configuration given at start stays in force.
+    Listeners given to :meth:`on_change` are called, on the thread that saw the CR, after each change.
     ``read_errors`` are the lister's own failures, logged as warnings and retried on the next round.
-    Components with a KubeVirt informer give no lister and hand each CR they see to :meth:`observe`.
     """
 
     def __init__(
         self,
-        lister: KubeVirtLister | None,
         namespace: str | None,
         *,
-        current: Callable[[], ClusterConfig],
-        publish: Callable[[ClusterConfig], None],
+        initial: ClusterConfig | None = None,
+        lister: KubeVirtLister | None = None,
         read_errors: tuple[type[Exception], ...] = (),
     ) -> None:
-        self._lister = lister
         self._namespace = namespace
-        self._current = current
-        self._publish = publish
+        self._lister = lister
         self._read_errors = read_errors
+        self._lock = threading.Lock()
+        self._config = initial if initial is not None else ClusterConfig()
+        self._listeners: list[Callable[[], None]] = []
         self._resource_version = ""
         self._log = get_logger()
 
-    @property
+    @classmethod
+    def from_informer(
+        cls, factory: SharedInformerFactory, namespace: str | None, *, initial: ClusterConfig | None = None
+    ) -> ConfigFollower:
+        """A follower fed by ``factory``'s KubeVirt informer (started with that factory)."""
+        follower = cls(namespace, initial=initial)
+
+        def seen(kubevirt: dict[str, Any]) -> None:
+            follower.observe(kubevirt)
+
+        factory.informer(KUBEVIRTS, namespace=namespace).add_event_handler(
+            seen, lambda _old, new: seen(new), lambda _gone: None
+        )
+        return follower
+
+    def current(self) -> ClusterConfig:
+        with self._lock:
+            return self._config
+
     def resource_version(self) -> str:
         """The resourceVersion of the last valid KubeVirt CR taken ("" before one): what the components'
         ``/healthz`` reports as ``config-resource-version``, so tools can wait for a CR change to land.
         A CR whose change left the configuration equal still counts, as in KubeVirt."""
         return self._resource_version
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
 
     def refresh(self) -> bool:
         """Read the CR once through the lister; returns whether the configuration changed."""
@@ -73,20 +98,25 @@ class ConfigFollower:
         except InvalidConfigurationError as err:
             self._log.warning("invalid KubeVirt configuration, keeping the last valid one", reason=str(err))
             return False
-        if config == self._current():
-            self._resource_version = _resource_version_of(kubevirt)
-            return False
-        self._publish(config)
-        # Published first: a health check that reports this version finds its configuration in force.
+        with self._lock:
+            changed = config != self._config
+            if changed:
+                self._config = config
+        if changed:
+            for listener in self._listeners:
+                listener()
+        # Taken last: a health check that reports this version finds its configuration in force.
         self._resource_version = _resource_version_of(kubevirt)
-        self._log.info(
-            "cluster configuration updated",
-            feature_gates=sorted(config.feature_gates),
-            rollout_strategy=config.rollout_strategy,
-        )
-        return True
+        if changed:
+            self._log.info(
+                "cluster configuration updated",
+                feature_gates=sorted(config.feature_gates),
+                rollout_strategy=config.rollout_strategy,
+            )
+        return changed
 
     async def follow(self, interval: float) -> None:
+        """Read the CR every ``interval`` seconds, for a process without informers."""
         while True:
             try:
                 await asyncio.to_thread(self.refresh)

@@ -21,8 +21,8 @@ from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
 from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_config.tls import TLSConfiguration
-from kubevirt.virt_controller.config import ClusterConfigSource
 from kubevirt.virt_controller.controllers import ControllerSet, Threads
 from kubevirt.virt_controller.services import TemplateParameters
 
@@ -70,7 +70,7 @@ class VirtController:
         # The configuration is followed by every replica, leader or not (as in KubeVirt), so that each
         # one's /healthz reports the KubeVirt CR version it runs with.
         self._config_factory = SharedInformerFactory(api)
-        self._config = ClusterConfigSource(self._config_factory, namespace=namespace, initial=options.config)
+        self._config = ConfigFollower.from_informer(self._config_factory, namespace, initial=options.config)
         self._controllers = ControllerSet(
             api=api,
             events=self._events,
@@ -95,7 +95,7 @@ class VirtController:
 
     def tls_config(self) -> TLSConfiguration:
         """The cluster's ``tlsConfiguration``, which the metrics listener follows."""
-        return self._config.cluster_config().tls
+        return self._config.current().tls
 
     def probes(self) -> dict[str, Any]:
         return {

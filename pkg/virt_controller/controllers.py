@@ -45,7 +45,7 @@ from kubevirt.controller import (
     key_for,
 )
 from kubevirt.virt_config import ClusterConfig
-from kubevirt.virt_controller.config import ClusterConfigSource
+from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
 from kubevirt.virt_controller.watch.disruptionbudget import DisruptionBudgetController
 from kubevirt.virt_controller.watch.evacuation import EvacuationController
@@ -113,7 +113,7 @@ class ControllerSet:
         api: KubeApi,
         events: EventSink,
         factory: SharedInformerFactory,
-        config: ClusterConfigSource,
+        config: ConfigFollower,
         template: TemplateParameters,
         threads: Threads = Threads(),
         rng: random.Random | None = None,
@@ -153,7 +153,7 @@ class ControllerSet:
                 VIRTUAL_MACHINE_CLUSTER_PREFERENCES, VirtualMachineClusterPreference
             ).store,
             revision_store=factory.informer(CONTROLLER_REVISIONS).store,
-            config=config.cluster_config,
+            config=config.current,
         )
         _Handlers.connect(vms, vm, "vm")
         _Handlers.connect(vmis, vm, "vmi")
@@ -237,7 +237,7 @@ class ControllerSet:
             vmi_store=vmis.store,
             pod_store=pods.store,
             render_pod=self.render_pod,
-            config=lambda: config.cluster_config().migrations,
+            config=lambda: config.current().migrations,
             enqueue=self._queue("migration"),
             policy_store=migration_policies.store,
         )
@@ -253,8 +253,8 @@ class ControllerSet:
             vmi_store=vmis.store,
             migration_store=migrations.store,
             pod_store=pods.store,
-            migration_config=lambda: config.cluster_config().migrations,
-            eviction_strategy=lambda: config.cluster_config().eviction_strategy,
+            migration_config=lambda: config.current().migrations,
+            eviction_strategy=lambda: config.current().eviction_strategy,
             enqueue=self._queue("evacuation"),
         )
         _Handlers.connect(nodes, evacuation, "node")
@@ -284,7 +284,7 @@ class ControllerSet:
 
     def render_pod(self, vmi: VirtualMachineInstance) -> JSON:
         """The launcher pod for ``vmi`` under the configuration in force now."""
-        config: ClusterConfig = self._config.cluster_config()
+        config: ClusterConfig = self._config.current()
         template = replace(
             self._template, qemu_timeout_jitter_seconds=self._rng.randrange(QEMU_TIMEOUT_JITTER_SECONDS)
         )
@@ -293,7 +293,7 @@ class ControllerSet:
         def find_pvc(name: str) -> JSON | None:
             return self._pvcs.store.get_by_key(key_for(namespace, name))
 
-        return render_launcher_pod(vmi, config, template, find_pvc, settings=self._config.launcher_settings())
+        return render_launcher_pod(vmi, config, template, find_pvc)
 
     def start(self, stop: threading.Event, *, sync_timeout: float = 120.0) -> bool:
         """Starts the informers, waits for their caches, then the workers; False if the caches never

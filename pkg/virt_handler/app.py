@@ -19,6 +19,7 @@ from typing import Any
 
 import grpc
 
+from kubevirt import pod_paths
 from kubevirt.client import (
     VIRTUAL_MACHINE_INSTANCES,
     EventRecorder,
@@ -32,8 +33,8 @@ from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import Probe, ProbeServer
 from kubevirt.service.tls import CA_CONFIG_MAP, read_ca_bundle
+from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_config.tls import TLSConfiguration
-from kubevirt.virt_handler.config import HandlerConfig
 from kubevirt.virt_handler.container_disk.mounter import Mounter
 from kubevirt.virt_handler.device_manager.plugin import (
     DEFAULT_DEVICE_PLUGINS_DIR,
@@ -46,7 +47,7 @@ from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.domain_notify import DomainNotify
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.ksm import KsmHandler
-from kubevirt.virt_handler.migratable import NodeFacts
+from kubevirt.virt_handler.migratable import MigratabilityFacts
 from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
 from kubevirt.virt_handler.migration_proxy import ProxyManager, TLSFiles, TLSProvider
 from kubevirt.virt_handler.network import DEFAULT_PRIVATE_DIR, HandlerNetwork
@@ -84,7 +85,7 @@ class Options:
     # The same directory in the host's mount namespace, where container disks are mounted.
     host_pods_dir: Path = Path("/var/lib/kubelet/pods")
     # What was mounted for which VMI, kept across restarts of the handler.
-    mount_state_dir: Path = Path("/var/run/kubevirt-private/container-disk-mount-state")
+    mount_state_dir: Path = Path(pod_paths.CONTAINER_DISK_MOUNT_STATE_DIR)
     workers: int = VM_CONTROLLER_WORKERS
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
@@ -118,7 +119,7 @@ class VirtHandler:
         self._stop = threading.Event()
         self._events = EventRecorder(api, COMPONENT, host=options.node_name)
         self._factory = SharedInformerFactory(api)
-        self._config = HandlerConfig(self._factory, namespace=options.namespace or own_namespace())
+        self._config = ConfigFollower.from_informer(self._factory, options.namespace or own_namespace())
         self._labeller = _node_labeller(api, options, self._config)
         self._ksm = KsmHandler(api=api, node=options.node_name, config=self._config.current)
         self._config.on_change(self._ksm.config_changed)
@@ -173,7 +174,7 @@ class VirtHandler:
             pods_dir=options.pods_dir,
             connect=connect_launcher,
             network=network,
-            node_facts=_node_facts(options),
+            migratability_facts=_migratability_facts(options),
             domain_events=self._domain_events,
             migration_source=MigrationSource(**roles),
             mounter=self._mounter,
@@ -356,7 +357,7 @@ def _host_address() -> str:
         return "127.0.0.1"
 
 
-def _node_labeller(api: KubeClient, options: Options, config: HandlerConfig) -> NodeLabeller | None:
+def _node_labeller(api: KubeClient, options: Options, config: ConfigFollower) -> NodeLabeller | None:
     """The node labeller, or None (logged) when the node's capabilities were not written."""
     try:
         caps = capabilities.load(options.node_labeller_dir)
@@ -376,13 +377,13 @@ def _node_labeller(api: KubeClient, options: Options, config: HandlerConfig) -> 
     return labeller
 
 
-def _node_facts(options: Options) -> NodeFacts:
+def _migratability_facts(options: Options) -> MigratabilityFacts:
     """What migratability needs from the node; without its capabilities, no host-model CPU."""
     try:
         caps = capabilities.load(options.node_labeller_dir, features=False)
     except capabilities.CapabilitiesError:
-        return NodeFacts()  # the labeller already logged why
-    return NodeFacts(host_cpu_model=caps.host_model.name if caps.host_model else "")
+        return MigratabilityFacts()  # the labeller already logged why
+    return MigratabilityFacts(host_cpu_model=caps.host_model.name if caps.host_model else "")
 
 
 def run(options: Options) -> int:

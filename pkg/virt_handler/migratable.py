@@ -25,7 +25,7 @@ LIVE_MIGRATION = VirtualMachineInstanceMigrationMethod.LIVE_MIGRATION
 
 
 @dataclass(frozen=True)
-class NodeFacts:
+class MigratabilityFacts:
     """What the node contributes to migratability: libvirt's host-model CPU (empty: none) and the
     network binding plugins the cluster configuration marks migratable."""
 
@@ -48,7 +48,7 @@ def _devices(vmi: JSON) -> JSON:
     return dict((_spec(vmi).get("domain") or {}).get("devices") or {})
 
 
-def check_interfaces(vmi: JSON, facts: NodeFacts) -> None:
+def check_interfaces(vmi: JSON, facts: MigratabilityFacts) -> None:
     """KubeVirt's rule: the pod network must be masquerade, a migratable binding plugin, or a bridge
     the VMI's annotation allows; secondary networks do not matter."""
     interfaces = list(_devices(vmi).get("interfaces") or [])
@@ -123,7 +123,7 @@ def _pvc_not_shared(claim: str) -> NotMigratableError:
     )
 
 
-def _other_blockers(vmi: JSON, facts: NodeFacts) -> list[NotMigratableError]:
+def _other_blockers(vmi: JSON, facts: MigratabilityFacts) -> list[NotMigratableError]:
     """Everything but the volumes that forbids live migration, in KubeVirt's order."""
     found = []
     try:
@@ -156,7 +156,7 @@ def _other_blockers(vmi: JSON, facts: NodeFacts) -> list[NotMigratableError]:
     return found
 
 
-def update_live_migratable(status: JSON, vmi: JSON, facts: NodeFacts) -> None:
+def update_live_migratable(status: JSON, vmi: JSON, facts: MigratabilityFacts) -> None:
     """``LiveMigratable`` (with the first reason against), ``migrationMethod`` and
     ``StorageLiveMigratable`` (every reason against but the volumes, joined)."""
     block, volumes_error = check_volumes(vmi)

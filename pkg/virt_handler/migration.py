@@ -52,6 +52,7 @@ from kubevirt.virt_handler.migration_proxy import (
 from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError, runtime_user
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
+from kubevirt_api.core.v1 import MigrationAbortStatus, VirtualMachineInstancePhase
 
 JSON = dict[str, Any]
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
@@ -62,8 +63,6 @@ BLOCK_MIGRATION_PORT = 49153  # the target libvirt's NBD server, for a block mig
 POLL_SECONDS = 0.5
 # How long the source waits, after the end, for the target to report the domain running there.
 TARGET_CONFIRMATION_SECONDS = 60.0
-ABORTING = "Aborting"
-ABORT_SUCCEEDED = "Succeeded"
 
 
 class MigrationLauncher(Protocol):
@@ -238,10 +237,10 @@ class MigrationSource(_Role):
                 new_state = {**new_state, "completed": True, "failed": True}
                 stamps = (vmi.get("status") or {}).get("phaseTransitionTimestamps") or []
                 status = {
-                    "phase": phases.FAILED,
+                    "phase": VirtualMachineInstancePhase.FAILED,
                     "phaseTransitionTimestamps": [
                         *stamps,
-                        {"phase": phases.FAILED, "phaseTransitionTimestamp": _now()},
+                        {"phase": VirtualMachineInstancePhase.FAILED, "phaseTransitionTimestamp": _now()},
                     ],
                 }
                 self._events.event(vmi, "Warning", "Migrated", message)
@@ -278,13 +277,13 @@ class MigrationSource(_Role):
                 return {
                     **new,
                     "failed": True,
-                    "abortStatus": ABORT_SUCCEEDED,
+                    "abortStatus": MigrationAbortStatus.SUCCEEDED,
                     "endTimestamp": _now(),
                     "failureReason": "Migration aborted before it started",
                 }
             if not state.get("abortStatus"):
                 launcher.vmi_command("CancelVirtualMachineMigration", vmi)
-                new["abortStatus"] = ABORTING
+                new["abortStatus"] = MigrationAbortStatus.IN_PROGRESS
             return new
         ports = state.get("targetDirectMigrationNodePorts") or {}
         address = state.get("targetNodeAddress")

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kubevirt import pod_paths
 from kubevirt.log import get_logger
 from kubevirt.network.errors import NetworkConfigError, NetworkError
 from kubevirt.network.names import POD_INTERFACE
@@ -18,7 +19,7 @@ from kubevirt.network.setup.pod import PodNetworkSetup
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_pid
 
 JSON = dict[str, Any]
-DEFAULT_PRIVATE_DIR = Path("/var/run/kubevirt-private")
+DEFAULT_PRIVATE_DIR = Path(pod_paths.VIRT_PRIVATE_DIR)
 SETUP_FAILED_REASON = "NetworkSetupError"
 CONFIG_INVALID_REASON = "NetworkConfigurationInvalid"
 

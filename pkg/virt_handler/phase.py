@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEDULED = "Scheduled"
-RUNNING = "Running"
-SUCCEEDED = "Succeeded"
-FAILED = "Failed"
-FINAL_PHASES = (SUCCEEDED, FAILED)
+from kubevirt_api.core.v1 import FINAL_VMI_PHASES, VirtualMachineInstancePhase
 
+_Phase = VirtualMachineInstancePhase
+
+# libvirt domain states (not VMI phases)
 _RUNNING_STATES = ("Running", "Blocked", "PMSuspended")
 _DOWN_STATES = ("Shutoff", "Crashed")
 _CLEAN_STOPS = ("Shutdown", "Saved", "FromSnapshot")
@@ -35,22 +34,22 @@ def phase_from_domain(
 ) -> str:
     """The phase the VMI should have given its launcher's ``domain`` (None: no domain yet or any more)."""
     if domain is None:
-        if current == SCHEDULED:
-            return FAILED if launcher_unresponsive else SCHEDULED
-        if current != RUNNING and current not in FINAL_PHASES:
-            return SCHEDULED
-        return FAILED if current == RUNNING else current
+        if current == _Phase.SCHEDULED:
+            return _Phase.FAILED if launcher_unresponsive else _Phase.SCHEDULED
+        if current != _Phase.RUNNING and current not in FINAL_VMI_PHASES:
+            return _Phase.SCHEDULED
+        return _Phase.FAILED if current == _Phase.RUNNING else current
     state, reason = domain_state(domain)
     if state in _DOWN_STATES:
         if reason in ("Crashed", "Panicked"):
-            return FAILED
+            return _Phase.FAILED
         if reason == "Destroyed":
-            return FAILED if _acpi_applies(vmi_grace, domain) else SUCCEEDED
+            return _Phase.FAILED if _acpi_applies(vmi_grace, domain) else _Phase.SUCCEEDED
         if reason in _CLEAN_STOPS:
-            return SUCCEEDED
+            return _Phase.SUCCEEDED
         return current
     if state == "Paused":
-        return FAILED if reason == "PostcopyFailed" else RUNNING
+        return _Phase.FAILED if reason == "PostcopyFailed" else _Phase.RUNNING
     if state in _RUNNING_STATES:
-        return RUNNING
+        return _Phase.RUNNING
     return current

@@ -30,14 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubevirt import safepath
+from kubevirt import pod_paths, safepath
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
 from kubevirt_api.core.v1.constants import DEPRECATED_NON_ROOT_VMI_ANNOTATION
 
 # KubeVirt's qemu user, for a VMI marked non-root by the old annotation alone.
 QEMU_USER = 107
-VMI_DISKS_DIR = "/var/run/kubevirt-private/vmi-disks"
 PVC_DISK_IMAGE = "disk.img"
 _MAX_ID = 2**32 - 2  # (uid_t)-1 means "leave unchanged" to chown
 _AT_EMPTY_PATH = 0x1000  # include/uapi/linux/fcntl.h
@@ -217,7 +216,7 @@ def _give_device(root_fd: int, device: _Device, user: int) -> bool:
 
 def _give_host_disk(base_fd: int, disk: _HostDisk, user: int) -> tuple[str, bool]:
     """The image (or, while a DiskOrCreate image is missing, its directory) given to ``user``."""
-    where = f"{VMI_DISKS_DIR}/{disk.volume}"
+    where = f"{pod_paths.VMI_DISKS_DIR}/{disk.volume}"
     try:
         directory = safepath.openat2(
             base_fd, disk.volume, os.O_PATH | os.O_DIRECTORY, resolve=safepath.NO_SYMLINKS
@@ -280,9 +279,9 @@ def _give_host_disks(root: PodRoot, disks: list[_HostDisk], user: int) -> list[s
     if not disks:
         return []
     try:
-        base = root.open_directory(VMI_DISKS_DIR)  # /var/run may be a link to /run in the image
+        base = root.open_directory(pod_paths.VMI_DISKS_DIR)  # /var/run may be a link to /run in the image
     except OSError:
-        raise PodOwnershipError(f"{disks[0].field}: {VMI_DISKS_DIR} is not in the pod") from None
+        raise PodOwnershipError(f"{disks[0].field}: {pod_paths.VMI_DISKS_DIR} is not in the pod") from None
     changed = []
     try:
         for disk in disks:

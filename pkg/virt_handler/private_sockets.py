@@ -11,12 +11,9 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from kubevirt import pod_paths
 from kubevirt.virt_handler.launcher_sockets import EMPTY_DIR, SocketLookupError
 from kubevirt.virt_handler.pod_sockets import dial
-
-PRIVATE_VOLUME = "private"
-SERIAL_SOCKET = "virt-serial0"
-VNC_SOCKET = "virt-vnc"
 
 
 class UnsafeSocketError(SocketLookupError):
@@ -25,7 +22,7 @@ class UnsafeSocketError(SocketLookupError):
 
 def private_dir(pod_uid: str, vmi_uid: str) -> list[str]:
     """The path components of the VMI's private directory below the kubelet's pods directory."""
-    return [pod_uid, "volumes", EMPTY_DIR, PRIVATE_VOLUME, vmi_uid]
+    return [pod_uid, "volumes", EMPTY_DIR, pod_paths.PRIVATE_VOLUME, vmi_uid]
 
 
 def connect_private_socket(pods_dir: Path, pod_uid: str, vmi_uid: str, name: str) -> socket.socket:

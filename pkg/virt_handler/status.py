@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubevirt.virt_handler.migratable import NodeFacts, update_live_migratable
+from kubevirt.virt_handler.migratable import MigratabilityFacts, update_live_migratable
 from kubevirt.virt_handler.status_conditions import conditions_of, find_condition, remove_condition
 from kubevirt_api.resource import BINARY_SI, Quantity
 
-__all__ = ["NodeFacts", "apply_domain", "libvirt_quantity"]
+__all__ = ["apply_domain", "libvirt_quantity"]
 
 JSON = dict[str, Any]
 
@@ -163,7 +163,7 @@ def update_agent_connected(status: JSON, domain: JSON | None, now: Callable[[], 
         ]
 
 
-def apply_domain(vmi: JSON, domain: JSON | None, facts: NodeFacts, now: Callable[[], str]) -> None:
+def apply_domain(vmi: JSON, domain: JSON | None, facts: MigratabilityFacts, now: Callable[[], str]) -> None:
     """Every domain-derived field and condition of ``vmi["status"]``, in KubeVirt's order."""
     status = vmi["status"]
     update_volume_targets(status, domain)

@@ -39,11 +39,13 @@ from kubevirt.virt_handler.launcher_sockets import (
     pod_dir_exists,
     pod_uid_of,
 )
+from kubevirt.virt_handler.migratable import MigratabilityFacts
 from kubevirt.virt_handler.migration import MigrationSource
 from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError
 from kubevirt.virt_handler.ready import set_ready_with_running
-from kubevirt.virt_handler.status import NodeFacts, apply_domain
+from kubevirt.virt_handler.status import apply_domain
+from kubevirt_api.core.v1 import FINAL_VMI_PHASES, VirtualMachineInstancePhase
 
 JSON = dict[str, Any]
 SYNCHRONIZED = "Synchronized"
@@ -133,7 +135,7 @@ class VMController:
         connect: Callable[[Path], Launcher],
         clock: Callable[[], float] = time.monotonic,
         network: Network | None = None,
-        node_facts: NodeFacts | None = None,
+        migratability_facts: MigratabilityFacts | None = None,
         domain_events: DomainEventLog | None = None,
         migration_source: MigrationSource | None = None,
         mounter: Mounter | None = None,
@@ -148,7 +150,7 @@ class VMController:
         self._connect = connect
         self._clock = clock
         self._network = network
-        self._node_facts = node_facts or NodeFacts()
+        self._migratability_facts = migratability_facts or MigratabilityFacts()
         self._domain_events = domain_events or DomainEventLog()
         self._migration_source = migration_source
         self._mounter = mounter
@@ -186,7 +188,11 @@ class VMController:
         self._unmount_recorded(key, keep=vmi["metadata"].get("uid"))
         status = vmi.setdefault("status", {})
         current = status.get("phase") or ""
-        if current not in (phases.SCHEDULED, phases.RUNNING, *phases.FINAL_PHASES):
+        if current not in (
+            VirtualMachineInstancePhase.SCHEDULED,
+            VirtualMachineInstancePhase.RUNNING,
+            *FINAL_VMI_PHASES,
+        ):
             return
         uid = _uid_of(vmi, key)
         if (vmi["metadata"].get("labels") or {}).get("kubevirt.io/nodeName") != self._node:
@@ -196,7 +202,7 @@ class VMController:
             self._migration_source.reconcile(vmi)  # the launcher is busy migrating: that role drives it
             return
         self._track(key, uid)
-        final = current in phases.FINAL_PHASES
+        final = current in FINAL_VMI_PHASES
         deleting = vmi["metadata"].get("deletionTimestamp") is not None
         if final and self._network is not None:
             self._network.forget(uid)
@@ -250,7 +256,7 @@ class VMController:
         self._update_status(key, vmi, outcome.domain, outcome.error)
         if outcome.requeue is not None:
             raise RequeueAfter(outcome.requeue)
-        if outcome.error is not None or vmi["status"].get("phase") != phases.RUNNING:
+        if outcome.error is not None or vmi["status"].get("phase") != VirtualMachineInstancePhase.RUNNING:
             raise RequeueAfter(SOCKET_WAIT_SECONDS if outcome.error is None else RESYNC_SECONDS)
         raise RequeueAfter(RUNNING_RESYNC_SECONDS)
 
@@ -285,7 +291,7 @@ class VMController:
         if (
             last_down is not None
             and phases.phase_from_domain(current, last_down, launcher_unresponsive=True, vmi_grace=grace)
-            not in phases.FINAL_PHASES
+            not in FINAL_VMI_PHASES
         ):
             last_down = None  # it says nothing final: a launcher gone mid-run failed its VMI
         self._log.warning("the launcher is gone or unresponsive", key=key, uid=uid)
@@ -332,7 +338,7 @@ class VMController:
             self._domain_events.forget_all_but(uids)
 
     def _drive(self, launcher: Launcher, vmi: JSON, socket: Path) -> _Outcome:
-        final = vmi["status"].get("phase") in phases.FINAL_PHASES
+        final = vmi["status"].get("phase") in FINAL_VMI_PHASES
         deleting = vmi["metadata"].get("deletionTimestamp") is not None
         try:
             domain = launcher.get_domain()
@@ -341,7 +347,8 @@ class VMController:
         except LauncherClientError as err:
             return self._failed(vmi, err)
         stopping = deleting or (
-            shutdown.marked_for_graceful_shutdown(domain) and vmi["status"].get("phase") == phases.RUNNING
+            shutdown.marked_for_graceful_shutdown(domain)
+            and vmi["status"].get("phase") == VirtualMachineInstancePhase.RUNNING
         )
         try:
             if stopping and domain is not None and phases.domain_alive(domain):
@@ -436,7 +443,7 @@ class VMController:
             if info := guest_os_info(domain):
                 status["guestOSInfo"] = info
         status["nodeName"] = status.get("nodeName") or self._node
-        apply_domain(vmi, domain, self._node_facts, _now)
+        apply_domain(vmi, domain, self._migratability_facts, _now)
         if error is None or domain is not None:
             new_phase = phases.phase_from_domain(
                 current,
@@ -463,7 +470,7 @@ class VMController:
             status["phase"] = new_phase
             stamps = status.setdefault("phaseTransitionTimestamps", [])
             stamps.append({"phase": new_phase, "phaseTransitionTimestamp": _now()})
-            if new_phase == phases.RUNNING:
+            if new_phase == VirtualMachineInstancePhase.RUNNING:
                 set_ready_with_running(vmi, _now())  # saves virt-controller's write of it (see .ready)
         if status == original:
             return
@@ -489,9 +496,9 @@ class VMController:
             self._phase_event(vmi, new_phase)
 
     def _phase_event(self, vmi: JSON, phase: str) -> None:
-        if phase == phases.RUNNING:
+        if phase == VirtualMachineInstancePhase.RUNNING:
             self._events.event(vmi, "Normal", "Started", "VirtualMachineInstance started.")
-        elif phase == phases.SUCCEEDED:
+        elif phase == VirtualMachineInstancePhase.SUCCEEDED:
             self._events.event(vmi, "Normal", "Stopped", "The VirtualMachineInstance was shut down.")
-        elif phase == phases.FAILED:
+        elif phase == VirtualMachineInstancePhase.FAILED:
             self._events.event(vmi, "Warning", "Stopped", "The VirtualMachineInstance crashed.")

@@ -19,13 +19,13 @@ from typing import Any
 
 from kubevirt.controller import Store, key_of
 from kubevirt.log import get_logger
-from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler.launcher_sockets import (
     SocketLookupError,
     find_launcher_socket,
     mark_unresponsive,
     pod_uid_of,
 )
+from kubevirt_api.core.v1 import VirtualMachineInstancePhase
 
 DEFAULT_TIMEOUT_SECONDS = 30
 DIAL_TIMEOUT_SECONDS = 1.0
@@ -99,12 +99,15 @@ class LauncherWatchdog:
         owners: dict[Path, str] = {}
         for vmi in self._vmis.list():
             status = vmi.get("status") or {}
-            if status.get("phase") not in (phases.SCHEDULED, phases.RUNNING):
+            if status.get("phase") not in (
+                VirtualMachineInstancePhase.SCHEDULED,
+                VirtualMachineInstancePhase.RUNNING,
+            ):
                 continue
             try:
                 path = find_launcher_socket(self._pods_dir, status.get("activePods") or {}, self._node)
             except SocketLookupError:
-                if status.get("phase") == phases.RUNNING:
+                if status.get("phase") == VirtualMachineInstancePhase.RUNNING:
                     self._enqueue(key_of(vmi))  # the socket went away: the controller decides
                 continue
             owners[path] = key_of(vmi)

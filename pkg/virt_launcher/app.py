@@ -21,6 +21,7 @@ from typing import Any
 
 import libvirt
 
+from kubevirt import pod_paths
 from kubevirt.handler_launcher_com.cmd.client import LauncherClient, LauncherClientError
 from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.handler_launcher_com.sockets import cmd_socket_path, init_socket_path, notify_socket_path
@@ -31,7 +32,7 @@ from kubevirt.virt_launcher.libvirt_session import SessionLayout
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.network import PodNetworkConverter
 from kubevirt.virt_launcher.notify_client import NotifyClient
-from kubevirt.virt_launcher.storage import EMPTY_DISKS, PodStorage, StorageDirs
+from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
@@ -45,7 +46,6 @@ FINAL_EVENT_WAIT = 15.0
 UNOBSERVED_DELETE_WAIT = 2.0
 
 
-SERIAL_CONSOLE_LOG = "virt-serial0-log"
 # The guest-console-log container runs as this user and reads the serial log QEMU appends to.
 CONSOLE_LOG_READER_UID = 107
 
@@ -58,7 +58,9 @@ def prepare_private_dir(private: Path, *, non_root: bool = False) -> None:
     if non_root:
         return
     os.chown(private, CONSOLE_LOG_READER_UID, CONSOLE_LOG_READER_UID)
-    fd = os.open(private / SERIAL_CONSOLE_LOG, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = os.open(
+        private / pod_paths.SERIAL_CONSOLE_LOG, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
     try:
         os.fchown(fd, CONSOLE_LOG_READER_UID, CONSOLE_LOG_READER_UID)
     finally:
@@ -85,11 +87,11 @@ class LauncherConfig:
     name: str
     namespace: str
     uid: str
-    share_dir: Path = Path("/var/run/kubevirt")
-    private_dir: Path = Path("/var/run/kubevirt-private")
-    ephemeral_disk_dir: Path = Path("/var/run/kubevirt-ephemeral-disks")
-    container_disk_dir: Path = Path("/var/run/kubevirt/container-disks")
-    hotplug_disk_dir: Path = Path("/var/run/kubevirt/hotplug-disks")
+    share_dir: Path = Path(pod_paths.VIRT_SHARE_DIR)
+    private_dir: Path = Path(pod_paths.VIRT_PRIVATE_DIR)
+    ephemeral_disk_dir: Path = Path(pod_paths.EPHEMERAL_DISK_DIR)
+    container_disk_dir: Path = Path(pod_paths.CONTAINER_DISK_DIR)
+    hotplug_disk_dir: Path = Path(pod_paths.HOTPLUG_DISK_DIR)
     grace_period_seconds: int = 30
     qemu_timeout: float = 180.0
     libvirt_uri: str | None = None
@@ -163,7 +165,7 @@ class Launcher:
         libvirtd: Libvirtd | None = None
         uri = cfg.libvirt_uri
         if uri is None:
-            runtime = cfg.libvirt_runtime_dir or (cfg.private_dir / "libvirt")
+            runtime = cfg.libvirt_runtime_dir or (cfg.private_dir / pod_paths.LIBVIRT)
             libvirtd = Libvirtd(
                 runtime,
                 capabilities_cache=cfg.libvirt_capabilities_cache,
@@ -179,7 +181,7 @@ class Launcher:
                 return EXIT_FAILURE
             uri = libvirtd.uri
             # Empty disks go to libvirt's runtime directory, which is our libvirtd's own.
-            self._storage = self._pod_storage(libvirtd.run_dir / EMPTY_DISKS)
+            self._storage = self._pod_storage(libvirtd.run_dir / pod_paths.EMPTY_DISKS)
         try:
             conn = self._connect(uri)
         except libvirt.libvirtError as err:
@@ -366,7 +368,7 @@ class Launcher:
 
     def _prepare_directories(self) -> None:
         cfg = self.config
-        (cfg.share_dir / "sockets").mkdir(parents=True, exist_ok=True)
+        (cfg.share_dir / pod_paths.SOCKETS).mkdir(parents=True, exist_ok=True)
         prepare_private_dir(cfg.vmi_private_dir, non_root=cfg.run_as_nonroot)
 
     def _connect(self, uri: str, timeout: float = 10.0) -> libvirt.virConnect:

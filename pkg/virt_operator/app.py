@@ -33,7 +33,6 @@ from kubevirt.controller import (
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
-from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_operator.certificates import new_ca
@@ -106,14 +105,7 @@ class VirtOperator:
         # The CR's configuration (its tlsConfiguration, for the probe port) is followed by every replica,
         # leading or not, as in KubeVirt: its own informer, started at once rather than on leading.
         self._config_factory = SharedInformerFactory(api)
-        self._config_lock = threading.Lock()
-        self._config = ClusterConfig()
-        self._follower = ConfigFollower(
-            None, options.namespace, current=self._cluster_config, publish=self._publish
-        )
-        self._config_factory.informer(KUBEVIRTS, namespace=options.namespace).add_event_handler(
-            self._observe_config, lambda _old, new: self._observe_config(new), lambda _gone: None
-        )
+        self._config = ConfigFollower.from_informer(self._config_factory, options.namespace)
         self.stop_event = threading.Event()
         self.leading = threading.Event()
         self._lost = threading.Event()
@@ -129,20 +121,9 @@ class VirtOperator:
             retry_period=options.retry_period,
         )
 
-    def _observe_config(self, kubevirt: JSON) -> None:
-        self._follower.observe(kubevirt)
-
-    def _cluster_config(self) -> ClusterConfig:
-        with self._config_lock:
-            return self._config
-
-    def _publish(self, config: ClusterConfig) -> None:
-        with self._config_lock:
-            self._config = config
-
     def tls_config(self) -> TLSConfiguration:
         """The cluster's ``tlsConfiguration``, which the probe port follows."""
-        return self._cluster_config().tls
+        return self._config.current().tls
 
     def cache(self, resource: Resource) -> Store[JSON]:
         return self._informer(resource).store

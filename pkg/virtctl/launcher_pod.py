@@ -7,17 +7,18 @@ in block mode for the volumes given as block volumes; the launcher image is the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from kubevirt.virt_config import LauncherSettings
 from kubevirt.virt_controller.services import (
-    LauncherSettings,
     PvcLookup,
     TemplateError,
     TemplateParameters,
     render_launcher_pod,
 )
 from kubevirt.virtctl.manifests import RenderOptions, cluster_config
-from kubevirt.virtctl.render import default_vmi
+from kubevirt.virtctl.offline_vmi import default_vmi
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
 __all__ = ["LAUNCHER_IMAGE", "TemplateError", "render_pod", "stand_in_pvcs"]
@@ -53,14 +54,13 @@ def render_pod(raw: Mapping[str, Any], options: RenderOptions | None = None) -> 
     """Manifest → defaulted VMI → launcher pod. Raises ``RenderError`` or ``TemplateError``."""
     options = options if options is not None else RenderOptions()
     vmi = default_vmi(raw, options)
-    cluster = cluster_config(options)
     # Software emulation (a node without /dev/kvm) is what useEmulation configures for the pod.
-    settings = LauncherSettings(use_emulation=options.domain_type == "qemu")
+    launcher = LauncherSettings(use_emulation=options.domain_type == "qemu")
+    cluster = replace(cluster_config(options), launcher=launcher)
     return render_launcher_pod(
         vmi,
         cluster,
         TemplateParameters(launcher_image=LAUNCHER_IMAGE),
         stand_in_pvcs(vmi, options.block_volumes),
-        settings=settings,
         backend_storage_pvc=f"persistent-state-for-{vmi.metadata.name if vmi.metadata else ''}",
     )

@@ -21,6 +21,7 @@ from kubevirt.client import (
     NotFoundError,
 )
 from kubevirt.virtctl.clientconfig import client_flags, connect, flags_from
+from kubevirt_api.core.v1 import FINAL_MIGRATION_PHASES
 
 SUBRESOURCES = "/apis/subresources.kubevirt.io/v1"
 DRY_RUN_HELP = (
@@ -197,7 +198,7 @@ def migrate_cancel(ctx: click.Context, /, vm: str, **flags: Any) -> None:
                 f"Error fetching virtual machine instance migration list  {err.message}"
             ) from None
         for migration in migrations:
-            if (migration.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            if (migration.get("status") or {}).get("phase") in FINAL_MIGRATION_PHASES:
                 continue
             name = migration["metadata"]["name"]
             try:

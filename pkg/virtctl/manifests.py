@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 import click
 import yaml
 
-from kubevirt.admission.limits import MAX_OBJECT_BYTES, InputLimitError, check_nesting, check_size, load_json
+from kubevirt.input_limits import MAX_OBJECT_BYTES, InputLimitError, check_nesting, check_size, load_json
 from kubevirt.virt_config import ROLLOUT_LIVE_UPDATE, ROLLOUT_STRATEGIES, ClusterConfig
 
 # Stand-ins for values a cluster assigns (the namespace of the request, the VM controller's firmware

@@ -31,8 +31,9 @@ import websocket  # noqa: E402
 from localcluster.apiserver import running_apiserver  # noqa: E402
 
 from kubevirt.client import KubeClient  # noqa: E402
+from kubevirt.pod_paths import SERIAL_SOCKET  # noqa: E402
 from kubevirt.service.tls import ReloadingCertificate  # noqa: E402
-from kubevirt.virt_handler.private_sockets import SERIAL_SOCKET, connect_private_socket, private_dir  # noqa: E402
+from kubevirt.virt_handler.private_sockets import connect_private_socket, private_dir  # noqa: E402
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator  # noqa: E402
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME  # noqa: E402
 from kubevirt.virt_handler.rest.server import ConsoleServer, ServerThread  # noqa: E402

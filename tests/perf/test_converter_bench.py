@@ -18,7 +18,9 @@ from typing import Any
 
 from kubevirt.virt_launcher.virtwrap.api import Domain
 from kubevirt.virt_launcher.virtwrap.converter import convert_vmi_to_domain
-from kubevirt.virtctl.render import RenderOptions, converter_context, default_vmi, render_domain
+from kubevirt.virtctl.manifests import RenderOptions
+from kubevirt.virtctl.offline_vmi import default_vmi
+from kubevirt.virtctl.render import converter_context, render_domain
 
 CASES = Path(__file__).resolve().parents[1] / "testdata" / "conformance" / "vmi" / "valid"
 BENCH_CASES = ("001-minimal-containerdisk", "046-features-hyperv-windows", "069-kitchen-sink")

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubevirt.admission.limits import MAX_OBJECT_BYTES
+from kubevirt.input_limits import MAX_OBJECT_BYTES
 from kubevirt.virt_api.webhooks.server import DEFAULT_MAX_BODY_BYTES
 from kubevirt_testing.certificates import self_signed, write_pair
 

@@ -4,7 +4,7 @@ A body may be JSON or YAML and may be empty (every option is optional). Fields o
 the request with 400 and the decoder's reason; unknown fields are ignored, as Go's decoder ignores them.
 
 Bodies are bounded before they are parsed: at most :data:`MAX_BODY_BYTES`, nested at most
-:data:`~kubevirt.admission.limits.MAX_NESTING_DEPTH` levels. JSON goes to the json module; only other
+:data:`~kubevirt.input_limits.MAX_NESTING_DEPTH` levels. JSON goes to the json module; only other
 bodies reach the YAML parser (libyaml's when installed). Whatever a body holds, the answer is options or a
 400, never a parser's exception.
 """
@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import yaml
 
-from kubevirt.admission.limits import MAX_NESTING_DEPTH, load_json
+from kubevirt.input_limits import MAX_NESTING_DEPTH, load_json
 from kubevirt.virt_api.rest.status import StatusError, bad_request
 
 UNMARSHAL_ERROR = "Can not unmarshal Request body to struct, error: {}"

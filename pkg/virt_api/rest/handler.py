@@ -17,6 +17,7 @@ import urllib3
 
 from kubevirt.client import JSON, PODS, ApiError, KubeApi
 from kubevirt.virt_api.rest.status import bad_request
+from kubevirt_api.core.v1 import VirtualMachineInstancePhase
 
 CONSOLE_SERVER_PORT = 8186
 HANDLER_TIMEOUT = 10.0
@@ -50,7 +51,7 @@ class HandlerLocator:
 
     def url_for(self, vmi: JSON, operation: str, *, scheme: str = "https") -> str:
         phase = str((vmi.get("status") or {}).get("phase") or "")
-        if phase not in ("Running", "Scheduled"):
+        if phase not in (VirtualMachineInstancePhase.RUNNING, VirtualMachineInstancePhase.SCHEDULED):
             raise bad_request(
                 "Unable to connect to VirtualMachineInstance because phase is "
                 f"{phase} instead of Running or Scheduled"

@@ -23,6 +23,7 @@ from kubevirt.virt_api.rest import state_change as changes
 from kubevirt.virt_api.rest.bodies import Options
 from kubevirt.virt_api.rest.kube import SubresourceKube, get_or_404, patch_failure
 from kubevirt.virt_api.rest.status import VM, VMI, bad_request, conflict, internal
+from kubevirt_api.core.v1 import FINAL_VMI_PHASES, VirtualMachineInstancePhase
 
 ACCEPTED = 202
 VM_NOT_RUNNING = "VM is not running"
@@ -31,7 +32,7 @@ MANUAL_RECOVERY_REQUIRED = (
     "targets; manual intervention is needed to reassign them to their original volumes."
 )
 MIGRATION_GENERATE_NAME = "kubevirt-migrate-vm-"
-FINAL_PHASES = ("Succeeded", "Failed")
+_Phase = VirtualMachineInstancePhase
 
 
 def vmi_phase(vmi: JSON | None) -> str:
@@ -39,7 +40,7 @@ def vmi_phase(vmi: JSON | None) -> str:
 
 
 def is_final(vmi: JSON | None) -> bool:
-    return vmi_phase(vmi) in FINAL_PHASES
+    return vmi_phase(vmi) in FINAL_VMI_PHASES
 
 
 def has_condition(obj: JSON, type_: str, status: str | None = None) -> bool:
@@ -60,7 +61,11 @@ class VMLifecycle:
     def start(self, namespace: str, name: str, options: Options) -> int:
         vm = get_or_404(self.api, VIRTUAL_MACHINES, namespace, name, VM, "vm")
         vmi = self._vmi(namespace, name)
-        if vmi is not None and not is_final(vmi) and vmi_phase(vmi) not in ("Unknown", ""):
+        if (
+            vmi is not None
+            and not is_final(vmi)
+            and vmi_phase(vmi) not in (_Phase.UNKNOWN, _Phase.VM_PHASE_UNSET)
+        ):
             raise conflict(VM, name, "VM is already running")
         if has_condition(vm, "ManualRecoveryRequired", "True"):
             raise conflict(VM, name, MANUAL_RECOVERY_REQUIRED)
@@ -74,10 +79,10 @@ class VMLifecycle:
         elif strategy in (changes.MANUAL, changes.RERUN_ON_FAILURE):
             phase = vmi_phase(vmi) if vmi is not None else None
             rerun = strategy == changes.RERUN_ON_FAILURE
-            if (rerun and phase == "Succeeded") or (not rerun and vmi is not None and is_final(vmi)):
+            if (rerun and phase == _Phase.SUCCEEDED) or (not rerun and vmi is not None and is_final(vmi)):
                 assert vmi is not None
                 requests = [changes.stop_request(uid_of(vmi)), changes.start_request(data)]
-            elif rerun and phase == "Failed":
+            elif rerun and phase == _Phase.FAILED:
                 raise conflict(
                     VM, name, f"{changes.RERUN_ON_FAILURE} does not support starting VM from failed state"
                 )
@@ -153,7 +158,7 @@ class VMLifecycle:
     def migrate(self, namespace: str, name: str, options: Options) -> int:
         get_or_404(self.api, VIRTUAL_MACHINES, namespace, name, VM, "vm")
         vmi = get_or_404(self.api, VIRTUAL_MACHINE_INSTANCES, namespace, name, VMI, "vmi")
-        if vmi_phase(vmi) != "Running":
+        if vmi_phase(vmi) != _Phase.RUNNING:
             raise conflict(VM, name, VM_NOT_RUNNING)
         spec: JSON = {"vmiName": name}
         if options.added_node_selector:

@@ -29,6 +29,7 @@ from kubevirt.virt_api.rest.kube import get_or_404
 from kubevirt.virt_api.rest.lifecycle import vmi_phase
 from kubevirt.virt_api.rest.screenshot import ScreenshotError, capture, encode_png
 from kubevirt.virt_api.rest.status import VMI, bad_request, conflict, internal
+from kubevirt_api.core.v1 import VirtualMachineInstancePhase
 
 PLAIN_SUBPROTOCOL = "plain.kubevirt.io"
 HANDSHAKE_TIMEOUT = 10.0
@@ -45,16 +46,16 @@ def _devices(vmi: JSON) -> JSON:
 def check_console(vmi: JSON) -> None:
     if _devices(vmi).get("autoattachSerialConsole") is False:
         raise bad_request("No serial consoles are present.")
-    if vmi_phase(vmi) == "Failed":
+    if vmi_phase(vmi) == VirtualMachineInstancePhase.FAILED:
         raise conflict(VMI, vmi["metadata"]["name"], "VMI is in failed status")
-    if vmi_phase(vmi) != "Running":
+    if vmi_phase(vmi) != VirtualMachineInstancePhase.RUNNING:
         raise bad_request(VMI_NOT_RUNNING)
 
 
 def check_vnc(vmi: JSON) -> None:
     if _devices(vmi).get("autoattachGraphicsDevice") is False:
         raise bad_request("No graphics devices are present.")
-    if vmi_phase(vmi) != "Running":
+    if vmi_phase(vmi) != VirtualMachineInstancePhase.RUNNING:
         raise bad_request(VMI_NOT_RUNNING)
 
 

@@ -19,6 +19,7 @@ from kubevirt.virt_api.rest.handler import HandlerCallError, HandlerLocator, Han
 from kubevirt.virt_api.rest.kube import get_or_404, get_or_none
 from kubevirt.virt_api.rest.lifecycle import VM_NOT_RUNNING, has_condition, vmi_phase
 from kubevirt.virt_api.rest.status import VM, VMI, StatusError, conflict, forbidden, internal
+from kubevirt_api.core.v1 import VirtualMachineInstancePhase
 
 OK = 200
 VMI_NOT_RUNNING = "VMI is not running"
@@ -32,7 +33,7 @@ Check = Callable[[JSON], None]
 
 def _running(message: str) -> Check:
     def check(vmi: JSON) -> None:
-        if vmi_phase(vmi) != "Running":
+        if vmi_phase(vmi) != VirtualMachineInstancePhase.RUNNING:
             raise conflict(VMI, vmi["metadata"]["name"], message)
 
     return check
@@ -147,6 +148,6 @@ class GuestAgentReadError(Exception):
 
 def _explain(operation: str, vmi: JSON | None, message: str) -> str:
     """A failed reset of a VMI that is not running says which phase it was in."""
-    if operation == "reset" and vmi is not None and vmi_phase(vmi) != "Running":
+    if operation == "reset" and vmi is not None and vmi_phase(vmi) != VirtualMachineInstancePhase.RUNNING:
         return f"Failed to reset non-running VMI with phase {vmi_phase(vmi)}: {message}"
     return message

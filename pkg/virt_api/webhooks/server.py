@@ -8,7 +8,7 @@ apiVersion. Requests that cannot be answered get a ``metav1.Status`` body with t
 - 413 for bodies above ``max_body_bytes``; 408 when the body does not arrive within ``body_timeout``;
   a connection whose request headers take longer than that is closed.
 
-An object in a review that breaks the input limits (:mod:`kubevirt.admission.limits`: larger than the API
+An object in a review that breaks the input limits (:mod:`kubevirt.input_limits`: larger than the API
 server stores, or nested too deeply) is refused with ``allowed: false`` and code 400 before any admitter
 sees it. An admitter that raises answers ``allowed: false`` with code 500; the server keeps serving.
 
@@ -32,9 +32,9 @@ from typing import Any
 from aiohttp import web
 
 from kubevirt.admission import response as responses
-from kubevirt.admission.limits import MAX_OBJECT_BYTES, InputLimitError, check_nesting, check_size
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest, ReviewDecodeError, decode_review
+from kubevirt.input_limits import MAX_OBJECT_BYTES, InputLimitError, check_nesting, check_size
 from kubevirt.log import get_logger
 from kubevirt.virt_api.webhooks.deadline import HeaderDeadline
 

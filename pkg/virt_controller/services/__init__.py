@@ -5,10 +5,8 @@ from kubevirt.virt_controller.services.errors import TemplateError
 from kubevirt.virt_controller.services.parameters import PvcLookup, TemplateParameters
 from kubevirt.virt_controller.services.pod import render_launcher_pod
 from kubevirt.virt_controller.services.resources import memory_overhead
-from kubevirt.virt_controller.services.settings import LauncherSettings
 
 __all__ = [
-    "LauncherSettings",
     "PvcLookup",
     "TemplateError",
     "TemplateParameters",

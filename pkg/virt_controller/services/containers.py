@@ -7,6 +7,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+from kubevirt import pod_paths
 from kubevirt.virt_controller.services import vmi_facts
 from kubevirt.virt_controller.services.resources import (
     ResourceRequirements,
@@ -16,11 +17,9 @@ from kubevirt.virt_controller.services.resources import (
     virtiofs_resources,
 )
 from kubevirt.virt_controller.services.volumes import (
-    CONTAINER_DISKS_VOLUME,
     KERNEL_BOOT_NAME,
     SERVICE_ACCOUNT_SOURCE_DIR,
     VIRT_BIN_VOLUME,
-    VIRTIOFS_CONTAINERS_DIR,
     VIRTIOFS_CONTAINERS_VOLUME,
     VolumeLayout,
     config_map_source_path,
@@ -32,8 +31,6 @@ from kubevirt_api.core.v1.volumes import ContainerDiskSource
 
 JSON = dict[str, Any]
 COMPUTE = "compute"
-KERNEL_BOOT_VOLUME = f"{KERNEL_BOOT_NAME}-volume"
-CONTAINER_DISK_MOUNT_DIR = "/var/run/kubevirt-ephemeral-disks/container-disk-data"
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 EXTENSIVE_LOG_VERBOSITY = 5
 LIBVIRT_STARTUP_DELAY_SECONDS = 10
@@ -42,8 +39,8 @@ _DROP_ALL = {"drop": ["ALL"]}
 
 def xdg_environment() -> list[JSON]:
     return [
-        {"name": "XDG_CACHE_HOME", "value": vmi_facts.VIRT_PRIVATE_DIR},
-        {"name": "XDG_CONFIG_HOME", "value": vmi_facts.VIRT_PRIVATE_DIR},
+        {"name": "XDG_CACHE_HOME", "value": pod_paths.VIRT_PRIVATE_DIR},
+        {"name": "XDG_CONFIG_HOME", "value": pod_paths.VIRT_PRIVATE_DIR},
         {"name": "XDG_RUNTIME_DIR", "value": "/var/run"},
     ]
 
@@ -162,14 +159,14 @@ def _container_disk_container(
 ) -> JSON:
     """One image holding a disk (or kernel/initrd); the init variant only makes the kubelet pull it."""
     uid = (vmi.metadata.uid if vmi.metadata is not None else None) or ""
-    mount_dir = posixpath.join(CONTAINER_DISK_MOUNT_DIR, uid)
+    mount_dir = posixpath.join(pod_paths.CONTAINER_DISK_DATA_DIR, uid)
     container: JSON = {
         "name": f"volume{name}-init" if init else f"volume{name}",
         "command": ["/usr/bin/container-disk"],
         "args": ["--no-op"] if init else ["--copy-path", posixpath.join(mount_dir, mounted_as)],
         "resources": container_disk_resources(vmi).to_json(),
         "volumeMounts": [
-            {"name": CONTAINER_DISKS_VOLUME, "mountPath": mount_dir},
+            {"name": pod_paths.CONTAINER_DISKS, "mountPath": mount_dir},
             {"name": VIRT_BIN_VOLUME, "mountPath": "/usr/bin"},
         ],
     }
@@ -198,12 +195,14 @@ def container_disk_containers(vmi: VirtualMachineInstance, *, init: bool) -> lis
     containers = [
         _container_disk_container(vmi, volume.name, volume.container_disk, f"disk_{index}", init=init)
         for index, volume in enumerate(vmi.spec.volumes or [])
-        if volume.container_disk is not None and volume.name != KERNEL_BOOT_VOLUME
+        if volume.container_disk is not None and volume.name != pod_paths.KERNEL_BOOT_VOLUME
     ]
     kernel_boot = _kernel_boot_disk(vmi)
     if kernel_boot is not None:
         containers.append(
-            _container_disk_container(vmi, KERNEL_BOOT_VOLUME, kernel_boot, KERNEL_BOOT_NAME, init=init)
+            _container_disk_container(
+                vmi, pod_paths.KERNEL_BOOT_VOLUME, kernel_boot, KERNEL_BOOT_NAME, init=init
+            )
         )
     return containers
 
@@ -244,7 +243,7 @@ def guest_console_log_container(
 ) -> JSON:
     """A restartable init container (a sidecar) that streams the serial console log."""
     uid = (vmi.metadata.uid if vmi.metadata is not None else None) or ""
-    log_file = f"{vmi_facts.VIRT_PRIVATE_DIR}/{uid}/virt-serial0-log"
+    log_file = f"{pod_paths.vmi_private_dir(uid)}/{pod_paths.SERIAL_CONSOLE_LOG}"
     return {
         "name": "guest-console-log",
         "image": image,
@@ -253,7 +252,9 @@ def guest_console_log_container(
         "env": [{"name": "VIRT_LAUNCHER_LOG_VERBOSITY", "value": str(verbosity)}],
         "resources": guest_console_log_resources(vmi).to_json(),
         "restartPolicy": "Always",
-        "volumeMounts": [{"name": "private", "readOnly": True, "mountPath": vmi_facts.VIRT_PRIVATE_DIR}],
+        "volumeMounts": [
+            {"name": pod_paths.PRIVATE_VOLUME, "readOnly": True, "mountPath": pod_paths.VIRT_PRIVATE_DIR}
+        ],
         "imagePullPolicy": pull_policy,
         "securityContext": _unprivileged_context(),
     }
@@ -279,8 +280,10 @@ def virtiofs_containers(vmi: VirtualMachineInstance, image: str) -> list[JSON]:
         if volume.name not in shared:
             continue
         source = _virtiofs_mount_point(volume)
-        socket = posixpath.join(VIRTIOFS_CONTAINERS_DIR, f"{volume.name}.sock")
-        mounts: list[JSON] = [{"name": VIRTIOFS_CONTAINERS_VOLUME, "mountPath": VIRTIOFS_CONTAINERS_DIR}]
+        socket = posixpath.join(pod_paths.VIRTIOFS_CONTAINERS_DIR, f"{volume.name}.sock")
+        mounts: list[JSON] = [
+            {"name": VIRTIOFS_CONTAINERS_VOLUME, "mountPath": pod_paths.VIRTIOFS_CONTAINERS_DIR}
+        ]
         if volume.service_account is None:  # the kubelet mounts the token itself
             mounts.append({"name": volume.name, "mountPath": source})
         containers.append(

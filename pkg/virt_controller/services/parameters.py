@@ -9,12 +9,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubevirt import pod_paths
+
 DEFAULT_LAUNCHER_IMAGE = "virt-launcher"
 DEFAULT_LAUNCHER_QEMU_TIMEOUT_SECONDS = 240
-DEFAULT_VIRT_SHARE_DIR = "/var/run/kubevirt"
-DEFAULT_EPHEMERAL_DISK_DIR = "/var/run/kubevirt-ephemeral-disks"
-DEFAULT_CONTAINER_DISK_DIR = "/var/run/kubevirt/container-disks"
-DEFAULT_HOTPLUG_DISK_DIR = "/var/run/kubevirt/hotplug-disks"
 DEFAULT_LAUNCHER_SUBGID = 107
 
 # A PersistentVolumeClaim (plain JSON) by claim name in the VMI's namespace, or None when it does not exist.
@@ -29,9 +27,9 @@ class TemplateParameters:
     # KubeVirt adds a random 0-119 s to each pod's timeout; the caller picks it (the jitter below).
     launcher_qemu_timeout_seconds: int = DEFAULT_LAUNCHER_QEMU_TIMEOUT_SECONDS
     qemu_timeout_jitter_seconds: int = 0
-    virt_share_dir: str = DEFAULT_VIRT_SHARE_DIR
-    ephemeral_disk_dir: str = DEFAULT_EPHEMERAL_DISK_DIR
-    container_disk_dir: str = DEFAULT_CONTAINER_DISK_DIR
-    hotplug_disk_dir: str = DEFAULT_HOTPLUG_DISK_DIR
+    virt_share_dir: str = pod_paths.VIRT_SHARE_DIR
+    ephemeral_disk_dir: str = pod_paths.EPHEMERAL_DISK_DIR
+    container_disk_dir: str = pod_paths.CONTAINER_DISK_DIR
+    hotplug_disk_dir: str = pod_paths.HOTPLUG_DISK_DIR
     image_pull_secret: str = ""
     launcher_subgid: int = DEFAULT_LAUNCHER_SUBGID

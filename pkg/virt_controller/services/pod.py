@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_config import ClusterConfig, LauncherSettings
+from kubevirt.virt_config.launcher import SeccompProfile
 from kubevirt.virt_controller.services import containers, metadata, node_selectors, vmi_facts
 from kubevirt.virt_controller.services.errors import TemplateError
 from kubevirt.virt_controller.services.parameters import PvcLookup, TemplateParameters
 from kubevirt.virt_controller.services.resources import compute_resources
-from kubevirt.virt_controller.services.settings import LauncherSettings, SeccompProfile
 from kubevirt.virt_controller.services.volumes import render_volumes
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import (
@@ -38,7 +38,6 @@ def render_launcher_pod(
     params: TemplateParameters,
     find_pvc: PvcLookup,
     *,
-    settings: LauncherSettings | None = None,
     backend_storage_pvc: str = "",
 ) -> JSON:
     """The pod (plain JSON, without kind, apiVersion or namespace) virt-controller creates for ``vmi``.
@@ -47,7 +46,7 @@ def render_launcher_pod(
     UID. ``backend_storage_pvc`` names the PVC holding persistent TPM/EFI state, when the VMI has any.
     Raises :class:`TemplateError` (a missing PVC, an unusable label) without side effects.
     """
-    settings = settings if settings is not None else LauncherSettings()
+    settings = cluster.launcher
     meta = vmi.metadata
     name = (meta.name if meta is not None else None) or ""
     namespace = (meta.namespace if meta is not None else None) or ""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kubevirt.virt_config import LauncherSettings
 from kubevirt.virt_controller.services import vmi_facts
-from kubevirt.virt_controller.services.settings import LauncherSettings
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import EMULATOR_THREAD_COMPLETE_TO_EVEN_PARITY
 from kubevirt_api.core.v1.domain import GPU, HostDevice

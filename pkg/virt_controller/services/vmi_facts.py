@@ -8,8 +8,6 @@ from kubevirt_api.core.v1.domain import CPU, Devices, KernelBootContainer
 
 NON_ROOT_UID = 107
 ROOT_UID = 0
-VIRT_PRIVATE_DIR = "/var/run/kubevirt-private"
-VIRT_SHARE_DIR = "/var/run/kubevirt"
 
 
 def vmi_annotations(vmi: VirtualMachineInstance) -> dict[str, str]:

@@ -13,25 +13,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubevirt import pod_paths
 from kubevirt.virt_controller.services import vmi_facts
 from kubevirt.virt_controller.services.errors import PvcNotFoundError, TemplateError
 from kubevirt.virt_controller.services.parameters import PvcLookup, TemplateParameters
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.volumes import Volume
 
-CONTAINER_DISKS_VOLUME = "container-disks"
 HOTPLUG_DISKS_VOLUME = "hotplug-disks"
 VIRT_BIN_VOLUME = "virt-bin-share-dir"
 VIRTIOFS_CONTAINERS_VOLUME = "virtiofs-containers"
-VIRTIOFS_CONTAINERS_DIR = posixpath.join(vmi_facts.VIRT_SHARE_DIR, VIRTIOFS_CONTAINERS_VOLUME)
 HOST_TO_CONTAINER = "HostToContainer"
 
-PVC_DISKS_DIR = posixpath.join(vmi_facts.VIRT_PRIVATE_DIR, "vmi-disks")
-CONFIG_MAP_SOURCE_DIR = posixpath.join(vmi_facts.VIRT_PRIVATE_DIR, "config-map")
-SECRET_SOURCE_DIR = posixpath.join(vmi_facts.VIRT_PRIVATE_DIR, "secret")
-SYSPREP_SOURCE_DIR = posixpath.join(vmi_facts.VIRT_PRIVATE_DIR, "sysprep")
-DOWNWARD_API_SOURCE_DIR = posixpath.join(vmi_facts.VIRT_PRIVATE_DIR, "downwardapi")
-DOWNWARD_METRICS_DIR = posixpath.join(vmi_facts.VIRT_PRIVATE_DIR, "downwardmetric-disk")
 SERVICE_ACCOUNT_SOURCE_DIR = "/var/run/secrets/kubernetes.io/serviceaccount/"
 NETWORK_INFO_VOLUME = "network-info-annotation"
 NETWORK_INFO_MOUNT_PATH = "/etc/podinfo"
@@ -52,15 +45,15 @@ def mount(name: str, path: str, **extra: Any) -> JSON:
 
 
 def config_map_source_path(volume_name: str) -> str:
-    return posixpath.join(CONFIG_MAP_SOURCE_DIR, volume_name)
+    return posixpath.join(pod_paths.CONFIG_MAP_SOURCE_DIR, volume_name)
 
 
 def secret_source_path(volume_name: str) -> str:
-    return posixpath.join(SECRET_SOURCE_DIR, volume_name)
+    return posixpath.join(pod_paths.SECRET_SOURCE_DIR, volume_name)
 
 
 def downward_api_source_path(volume_name: str) -> str:
-    return posixpath.join(DOWNWARD_API_SOURCE_DIR, volume_name)
+    return posixpath.join(pod_paths.DOWNWARD_API_SOURCE_DIR, volume_name)
 
 
 @dataclass
@@ -103,24 +96,31 @@ def render_volumes(
         extra.mounts.append(mount(NETWORK_INFO_VOLUME, NETWORK_INFO_MOUNT_PATH))
         extra.volumes.append(_network_info_volume())
     if vmi_facts.has_virtiofs(vmi):
-        extra.mounts.append(mount(VIRTIOFS_CONTAINERS_VOLUME, VIRTIOFS_CONTAINERS_DIR))
+        extra.mounts.append(mount(VIRTIOFS_CONTAINERS_VOLUME, pod_paths.VIRTIOFS_CONTAINERS_DIR))
         extra.volumes.append(empty_dir(VIRTIOFS_CONTAINERS_VOLUME))
 
     volumes = [
         empty_dir(name)
-        for name in ("private", "public", "sockets", VIRT_BIN_VOLUME, "libvirt-runtime", "ephemeral-disks")
+        for name in (
+            pod_paths.PRIVATE_VOLUME,
+            "public",
+            pod_paths.SOCKETS,
+            VIRT_BIN_VOLUME,
+            "libvirt-runtime",
+            "ephemeral-disks",
+        )
     ]
     mounts = [
-        mount("private", vmi_facts.VIRT_PRIVATE_DIR),
-        mount("public", vmi_facts.VIRT_SHARE_DIR),
+        mount(pod_paths.PRIVATE_VOLUME, pod_paths.VIRT_PRIVATE_DIR),
+        mount("public", pod_paths.VIRT_SHARE_DIR),
         mount("ephemeral-disks", params.ephemeral_disk_dir),
-        mount("libvirt-runtime", "/var/run/libvirt"),
-        mount("sockets", posixpath.join(params.virt_share_dir, "sockets")),
+        mount("libvirt-runtime", pod_paths.LIBVIRT_RUNTIME_DIR),
+        mount(pod_paths.SOCKETS, posixpath.join(params.virt_share_dir, pod_paths.SOCKETS)),
     ]
     if not image_volumes:
-        volumes.append(empty_dir(CONTAINER_DISKS_VOLUME))
+        volumes.append(empty_dir(pod_paths.CONTAINER_DISKS))
         mounts.append(
-            mount(CONTAINER_DISKS_VOLUME, params.container_disk_dir, mountPropagation=HOST_TO_CONTAINER)
+            mount(pod_paths.CONTAINER_DISKS, params.container_disk_dir, mountPropagation=HOST_TO_CONTAINER)
         )
     return VolumeLayout(
         volumes=volumes + extra.volumes,
@@ -200,7 +200,7 @@ def _storage_volumes(vmi: VirtualMachineInstance, find_pvc: PvcLookup, out: Volu
             source = _drop_none({"claimName": ephemeral.claim_name, "readOnly": ephemeral.read_only or None})
             out.volumes.append({"name": volume.name, "persistentVolumeClaim": source})
         if volume.host_disk is not None:
-            out.mounts.append(mount(volume.name, posixpath.join(PVC_DISKS_DIR, volume.name)))
+            out.mounts.append(mount(volume.name, posixpath.join(pod_paths.VMI_DISKS_DIR, volume.name)))
             host_path = {
                 "path": _go_dir(volume.host_disk.path),
                 "type": _HOST_PATH_TYPES.get(volume.host_disk.type, ""),
@@ -212,7 +212,7 @@ def _storage_volumes(vmi: VirtualMachineInstance, find_pvc: PvcLookup, out: Volu
             out.volumes.append({"name": volume.name, "persistentVolumeClaim": source})
         if volume.downward_metrics is not None:
             out.volumes.append({"name": volume.name, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}})
-            out.mounts.append(mount(volume.name, DOWNWARD_METRICS_DIR))
+            out.mounts.append(mount(volume.name, pod_paths.DOWNWARD_METRICS_DISK_DIR))
         if volume.cloud_init_no_cloud is not None:
             _cloud_init_secrets(volume.name, volume.cloud_init_no_cloud, out)
         if volume.sysprep is not None:
@@ -231,7 +231,7 @@ def _claim_storage(volume_name: str, claim_name: str, find_pvc: PvcLookup, out: 
     if spec.get("volumeMode") == "Block":
         out.devices.append({"name": volume_name, "devicePath": posixpath.join("/dev", volume_name)})
         return
-    path = posixpath.join(PVC_DISKS_DIR, volume_name)
+    path = posixpath.join(pod_paths.VMI_DISKS_DIR, volume_name)
     out.mounts.append(mount(volume_name, path))
     modes = spec.get("accessModes")
     if isinstance(modes, list) and "ReadWriteMany" in modes:
@@ -249,7 +249,7 @@ def _cloud_init_secrets(volume_name: str, source: Any, out: VolumeLayout) -> Non
         name = f"{volume_name}-{suffix}"
         out.volumes.append({"name": name, "secret": _drop_none({"secretName": reference.name})})
         for key in keys:
-            path = posixpath.join(SECRET_SOURCE_DIR, volume_name, key)
+            path = posixpath.join(pod_paths.SECRET_SOURCE_DIR, volume_name, key)
             out.mounts.append(mount(name, path, subPath=key, readOnly=True))
 
 
@@ -263,7 +263,9 @@ def _sysprep(volume: Volume, out: VolumeLayout) -> None:
     else:
         raise TemplateError(f"Sysprep must have Secret or ConfigMap reference set (volume {volume.name})")
     out.volumes.append({"name": volume.name, **source})
-    out.mounts.append(mount(volume.name, posixpath.join(SYSPREP_SOURCE_DIR, volume.name), readOnly=True))
+    out.mounts.append(
+        mount(volume.name, posixpath.join(pod_paths.SYSPREP_SOURCE_DIR, volume.name), readOnly=True)
+    )
 
 
 def _access_credentials(vmi: VirtualMachineInstance, out: VolumeLayout) -> None:
@@ -278,7 +280,7 @@ def _access_credentials(vmi: VirtualMachineInstance, out: VolumeLayout) -> None:
             continue
         name = f"{secret}-access-cred"
         out.volumes.append({"name": name, "secret": {"secretName": secret}})
-        out.mounts.append(mount(name, posixpath.join(SECRET_SOURCE_DIR, name), readOnly=True))
+        out.mounts.append(mount(name, posixpath.join(pod_paths.SECRET_SOURCE_DIR, name), readOnly=True))
 
 
 def _backend_storage(vmi: VirtualMachineInstance, claim_name: str, out: VolumeLayout) -> None:
@@ -286,31 +288,30 @@ def _backend_storage(vmi: VirtualMachineInstance, claim_name: str, out: VolumeLa
     if not vmi_facts.needs_backend_storage(vmi):
         return
     out.volumes.append({"name": BACKEND_STORAGE_VOLUME, "persistentVolumeClaim": {"claimName": claim_name}})
-    out.mounts.append(
-        mount(BACKEND_STORAGE_VOLUME, "/run/kubevirt-private/backend-storage-meta", subPath="meta")
-    )
+    out.mounts.append(mount(BACKEND_STORAGE_VOLUME, pod_paths.BACKEND_STORAGE_META_DIR, subPath="meta"))
     non_root = vmi_facts.is_non_root(vmi)
-    private = vmi_facts.VIRT_PRIVATE_DIR
     if non_root:
         out.volumes += [empty_dir("private-libvirt"), empty_dir("private-libvirt-qemu")]
         out.mounts += [
-            mount("private-libvirt", posixpath.join(private, "libvirt")),
-            mount("private-libvirt-qemu", posixpath.join(private, "libvirt", "qemu")),
+            mount("private-libvirt", pod_paths.LIBVIRT_DIR),
+            mount("private-libvirt-qemu", posixpath.join(pod_paths.LIBVIRT_DIR, "qemu")),
         ]
     if vmi_facts.has_persistent_tpm(vmi):
-        swtpm = posixpath.join(private, "libvirt/qemu/swtpm") if non_root else "/var/lib/libvirt/swtpm"
-        localca = posixpath.join(private, "var/lib/swtpm-localca") if non_root else "/var/lib/swtpm-localca"
+        swtpm = posixpath.join(pod_paths.LIBVIRT_DIR, "qemu/swtpm") if non_root else "/var/lib/libvirt/swtpm"
+        localca = (
+            posixpath.join(pod_paths.VIRT_PRIVATE_DIR, "var/lib/swtpm-localca")
+            if non_root
+            else "/var/lib/swtpm-localca"
+        )
         out.mounts += [
             mount(BACKEND_STORAGE_VOLUME, swtpm, subPath="swtpm"),
             mount(BACKEND_STORAGE_VOLUME, localca, subPath="swtpm-localca"),
         ]
     if vmi_facts.has_persistent_efi(vmi):
-        nvram = posixpath.join(private, "libvirt/qemu/nvram") if non_root else "/var/lib/libvirt/qemu/nvram"
+        nvram = pod_paths.NON_ROOT_NVRAM_DIR if non_root else "/var/lib/libvirt/qemu/nvram"
         out.mounts.append(mount(BACKEND_STORAGE_VOLUME, nvram, subPath="nvram"))
 
 
-IMAGE_VOLUME_DIR = "/var/run/kubevirt-image-volume"
-KERNEL_BOOT_VOLUME_DIR = "/var/run/kubevirt-kernel-boot"
 KERNEL_BOOT_NAME = "kernel-boot"
 
 
@@ -322,13 +323,13 @@ def _image_volumes(vmi: VirtualMachineInstance, out: VolumeLayout) -> None:
             continue
         source = _drop_none({"reference": disk.image, "pullPolicy": disk.image_pull_policy})
         out.volumes.append({"name": volume.name, "image": source})
-        path = posixpath.join(IMAGE_VOLUME_DIR, f"disk_{index}")
+        path = posixpath.join(pod_paths.IMAGE_VOLUME_DIR, f"disk_{index}")
         out.mounts.append(mount(volume.name, path, readOnly=True))
     container = vmi_facts.kernel_boot_container(vmi)
     if container is not None:
         source = _drop_none({"reference": container.image, "pullPolicy": container.image_pull_policy})
         out.volumes.append({"name": KERNEL_BOOT_NAME, "image": source})
-        out.mounts.append(mount(KERNEL_BOOT_NAME, KERNEL_BOOT_VOLUME_DIR, readOnly=True))
+        out.mounts.append(mount(KERNEL_BOOT_NAME, pod_paths.KERNEL_BOOT_VOLUME_DIR, readOnly=True))
 
 
 def _network_info_volume() -> JSON:

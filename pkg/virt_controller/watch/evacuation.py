@@ -30,7 +30,7 @@ from kubevirt.virt_controller.watch.common import (
 )
 from kubevirt.virt_controller.watch.migration import is_final, phase_of
 from kubevirt.virt_controller.watch.pods import is_pod_final
-from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_api.core.v1 import NOT_RUNNING_MIGRATION_PHASES, VirtualMachineInstance
 from kubevirt_api.core.v1.constants import API_VERSION, EVACUATION_MIGRATION_ANNOTATION
 
 JSON = dict[str, Any]
@@ -38,8 +38,6 @@ JSON = dict[str, Any]
 GENERATE_NAME: Final = "kubevirt-evacuation-"
 SUCCESSFUL_CREATE: Final = "SuccessfulCreate"
 FAILED_CREATE: Final = "FailedCreate"
-# Phases in which a migration does not yet count against the limits (KubeVirt's IsRunning()).
-_NOT_RUNNING_PHASES: Final = ("", "Pending", "Succeeded", "Failed", "WaitingForSync", "Synchronizing")
 LIMIT_REQUEUE_SECONDS: Final = 5.0
 # Unmigratable VMIs are reported again this often, so the warning stays visible during a drain.
 UNMIGRATABLE_REPORT_SECONDS: Final = 60.0
@@ -59,7 +57,8 @@ def new_evacuation_migration(vmi_name: str, namespace: str, node: str) -> JSON:
 
 
 def counts_against_limits(migration: Mapping[str, Any]) -> bool:
-    return phase_of(migration) not in _NOT_RUNNING_PHASES
+    # A migration counts against the limits while it runs (KubeVirt's IsRunning()).
+    return phase_of(migration) not in NOT_RUNNING_MIGRATION_PHASES
 
 
 def is_migrating(vmi: VirtualMachineInstance, now: datetime) -> bool:

@@ -30,7 +30,12 @@ from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch import pods as podutil
 from kubevirt.virt_controller.watch.common import Clock, Enqueue, format_time, parse_time, utc_now
 from kubevirt.virt_controller.watch.migrationpolicy import configuration_by_policy, match_policy
-from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_api.core.v1 import (
+    FINAL_MIGRATION_PHASES,
+    FINAL_VMI_PHASES,
+    VirtualMachineInstance,
+    VirtualMachineInstanceMigrationPhase,
+)
 from kubevirt_api.core.v1.constants import (
     API_VERSION,
     MIGRATION_JOB_LABEL,
@@ -44,17 +49,9 @@ from kubevirt_api.core.v1.constants import (
 JSON = dict[str, Any]
 RenderPod = Callable[[VirtualMachineInstance], JSON]
 
-PENDING: Final = "Pending"
-SCHEDULING: Final = "Scheduling"
-SCHEDULED: Final = "Scheduled"
-PREPARING_TARGET: Final = "PreparingTarget"
-TARGET_READY: Final = "TargetReady"
-RUNNING: Final = "Running"
-SUCCEEDED: Final = "Succeeded"
-FAILED: Final = "Failed"
-FINAL: Final = (SUCCEEDED, FAILED)
-_BEFORE_TARGET_CREATED: Final = ("", PENDING)
-_BEFORE_HAND_OFF: Final = ("", PENDING, SCHEDULING, SCHEDULED)
+_Phase = VirtualMachineInstanceMigrationPhase
+_BEFORE_TARGET_CREATED: Final = (_Phase.PHASE_UNSET, _Phase.PENDING)
+_BEFORE_HAND_OFF: Final = (_Phase.PHASE_UNSET, _Phase.PENDING, _Phase.SCHEDULING, _Phase.SCHEDULED)
 
 ABORT_REQUESTED: Final = "migrationAbortRequested"
 FAILED_MIGRATION: Final = "FailedMigration"
@@ -81,7 +78,7 @@ def phase_of(migration: Mapping[str, Any]) -> str:
 
 
 def is_final(migration: Mapping[str, Any]) -> bool:
-    return phase_of(migration) in FINAL
+    return phase_of(migration) in FINAL_MIGRATION_PHASES
 
 
 def migration_state(vmi: Mapping[str, Any] | None) -> JSON:
@@ -301,17 +298,17 @@ class MigrationController:
                 self._delete_pod(migration, pod, f"migration canceled and pod {_pod_ref(pod)} is deleted")
                 return None
             return pod
-        if phase == PENDING and pod is None:
+        if phase == _Phase.PENDING and pod is None:
             self._check_limits(migration, vmi)
             self._create_target_pod(migration, vmi_model)
             return None
-        if phase in (PENDING, SCHEDULING) and pod is not None:
+        if phase in (_Phase.PENDING, _Phase.SCHEDULING) and pod is not None:
             if self._pending_timed_out(migration, vmi, pod):
                 return None
-        elif phase == SCHEDULED and pod is not None and podutil.is_pod_ready(pod):
+        elif phase == _Phase.SCHEDULED and pod is not None and podutil.is_pod_ready(pod):
             if migration_state(vmi).get("migrationUid") != migration["metadata"]["uid"]:
                 self._hand_off(migration, vmi, pod)
-        elif phase in (PREPARING_TARGET, TARGET_READY, RUNNING) and deleting:
+        elif phase in (_Phase.PREPARING_TARGET, _Phase.TARGET_READY, _Phase.RUNNING) and deleting:
             state = migration_state(vmi)
             if state.get("migrationUid") == migration["metadata"]["uid"] and not state.get("abortRequested"):
                 self._patch_migration_state(vmi, {**state, "abortRequested": True})
@@ -500,11 +497,11 @@ class MigrationController:
         uid = meta["uid"]
         state = migration_state(vmi)
         ours = state.get("migrationUid") == uid
-        if phase in FINAL:
+        if phase in FINAL_MIGRATION_PHASES:
             pass  # only the copy of the final migrationState and the cleanup below are left to do
         elif vmi is None:
             self._fail(migration, "Migration failed because vmi does not exist.", effects)
-        elif (vmi.get("status") or {}).get("phase") in FINAL and not ours:
+        elif (vmi.get("status") or {}).get("phase") in FINAL_VMI_PHASES and not ours:
             self._fail(migration, "Migration failed vmi shutdown during migration.", effects)
         elif meta.get("deletionTimestamp") and phase in _BEFORE_HAND_OFF:
             self._add_abort_condition(migration)
@@ -560,19 +557,19 @@ class MigrationController:
                     effects,
                 )
                 return
-            nxt = PENDING
-        elif phase == PENDING and pod is not None:
-            nxt = SCHEDULING
-        elif phase == SCHEDULING and pod is not None and podutil.is_pod_ready(pod):
-            nxt = SCHEDULED
-        elif phase == SCHEDULED and ours and state.get("targetNode"):
-            nxt = PREPARING_TARGET
-        elif phase == PREPARING_TARGET and state.get("targetNode") and state.get("targetNodeAddress"):
-            nxt = TARGET_READY
-        elif phase == TARGET_READY and state.get("startTimestamp"):
-            nxt = RUNNING
-        elif phase == RUNNING and state.get("completed"):
-            nxt = SUCCEEDED
+            nxt = _Phase.PENDING
+        elif phase == _Phase.PENDING and pod is not None:
+            nxt = _Phase.SCHEDULING
+        elif phase == _Phase.SCHEDULING and pod is not None and podutil.is_pod_ready(pod):
+            nxt = _Phase.SCHEDULED
+        elif phase == _Phase.SCHEDULED and ours and state.get("targetNode"):
+            nxt = _Phase.PREPARING_TARGET
+        elif phase == _Phase.PREPARING_TARGET and state.get("targetNode") and state.get("targetNodeAddress"):
+            nxt = _Phase.TARGET_READY
+        elif phase == _Phase.TARGET_READY and state.get("startTimestamp"):
+            nxt = _Phase.RUNNING
+        elif phase == _Phase.RUNNING and state.get("completed"):
+            nxt = _Phase.SUCCEEDED
             effects.append(
                 lambda: self._events.event(
                     migration, "Normal", SUCCESSFUL_MIGRATION, "Source node reported migration succeeded"
@@ -580,7 +577,7 @@ class MigrationController:
             )
         if nxt is not None:
             self._set_phase(migration, nxt)
-        if phase_of(migration) not in FINAL:
+        if phase_of(migration) not in FINAL_MIGRATION_PHASES:
             finalizers = migration["metadata"].setdefault("finalizers", [])
             if VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER not in finalizers:
                 finalizers.append(VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER)
@@ -594,7 +591,7 @@ class MigrationController:
         ]
 
     def _fail(self, migration: JSON, message: str, effects: list[Callable[[], None]]) -> None:
-        self._set_phase(migration, FAILED)
+        self._set_phase(migration, _Phase.FAILED)
 
         def report() -> None:
             self._events.event(migration, "Warning", FAILED_MIGRATION, message)
@@ -621,7 +618,7 @@ class MigrationController:
     @staticmethod
     def _target_to_clean_up(migration: JSON, vmi: JSON | None, pod: JSON | None) -> bool:
         """A failed migration's target pod goes, unless the VMI moved there after all."""
-        if phase_of(migration) != FAILED or pod is None or podutil.is_terminating(pod):
+        if phase_of(migration) != _Phase.FAILED or pod is None or podutil.is_terminating(pod):
             return False
         return vmi is None or (vmi.get("status") or {}).get("nodeName") != podutil.pod_node(pod)
 

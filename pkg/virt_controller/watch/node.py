@@ -16,7 +16,7 @@ from kubevirt.controller import RequeueAfter, Store, key_of
 from kubevirt.log import get_logger
 from kubevirt.virt_controller.watch import pods as podutil
 from kubevirt.virt_controller.watch.common import Clock, Enqueue, controller_ref_of_dict, parse_time, utc_now
-from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_api.core.v1 import VirtualMachineInstance, VirtualMachineInstancePhase
 from kubevirt_api.core.v1.constants import NODE_NAME_LABEL, NODE_SCHEDULABLE, VIRT_HANDLER_HEARTBEAT
 
 NODE_UNRESPONSIVE_REASON: Final = "NodeUnresponsive"
@@ -123,7 +123,11 @@ class NodeController:
                     meta.namespace,
                     meta.name or "",
                     [
-                        {"op": "replace", "path": "/status/phase", "value": "Failed"},
+                        {
+                            "op": "replace",
+                            "path": "/status/phase",
+                            "value": VirtualMachineInstancePhase.FAILED,
+                        },
                         {"op": "add", "path": "/status/reason", "value": NODE_UNRESPONSIVE_REASON},
                     ],
                 )

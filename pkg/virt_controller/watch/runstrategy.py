@@ -6,6 +6,7 @@ from kubevirt_api.core.v1 import (
     StateChangeRequestAction,
     VirtualMachine,
     VirtualMachineInstance,
+    VirtualMachineInstancePhase,
     VirtualMachineRunStrategy,
     VirtualMachineStateChangeRequest,
 )
@@ -81,7 +82,7 @@ def is_set_to_start(vm: VirtualMachine, vmi: VirtualMachineInstance | None) -> b
     if strategy == VirtualMachineRunStrategy.MANUAL:
         return not has_stop_request_for(vm, vmi) if vmi is not None else has_start_request(vm)
     if strategy == VirtualMachineRunStrategy.RERUN_ON_FAILURE:
-        return vmi is None or vmi.phase != "Succeeded"
+        return vmi is None or vmi.phase != VirtualMachineInstancePhase.SUCCEEDED
     if strategy == VirtualMachineRunStrategy.ONCE:
         return vmi is None
     return False

@@ -11,6 +11,7 @@ from kubevirt.virt_controller.watch.runstrategy import RESTARTING_STRATEGIES
 from kubevirt_api.core.v1 import (
     VirtualMachine,
     VirtualMachineInstance,
+    VirtualMachineInstancePhase,
     VirtualMachineStartFailure,
     VirtualMachineStatus,
 )
@@ -31,7 +32,9 @@ def backoff_seconds(fail_count: int, max_delay: int, rng: random.Random) -> int:
 def was_running(vmi: VirtualMachineInstance | None) -> bool:
     if vmi is None or vmi.status is None:
         return False
-    return any(t.phase == "Running" for t in vmi.status.phase_transition_timestamps or ())
+    return any(
+        t.phase == VirtualMachineInstancePhase.RUNNING for t in vmi.status.phase_transition_timestamps or ()
+    )
 
 
 def failed_early(vmi: VirtualMachineInstance | None) -> bool:

@@ -74,6 +74,7 @@ from kubevirt_api.core.v1 import (
     VirtualMachineConditionType,
     VirtualMachineInstance,
     VirtualMachineInstanceConditionType,
+    VirtualMachineInstancePhase,
     VirtualMachineInstanceSpec,
     VirtualMachineInstanceStatus,
     VirtualMachineRunStrategy,
@@ -278,10 +279,8 @@ class VMController:
             self._start_after_backoff(run, key)
         elif strategy == VirtualMachineRunStrategy.RERUN_ON_FAILURE:
             if vmi is not None:
-                failed = vmi.phase == "Failed"
-                if not vmi.is_marked_for_deletion() and (
-                    has_stop_request_for(vm, vmi) or failed or vmi.phase == "Succeeded"
-                ):
+                failed = vmi.phase == VirtualMachineInstancePhase.FAILED
+                if not vmi.is_marked_for_deletion() and (has_stop_request_for(vm, vmi) or vmi.is_final()):
                     self._stop(run, vmi, key)
                     if failed:
                         self._append_start_request(run)

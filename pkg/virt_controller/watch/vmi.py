@@ -57,6 +57,7 @@ from kubevirt_api.core.v1 import (
     VirtualMachineInstance,
     VirtualMachineInstanceCondition,
     VirtualMachineInstanceConditionType,
+    VirtualMachineInstancePhase,
     VirtualMachineInstancePhaseTransitionTimestamp,
     VirtualMachineInstanceStatus,
 )
@@ -77,6 +78,7 @@ from kubevirt_api.k8s.meta_v1 import ObjectMeta
 
 RenderPod = Callable[[VirtualMachineInstance], dict[str, Any]]
 Pod = Mapping[str, Any]
+_Phase = VirtualMachineInstancePhase
 
 FAILED_CREATE_POD_REASON: Final = "FailedCreate"
 SUCCESSFUL_CREATE_POD_REASON: Final = "SuccessfulCreate"
@@ -317,15 +319,15 @@ class VMIController:
         assert status is not None
         if cached.is_unprocessed():
             if launcher is not None:
-                status.phase = "Scheduling"
+                status.phase = _Phase.SCHEDULING
                 # Set now what the Scheduling pass would copy next: one VMI write fewer.
                 status.qos_class = (launcher.get("status") or {}).get("qosClass") or None
             elif cached.is_marked_for_deletion():
-                status.phase = "Failed"
+                status.phase = _Phase.FAILED
             elif cached.is_migration_target() and not cached.is_migration_target_node_label_set():
-                status.phase = "WaitingForSync"
+                status.phase = _Phase.WAITING_FOR_SYNC
             else:
-                status.phase = "Pending"
+                status.phase = _Phase.PENDING
                 if sync_error is not None and sync_error.reason == FAILED_PVC_NOT_FOUND_REASON:
                     status.conditions = update_condition(
                         remove_condition(status.conditions, POD_SCHEDULED),
@@ -341,7 +343,7 @@ class VMIController:
                 status.conditions, VirtualMachineInstanceConditionType.PROVISIONING
             )
             if launcher is None:
-                status.phase = "Failed"  # someone else removed the pod
+                status.phase = _Phase.FAILED  # someone else removed the pod
                 return sync_error
             status.qos_class = (launcher.get("status") or {}).get("qosClass") or None
             status.conditions = _mirror_pod_scheduled(status.conditions, launcher)
@@ -358,14 +360,14 @@ class VMIController:
                     )
                     return SyncError("failed to guarantee pod resources", FAILED_GUARANTEE_RESOURCES_REASON)
                 node = podutil.pod_node(launcher)
-                status.phase = "Scheduled"
+                status.phase = _Phase.SCHEDULED
                 status.node_name = node
                 meta = _meta(vmi)
                 meta.labels = {**(meta.labels or {}), NODE_NAME_LABEL: node}
                 if MIGRATION_TRANSPORT_UNIX_ANNOTATION in (launcher["metadata"].get("annotations") or {}):
                     status.migration_transport = "Unix"
             elif podutil.is_pod_down_or_going_down(launcher):
-                status.phase = "Failed"
+                status.phase = _Phase.FAILED
         elif cached.is_final():
             meta = _meta(vmi)
             if not pods:
@@ -381,7 +383,9 @@ class VMIController:
                 ] or None
         elif cached.is_running() or cached.is_scheduled():
             if launcher is None:
-                status.phase = "WaitingForSync" if cached.is_decentralized_migration() else "Failed"
+                status.phase = (
+                    _Phase.WAITING_FOR_SYNC if cached.is_decentralized_migration() else _Phase.FAILED
+                )
         elif cached.is_waiting_for_sync():
             if cached.is_marked_for_deletion():
                 meta = _meta(vmi)
@@ -393,7 +397,7 @@ class VMIController:
                         f for f in meta.finalizers if f != VIRTUAL_MACHINE_CONTROLLER_FINALIZER
                     ] or None
             elif launcher is not None:
-                status.phase = "Scheduling"
+                status.phase = _Phase.SCHEDULING
         return sync_error
 
     def _has_owner_vm(self, vmi: VirtualMachineInstance) -> bool:
@@ -681,7 +685,7 @@ def _owned_by(pod: Mapping[str, Any], vmi: VirtualMachineInstance) -> dict[str, 
 def _keeps_launcher(vmi: VirtualMachineInstance) -> bool:
     """A failed VMI may ask to keep its launcher pod for debugging."""
     annotations = _meta(vmi).annotations or {}
-    return vmi.phase == "Failed" and annotations.get(KEEP_LAUNCHER_AFTER_FAILURE_ANNOTATION) == "true"
+    return vmi.phase == _Phase.FAILED and annotations.get(KEEP_LAUNCHER_AFTER_FAILURE_ANNOTATION) == "true"
 
 
 def _uid(vmi: VirtualMachineInstance) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
-from kubevirt import safepath
+from kubevirt import pod_paths, safepath
 from kubevirt.container_disk import DISK_DIR
 
 HOST_MOUNT_NAMESPACE = "/proc/1/ns/mnt"
@@ -33,7 +33,7 @@ _MS_REMOUNT = 0x20
 _MS_BIND = 0x1000
 _MNT_DETACH = 0x2
 _MAX_STACKED = 8
-_EMPTY_DIR_PATH = ("volumes", "kubernetes.io~empty-dir", "container-disks")
+_EMPTY_DIR_PATH = ("volumes", "kubernetes.io~empty-dir", pod_paths.CONTAINER_DISKS)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 

@@ -24,15 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubevirt import pod_paths
 from kubevirt.container_disk import SOCKET_SUFFIX
 from kubevirt.log import get_logger
 from kubevirt.virt_handler.launcher_sockets import EMPTY_DIR
 from kubevirt.virt_handler.pod_sockets import PodSocketError, pod_process
 
 JSON = dict[str, Any]
-CONTAINER_DISKS_VOLUME = "container-disks"
-KERNEL_BOOT_NAME = "kernel-boot"
-KERNEL_BOOT_VOLUME = "kernel-boot-volume"
 HOSTMOUNT_MODULE = "kubevirt.virt_handler.container_disk.hostmount"
 HOSTMOUNT_TIMEOUT_SECONDS = 30.0
 
@@ -77,10 +75,10 @@ def mount_requests(vmi: Mapping[str, Any]) -> list[MountRequest]:
             if artifact:
                 requests.append(
                     MountRequest(
-                        socket_name=f"{KERNEL_BOOT_NAME}{SOCKET_SUFFIX}",
+                        socket_name=f"{pod_paths.KERNEL_BOOT}{SOCKET_SUFFIX}",
                         path=str(artifact),
-                        target=f"{KERNEL_BOOT_NAME}/{posixpath.basename(str(artifact))}",
-                        volume=KERNEL_BOOT_VOLUME,
+                        target=f"{pod_paths.KERNEL_BOOT}/{posixpath.basename(str(artifact))}",
+                        volume=pod_paths.KERNEL_BOOT_VOLUME,
                     )
                 )
     return requests
@@ -261,7 +259,7 @@ class Mounter:
 
 
 def _volume_parts(pod_uid: str) -> list[str]:
-    return [pod_uid, "volumes", EMPTY_DIR, CONTAINER_DISKS_VOLUME]
+    return [pod_uid, "volumes", EMPTY_DIR, pod_paths.CONTAINER_DISKS]
 
 
 def _name(vmi: Mapping[str, Any]) -> str:

@@ -22,10 +22,11 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from kubevirt import pod_paths
 from kubevirt.client import JSON
 from kubevirt.log import get_logger
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError
-from kubevirt.virt_handler.private_sockets import SERIAL_SOCKET, VNC_SOCKET, connect_private_socket
+from kubevirt.virt_handler.private_sockets import connect_private_socket
 from kubevirt.virt_handler.rest.lifecycle import BAD_REQUEST, LauncherLocator, RouteError
 
 PLAIN_SUBPROTOCOL = "plain.kubevirt.io"
@@ -72,21 +73,23 @@ class ConsoleHandler:
     sessions: Sessions = field(default_factory=Sessions)
 
     async def serial(self, request: web.Request, vmi: JSON) -> web.StreamResponse:
-        return await self._exclusive(request, vmi, "serial", SERIAL_SOCKET)
+        return await self._exclusive(request, vmi, "serial", pod_paths.SERIAL_SOCKET)
 
     async def vnc(self, request: web.Request, vmi: JSON) -> web.StreamResponse:
         key = ("vnc", str(vmi["metadata"].get("uid") or ""))
         if self.sessions.in_use(key) and parse_bool(request.query.get("preserveSession")):
             get_logger().info("refusing VNC: a session is active and asked to be kept", name=_name(vmi))
             return web.Response(status=SERVICE_UNAVAILABLE, text=VNC_IN_USE)
-        return await self._exclusive(request, vmi, "vnc", VNC_SOCKET)
+        return await self._exclusive(request, vmi, "vnc", pod_paths.VNC_SOCKET)
 
     async def usbredir(self, request: web.Request, vmi: JSON) -> web.StreamResponse:
         uid = str(vmi["metadata"].get("uid") or "")
         free = [slot for slot in range(USB_SLOTS) if not self.sessions.in_use((f"usbredir-{slot}", uid))]
         if not free:
             return web.Response(status=SERVICE_UNAVAILABLE, text="All USB devices are in use.")
-        return await self._exclusive(request, vmi, f"usbredir-{free[0]}", f"virt-usbredir-{free[0]}")
+        return await self._exclusive(
+            request, vmi, f"usbredir-{free[0]}", f"{pod_paths.USB_REDIRECT_SOCKET_PREFIX}{free[0]}"
+        )
 
     async def _exclusive(
         self, request: web.Request, vmi: JSON, kind: str, socket_name: str

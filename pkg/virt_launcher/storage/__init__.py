@@ -18,10 +18,10 @@ from kubevirt.ephemeral_disk import DEFAULT_INFO_MEMORY_LIMIT, DiskImageError, D
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.storage import images, isos
-from kubevirt.virt_launcher.storage.request import EMPTY_DISKS, Step, StorageDirs, load, sources
+from kubevirt.virt_launcher.storage.request import Step, StorageDirs, load, sources
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 
-__all__ = ["EMPTY_DISKS", "PodStorage", "StorageDirs"]
+__all__ = ["PodStorage", "StorageDirs"]
 
 
 class PodStorage:

@@ -12,36 +12,35 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kubevirt import safepath
-from kubevirt.admission.limits import load_json
+from kubevirt import pod_paths, safepath
+from kubevirt.input_limits import load_json
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 
 Step = Callable[[], None]  # one file to make, after the whole request was checked
-EMPTY_DISKS = "empty-disks"
 
 
 @dataclasses.dataclass(frozen=True)
 class StorageDirs:
     """Where the pod's volumes are, in the launcher's view (KubeVirt's paths by default)."""
 
-    container_disk_dir: Path = Path("/var/run/kubevirt/container-disks")
-    ephemeral_disk_dir: Path = Path("/var/run/kubevirt-ephemeral-disks")
-    private_dir: Path = Path("/var/run/kubevirt-private")
-    empty_disk_dir: Path = Path("/var/run/libvirt") / EMPTY_DISKS  # libvirt's runtime directory
+    container_disk_dir: Path = Path(pod_paths.CONTAINER_DISK_DIR)
+    ephemeral_disk_dir: Path = Path(pod_paths.EPHEMERAL_DISK_DIR)
+    private_dir: Path = Path(pod_paths.VIRT_PRIVATE_DIR)
+    empty_disk_dir: Path = Path(pod_paths.EMPTY_DISK_DIR)  # in libvirt's runtime directory
     service_account_dir: Path = Path("/var/run/secrets/kubernetes.io/serviceaccount")
     block_device_dir: Path = Path("/dev")
 
     @property
     def host_disk_dir(self) -> Path:
-        return self.private_dir / "vmi-disks"
+        return self.private_dir / pod_paths.VMI_DISKS
 
     @property
     def cloud_init_dir(self) -> Path:
-        return self.ephemeral_disk_dir / "cloud-init-data"
+        return self.ephemeral_disk_dir / pod_paths.CLOUD_INIT_DATA
 
     @property
     def secret_dir(self) -> Path:
-        return self.private_dir / "secret"
+        return self.private_dir / pod_paths.SECRET
 
 
 def load(raw_vmi: bytes) -> Mapping[str, Any]:

@@ -13,14 +13,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubevirt.admission.limits import load_json
+from kubevirt.input_limits import load_json
+from kubevirt_api.core.v1 import FINAL_VMI_PHASES, VirtualMachineInstancePhase
 from kubevirt_api.core.v1.constants import DEPRECATED_NON_ROOT_VMI_ANNOTATION
 
 DEFAULT_GRACE_PERIOD_SECONDS = 30
 # The UID names directories and goes into a libvirt URI: letters, digits and inner '-', '_', '.' only
 # (what the API server assigns is a UUID).
 _UID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,126}[A-Za-z0-9])?")
-_FINAL_PHASES = {"Succeeded", "Failed"}
 
 
 class InvalidVMIError(ValueError):
@@ -48,7 +48,7 @@ class VMIFacts:
 
     @property
     def running_or_final(self) -> bool:
-        return self.phase == "Running" or self.phase in _FINAL_PHASES
+        return self.phase == VirtualMachineInstancePhase.RUNNING or self.phase in FINAL_VMI_PHASES
 
 
 def read_vmi(raw: bytes) -> VMIFacts:
@@ -62,7 +62,7 @@ def decode_vmi(raw: bytes) -> dict[str, Any]:
         raise InvalidVMIError("vmi: no VMI in the request")
     try:
         vmi = load_json(raw, "VMI JSON")
-    except ValueError as err:  # also bad UTF-8, and input beyond kubevirt.admission.limits
+    except ValueError as err:  # also bad UTF-8, and input beyond kubevirt.input_limits
         raise InvalidVMIError(f"vmi: malformed VMI JSON: {err}") from None
     if not isinstance(vmi, dict):
         raise InvalidVMIError("vmi: the VMI JSON must be an object")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubevirt import pod_paths
 from kubevirt.virt_operator.resource.rbac import HANDLER_SERVICE_ACCOUNT
 
 JSON = dict[str, Any]
@@ -14,8 +15,8 @@ KUBELET_ROOT = "/var/lib/kubelet"
 # because unix socket paths longer than 108 bytes cannot be connected to.
 HOST_VOLUMES: tuple[tuple[str, str, str, str | None], ...] = (
     ("libvirt-runtimes", "/var/run/kubevirt-libvirt-runtimes", "/var/run/kubevirt-libvirt-runtimes", None),
-    ("virt-share-dir", "/var/run/kubevirt", "/var/run/kubevirt", "Bidirectional"),
-    ("virt-private-dir", "/var/run/kubevirt-private", "/var/run/kubevirt-private", None),
+    ("virt-share-dir", pod_paths.VIRT_SHARE_DIR, pod_paths.VIRT_SHARE_DIR, "Bidirectional"),
+    ("virt-private-dir", pod_paths.VIRT_PRIVATE_DIR, pod_paths.VIRT_PRIVATE_DIR, None),
     ("kubelet-pods", f"{KUBELET_ROOT}/pods", "/pods", None),
     ("kubelet", KUBELET_ROOT, KUBELET_ROOT, "Bidirectional"),
     ("node-labeller", "/var/lib/kubevirt-node-labeller", "/var/lib/kubevirt-node-labeller", None),

@@ -12,13 +12,15 @@ from typing import Any
 from kubevirt.virtctl.diagnose.findings import Findings
 from kubevirt.virtctl.diagnose.reader import UnseenError
 from kubevirt.virtctl.diagnose.verdict import Link, Status
+from kubevirt_api.core.v1 import VirtualMachineInstancePhase
 
 __all__ = ["NAME", "check_launcher", "launcher_state_path"]
 
 NAME = "launcher"
 SUBRESOURCE = "launcherstate"
 # The phases in which a launcher runs; virt-api only asks the handler about these.
-ACTIVE_PHASES = ("Scheduled", "Running")
+ACTIVE_PHASES = (VirtualMachineInstancePhase.SCHEDULED, VirtualMachineInstancePhase.RUNNING)
+# libvirt domain states (not VMI phases)
 ALIVE_STATES = ("Running", "Blocked", "PMSuspended", "Paused")
 
 
@@ -51,7 +53,7 @@ def _verdict(phase: str, where: str, answer: dict[str, Any]) -> tuple[Status, st
     described = f"{status} ({reason})" if reason else status
     if status not in ALIVE_STATES:
         return Status.BROKEN, f"The domain{where} is {described}; {event}."
-    if phase == "Running" or status != "Running":
+    if phase == VirtualMachineInstancePhase.RUNNING or status != "Running":
         return Status.OK, f"Socket up, domain {described}; {event}."
     return Status.OK, f"Socket up, domain {described} while the VMI is {phase}; {event}."
 

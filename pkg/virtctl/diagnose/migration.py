@@ -13,7 +13,7 @@ from kubevirt.virtctl.diagnose.pods import name_of, newest, unscheduled
 from kubevirt.virtctl.diagnose.reader import UnseenError
 from kubevirt.virtctl.diagnose.verdict import Link, Status
 from kubevirt_api.base import ApiParseError
-from kubevirt_api.core.v1 import VirtualMachineInstanceMigration
+from kubevirt_api.core.v1 import VirtualMachineInstanceMigration, VirtualMachineInstanceMigrationPhase
 from kubevirt_api.core.v1.constants import MIGRATION_JOB_LABEL
 
 __all__ = ["NAME", "check_migration"]
@@ -86,10 +86,10 @@ def check_migration(findings: Findings) -> Link:
     }
     source = (state or {}).get("sourceNode") or findings.node_name
     evidence["sourceNode"] = source
-    if phase == "Failed":
+    if phase == VirtualMachineInstanceMigrationPhase.FAILED:
         reason = (state or {}).get("failureReason") or "no failure reason recorded"
         return Link(NAME, Status.BROKEN, f"Migration {name} failed: {reason}.", evidence)
-    if phase == "Succeeded":
+    if phase == VirtualMachineInstanceMigrationPhase.SUCCEEDED:
         target = (state or {}).get("targetNode")
         onto = f" onto node {target}" if target else ""
         return Link(NAME, Status.OK, f"Migration {name} succeeded{onto}.", evidence)

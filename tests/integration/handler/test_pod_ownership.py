@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.migration import MigrationSource, MigrationTarget
@@ -26,6 +25,7 @@ from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError,
 from kubevirt.virt_handler.pod_sockets import PodSocketError
 from kubevirt.virt_handler.vm_controller import VMController
 from kubevirt_testing.events import RecordedEvents
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.launcher_socket import launcher_socket
 
 pytestmark = [

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from kubevirt.virt_api.app import ConfigFollower, build_context
+from kubevirt.virt_api.app import build_context, follow_config
 from kubevirt.virt_config import ClusterConfig
 
 KUBEVIRT = {
@@ -31,7 +31,7 @@ class FlakyKubeVirts:
 def test_the_follower_survives_an_unexpected_read_failure() -> None:
     ctx = build_context(ClusterConfig())
     state = FlakyKubeVirts()
-    follower = ConfigFollower(ctx, state, "kubevirt")  # type: ignore[arg-type]
+    follower = follow_config(ctx, state, "kubevirt")
 
     async def run() -> None:
         task = asyncio.get_running_loop().create_task(follower.follow(0.01))

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from localcluster.apiserver import ApiServer
 
 from kubevirt.admission.instancetypes import infer_from_volumes
 from kubevirt.client import PERSISTENT_VOLUME_CLAIMS, KubeClient
 from kubevirt.instancetype.infer import InferenceError
-from kubevirt.virt_api.cluster import connect
+from kubevirt.virt_api.cluster import KubernetesClusterState
 
 
 def _vm(claim: str) -> dict[str, Any]:
@@ -29,9 +28,7 @@ def _vm(claim: str) -> dict[str, Any]:
     }
 
 
-def test_the_pvcs_labels_name_the_instancetype(
-    apiserver: ApiServer, kube: KubeClient, namespace: str
-) -> None:
+def test_the_pvcs_labels_name_the_instancetype(kube: KubeClient, namespace: str) -> None:
     kube.create(
         PERSISTENT_VOLUME_CLAIMS,
         namespace,
@@ -46,7 +43,7 @@ def test_the_pvcs_labels_name_the_instancetype(
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
         },
     )
-    state = connect(str(apiserver.kubeconfig))
+    state = KubernetesClusterState(kube)
     vm = _vm("fedora-disk")
     infer_from_volumes(vm, state, namespace)
     assert vm["spec"]["instancetype"] == {"name": "u1.medium", "kind": "VirtualMachineClusterInstancetype"}

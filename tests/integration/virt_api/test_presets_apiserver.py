@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,19 @@ def preset_lists(kube: KubeClient) -> int:
     return counts[("LIST", "virtualmachineinstancepresets")]
 
 
+PRESET_WATCHES = re.compile(
+    r'^apiserver_longrunning_requests\{[^}]*resource="virtualmachineinstancepresets"[^}]*verb="WATCH"[^}]*\}'
+    r" (?P<value>\S+)$",
+    re.MULTILINE,
+)
+
+
+def preset_watches(kube: KubeClient) -> int:
+    """How many watches of presets the API server is serving now."""
+    text = kube.request("GET", "/metrics").decode()
+    return sum(int(float(match["value"])) for match in PRESET_WATCHES.finditer(text))
+
+
 def mutating_hook(namespace: str, port: int, ca_pem: bytes) -> JSON:
     """virt-api's VMI mutating webhook, reached at ``127.0.0.1:port`` and only for ``namespace``."""
     configuration = mutating_webhook_configuration(namespace, ca_pem)
@@ -88,11 +102,13 @@ def served(apiserver: Any, kube: KubeClient, namespace: str, tmp_path: Path) -> 
         namespace=namespace,
         handler_namespace=namespace,
     )
-    lists_before = preset_lists(kube)
+    watches_before = preset_watches(kube)
     with virt_api_running(options):
         eventually(lambda: serving(port), timeout=20, interval=0.1)
-        # No review has been sent yet: a LIST that appears is the informer's.
-        eventually(lambda: preset_lists(kube) > lists_before, timeout=20, interval=0.1)
+        # Once the informer watches, its list has landed. A LIST alone is not enough: the API server may
+        # refuse the first (429) while it readies the presets' storage, and the informer lists again after
+        # a backoff, in the middle of the reviews counted below.
+        eventually(lambda: preset_watches(kube) > watches_before, timeout=20, interval=0.1)
         hook = kube.create(MUTATING_WEBHOOKS, None, mutating_hook(namespace, port, cert_file.read_bytes()))
         try:
             yield VirtApi(port, namespace)

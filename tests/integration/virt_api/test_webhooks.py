@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kubevirt.admission import jsonpatch
-from kubevirt.admission.limits import MAX_NESTING_DEPTH, MAX_OBJECT_BYTES
+from kubevirt.input_limits import MAX_NESTING_DEPTH, MAX_OBJECT_BYTES
 from kubevirt.virt_api.webhooks.routes import VM_MUTATE, VMI_MUTATE, VMI_VALIDATE_CREATE
 from kubevirt.virt_api.webhooks.server import DEFAULT_MAX_BODY_BYTES
 

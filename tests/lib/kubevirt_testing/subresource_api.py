@@ -17,7 +17,6 @@ from typing import Any
 from aiohttp import web
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
 from kubevirt.virt_api.rest.handler import HandlerLocator
@@ -26,6 +25,7 @@ from kubevirt.virt_api.rest.portforward import PortForwarder
 from kubevirt.virt_api.rest.server import SubresourceAPI, authorizing_middleware
 from kubevirt.virt_api.rest.vmi_operations import VMIOperations
 from kubevirt.virt_api.webhooks.server import WebhookServer
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 JSON = dict[str, Any]
 NAMESPACE = "ns"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kubevirt.client import EVENTS, ApiError, EventRecorder
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt_api.core.v1 import VirtualMachine
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 VM = {
     "apiVersion": "kubevirt.io/v1",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubevirt.client import PODS, AlreadyExistsError, ConflictError, InvalidError, NotFoundError
-from kubevirt.client.fake import FakeKubeApi
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 
 def pod(name: str, **labels: str) -> dict[str, object]:

@@ -133,6 +133,15 @@ def test_a_write_cut_off_midway_is_not_repeated_and_reads_give_up_after_five_tri
     assert len(pool.requests) == 5
 
 
+def test_a_request_that_must_not_wait_is_sent_once_with_its_own_timeout() -> None:
+    refused = NewConnectionError(None, "connection refused")
+    pool = FakePool(refused, FakeResponse(200, {"items": []}))
+    with pytest.raises(ConnectionFailedError, match="connection refused"):
+        client(pool).request("GET", PODS.path("ns"), timeout=3.0, retry=False)
+    assert len(pool.requests) == 1
+    assert pool.requests[0]["timeout"].read_timeout == 3.0
+
+
 def test_watch_events_are_read_across_chunk_boundaries() -> None:
     lines = b'{"type":"ADDED","object":{"a":1}}\n{"type":"BOOK' + b'MARK","object":{"b":2}}\n'
     response = FakeResponse(200, chunks=[lines[:20], lines[20:45], lines[45:]])

@@ -15,9 +15,9 @@ import urllib3
 
 from kubevirt.client import LEASES, ApiError, KubeApi, KubeClient
 from kubevirt.client.connection import Connection
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.client.resources import Resource
 from kubevirt.controller import LeaderElector
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 JSON = dict[str, Any]
 TIMINGS = {"lease_duration": 0.6, "renew_deadline": 0.4, "retry_period": 0.1}

@@ -9,7 +9,8 @@ import pytest
 
 from kubevirt.virt_launcher.virtwrap.api import Domain
 from kubevirt.virt_launcher.virtwrap.converter import ConversionError, ConverterContext, convert_vmi_to_domain
-from kubevirt.virtctl.render import default_vmi, options_from_flags
+from kubevirt.virtctl.offline_vmi import default_vmi
+from kubevirt.virtctl.render import options_from_flags
 from kubevirt_api.core.v1 import TopologyHints, VirtualMachineInstance
 
 BASE: dict[str, Any] = {

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from kubevirt.virt_launcher.virtwrap.api import Domain
 from kubevirt.virt_launcher.virtwrap.converter import ConversionError, ConverterContext, convert_vmi_to_domain
-from kubevirt.virtctl.render import RenderError, RenderOptions, render_domain
+from kubevirt.virtctl.manifests import RenderOptions
+from kubevirt.virtctl.offline_vmi import RenderError
+from kubevirt.virtctl.render import render_domain
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1 import VirtualMachineInstance
 

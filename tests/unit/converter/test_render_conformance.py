@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kubevirt.virt_launcher.virtwrap.converter import ConversionError
-from kubevirt.virtctl.render import RenderError, options_from_flags, render_domain
+from kubevirt.virtctl.offline_vmi import RenderError
+from kubevirt.virtctl.render import options_from_flags, render_domain
 from kubevirt_testing.domain_equivalence import domain_differences
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi"

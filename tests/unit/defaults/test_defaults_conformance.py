@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubevirt.virtctl.render import default_vmi, options_from_flags
+from kubevirt.virtctl.offline_vmi import default_vmi
+from kubevirt.virtctl.render import options_from_flags
 
 VALID = Path(__file__).resolve().parents[2] / "testdata" / "conformance" / "vmi" / "valid"
 CASES = sorted(case for case in VALID.glob("*.json") if case.name.count(".") == 1)

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from kubevirt.client import ApiError
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_api.rest.authorizer import (
     Authorizer,
     ReviewNotPossibleError,
@@ -16,6 +15,7 @@ from kubevirt.virt_api.rest.authorizer import (
     resource_attributes,
 )
 from kubevirt.virt_api.rest.front_proxy import CONFIG_MAPS, FrontProxyConfigError, read_front_proxy_trust
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 USER = [("X-Remote-User", "alice"), ("X-Remote-Group", "devs"), ("X-Remote-Group", "system:authenticated")]
 

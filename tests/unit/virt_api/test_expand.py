@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from kubevirt.client import VIRTUAL_MACHINES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.client.resources import (
     CONTROLLER_REVISIONS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
@@ -17,6 +16,7 @@ from kubevirt.client.resources import (
 from kubevirt.instancetype.revision import build_revision
 from kubevirt.virt_api.rest.expand import VMExpander
 from kubevirt.virt_api.rest.status import StatusError
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 NS = "ns"
 GROUP = "instancetype.kubevirt.io/v1beta1"

@@ -7,10 +7,10 @@ import datetime
 from pathlib import Path
 
 from kubevirt.client import CONFIG_MAPS
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.service.tls import read_ca_bundle
 from kubevirt.virt_api.rest.wiring import HandlerTLS
 from kubevirt.virt_operator.certificates import new_ca
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 NOW = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 

@@ -14,10 +14,10 @@ from kubevirt.client import (
     ApiError,
     InvalidError,
 )
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_api.rest.bodies import Options
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
 from kubevirt.virt_api.rest.status import StatusError
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 NS = "ns"
 

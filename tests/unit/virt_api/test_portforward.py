@@ -13,9 +13,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_api.rest.portforward import PortForwarder, dial
 from kubevirt.virt_api.rest.status import StatusError
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 JSON = dict[str, Any]
 BASE = "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}"

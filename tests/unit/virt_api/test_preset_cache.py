@@ -5,12 +5,13 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from kubernetes import client
 
+from kubevirt.client import KubeClient
 from kubevirt.client.errors import ConnectionFailedError
 from kubevirt.virt_api.cluster import KubernetesClusterState
 from kubevirt.virt_api.presets import PresetCache
@@ -35,18 +36,22 @@ def names(presets: list[JSON] | None) -> list[str] | None:
 
 
 class ServerLists:
-    """Stands in for the custom-objects API: answers preset LISTs and counts them."""
+    """Stands in for virt-api's client: answers preset LISTs and counts them."""
+
+    PATH = re.compile(r"/apis/kubevirt\.io/v1/namespaces/([^/]+)/virtualmachineinstancepresets")
 
     def __init__(self, items: list[JSON]) -> None:
         self.items = items
         self.calls: list[str] = []
 
-    def list_namespaced_custom_object(
-        self, group: str, version: str, namespace: str, plural: str, **_: Any
-    ) -> JSON:
-        assert (group, version, plural) == ("kubevirt.io", "v1", "virtualmachineinstancepresets")
+    def request(self, method: str, path: str, **_: Any) -> bytes:
+        found = self.PATH.fullmatch(path)
+        assert method == "GET"
+        assert found is not None, path
+        namespace = found.group(1)
         self.calls.append(namespace)
-        return {"items": [item for item in self.items if item["metadata"]["namespace"] == namespace]}
+        items = [item for item in self.items if item["metadata"]["namespace"] == namespace]
+        return json.dumps({"items": items}).encode()
 
 
 @pytest.fixture
@@ -61,12 +66,8 @@ def cache(source: FakeListWatcher) -> Iterator[PresetCache]:
     presets.stop()
 
 
-def state_with(
-    cache: PresetCache, server: ServerLists, monkeypatch: pytest.MonkeyPatch
-) -> KubernetesClusterState:
-    state = KubernetesClusterState(client.ApiClient(client.Configuration()), cache)
-    monkeypatch.setattr(state, "_custom", server)
-    return state
+def state_with(cache: PresetCache, server: ServerLists) -> KubernetesClusterState:
+    return KubernetesClusterState(cast(KubeClient, server), cache)
 
 
 def test_the_cache_lists_every_namespace_once_and_follows_the_watch(
@@ -99,10 +100,10 @@ def test_the_cache_lists_every_namespace_once_and_follows_the_watch(
 
 
 def test_reviews_list_from_the_server_until_the_cache_has_synced_then_never(
-    source: FakeListWatcher, cache: PresetCache, monkeypatch: pytest.MonkeyPatch
+    source: FakeListWatcher, cache: PresetCache
 ) -> None:
     server = ServerLists([preset("small")])
-    state = state_with(cache, server, monkeypatch)
+    state = state_with(cache, server)
     # The informer's first list fails (the API server is down): reviews still see the stored presets.
     source.lists.put(ConnectionFailedError("GET presets: refused"))
     cache.start()
@@ -130,10 +131,10 @@ def mutate(state: KubernetesClusterState, labels: dict[str, str]) -> JSON:
 
 
 def test_the_mutating_webhook_applies_a_preset_the_watch_brought_and_leaves_the_cache_unchanged(
-    source: FakeListWatcher, cache: PresetCache, monkeypatch: pytest.MonkeyPatch
+    source: FakeListWatcher, cache: PresetCache
 ) -> None:
     server = ServerLists([])
-    state = state_with(cache, server, monkeypatch)
+    state = state_with(cache, server)
     source.lists.put(([], "30"))
     cache.start()
     eventually(cache.has_synced, timeout=5)

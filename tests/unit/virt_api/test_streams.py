@@ -11,10 +11,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_api.rest.handler import HandlerLocator
 from kubevirt.virt_api.rest.status import StatusError
 from kubevirt.virt_api.rest.streams import StreamRelay, check_console, check_vnc, preserve_session
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 
 def vmi(phase: str, **devices: Any) -> dict[str, Any]:

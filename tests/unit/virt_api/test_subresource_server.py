@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from yarl import URL
 
 from kubevirt.client import VIRTUAL_MACHINES
-from kubevirt.client.fake import FakeKubeApi
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.subresource_api import (
     BASE,
     NAMESPACE,

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_api.rest.bodies import Options
 from kubevirt.virt_api.rest.handler import HandlerCallError, HandlerLocator
 from kubevirt.virt_api.rest.status import StatusError
 from kubevirt.virt_api.rest.vmi_operations import GuestAgentReadError, VMIOperations
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 NS, KUBEVIRT_NS = "ns", "kubevirt"
 

@@ -67,25 +67,19 @@ def test_the_instancetype_reference_policy() -> None:
 
 def test_the_follower_keeps_the_last_valid_configuration() -> None:
     published: list[ClusterConfig] = []
-    current = ClusterConfig()
     lister = Lister(
         kubevirt_cr({"developerConfiguration": {"featureGates": ["Snapshot"]}}),
         kubevirt_cr({"vmRolloutStrategy": "Sometimes"}),
         kubevirt_cr({"vmRolloutStrategy": "Stage"}),
     )
-
-    def publish(config: ClusterConfig) -> None:
-        nonlocal current
-        current = config
-        published.append(config)
-
-    follower = ConfigFollower(lister, "kubevirt", current=lambda: current, publish=publish)
+    follower = ConfigFollower("kubevirt", lister=lister)
+    follower.on_change(lambda: published.append(follower.current()))
     assert follower.refresh()
-    assert current.enabled("Snapshot")
+    assert follower.current().enabled("Snapshot")
     assert not follower.refresh()  # invalid: the Snapshot configuration stays
-    assert current.enabled("Snapshot")
+    assert follower.current().enabled("Snapshot")
     assert follower.refresh()
-    assert current.rollout_strategy == "Stage"
+    assert follower.current().rollout_strategy == "Stage"
     assert len(published) == 2
 
 

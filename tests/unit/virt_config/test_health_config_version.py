@@ -18,19 +18,18 @@ def kubevirt(resource_version: str, gates: list[str], **config: Any) -> dict[str
 
 def follower() -> tuple[ConfigFollower, list[ClusterConfig]]:
     published: list[ClusterConfig] = [ClusterConfig()]
-    return (
-        ConfigFollower(None, "kubevirt", current=lambda: published[-1], publish=published.append),
-        published,
-    )
+    follow = ConfigFollower("kubevirt")
+    follow.on_change(lambda: published.append(follow.current()))
+    return follow, published
 
 
 def test_the_version_of_each_valid_cr_is_in_force_even_when_the_configuration_is_unchanged() -> None:
     follow, published = follower()
-    assert follow.resource_version == ""
+    assert follow.resource_version() == ""
     assert follow.observe(kubevirt("10", ["Snapshot"])) is True
-    assert follow.resource_version == "10"
+    assert follow.resource_version() == "10"
     assert follow.observe(kubevirt("11", ["Snapshot"])) is False  # e.g. only the status changed
-    assert follow.resource_version == "11"
+    assert follow.resource_version() == "11"
     assert len(published) == 2
 
 
@@ -38,7 +37,7 @@ def test_an_invalid_cr_keeps_the_last_valid_version() -> None:
     follow, _ = follower()
     follow.observe(kubevirt("10", ["Snapshot"]))
     assert follow.observe(kubevirt("12", [], obsoleteCPUModels=["EPYC"])) is False
-    assert follow.resource_version == "10"
+    assert follow.resource_version() == "10"
 
 
 def test_healthz_reports_the_version_and_remembers_the_api_server_version() -> None:

@@ -30,7 +30,6 @@ from kubevirt.client import (
     NotFoundError,
     Resource,
 )
-from kubevirt.client.fake import apply_json_patch, apply_merge_patch
 from kubevirt.client.resources import (
     CONTROLLER_REVISIONS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
@@ -47,6 +46,7 @@ from kubevirt_api.instancetype.v1beta1 import (
     VirtualMachinePreference,
 )
 from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
+from kubevirt_testing.fake_kube_api import apply_json_patch, apply_merge_patch
 
 JSON = dict[str, Any]
 T = TypeVar("T")

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from kubevirt.client import ConflictError
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.client.resources import (
     VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
     VIRTUAL_MACHINE_SNAPSHOTS,
@@ -20,6 +19,7 @@ from kubevirt.virt_controller.watch.notactedon import (
     Report,
     Unhandled,
 )
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 JSON = dict[str, Any]
 

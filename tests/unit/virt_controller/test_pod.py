@@ -9,13 +9,8 @@ from typing import Any
 
 import pytest
 
-from kubevirt.virt_config import ClusterConfig
-from kubevirt.virt_controller.services import (
-    LauncherSettings,
-    TemplateError,
-    TemplateParameters,
-    render_launcher_pod,
-)
+from kubevirt.virt_config import ClusterConfig, LauncherSettings
+from kubevirt.virt_controller.services import TemplateError, TemplateParameters, render_launcher_pod
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
 PARAMS = TemplateParameters(launcher_image="launcher:1")
@@ -39,8 +34,11 @@ def filesystem_pvc(name: str) -> Mapping[str, Any]:
     return {"spec": {"accessModes": ["ReadWriteMany"], "volumeMode": "Filesystem"}}
 
 
-def render(subject: VirtualMachineInstance, **kwargs: Any) -> dict[str, Any]:
-    return render_launcher_pod(subject, ClusterConfig(), PARAMS, filesystem_pvc, **kwargs)
+def render(
+    subject: VirtualMachineInstance, *, settings: LauncherSettings | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    cluster = ClusterConfig(launcher=settings or LauncherSettings())
+    return render_launcher_pod(subject, cluster, PARAMS, filesystem_pvc, **kwargs)
 
 
 def compute(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -258,7 +256,7 @@ def test_settings_from_a_kubevirt_cr() -> None:
             }
         }
     }
-    settings = LauncherSettings.from_kubevirt(kubevirt)
+    settings = ClusterConfig.from_kubevirt(kubevirt).launcher
     assert settings == LauncherSettings(
         use_emulation=True,
         cpu_allocation_ratio=4,
@@ -270,7 +268,7 @@ def test_settings_from_a_kubevirt_cr() -> None:
         additional_guest_memory_overhead_ratio="1.2",
         serial_console_log_disabled=True,
     )
-    assert LauncherSettings.from_kubevirt({}) == LauncherSettings()
+    assert ClusterConfig.from_kubevirt({}).launcher == LauncherSettings()
     pod = render(vmi(), settings=settings)
     assert [c["name"] for c in pod["spec"].get("initContainers", [])] == []
     assert pod["spec"]["nodeSelector"]["pool"] == "vms"

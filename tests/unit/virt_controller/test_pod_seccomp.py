@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubevirt.virt_config import ClusterConfig
-from kubevirt.virt_controller.services import LauncherSettings, TemplateParameters, render_launcher_pod
+from kubevirt.virt_config import ClusterConfig, LauncherSettings
+from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
 PARAMS = TemplateParameters(launcher_image="launcher:1")
@@ -33,8 +33,8 @@ def _custom(profile: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pod_context(kubevirt: dict[str, Any], *, root: bool = False) -> dict[str, Any]:
-    settings = LauncherSettings.from_kubevirt(kubevirt)
-    pod = render_launcher_pod(_vmi(root=root), ClusterConfig(), PARAMS, lambda _name: None, settings=settings)
+    cluster = ClusterConfig.from_kubevirt(kubevirt)
+    pod = render_launcher_pod(_vmi(root=root), cluster, PARAMS, lambda _name: None)
     context: dict[str, Any] = pod["spec"]["securityContext"]
     return context
 

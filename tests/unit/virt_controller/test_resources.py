@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubevirt.virt_controller.services import LauncherSettings, memory_overhead
+from kubevirt.virt_config import LauncherSettings
+from kubevirt.virt_controller.services import memory_overhead
 from kubevirt.virt_controller.services.resources import ResourceRequirements, compute_resources
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.resource import Quantity

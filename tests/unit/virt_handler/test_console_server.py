@@ -18,7 +18,6 @@ import pytest
 import urllib3
 
 from kubevirt.client import CONFIG_MAPS
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.handler_launcher_com.cmd.client import CommandFailedError
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_handler.private_sockets import UnsafeSocketError, connect_private_socket, private_dir
@@ -26,6 +25,7 @@ from kubevirt.virt_handler.rest.lifecycle import LauncherLocator
 from kubevirt.virt_handler.rest.peer import CLIENT_COMMON_NAME, PeerRefusedError, check_client_certificate
 from kubevirt.virt_handler.rest.server import ClientCAFollower, ConsoleServer, ServerThread
 from kubevirt_testing.certificates import CertificateAuthority, KeyPair, write_pair
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.unix_echo import EchoServer, bind_unix
 
 pytestmark = pytest.mark.timeout(60)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from kubevirt.client import NODES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_handler.ksm import KsmHandler, KsmState, Tuning, next_state, tuning_from_annotations
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 NODE = "node01"
 GIB_KB = 1024 * 1024

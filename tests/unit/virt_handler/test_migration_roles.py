@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.migration import MigrationSource, MigrationTarget
 from kubevirt.virt_handler.migration_proxy import ProxyManager
 from kubevirt.virt_handler.vm_controller import VMController
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.launcher_socket import launcher_socket
 
 JSON = dict[str, Any]

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from kubevirt.client import NODES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import SharedInformerFactory
 from kubevirt.virt_config import ClusterConfig
-from kubevirt.virt_handler.config import HandlerConfig
+from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_handler.node_labeller import capabilities, labels
 from kubevirt.virt_handler.node_labeller.capabilities import CapabilitiesError, HostCapabilities
 from kubevirt.virt_handler.node_labeller.host import realtime_capable
 from kubevirt.virt_handler.node_labeller.labeller import NodeLabeller, labels_patch
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 TESTDATA = Path(__file__).parent / "testdata" / "node_labeller"
 NODE = "node01"
@@ -191,7 +191,7 @@ def test_the_patch_tests_the_labels_it_read() -> None:
 
 
 def test_a_new_cluster_configuration_relabels_the_node() -> None:
-    config = HandlerConfig(SharedInformerFactory(FakeKubeApi()))
+    config = ConfigFollower.from_informer(SharedInformerFactory(FakeKubeApi()), None)
     changes: list[str] = []
     config.on_change(lambda: changes.append("changed"))
     assert config.current().obsolete_cpu_models is None

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 import structlog.testing
 
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import SharedInformerFactory
 from kubevirt.virt_config import KUBEVIRT_SECCOMP_PROFILE_GATE, ClusterConfig
-from kubevirt.virt_handler.config import HandlerConfig
+from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_handler.seccomp import (
     LOCALHOST_PROFILE,
     ProfileInstaller,
@@ -24,6 +23,7 @@ from kubevirt.virt_handler.seccomp import (
     profile_bytes,
     profile_path,
 )
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 # sha256 of what KubeVirt v1.6.6's virt-handler writes (json.Marshal of its profile, built for amd64).
 KUBEVIRT_V1_6_6_PROFILE_SHA256 = "70ff6b3b29a66c2fc56a9938c14fbb8fa16c0a25b85ecaed49d61e4a9f458fb6"
@@ -152,7 +152,7 @@ def test_an_installation_that_fails_is_logged_not_raised(tmp_path: Path) -> None
 
 
 def test_the_handlers_configuration_installs_once_the_gate_is_on(tmp_path: Path) -> None:
-    config = HandlerConfig(SharedInformerFactory(FakeKubeApi()))
+    config = ConfigFollower.from_informer(SharedInformerFactory(FakeKubeApi()), None)
     config.on_change(ProfileInstaller(tmp_path, config.current).config_changed)
 
     def kubevirt(*gates: str) -> dict[str, Any]:

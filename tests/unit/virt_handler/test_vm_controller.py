@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from kubevirt.client import NODES, VIRTUAL_MACHINE_INSTANCES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.handler_launcher_com.cmd.client import CommandFailedError
 from kubevirt.network.cache import PodIfaceCache
@@ -23,6 +22,7 @@ from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launc
 from kubevirt.virt_handler.network import CONFIG_INVALID_REASON, HandlerNetwork, NetworkSetupError
 from kubevirt.virt_handler.vm_controller import SYNC_FAILED_REASON, Network, VMController
 from kubevirt_testing.events import RecordedEvents
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.launcher_socket import launcher_socket
 
 NODE = "node01"

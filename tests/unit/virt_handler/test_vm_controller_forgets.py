@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.vm_controller import VMController
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.launcher_socket import launcher_socket
 
 NODE, OTHER_NODE = "node01", "node02"

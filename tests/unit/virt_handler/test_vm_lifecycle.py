@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.handler_launcher_com.cmd.client import LauncherDisconnectedError
 from kubevirt.virt_handler import shutdown
@@ -24,6 +23,7 @@ from kubevirt.virt_handler.launcher_sockets import is_marked_unresponsive, mark_
 from kubevirt.virt_handler.orphans import OrphanSweeper
 from kubevirt.virt_handler.vm_controller import LAUNCHER_START_TIMEOUT_SECONDS, VMController
 from kubevirt.virt_handler.watchdog import LauncherWatchdog, SocketWatchdog, socket_answers
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.launcher_socket import launcher_socket
 
 NODE = "node01"

@@ -13,8 +13,9 @@ from kubevirt.controller import RequeueAfter, Store
 from kubevirt.virt_handler import migratable, status_conditions
 from kubevirt.virt_handler import status as vmi_status
 from kubevirt.virt_handler.domain_events import DomainEventLog
+from kubevirt.virt_handler.migratable import MigratabilityFacts
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator, LifecycleHandler
-from kubevirt.virt_handler.status import NodeFacts, libvirt_quantity
+from kubevirt.virt_handler.status import libvirt_quantity
 from kubevirt.virt_handler.vm_controller import RUNNING_RESYNC_SECONDS
 from kubevirt_testing.events import RecordedEvents
 
@@ -76,11 +77,11 @@ def _masquerade_vmi() -> JSON:
     return vmi
 
 
-def _harness(pods_dir: Path, vmi: JSON, domain: JSON, facts: NodeFacts | None = None) -> Harness:
+def _harness(pods_dir: Path, vmi: JSON, domain: JSON, facts: MigratabilityFacts | None = None) -> Harness:
     harness = Harness(pods_dir, vmi)
     harness.launcher = DomainLauncher(domain)
     if facts is not None:
-        harness.controller._node_facts = facts
+        harness.controller._migratability_facts = facts
     return harness
 
 
@@ -164,9 +165,9 @@ def test_a_failed_sync_is_a_sync_failed_event(pods_dir: Path) -> None:
     assert not [e for e in harness.events.seen if e[1] == "Created"]
 
 
-def _live(vmi: JSON, facts: NodeFacts | None = None) -> tuple[JSON, JSON, str]:
+def _live(vmi: JSON, facts: MigratabilityFacts | None = None) -> tuple[JSON, JSON, str]:
     vmi.setdefault("status", {})
-    migratable.update_live_migratable(vmi["status"], vmi, facts or NodeFacts())
+    migratable.update_live_migratable(vmi["status"], vmi, facts or MigratabilityFacts())
     live = _condition(vmi, "LiveMigratable")
     storage = _condition(vmi, "StorageLiveMigratable")
     assert live is not None
@@ -222,7 +223,7 @@ def test_host_model_needs_a_host_model_on_the_node() -> None:
         "CPUModeLiveMigratable",
         f'the node "{NODE}" does not allow migration with host-model',
     )
-    live, _, _ = _live(vmi, NodeFacts(host_cpu_model="Skylake-Client-IBRS"))
+    live, _, _ = _live(vmi, MigratabilityFacts(host_cpu_model="Skylake-Client-IBRS"))
     assert live["status"] == "True"
 
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from kubevirt.client import KUBEVIRTS, VIRTUAL_MACHINE_INSTANCES, Resource
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DAEMON_SETS, DEPLOYMENTS
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.virt_operator import conditions
 from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
 from kubevirt.virt_operator.resources import MANAGED
 from kubevirt_api.core.v1.kubevirt import KubeVirt
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 JSON = dict[str, Any]
 NS = "kubevirt"

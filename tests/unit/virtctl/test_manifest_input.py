@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubevirt.admission.limits import MAX_NESTING_DEPTH, MAX_OBJECT_BYTES
+from kubevirt.input_limits import MAX_NESTING_DEPTH, MAX_OBJECT_BYTES
 from kubevirt.virtctl.manifests import EXIT_UNREADABLE, parse_manifest
 from kubevirt.virtctl.root import root
 

@@ -3,15 +3,14 @@ memory balloon, rng, watchdog, sound, TPM, vsock, panic, USB redirection and vir
 
 from __future__ import annotations
 
+from kubevirt import pod_paths
+
 from .. import api
 from .conversion import Conversion
 from .errors import ConversionError
 
 GUEST_AGENT_CHANNEL = "org.qemu.guest_agent.0"
 DOWNWARD_METRICS_CHANNEL = "org.github.vhostmd.1"
-DOWNWARD_METRICS_SOCKET = "/var/run/kubevirt-private/downwardmetrics-channel/downwardmetrics.sock"
-VIRTIOFS_SOCKET_DIR = "/var/run/kubevirt/virtiofs-containers"
-PRIVATE_DIR = "/var/run/kubevirt-private"
 USB_REDIRECT_DEVICES = 4
 VGA_VRAM_KIB = 16384
 
@@ -46,7 +45,7 @@ def configure_channels(c: Conversion) -> None:
         channels.append(
             api.Channel(
                 type="unix",
-                source=api.ChannelSource(mode="bind", path=DOWNWARD_METRICS_SOCKET),
+                source=api.ChannelSource(mode="bind", path=pod_paths.DOWNWARD_METRICS_SOCKET),
                 target=api.ChannelTarget(name=DOWNWARD_METRICS_CHANNEL, type="virtio"),
             )
         )
@@ -56,7 +55,7 @@ def configure_serial_console(c: Conversion) -> None:
     devices = c.vmi.spec.domain.devices
     if devices.autoattach_serial_console is False:
         return
-    socket = f"{PRIVATE_DIR}/{c.uid}/virt-serial0"
+    socket = f"{pod_paths.vmi_private_dir(c.uid)}/{pod_paths.SERIAL_SOCKET}"
     serial = api.Serial(
         type="unix", target=api.SerialTarget(port=0), source=api.SerialSource(mode="bind", path=socket)
     )
@@ -85,7 +84,10 @@ def configure_graphics(c: Conversion) -> None:
     c.domain.devices.video.append(api.Video(model=model))
     c.domain.devices.graphics.append(
         api.Graphics(
-            type="vnc", listen=api.GraphicsListen(type="socket", socket=f"{PRIVATE_DIR}/{c.uid}/virt-vnc")
+            type="vnc",
+            listen=api.GraphicsListen(
+                type="socket", socket=f"{pod_paths.vmi_private_dir(c.uid)}/{pod_paths.VNC_SOCKET}"
+            ),
         )
     )
 
@@ -198,7 +200,9 @@ def configure_usb_redirection(c: Conversion) -> None:
     if c.vmi.spec.domain.devices.client_passthrough is None:
         return
     for i in range(USB_REDIRECT_DEVICES):
-        source = api.RedirectedDeviceSource(mode="bind", path=f"{PRIVATE_DIR}/{c.uid}/virt-usbredir-{i}")
+        source = api.RedirectedDeviceSource(
+            mode="bind", path=f"{pod_paths.vmi_private_dir(c.uid)}/{pod_paths.USB_REDIRECT_SOCKET_PREFIX}{i}"
+        )
         c.domain.devices.redirs.append(api.RedirectedDevice(type="unix", bus="usb", source=source))
 
 
@@ -210,7 +214,9 @@ def configure_filesystems(c: Conversion) -> None:
                 type="mount",
                 access_mode="passthrough",
                 driver=api.FilesystemDriver(type="virtiofs", queue="1024"),
-                source=api.FilesystemSource(dir="", socket=f"{VIRTIOFS_SOCKET_DIR}/{share.name}.sock"),
+                source=api.FilesystemSource(
+                    dir="", socket=f"{pod_paths.VIRTIOFS_CONTAINERS_DIR}/{share.name}.sock"
+                ),
                 target=api.FilesystemTarget(dir=share.name),
             )
         )

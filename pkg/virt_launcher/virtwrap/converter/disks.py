@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import re
 
+from kubevirt import pod_paths
 from kubevirt_api.core.v1 import Disk, Volume
 
 from .. import api
 from .conversion import Conversion, join_base, resource_quantity
 from .errors import ConversionError
 
-CONTAINER_DISK_DIR = "/var/run/kubevirt/container-disks"
-EPHEMERAL_DISK_DIR = "/var/run/kubevirt-ephemeral-disks/disk-data"
-CLOUD_INIT_DIR = "/var/run/kubevirt-ephemeral-disks/cloud-init-data"
-PVC_DISK_DIR = "/var/run/kubevirt-private/vmi-disks"
-EMPTY_DISK_DIR = "/var/run/libvirt/empty-disks"
-PRIVATE_DIR = "/var/run/kubevirt-private"
-PR_HELPER_SOCKET = "/var/run/kubevirt/daemons/pr/pr-helper.sock"
-DOWNWARD_METRICS_DISK = "/var/run/kubevirt-private/downwardapi-disks/vhostmd0"
+_PRIVATE = pod_paths.VIRT_PRIVATE_DIR
 ERROR_POLICIES = frozenset({"stop", "ignore", "report", "enospace"})
 _BUS_PREFIX = {"virtio": "vd", "sata": "sd", "scsi": "sd", "usb": "sd"}  # any other bus: no prefix
 # KubeVirt's pattern, whose unescaped dot accepts any separator before the function
@@ -121,7 +115,8 @@ def _convert_disk(
             out.readonly = api.ReadOnly()
         if disk.lun.reservation:
             out.source.reservations = api.Reservations(
-                managed="no", source=api.SourceReservations(type="unix", path=PR_HELPER_SOCKET, mode="client")
+                managed="no",
+                source=api.SourceReservations(type="unix", path=pod_paths.PR_HELPER_SOCKET, mode="client"),
             )
     else:
         cdrom = disk.cdrom
@@ -184,52 +179,52 @@ def _set_source(
         disk.backing_store = api.BackingStore(
             type="file",
             format=api.BackingStoreFormat(type=image_format),
-            source=api.DiskSource(file=f"{CONTAINER_DISK_DIR}/disk_{volume_index}.img"),
+            source=api.DiskSource(file=f"{pod_paths.CONTAINER_DISK_DIR}/disk_{volume_index}.img"),
         )
     elif volume.cloud_init_no_cloud is not None or volume.cloud_init_config_drive is not None:
         iso = "noCloud.iso" if volume.cloud_init_no_cloud is not None else "configdrive.iso"
-        _raw_file(disk, driver, f"{CLOUD_INIT_DIR}/{c.namespace}/{c.vmi_name}/{iso}")
+        _raw_file(disk, driver, f"{pod_paths.CLOUD_INIT_DATA_DIR}/{c.namespace}/{c.vmi_name}/{iso}")
     elif volume.sysprep is not None:
-        _raw_file(disk, driver, f"{PRIVATE_DIR}/sysprep-disks/{name}.iso")
+        _raw_file(disk, driver, f"{_PRIVATE}/{pod_paths.SYSPREP_DISKS}/{name}.iso")
     elif volume.host_disk is not None:
-        _raw_file(disk, driver, join_base(f"{PVC_DISK_DIR}/{name}", volume.host_disk.path))
+        _raw_file(disk, driver, join_base(f"{pod_paths.VMI_DISKS_DIR}/{name}", volume.host_disk.path))
     elif volume.persistent_volume_claim is not None or volume.data_volume is not None:
         if name in c.context.block_volumes:
             disk.type = "block"
             disk.source.dev = f"/dev/{name}"
             driver.type = "raw"
         else:
-            _raw_file(disk, driver, f"{PVC_DISK_DIR}/{name}/disk.img")
+            _raw_file(disk, driver, f"{pod_paths.VMI_DISKS_DIR}/{name}/disk.img")
         driver.discard = "unmap"
     elif volume.ephemeral is not None:
         _overlay(disk, driver, name)
         if name in c.context.block_volumes:
             backing = api.BackingStore(type="block", source=api.DiskSource(dev=f"/dev/{name}"))
         else:
-            source = api.DiskSource(file=f"{PVC_DISK_DIR}/{name}/disk.img")
+            source = api.DiskSource(file=f"{pod_paths.VMI_DISKS_DIR}/{name}/disk.img")
             backing = api.BackingStore(type="file", source=source)
         backing.format = api.BackingStoreFormat(type="raw")
         disk.backing_store = backing
     elif volume.empty_disk is not None:
         disk.type = "file"
-        disk.source.file = f"{EMPTY_DISK_DIR}/{name}.qcow2"
+        disk.source.file = f"{pod_paths.EMPTY_DISK_DIR}/{name}.qcow2"
         driver.type = "qcow2"
         driver.discard = "unmap"
     elif volume.config_map is not None:
-        _raw_file(disk, driver, f"{PRIVATE_DIR}/config-map-disks/{name}.iso")
+        _raw_file(disk, driver, f"{_PRIVATE}/{pod_paths.CONFIG_MAP_DISKS}/{name}.iso")
     elif volume.secret is not None:
-        _raw_file(disk, driver, f"{PRIVATE_DIR}/secret-disks/{name}.iso")
+        _raw_file(disk, driver, f"{_PRIVATE}/{pod_paths.SECRET_DISKS}/{name}.iso")
     elif volume.downward_api is not None:
-        _raw_file(disk, driver, f"{PRIVATE_DIR}/downwardapi-disks/{name}.iso")
+        _raw_file(disk, driver, f"{_PRIVATE}/{pod_paths.DOWNWARD_API_DISKS}/{name}.iso")
     elif volume.service_account is not None:
-        _raw_file(disk, driver, f"{PRIVATE_DIR}/service-account-disk/service-account.iso")
+        _raw_file(disk, driver, f"{_PRIVATE}/{pod_paths.SERVICE_ACCOUNT_DISK}/service-account.iso")
     elif volume.downward_metrics is not None:
         # The metrics disk is always a read-only virtio file with a plain driver.
         disk.type = "file"
         disk.readonly = api.ReadOnly()
         disk.driver = api.DiskDriver(name="qemu", type="raw")
         disk.model = c.virtio_model
-        disk.source = api.DiskSource(file=DOWNWARD_METRICS_DISK)
+        disk.source = api.DiskSource(file=pod_paths.DOWNWARD_METRICS_DISK)
     else:
         raise ConversionError(field, f"disk {disk_name} references an unsupported source")
 
@@ -243,7 +238,7 @@ def _raw_file(disk: api.Disk, driver: api.DiskDriver, path: str) -> None:
 def _overlay(disk: api.Disk, driver: api.DiskDriver, name: str) -> None:
     """A qcow2 overlay in the pod's ephemeral storage, over a read-only backing image."""
     disk.type = "file"
-    disk.source.file = f"{EPHEMERAL_DISK_DIR}/{name}/disk.qcow2"
+    disk.source.file = f"{pod_paths.DISK_DATA_DIR}/{name}/disk.qcow2"
     driver.type = "qcow2"
     driver.discard = "unmap"
 

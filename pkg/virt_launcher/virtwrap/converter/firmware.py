@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubevirt import pod_paths
 from kubevirt_api.core.v1 import ACPI
 
 from .. import api
@@ -10,11 +11,8 @@ from .errors import ConversionError
 
 ARCH_NAMES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
 DEFAULT_MACHINES = {"amd64": "q35", "arm64": "virt", "ppc64le": "pseries", "s390x": "s390-ccw-virtio"}
-NON_ROOT_NVRAM_DIR = "/var/run/kubevirt-private/libvirt/qemu/nvram"
 ROOT_NVRAM_DIR = "/var/lib/libvirt/qemu/nvram"
-KERNEL_BOOT_DIR = "/var/run/kubevirt/container-disks/kernel-boot"
 BOOT_MENU_TIMEOUT_MS = 10000
-SECRET_SOURCE_DIR = "/var/run/kubevirt-private/secret"
 
 
 def configure_os(c: Conversion) -> None:
@@ -41,16 +39,16 @@ def configure_os(c: Conversion) -> None:
         secure = bootloader.efi.secure_boot is None or bootloader.efi.secure_boot
         code, variables = c.context.efi.paths(secure_boot=secure)
         os.loader = api.Loader(readonly="yes", secure="yes" if secure else "no", type="pflash", path=code)
-        nvram_dir = ROOT_NVRAM_DIR if c.is_root else NON_ROOT_NVRAM_DIR
+        nvram_dir = ROOT_NVRAM_DIR if c.is_root else pod_paths.NON_ROOT_NVRAM_DIR
         os.nvram = api.NVRam(template=variables, path=f"{nvram_dir}/{c.vmi_name}_VARS.fd")
     kernel_boot = firmware.kernel_boot
     if kernel_boot is not None:
         container = kernel_boot.container
         if container is not None and container.image:
             if container.kernel_path:
-                os.kernel = join_base(KERNEL_BOOT_DIR, container.kernel_path)
+                os.kernel = join_base(pod_paths.KERNEL_BOOT_DIR, container.kernel_path)
             if container.initrd_path:
-                os.initrd = join_base(KERNEL_BOOT_DIR, container.initrd_path)
+                os.initrd = join_base(pod_paths.KERNEL_BOOT_DIR, container.initrd_path)
         os.cmdline = kernel_boot.kernel_args or None
     if firmware.acpi is not None:
         os.acpi = _acpi_tables(c, firmware.acpi)
@@ -70,7 +68,9 @@ def _acpi_tables(c: Conversion, acpi: ACPI) -> api.OSACPI:
             raise ConversionError(field, f"Firmware's volume for {table} was not found")
         if volume.secret is None:
             raise ConversionError(field, f"Firmware's volume type is unsupported for {table}")
-        tables.tables.append(api.ACPITable(type=table, path=f"{SECRET_SOURCE_DIR}/{volume_name}/{table}.bin"))
+        tables.tables.append(
+            api.ACPITable(type=table, path=f"{pod_paths.SECRET_SOURCE_DIR}/{volume_name}/{table}.bin")
+        )
     return tables
 
 

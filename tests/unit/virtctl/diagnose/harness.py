@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from kubevirt.client import NODES, PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, ApiError, Resource
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virtctl.diagnose import Link, Status, diagnose
 from kubevirt.virtctl.diagnose.reader import ApiReader
 from kubevirt_testing import vm_chain as chain
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 NS = "ns"
 NAME = "vm1"

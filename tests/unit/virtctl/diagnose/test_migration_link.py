@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCE_MIGRATIONS
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virtctl.diagnose import Status
 from kubevirt_testing import vm_chain as chain
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 from .harness import NAME, NS, WithLauncherState, broken, by_name, launcher_state, scene, walk
 

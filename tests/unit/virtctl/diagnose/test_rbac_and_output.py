@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from kubevirt.client import JSON, ApiError, ConnectionFailedError, ForbiddenError, Resource
-from kubevirt.client.fake import FakeKubeApi
 from kubevirt.virtctl.diagnose import Status
 from kubevirt.virtctl.diagnose import command as command_module
 from kubevirt.virtctl.diagnose.output import as_text
 from kubevirt.virtctl.root import root
 from kubevirt_testing import vm_chain as chain
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 from .harness import NAME, NS, RUNNING_VM_STATUS, broken, by_name, scene, walk
 

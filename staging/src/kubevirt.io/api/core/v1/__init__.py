@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the topic modules whose names this package exports (hack/ge
     from kubevirt_api.core.v1.kubevirt import *  # noqa: F403
     from kubevirt_api.core.v1.migration import *  # noqa: F403
     from kubevirt_api.core.v1.networks import *  # noqa: F403
+    from kubevirt_api.core.v1.phases import *  # noqa: F403
     from kubevirt_api.core.v1.preset import *  # noqa: F403
     from kubevirt_api.core.v1.probes import *  # noqa: F403
     from kubevirt_api.core.v1.replicaset import *  # noqa: F403

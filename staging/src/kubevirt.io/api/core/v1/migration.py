@@ -7,6 +7,11 @@ from typing import Final
 from pydantic import Field
 
 from kubevirt_api.base import ApiModel, Condition, Time, TypeMeta
+from kubevirt_api.core.v1.phases import (
+    FINAL_MIGRATION_PHASES,
+    NOT_RUNNING_MIGRATION_PHASES,
+    VirtualMachineInstanceMigrationPhase,
+)
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceMigrationState
 from kubevirt_api.k8s import meta_v1
 
@@ -15,7 +20,6 @@ __all__ = [
     "VirtualMachineInstanceMigrationCondition",
     "VirtualMachineInstanceMigrationConditionType",
     "VirtualMachineInstanceMigrationList",
-    "VirtualMachineInstanceMigrationPhase",
     "VirtualMachineInstanceMigrationPhaseTransitionTimestamp",
     "VirtualMachineInstanceMigrationSource",
     "VirtualMachineInstanceMigrationSpec",
@@ -29,22 +33,6 @@ class VirtualMachineInstanceMigrationConditionType:
 
     ABORT_REQUESTED: Final = "migrationAbortRequested"
     REJECTED_BY_RESOURCE_QUOTA: Final = "migrationRejectedByResourceQuota"
-
-
-class VirtualMachineInstanceMigrationPhase:
-    """Values of the string field typed ``VirtualMachineInstanceMigrationPhase``."""
-
-    PHASE_UNSET: Final = ""
-    PENDING: Final = "Pending"
-    SCHEDULING: Final = "Scheduling"
-    SCHEDULED: Final = "Scheduled"
-    PREPARING_TARGET: Final = "PreparingTarget"
-    TARGET_READY: Final = "TargetReady"
-    RUNNING: Final = "Running"
-    SUCCEEDED: Final = "Succeeded"
-    FAILED: Final = "Failed"
-    WAITING_FOR_SYNC: Final = "WaitingForSync"
-    SYNCHRONIZING: Final = "Synchronizing"
 
 
 class VirtualMachineInstanceMigrationSource(ApiModel):
@@ -98,13 +86,10 @@ class VirtualMachineInstanceMigration(TypeMeta):
         return (self.status.phase if self.status is not None else None) or ""
 
     def is_final(self) -> bool:
-        return self.phase in (
-            VirtualMachineInstanceMigrationPhase.FAILED,
-            VirtualMachineInstanceMigrationPhase.SUCCEEDED,
-        )
+        return self.phase in FINAL_MIGRATION_PHASES
 
     def is_running(self) -> bool:
-        return self.phase not in _NOT_RUNNING
+        return self.phase not in NOT_RUNNING_MIGRATION_PHASES
 
     def target_is_created(self) -> bool:
         return self.phase not in _BEFORE_TARGET_CREATED
@@ -130,16 +115,6 @@ class VirtualMachineInstanceMigration(TypeMeta):
 
 
 _Phase = VirtualMachineInstanceMigrationPhase
-_NOT_RUNNING: Final = frozenset(
-    {
-        _Phase.FAILED,
-        _Phase.PENDING,
-        _Phase.PHASE_UNSET,
-        _Phase.SUCCEEDED,
-        _Phase.WAITING_FOR_SYNC,
-        _Phase.SYNCHRONIZING,
-    }
-)
 _BEFORE_TARGET_CREATED: Final = frozenset(
     {_Phase.PHASE_UNSET, _Phase.PENDING, _Phase.WAITING_FOR_SYNC, _Phase.SYNCHRONIZING}
 )

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from pydantic import Field, field_validator
 
 from kubevirt_api.base import ApiModel, Condition, Int, Int32, Int64, Time, TypeMeta, Uint32, Uint64
 from kubevirt_api.core.v1.domain import DomainSpec, Machine
 from kubevirt_api.core.v1.networks import Network
+from kubevirt_api.core.v1.phases import FINAL_VMI_PHASES, VirtualMachineInstancePhase
 from kubevirt_api.core.v1.probes import Probe
 from kubevirt_api.core.v1.sanitizers import sanitize_ip
 from kubevirt_api.core.v1.volumes import PersistentVolumeClaimInfo, Volume, VolumeStatus
 from kubevirt_api.k8s import core_v1, meta_v1
 from kubevirt_api.resource import Quantity
-
-if TYPE_CHECKING:
-    from kubevirt_api.core.v1.migration import VirtualMachineInstanceMigration
 
 __all__ = [
     "AccessCredential",
@@ -60,7 +58,6 @@ __all__ = [
     "VirtualMachineInstanceMigrationTargetState",
     "VirtualMachineInstanceMigrationTransport",
     "VirtualMachineInstanceNetworkInterface",
-    "VirtualMachineInstancePhase",
     "VirtualMachineInstancePhaseTransitionTimestamp",
     "VirtualMachineInstanceSpec",
     "VirtualMachineInstanceStatus",
@@ -136,20 +133,6 @@ class VirtualMachineInstanceMigrationTransport:
     """Values of the string field typed ``VirtualMachineInstanceMigrationTransport``."""
 
     MIGRATION_TRANSPORT_UNIX: Final = "Unix"
-
-
-class VirtualMachineInstancePhase:
-    """Values of the string field typed ``VirtualMachineInstancePhase``."""
-
-    VM_PHASE_UNSET: Final = ""
-    PENDING: Final = "Pending"
-    SCHEDULING: Final = "Scheduling"
-    SCHEDULED: Final = "Scheduled"
-    RUNNING: Final = "Running"
-    SUCCEEDED: Final = "Succeeded"
-    FAILED: Final = "Failed"
-    WAITING_FOR_SYNC: Final = "WaitingForSync"
-    UNKNOWN: Final = "Unknown"
 
 
 class AccessCredentialSecretSource(ApiModel):
@@ -479,6 +462,16 @@ class VirtualMachineInstanceStatus(ApiModel):
     device_status: DeviceStatus | None = Field(default=None, alias="deviceStatus")
 
 
+class _Migration(Protocol):
+    """What the VMI's migration predicates read of a VirtualMachineInstanceMigration; described rather
+    than imported, since the migration's status holds this module's migration state."""
+
+    @property
+    def metadata(self) -> meta_v1.ObjectMeta | None: ...
+
+    def is_decentralized(self) -> bool: ...
+
+
 class VirtualMachineInstance(TypeMeta):
     metadata: meta_v1.ObjectMeta | None = None
     spec: VirtualMachineInstanceSpec
@@ -503,7 +496,7 @@ class VirtualMachineInstance(TypeMeta):
         return self.phase == VirtualMachineInstancePhase.RUNNING
 
     def is_final(self) -> bool:
-        return self.phase in (VirtualMachineInstancePhase.FAILED, VirtualMachineInstancePhase.SUCCEEDED)
+        return self.phase in FINAL_VMI_PHASES
 
     def is_unknown(self) -> bool:
         return self.phase == VirtualMachineInstancePhase.UNKNOWN
@@ -606,7 +599,7 @@ class VirtualMachineInstance(TypeMeta):
             return False
         return (state.source_state.sync_address is None) != (state.target_state.sync_address is None)
 
-    def is_migration_synchronized(self, migration: VirtualMachineInstanceMigration) -> bool:
+    def is_migration_synchronized(self, migration: _Migration) -> bool:
         state = self._migration_state()
         if not migration.is_decentralized():
             return state is not None
@@ -618,7 +611,7 @@ class VirtualMachineInstance(TypeMeta):
             and bool(state.target_state.migration_uid)
         )
 
-    def is_target_preparing(self, migration: VirtualMachineInstanceMigration) -> bool:
+    def is_target_preparing(self, migration: _Migration) -> bool:
         state = self._migration_state()
         if migration.is_decentralized():
             target = state.target_state if state is not None else None

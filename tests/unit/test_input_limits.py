@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubevirt.admission.limits import (
+from kubevirt.input_limits import (
     MAX_NESTING_DEPTH,
     MAX_OBJECT_BYTES,
     InputLimitError,

@@ -1,12 +1,13 @@
-"""Bounds on the objects the admission code accepts, checked before any rule or model sees them.
+"""Bounds on every object read from outside (webhook reviews, REST bodies, manifests, virt-launcher's
+requests), checked before any rule or model sees it.
 
 The API server refuses request bodies above 3 MiB, so no stored object is larger; this is the size
 limit for a manifest and for each object inside an AdmissionReview. Nesting is bounded far below what
 the recursive steps (deep copies, model parsing, the schema walk) can take: the deepest path any
 KubeVirt type declares is about a dozen levels, and unknown fields kept as they are add little more.
 
-The module imports neither pydantic nor the API types: virt-launcher, which must stay small, reads its
-requests with it too.
+The module imports neither pydantic nor the API types, and sits outside every component: virt-api,
+virtctl and virt-launcher (which must stay small) all read their input through it.
 """
 
 from __future__ import annotations

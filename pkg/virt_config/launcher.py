@@ -1,8 +1,8 @@
-"""Cluster-wide settings of the KubeVirt CR that shape the virt-launcher pod.
+"""The KubeVirt CR's settings that shape the virt-launcher pod (``spec.configuration``), with KubeVirt's
+defaults: part of :class:`~kubevirt.virt_config.ClusterConfig`, read with the rest of the CR.
 
-:class:`~kubevirt.virt_config.ClusterConfig` does not carry these (yet); until it does, they live here
-with KubeVirt's defaults, so that a caller with a KubeVirt CR can set them and one without gets KubeVirt's
-behaviour.
+Unlike the settings :mod:`kubevirt.virt_config.config` checks, an unusable value here falls back to
+KubeVirt's default instead of rejecting the configuration, as KubeVirt's own accessors do.
 """
 
 from __future__ import annotations
@@ -64,10 +64,9 @@ class LauncherSettings:
         return DEFAULT_OVMF_PATHS.get(architecture, DEFAULT_OVMF_PATH)
 
     @classmethod
-    def from_kubevirt(cls, kubevirt: Mapping[str, Any]) -> LauncherSettings:
-        """The settings a KubeVirt CR's ``spec.configuration`` gives; KubeVirt's defaults for what it
-        leaves out or sets to something unusable."""
-        configuration = _mapping(_mapping(kubevirt.get("spec")).get("configuration"))
+    def from_configuration(cls, configuration: Mapping[str, Any]) -> LauncherSettings:
+        """The settings ``spec.configuration`` gives; KubeVirt's defaults for what it leaves out or sets
+        to something unusable."""
         developer = _mapping(configuration.get("developerConfiguration"))
         verbosity = _mapping(developer.get("logVerbosity")).get("virtLauncher")
         memory_limit = _mapping(developer.get("diskVerification")).get("memoryLimit")
