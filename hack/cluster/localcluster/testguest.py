@@ -37,7 +37,8 @@ DISK_SIZE_KIB = 32 * 1024
 KERNEL_ARGS = "console=ttyS0 quiet panic=-1"
 PACKAGES = ("busybox-static",)
 # What the guest loads, dependencies first (found through modules.dep): virtio disks and NICs, SATA and
-# SCSI disks and CD-ROMs, and the file systems of NoCloud and ConfigDrive disks.
+# SCSI disks and CD-ROMs, the file systems of NoCloud and ConfigDrive disks, and the i6300esb watchdog
+# (KubeVirt's on x86) behind /dev/watchdog.
 MODULES = (
     "virtio_pci",
     "virtio_blk",
@@ -53,6 +54,7 @@ MODULES = (
     "nls_ascii",
     "button",
     "evdev",
+    "i6300esb",
 )
 SUDO_SOURCE = Path(__file__).with_name("guest_sudo.c")
 SUDO_GID = 27  # Debian's "sudo" group

@@ -5,7 +5,8 @@ and Alpine on the launcher's serial socket. The seconds to the login prompt are 
 stretches TCG boots.
 
 One boot per guest: CirrOS-compatible with NoCloud (hostname from ``local-hostname``), Alpine-compatible
-with ConfigDrive (hostname from ``meta_data.json``); each runs its user data, and ``poweroff`` stops it.
+with ConfigDrive (hostname from ``meta_data.json``); each runs its user data; ``poweroff`` stops the first,
+its i6300esb watchdog the second.
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ def test_cirros_compatible_guest_logs_in_like_cirros(guests: Any, make_vmi: Any,
 def test_alpine_compatible_guest_logs_in_like_alpine(guests: Any, make_vmi: Any, booted: Any) -> None:
     user_data = f"#!/bin/sh\necho {USER_DATA_MARKER}\n"
     vmi = disk_boot_vmi(make_vmi, "alpine-like", {"cloudInitConfigDrive": {"userData": user_data}})
+    vmi["spec"]["domain"]["devices"]["watchdog"] = {"name": "wd", "i6300esb": {"action": "poweroff"}}
     expecter, boot_seconds, pod = booted(guests[testguest.ALPINE_COMPATIBLE.name], vmi)
     print(f"Alpine-compatible guest: login prompt {boot_seconds:.1f} s after the domain started")
     assert boot_seconds <= BOOT_LIMIT
@@ -132,3 +134,12 @@ def test_alpine_compatible_guest_logs_in_like_alpine(guests: Any, make_vmi: Any,
     run(expecter, "cd /tmp")
     expecter.send("cd\n")
     expecter.expect(r"alpine-like:~\# ", 30)
+
+    # KubeVirt's watchdog spec: a watchdog daemon killed without stopping the timer powers the guest off.
+    expecter.send("watchdog -t 2000ms -T 4000ms /dev/watchdog && sleep 5 && killall -9 watchdog\n")
+    expecter.expect(r"alpine-like:~\# ", 30)
+    assert run(expecter, "echo $?") == "0"
+    deadline = time.monotonic() + 60
+    while pod.status()[0] != "Shutoff":
+        assert time.monotonic() < deadline, f"the watchdog did not power the guest off: {pod.status()}"
+        time.sleep(0.5)
