@@ -169,3 +169,18 @@ def test_an_updated_vm_gets_no_firmware_from_the_webhook() -> None:
     answer = mutator(ctx)(update)
     mutated = jsonpatch.apply(body, answer.patch) if answer.patch else body
     assert "firmware" not in mutated["spec"]["template"]["spec"]["domain"]
+
+
+def test_the_stored_vm_holds_quantities_as_go_writes_them_and_keeps_the_rest() -> None:
+    """KubeVirt's mutator writes back its decoded spec: Go clients then read back the quantities they
+    compare (a revision's spec with the VM's) in one form."""
+    body = vm({"resources": {"requests": {"memory": "4096Ki", "cpu": 2}, "limits": {"cpu": "2500m"}}})
+    body["spec"]["template"]["metadata"] = {"annotations": {"size": "4096Ki"}}
+    answer = mutator(build_context(ClusterConfig()))(review(copy.deepcopy(body)))
+    assert answer.patch is not None
+    mutated = jsonpatch.apply(body, answer.patch)
+    resources = mutated["spec"]["template"]["spec"]["domain"]["resources"]
+    assert resources == {"requests": {"memory": "4Mi", "cpu": "2"}, "limits": {"cpu": "2500m"}}  # 2500m stays
+    # Text that only looks like a quantity stays as written.
+    assert mutated["spec"]["template"]["metadata"] == {"annotations": {"size": "4096Ki"}}
+    assert mutated["spec"]["runStrategy"] == "Halted"

@@ -1,5 +1,5 @@
 """``/virtualmachines-mutate``: instance type matchers (checked, inferred from volumes), a new VM's
-firmware UUID and serial, the template's architecture and machine type."""
+firmware UUID and serial, the template's architecture and machine type, quantities in Go's form."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from kubevirt.admission import jsonpatch, response
 from kubevirt.admission.instancetypes import find_specs, infer_from_volumes, matcher_causes
-from kubevirt.admission.mutation import default_vm_object
+from kubevirt.admission.mutation import default_vm_object, go_quantities
 from kubevirt.admission.pipeline import default_vm
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
@@ -31,7 +31,7 @@ def mutator(ctx: WebhookContext) -> Admit:
     def mutate(request: AdmissionRequest) -> AdmissionResponse:
         vm = checked_object(ctx, request, KUBEVIRT_GROUP, "virtualmachines", "VirtualMachine")
         # Decoding first reports bad values (a malformed quantity) the way KubeVirt does.
-        default_vm(vm, ctx.config, lambda _vm, _config: None)
+        modeled = default_vm(vm, ctx.config, lambda _vm, _config: None)
         refused = matcher_causes(vm)
         if refused:
             return response.from_causes(refused)
@@ -45,6 +45,7 @@ def mutator(ctx: WebhookContext) -> Admit:
         state = ctx.state if isinstance(ctx.state, InstancetypeState) else None
         preference = find_specs(VirtualMachine.from_dict(vm), request.namespace, state).preference
         mutated = default_vm_object(vm, ctx.config, preference)
+        mutated["spec"] = go_quantities(mutated.get("spec"), modeled.get("spec"))
         return response.patched(jsonpatch.top_level(original, mutated, PATCHED_FIELDS))
 
     return guarded(mutate)
