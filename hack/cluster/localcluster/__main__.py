@@ -1,6 +1,8 @@
 """python -m localcluster up [--nodes N]|down|status|kubeconfig|bench|build-images [BIN...]|kubevirt-up [VM]
+                         |suite-guests
 
 up --nodes N (or KUBEVIRT_CLUSTER_NODES=N): N nodes, or the missing ones added to a running cluster.
+suite-guests: the compatible test guests tagged as the guest images KubeVirt's own functional tests pull.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def main(argv: list[str]) -> int:
         return bench.run(layout)
     if command == "kubevirt-up":
         return up.run(layout, Path(argv[1]).resolve() if len(argv) > 1 else up.DEFAULT_VM)
+    if command == "suite-guests":
+        for name in images.tag_suite_guests(layout):
+            print(name)
+        return 0
     if command == "kubeconfig":
         print(layout.admin_kubeconfig)
         return 0

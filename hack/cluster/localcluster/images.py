@@ -443,6 +443,26 @@ def tag_all(layout: Layout, tag: str) -> list[str]:
     return sorted(set(tagged))
 
 
+# KubeVirt's test suite boots its guests from these images (``<prefix>/<name>:<tag>``); the compatible
+# test guests answer its scripted logins, so they stand in under those names.
+SUITE_GUEST_IMAGES = {
+    "cirros-container-disk-demo": "test-guest-cirros-compatible",
+    "alpine-container-disk-demo": "test-guest-alpine-compatible",
+}
+
+
+def tag_suite_guests(layout: Layout) -> list[str]:
+    """Gives the compatible test guests the names KubeVirt's functional tests pull, on every node;
+    returns the names given."""
+    named = []
+    for node in running_nodes(layout):
+        for suite_name, ours in SUITE_GUEST_IMAGES.items():
+            source, target = (f"{IMAGE_PREFIX}/{name}:{IMAGE_TAG}" for name in (ours, suite_name))
+            _run([*_ctr(layout, node), "images", "tag", "--force", source, target])
+            named.append(target)
+    return sorted(set(named))
+
+
 def untag_all(layout: Layout, tag: str) -> None:
     """Removes the names ``tag_all`` gave (the content stays under the original names)."""
     for node in running_nodes(layout):
