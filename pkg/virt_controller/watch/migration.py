@@ -34,6 +34,7 @@ from kubevirt_api.core.v1 import (
     FINAL_MIGRATION_PHASES,
     FINAL_VMI_PHASES,
     VirtualMachineInstance,
+    VirtualMachineInstanceMigrationConditionType,
     VirtualMachineInstanceMigrationPhase,
 )
 from kubevirt_api.core.v1.constants import (
@@ -67,6 +68,7 @@ HOSTNAME_TOPOLOGY: Final = "kubernetes.io/hostname"
 # KubeVirt's pending target pod timeouts, overridable per VMIM by annotation.
 UNSCHEDULABLE_POD_TIMEOUT_SECONDS: Final = 300
 PENDING_POD_TIMEOUT_SECONDS: Final = 900
+REJECTED_BY_RESOURCE_QUOTA: Final = VirtualMachineInstanceMigrationConditionType.REJECTED_BY_RESOURCE_QUOTA
 # Finished migrations kept per VMI; older ones are deleted.
 KEPT_FINISHED_MIGRATIONS: Final = 5
 # How long a migration held back by the parallel limits waits before it looks again.
@@ -234,12 +236,17 @@ class MigrationController:
             return
         pod = self._target_pod(migration)
         requeue: float | None = None
+        failure: Exception | None = None
         if not is_final(migration) and self._expectations.satisfied_expectations(key):
             try:
                 pod = self._sync(migration, vmi_model, vmi, pod)
             except RequeueAfter as wait:
                 requeue = wait.seconds
-        self._update_status(cached, migration, vmi, pod)
+            except Exception as err:  # reported on the migration, then retried with backoff
+                failure = err
+        self._update_status(cached, migration, vmi, pod, failure)
+        if failure is not None:
+            raise failure
         if requeue is not None:
             raise RequeueAfter(requeue)
         if is_final(cached) and vmi is not None:
@@ -487,7 +494,14 @@ class MigrationController:
 
     # -- status: failure detection first, then the phase machine ---------------------------------
 
-    def _update_status(self, cached: JSON, migration: JSON, vmi: JSON | None, pod: JSON | None) -> None:
+    def _update_status(
+        self,
+        cached: JSON,
+        migration: JSON,
+        vmi: JSON | None,
+        pod: JSON | None,
+        failure: Exception | None = None,
+    ) -> None:
         # Events and the failed target's deletion wait for the status write: a pass on a stale
         # cache ends in a conflict and must leave no trace.
         effects: list[Callable[[], None]] = []
@@ -526,6 +540,7 @@ class MigrationController:
             if meta.get("deletionTimestamp"):
                 self._add_abort_condition(migration)
             self._advance(migration, pod, state, effects)
+            self._sync_quota_condition(migration, pod, failure)
         if is_final(migration) and ours and (state.get("completed") or state.get("failed")):
             status["migrationState"] = state
         if self._target_to_clean_up(migration, vmi, pod) and pod is not None:
@@ -581,6 +596,21 @@ class MigrationController:
             finalizers = migration["metadata"].setdefault("finalizers", [])
             if VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER not in finalizers:
                 finalizers.append(VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER)
+
+    def _sync_quota_condition(self, migration: JSON, pod: JSON | None, failure: Exception | None) -> None:
+        """KubeVirt's RejectedByResourceQuota: set while a pending migration's target pod is refused by a
+        ResourceQuota (the API server's "exceeded quota"), removed once a target pod is scheduling."""
+        status = migration.setdefault("status", {})
+        conditions = status.get("conditions") or []
+        present = any(c.get("type") == REJECTED_BY_RESOURCE_QUOTA for c in conditions)
+        phase = phase_of(migration)
+        if phase == _Phase.PENDING and pod is None and failure is not None and not present:
+            if "exceeded quota" in str(failure):
+                now = format_time(self._clock())
+                condition = {"type": REJECTED_BY_RESOURCE_QUOTA, "status": "True", "lastProbeTime": now}
+                status["conditions"] = [*conditions, condition]
+        elif phase == _Phase.SCHEDULING and present:
+            status["conditions"] = [c for c in conditions if c.get("type") != REJECTED_BY_RESOURCE_QUOTA]
 
     def _set_phase(self, migration: JSON, phase: str) -> None:
         status = migration.setdefault("status", {})

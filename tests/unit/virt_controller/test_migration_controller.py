@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCE_MIGRATIONS, VIRTUAL_MACHINE_INSTANCES
+from kubevirt.client.errors import ForbiddenError
 from kubevirt.client.resources import MIGRATION_POLICIES
 from kubevirt.controller import RequeueAfter
 from kubevirt.virt_config.migrations import MigrationConfig
@@ -405,3 +406,28 @@ def test_a_pass_on_a_stale_cache_reports_nothing() -> None:
     with pytest.raises(RequeueAfter):
         world.controller.reconcile(f"{NS}/mig1")
     assert world.events.recorded == recorded
+
+
+def test_a_target_pod_refused_by_a_resource_quota_is_reported_until_one_is_created() -> None:
+    world = World()
+    world.running_vmi("vm1")
+    message = 'pods "virt-launcher-vm1-x" is forbidden: exceeded quota: quota, requested: memory=300Mi'
+
+    def quota(_pod: JSON) -> None:
+        raise ForbiddenError(403, "Forbidden", message)
+
+    world.api.admission[PODS.plural] = quota
+    world.migrate("mig1", "vm1")
+    with pytest.raises(ForbiddenError):  # the work queue retries it with backoff
+        world.settle()
+    world.cluster.sync()
+    assert world.phase("mig1") == "Pending"
+    [condition] = world.migration("mig1")["status"]["conditions"]
+    assert (condition["type"], condition["status"]) == ("migrationRejectedByResourceQuota", "True")
+    assert condition["lastProbeTime"]
+
+    del world.api.admission[PODS.plural]  # the quota was raised: the retry creates the target
+    world.queue.add(f"{NS}/mig1")
+    world.settle()
+    assert world.phase("mig1") == "Scheduling"
+    assert not world.migration("mig1")["status"].get("conditions")
