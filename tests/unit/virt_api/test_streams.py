@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -15,6 +17,29 @@ from kubevirt.virt_api.rest.handler import HandlerLocator
 from kubevirt.virt_api.rest.status import StatusError
 from kubevirt.virt_api.rest.streams import StreamRelay, check_console, check_vnc, preserve_session
 from kubevirt_testing.fake_kube_api import FakeKubeApi
+
+Handler = Callable[[web.Request], Awaitable[web.WebSocketResponse]]
+
+
+@contextlib.asynccontextmanager
+async def relayed(handler_console: Handler) -> AsyncIterator[TestClient[web.Request, web.Application]]:
+    """A client of virt-api's console route, relayed by :class:`StreamRelay` to ``handler_console``
+    standing in for virt-handler's websocket."""
+    handler_app = web.Application()
+    handler_app.router.add_get("/console", handler_console)
+    async with TestServer(handler_app) as handler:
+        relay = StreamRelay(
+            FakeKubeApi(), HandlerLocator(FakeKubeApi(), "kubevirt"), ssl.create_default_context
+        )
+        url = str(handler.make_url("/console"))
+
+        async def console(request: web.Request) -> web.StreamResponse:
+            return await relay.relay(request, url)
+
+        api_app = web.Application()
+        api_app.router.add_get("/console", console)
+        async with TestClient(TestServer(api_app)) as client:
+            yield client
 
 
 def vmi(phase: str, **devices: Any) -> dict[str, Any]:
@@ -80,28 +105,15 @@ def test_a_message_above_1_mib_ends_the_relay_with_message_too_big() -> None:
         return ws
 
     async def main() -> None:
-        handler_app = web.Application()
-        handler_app.router.add_get("/console", handler_console)
-        async with TestServer(handler_app) as handler:
-            relay = StreamRelay(
-                FakeKubeApi(), HandlerLocator(FakeKubeApi(), "kubevirt"), ssl.create_default_context
-            )
-            url = str(handler.make_url("/console"))
-
-            async def console(request: web.Request) -> web.StreamResponse:
-                return await relay.relay(request, url)
-
-            api_app = web.Application()
-            api_app.router.add_get("/console", console)
-            async with TestClient(TestServer(api_app)) as client:
-                for payload, key in ((b"c" * (2 * 1024 * 1024), "from_client"), (b"flood", "from_handler")):
-                    async with client.ws_connect(
-                        "/console", protocols=("plain.kubevirt.io",), max_msg_size=0
-                    ) as ws:
-                        await ws.send_bytes(b"a" * (512 * 1024))  # within the bound: relayed
-                        await ws.send_bytes(payload)
-                        message = await asyncio.wait_for(ws.receive(), 5)
-                        seen[key] = (message.type, message.data)
+        async with relayed(handler_console) as client:
+            for payload, key in ((b"c" * (2 * 1024 * 1024), "from_client"), (b"flood", "from_handler")):
+                async with client.ws_connect(
+                    "/console", protocols=("plain.kubevirt.io",), max_msg_size=0
+                ) as ws:
+                    await ws.send_bytes(b"a" * (512 * 1024))  # within the bound: relayed
+                    await ws.send_bytes(payload)
+                    message = await asyncio.wait_for(ws.receive(), 5)
+                    seen[key] = (message.type, message.data)
 
     asyncio.run(main())
     assert to_handler[:1] == [512 * 1024]
@@ -129,28 +141,15 @@ def test_when_the_handler_ends_the_stream_the_client_gets_what_was_sent_then_a_d
         return ws
 
     async def main() -> None:
-        handler_app = web.Application()
-        handler_app.router.add_get("/console", handler_console)
-        async with TestServer(handler_app) as handler:
-            relay = StreamRelay(
-                FakeKubeApi(), HandlerLocator(FakeKubeApi(), "kubevirt"), ssl.create_default_context
-            )
-            url = str(handler.make_url("/console"))
-
-            async def console(request: web.Request) -> web.StreamResponse:
-                return await relay.relay(request, url)
-
-            api_app = web.Application()
-            api_app.router.add_get("/console", console)
-            async with (
-                TestClient(TestServer(api_app)) as client,
-                client.ws_connect("/console", protocols=("plain.kubevirt.io",)) as ws,
-            ):
-                while True:
-                    message = await asyncio.wait_for(ws.receive(), 5)
-                    received.append((message.type, message.data))
-                    if message.type != aiohttp.WSMsgType.BINARY:
-                        break
+        async with (
+            relayed(handler_console) as client,
+            client.ws_connect("/console", protocols=("plain.kubevirt.io",)) as ws,
+        ):
+            while True:
+                message = await asyncio.wait_for(ws.receive(), 5)
+                received.append((message.type, message.data))
+                if message.type != aiohttp.WSMsgType.BINARY:
+                    break
 
     asyncio.run(main())
     assert received[0] == (aiohttp.WSMsgType.BINARY, b"login: " * 20000)
