@@ -55,9 +55,11 @@ def _up_first(layout: Layout) -> None:
     with timer.step(f"network (bridge {BRIDGE})"):
         hostnet.prepare()
     with timer.step("shared mounts"):
-        hostfs.make_root_shared(layout.root_made_shared)
+        # The bind mounts first: made while / is still private, each gets a peer group of its own. Bound
+        # from a shared /, they would join its group, and every mount below them would show twice.
         for directory in SHARED_MOUNTS:
             hostfs.make_shared(directory)
+        hostfs.make_root_shared(layout.root_made_shared)
     kubectl = layout.kubectl()
     for component in components.processes(layout):
         with timer.step(component.name):

@@ -48,11 +48,12 @@ def _stop(_signal: int, _frame: FrameType | None) -> None:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
-    # A node's root is a shared mount (systemd makes it so); here it stays a slave of the host's too, so
-    # what the node mounts never shows on the host.
-    _mount("--make-shared", "/")
     for source, target, shared in spec["mounts"]:
         bind(Path(source), Path(target), shared=bool(shared))
+    # A node's root is a shared mount (systemd makes it so); here it stays a slave of the host's too, so
+    # what the node mounts never shows on the host. Only after the binds: bound from a shared /, they
+    # would join its peer group and every mount below them would show twice.
+    _mount("--make-shared", "/")
     Path(spec["ready"]).write_text(f"{os.getpid()}\n")
     # PID 1 gets no signal it has no handler for.
     signal.signal(signal.SIGTERM, _stop)

@@ -81,7 +81,7 @@ def test_the_nodes_root_is_shared_as_a_real_nodes_and_what_it_mounts_stays_insid
 ) -> None:
     """The container runtime accepts a Bidirectional host path only on a shared mount, found without
     resolving links (``/var/run/kubevirt`` is on ``/``); the host must still not see the node's mounts."""
-    record, _private, _target = node_init
+    record, _private, target = node_init
     [root] = [
         line.split()
         for line in _inside(record, "cat /proc/self/mountinfo").splitlines()
@@ -89,6 +89,12 @@ def test_the_nodes_root_is_shared_as_a_real_nodes_and_what_it_mounts_stays_insid
     ]
     optional = root[6 : root.index("-")]
     assert any(tag.startswith("shared:") for tag in optional), root
+    # The shared targets are peer groups of their own: what is mounted below them shows once.
+    listed = _inside(record, "cat /proc/self/mountinfo").splitlines()
+    [bound] = [line.split() for line in listed if line.split()[4] == str(target)]
+    bound_groups = {tag for tag in bound[6 : bound.index("-")] if tag.startswith("shared:")}
+    assert bound_groups
+    assert not bound_groups & set(optional), (root, bound)
     probe = tmp_path / "root-probe"
     probe.mkdir()
     _inside(record, f"mount -t tmpfs probe {probe} && touch {probe}/inside")
