@@ -147,9 +147,18 @@ def test_pod_reaches_the_server_through_its_cluster_ip(cluster: Cluster, server:
     cluster_ip = service["spec"]["clusterIP"]  # type: ignore[index]
     # kube-proxy's rules carry a pod's connection to the Service's address over to the server's pod.
     # The serving certificate names the Service's DNS name (there is no cluster DNS), not its address.
+    # kube-proxy programs a new Service's endpoints a moment after the pod is ready (until then the
+    # address refuses): the client tries for up to 30 s.
     script = (
-        "import ssl, urllib.request; context = ssl._create_unverified_context(); "
-        f"answer = urllib.request.urlopen('https://{cluster_ip}/healthz', context=context, timeout=10); "
+        "import ssl, time, urllib.request; context = ssl._create_unverified_context()\n"
+        "for attempt in range(30):\n"
+        "    try:\n"
+        f"        url = 'https://{cluster_ip}/healthz'\n"
+        "        answer = urllib.request.urlopen(url, context=context, timeout=5)\n"
+        "        break\n"
+        "    except OSError:\n"
+        "        if attempt == 29: raise\n"
+        "        time.sleep(1)\n"
         "print(answer.read().decode())"
     )
     cluster.kubectl(
