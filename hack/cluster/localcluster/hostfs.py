@@ -13,14 +13,19 @@ POD_CGROUP = "kubepods"
 NODE_CGROUP_ROOTS = "kubevirt-py-node*"
 
 
+def _mounts() -> list[tuple[str, list[str]]]:
+    """Each mount this process sees: its mount point and its optional fields (``shared:N``, ...)."""
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split(" - ")[0].split()
+        found.append((fields[4].encode().decode("unicode_escape"), fields[6:]))
+    return found
+
+
 def mounts_under(directory: Path) -> list[Path]:
     """Mount points at or below ``directory``, deepest first."""
     prefix = str(directory.resolve()) if directory.exists() else str(directory)
-    found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        mount_point = line.split()[4].encode().decode("unicode_escape")
-        if mount_point == prefix or mount_point.startswith(prefix + "/"):
-            found.append(Path(mount_point))
+    found = [Path(point) for point, _ in _mounts() if point == prefix or point.startswith(prefix + "/")]
     return sorted(set(found), key=lambda path: len(path.parts), reverse=True)
 
 
@@ -36,11 +41,9 @@ def make_shared(directory: Path) -> None:
 
 def _is_shared(mount_point: str) -> bool:
     """Whether the mount at ``mount_point`` (as this process sees it) belongs to a peer group."""
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        fields = line.split(" - ")[0].split()
-        if fields[4] == mount_point:
-            return any(tag.startswith("shared:") for tag in fields[6:])
-    return False
+    return any(
+        point == mount_point and any(tag.startswith("shared:") for tag in tags) for point, tags in _mounts()
+    )
 
 
 def make_root_shared(marker: Path) -> None:
