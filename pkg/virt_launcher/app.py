@@ -340,11 +340,11 @@ class Launcher:
         )
         return PodStorage(dirs, disk_memory_limit=cfg.disk_memory_limit)
 
-    def _convert(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str:
+    def _convert(self, vmi: VMIFacts, options: Any, node: NodeFacts) -> str:
         """The converter, told each containerDisk image's format and which volumes are block devices
         (KubeVirt's launcher finds both out itself)."""
-        node = dataclasses.replace(node, block_volumes=self._storage.block_volumes(vmi_json))
-        infos = self._storage.disks_info(vmi_json)
+        node = dataclasses.replace(node, block_volumes=self._storage.block_volumes(vmi.view))
+        infos = self._storage.disks_info(vmi.view)
         if infos:
             merged = cmd_pb2.VirtualMachineOptions()
             if options is not None:
@@ -359,12 +359,12 @@ class Launcher:
                     )
                 )
             options = merged
-        return self._converter(vmi_json, options, node)
+        return self._converter(vmi, options, node)
 
     def _pre_start(self, facts: VMIFacts) -> None:
         private = self.config.private_dir / facts.uid if facts.uid else self.config.vmi_private_dir
         prepare_private_dir(private, non_root=self.config.run_as_nonroot)
-        self._storage.prepare(facts.raw)
+        self._storage.prepare(facts.view)
 
     def _prepare_directories(self) -> None:
         cfg = self.config

@@ -5,15 +5,15 @@ about 12 MiB of the launcher's anonymous memory and a third of a second of impor
 the domain is defined. The launcher starts this worker early, so the first sync does not wait for its
 imports: as a fork of itself while still single-threaded, right after its own imports, so the worker
 inherits what both need (the domain XML model, protobuf, logging: with a fresh interpreter's start about
-0.2 CPU-seconds, seconds under a pod's CPU limit) and imports only the rest. The launcher hands it the
-request's VMI JSON as received, virt-handler's options and the node's facts (one JSON line per request),
-and gets back the domain XML the pipeline serialised (one JSON line per answer); it stops the worker
-after the conversion, and a later conversion (a re-definition, a migration target's check) starts it again.
+0.2 CPU-seconds, seconds under a pod's CPU limit) and imports only the rest. Per request the launcher
+writes one JSON header line (the node's facts and the sizes of what follows), then the request's VMI JSON
+and virt-handler's serialised options as received, byte for byte: the worker decodes each once. It gets
+back the domain XML the pipeline serialised (one JSON line per answer); it stops the worker after the
+conversion, and a later conversion (a re-definition, a migration target's check) starts it again.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import gc
 import json
@@ -29,6 +29,7 @@ from kubevirt.virt_launcher import reaper
 
 if TYPE_CHECKING:  # kept light: virt-launcher imports this module before anything else
     from kubevirt.virt_launcher.virtwrap.node import NodeFacts
+    from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 
 class _Worker(Protocol):
@@ -37,9 +38,9 @@ class _Worker(Protocol):
     @property
     def pid(self) -> int: ...
     @property
-    def stdin(self) -> IO[str] | None: ...
+    def stdin(self) -> IO[bytes] | None: ...
     @property
-    def stdout(self) -> IO[str] | None: ...
+    def stdout(self) -> IO[bytes] | None: ...
     @property
     def returncode(self) -> int | Any: ...
     def poll(self) -> int | None: ...
@@ -68,7 +69,7 @@ class ForkedWorker:
             try:
                 os.close(request_write)
                 os.close(answer_read)
-                serve(os.fdopen(request_read, "r"), os.fdopen(answer_write, "w"))
+                serve(os.fdopen(request_read, "rb"), os.fdopen(answer_write, "wb"))
                 code = 0
             finally:
                 os._exit(code)  # never the parent's exit handlers, nor its buffered output
@@ -77,8 +78,8 @@ class ForkedWorker:
         os.close(answer_write)
         self.pid = pid
         self.returncode: int | None = None
-        self.stdin: IO[str] | None = os.fdopen(request_write, "w")
-        self.stdout: IO[str] | None = os.fdopen(answer_read, "r")
+        self.stdin: IO[bytes] | None = os.fdopen(request_write, "wb")
+        self.stdout: IO[bytes] | None = os.fdopen(answer_read, "rb")
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -133,26 +134,26 @@ class ConversionWorker:
         if process is not None:
             _discard(process)
 
-    def __call__(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str:
-        """The domain XML for the VMI JSON; a ``ValueError`` names the VMI field at fault."""
-        request = {
-            "vmi": vmi_json.decode(errors="replace"),
-            "options": base64.b64encode(options.SerializeToString()).decode()
-            if options is not None
-            else None,
+    def __call__(self, vmi: VMIFacts, options: Any, node: NodeFacts) -> str:
+        """The domain XML for the VMI; a ``ValueError`` names the VMI field at fault."""
+        encoded_options = options.SerializeToString() if options is not None else None
+        header = {
+            "vmi": len(vmi.raw),
+            "options": len(encoded_options) if encoded_options is not None else None,
             "node": node.to_json(),
         }
+        request = json.dumps(header).encode() + b"\n" + vmi.raw + (encoded_options or b"")
         with self._lock:
             for attempt in (1, 2):
                 process = self._ensure_started()
                 try:
                     assert process.stdin is not None
                     assert process.stdout is not None
-                    process.stdin.write(json.dumps(request) + "\n")
+                    process.stdin.write(request)
                     process.stdin.flush()
                     line = process.stdout.readline()
                 except (BrokenPipeError, OSError):
-                    line = ""
+                    line = b""
                 if line:
                     break
                 # It died: collect it (an uncollected worker stays a zombie the reaper must leave alone)
@@ -180,9 +181,7 @@ def _start_worker() -> _Worker:
     if threading.active_count() == 1:
         return ForkedWorker()
     # Threads run (a later conversion, once the launcher serves): a fresh interpreter.
-    return subprocess.Popen(
-        [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
-    )
+    return subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
 
 def _discard(process: _Worker) -> None:
@@ -199,23 +198,32 @@ def _discard(process: _Worker) -> None:
     reaper.forget(process.pid)
 
 
-def serve(requests: IO[str] = sys.stdin, answers: IO[str] = sys.stdout) -> None:
-    """The worker's loop: one JSON request per line in, one JSON answer per line out."""
+def serve(requests: IO[bytes] = sys.stdin.buffer, answers: IO[bytes] = sys.stdout.buffer) -> None:
+    """The worker's loop: per request a JSON header line, the VMI JSON and the options; one JSON answer
+    line each."""
     from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
     from kubevirt.virt_launcher.virtwrap.domain_pipeline import domain_xml
     from kubevirt.virt_launcher.virtwrap.node import NodeFacts
 
-    for line in requests:
-        request = json.loads(line)
+    while line := requests.readline():
+        header = json.loads(line)
+        vmi_json = _read_exactly(requests, header["vmi"])
         options = None
-        if request.get("options") is not None:
-            options = cmd_pb2.VirtualMachineOptions.FromString(base64.b64decode(request["options"]))
+        if header.get("options") is not None:
+            options = cmd_pb2.VirtualMachineOptions.FromString(_read_exactly(requests, header["options"]))
         try:
-            answer = {"xml": domain_xml(request["vmi"], options, NodeFacts.from_json(request["node"]))}
+            answer = {"xml": domain_xml(vmi_json, options, NodeFacts.from_json(header["node"]))}
         except (ValueError, KeyError, TypeError) as err:
             answer = {"error": str(err)}
-        answers.write(json.dumps(answer) + "\n")
+        answers.write(json.dumps(answer).encode() + b"\n")
         answers.flush()
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError(f"the request ended after {len(data)} of {size} bytes")
+    return data
 
 
 if __name__ == "__main__":

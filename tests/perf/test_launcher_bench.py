@@ -30,7 +30,7 @@ from kubevirt.handler_launcher_com.cmd.client import LauncherClient
 from kubevirt.handler_launcher_com.sockets import cmd_socket_path
 from kubevirt.log import configure as configure_logging
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
-from kubevirt.virt_launcher.virtwrap.domain_pipeline import domain_xml
+from kubevirt.virt_launcher.virtwrap.domain_pipeline import convert_in_process
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import Migrator
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
@@ -61,7 +61,7 @@ def measure_sync_latency() -> dict[str, dict[str, float]]:
         node_facts = NodeFacts(
             emulation=True, slotless_max_memory=accepts_slotless_max_memory(conn.getLibVersion())
         )
-        manager = DomainManager(conn, domain_xml, node=node_facts)
+        manager = DomainManager(conn, convert_in_process, node=node_facts)
         server = serve(cmd_socket_path(Path(tmp)), CommandServer(manager, Migrator(manager, Path(tmp))))
         client = LauncherClient(cmd_socket_path(Path(tmp)))
         try:

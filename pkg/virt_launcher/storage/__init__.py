@@ -10,16 +10,15 @@ that exist are kept: a resync or a restarted launcher must not wipe what a guest
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
 
 from kubevirt.container_disk import images as container_disk
 from kubevirt.ephemeral_disk import DEFAULT_INFO_MEMORY_LIMIT, DiskImageError, DiskInfo
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.storage import images, isos
-from kubevirt.virt_launcher.storage.request import Step, StorageDirs, load, sources
+from kubevirt.virt_launcher.storage.request import Step, StorageDirs, sources, storage_view
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+from kubevirt_api.view import VMIView
 
 __all__ = ["PodStorage", "StorageDirs"]
 
@@ -34,17 +33,17 @@ class PodStorage:
         self._lock = threading.Lock()
         self._log = get_logger(component=COMPONENT)
 
-    def disks_info(self, raw_vmi: bytes) -> dict[str, DiskInfo]:
+    def disks_info(self, vmi: VMIView) -> dict[str, DiskInfo]:
         """Each containerDisk image's description (``qemu-img info``), for the converter's backing store."""
-        return self._container_disks_info(load(raw_vmi))
+        return self._container_disks_info(storage_view(vmi))
 
-    def block_volumes(self, raw_vmi: bytes) -> frozenset[str]:
+    def block_volumes(self, vmi: VMIView) -> frozenset[str]:
         """The PVC and DataVolume volumes the pod has as block devices, for the converter."""
-        return images.block_volumes(self._dirs, load(raw_vmi))
+        return images.block_volumes(self._dirs, storage_view(vmi))
 
-    def prepare(self, raw_vmi: bytes) -> None:
+    def prepare(self, vmi: VMIView) -> None:
         """Make every disk's file; checks all input first, so a bad request writes nothing."""
-        vmi = load(raw_vmi)
+        vmi = storage_view(vmi)
         dirs, log = self._dirs, self._log
         formats = {name: info.format for name, info in self._container_disks_info(vmi).items()}
         steps: list[Step] = [
@@ -59,9 +58,9 @@ class PodStorage:
         for step in steps:
             step()
 
-    def _container_disks_info(self, vmi: Mapping[str, Any]) -> dict[str, DiskInfo]:
+    def _container_disks_info(self, vmi: VMIView) -> dict[str, DiskInfo]:
         with self._lock:
-            for index, name, _, _ in sources(vmi, "containerDisk"):
+            for index, name, _ in sources(vmi, "containerDisk"):
                 if name in self._disks_info:
                     continue
                 try:

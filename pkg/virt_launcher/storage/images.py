@@ -14,25 +14,15 @@ from typing import Any
 from kubevirt import emptydisk, host_disk
 from kubevirt.container_disk import images as container_disk
 from kubevirt.ephemeral_disk import DiskImageError
-from kubevirt.virt_launcher.storage.request import (
-    Step,
-    StorageDirs,
-    items,
-    mapping,
-    names,
-    nested,
-    quantity,
-    sources,
-)
+from kubevirt.virt_launcher.storage.request import Step, StorageDirs, names, quantity, sources
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+from kubevirt_api.view import View, VMIView
 
 PVC_DISK_IMAGE = "disk.img"  # a filesystem PVC's image, as the converter expects it
 _CLAIMS = ("persistentVolumeClaim", "dataVolume")
 
 
-def overlay_steps(
-    dirs: StorageDirs, vmi: Mapping[str, Any], formats: Mapping[str, str], log: Any
-) -> list[Step]:
+def overlay_steps(dirs: StorageDirs, vmi: VMIView, formats: Mapping[str, str], log: Any) -> list[Step]:
     """A qcow2 overlay for each containerDisk over the image virt-handler mounted (``formats``: probed)."""
 
     def step(index: int, name: str) -> Step:
@@ -51,10 +41,10 @@ def overlay_steps(
 
         return make
 
-    return [step(index, name) for index, name, _, _ in sources(vmi, "containerDisk")]
+    return [step(index, name) for index, name, _ in sources(vmi, "containerDisk")]
 
 
-def empty_disk_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> list[Step]:
+def empty_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
     def step(name: str, size: int, field: str) -> Step:
         def make() -> None:
             try:
@@ -67,63 +57,62 @@ def empty_disk_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> lis
         return make
 
     steps: list[Step] = []
-    for _, name, source, field in sources(vmi, "emptyDisk"):
-        capacity = quantity(source.get("capacity"), f"{field}.capacity")
+    for _, name, source in sources(vmi, "emptyDisk"):
+        capacity = quantity(source, "capacity")
         try:
-            size = emptydisk.image_size(capacity, name, f"{field}.capacity")
+            size = emptydisk.image_size(capacity, name, source.at("capacity"))
         except emptydisk.EmptyDiskError as err:
             raise StoragePreparationError(str(err)) from None
-        steps.append(step(name, size, field))
+        steps.append(step(name, size, source.path))
     return steps
 
 
-def host_disk_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> list[Step]:
+def host_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
     steps: list[Step] = []
-    for _, name, source, field in sources(vmi, "hostDisk"):
-        path = source.get("path")
-        if not isinstance(path, str) or not path:
-            raise StoragePreparationError(f"{field}.path: required")
-        capacity = quantity(source.get("capacity"), f"{field}.capacity")
-        disk_type = str(source.get("type") or "")
-        steps += _host_disk_plan(dirs, name, path, disk_type, capacity, field, log)
+    for _, name, source in sources(vmi, "hostDisk"):
+        path = source.string("path", required=True)
+        capacity = quantity(source, "capacity")
+        disk_type = source.string("type")
+        steps += _host_disk_plan(dirs, name, path, disk_type, capacity, source.path, log)
     return steps
 
 
-def block_volumes(dirs: StorageDirs, vmi: Mapping[str, Any]) -> frozenset[str]:
+def block_volumes(dirs: StorageDirs, vmi: VMIView) -> frozenset[str]:
     """The PVC and DataVolume volumes the pod has as block devices (``/dev/<volume>``)."""
-    return frozenset(name for key in _CLAIMS for _, name, _, _ in sources(vmi, key) if _is_block(dirs, name))
+    return frozenset(name for key in _CLAIMS for _, name, _ in sources(vmi, key) if _is_block(dirs, name))
 
 
-def pvc_disk_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> list[Step]:
+def pvc_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
     """``disk.img`` in each filesystem claim that has none yet, sized from the claim (KubeVirt replaces
     such a PVC by a DiskOrCreate hostDisk)."""
     claims = {
-        str(entry.get("name")): (index, entry)
-        for index, entry in items(vmi, "status.volumeStatus", "status", "volumeStatus")
-        if entry.get("persistentVolumeClaimInfo") is not None
+        str(entry.get("name")): entry
+        for entry in vmi.volume_statuses()
+        if entry.has("persistentVolumeClaimInfo")
     }
-    passthrough = names(vmi, "spec.domain.devices.filesystems", "spec", "domain", "devices", "filesystems")
+    passthrough = names(vmi.devices.items("filesystems"))
     steps: list[Step] = []
     for key in _CLAIMS:
-        for _, name, _, field in sources(vmi, key):
-            index, entry = claims.get(name, (0, {}))
-            if not entry or entry.get("hotplugVolume") is not None or name in passthrough:
+        for _, name, source in sources(vmi, key):
+            entry = claims.get(name)
+            if entry is None or entry.has("hotplugVolume") or name in passthrough:
                 continue
-            info_field = f"status.volumeStatus[{index}].persistentVolumeClaimInfo"
-            info = mapping(entry["persistentVolumeClaimInfo"], info_field)
+            info = entry.object("persistentVolumeClaimInfo")
             if info.get("volumeMode") == "Block" or _is_block(dirs, name):
                 continue
-            size = _claim_size(info, name, info_field)
-            steps += _host_disk_plan(dirs, name, PVC_DISK_IMAGE, host_disk.DISK_OR_CREATE, size, field, log)
+            size = _claim_size(info, name)
+            steps += _host_disk_plan(
+                dirs, name, PVC_DISK_IMAGE, host_disk.DISK_OR_CREATE, size, source.path, log
+            )
     return steps
 
 
-def check_kernel_boot(dirs: StorageDirs, vmi: Mapping[str, Any]) -> None:
+def check_kernel_boot(dirs: StorageDirs, vmi: VMIView) -> None:
     """The kernel and initrd virt-handler mounted must be plain files (missing ones QEMU reports)."""
-    container = nested(vmi, "spec", "domain", "firmware", "kernelBoot", "container")
+    container = vmi.spec.object("domain").object("firmware").object("kernelBoot").object("container")
     for key in ("kernelPath", "initrdPath"):
-        artifact = container.get(key)
-        if not artifact or not isinstance(artifact, str):
+        artifact = container.string(key)
+        if not artifact:
             continue
         path = container_disk.kernel_boot_artifact_path(dirs.container_disk_dir, artifact)
         if not path.parent.is_dir():
@@ -131,7 +120,7 @@ def check_kernel_boot(dirs: StorageDirs, vmi: Mapping[str, Any]) -> None:
         try:
             container_disk.require_regular_file(path.parent, path.name)
         except DiskImageError as err:
-            raise StoragePreparationError(f"spec.domain.firmware.kernelBoot.container.{key}: {err}") from None
+            raise container.fail(key, str(err)) from None
 
 
 def _host_disk_plan(
@@ -173,10 +162,11 @@ def _is_block(dirs: StorageDirs, name: str) -> bool:
     return True
 
 
-def _claim_size(info: Mapping[str, Any], name: str, field: str) -> int:
+def _claim_size(info: View, name: str) -> int:
     """The requested size when the capacity is larger or unknown, else the capacity; whole MiB."""
-    capacity = quantity(nested(info, "capacity").get("storage"), f"{field}.capacity.storage")
-    requested = quantity(nested(info, "requests").get("storage"), f"{field}.requests.storage")
+    field = info.path
+    capacity = quantity(info.object("capacity"), "storage")
+    requested = quantity(info.object("requests"), "storage")
     if not capacity and not requested:
         raise StoragePreparationError(
             f"{field}: unable to determine capacity of HostDisk from PVC that provides no storage "

@@ -6,23 +6,22 @@ file is written); the steps write the images.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kubevirt import cloudinit, config_disk, safepath
-from kubevirt.virt_launcher.storage.request import Step, StorageDirs, names, nested, sources
+from kubevirt.virt_launcher.storage.request import Step, StorageDirs, names, sources
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+from kubevirt_api.view import VMIView
 
 
-def cloud_init_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> list[Step]:
+def cloud_init_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
     try:
-        data = cloudinit.read_volume_data(vmi, dirs.secret_dir)
+        data = cloudinit.read_volume_data(vmi.data, dirs.secret_dir)
     except cloudinit.CloudInitError as err:
         raise StoragePreparationError(str(err)) from None
     if data is None:
         return []
-    metadata = nested(vmi, "metadata")
-    name, namespace = str(metadata.get("name", "")), str(metadata.get("namespace") or "default")
+    name, namespace = vmi.name, vmi.namespace
     if not (safepath.plain_name(name) and safepath.plain_name(namespace)):
         raise StoragePreparationError("metadata.name: not usable as a directory name")
     path = cloudinit.iso_path(dirs.cloud_init_dir, data.data_source, name, namespace)
@@ -40,23 +39,23 @@ def cloud_init_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> lis
     return [write]
 
 
-def config_disk_steps(dirs: StorageDirs, vmi: Mapping[str, Any], log: Any) -> list[Step]:
+def config_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
     """An ISO for each config volume a disk uses (as in KubeVirt, a volume without a disk gets none),
     and for each sysprep volume."""
-    with_disk = names(vmi, "spec.domain.devices.disks", "spec", "domain", "devices", "disks")
+    with_disk = names(vmi.disks())
     steps: list[Step] = []
     for kind in config_disk.KINDS:
-        for _, name, source, field in sources(vmi, kind.key):
+        for _, name, source in sources(vmi, kind.key):
             if name not in with_disk:
                 continue
-            label = source.get("volumeLabel") or ""
-            if not isinstance(label, str):
-                raise StoragePreparationError(f"{field}.volumeLabel: must be a string")
-            steps.append(_config_disk_step(dirs, kind, name, label, field, log))
-    for _, name, source, field in sources(vmi, config_disk.SYSPREP.key):
-        if source.get("configMap") is not None or source.get("secret") is not None:
+            label = source.string("volumeLabel")
+            steps.append(_config_disk_step(dirs, kind, name, label, source.path, log))
+    for _, name, source in sources(vmi, config_disk.SYSPREP.key):
+        if source.has("configMap") or source.has("secret"):
             steps.append(
-                _config_disk_step(dirs, config_disk.SYSPREP, name, config_disk.SYSPREP_LABEL, field, log)
+                _config_disk_step(
+                    dirs, config_disk.SYSPREP, name, config_disk.SYSPREP_LABEL, source.path, log
+                )
             )
     return steps
 

@@ -1,20 +1,18 @@
-"""Reading a request's VMI JSON for the pod's storage: volumes by kind, nested fields, quantities.
+"""Reading a request's VMI for the pod's storage: volumes by kind, quantities, where the volumes are.
 
-The long-lived launcher reads the JSON it is sent instead of the typed API (which stays in the conversion
-worker); every field is checked for its type here, and a bad one is a :class:`StoragePreparationError`
-naming it.
+The long-lived launcher reads the request's :class:`VMIView` instead of the typed API (which stays in the
+conversion worker); a bad field is a :class:`StoragePreparationError` naming it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kubevirt import pod_paths, safepath
-from kubevirt.input_limits import load_json
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+from kubevirt_api.view import View, VMIView
 
 Step = Callable[[], None]  # one file to make, after the whole request was checked
 
@@ -43,74 +41,39 @@ class StorageDirs:
         return self.private_dir / pod_paths.SECRET
 
 
-def load(raw_vmi: bytes) -> Mapping[str, Any]:
-    if not raw_vmi:
-        return {}  # a request without a VMI has no volumes (the command itself reports the VMI missing)
-    try:
-        vmi = load_json(raw_vmi, "VMI JSON")  # bounded in size and depth like every request
-    except ValueError as err:
-        raise StoragePreparationError(f"vmi: malformed VMI JSON: {err}") from None
-    return mapping(vmi, "vmi")
+def storage_view(vmi: VMIView) -> VMIView:
+    """The request's VMI, its bad fields reported as :class:`StoragePreparationError`."""
+    return VMIView(vmi.data, vmi.path, error=StoragePreparationError)
 
 
-def mapping(value: Any, field: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise StoragePreparationError(f"{field}: must be an object")
-    return value
-
-
-def nested(document: Mapping[str, Any], *keys: str) -> Mapping[str, Any]:
-    """``document[k1][k2]...``, ``{}`` where a key is absent; a present non-object names its field."""
-    current = document
-    for depth, key in enumerate(keys):
-        value = current.get(key)
-        if value is None:
-            return {}
-        current = mapping(value, ".".join(keys[: depth + 1]))
-    return current
-
-
-def items(document: Mapping[str, Any], field: str, *keys: str) -> list[tuple[int, Mapping[str, Any]]]:
-    """The objects of the list at ``keys`` with their indexes (none when absent)."""
-    *parents, last = keys
-    value = nested(document, *parents).get(last)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise StoragePreparationError(f"{field}: must be a list")
-    return [(index, mapping(item, f"{field}[{index}]")) for index, item in enumerate(value)]
-
-
-def names(document: Mapping[str, Any], field: str, *keys: str) -> set[str]:
-    """The ``name`` of each object in the list at ``keys``."""
-    return {str(item.get("name")) for _, item in items(document, field, *keys)}
-
-
-def volumes(vmi: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
-    """``spec.volumes`` with their indexes; a volume whose name is no plain file name is refused."""
-    out = items(vmi, "spec.volumes", "spec", "volumes")
-    for index, volume in out:
+def volumes(vmi: VMIView) -> list[View]:
+    """``spec.volumes``; a volume whose name is no plain file name is refused."""
+    out = vmi.volumes()
+    for volume in out:
         name = volume.get("name")
         if not isinstance(name, str) or not safepath.plain_name(name):
-            raise StoragePreparationError(
-                f"spec.volumes[{index}].name: {str(name)[:80]!r} is not a volume name"
-            )
+            raise volume.fail("name", f"{str(name)[:80]!r} is not a volume name")
     return out
 
 
-def sources(vmi: Mapping[str, Any], key: str) -> list[tuple[int, str, Mapping[str, Any], str]]:
-    """Each volume with a ``key`` source: its index, name, that source and the source's field path."""
-    out = []
-    for index, volume in volumes(vmi):
-        source = volume.get(key)
-        if source is not None:
-            field = f"spec.volumes[{index}].{key}"
-            out.append((index, str(volume["name"]), mapping(source, field), field))
-    return out
+def sources(vmi: VMIView, kind: str) -> list[tuple[int, str, View]]:
+    """Each volume with a ``kind`` source: its index in ``spec.volumes``, its name and that source (whose
+    ``path`` is the source's field path)."""
+    return [
+        (index, str(volume.get("name")), volume.object(kind))
+        for index, volume in enumerate(volumes(vmi))
+        if volume.has(kind)
+    ]
 
 
-def quantity(value: Any, field: str) -> int:
-    """A Kubernetes quantity in bytes (0 when absent)."""
+def names(entries: list[View]) -> set[str]:
+    """The ``name`` of each entry."""
+    return {str(entry.get("name")) for entry in entries}
+
+
+def quantity(parent: View, key: str) -> int:
+    """The Kubernetes quantity at ``key`` in bytes (0 when absent)."""
+    value = parent.get(key)
     if value is None or value == "":
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
@@ -122,7 +85,7 @@ def quantity(value: Any, field: str) -> int:
         try:
             size = Quantity(str(value)).value()
         except ValueError as err:
-            raise StoragePreparationError(f"{field}: not a quantity: {str(value)[:80]!r}") from err
+            raise parent.fail(key, f"not a quantity: {str(value)[:80]!r}") from err
     if size < 0:
-        raise StoragePreparationError(f"{field}: must not be negative")
+        raise parent.fail(key, "must not be negative")
     return size

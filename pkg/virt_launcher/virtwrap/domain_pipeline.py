@@ -24,6 +24,7 @@ from kubevirt.virt_launcher.virtwrap.converter import (
 from kubevirt.virt_launcher.virtwrap.converter.conversion import Configurator
 from kubevirt.virt_launcher.virtwrap.converter.metadata import configure_metadata
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts, fit_to_node, probe_devices
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
 LAUNCHER_CONFIGURATORS: tuple[Configurator, ...] = (*CONFIGURATORS, configure_metadata)
@@ -92,3 +93,9 @@ def domain_xml(vmi_json: bytes | str, options: cmd_pb2.VirtualMachineOptions | N
     """The whole pipeline; raises ``ValueError`` (a ``ConversionError`` or a parse error) naming the
     VMI field at fault."""
     return build_domain(parse_vmi(vmi_json), options, node).to_xml()
+
+
+def convert_in_process(vmi: VMIFacts, options: cmd_pb2.VirtualMachineOptions | None, node: NodeFacts) -> str:
+    """The pipeline as the domain manager's converter, in this process (the launcher itself hands the
+    conversion to its worker process)."""
+    return domain_xml(vmi.raw, options, node)

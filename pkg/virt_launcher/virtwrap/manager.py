@@ -34,10 +34,10 @@ from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 
 class Converter(Protocol):
-    """The request's VMI JSON, virt-handler's options and the node's facts -> the domain XML.
+    """The request's VMI, virt-handler's options and the node's facts -> the domain XML.
     Raises ``ValueError`` naming the bad field."""
 
-    def __call__(self, vmi_json: bytes, options: Any, node: NodeFacts) -> str: ...
+    def __call__(self, vmi: VMIFacts, options: Any, node: NodeFacts) -> str: ...
 
 
 _ACTIVE = (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_BLOCKED)
@@ -153,7 +153,7 @@ class DomainManager:
     def render_domain(self, facts: VMIFacts, options: Any) -> str:
         """The domain XML for a VMI on this node, KubeVirt's metadata included."""
         try:
-            return self._converter(facts.raw, options, self._node)
+            return self._converter(facts, options, self._node)
         except (ValueError, KeyError, TypeError) as err:
             raise InvalidRequestError(f"converting the VMI to a domain: {err}") from err
 

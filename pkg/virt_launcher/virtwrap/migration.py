@@ -32,7 +32,7 @@ from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError, ManagerE
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager, libvirt_errors
 from kubevirt.virt_launcher.virtwrap.migration_disks import disks_to_copy, is_block_migration
 from kubevirt.virt_launcher.virtwrap.timestamps import format_time, now
-from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts, decode_vmi
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 DIRECT_MIGRATION_PORT = 49152
 BLOCK_MIGRATION_PORT = 49153
@@ -220,7 +220,7 @@ class Migrator:
     @staticmethod
     def _disks_to_copy(dom: libvirt.virDomain, facts: VMIFacts) -> list[str] | None:
         """The disks a block migration copies, or None when the VMI's disks are all shared."""
-        vmi = decode_vmi(facts.raw)
+        vmi = facts.view.data
         if not is_block_migration(vmi):
             return None
         with libvirt_errors(f"reading the disks of {facts.domain_name}"):

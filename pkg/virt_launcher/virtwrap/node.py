@@ -4,7 +4,8 @@ The converter is pure and node-agnostic. virt-launcher decides once whether QEMU
 used (:func:`decide_emulation`), learns from libvirt whether it takes memory hotplug room without slots,
 and, once the domain is built, probes the few device facts the node holds: whether each disk image
 opens with O_DIRECT (cache ``none`` needs it) and the MTU of each tap device the pod network prepared
-(:func:`probe_devices`). The steps in :data:`NODE_STEPS` then change the domain model, never its XML.
+(:func:`probe_devices`); the pod network's taps come in as facts too (:class:`PodTap`). The steps in
+:data:`NODE_STEPS` then change the domain model, never its XML.
 """
 
 from __future__ import annotations
@@ -25,6 +26,17 @@ SLOTLESS_MAX_MEMORY_SINCE = 10_000_000
 SYS_CLASS_NET = Path("/sys/class/net")
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PodTap:
+    """A tap device the pod network prepared for the domain interface ``name`` (phase 2 of the pod
+    network): the ``<target>`` libvirt opens (never creates), the MAC and the MTU."""
+
+    name: str
+    target: str
+    mac: str
+    mtu: int
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class NodeFacts:
     """The node's answers the domain depends on.
@@ -36,6 +48,7 @@ class NodeFacts:
     ``direct_io``: for each disk image that exists, whether it opens with O_DIRECT.
     ``tap_mtus``: the MTU of each tap device the domain's interfaces use, where it is known.
     ``block_volumes``: the PVC and DataVolume volumes the pod has as block devices (``/dev/<volume>``).
+    ``pod_taps``: the tap devices the pod network prepared for the domain's interfaces.
     """
 
     emulation: bool = False
@@ -44,6 +57,7 @@ class NodeFacts:
     direct_io: Mapping[str, bool] = dataclasses.field(default_factory=dict)
     tap_mtus: Mapping[str, int] = dataclasses.field(default_factory=dict)
     block_volumes: frozenset[str] = frozenset()
+    pod_taps: tuple[PodTap, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +67,7 @@ class NodeFacts:
             "direct_io": dict(self.direct_io),
             "tap_mtus": dict(self.tap_mtus),
             "block_volumes": sorted(self.block_volumes),
+            "pod_taps": [dataclasses.asdict(tap) for tap in self.pod_taps],
         }
 
     @classmethod
@@ -64,6 +79,7 @@ class NodeFacts:
             direct_io={str(k): bool(v) for k, v in (data.get("direct_io") or {}).items()},
             tap_mtus={str(k): int(v) for k, v in (data.get("tap_mtus") or {}).items()},
             block_volumes=frozenset(str(v) for v in data.get("block_volumes") or ()),
+            pod_taps=tuple(PodTap(**tap) for tap in data.get("pod_taps") or ()),
         )
 
 
@@ -131,6 +147,19 @@ def probe_devices(
 # -- the steps: each fits one part of the domain model to the node -----------------------------------
 
 
+def attach_pod_taps(domain: api.Domain, node: NodeFacts) -> None:
+    """Each interface the pod network prepared a tap for opens that tap (``managed="no"``), with the
+    pod's MAC and MTU; the converter leaves these pod-dependent parts out."""
+    taps = {api.Alias.user_defined(tap.name).name: tap for tap in node.pod_taps}
+    for interface in domain.devices.interfaces:
+        tap = taps.get(interface.alias.name if interface.alias else None)
+        if tap is None:
+            continue
+        interface.target = api.InterfaceTarget(dev=tap.target, managed="no")
+        interface.mac = api.MAC(address=tap.mac)
+        interface.mtu = api.MTU(size=str(tap.mtu))
+
+
 def emulate_cpu(domain: api.Domain, node: NodeFacts) -> None:
     """Under TCG, a host CPU model becomes QEMU's maximal emulated one."""
     if node.emulation and domain.cpu.mode in _HOST_CPU_MODES:
@@ -172,6 +201,7 @@ def drop_slotless_max_memory(domain: api.Domain, node: NodeFacts) -> None:
 
 NodeStep = Callable[[api.Domain, NodeFacts], None]
 NODE_STEPS: tuple[NodeStep, ...] = (
+    attach_pod_taps,
     emulate_cpu,
     choose_disk_cache_modes,
     adopt_tap_mtus,

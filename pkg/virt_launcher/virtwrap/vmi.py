@@ -1,21 +1,22 @@
-"""The launcher's reading of a request's VMI: identity and lifecycle facts, checked with field paths.
+"""The launcher's reading of a request's VMI: decoded once, its identity and lifecycle facts checked.
 
-Every command carries the VMI; the domain manager needs only its identity and lifecycle hints, read here
-once per request from the JSON. The full typed VMI is built only when a domain is built, in the
-conversion worker (:mod:`kubevirt.virt_launcher.virtwrap.domain_pipeline`), from the same JSON bytes,
-which :class:`VMIFacts` keeps as ``raw``: the typed API stays out of the long-lived launcher.
+Every command carries the VMI. It is decoded here once per request into a :class:`VMIView` (the light
+view of ``kubevirt_api.view``), which the facts carry on to the pod's storage and network; the domain
+manager needs only the facts. The full typed VMI is built only when a domain is built, in the conversion
+worker (:mod:`kubevirt.virt_launcher.virtwrap.domain_pipeline`), from the same JSON bytes, which
+:class:`VMIFacts` keeps as ``raw``: the typed API stays out of the long-lived launcher.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from kubevirt.input_limits import load_json
 from kubevirt_api.core.v1 import FINAL_VMI_PHASES, VirtualMachineInstancePhase
 from kubevirt_api.core.v1.constants import DEPRECATED_NON_ROOT_VMI_ANNOTATION
+from kubevirt_api.view import VMIView
 
 DEFAULT_GRACE_PERIOD_SECONDS = 30
 # The UID names directories and goes into a libvirt URI: letters, digits and inner '-', '_', '.' only
@@ -40,6 +41,10 @@ class VMIFacts:
     # KubeVirt's test: the VMI's pods run as a non-root user (status.runtimeUser, or the old annotation).
     non_root: bool = False
     raw: bytes = dataclasses.field(default=b"", repr=False)
+    # The decoded VMI, for the readers after the command server (storage, network).
+    view: VMIView = dataclasses.field(
+        default_factory=lambda: VMIView({}, error=InvalidVMIError), repr=False, compare=False
+    )
 
     @property
     def domain_name(self) -> str:
@@ -69,37 +74,25 @@ def decode_vmi(raw: bytes) -> dict[str, Any]:
     return vmi
 
 
-def vmi_facts(vmi: Mapping[str, Any], *, raw: bytes = b"") -> VMIFacts:
-    metadata = _mapping(vmi, "metadata", "metadata")
-    spec = _mapping(vmi, "spec", "spec")
-    status = _mapping(vmi, "status", "status")
-    name = _string(metadata, "name", "metadata.name", required=True)
-    namespace = _string(metadata, "namespace", "metadata.namespace") or "default"
-    grace = spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_PERIOD_SECONDS)
-    if grace is None:
-        grace = DEFAULT_GRACE_PERIOD_SECONDS
-    if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
-        raise InvalidVMIError(
-            f"spec.terminationGracePeriodSeconds: must be a non-negative integer, got {grace!r}"
-        )
-    migration = _mapping(status, "migrationState", "status.migrationState")
-    runtime_user = status.get("runtimeUser", 0)
-    if runtime_user is None:
-        runtime_user = 0
-    if not isinstance(runtime_user, int) or isinstance(runtime_user, bool) or runtime_user < 0:
-        raise InvalidVMIError(f"status.runtimeUser: must be a non-negative integer, got {runtime_user!r}")
-    annotations = _mapping(metadata, "annotations", "metadata.annotations")
+def vmi_facts(vmi: dict[str, Any], *, raw: bytes = b"") -> VMIFacts:
+    view = VMIView(vmi, error=InvalidVMIError)
+    spec, status = view.spec, view.status
+    migration = status.object("migrationState")
+    runtime_user = status.integer("runtimeUser", minimum=0)
     return VMIFacts(
-        name=name,
-        namespace=namespace,
-        uid=check_uid(_string(metadata, "uid", "metadata.uid"), "metadata.uid"),
-        phase=_string(status, "phase", "status.phase"),
-        start_paused=_string(spec, "startStrategy", "spec.startStrategy") == "Paused",
-        grace_period_seconds=grace,
-        migration_uid=_string(migration, "migrationUid", "status.migrationState.migrationUid"),
-        migration_target_pod=_string(migration, "targetPod", "status.migrationState.targetPod"),
-        non_root=runtime_user != 0 or DEPRECATED_NON_ROOT_VMI_ANNOTATION in annotations,
+        name=view.name,
+        namespace=view.namespace,
+        uid=check_uid(view.uid, "metadata.uid"),
+        phase=view.phase,
+        start_paused=spec.string("startStrategy") == "Paused",
+        grace_period_seconds=spec.integer(
+            "terminationGracePeriodSeconds", default=DEFAULT_GRACE_PERIOD_SECONDS, minimum=0
+        ),
+        migration_uid=migration.string("migrationUid"),
+        migration_target_pod=migration.string("targetPod"),
+        non_root=runtime_user != 0 or DEPRECATED_NON_ROOT_VMI_ANNOTATION in view.annotations,
         raw=raw,
+        view=view,
     )
 
 
@@ -110,23 +103,3 @@ def check_uid(uid: str, path: str) -> str:
             f"{path}: {uid[:80]!r} is not a UID (letters, digits, and '-', '_', '.' between them)"
         )
     return uid
-
-
-def _mapping(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-    value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidVMIError(f"{path}: must be an object")
-    return value
-
-
-def _string(parent: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str:
-    value = parent.get(key)
-    if value is None or value == "":
-        if required:
-            raise InvalidVMIError(f"{path}: required")
-        return ""
-    if not isinstance(value, str):
-        raise InvalidVMIError(f"{path}: must be a string")
-    return value

@@ -24,7 +24,7 @@ from kubevirt.handler_launcher_com.sockets import cmd_socket_path, notify_socket
 from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.notify_client import NotifyClient
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
-from kubevirt.virt_launcher.virtwrap.domain_pipeline import domain_xml
+from kubevirt.virt_launcher.virtwrap.domain_pipeline import convert_in_process
 from kubevirt.virt_launcher.virtwrap.errors import LibvirtCallError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
@@ -180,7 +180,7 @@ def test_sync_resumes_a_domain_not_paused_by_the_user(launcher: Launcher) -> Non
         (b'{"metadata": {"name": "a"}, "spec": []}', "spec: must be an object"),
         (
             b'{"metadata": {"name": "a"}, "spec": {"terminationGracePeriodSeconds": -1}}',
-            "spec.terminationGracePeriodSeconds: must be a non-negative integer",
+            "spec.terminationGracePeriodSeconds: must be at least 0, got -1",
         ),
         (
             b'{"metadata": {"name": "a"}, "spec": {"domain": {"memory": "bad"}}}',
@@ -427,10 +427,10 @@ def test_commands_are_served_concurrently(launcher: Launcher) -> None:
 def test_memory_hotplug_room_is_dropped_where_libvirt_refuses_it(conn: libvirt.virConnect) -> None:
     case = Path(__file__).parents[2] / "testdata/conformance/vmi/valid/003-memory-guest-only.defaults.json"
     the_vmi = facts(json.loads(case.read_text()))
-    room = DomainManager(conn, domain_xml, node=NodeFacts(emulation=True, slotless_max_memory=True))
+    room = DomainManager(conn, convert_in_process, node=NodeFacts(emulation=True, slotless_max_memory=True))
     rendered = etree.fromstring(room.render_domain(the_vmi, None).encode())
     assert rendered.find("maxMemory").get("slots") == "0"  # type: ignore[union-attr]  # KubeVirt's virtio-mem room
-    manager = DomainManager(conn, domain_xml)  # asks libvirt whether it takes the room without slots
+    manager = DomainManager(conn, convert_in_process)  # asks libvirt whether it takes the room without slots
     manager.sync_vmi(the_vmi)
     domain = manager.get_domain()
     assert domain is not None

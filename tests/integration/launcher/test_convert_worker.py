@@ -17,6 +17,7 @@ from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.virt_launcher import reaper
 from kubevirt.virt_launcher.convert_worker import ConversionWorker
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts, read_vmi
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,8 +32,9 @@ def kernel_boot_vmi() -> dict[str, Any]:
     return vmi
 
 
-def encoded(vmi: dict[str, Any]) -> bytes:
-    return json.dumps(vmi).encode()
+def encoded(vmi: dict[str, Any]) -> VMIFacts:
+    """The VMI as the command server hands it on: decoded once, its JSON kept."""
+    return read_vmi(json.dumps(vmi).encode())
 
 
 def test_worker_converts_and_reports_bad_fields() -> None:
@@ -107,6 +109,8 @@ process = worker._process
 assert isinstance(process, ForkedWorker), process  # single-threaded: a fork, not a fresh interpreter
 # Its imports were not made here: the launcher stays without the typed API.
 assert not [m for m in sys.modules if m.startswith("kubevirt_api")]
+from kubevirt.virt_launcher.virtwrap.vmi import read_vmi
+vmi = read_vmi(vmi)
 first = worker(vmi, None, NodeFacts(emulation=True))
 assert not worker.running and process.returncode == 0 and not reaper.owned(process.pid)
 assert process.stdout is not None and process.stdout.closed

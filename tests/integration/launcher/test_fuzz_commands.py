@@ -24,6 +24,7 @@ from kubevirt.virt_launcher.virtwrap.domain_pipeline import domain_xml
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import Migrator
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 from kubevirt_api.base import ApiParseError
 from kubevirt_testing.fuzz_inputs import CONFORMANCE, FUZZ_SETTINGS, VMI_SEEDS, json_values, mutated
 
@@ -49,9 +50,9 @@ VMI_COMMANDS = [
 EMULATION = NodeFacts(emulation=True)
 
 
-def converter_for_the_test_driver(vmi_json: bytes, options: Any, node: NodeFacts) -> str:
+def converter_for_the_test_driver(vmi: VMIFacts, options: Any, node: NodeFacts) -> str:
     """The real domain, with the test driver's domain type."""
-    xml = domain_xml(vmi_json, options, EMULATION)
+    xml = domain_xml(vmi.raw, options, EMULATION)
     return xml.replace('<domain type="qemu"', '<domain type="test"', 1)
 
 

@@ -12,6 +12,7 @@ import pytest
 from kubevirt.ephemeral_disk import disk_info
 from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+from kubevirt_api.view import VMIView
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,7 +28,7 @@ def qemu_img(*args: str) -> str:
     return subprocess.run(["qemu-img", *args], capture_output=True, text=True, check=True).stdout
 
 
-def vmi(*volumes: dict[str, Any]) -> bytes:
+def vmi(*volumes: dict[str, Any]) -> VMIView:
     document = {
         "metadata": {"name": "vm1", "namespace": "ns1"},
         "spec": {
@@ -35,7 +36,7 @@ def vmi(*volumes: dict[str, Any]) -> bytes:
             "volumes": list(volumes),
         },
     }
-    return json.dumps(document).encode()
+    return VMIView(document)
 
 
 def link_out(directory: Path) -> None:

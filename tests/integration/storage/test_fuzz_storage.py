@@ -6,11 +6,12 @@ import json
 import subprocess
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+from kubevirt_api.view import VMIView
 from kubevirt_testing.fuzz_inputs import FUZZ_SETTINGS, VMI_SEEDS, json_values, mutated
 
 pytestmark = pytest.mark.timeout(300)
@@ -49,12 +50,14 @@ def test_the_seeds_have_volumes() -> None:
 @FUZZ_SETTINGS
 @given(payload=payloads())
 def test_prepare_makes_the_disks_or_refuses_cleanly(dirs: StorageDirs, payload: bytes) -> None:
-    storage = PodStorage(dirs)
+    document = json.loads(payload)
+    assume(isinstance(document, dict))  # anything else the command server refuses before storage
+    vmi, storage = VMIView(document), PodStorage(dirs)
     message = ""
     try:
-        storage.disks_info(payload)
-        storage.block_volumes(payload)
-        storage.prepare(payload)
+        storage.disks_info(vmi)
+        storage.block_volumes(vmi)
+        storage.prepare(vmi)
     except StoragePreparationError as err:  # any other exception fails the test
         message = str(err)
     assert not message or ": " in message  # the field or object at fault, then why

@@ -11,6 +11,7 @@ import pytest
 
 from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+from kubevirt_api.view import VMIView
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,7 +44,7 @@ def dirs(tmp_path: Path) -> StorageDirs:
     return result
 
 
-def vmi(*volumes: dict[str, Any], kernel: str = "") -> bytes:
+def vmi(*volumes: dict[str, Any], kernel: str = "") -> VMIView:
     domain: dict[str, Any] = {"devices": {"disks": [{"name": v["name"]} for v in volumes]}}
     if kernel:
         domain["firmware"] = {"kernelBoot": {"container": {"image": "k:1", "kernelPath": kernel}}}
@@ -51,7 +52,7 @@ def vmi(*volumes: dict[str, Any], kernel: str = "") -> bytes:
         "metadata": {"name": "vm1", "namespace": "ns1"},
         "spec": {"domain": domain, "volumes": list(volumes)},
     }
-    return json.dumps(document).encode()
+    return VMIView(document)
 
 
 EVERY_KIND = vmi(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
+from kubevirt_api.view import VMIView
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def dirs(tmp_path: Path) -> StorageDirs:
     return result
 
 
-def vmi(claims: dict[str, dict[str, Any]], **spec: Any) -> bytes:
+def vmi(claims: dict[str, dict[str, Any]], **spec: Any) -> VMIView:
     volumes = [
         {"name": "fs", "persistentVolumeClaim": {"claimName": "c1"}},
         {"name": "dv", "dataVolume": {"name": "d1"}},
@@ -39,7 +39,7 @@ def vmi(claims: dict[str, dict[str, Any]], **spec: Any) -> bytes:
         "spec": {"domain": {"devices": {}}, "volumes": volumes, **spec},
         "status": {"volumeStatus": status},
     }
-    return json.dumps(document).encode()
+    return VMIView(document)
 
 
 def test_block_devices_are_found_for_the_converter(dirs: StorageDirs) -> None:
@@ -67,11 +67,11 @@ def test_a_filesystem_claim_gets_a_sparse_disk_img_once(dirs: StorageDirs) -> No
 
 
 def test_block_hotplugged_and_unreported_claims_are_left_alone(dirs: StorageDirs) -> None:
-    document = json.loads(vmi({"fs": {"capacity": {"storage": "8Mi"}, "volumeMode": "Block"}}))
+    document = dict(vmi({"fs": {"capacity": {"storage": "8Mi"}, "volumeMode": "Block"}}).data)
     document["status"]["volumeStatus"].append(
         {"name": "dv", "hotplugVolume": {}, "persistentVolumeClaimInfo": {"capacity": {"storage": "8Mi"}}}
     )
-    PodStorage(dirs).prepare(json.dumps(document).encode())
+    PodStorage(dirs).prepare(VMIView(document))
     assert list(dirs.host_disk_dir.rglob("disk.img")) == []
 
 

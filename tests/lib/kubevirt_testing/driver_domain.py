@@ -11,11 +11,12 @@ import json
 from typing import Any
 
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts
+from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
 
-def driver_domain_xml(vmi_json: bytes, options: Any, node: NodeFacts) -> str:
+def driver_domain_xml(facts: VMIFacts, options: Any, node: NodeFacts) -> str:
     """A domain the test driver runs, with the KubeVirt metadata the launcher's pipeline writes."""
-    vmi = json.loads(vmi_json)
+    vmi = json.loads(facts.raw)
     metadata = vmi["metadata"]
     grace = vmi.get("spec", {}).get("terminationGracePeriodSeconds", 30)
     if vmi.get("spec", {}).get("domain", {}).get("explode"):
