@@ -16,6 +16,7 @@ from .config import (
     ClusterConfig,
     InvalidConfigurationError,
 )
+from .domain import DomainSettings
 from .launcher import LauncherSettings
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ROLLOUT_STAGE",
     "ROLLOUT_STRATEGIES",
     "ClusterConfig",
+    "DomainSettings",
     "InvalidConfigurationError",
     "LauncherSettings",
 ]

@@ -4,7 +4,8 @@ KubeVirt's built-in values overlaid by the KubeVirt CR's ``spec.configuration``:
 that graduated count as enabled whatever the CR says), the VM rollout strategy, eviction strategy,
 architectures and their emulated machines, whether a bridge may sit on the pod network, and what
 virt-handler's node labeller and KSM handler read (obsolete CPU models, KSM's node selector), the
-TLS settings of every listener (``tlsConfiguration``) and what shapes the virt-launcher pod.
+TLS settings of every listener (``tlsConfiguration``), what shapes the virt-launcher pod and what
+virt-handler passes each launcher for its domain.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubevirt.virt_config.domain import DomainSettings
 from kubevirt.virt_config.launcher import LauncherSettings
 from kubevirt.virt_config.migrations import InvalidMigrationConfigurationError, MigrationConfig
 from kubevirt.virt_config.tls import InvalidTLSConfigurationError, TLSConfiguration
@@ -96,6 +98,8 @@ class ClusterConfig:
     tls: TLSConfiguration = field(default_factory=TLSConfiguration)
     # What virt-controller's template service reads (resource ratios, pull policy, seccomp, ...).
     launcher: LauncherSettings = field(default_factory=LauncherSettings)
+    # What virt-handler passes every launcher with SyncVirtualMachine (SMBIOS, balloon statistics, ...).
+    domain: DomainSettings = field(default_factory=DomainSettings)
 
     @classmethod
     def build(
@@ -151,6 +155,7 @@ class ClusterConfig:
             migrations=migrations,
             tls=tls,
             launcher=LauncherSettings.from_configuration(configuration),
+            domain=DomainSettings.from_kubevirt(kubevirt, configuration),
             feature_gates=gates,
             rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
             eviction_strategy=eviction if isinstance(eviction, str) else None,

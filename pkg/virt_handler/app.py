@@ -180,7 +180,9 @@ class VirtHandler:
             mounter=self._mounter,
             notify=DomainNotify(domain_cache, self._notify_pipes),
             ownership=ownership,
+            config=self._config.current,
         )
+        self._reconciler = reconciler
         enqueue = self._queue.add
         # Migration targets: VMIs still owned by another node, labelled for this one.
         targets = self._factory.informer(
@@ -341,6 +343,7 @@ class VirtHandler:
         if self._notify_server is not None:
             self._notify_server.stop(grace=1)
         self._notify_pipes.shut_down()
+        self._reconciler.close()
         self._events.stop()
         beats.join(timeout=10)
         for thread in helpers:

@@ -180,16 +180,28 @@ def launcher_pid(launcher_socket: Path) -> int:
     return pod_process(pods_dir, socket_dir(pod_uid), READY_SOCKET, pod_uid)
 
 
-def launcher_socket_owner(launcher_socket: Path) -> tuple[int, int]:
-    """The uid and gid owning the launcher's command socket itself (opened as every pod socket is, so a
-    link in its place is refused, not read)."""
+def _launcher_socket_stat(launcher_socket: Path) -> os.stat_result:
+    """The launcher's command socket itself, opened as every pod socket is (a link in its place is
+    refused, not read)."""
     pods_dir, pod_uid = _launcher_pod(launcher_socket)
     fd = open_socket(pods_dir, socket_dir(pod_uid), READY_SOCKET)
     try:
-        info = os.fstat(fd)
+        return os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def launcher_socket_owner(launcher_socket: Path) -> tuple[int, int]:
+    """The uid and gid owning the launcher's command socket."""
+    info = _launcher_socket_stat(launcher_socket)
     return info.st_uid, info.st_gid
+
+
+def launcher_socket_identity(launcher_socket: Path) -> tuple[int, int]:
+    """The device and inode of the launcher's command socket: a launcher that started again made a new
+    one, which a client dialled through the old one's descriptor would never reach."""
+    info = _launcher_socket_stat(launcher_socket)
+    return info.st_dev, info.st_ino
 
 
 def launcher_root(launcher_socket: Path) -> PodRoot:

@@ -2,13 +2,17 @@
 
 A reconcile reads the VMI from the node's cache, finds the launcher's command socket through the pod
 directories, and then does one of (KubeVirt's order): shut the domain down gracefully (VMI deleted, or
-its pod told to stop) and kill it once the grace period is over; undefine a domain that stopped, or
-whose VMI is final or deleted; or sync the VMI into the launcher (start it). Whatever the domain then
-looks like is written back as the VMI's status (phase, node, interfaces, guest OS, conditions, and
-``Ready`` with the first Running, see :mod:`.ready`) with a resourceVersion-guarded update, only when it
-changed. A launcher that is gone or that the watchdog marked unresponsive fails its VMI. Before the first
-sync the VMI's containerDisks are mounted into its pod (once their containers are up); the mounts go when
-the VMI is final, or deleted and its launcher gone.
+its pod told to stop) and kill it once the grace period is over; undefine a domain that stopped, or whose
+VMI is final or deleted; or sync the VMI into the launcher (start it). The domain as read before acting
+(one GetDomain per reconcile) is written back as the VMI's status (phase, node, interfaces, guest OS,
+conditions, and ``Ready`` with the first Running, see :mod:`.ready`) with a resourceVersion-guarded
+update, only when it changed. A launcher that is gone or that the watchdog marked unresponsive fails its
+VMI. Before the first sync the VMI's containerDisks are mounted into its pod (once their containers are
+up); the mounts go when the VMI is final, or deleted and its launcher gone.
+
+A domain a sync just started is thus reported by the next reconcile, which its launcher's domain event
+queues. The launcher's client is kept per VMI across reconciles (see :mod:`.launcher_clients`), and
+SyncVirtualMachine carries the options the cluster configuration decides (see :mod:`.vm_options`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,13 +29,20 @@ from typing import Any, Protocol
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventSink, KubeApi
 from kubevirt.client.errors import ConflictError, NotFoundError
 from kubevirt.controller import RequeueAfter, Store, key_of, split_key
-from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, LauncherDisconnectedError
+from kubevirt.handler_launcher_com.cmd.client import (
+    CommandFailedError,
+    LauncherClientError,
+    LauncherDisconnectedError,
+)
+from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.log import get_logger
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler import shutdown
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.domain_notify import DomainNotify
+from kubevirt.virt_handler.launcher_clients import LauncherClients
 from kubevirt.virt_handler.launcher_sockets import (
     SocketLookupError,
     find_launcher_socket,
@@ -43,8 +54,10 @@ from kubevirt.virt_handler.migratable import MigratabilityFacts
 from kubevirt.virt_handler.migration import MigrationSource
 from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError
+from kubevirt.virt_handler.pod_sockets import launcher_socket_identity
 from kubevirt.virt_handler.ready import set_ready_with_running
 from kubevirt.virt_handler.status import apply_domain
+from kubevirt.virt_handler.vm_options import virtual_machine_options
 from kubevirt_api.core.v1 import FINAL_VMI_PHASES, VirtualMachineInstancePhase
 
 JSON = dict[str, Any]
@@ -67,7 +80,7 @@ class Network(Protocol):
 
 
 class Launcher(Protocol):
-    def sync_vmi(self, vmi: JSON) -> None: ...
+    def sync_vmi(self, vmi: JSON, options: cmd_pb2.VirtualMachineOptions | None = None) -> None: ...
     def vmi_command(self, command: str, vmi: JSON) -> None: ...
     def get_domain(self) -> JSON | None: ...
     def close(self) -> None: ...
@@ -81,6 +94,8 @@ class _Outcome:
     error: str | None = None
     requeue: float | None = None
     disconnected: bool = False
+    # The call failed on the connection, not in the launcher: the next reconcile dials again.
+    redial: bool = False
 
 
 def _now() -> str:
@@ -141,13 +156,16 @@ class VMController:
         mounter: Mounter | None = None,
         notify: DomainNotify | None = None,
         ownership: PodOwnership | None = None,
+        config: Callable[[], ClusterConfig] = ClusterConfig,
+        identify: Callable[[Path], Hashable] = launcher_socket_identity,
     ) -> None:
         self._api = api
         self._events = events
         self._vmis = vmi_store
         self._node = node
         self._pods_dir = pods_dir
-        self._connect = connect
+        self._launchers = LauncherClients(connect, identify)
+        self._config = config
         self._clock = clock
         self._network = network
         self._migratability_facts = migratability_facts or MigratabilityFacts()
@@ -211,6 +229,7 @@ class VMController:
         try:
             socket = find_launcher_socket(self._pods_dir, status.get("activePods") or {}, self._node)
         except SocketLookupError:
+            self._launchers.drop(uid)  # gone, or not one launcher any more: none to keep a client for
             if final or deleting:
                 self._unmount(vmi["metadata"].get("uid") or "")
                 self._forget(uid, key)
@@ -223,6 +242,7 @@ class VMController:
             self._reached.add(uid)
             self._waiting_since.pop(uid, None)
         if is_marked_unresponsive(self._pods_dir, pod_uid_of(self._pods_dir, socket)):
+            self._launchers.drop(uid)
             if not (final or deleting):
                 self._fail_unresponsive(key, vmi, uid)
             return
@@ -233,18 +253,17 @@ class VMController:
             outcome = _Outcome(error=network_error)
         else:
             try:
-                launcher = self._connect(socket)
-            except SocketLookupError as err:  # the socket changed since it was found: look again
+                launcher = self._launchers.get(uid, socket)
+            except (SocketLookupError, FileNotFoundError) as err:  # it changed since it was found: look again
                 self._log.warning("refused a launcher socket", name=vmi["metadata"]["name"], reason=str(err))
                 raise RequeueAfter(SOCKET_WAIT_SECONDS) from None
             try:
-                outcome = self._drive(launcher, vmi, socket)
-            finally:
-                launcher.close()
-        if outcome.error is None and not outcome.disconnected:
-            self._domain_events.observe(uid, outcome.domain)
-            if self._notify is not None:
-                self._notify.domain_read(key, outcome.domain)
+                outcome = self._drive(launcher, key, vmi, socket)
+            except BaseException:
+                self._launchers.drop(uid, launcher)  # in an unknown state: not to be used again
+                raise
+            if outcome.disconnected or outcome.redial:
+                self._launchers.drop(uid, launcher)
         if final:
             self._forget(uid, key)
             return
@@ -305,6 +324,7 @@ class VMController:
             self._replaced.pop(key, None)
             self._uids.pop(key, None)
         self._domain_events.forget(uid)
+        self._launchers.drop(uid)
 
     def _drop(self, uid: str) -> None:
         """Drops what is kept for the VMI with ``uid`` (the lock held)."""
@@ -322,6 +342,7 @@ class VMController:
                 return
             self._drop(previous)
         self._domain_events.forget(previous)
+        self._launchers.drop(previous)
 
     def _forget_all_but_known(self) -> None:
         """Drops what is kept for every VMI the cache no longer holds: deleted, migrated away, or gone
@@ -336,16 +357,27 @@ class VMController:
                 self._replaced.pop(key, None)
                 self._uids.pop(key, None)
             self._domain_events.forget_all_but(uids)
+            self._launchers.drop_all_but(uids)
 
-    def _drive(self, launcher: Launcher, vmi: JSON, socket: Path) -> _Outcome:
+    def close(self) -> None:
+        """Closes the launcher clients kept (the handler stopping)."""
+        self._launchers.close()
+
+    def _drive(self, launcher: Launcher, key: str, vmi: JSON, socket: Path) -> _Outcome:
         final = vmi["status"].get("phase") in FINAL_VMI_PHASES
         deleting = vmi["metadata"].get("deletionTimestamp") is not None
         try:
+            # The only reading of this sync: what it acts on and reports (a domain the sync starts is
+            # reported by the next reconcile, which the launcher's domain event queues).
             domain = launcher.get_domain()
         except LauncherDisconnectedError:
             return _Outcome(disconnected=True)
         except LauncherClientError as err:
             return self._failed(vmi, err)
+        # Recorded as of now: an event the commands below cause must not be overwritten by it.
+        self._domain_events.observe(_uid_of(vmi, key), domain)
+        if self._notify is not None:
+            self._notify.domain_read(key, domain)
         stopping = deleting or (
             shutdown.marked_for_graceful_shutdown(domain)
             and vmi["status"].get("phase") == VirtualMachineInstancePhase.RUNNING
@@ -359,6 +391,13 @@ class VMController:
                 return _Outcome(domain)  # the phase comes from how the domain stopped
             if final or stopping:
                 return _Outcome(domain)
+            current = vmi["status"].get("phase") or ""
+            grace = vmi["spec"].get("terminationGracePeriodSeconds")
+            implied = phases.phase_from_domain(current, domain, launcher_unresponsive=False, vmi_grace=grace)
+            if implied != current:
+                # KubeVirt's rule: the phase catches up with the domain first (a domain just started, or a
+                # Running VMI's domain gone), and only a VMI in step with its domain is synced.
+                return _Outcome(domain)
             if domain is None and self._mounter is not None:
                 # The disks must be in the pod before the launcher builds the domain on them.
                 if not self._mounter.ready(vmi, self._node):
@@ -367,13 +406,15 @@ class VMController:
             if domain is None and self._ownership is not None:
                 # A non-root launcher opens its devices and disks as its own user.
                 self._ownership.claim(vmi, socket)
-            launcher.sync_vmi(vmi)
+            launcher.sync_vmi(vmi, virtual_machine_options(vmi, self._config()))
             if domain is None:
                 self._events.event(vmi, "Normal", "Created", "VirtualMachineInstance defined.")
-            return _Outcome(launcher.get_domain())
+            return _Outcome(domain)
         except LauncherDisconnectedError:
             # The launcher went away while stopping its domain: that is what stopping does.
-            return _Outcome(domain, requeue=SOCKET_WAIT_SECONDS) if stopping else _Outcome(disconnected=True)
+            if stopping:
+                return _Outcome(domain, requeue=SOCKET_WAIT_SECONDS, redial=True)
+            return _Outcome(disconnected=True)
         except LauncherClientError as err:
             return self._failed(vmi, err)
         except ContainerDiskError as err:
@@ -421,7 +462,9 @@ class VMController:
     def _failed(self, vmi: JSON, err: LauncherClientError) -> _Outcome:
         self._log.error("syncing with the launcher failed", name=vmi["metadata"]["name"], reason=str(err))
         self._events.event(vmi, "Warning", "SyncFailed", str(err))
-        return _Outcome(error=str(err))
+        # The launcher's own refusal leaves the connection sound; anything else (a deadline, a reply it
+        # could not have meant) may not.
+        return _Outcome(error=str(err), redial=not isinstance(err, CommandFailedError))
 
     def _update_status(
         self,

@@ -69,12 +69,16 @@ def converter_context(options: cmd_pb2.VirtualMachineOptions | None, node: NodeF
     if options.DisksInfo:
         settings["container_disk_formats"] = {name: info.format for name, info in options.DisksInfo.items()}
     if options.interfaceDomainAttachment:
-        settings["network_binding_plugins"] = dict(options.interfaceDomainAttachment)
+        settings["interface_domain_attachment"] = dict(options.interfaceDomainAttachment)
+    if options.PreallocatedVolumes:
+        settings["discard_ignore"] = frozenset(options.PreallocatedVolumes)
     if options.HasField("clusterConfig"):
         if options.clusterConfig.FreePageReportingDisabled:
             settings["free_page_reporting"] = False
         if options.clusterConfig.SerialConsoleLogDisabled:
             settings["serial_console_log"] = False
+        # Only a handler that sends the cluster's settings says which display EFI guests get.
+        settings["bochs_for_efi_guests"] = options.clusterConfig.BochsDisplayForEFIGuests
     return ConverterContext(**settings)
 
 

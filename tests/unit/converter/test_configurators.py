@@ -363,7 +363,7 @@ def test_interfaces_models_queues_and_states() -> None:
         {"name": "g", "binding": {"name": "other"}},
     ]
     networks = [{"name": n, "multus": {"networkName": n}} for n in "abcdefg"]
-    context = ConverterContext(network_binding_plugins={"tapper": "tap"})
+    context = ConverterContext(interface_domain_attachment={"f": "tap", "g": ""})
     domain = render(
         context,
         domain={"cpu": {"sockets": 300}},

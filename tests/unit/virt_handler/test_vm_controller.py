@@ -36,7 +36,7 @@ class FakeLauncher:
         self.calls: list[str] = []
         self.fail: str | None = None
 
-    def sync_vmi(self, vmi: JSON) -> None:
+    def sync_vmi(self, vmi: JSON, options: Any = None) -> None:
         self.calls.append("SyncVirtualMachine")
         if self.fail:
             raise CommandFailedError("SyncVirtualMachine", self.fail)
@@ -71,7 +71,7 @@ def _vmi(phase_name: str = "Scheduled") -> JSON:
         "kind": "VirtualMachineInstance",
         "metadata": {"name": "tiny", "namespace": "default", "labels": {"kubevirt.io/nodeName": NODE}},
         "spec": {"domain": {}},
-        "status": {"phase": phase_name, "activePods": {POD_UID: NODE}},
+        "status": {"phase": phase_name, "nodeName": NODE, "activePods": {POD_UID: NODE}},
     }
 
 
@@ -117,12 +117,20 @@ class Harness:
         self.put(current)
         return current
 
+    def start(self) -> JSON:
+        """The sync that starts the guest, then the reconcile its domain event queues, which reports it."""
+        self.reconcile()
+        return self.reconcile()
+
 
 def test_a_scheduled_vmi_is_synced_and_becomes_running(pods_dir: Path) -> None:
     harness = Harness(pods_dir, _vmi())
+    synced = harness.reconcile()
+    assert harness.launcher.calls == ["SyncVirtualMachine"]
+    assert synced["status"]["phase"] == "Scheduled"  # what the one GetDomain before the sync saw
     vmi = harness.reconcile()
     assert harness.connected == [pods_dir / POD_UID / "volumes/kubernetes.io~empty-dir/sockets/launcher-sock"]
-    assert harness.launcher.calls == ["SyncVirtualMachine"]
+    assert harness.launcher.calls == ["SyncVirtualMachine"]  # not synced again before its phase caught up
     assert vmi["status"]["phase"] == "Running"
     assert vmi["status"]["nodeName"] == NODE
     assert vmi["status"]["interfaces"] == [
@@ -160,6 +168,8 @@ def _ready(vmi: JSON) -> JSON:
 
 def test_the_first_running_write_carries_ready_true_as_the_pods_would_be_copied(pods_dir: Path) -> None:
     harness = Harness(pods_dir, _scheduled_by_the_controller())
+    harness.reconcile()  # the sync (its write: the conditions that do not wait for the domain)
+    harness.api.writes.clear()
     vmi = harness.reconcile()
     assert vmi["status"]["phase"] == "Running"
     assert harness.api.writes == [("update", "virtualmachineinstances", "default", "tiny")]
@@ -173,7 +183,7 @@ def test_the_first_running_write_carries_ready_true_as_the_pods_would_be_copied(
 
 def test_ready_is_not_set_again_once_virt_controller_took_it_back(pods_dir: Path) -> None:
     harness = Harness(pods_dir, _scheduled_by_the_controller())
-    running = harness.reconcile()
+    running = harness.start()
     not_ready = {**_NOT_RUNNING, "reason": "ContainersNotReady", "message": "containers with unready status"}
     running["status"]["conditions"] = [not_ready, *running["status"]["conditions"][1:]]
     harness.put(harness.api.update(VIRTUAL_MACHINE_INSTANCES, "default", running))  # virt-controller's write
@@ -186,7 +196,7 @@ def test_ready_is_not_set_again_once_virt_controller_took_it_back(pods_dir: Path
 class PausedStart(FakeLauncher):
     """A guest started paused (startStrategy Paused): Running with a Paused condition."""
 
-    def sync_vmi(self, vmi: JSON) -> None:
+    def sync_vmi(self, vmi: JSON, options: Any = None) -> None:
         super().sync_vmi(vmi)
         self.domain = _domain("Paused", "User")
 
@@ -194,7 +204,7 @@ class PausedStart(FakeLauncher):
 def test_a_guest_paused_at_start_is_running_but_not_ready(pods_dir: Path) -> None:
     harness = Harness(pods_dir, _scheduled_by_the_controller())
     harness.launcher = PausedStart()
-    vmi = harness.reconcile()
+    vmi = harness.start()
     assert vmi["status"]["phase"] == "Running"
     assert "Paused" in [c["type"] for c in vmi["status"]["conditions"]]
     assert _ready(vmi) == _NOT_RUNNING  # the paused pod's readiness gate is False: the controller says so
@@ -214,7 +224,7 @@ def test_a_pod_with_a_probe_still_to_pass_leaves_ready_to_the_pod(
     vmi = _scheduled_by_the_controller()
     vmi[field[0]][field[1]] = value
     harness = Harness(pods_dir, vmi)
-    running = harness.reconcile()
+    running = harness.start()
     assert running["status"]["phase"] == "Running"
     assert _ready(running) == _NOT_RUNNING
 
@@ -247,7 +257,7 @@ def test_a_failed_sync_sets_synchronized_false_and_keeps_the_phase(pods_dir: Pat
 
 def test_a_deleted_running_vmi_is_killed_then_undefined(pods_dir: Path) -> None:
     harness = Harness(pods_dir, _vmi())
-    harness.reconcile()
+    harness.start()
     deleting = harness.api.get(VIRTUAL_MACHINE_INSTANCES, "default", "tiny")
     deleting["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
     harness.put(deleting)
@@ -377,7 +387,7 @@ def test_the_disks_are_mounted_before_the_first_sync_once_their_containers_are_u
     assert (mounter.calls, harness.launcher.calls) == (["ready"], [])
 
     mounter.is_ready = True
-    vmi = harness.reconcile()
+    vmi = harness.start()
     assert mounter.calls == ["ready", "ready", "mount"]
     assert harness.launcher.calls == ["SyncVirtualMachine"]
     assert vmi["status"]["phase"] == "Running"
@@ -445,10 +455,9 @@ class FakeNetwork:
 def test_phase_one_runs_before_the_sync(pods_dir: Path) -> None:
     network = FakeNetwork()
     harness = Harness(pods_dir, _vmi(), network)
-    vmi = harness.reconcile()
+    harness.reconcile()
     assert network.setups == [pods_dir / POD_UID / "volumes/kubernetes.io~empty-dir/sockets/launcher-sock"]
     assert harness.launcher.calls == ["SyncVirtualMachine"]
-    assert vmi["status"]["phase"] == "Running"
 
 
 def test_a_refused_network_is_reported_and_nothing_starts(pods_dir: Path) -> None:
@@ -484,7 +493,7 @@ def test_status_interfaces_carry_the_pod_ips(pods_dir: Path, tmp_path: Path) -> 
     uid = harness.store.list()[0]["metadata"]["uid"]
     recorded = PodIfaceCache(iface={"name": "default"}, pod_ip="10.244.0.7", pod_ips=("10.244.0.7",))
     network._setup.cache.write(uid, "default", recorded)  # what phase 1 recorded
-    status = harness.reconcile()["status"]
+    status = harness.start()["status"]
     assert status["interfaces"] == [
         {
             "name": "default",
@@ -514,7 +523,7 @@ def test_a_found_launcher_gets_its_notify_pipe_and_the_read_domain_resyncs_the_c
     pipes, cache = FakePipes(), DomainCache()
     harness = Harness(pods_dir, _vmi(), notify=DomainNotify(cache, pipes))
     uid = harness.store.list()[0]["metadata"]["uid"]
-    harness.reconcile()
+    harness.start()
     assert pipes.running == {uid: harness.connected[0]}
     assert (cache.get("default/tiny") or {})["Status"]["Status"] == "Running"
     harness.store.remove("default/tiny")

@@ -32,7 +32,7 @@ class FakeLauncher:
     def __init__(self) -> None:
         self.domain: JSON | None = None
 
-    def sync_vmi(self, vmi: JSON) -> None:
+    def sync_vmi(self, vmi: JSON, options: Any = None) -> None:
         if self.domain is None:
             self.domain = _domain("Running", "Booted")
 
@@ -73,6 +73,8 @@ class Harness:
         self.api = FakeKubeApi()
         self.store: Store[JSON] = Store()
         self.launcher = FakeLauncher()
+        if vmi["status"]["phase"] == "Running":
+            self.launcher.domain = _domain("Running", "Booted")  # a Running VMI's guest is up
         self.log = DomainEventLog()
         self.vmi = self.api.add(VIRTUAL_MACHINE_INSTANCES, vmi)
         self.uid = str(self.vmi["metadata"]["uid"])

@@ -38,7 +38,7 @@ class DomainLauncher(FakeLauncher):
         super().__init__()
         self.template = domain
 
-    def sync_vmi(self, vmi: JSON) -> None:
+    def sync_vmi(self, vmi: JSON, options: Any = None) -> None:
         self.calls.append("SyncVirtualMachine")
         if self.domain is None:
             self.domain = copy.deepcopy(self.template)
@@ -95,7 +95,7 @@ def _vmi_writes(harness: Harness) -> int:
 
 def test_a_running_domain_fills_the_handlers_status_fields(pods_dir: Path) -> None:
     harness = _harness(pods_dir, _masquerade_vmi(), _rich_domain())
-    vmi = harness.reconcile()
+    vmi = harness.start()
     status = vmi["status"]
     assert status["phase"] == "Running"
     assert status["machine"] == {"type": "pc-q35-9.2"}
@@ -116,11 +116,11 @@ def test_a_running_domain_fills_the_handlers_status_fields(pods_dir: Path) -> No
 
 def test_an_unchanged_domain_is_written_once_and_each_change_once(pods_dir: Path) -> None:
     harness = _harness(pods_dir, _masquerade_vmi(), _rich_domain())
-    harness.reconcile()
-    assert _vmi_writes(harness) == 1
+    harness.start()
+    assert _vmi_writes(harness) == 2  # the conditions with the sync, then Running
     for _ in range(3):
         harness.reconcile()
-    assert _vmi_writes(harness) == 1  # nothing observed changed: no write
+    assert _vmi_writes(harness) == 2  # nothing observed changed: no write
 
     assert harness.launcher.domain is not None
     harness.launcher.domain["Status"].update(Status="Paused", Reason="User")
@@ -134,13 +134,13 @@ def test_an_unchanged_domain_is_written_once_and_each_change_once(pods_dir: Path
     )
     harness.reconcile()
     harness.reconcile()
-    assert _vmi_writes(harness) == 2
+    assert _vmi_writes(harness) == 3
 
     harness.launcher.domain["Status"].update(Status="Running", Reason="Unpaused")
     vmi = harness.reconcile()
     assert _condition(vmi, "Paused") is None
     harness.reconcile()
-    assert _vmi_writes(harness) == 3
+    assert _vmi_writes(harness) == 4
 
 
 def test_the_agent_condition_follows_the_guest_agent_channel(pods_dir: Path) -> None:
@@ -280,7 +280,7 @@ def test_the_controller_records_the_domain_changes_it_sees(pods_dir: Path) -> No
     harness = _harness(pods_dir, _masquerade_vmi(), _rich_domain())
     log = DomainEventLog(now=lambda: NOW)
     harness.controller._domain_events = log
-    harness.reconcile()
+    harness.start()
     uid = harness.api.get(VIRTUAL_MACHINE_INSTANCES, "default", "tiny")["metadata"]["uid"]
     first = log.last(uid)
     assert first is not None

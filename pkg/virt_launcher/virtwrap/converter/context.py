@@ -48,8 +48,10 @@ class ConverterContext:
     ``use_virtio_transitional`` and ``serial_console_log`` are taken from the VMI when ``None``.
     ``cluster`` is the cluster configuration (feature gates and the like) the VMI was admitted under.
     ``cpu_set`` lists the host CPUs the pod may pin to (dedicated CPU placement).
-    ``network_binding_plugins`` maps each configured binding plugin to its domain attachment type
-    (``tap``, ``managedTap`` or empty when the plugin attaches the NIC itself).
+    ``interface_domain_attachment`` maps an interface to how the domain attaches it (virt-handler's
+    ``interfaceDomainAttachment``): a binding plugin's NIC is a tap only where it says ``tap``.
+    ``discard_ignore`` names the preallocated volumes, whose disks get no ``discard``.
+    ``bochs_for_efi_guests`` is False where the cluster wants VGA for EFI guests.
     """
 
     architecture: str = "amd64"
@@ -64,4 +66,6 @@ class ConverterContext:
     serial_console_log: bool | None = None
     cpu_set: tuple[int, ...] = ()
     memballoon_stats_period: int = 10
-    network_binding_plugins: Mapping[str, str] = field(default_factory=dict)
+    interface_domain_attachment: Mapping[str, str] = field(default_factory=dict)
+    discard_ignore: frozenset[str] = frozenset()
+    bochs_for_efi_guests: bool = True

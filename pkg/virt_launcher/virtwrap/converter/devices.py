@@ -77,7 +77,7 @@ def configure_graphics(c: Conversion) -> None:
     efi = firmware is not None and firmware.bootloader is not None and firmware.bootloader.efi is not None
     if devices.video is not None and devices.video.type:
         model = api.VideoModel(type=devices.video.type, heads=1, vram=VGA_VRAM_KIB)
-    elif efi:
+    elif efi and c.context.bochs_for_efi_guests:
         model = api.VideoModel(type="bochs", heads=1)  # EFI framebuffer; VGA needs a legacy BIOS
     else:
         model = api.VideoModel(type="vga", heads=1, vram=VGA_VRAM_KIB)

@@ -129,7 +129,7 @@ def _convert_disk(
             out.readonly = api.ReadOnly()
     driver = api.DiskDriver(name="qemu", cache=cache, io=disk.io or None)
     out.driver = driver
-    if out.device != "cdrom":
+    if out.device != "cdrom" and disk.name not in c.context.discard_ignore:
         driver.discard = "unmap"
     if target.bus == "virtio" and c.vmi.spec.domain.devices.block_multi_queue:
         driver.queues = c.requested_vcpus
@@ -195,7 +195,8 @@ def _set_source(
             driver.type = "raw"
         else:
             _raw_file(disk, driver, f"{pod_paths.VMI_DISKS_DIR}/{name}/disk.img")
-        driver.discard = "unmap"
+        if name not in c.context.discard_ignore:  # preallocated: its blocks stay allocated
+            driver.discard = "unmap"
     elif volume.ephemeral is not None:
         _overlay(disk, driver, name)
         if name in c.context.block_volumes:

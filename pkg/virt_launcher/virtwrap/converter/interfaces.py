@@ -23,8 +23,8 @@ def _attachment(c: Conversion, iface: Interface) -> str | None:
     if iface.masquerade is not None or iface.bridge is not None:
         return "tap"
     if iface.binding is not None:
-        plugin = c.context.network_binding_plugins.get(iface.binding.name, "")
-        return "tap" if plugin in TAP_ATTACHMENTS else None
+        attachment = c.context.interface_domain_attachment.get(iface.name, "")
+        return "tap" if attachment in TAP_ATTACHMENTS else None
     if iface.sriov is not None:
         return None
     return ""
