@@ -12,12 +12,13 @@ its VMI's CPU limit. Only the fields used here are checked; virt-api checked the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from kubevirt.network import names
 from kubevirt.network.errors import NetworkConfigError
+from kubevirt_api.view import FieldError, View
 
 Binding = Literal["masquerade", "bridge"]
 PROTOCOLS = ("TCP", "UDP")
@@ -65,67 +66,38 @@ class _Interface:
     model: str | None
 
 
-def _object(value: Any, where: str, field: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise NetworkConfigError(field, f"{where}: must be an object")
-    return value
-
-
-def _optional(obj: Mapping[str, Any], key: str, kind: type, where: str, field: str) -> Any:
-    value = obj.get(key)
-    if value is not None and (not isinstance(value, kind) or isinstance(value, bool) != (kind is bool)):
-        raise NetworkConfigError(field, f"{where}{key}: must be a {kind.__name__}")
-    return value
-
-
-def _required_name(obj: Mapping[str, Any], field: str) -> str:
-    name = _optional(obj, "name", str, "", field)
-    if name is None:
-        raise NetworkConfigError(field, "name: Required value")
-    return str(name)
-
-
-def _network(raw: Any, field: str) -> _Network:
-    obj = _object(raw, field, field)
-    pod = obj.get("pod")
+def _network(network: View) -> _Network:
+    pod = network.optional_object("pod")
     if pod is not None:
-        pod = _object(pod, "pod", field)
         for key in ("vmNetworkCIDR", "vmIPv6NetworkCIDR"):
-            _optional(pod, key, str, "pod.", field)
-    multus = obj.get("multus")
-    if multus is not None:
-        _object(multus, "multus", field)
-    return _Network(name=_required_name(obj, field), pod=pod, multus=multus is not None)
-
-
-def _interface(raw: Any, field: str) -> _Interface:
-    obj = _object(raw, field, field)
-    ports = []
-    for index, port in enumerate(_optional(obj, "ports", list, "", field) or []):
-        where = f"ports[{index}]"
-        port = _object(port, where, field)
-        number = _optional(port, "port", int, f"{where}.", field)
-        if number is None:
-            raise NetworkConfigError(field, f"{where}.port: Required value")
-        ports.append(
-            (
-                _optional(port, "name", str, f"{where}.", field),
-                int(number),
-                _optional(port, "protocol", str, f"{where}.", field) or "TCP",
-            )
-        )
-    for binding in ("masquerade", "bridge"):
-        if obj.get(binding) is not None:
-            _object(obj[binding], binding, field)
-    return _Interface(
-        name=_required_name(obj, field),
-        state=_optional(obj, "state", str, "", field),
-        masquerade=obj.get("masquerade") is not None,
-        bridge=obj.get("bridge") is not None,
-        mac_address=_optional(obj, "macAddress", str, "", field),
-        ports=tuple(ports),
-        model=_optional(obj, "model", str, "", field),
+            pod.string(key)
+    return _Network(
+        name=network.string("name", required=True),
+        pod=pod.data if pod is not None else None,
+        multus=network.optional_object("multus") is not None,
     )
+
+
+def _interface(interface: View) -> _Interface:
+    ports = [
+        (port.optional_string("name"), _port_number(port), port.string("protocol", default="TCP"))
+        for port in interface.items("ports")
+    ]
+    return _Interface(
+        name=interface.string("name", required=True),
+        state=interface.optional_string("state"),
+        masquerade=interface.optional_object("masquerade") is not None,
+        bridge=interface.optional_object("bridge") is not None,
+        mac_address=interface.optional_string("macAddress"),
+        ports=tuple(ports),
+        model=interface.optional_string("model"),
+    )
+
+
+def _port_number(port: View) -> int:
+    if not port.has("port"):
+        raise port.fail("port", "Required value")
+    return port.integer("port")
 
 
 def _ports(iface: _Interface, field: str) -> tuple[ForwardedPort, ...]:
@@ -167,20 +139,26 @@ def pod_binding(spec: Mapping[str, Any]) -> PodBinding | None:
     """The pod-network binding of a VMI ``spec`` (None: the VMI is not on the pod network).
 
     Raises :class:`NetworkConfigError` for what cannot be set up."""
+    try:
+        return _pod_binding(View.of(spec, "spec"))
+    except FieldError as err:
+        raise NetworkConfigError(err.path, err.reason) from None
+
+
+def _pod_binding(spec: View) -> PodBinding | None:
     networks: dict[str, tuple[int, _Network]] = {}
-    for index, raw in enumerate(spec.get("networks") or []):
-        network = _network(raw, f"spec.networks[{index}]")
+    for index, raw in enumerate(spec.items("networks")):
+        network = _network(raw)
         if network.multus:
             raise NetworkConfigError(
                 f"spec.networks[{index}].multus",
                 f"network {network.name!r} needs Multus, which this cluster does not provide",
             )
         networks[network.name] = (index, network)
-    interfaces: Sequence[Any] = ((spec.get("domain") or {}).get("devices") or {}).get("interfaces") or []
     found: PodBinding | None = None
-    for index, raw in enumerate(interfaces):
-        field = f"spec.domain.devices.interfaces[{index}]"
-        iface = _interface(raw, field)
+    for index, raw in enumerate(spec.object("domain").object("devices").items("interfaces")):
+        field = raw.path
+        iface = _interface(raw)
         if iface.state == "absent":
             continue
         if iface.name not in networks:

@@ -34,6 +34,7 @@ from kubevirt import pod_paths, safepath
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
 from kubevirt_api.core.v1.constants import DEPRECATED_NON_ROOT_VMI_ANNOTATION
+from kubevirt_api.view import View, VMIView
 
 # KubeVirt's qemu user, for a VMI marked non-root by the old annotation alone.
 QEMU_USER = 107
@@ -66,39 +67,15 @@ class _HostDisk:
     field: str
 
 
-def _mapping(value: Any, field: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise PodOwnershipError(f"{field}: must be an object")
-    return value
-
-
-def _list(value: Any, field: str) -> list[Mapping[str, Any]]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise PodOwnershipError(f"{field}: must be a list")
-    return [_mapping(item, f"{field}[{index}]") for index, item in enumerate(value)]
-
-
-def _flag(value: Any, field: str) -> bool | None:
-    if value is not None and not isinstance(value, bool):
-        raise PodOwnershipError(f"{field}: must be true or false")
-    return value
+def _view(vmi: Mapping[str, Any]) -> VMIView:
+    return VMIView(vmi, error=PodOwnershipError)
 
 
 def runtime_user(vmi: Mapping[str, Any]) -> int | None:
     """The user the VMI's launcher runs as when it is not root (KubeVirt's ``IsNonRootVMI``), else None."""
-    user = _mapping(vmi.get("status"), "status").get("runtimeUser")
-    if user is None:
-        user = 0
-    if not isinstance(user, int) or isinstance(user, bool) or not 0 <= user <= _MAX_ID:
-        raise PodOwnershipError(f"status.runtimeUser: must be a user ID, got {str(user)[:80]!r}")
-    annotations = _mapping(
-        _mapping(vmi.get("metadata"), "metadata").get("annotations"), "metadata.annotations"
-    )
-    if user == 0 and DEPRECATED_NON_ROOT_VMI_ANNOTATION in annotations:
+    view = _view(vmi)
+    user = view.status.integer("runtimeUser", minimum=0, maximum=_MAX_ID)
+    if user == 0 and DEPRECATED_NON_ROOT_VMI_ANNOTATION in view.metadata.object("annotations"):
         return QEMU_USER
     return user or None
 
@@ -106,13 +83,11 @@ def runtime_user(vmi: Mapping[str, Any]) -> int | None:
 def _devices(vmi: Mapping[str, Any]) -> tuple[list[_Device], list[_Device]]:
     """KubeVirt's devices and their conditions: the hypervisor's (``setupDevicesOwnerships``) and the
     network's (``prepareNetwork``)."""
-    field = "spec.domain.devices"
-    domain = _mapping(_mapping(vmi.get("spec"), "spec").get("domain"), "spec.domain")
-    devices = _mapping(domain.get("devices"), field)
-    interfaces = _list(devices.get("interfaces"), f"{field}.interfaces")
-    auto_pod = _flag(devices.get("autoattachPodInterface"), f"{field}.autoattachPodInterface")
+    devices = _view(vmi).devices
+    interfaces = devices.items("interfaces")
+    auto_pod = devices.optional_boolean("autoattachPodInterface")
     hypervisor = [_Device("dev/kvm", required=False)]
-    if _flag(devices.get("autoattachVSOCK"), f"{field}.autoattachVSOCK"):
+    if devices.boolean("autoattachVSOCK"):
         hypervisor.append(_Device("dev/vhost-vsock", required=True))
     network = []
     if any(iface.get("model") in (None, "", "virtio") for iface in interfaces):
@@ -125,43 +100,31 @@ def _devices(vmi: Mapping[str, Any]) -> tuple[list[_Device], list[_Device]]:
 def _volumes(vmi: Mapping[str, Any]) -> tuple[list[_Device], list[_HostDisk]]:
     """Block PVC devices and host disk images (``prepareStorage``, with filesystem claims taken for the
     hostDisks ``ReplacePVCByHostDisk`` makes of them)."""
-    spec = _mapping(vmi.get("spec"), "spec")
-    status = _mapping(vmi.get("status"), "status")
-    devices = _mapping(_mapping(spec.get("domain"), "spec.domain").get("devices"), "spec.domain.devices")
-    passthrough = {
-        item.get("name") for item in _list(devices.get("filesystems"), "spec.domain.devices.filesystems")
-    }
-    statuses = {
-        entry.get("name"): (index, entry)
-        for index, entry in enumerate(_list(status.get("volumeStatus"), "status.volumeStatus"))
-    }
+    view = _view(vmi)
+    passthrough = {item.get("name") for item in view.devices.items("filesystems")}
+    statuses = {entry.get("name"): entry for entry in view.volume_statuses()}
     blocks: list[_Device] = []
     disks: list[_HostDisk] = []
-    for index, volume in enumerate(_list(spec.get("volumes"), "spec.volumes")):
+    for volume in view.volumes():
         name = volume.get("name")
         if not isinstance(name, str) or not safepath.plain_name(name):
-            raise PodOwnershipError(f"spec.volumes[{index}].name: {str(name)[:80]!r} is not a volume name")
-        if volume.get("hostDisk") is not None:
-            field = f"spec.volumes[{index}].hostDisk"
-            source = _mapping(volume["hostDisk"], field)
-            path = source.get("path")
-            if not isinstance(path, str) or not path:
-                raise PodOwnershipError(f"{field}.path: required")
+            raise volume.fail("name", f"{str(name)[:80]!r} is not a volume name")
+        if volume.has("hostDisk"):
+            source = volume.object("hostDisk")
+            path = source.string("path", required=True)
             image = posixpath.basename(path)
             if not safepath.plain_name(image):
-                raise PodOwnershipError(f"{field}.path: {path[:200]!r} does not name a file")
-            disks.append(_HostDisk(name, image, source.get("type") == "DiskOrCreate", field))
+                raise source.fail("path", f"{path[:200]!r} does not name a file")
+            disks.append(_HostDisk(name, image, source.get("type") == "DiskOrCreate", source.path))
             continue
-        key = next((k for k in ("persistentVolumeClaim", "dataVolume") if volume.get(k) is not None), None)
+        key = next((k for k in ("persistentVolumeClaim", "dataVolume") if volume.has(k)), None)
         if key is None:
             continue
-        at, entry = statuses.get(name, (0, {}))
-        info = _mapping(
-            entry.get("persistentVolumeClaimInfo"), f"status.volumeStatus[{at}].persistentVolumeClaimInfo"
-        )
-        field = f"spec.volumes[{index}].{key}"
+        entry = statuses.get(name, View({}))
+        info = entry.object("persistentVolumeClaimInfo")
+        field = volume.at(key)
         block = info.get("volumeMode") == "Block"
-        if info and not block and entry.get("hotplugVolume") is None and name not in passthrough:
+        if info and not block and not entry.has("hotplugVolume") and name not in passthrough:
             disks.append(_HostDisk(name, PVC_DISK_IMAGE, True, field))
         elif key == "persistentVolumeClaim" and (block or not info):
             # Without the claim's status (virt-controller writes it) the pod's /dev tells a block one.

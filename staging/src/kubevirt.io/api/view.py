@@ -21,6 +21,14 @@ __all__ = ["FieldError", "VMIView", "View"]
 class FieldError(ValueError):
     """A value of the object is not what the API allows; the message starts with its field path."""
 
+    @property
+    def path(self) -> str:
+        return str(self).partition(": ")[0]
+
+    @property
+    def reason(self) -> str:
+        return str(self).partition(": ")[2]
+
 
 ErrorType = Callable[[str], Exception]
 _EMPTY: Final[Mapping[str, Any]] = {}
