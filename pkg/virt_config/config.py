@@ -18,6 +18,7 @@ from kubevirt.virt_config.domain import DomainSettings
 from kubevirt.virt_config.launcher import LauncherSettings
 from kubevirt.virt_config.migrations import InvalidMigrationConfigurationError, MigrationConfig
 from kubevirt.virt_config.tls import InvalidTLSConfigurationError, TLSConfiguration
+from kubevirt_api.view import View
 
 ROLLOUT_LIVE_UPDATE = "LiveUpdate"
 ROLLOUT_STAGE = "Stage"
@@ -119,59 +120,54 @@ class ClusterConfig:
         """The settings a KubeVirt CR's ``spec.configuration`` gives (KubeVirt's defaults elsewhere).
 
         Raises :class:`InvalidConfigurationError` naming the field when a value has the wrong type or
-        is not one KubeVirt accepts.
+        is not one KubeVirt accepts (what KubeVirt's CRD schema and config validation refuse).
         """
-        configuration = _mapping(_mapping(kubevirt.get("spec")).get("configuration"))
-        _check(configuration)
-        developer = _mapping(configuration.get("developerConfiguration"))
-        raw_gates = developer.get("featureGates")
-        gates = (
-            frozenset(g for g in raw_gates if isinstance(g, str))
-            if isinstance(raw_gates, list)
-            else frozenset()
-        )
-        strategy = configuration.get("vmRolloutStrategy")
-        eviction = configuration.get("evictionStrategy")
-        architectures = _mapping(configuration.get("architectureConfiguration"))
+        root = View.of(kubevirt, error=InvalidConfigurationError)
+        configuration = root.object("spec").object("configuration")
+        strategy = configuration.optional_string("vmRolloutStrategy")
+        if strategy is not None and strategy not in ROLLOUT_STRATEGIES:
+            raise configuration.fail(
+                "vmRolloutStrategy",
+                f"unknown strategy {strategy!r}, expected one of {list(ROLLOUT_STRATEGIES)}",
+            )
+        policy = configuration.object("instancetype").optional_string("referencePolicy")
+        if policy is not None and policy not in INSTANCETYPE_REFERENCE_POLICIES:
+            raise configuration.object("instancetype").fail(
+                "referencePolicy",
+                f"unknown policy {policy!r}, expected one of {list(INSTANCETYPE_REFERENCE_POLICIES)}",
+            )
+        architectures = configuration.object("architectureConfiguration")
         machines = dict(DEFAULT_EMULATED_MACHINES)
         for arch in machines:
-            globs = _mapping(architectures.get(arch)).get("emulatedMachines")
-            if isinstance(globs, list) and globs:
-                machines[arch] = tuple(str(g) for g in globs)
-        default_arch = architectures.get("defaultArchitecture")
-        bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
-        namespace = install_namespace or _mapping(kubevirt.get("metadata")).get("namespace")
-        obsolete = configuration.get("obsoleteCPUModels")
-        selector = _mapping(configuration.get("ksmConfiguration")).get("nodeLabelSelector")
-        policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
+            if globs := architectures.object(arch).strings("emulatedMachines"):
+                machines[arch] = tuple(globs)
+        # KubeVirt's labeller looks the models up by key; the values play no part.
+        obsolete = configuration.optional_object("obsoleteCPUModels")
+        # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
+        selector = configuration.object("ksmConfiguration").optional_object("nodeLabelSelector")
         try:
-            migrations = MigrationConfig.from_configuration(
-                _mapping(configuration.get("migrations")), f"{_PREFIX}.migrations"
-            )
-            tls = TLSConfiguration.from_configuration(configuration.get("tlsConfiguration"))
+            migrations = MigrationConfig.from_configuration(configuration.object("migrations"))
+            tls = TLSConfiguration.from_configuration(configuration.object("tlsConfiguration"))
         except (InvalidMigrationConfigurationError, InvalidTLSConfigurationError) as err:
             raise InvalidConfigurationError(str(err)) from err
         return cls(
             migrations=migrations,
             tls=tls,
             launcher=LauncherSettings.from_configuration(configuration),
-            domain=DomainSettings.from_kubevirt(kubevirt, configuration),
-            feature_gates=gates,
-            rollout_strategy=strategy if strategy in ROLLOUT_STRATEGIES else ROLLOUT_LIVE_UPDATE,
-            eviction_strategy=eviction if isinstance(eviction, str) else None,
-            default_architecture=default_arch if isinstance(default_arch, str) and default_arch else "amd64",
+            domain=DomainSettings.from_kubevirt(root, configuration),
+            feature_gates=frozenset(configuration.object("developerConfiguration").strings("featureGates")),
+            rollout_strategy=strategy or ROLLOUT_LIVE_UPDATE,
+            eviction_strategy=configuration.optional_string("evictionStrategy"),
+            default_architecture=architectures.string("defaultArchitecture", default="amd64"),
             emulated_machines=machines,
-            permit_bridge_interface_on_pod_network=bridge if isinstance(bridge, bool) else True,
-            install_namespace=namespace
-            if isinstance(namespace, str) and namespace
-            else DEFAULT_INSTALL_NAMESPACE,
-            # KubeVirt's labeller looks the models up by key; the values play no part.
-            obsolete_cpu_models=frozenset(str(model) for model in obsolete)
-            if isinstance(obsolete, Mapping)
-            else None,
-            # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
-            ksm_node_label_selector=dict(selector) if isinstance(selector, Mapping) else None,
-            instancetype_reference_policy=policy if isinstance(policy, str) and policy else "reference",
+            permit_bridge_interface_on_pod_network=configuration.object("network").boolean(
+                "permitBridgeInterfaceOnPodNetwork", default=True
+            ),
+            install_namespace=install_namespace
+            or root.object("metadata").string("namespace", default=DEFAULT_INSTALL_NAMESPACE),
+            obsolete_cpu_models=frozenset(obsolete.data) if obsolete is not None else None,
+            ksm_node_label_selector=dict(selector.data) if selector is not None else None,
+            instancetype_reference_policy=policy or "reference",
         )
 
     def enabled(self, gate: str) -> bool:
@@ -191,50 +187,4 @@ class ClusterConfig:
         return frozenset(
             f"system:serviceaccount:{self.install_namespace}:{name}"
             for name in KUBEVIRT_SERVICE_ACCOUNT_NAMES
-        )
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-_PREFIX = "spec.configuration"
-
-
-def _check(configuration: Mapping[str, Any]) -> None:
-    """The checks KubeVirt's CRD schema and config validation make on the fields read here."""
-    for key in (
-        "developerConfiguration",
-        "architectureConfiguration",
-        "network",
-        "obsoleteCPUModels",
-        "ksmConfiguration",
-        "instancetype",
-    ):
-        value = configuration.get(key)
-        if value is not None and not isinstance(value, Mapping):
-            raise InvalidConfigurationError(f"{_PREFIX}.{key}: must be an object")
-    gates = _mapping(configuration.get("developerConfiguration")).get("featureGates")
-    if gates is not None and (
-        not isinstance(gates, list) or not all(isinstance(gate, str) for gate in gates)
-    ):
-        raise InvalidConfigurationError(
-            f"{_PREFIX}.developerConfiguration.featureGates: must be a list of strings"
-        )
-    strategy = configuration.get("vmRolloutStrategy")
-    if strategy is not None and strategy not in ROLLOUT_STRATEGIES:
-        raise InvalidConfigurationError(
-            f"{_PREFIX}.vmRolloutStrategy: unknown strategy {strategy!r}, "
-            f"expected one of {list(ROLLOUT_STRATEGIES)}"
-        )
-    policy = _mapping(configuration.get("instancetype")).get("referencePolicy")
-    if policy is not None and policy not in INSTANCETYPE_REFERENCE_POLICIES:
-        raise InvalidConfigurationError(
-            f"{_PREFIX}.instancetype.referencePolicy: unknown policy {policy!r}, "
-            f"expected one of {list(INSTANCETYPE_REFERENCE_POLICIES)}"
-        )
-    bridge = _mapping(configuration.get("network")).get("permitBridgeInterfaceOnPodNetwork")
-    if bridge is not None and not isinstance(bridge, bool):
-        raise InvalidConfigurationError(
-            f"{_PREFIX}.network.permitBridgeInterfaceOnPodNetwork: must be a boolean"
         )

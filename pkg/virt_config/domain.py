@@ -1,15 +1,16 @@
 """The KubeVirt CR's settings virt-handler passes each launcher in ``VirtualMachineOptions``, with
 KubeVirt's defaults: part of :class:`~kubevirt.virt_config.ClusterConfig`, read with the rest of the CR.
 
-As in :mod:`kubevirt.virt_config.launcher`, an unusable value falls back to KubeVirt's default instead of
-rejecting the configuration.
+As in :mod:`kubevirt.virt_config.launcher`, a value of the wrong type rejects the configuration and a
+well-typed but unusable one (an empty string, a period out of range) falls back to KubeVirt's default.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from kubevirt_api.view import View
 
 DEFAULT_MEM_BALLOON_STATS_PERIOD = 10
 # On the KubeVirt CR itself (not its configuration): x86 EFI guests get VGA instead of Bochs.
@@ -28,19 +29,14 @@ class SMBiosSettings:
     family: str = "KubeVirt"
 
     @classmethod
-    def from_configuration(cls, smbios: Mapping[str, Any]) -> SMBiosSettings:
+    def from_configuration(cls, smbios: View) -> SMBiosSettings:
         default = cls()
-
-        def pick(name: str) -> str:
-            value = smbios.get(name)
-            return value if isinstance(value, str) and value else str(getattr(default, name))
-
         return cls(
-            manufacturer=pick("manufacturer"),
-            product=pick("product"),
-            version=pick("version"),
-            sku=pick("sku"),
-            family=pick("family"),
+            manufacturer=smbios.string("manufacturer", default=default.manufacturer),
+            product=smbios.string("product", default=default.product),
+            version=smbios.string("version", default=default.version),
+            sku=smbios.string("sku", default=default.sku),
+            family=smbios.string("family", default=default.family),
         )
 
 
@@ -57,25 +53,22 @@ class DomainSettings:
     binding_attachments: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_kubevirt(cls, kubevirt: Mapping[str, Any], configuration: Mapping[str, Any]) -> DomainSettings:
-        period = configuration.get("memBalloonStatsPeriod")
-        options = _mapping(configuration.get("virtualMachineOptions"))
-        bindings = _mapping(_mapping(configuration.get("network")).get("binding"))
-        annotations = _mapping(_mapping(kubevirt.get("metadata")).get("annotations"))
+    def from_kubevirt(cls, kubevirt: View, configuration: View) -> DomainSettings:
+        """The settings of the KubeVirt CR ``kubevirt`` and its ``spec.configuration``."""
+        period = configuration.integer("memBalloonStatsPeriod", default=DEFAULT_MEM_BALLOON_STATS_PERIOD)
+        bindings = configuration.object("network").object("binding")
+        attachments = {name: bindings.object(name).string("domainAttachmentType") for name in bindings.data}
         return cls(
-            smbios=SMBiosSettings.from_configuration(_mapping(configuration.get("smbios"))),
+            smbios=SMBiosSettings.from_configuration(configuration.object("smbios")),
+            # A uint32 in KubeVirt: a value out of its range keeps the default.
             mem_balloon_stats_period=period
-            if isinstance(period, int) and not isinstance(period, bool) and 0 <= period <= _UINT32_MAX
+            if 0 <= period <= _UINT32_MAX
             else DEFAULT_MEM_BALLOON_STATS_PERIOD,
-            free_page_reporting_disabled=options.get("disableFreePageReporting") is not None,
-            vga_display_for_efi_guests=VGA_DISPLAY_FOR_EFI_GUESTS_ANNOTATION in annotations,
-            binding_attachments={
-                str(name): attachment
-                for name, plugin in bindings.items()
-                if isinstance(attachment := _mapping(plugin).get("domainAttachmentType"), str) and attachment
-            },
+            free_page_reporting_disabled=configuration.object("virtualMachineOptions").optional_object(
+                "disableFreePageReporting"
+            )
+            is not None,
+            vga_display_for_efi_guests=VGA_DISPLAY_FOR_EFI_GUESTS_ANNOTATION
+            in kubevirt.object("metadata").string_map("annotations"),
+            binding_attachments={name: kind for name, kind in attachments.items() if kind},
         )
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from kubevirt.client import KUBEVIRTS
 from kubevirt.controller import SharedInformerFactory
 from kubevirt.log import get_logger
+from kubevirt_api.view import View
 
 from .config import ClusterConfig, InvalidConfigurationError
 
@@ -126,5 +127,5 @@ class ConfigFollower:
 
 
 def _resource_version_of(kubevirt: Mapping[str, Any]) -> str:
-    metadata = kubevirt.get("metadata")
-    return str(metadata.get("resourceVersion") or "") if isinstance(metadata, Mapping) else ""
+    # Read once the CR was found valid, so its metadata is an object.
+    return str(View.of(kubevirt).object("metadata").get("resourceVersion") or "")

@@ -1,17 +1,18 @@
 """The KubeVirt CR's settings that shape the virt-launcher pod (``spec.configuration``), with KubeVirt's
 defaults: part of :class:`~kubevirt.virt_config.ClusterConfig`, read with the rest of the CR.
 
-Unlike the settings :mod:`kubevirt.virt_config.config` checks, an unusable value here falls back to
-KubeVirt's default instead of rejecting the configuration, as KubeVirt's own accessors do.
+A value of the wrong type rejects the configuration, as KubeVirt's CRD schema does; a well-typed but
+unusable one (a ratio that is not positive, a limit that is no quantity) falls back to KubeVirt's default
+instead, as KubeVirt's own accessors do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubevirt_api.resource import Quantity
+from kubevirt_api.view import View
 
 DEFAULT_CPU_ALLOCATION_RATIO = 10
 DEFAULT_MEMORY_OVERCOMMIT_PERCENT = 100
@@ -64,57 +65,54 @@ class LauncherSettings:
         return DEFAULT_OVMF_PATHS.get(architecture, DEFAULT_OVMF_PATH)
 
     @classmethod
-    def from_configuration(cls, configuration: Mapping[str, Any]) -> LauncherSettings:
+    def from_configuration(cls, configuration: View) -> LauncherSettings:
         """The settings ``spec.configuration`` gives; KubeVirt's defaults for what it leaves out or sets
-        to something unusable."""
-        developer = _mapping(configuration.get("developerConfiguration"))
-        verbosity = _mapping(developer.get("logVerbosity")).get("virtLauncher")
-        memory_limit = _mapping(developer.get("diskVerification")).get("memoryLimit")
+        to something unusable. A value of the wrong type raises ``configuration``'s error."""
+        developer = configuration.object("developerConfiguration")
+        memory_limit = developer.object("diskVerification").get("memoryLimit")
         try:
             disk_limit = Quantity.coerce(memory_limit).value() if memory_limit is not None else None
         except ValueError:
             disk_limit = None
-        selectors = _mapping(developer.get("nodeSelectors"))
-        ratio = configuration.get("additionalGuestMemoryOverheadRatio")
-        options = _mapping(configuration.get("virtualMachineOptions"))
         return cls(
-            use_emulation=developer.get("useEmulation") is True,
-            cpu_allocation_ratio=_positive(developer.get("cpuAllocationRatio"), DEFAULT_CPU_ALLOCATION_RATIO),
+            use_emulation=developer.boolean("useEmulation"),
+            cpu_allocation_ratio=_positive(developer, "cpuAllocationRatio", DEFAULT_CPU_ALLOCATION_RATIO),
             memory_overcommit_percent=_positive(
-                developer.get("memoryOvercommit"), DEFAULT_MEMORY_OVERCOMMIT_PERCENT
+                developer, "memoryOvercommit", DEFAULT_MEMORY_OVERCOMMIT_PERCENT
             ),
-            additional_guest_memory_overhead_ratio=ratio if isinstance(ratio, str) else None,
-            launcher_log_verbosity=_positive(verbosity, DEFAULT_LAUNCHER_LOG_VERBOSITY),
-            image_pull_policy=_text(configuration.get("imagePullPolicy"), DEFAULT_IMAGE_PULL_POLICY),
+            additional_guest_memory_overhead_ratio=configuration.optional_string(
+                "additionalGuestMemoryOverheadRatio"
+            ),
+            launcher_log_verbosity=_positive(
+                developer.object("logVerbosity"), "virtLauncher", DEFAULT_LAUNCHER_LOG_VERBOSITY
+            ),
+            image_pull_policy=configuration.string("imagePullPolicy", default=DEFAULT_IMAGE_PULL_POLICY),
             disk_verification_memory_limit_bytes=disk_limit or DEFAULT_DISK_VERIFICATION_MEMORY_LIMIT_BYTES,
-            node_selectors={str(k): str(v) for k, v in selectors.items() if isinstance(v, str)},
-            default_runtime_class=_text(configuration.get("defaultRuntimeClass"), ""),
-            serial_console_log_disabled=options.get("disableSerialConsoleLog") is not None,
-            ovmf_path=_text(configuration.get("ovmfPath"), ""),
+            node_selectors=developer.string_map("nodeSelectors"),
+            default_runtime_class=configuration.string("defaultRuntimeClass"),
+            serial_console_log_disabled=configuration.object("virtualMachineOptions").optional_object(
+                "disableSerialConsoleLog"
+            )
+            is not None,
+            ovmf_path=configuration.string("ovmfPath"),
             seccomp_profile=_seccomp_profile(configuration),
         )
 
 
-def _seccomp_profile(configuration: Mapping[str, Any]) -> SeccompProfile | None:
+def _seccomp_profile(configuration: View) -> SeccompProfile | None:
     """The launcher pod's profile: a localhost profile (even an empty path, as KubeVirt passes any path it
     is given) wins over the runtime's default; with neither the pod names none."""
-    seccomp = _mapping(configuration.get("seccompConfiguration"))
-    custom = _mapping(_mapping(seccomp.get("virtualMachineInstanceProfile")).get("customProfile"))
-    localhost = custom.get("localhostProfile")
-    if isinstance(localhost, str):
+    seccomp = configuration.object("seccompConfiguration")
+    custom = seccomp.object("virtualMachineInstanceProfile").object("customProfile")
+    localhost = custom.optional_string("localhostProfile")
+    if localhost is not None:
         return SeccompProfile(SECCOMP_LOCALHOST, localhost)
-    if custom.get("runtimeDefaultProfile") is True:
+    if custom.boolean("runtimeDefaultProfile"):
         return SeccompProfile(SECCOMP_RUNTIME_DEFAULT)
     return None
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _positive(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
-
-
-def _text(value: object, default: str) -> str:
-    return value if isinstance(value, str) and value else default
+def _positive(view: View, key: str, default: int) -> int:
+    """The integer at ``key``, KubeVirt's ``default`` when unset or not positive."""
+    value = view.integer(key)
+    return value if value > 0 else default

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubevirt_api.view import View
+
 # KubeVirt's defaults (pkg/virt-config): five migrations in the cluster, two leaving any one node.
 PARALLEL_MIGRATIONS_PER_CLUSTER = 5
 PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE = 2
@@ -40,47 +42,36 @@ class MigrationConfig:
     node_drain_taint_key: str = NODE_DRAIN_TAINT_KEY
 
     @classmethod
-    def from_configuration(cls, migrations: Mapping[str, Any], field: str) -> MigrationConfig:
-        """Reads ``migrations`` (absent keys keep the defaults); ``field`` prefixes error paths."""
-
-        def number(key: str, default: int) -> int:
-            value = migrations.get(key, default)
-            if value is None:
-                return default
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidMigrationConfigurationError(f"{field}.{key}: must be a non-negative integer")
-            return value
-
-        def flag(key: str) -> bool:
-            value = migrations.get(key, False)
-            if value is None:
-                return False
-            if not isinstance(value, bool):
-                raise InvalidMigrationConfigurationError(f"{field}.{key}: must be a boolean")
-            return value
-
-        taint_key = migrations.get("nodeDrainTaintKey") or NODE_DRAIN_TAINT_KEY
-        if not isinstance(taint_key, str):
-            raise InvalidMigrationConfigurationError(f"{field}.nodeDrainTaintKey: must be a string")
-        bandwidth = migrations.get("bandwidthPerMigration", BANDWIDTH_PER_MIGRATION)
-        if not isinstance(bandwidth, (str, int)) or isinstance(bandwidth, bool):
-            raise InvalidMigrationConfigurationError(f"{field}.bandwidthPerMigration: must be a quantity")
+    def from_configuration(cls, migrations: View) -> MigrationConfig:
+        """Reads ``migrations`` (absent and null keys keep the defaults); raises
+        :class:`InvalidMigrationConfigurationError` naming the field for a value of the wrong type."""
+        migrations = migrations.reporting(InvalidMigrationConfigurationError)
+        # A quantity, as written: its string form or an integer (the CRD's int-or-string). Whether it
+        # parses is the launcher's to say, as it was when it first got it.
+        bandwidth = migrations.get("bandwidthPerMigration")
+        if bandwidth is None:
+            bandwidth = BANDWIDTH_PER_MIGRATION
+        elif not isinstance(bandwidth, (str, int)) or isinstance(bandwidth, bool):
+            raise migrations.fail("bandwidthPerMigration", "must be a quantity (a string or an integer)")
         return cls(
-            parallel_migrations_per_cluster=number(
-                "parallelMigrationsPerCluster", PARALLEL_MIGRATIONS_PER_CLUSTER
+            parallel_migrations_per_cluster=migrations.integer(
+                "parallelMigrationsPerCluster", default=PARALLEL_MIGRATIONS_PER_CLUSTER, minimum=0
             ),
-            parallel_outbound_migrations_per_node=number(
-                "parallelOutboundMigrationsPerNode", PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE
+            parallel_outbound_migrations_per_node=migrations.integer(
+                "parallelOutboundMigrationsPerNode", default=PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, minimum=0
             ),
             bandwidth_per_migration=str(bandwidth),
-            progress_timeout=number("progressTimeout", PROGRESS_TIMEOUT),
-            completion_timeout_per_gib=number("completionTimeoutPerGiB", COMPLETION_TIMEOUT_PER_GIB),
-            unsafe_migration_override=flag("unsafeMigrationOverride"),
-            allow_auto_converge=flag("allowAutoConverge"),
-            allow_post_copy=flag("allowPostCopy"),
-            allow_workload_disruption=flag("allowWorkloadDisruption"),
-            disable_tls=flag("disableTLS"),
-            node_drain_taint_key=taint_key,
+            progress_timeout=migrations.integer("progressTimeout", default=PROGRESS_TIMEOUT, minimum=0),
+            completion_timeout_per_gib=migrations.integer(
+                "completionTimeoutPerGiB", default=COMPLETION_TIMEOUT_PER_GIB, minimum=0
+            ),
+            unsafe_migration_override=migrations.boolean("unsafeMigrationOverride"),
+            allow_auto_converge=migrations.boolean("allowAutoConverge"),
+            allow_post_copy=migrations.boolean("allowPostCopy"),
+            allow_workload_disruption=migrations.boolean("allowWorkloadDisruption"),
+            disable_tls=migrations.boolean("disableTLS"),
+            # "" keeps the default key.
+            node_drain_taint_key=migrations.string("nodeDrainTaintKey", default=NODE_DRAIN_TAINT_KEY),
         )
 
     def to_status(self) -> dict[str, Any]:
@@ -102,7 +93,9 @@ class MigrationConfig:
 
 def launcher_options(configuration: Mapping[str, Any] | None) -> dict[str, Any]:
     """The MigrationRequest ``options`` JSON (Go field names) from a ``migrationConfiguration``."""
-    config = MigrationConfig.from_configuration(configuration or {}, "migrationConfiguration")
+    config = MigrationConfig.from_configuration(
+        View.of(configuration, "migrationConfiguration", error=InvalidMigrationConfigurationError)
+    )
     return {
         "Bandwidth": config.bandwidth_per_migration,
         "ProgressTimeout": config.progress_timeout,

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubevirt_api.view import View
+
 VERSION_TLS10: Final = "VersionTLS10"
 VERSION_TLS11: Final = "VersionTLS11"
 VERSION_TLS12: Final = "VersionTLS12"
@@ -64,26 +66,17 @@ class TLSConfiguration:
     ciphers: tuple[str, ...] = ()
 
     @classmethod
-    def from_configuration(cls, value: object) -> TLSConfiguration:
+    def from_configuration(cls, tls: View) -> TLSConfiguration:
         """Reads ``tlsConfiguration``; raises :class:`InvalidTLSConfigurationError` for what the CRD's
         schema refuses (wrong types, a version outside its enum). Unknown cipher names are kept: the
         listeners skip them, as KubeVirt's do."""
-        if value is None:
-            return cls()
-        if not isinstance(value, Mapping):
-            raise InvalidTLSConfigurationError(f"{_FIELD}: must be an object")
-        version = value.get("minTLSVersion")
-        if version not in (None, "", *MIN_TLS_VERSIONS):
-            raise InvalidTLSConfigurationError(
-                f"{_FIELD}.minTLSVersion: unsupported value {version!r}, "
-                f"expected one of {list(MIN_TLS_VERSIONS)}"
+        tls = tls.reporting(InvalidTLSConfigurationError)
+        version = tls.string("minTLSVersion")
+        if version and version not in MIN_TLS_VERSIONS:
+            raise tls.fail(
+                "minTLSVersion", f"unsupported value {version!r}, expected one of {list(MIN_TLS_VERSIONS)}"
             )
-        ciphers: Any = value.get("ciphers")
-        if ciphers is not None and (
-            not isinstance(ciphers, list) or not all(isinstance(name, str) for name in ciphers)
-        ):
-            raise InvalidTLSConfigurationError(f"{_FIELD}.ciphers: must be a list of strings")
-        return cls(min_tls_version=version or "", ciphers=tuple(ciphers or ()))
+        return cls(min_tls_version=version, ciphers=tuple(tls.strings("ciphers")))
 
 
 def validate_tls_configuration(value: Mapping[str, Any]) -> list[tuple[str, str]]:

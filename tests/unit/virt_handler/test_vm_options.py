@@ -64,8 +64,16 @@ def test_the_crs_values_overlay_the_defaults_field_by_field() -> None:
 
 
 def test_unusable_values_keep_the_defaults() -> None:
-    settings = _config({"smbios": "acme", "memBalloonStatsPeriod": -1, "network": {"binding": []}}).domain
+    # Values of the wrong type are refused with the CR: tests/unit/virt_config/test_cluster_config.py.
+    settings = _config(
+        {
+            "smbios": {"manufacturer": "", "family": None},
+            "memBalloonStatsPeriod": -1,
+            "network": {"binding": {"custom": {"domainAttachmentType": ""}, "other": None}},
+        }
+    ).domain
     assert settings == DomainSettings()
+    assert _config({"memBalloonStatsPeriod": 2**32}).domain == DomainSettings()
 
 
 def test_interfaces_are_attached_by_name() -> None:
