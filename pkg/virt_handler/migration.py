@@ -75,8 +75,7 @@ class MigrationLauncher(Protocol):
 class DiskMounter(Protocol):
     """The node's containerDisk mounter (``container_disk.mounter.Mounter``), as the target uses it."""
 
-    def ready(self, vmi: Mapping[str, Any], node: str) -> bool: ...
-    def mount(self, vmi: Mapping[str, Any], node: str) -> None: ...
+    def mount(self, vmi: Mapping[str, Any], node: str) -> bool: ...
     def unmount(self, vmi_uid: str) -> None: ...
 
 
@@ -391,12 +390,10 @@ class MigrationTarget(_Role):
         with self._lock:
             prepared = uid in self._prepared
         if not prepared:
-            if self._mounter is not None:
-                # The incoming domain is built on the VMI's disks: the target pod needs its containerDisks
-                # mounted first, as a starting VMI's pod does.
-                if not self._mounter.ready(vmi, self._node):
-                    raise RequeueAfter(POLL_SECONDS)
-                self._mounter.mount(vmi, self._node)
+            # The incoming domain is built on the VMI's disks: the target pod needs its containerDisks
+            # mounted first, as a starting VMI's pod does.
+            if self._mounter is not None and not self._mounter.mount(vmi, self._node):
+                raise RequeueAfter(POLL_SECONDS)
             if self._network is not None:
                 # The target pod's network is wired for the guest (phase 1) before its domain arrives.
                 # What this node recorded for the VMI belongs to an earlier pod of it here (a migration

@@ -398,11 +398,9 @@ class VMController:
                 # KubeVirt's rule: the phase catches up with the domain first (a domain just started, or a
                 # Running VMI's domain gone), and only a VMI in step with its domain is synced.
                 return _Outcome(domain)
-            if domain is None and self._mounter is not None:
-                # The disks must be in the pod before the launcher builds the domain on them.
-                if not self._mounter.ready(vmi, self._node):
-                    return _Outcome(requeue=SOCKET_WAIT_SECONDS)
-                self._mounter.mount(vmi, self._node)
+            # The disks must be in the pod before the launcher builds the domain on them.
+            if domain is None and self._mounter is not None and not self._mounter.mount(vmi, self._node):
+                return _Outcome(requeue=SOCKET_WAIT_SECONDS)
             if domain is None and self._ownership is not None:
                 # A non-root launcher opens its devices and disks as its own user.
                 self._ownership.claim(vmi, socket)

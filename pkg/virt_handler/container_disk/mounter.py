@@ -29,6 +29,7 @@ from kubevirt.container_disk import SOCKET_SUFFIX
 from kubevirt.log import get_logger
 from kubevirt.virt_handler.launcher_sockets import EMPTY_DIR
 from kubevirt.virt_handler.pod_sockets import PodSocketError, pod_process
+from kubevirt_api.view import VMIView
 
 JSON = dict[str, Any]
 HOSTMOUNT_MODULE = "kubevirt.virt_handler.container_disk.hostmount"
@@ -52,35 +53,27 @@ class MountRequest:
 
 def mount_requests(vmi: Mapping[str, Any]) -> list[MountRequest]:
     """What a VMI needs mounted: one image per containerDisk volume, then a kernel-boot image's artifacts."""
-    spec = vmi.get("spec") or {}
-    requests = []
-    for index, volume in enumerate(spec.get("volumes") or []):
-        disk = volume.get("containerDisk")
-        if disk is None:
-            continue
-        requests.append(
-            MountRequest(
-                socket_name=f"disk_{index}{SOCKET_SUFFIX}",
-                path=str(disk.get("path") or ""),
-                target=f"disk_{index}.img",
-                volume=str(volume.get("name")),
-            )
+    view = VMIView(vmi, error=ContainerDiskError)
+    requests = [
+        MountRequest(
+            socket_name=f"disk_{index}{SOCKET_SUFFIX}",
+            path=disk.string("path"),
+            target=f"disk_{index}.img",
+            volume=str(volume.get("name")),
         )
-    kernel_boot = (((spec.get("domain") or {}).get("firmware") or {}).get("kernelBoot") or {}).get(
-        "container"
-    )
-    if kernel_boot:
-        for field in ("kernelPath", "initrdPath"):
-            artifact = kernel_boot.get(field)
-            if artifact:
-                requests.append(
-                    MountRequest(
-                        socket_name=f"{pod_paths.KERNEL_BOOT}{SOCKET_SUFFIX}",
-                        path=str(artifact),
-                        target=f"{pod_paths.KERNEL_BOOT}/{posixpath.basename(str(artifact))}",
-                        volume=pod_paths.KERNEL_BOOT_VOLUME,
-                    )
+        for index, volume, disk in view.volume_sources("containerDisk")
+    ]
+    kernel_boot = view.spec.object("domain").object("firmware").object("kernelBoot").object("container")
+    for field in ("kernelPath", "initrdPath"):
+        if artifact := kernel_boot.string(field):
+            requests.append(
+                MountRequest(
+                    socket_name=f"{pod_paths.KERNEL_BOOT}{SOCKET_SUFFIX}",
+                    path=artifact,
+                    target=f"{pod_paths.KERNEL_BOOT}/{posixpath.basename(artifact)}",
+                    volume=pod_paths.KERNEL_BOOT_VOLUME,
                 )
+            )
     return requests
 
 
@@ -140,37 +133,26 @@ class Mounter:
         """The disk container's PID, from its socket in the pod's volume (checked to be the pod's)."""
         return pod_process(self._pods_dir, _volume_parts(pod_uid), request.socket_name, pod_uid)
 
-    def ready(self, vmi: Mapping[str, Any], node: str) -> bool:
-        """Whether every disk container of the VMI's pod is up and answering on its socket."""
+    def mount(self, vmi: Mapping[str, Any], node: str) -> bool:
+        """Mounts every image the VMI needs that is not mounted yet (recording them first), once every disk
+        container of the VMI's pod answers on its socket; False, with nothing done, while one does not yet.
+        Each socket is dialled once: the peer it answers from is the process whose root is mounted from."""
         requests = mount_requests(vmi)
         if not requests:
             return True
         uid = self._pod_uid(vmi, node)
         if uid is None:
-            return False
+            return False  # the pod's container-disks volume is not on this node yet
+        pids = []
         for request in requests:
             try:
-                self._disk_process(uid, request)
+                pids.append(self._disk_process(uid, request))
             except PodSocketError as err:
                 raise ContainerDiskError(f"containerDisk {request.volume}: {err}") from None
             except OSError:
                 return False  # not listening yet
-        return True
-
-    def mount(self, vmi: Mapping[str, Any], node: str) -> None:
-        """Mounts every image the VMI needs that is not mounted yet (recording them first)."""
-        requests = mount_requests(vmi)
-        if not requests:
-            return
-        uid = self._pod_uid(vmi, node)
-        if uid is None:
-            raise ContainerDiskError("the launcher pod's container-disks volume is not on this node yet")
         self._record(vmi, uid, [request.target for request in requests])
-        for request in requests:
-            try:
-                pid = self._disk_process(uid, request)
-            except (OSError, PodSocketError) as err:
-                raise ContainerDiskError(f"containerDisk {request.volume} is not ready: {err}") from None
+        for request, pid in zip(requests, pids, strict=True):
             try:
                 mounted = self._hostmount(
                     "mount",
@@ -183,6 +165,7 @@ class Mounter:
                 self._log.info(
                     "containerDisk mounted", name=_name(vmi), volume=request.volume, target=request.target
                 )
+        return True
 
     def unmount(self, vmi_uid: str) -> None:
         """Unmounts what the record of ``vmi_uid`` lists, then drops the record."""

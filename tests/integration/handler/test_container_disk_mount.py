@@ -124,11 +124,10 @@ def test_the_image_is_mounted_read_only_recorded_and_unmounted(
     subject = vmi(
         pod, {"name": "rootdisk", "containerDisk": {"image": "x"}}, {"name": "c", "cloudInitNoCloud": {}}
     )
-    assert not mounter.ready(subject, NODE)  # no disk container yet
+    assert not mounter.mount(subject, NODE)  # no disk container yet: nothing done
+    assert list(pod.volume.glob("*.img")) == []
     pod.start("disk_0.sock")  # type: ignore[attr-defined]
-    assert mounter.ready(subject, NODE)
-
-    mounter.mount(subject, NODE)
+    assert mounter.mount(subject, NODE)
     target = pod.volume / "disk_0.img"
     assert target.read_bytes() == IMAGE
     assert len(_mounts_at(target)) == 1
@@ -241,8 +240,6 @@ def test_a_socket_link_to_a_host_socket_mounts_nothing(pod: Pod, mounter: Mounte
     (pod.volume / "disk_0.sock").symlink_to(host_side / "host.sock")
     subject = vmi(pod, {"name": "rootdisk", "containerDisk": {"image": "x", "path": "/disk/guest.qcow2"}})
     with pytest.raises(ContainerDiskError, match=r"containerDisk rootdisk: .*refused, a symlink"):
-        mounter.ready(subject, NODE)
-    with pytest.raises(ContainerDiskError, match="refused, a symlink"):
         mounter.mount(subject, NODE)
     assert _mounts_at(pod.volume / "disk_0.img") == []
 

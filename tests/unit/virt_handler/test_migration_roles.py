@@ -307,11 +307,11 @@ class FakeMounter:
         self.launcher = launcher
         self.disks_up = False
 
-    def ready(self, vmi: Any, node: str) -> bool:
-        return self.disks_up
-
-    def mount(self, vmi: Any, node: str) -> None:
+    def mount(self, vmi: Any, node: str) -> bool:
+        if not self.disks_up:
+            return False
         self.launcher.calls.append(f"mount on {node}")
+        return True
 
     def unmount(self, vmi_uid: str) -> None:
         self.launcher.calls.append(f"unmount {vmi_uid}")

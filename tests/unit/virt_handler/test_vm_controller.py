@@ -340,15 +340,15 @@ class FakeMounter(Mounter):
         self.calls: list[str] = []
         self.records: dict[str, str] = {}  # VMI UID -> namespace/name
 
-    def ready(self, vmi: Any, node: str) -> bool:
-        self.calls.append("ready")
-        return self.is_ready
-
-    def mount(self, vmi: Any, node: str) -> None:
+    def mount(self, vmi: Any, node: str) -> bool:
+        if not self.is_ready:
+            self.calls.append("not ready")
+            return False
         self.calls.append("mount")
         if self.fail:
             raise ContainerDiskError(self.fail)
         self.records[vmi["metadata"]["uid"]] = f"{vmi['metadata']['namespace']}/{vmi['metadata']['name']}"
+        return True
 
     def unmount(self, vmi_uid: str) -> None:
         self.calls.append(f"unmount {vmi_uid}")
@@ -384,11 +384,11 @@ def test_the_disks_are_mounted_before_the_first_sync_once_their_containers_are_u
     mounter = _with_mounter(harness, pods_dir)
     mounter.is_ready = False
     assert harness.reconcile()["status"]["phase"] == "Scheduled"
-    assert (mounter.calls, harness.launcher.calls) == (["ready"], [])
+    assert (mounter.calls, harness.launcher.calls) == (["not ready"], [])
 
     mounter.is_ready = True
     vmi = harness.start()
-    assert mounter.calls == ["ready", "ready", "mount"]
+    assert mounter.calls == ["not ready", "mount"]
     assert harness.launcher.calls == ["SyncVirtualMachine"]
     assert vmi["status"]["phase"] == "Running"
     assert vmi["status"]["machine"] == {"type": "pc-q35-7.2"}
