@@ -6,11 +6,10 @@ Service, with KubeVirt's priorities, labels and certificate annotation.
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from kubevirt_api.core.v1.constants import APP_LABEL, APP_LABEL_PREFIX, MANAGED_BY_LABEL_OPERATOR_VALUE
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 SUBRESOURCE_GROUP = "subresources.kubevirt.io"
 SUBRESOURCE_VERSIONS = ("v1", "v1alpha3")
 CERTIFICATE_SECRET_ANNOTATION = "certificates.kubevirt.io/secret"

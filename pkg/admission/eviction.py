@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubevirt.admission import response
-from kubevirt.admission.json_fields import JSON, items, obj, string_map, text
+from kubevirt.admission.json_fields import items, obj, string_map, text
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.core.v1.constants import APP_LABEL, DOMAIN_ANNOTATION
+from kubevirt_api.view import JSON
 
 NO_NAME = "resource name may not be empty"
 

@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.json_fields import JSON, has, items, obj
+from kubevirt.admission.json_fields import has, items, obj
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 _ALTERNATIVES = "Please refer to Kubevirt user guide for alternatives."
 MACVTAP_DISCONTINUED = f"Macvtap network binding is discontinued since v1.3. {_ALTERNATIVES}"

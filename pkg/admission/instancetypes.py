@@ -15,7 +15,7 @@ from typing import Final, TypeVar
 from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, obj, opt_obj, opt_text
+from kubevirt.admission.json_fields import obj, opt_obj, opt_text
 from kubevirt.admission.state import ClusterStateError, InstancetypeState, RevisionState, VolumeSourceState
 from kubevirt.client.resources import CONTROLLER_REVISIONS, Resource
 from kubevirt.instancetype import (
@@ -34,6 +34,7 @@ from kubevirt_api.core.v1.vm import (
 )
 from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
 from kubevirt_api.k8s.meta_v1 import ObjectMeta
+from kubevirt_api.view import JSON
 
 __all__ = [
     "SelectedSpecs",

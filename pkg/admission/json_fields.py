@@ -6,9 +6,7 @@ it arbitrary objects), so every read goes through these helpers instead of index
 
 from __future__ import annotations
 
-from typing import Any
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 
 def obj(data: object, key: str) -> JSON:

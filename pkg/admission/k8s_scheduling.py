@@ -11,8 +11,9 @@ import json
 from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, items, obj, opt_obj, text
+from kubevirt.admission.json_fields import items, obj, opt_obj, text
 from kubevirt.admission.k8s_names import dns1123_label, dns1123_subdomain, label_value, qualified_name
+from kubevirt_api.view import JSON
 
 _SCHEDULE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
 

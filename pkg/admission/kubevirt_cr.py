@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from kubevirt.admission import causes as c
 from kubevirt.admission import response
-from kubevirt.admission.json_fields import JSON, obj, text
+from kubevirt.admission.json_fields import obj, text
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.virt_config.tls import validate_tls_configuration
+from kubevirt_api.view import JSON
 
 
 def admit_kubevirt_create(existing: int) -> AdmissionResponse:

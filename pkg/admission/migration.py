@@ -7,11 +7,12 @@ import copy
 from kubevirt.admission import causes as c
 from kubevirt.admission import response
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, has, items, obj, string_map, text
+from kubevirt.admission.json_fields import has, items, obj, string_map, text
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.state import ClusterState, ClusterStateError
 from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.core.v1 import FINAL_MIGRATION_PHASES, FINAL_VMI_PHASES
+from kubevirt_api.view import JSON
 
 MIGRATION_SELECTOR_LABEL = "kubevirt.io/vmi-name"
 MIGRATION_FINALIZER = "kubevirt.io/migrationJobFinalize"

@@ -10,12 +10,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubevirt.admission.json_fields import JSON, obj, opt_obj, text
+from kubevirt.admission.json_fields import obj, opt_obj, text
 from kubevirt.defaults.settings import DEFAULT_MACHINE_TYPES
 from kubevirt.instancetype.matcher import DEFAULT_INSTANCETYPE_KIND, DEFAULT_PREFERENCE_KIND
 from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.instancetype.v1beta1 import VirtualMachinePreferenceSpec
 from kubevirt_api.resource import Quantity, QuantityError
+from kubevirt_api.view import JSON
 
 
 def _child(parent: JSON, key: str) -> JSON:

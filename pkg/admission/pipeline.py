@@ -15,7 +15,6 @@ from kubevirt.admission import causes as c
 from kubevirt.admission import instancetype_objects, instancetypes
 from kubevirt.admission import vm as vm_rules
 from kubevirt.admission.causes import StatusCause
-from kubevirt.admission.json_fields import JSON
 from kubevirt.admission.review import CREATE
 from kubevirt.admission.state import InstancetypeState
 from kubevirt.admission.vmi_create import admit_vmi_create
@@ -27,6 +26,7 @@ from kubevirt_api.core.v1.vm import VirtualMachine
 from kubevirt_api.core.v1.vmi import VirtualMachineInstance
 from kubevirt_api.instancetype import constants as instancetype_names
 from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
+from kubevirt_api.view import JSON
 
 # kind, object -> causes (message only), e.g. an OpenAPI check against the CRD's schema.
 SchemaCheck = Callable[[str, JSON], list[StatusCause]]

@@ -7,7 +7,8 @@ from kubevirt.admission import causes as c
 from kubevirt.admission import vmi_devices, vmi_spec
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, items, obj, opt_obj
+from kubevirt.admission.json_fields import items, obj, opt_obj
+from kubevirt_api.view import JSON
 
 
 def admit_preset(preset: JSON) -> list[StatusCause]:

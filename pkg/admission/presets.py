@@ -17,8 +17,7 @@ from typing import Any, Final
 from kubevirt.admission.quantity import QuantityError, parse
 from kubevirt.admission.selectors import SelectorError, matches
 from kubevirt.log import get_logger
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 EXCLUDE_ANNOTATION: Final = "virtualmachineinstancepresets.admission.kubevirt.io/exclude"
 APPLIED_ANNOTATION_PREFIX: Final = "virtualmachinepreset.kubevirt.io/"

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
 
 from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 KUBEVIRT_VERSIONS = ["v1alpha3", "v1"]
 MUTATOR_NAME = "virt-api-mutator"
 VALIDATOR_NAME = "virt-api-validator"

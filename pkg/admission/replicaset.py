@@ -8,10 +8,11 @@ from kubevirt.admission import vmi_spec
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.featuregates import validate_feature_gates
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, obj, opt_obj, string_map
+from kubevirt.admission.json_fields import obj, opt_obj, string_map
 from kubevirt.admission.review import CREATE, UPDATE
 from kubevirt.admission.selectors import SelectorError, matches
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 
 def _selector(field: Path, spec: JSON, labels: dict[str, str]) -> list[StatusCause]:

@@ -16,8 +16,8 @@ from typing import Any
 from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt_api.openapi import UnknownKindError, crd_schema
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 # Below these names KubeVirt's validator does not look (the API server owns object metadata).
 _OPAQUE_ROOT_FIELDS = frozenset({"metadata"})
 

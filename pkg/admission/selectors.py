@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubevirt.admission.json_fields import JSON, items, string_map, text
+from kubevirt.admission.json_fields import items, string_map, text
+from kubevirt_api.view import JSON
 
 
 class SelectorError(ValueError):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 
 class ClusterStateError(RuntimeError):

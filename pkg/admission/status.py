@@ -6,8 +6,9 @@ from kubevirt.admission import causes as c
 from kubevirt.admission import vmi_spec
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, has, items, obj, opt_obj, text
+from kubevirt.admission.json_fields import has, items, obj, opt_obj, text
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 _FIELD = "Status.volumeRequests"
 

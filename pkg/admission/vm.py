@@ -12,11 +12,12 @@ from kubevirt.admission import vmi_network as network
 from kubevirt.admission import vmi_spec
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, has, items, obj, opt_obj, opt_text, text
+from kubevirt.admission.json_fields import has, items, obj, opt_obj, opt_text, text
 from kubevirt.admission.quantity import parse_or_zero
 from kubevirt.admission.review import CREATE, UPDATE
 from kubevirt.admission.status import admit_vm_status
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 RUN_STRATEGIES = ("Halted", "Manual", "Always", "RerunOnFailure", "Once")
 WAIT_AS_RECEIVER = "WaitAsReceiver"

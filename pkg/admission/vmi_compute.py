@@ -7,9 +7,10 @@ from functools import lru_cache
 from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, flag, has, integer, items, obj, opt_obj, text
+from kubevirt.admission.json_fields import flag, has, integer, items, obj, opt_obj, text
 from kubevirt.admission.quantity import FORMAT_ERROR, Quantity, QuantityError, parse, parse_or_zero
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 _CPU_FEATURE_POLICIES = {"", "force", "require", "optional", "disable", "forbid"}
 _ONE_MEGA = 1_000_000

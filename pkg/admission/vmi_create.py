@@ -9,8 +9,9 @@ from kubevirt.admission import vmi_volumes as volumes_rules
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.featuregates import validate_feature_gates
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, obj
+from kubevirt.admission.json_fields import obj
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 
 def admit_vmi_create(

@@ -8,9 +8,10 @@ from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
 from kubevirt.admission.hardware import is_pci_address
-from kubevirt.admission.json_fields import JSON, flag, has, integer, items, obj, opt_flag, opt_obj, text
+from kubevirt.admission.json_fields import flag, has, integer, items, obj, opt_flag, opt_obj, text
 from kubevirt.admission.k8s_names import dns1123_label
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 MAX_STR_LEN = 256
 MIN_CUSTOM_BLOCK_SIZE = 512

@@ -17,8 +17,9 @@ from __future__ import annotations
 from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, has, items, obj, opt_text, text
+from kubevirt.admission.json_fields import has, items, obj, opt_text, text
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 GPUS_WITH_DRA_GATE = "GPUsWithDRA"
 WITHOUT_DEVICE_NAME = "vmi.spec.domain.devices.gpus contains GPUs without deviceName"

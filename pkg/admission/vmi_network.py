@@ -8,9 +8,10 @@ from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
 from kubevirt.admission.hardware import is_pci_address, parse_mac
-from kubevirt.admission.json_fields import JSON, flag, has, integer, items, obj, text
+from kubevirt.admission.json_fields import flag, has, integer, items, obj, text
 from kubevirt.admission.k8s_names import port_name
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 _INTERFACE_NAME = re.compile(r"^[A-Za-z0-9-_]+$")
 _MODELS = {"e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139", "virtio"}

@@ -19,19 +19,10 @@ from kubevirt.admission import vmi_network as network
 from kubevirt.admission import vmi_volumes as volumes_rules
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import (
-    JSON,
-    has,
-    items,
-    obj,
-    opt_flag,
-    opt_obj,
-    opt_text,
-    string_map,
-    text,
-)
+from kubevirt.admission.json_fields import has, items, obj, opt_flag, opt_obj, opt_text, string_map, text
 from kubevirt.admission.k8s_names import dns1123_label, dns1123_subdomain
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 MAX_STR_LEN = 256
 MAX_DNS_NAMESERVERS = 3

@@ -11,11 +11,12 @@ from collections.abc import Mapping, Sequence
 
 from kubevirt.admission import causes as c
 from kubevirt.admission import response
-from kubevirt.admission.json_fields import JSON, has, integer, obj, string_map, text
+from kubevirt.admission.json_fields import has, integer, obj, string_map, text
 from kubevirt.admission.quantity import parse_or_zero
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.vmi_spec import RESERVED_LABELS
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 

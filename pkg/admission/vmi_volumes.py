@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from kubevirt.admission import causes as c
 from kubevirt.admission.causes import StatusCause
 from kubevirt.admission.field import Path
-from kubevirt.admission.json_fields import JSON, has, items, obj, opt_obj, text
+from kubevirt.admission.json_fields import has, items, obj, opt_obj, text
 from kubevirt.admission.quantity import parse_or_zero
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
 CLOUD_INIT_USER_MAX_LEN = 2048
 CLOUD_INIT_NETWORK_MAX_LEN = 2048

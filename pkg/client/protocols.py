@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kubevirt.client.resources import Resource
+from kubevirt_api.view import JSON
 
 __all__ = ["JSON", "EventSink", "KubeApi", "KubeReader"]
 
-JSON = dict[str, Any]
 # Spelled before the classes: inside them `list` is the method.
 _Items = list[JSON]
 _Patch = list[Any] | dict[str, Any]

@@ -22,11 +22,11 @@ from kubevirt.client.resources import Resource
 from kubevirt.log import get_logger
 from kubevirt_api.base import ApiModel, ApiParseError
 from kubevirt_api.k8s.meta_v1 import ListMeta
+from kubevirt_api.view import JSON
 
 __all__ = ["Decoder", "decoder_for"]
 
 T = TypeVar("T")
-JSON = dict[str, Any]
 _log = get_logger()
 
 

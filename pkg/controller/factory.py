@@ -12,11 +12,11 @@ from kubevirt.client.resources import Resource
 from kubevirt.controller.decode import decoder_for
 from kubevirt.controller.informer import Informer, ListWatcher
 from kubevirt.controller.store import IndexFunc
+from kubevirt_api.view import JSON
 
 __all__ = ["DEFAULT_RESYNC_SECONDS", "SharedInformerFactory", "jittered_resync"]
 
 T = TypeVar("T")
-JSON = dict[str, Any]
 # KubeVirt's informers resync every 12 to 24 hours (12 h, jittered once per factory).
 DEFAULT_RESYNC_SECONDS = 12 * 3600.0
 

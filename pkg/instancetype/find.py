@@ -28,6 +28,7 @@ from kubevirt_api.core.v1.vm import (
 )
 from kubevirt_api.instancetype import constants as names
 from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
+from kubevirt_api.view import JSON
 
 __all__ = [
     "FindError",
@@ -39,7 +40,6 @@ __all__ = [
     "find_preference",
 ]
 
-JSON = dict[str, Any]
 # Reads one object; None when it does not exist. Other failures propagate.
 Getter = Callable[[Resource, str | None, str], Mapping[str, Any] | None]
 

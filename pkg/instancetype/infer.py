@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kubevirt_api.instancetype import constants as names
+from kubevirt_api.view import JSON
 
 __all__ = [
     "DATA_SOURCE",
@@ -26,7 +27,6 @@ __all__ = [
     "infer_matchers",
 ]
 
-JSON = dict[str, Any]
 
 PERSISTENT_VOLUME_CLAIM: Final = "PersistentVolumeClaim"
 DATA_VOLUME: Final = "DataVolume"

@@ -14,6 +14,7 @@ from typing import Any, Final
 from kubevirt_api.core.v1.constants import API_VERSION
 from kubevirt_api.instancetype import constants as names
 from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetypeSpec, VirtualMachinePreferenceSpec
+from kubevirt_api.view import JSON
 
 __all__ = [
     "RevisionError",
@@ -25,7 +26,6 @@ __all__ = [
     "same_spec",
 ]
 
-JSON = dict[str, Any]
 
 _INSTANCETYPE_KINDS: Final = frozenset({names.INSTANCETYPE_KIND, names.CLUSTER_INSTANCETYPE_KIND})
 _PREFERENCE_KINDS: Final = frozenset({names.PREFERENCE_KIND, names.CLUSTER_PREFERENCE_KIND})

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
+
 CONFIG_RESOURCE_VERSION = "config-resource-version"
 
 

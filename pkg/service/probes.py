@@ -19,8 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_config.tls import TLSConfiguration
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 # A probe answers a status code and a JSON body.
 Probe = Callable[[], tuple[int, JSON]]
 

@@ -37,8 +37,8 @@ from kubevirt.client.resources import (
     VIRTUAL_MACHINE_INSTANCE_PRESETS,
 )
 from kubevirt.virt_api.presets import PresetCache
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 # Each lookup must fit well inside the API server's 10 s webhook timeout, so it is sent once: a refusal
 # with the reason is better than an answer after the API server gave up waiting.
 REQUEST_TIMEOUT = 3.0

@@ -9,16 +9,13 @@ the caller asks the API server instead.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt.client.resources import VIRTUAL_MACHINE_INSTANCE_PRESETS
 from kubevirt.controller.factory import SharedInformerFactory
 from kubevirt.controller.informer import ListWatcher
 from kubevirt.controller.store import NAMESPACE_INDEX
+from kubevirt_api.view import JSON
 
 __all__ = ["PresetCache"]
-
-JSON = dict[str, Any]
 
 
 def _name(preset: JSON) -> str:

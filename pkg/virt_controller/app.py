@@ -26,7 +26,6 @@ from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_controller.controllers import ControllerSet, Threads
 from kubevirt.virt_controller.services import TemplateParameters
 
-JSON = dict[str, Any]
 LEASE_NAME = "virt-controller"
 COMPONENT = "virt-controller"
 # Exit codes: 0 stopped by a signal, 1 lost the lease or failed while running, 2 cannot start.

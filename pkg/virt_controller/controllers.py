@@ -68,8 +68,8 @@ from kubevirt_api.instancetype.v1beta1 import (
     VirtualMachinePreference,
 )
 from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 # KubeVirt's launcher pods carry this label; virt-controller watches only those pods.
 LAUNCHER_POD_SELECTOR = "kubevirt.io=virt-launcher"
 # KubeVirt adds up to this many seconds to each launcher's qemu timeout, so launchers started together

@@ -9,9 +9,9 @@ corrected on the next reconcile.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
+
 DELETED = "DELETED"
 
 

@@ -12,11 +12,10 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from kubevirt.virt_handler.phase import domain_state
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 ADDED, MODIFIED, DELETED = "Added", "Modified", "Deleted"
 
 

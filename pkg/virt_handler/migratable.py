@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubevirt.virt_handler.status_conditions import set_condition
 from kubevirt_api.core.v1.vmi import VirtualMachineInstanceMigrationMethod
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 LIVE_MIGRATABLE = "LiveMigratable"
 STORAGE_LIVE_MIGRATABLE = "StorageLiveMigratable"

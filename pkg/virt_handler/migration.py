@@ -53,8 +53,8 @@ from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError, runtime_user
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
 from kubevirt_api.core.v1 import MigrationAbortStatus, VirtualMachineInstancePhase
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
 MIGRATION_TARGET_NODE_NAME_LABEL = "kubevirt.io/migrationTargetNodeName"
 DIRECT_MIGRATION_PORT = 49152

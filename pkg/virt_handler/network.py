@@ -17,8 +17,8 @@ from kubevirt.network.errors import NetworkConfigError, NetworkError
 from kubevirt.network.names import POD_INTERFACE
 from kubevirt.network.setup.pod import PodNetworkSetup
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_pid
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 DEFAULT_PRIVATE_DIR = Path(pod_paths.VIRT_PRIVATE_DIR)
 SETUP_FAILED_REASON = "NetworkSetupError"
 CONFIG_INVALID_REASON = "NetworkConfigurationInvalid"

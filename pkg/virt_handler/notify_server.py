@@ -23,8 +23,8 @@ from kubevirt.handler_launcher_com.server import register_notify_info, serve_uni
 from kubevirt.handler_launcher_com.sockets import LEGACY_NOTIFY_SOCKET
 from kubevirt.log import get_logger
 from kubevirt.virt_handler.domain_cache import DomainCache, DomainEventError
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "ERROR")
 K8S_EVENT_TYPES = ("Normal", "Warning")
 # The handler serves in its share directory under the name launchers once dialled directly.

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kubevirt.controller import Store
 from kubevirt.handler_launcher_com.cmd.client import LauncherClientError, LauncherDisconnectedError
@@ -29,8 +29,8 @@ from kubevirt.virt_handler.launcher_sockets import (
     socket_dir,
 )
 from kubevirt.virt_handler.shutdown import RESEND_SECONDS, Action, next_step
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 PERIOD_SECONDS = 10.0
 
 

@@ -17,12 +17,9 @@ Nothing is set here for a paused guest, a VMI being deleted, or one with a readi
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt.network.istio import proxy_injection_enabled
 from kubevirt.virt_handler.status_conditions import conditions_of, find_condition
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 READY = "Ready"
 PAUSED = "Paused"

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
+
 RESEND_SECONDS = 5
 # The domain state while the guest is acting on the ACPI request.
 SHUTTING_DOWN = "ShuttingDown"

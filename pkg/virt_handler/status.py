@@ -12,15 +12,14 @@ write, is in :mod:`.ready`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from kubevirt.virt_handler.migratable import MigratabilityFacts, update_live_migratable
 from kubevirt.virt_handler.status_conditions import conditions_of, find_condition, remove_condition
 from kubevirt_api.resource import BINARY_SI, Quantity
+from kubevirt_api.view import JSON
 
 __all__ = ["apply_domain", "libvirt_quantity"]
 
-JSON = dict[str, Any]
 
 PAUSED = "Paused"
 AGENT_CONNECTED = "AgentConnected"

@@ -6,9 +6,7 @@ the status before and after finds no change where there is none.
 
 from __future__ import annotations
 
-from typing import Any
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 
 def conditions_of(status: JSON) -> list[JSON]:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, EventSink, KubeApi
 from kubevirt.client.errors import ConflictError, NotFoundError
@@ -59,8 +59,8 @@ from kubevirt.virt_handler.ready import set_ready_with_running
 from kubevirt.virt_handler.status import apply_domain
 from kubevirt.virt_handler.vm_options import virtual_machine_options
 from kubevirt_api.core.v1 import FINAL_VMI_PHASES, VirtualMachineInstancePhase
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 SYNCHRONIZED = "Synchronized"
 SYNC_FAILED_REASON = "Synchronizing with the Domain failed."
 SOCKET_WAIT_SECONDS = 1.0

@@ -9,12 +9,11 @@ those capabilities, and this launcher builds no NUMA placement from it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.virt_config import ClusterConfig
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 EXPAND_DISKS_GATE = "ExpandDisks"
 _TAP, _MANAGED_TAP = "tap", "managedTap"
 

@@ -12,7 +12,7 @@ import base64
 import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -23,8 +23,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubevirt.service.durations import parse_duration
 from kubevirt_api.core.v1.constants import APP_LABEL_PREFIX, MANAGED_BY_LABEL_OPERATOR_VALUE
 from kubevirt_api.core.v1.kubevirt import KubeVirtSelfSignConfiguration
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 CA_SECRET = "kubevirt-ca"
 EXPORT_CA_SECRET = "kubevirt-export-ca"
 CA_BUNDLE_KEY = "ca-bundle"

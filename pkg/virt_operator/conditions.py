@@ -6,11 +6,9 @@ are filled afterwards by :func:`stamp_times` against the status the CR had befor
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt_api.core.v1.kubevirt import KubeVirtConditionType
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 FINALIZER = "foregroundDeleteKubeVirt"
 REASON_EXISTING = "ExistingDeployment"
 REASON_FAILED = "DeploymentFailed"

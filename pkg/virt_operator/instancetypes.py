@@ -19,8 +19,8 @@ from kubevirt.virt_operator.resource.common_instancetypes import bundle_for, dep
 from kubevirt.virt_operator.resource.config import InstallConfig
 from kubevirt.virt_operator.resource.metadata import stamp
 from kubevirt.virt_operator.resources import COMMON_INSTANCETYPES
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 _log = get_logger()
 
 

@@ -4,9 +4,7 @@ replica, none left of an older one, and at least one ready."""
 
 from __future__ import annotations
 
-from typing import Any
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 
 def _observed(obj: JSON) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from kubevirt.client import Resource
 from kubevirt.client.resources import (
@@ -24,8 +24,7 @@ from kubevirt.client.resources import (
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
 )
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 # In the order an uninstall removes them: what serves first, the API types last.
 MANAGED: Final[tuple[Resource, ...]] = (

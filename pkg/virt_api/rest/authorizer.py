@@ -16,14 +16,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import unquote
 
 from kubevirt.admission.k8s_names import dns1123_label, dns1123_subdomain
 from kubevirt.virt_api.rest.discovery import GROUP, VERSIONS
 from kubevirt.virt_api.rest.status import VM, VMI, StatusError, bad_request, not_found
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 NO_AUTH_PATHS = frozenset(
     {

@@ -5,13 +5,11 @@ the server version and a minimal OpenAPI document. The shapes are KubeVirt's, in
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt.version import version_info
+from kubevirt_api.view import JSON
 
 GROUP = "subresources.kubevirt.io"
 VERSIONS = ("v1", "v1alpha3")  # the first is the preferred one
-JSON = dict[str, Any]
 
 SUBRESOURCES = (
     "expand-vm-spec",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
+
 Patch = list[JSON]
 
 START, STOP = "Start", "Stop"

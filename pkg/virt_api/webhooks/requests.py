@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubevirt.admission import response
-from kubevirt.admission.json_fields import JSON, obj, text
+from kubevirt.admission.json_fields import obj, text
 from kubevirt.admission.pipeline import (
     SchemaCheck,
     VMDefaulter,
@@ -22,6 +22,7 @@ from kubevirt.defaults import DefaultingError
 from kubevirt.virt_config import ClusterConfig
 from kubevirt_api.base import ApiParseError
 from kubevirt_api.core.v1.constants import GROUP_NAME
+from kubevirt_api.view import JSON
 
 Admit = Callable[[AdmissionRequest], AdmissionResponse]
 # Applies a JSON patch to a VMI: (namespace, name, patch).

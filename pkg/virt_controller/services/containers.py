@@ -28,8 +28,8 @@ from kubevirt.virt_controller.services.volumes import (
 )
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.volumes import ContainerDiskSource
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 COMPUTE = "compute"
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 EXTENSIVE_LOG_VERBOSITY = 5

@@ -4,8 +4,6 @@ template parameters and the PVCs it names (KubeVirt's ``RenderLaunchManifest``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt.virt_config import ClusterConfig, LauncherSettings
 from kubevirt.virt_config.launcher import SeccompProfile
 from kubevirt.virt_controller.services import containers, metadata, node_selectors, vmi_facts
@@ -18,8 +16,8 @@ from kubevirt_api.core.v1.constants import (
     CUSTOM_LIBVIRT_LOG_FILTERS_ANNOTATION,
     KEEP_LAUNCHER_AFTER_FAILURE_ANNOTATION,
 )
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 GRACE_PERIOD_PADDING_SECONDS = 15
 UNPAUSED_READINESS_GATE = "kubevirt.io/virtual-machine-unpaused"
 FAIL_FAST_ANNOTATION = "kubevirt.io/func-test-virt-launcher-fail-fast"

@@ -19,6 +19,7 @@ from kubevirt.virt_controller.services.errors import PvcNotFoundError, TemplateE
 from kubevirt.virt_controller.services.parameters import PvcLookup, TemplateParameters
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.volumes import Volume
+from kubevirt_api.view import JSON
 
 HOTPLUG_DISKS_VOLUME = "hotplug-disks"
 VIRT_BIN_VOLUME = "virt-bin-share-dir"
@@ -32,8 +33,6 @@ NETWORK_INFO_ANNOTATION = "kubevirt.io/network-info"
 HUGEPAGES_DIR = "/dev/hugepages"
 BACKEND_STORAGE_VOLUME = "vm-state"
 _HOST_PATH_TYPES = {"Disk": "Directory", "DiskOrCreate": "DirectoryOrCreate"}
-
-JSON = dict[str, Any]
 
 
 def empty_dir(name: str) -> JSON:

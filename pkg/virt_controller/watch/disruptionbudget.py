@@ -20,8 +20,7 @@ from kubevirt.log import get_logger
 from kubevirt.virt_controller.watch.common import Enqueue, controller_ref_of_dict
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.constants import API_VERSION
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 SUCCESSFUL_DELETE: Final = "SuccessfulDelete"
 FAILED_DELETE: Final = "FailedDelete"

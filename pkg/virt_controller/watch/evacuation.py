@@ -32,8 +32,7 @@ from kubevirt.virt_controller.watch.migration import is_final, phase_of
 from kubevirt.virt_controller.watch.pods import is_pod_final
 from kubevirt_api.core.v1 import NOT_RUNNING_MIGRATION_PHASES, VirtualMachineInstance
 from kubevirt_api.core.v1.constants import API_VERSION, EVACUATION_MIGRATION_ANNOTATION
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 GENERATE_NAME: Final = "kubevirt-evacuation-"
 SUCCESSFUL_CREATE: Final = "SuccessfulCreate"

@@ -46,8 +46,8 @@ from kubevirt_api.core.v1.constants import (
     MIGRATION_UNSCHEDULABLE_POD_TIMEOUT_SECONDS_ANNOTATION,
     VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER,
 )
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 RenderPod = Callable[[VirtualMachineInstance], JSON]
 
 _Phase = VirtualMachineInstanceMigrationPhase

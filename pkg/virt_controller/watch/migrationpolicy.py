@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 # Policy spec field -> migrationConfiguration field (the same names).
 _OVERRIDES: Final = (

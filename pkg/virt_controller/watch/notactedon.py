@@ -16,7 +16,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final
+from typing import Final
 
 from kubevirt.client import EventSink, KubeApi, Resource
 from kubevirt.client.resources import (
@@ -29,8 +29,7 @@ from kubevirt.client.resources import (
 from kubevirt.controller import Store, key_of
 from kubevirt.log import get_logger
 from kubevirt.virt_controller.watch.common import Clock, Enqueue, format_time, utc_now
-
-JSON = dict[str, Any]
+from kubevirt_api.view import JSON
 
 NOT_ACTED_ON_REASON: Final = "NotActedOn"
 CONDITION_TYPE: Final = "Ready"

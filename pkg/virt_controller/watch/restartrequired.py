@@ -21,8 +21,8 @@ from kubevirt.virt_controller.watch.conditions import get_condition
 from kubevirt_api.core.v1 import VirtualMachineInstance, VirtualMachineInstanceSpec
 from kubevirt_api.core.v1.vm import VirtualMachine, VirtualMachineSpec
 from kubevirt_api.resource import Quantity, QuantityError
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 API_VERSION: Final = "kubevirt.io/v1"
 NON_LIVE_UPDATABLE: Final = "a non-live-updatable field was changed in the template spec"
 SOCKETS_ABOVE_MAX: Final = "CPU sockets updated in template spec to a value higher than what's available"

@@ -29,9 +29,8 @@ from kubevirt.container_disk import SOCKET_SUFFIX
 from kubevirt.log import get_logger
 from kubevirt.virt_handler.launcher_sockets import EMPTY_DIR
 from kubevirt.virt_handler.pod_sockets import PodSocketError, pod_process
-from kubevirt_api.view import VMIView
+from kubevirt_api.view import JSON, VMIView
 
-JSON = dict[str, Any]
 HOSTMOUNT_MODULE = "kubevirt.virt_handler.container_disk.hostmount"
 HOSTMOUNT_TIMEOUT_SECONDS = 30.0
 

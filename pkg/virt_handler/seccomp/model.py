@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, Final
+from typing import Final
+
+from kubevirt_api.view import JSON
 
 ACT_ALLOW: Final = "SCMP_ACT_ALLOW"
 ACT_ERRNO: Final = "SCMP_ACT_ERRNO"
@@ -21,8 +23,6 @@ OP_EQUAL_TO: Final = "SCMP_CMP_EQ"
 # The numbers of the errno names used here. Linux numbers them alike on x86, ARM, s390x and ppc64le
 # (only MIPS and SPARC differ, and KubeVirt ships for neither).
 ERRNO_NUMBERS: Final = {"EPERM": 1, "EINVAL": 22, "ENOSYS": 38}
-
-JSON = dict[str, Any]
 
 
 class Arch(StrEnum):

@@ -4,11 +4,9 @@ lets every authenticated user discover the subresource API (KubeVirt's ``rbac/cl
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt.virt_operator.resource.rbac import RBAC_API_VERSION, Rule, metadata, rules
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 SUBRESOURCES = "subresources.kubevirt.io"
 DEFAULT_ROLE = "kubevirt.io:default"
 _WRITE = ("get", "delete", "create", "update", "patch", "list", "watch")

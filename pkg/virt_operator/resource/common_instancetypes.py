@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubevirt_api.instancetype import constants as names
+from kubevirt_api.view import JSON
 
 __all__ = [
     "BUNDLE_VERSION",
@@ -23,7 +24,6 @@ __all__ = [
     "deploys_common_instancetypes",
 ]
 
-JSON = dict[str, Any]
 
 BUNDLE_VERSION: Final = "v1.4.1"
 _PREFIX: Final = "instancetype.kubevirt.io/"

@@ -15,7 +15,6 @@ from typing import Any
 from kubevirt.virt_operator.resource.placement import placement_json
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
-JSON = dict[str, Any]
 DEFAULT_VERBOSITY = 2
 DEFAULT_REPLICAS = 2
 DEFAULT_PULL_POLICY = "IfNotPresent"

@@ -18,8 +18,8 @@ from typing import Any
 from kubevirt.admission import jsonpatch
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, Patch
 from kubevirt_api.core.v1.constants import KUBE_VIRT_CUSTOMIZE_COMPONENT_ANNOTATION_HASH
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 PATCH_TYPES = ("json", "merge", "strategic")
 CUSTOMIZABLE_KINDS = frozenset(
     {

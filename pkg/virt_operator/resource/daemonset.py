@@ -3,12 +3,10 @@ in the host's PID namespace, with the host directories it works in)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt import pod_paths
 from kubevirt.virt_operator.resource.rbac import HANDLER_SERVICE_ACCOUNT
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 VIRT_HANDLER = "virt-handler"
 KUBELET_ROOT = "/var/lib/kubelet"
 # name, host path, mount path, propagation. The kubelet's pods directory is mounted at the short /pods

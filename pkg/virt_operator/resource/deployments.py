@@ -3,14 +3,12 @@ operator lays them out (``components/deployments.go``, ``components/pdbs``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt.virt_operator.resource.config import InstallConfig
 from kubevirt.virt_operator.resource.rbac import API_SERVICE_ACCOUNT, CONTROLLER_SERVICE_ACCOUNT
 from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL
 from kubevirt_api.core.v1.constants import APP_LABEL, APP_LABEL_PREFIX, APP_NAME
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 VIRT_API = "virt-api"
 VIRT_CONTROLLER = "virt-controller"
 VIRT_LAUNCHER = "virt-launcher"

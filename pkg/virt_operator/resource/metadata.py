@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from kubevirt.virt_operator.resource.config import InstallConfig
 from kubevirt_api.core.v1.constants import (
@@ -16,8 +15,8 @@ from kubevirt_api.core.v1.constants import (
     KUBE_VIRT_GENERATION_ANNOTATION,
     MANAGED_BY_LABEL_OPERATOR_VALUE,
 )
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 MANAGED_BY_LABEL = f"{APP_LABEL_PREFIX}/managed-by"
 COMPONENT_LABEL = f"{APP_LABEL_PREFIX}/component"
 VERSION_LABEL = f"{APP_LABEL_PREFIX}/version"

@@ -14,13 +14,11 @@ components, which this project does not install.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt.virt_operator.certificates import CA_SECRET, EXPORT_CA_SECRET, component_certificates
 from kubevirt.virt_operator.resource import cluster_roles, rbac
 from kubevirt.virt_operator.resource.rbac import RBAC_API_VERSION, Rule, metadata, rules
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 OPERATOR_SERVICE_ACCOUNT = "kubevirt-operator"
 OPERATOR_ROLE_BINDING = "kubevirt-operator-rolebinding"
 _WRITE = ("get", "list", "watch", "create", "delete", "patch")

@@ -9,13 +9,12 @@ affinity terms and tolerations are appended.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from kubevirt_api.core.v1.kubevirt import NodePlacement
+from kubevirt_api.view import JSON
 
 __all__ = ["OS_LABEL", "inject_placement", "placement_json"]
 
-JSON = dict[str, Any]
 OS_LABEL = "kubernetes.io/os"
 OS_LINUX = "linux"
 _AFFINITY_KINDS = ("nodeAffinity", "podAffinity", "podAntiAffinity")

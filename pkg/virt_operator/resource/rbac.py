@@ -7,9 +7,9 @@ Each rule is written as ``(api_groups, resources, verbs)``; :func:`rules` turns 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from kubevirt_api.core.v1.constants import APP_LABEL
+from kubevirt_api.view import JSON
 
 API_SERVICE_ACCOUNT = "kubevirt-apiserver"
 CONTROLLER_SERVICE_ACCOUNT = "kubevirt-controller"
@@ -17,7 +17,6 @@ HANDLER_SERVICE_ACCOUNT = "kubevirt-handler"
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
 Rule = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
-JSON = dict[str, Any]
 
 _ALL_VERBS = ("get", "list", "watch", "delete", "update", "create", "patch")
 _READ = ("get", "list", "watch")

@@ -4,16 +4,14 @@ operator to install everything else). ``hack/generate`` writes them to ``manifes
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt.virt_operator.resource.config import DEFAULT_REPLICAS
 from kubevirt.virt_operator.resource.deployments import NON_ROOT_POD, PRIORITY_CLASS
 from kubevirt.virt_operator.resource.operator_rbac import OPERATOR_SERVICE_ACCOUNT, operator_rbac
 from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL
 from kubevirt.virt_operator.resource.strategy import kubevirt_crd
 from kubevirt_api.core.v1.constants import APP_LABEL, APP_NAME
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 VIRT_OPERATOR = "virt-operator"
 OPERATOR_IMAGE_ENV = "VIRT_OPERATOR_IMAGE"
 # The images hack/build-images makes are imported under this name; a real release names its registry.

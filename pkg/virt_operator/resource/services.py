@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubevirt_api.core.v1.constants import APP_LABEL
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 VIRT_API_SERVICE = "virt-api"
 PROMETHEUS_SERVICE = "kubevirt-prometheus-metrics"
 PROMETHEUS_LABEL = "prometheus.kubevirt.io"

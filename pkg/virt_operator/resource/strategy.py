@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any
 
 from kubevirt.apiservices import subresource_api_services
 from kubevirt.virt_operator.resource import cluster_roles, rbac, services, webhooks
@@ -27,8 +26,8 @@ from kubevirt.virt_operator.resource.deployments import (
 from kubevirt.virt_operator.resource.metadata import stamp
 from kubevirt.virt_operator.resource.placement import inject_placement
 from kubevirt_api.crd import CRDS, custom_resource_definition
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 KUBEVIRT_KIND = "KubeVirt"  # its CRD ships with the operator, not with the strategy
 VIRT_HANDLER = "virt-handler"
 

@@ -5,13 +5,12 @@ it intercepts."""
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from kubevirt.virt_operator.resource.deployments import API_CERT_SECRET
 from kubevirt.virt_operator.resource.services import VIRT_API_SERVICE
 from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME, POOL_GROUP_NAME
+from kubevirt_api.view import JSON
 
-JSON = dict[str, Any]
 VALIDATOR = "virt-api-validator"
 MUTATOR = "virt-api-mutator"
 CERTIFICATE_SECRET_ANNOTATION = "certificates.kubevirt.io/secret"

@@ -10,15 +10,15 @@ adds the ``cloudinitdisk`` volume, its user data built from ``--user``, ``--pass
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import click
 
 from kubevirt.virtctl.create.params import FlagError, flag_error, parse_params, split_prefixed_name
+from kubevirt_api.view import JSON
 
 __all__ = ["CloudInitFlags", "access_credentials", "cloud_init_volume"]
 
-JSON = dict[str, Any]
 
 ACCESS_CRED: Final = "access-cred"
 CLOUD_INIT: Final = "cloud-init"

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from kubevirt.virtctl.create.params import FlagError, flag_error, parse_params, split_prefixed_name
 from kubevirt_api.resource import Quantity, QuantityError
+from kubevirt_api.view import JSON
 
 __all__ = ["FLAG", "ImportedVolume", "imported_volume"]
 
 FLAG: Final = "volume-import"
-JSON = dict[str, Any]
 
 _COMMON: Final = ("size", "type", "name", "bootorder")
 _SIZE_OPTIONAL: Final = frozenset({"pvc", "snapshot", "ds"})

@@ -110,8 +110,9 @@ def _proxied(source: ProxyManager, pods: tuple[PodRoot, PodRoot], port: int, dat
     ):
         qemu.settimeout(10)
         qemu.connect("vmi-49152-source.sock")
-        qemu.sendall(data)
         try:
+            # A proxy that refused its target may already have hung up on QEMU (a broken pipe).
+            qemu.sendall(data)
             return qemu.recv(100)
         except OSError:
             return b""

@@ -16,10 +16,10 @@ from kubevirt_api.instancetype.constants import INSTANCETYPE_GROUP_NAME
 from kubevirt_api.migrations.v1alpha1.types import MIGRATIONS_GROUP_NAME, MIGRATIONS_VERSIONS
 from kubevirt_api.openapi import crd_schema
 from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME, SNAPSHOT_VERSIONS
+from kubevirt_api.view import JSON
 
 __all__ = ["CRDS", "CrdFacts", "custom_resource_definition"]
 
-JSON = dict[str, Any]
 
 _AGE: Final = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 _PHASE: Final = {"name": "Phase", "type": "string", "jsonPath": ".status.phase"}

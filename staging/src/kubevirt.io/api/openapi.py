@@ -15,15 +15,15 @@ costs ~9 ms, too much per admission request).
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Final
+from typing import Final
 
 from pydantic import BaseModel
 
 from kubevirt_api.core.v1.register import OBJECT_MODELS
+from kubevirt_api.view import JSON
 
 __all__ = ["KIND_MODELS", "UnknownKindError", "crd_schema", "structural_schema"]
 
-JSON = dict[str, Any]
 
 # Top-level kinds with a CRD, by kind name.
 KIND_MODELS: Final[dict[str, type[BaseModel]]] = {model.__name__: model for model in OBJECT_MODELS}

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
-__all__ = ["FieldError", "VMIView", "View"]
+__all__ = ["JSON", "FieldError", "VMIView", "View"]
+
+JSON = dict[str, Any]  # a decoded JSON object, as json.loads returns it
 
 
 class FieldError(ValueError):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from kubevirt.admission import jsonpatch, response
 from kubevirt.admission.pipeline import default_vmi
@@ -21,9 +20,9 @@ from kubevirt.virt_api.webhooks.requests import (
     new_object,
     require_resource,
 )
+from kubevirt_api.view import JSON
 
 PATCHED_FIELDS = ("metadata", "spec", "status")
-JSON = dict[str, Any]
 
 
 def mutator(ctx: WebhookContext) -> Admit:
