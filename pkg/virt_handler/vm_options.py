@@ -12,31 +12,31 @@ from collections.abc import Iterable, Mapping
 
 from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2
 from kubevirt.virt_config import ClusterConfig
-from kubevirt_api.view import JSON
+from kubevirt_api.view import JSON, View, VMIView
 
 EXPAND_DISKS_GATE = "ExpandDisks"
 _TAP, _MANAGED_TAP = "tap", "managedTap"
 
 
-def preallocated_volumes(vmi: JSON) -> list[str]:
+def preallocated_volumes(vmi: VMIView) -> list[str]:
     """The volumes whose claim was preallocated (the launcher does not let the guest discard on them)."""
     return [
-        str(volume.get("name"))
-        for volume in (vmi.get("status") or {}).get("volumeStatus") or []
-        if ((volume.get("persistentVolumeClaimInfo") or {}).get("preallocated")) is True
+        volume.string("name")
+        for volume in vmi.volume_statuses()
+        if volume.object("persistentVolumeClaimInfo").boolean("preallocated")
     ]
 
 
-def domain_attachment_by_interface(interfaces: Iterable[JSON], bindings: Mapping[str, str]) -> dict[str, str]:
+def domain_attachment_by_interface(interfaces: Iterable[View], bindings: Mapping[str, str]) -> dict[str, str]:
     """Interface name -> how the domain attaches it: ``tap`` for masquerade and bridge (and the removed
     macvtap), a binding plugin's configured type otherwise (``managedTap`` is a tap to the domain)."""
     found = {}
     for iface in interfaces:
-        name = str(iface.get("name") or "")
-        if any(key in iface for key in ("masquerade", "bridge", "macvtap")):
+        name = iface.string("name")
+        if any(iface.has(key) for key in ("masquerade", "bridge", "macvtap")):
             found[name] = _TAP
-        elif isinstance(binding := iface.get("binding"), Mapping):
-            attachment = bindings.get(str(binding.get("name") or ""))
+        elif (binding := iface.optional_object("binding")) is not None:
+            attachment = bindings.get(binding.string("name"))
             if attachment:
                 found[name] = _TAP if attachment == _MANAGED_TAP else attachment
     return found
@@ -46,7 +46,7 @@ def virtual_machine_options(vmi: JSON, config: ClusterConfig) -> cmd_pb2.Virtual
     domain = config.domain
     smbios = domain.smbios
     expand = config.enabled(EXPAND_DISKS_GATE)
-    devices = ((vmi.get("spec") or {}).get("domain") or {}).get("devices") or {}
+    view = VMIView(vmi)
     return cmd_pb2.VirtualMachineOptions(
         VirtualMachineSMBios=cmd_pb2.SMBios(
             manufacturer=smbios.manufacturer,
@@ -56,7 +56,7 @@ def virtual_machine_options(vmi: JSON, config: ClusterConfig) -> cmd_pb2.Virtual
             family=smbios.family,
         ),
         MemBalloonStatsPeriod=domain.mem_balloon_stats_period,
-        PreallocatedVolumes=preallocated_volumes(vmi),
+        PreallocatedVolumes=preallocated_volumes(view),
         # The deprecated top-level field too, for launchers that still read it.
         ExpandDisksEnabled=expand,
         clusterConfig=cmd_pb2.ClusterConfig(
@@ -66,6 +66,6 @@ def virtual_machine_options(vmi: JSON, config: ClusterConfig) -> cmd_pb2.Virtual
             SerialConsoleLogDisabled=config.launcher.serial_console_log_disabled,
         ),
         interfaceDomainAttachment=domain_attachment_by_interface(
-            devices.get("interfaces") or [], domain.binding_attachments
+            view.interfaces(), domain.binding_attachments
         ),
     )

@@ -19,6 +19,7 @@ from kubevirt.virt_launcher.virtwrap.domain_pipeline import converter_context
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts
 from kubevirt.virtctl.offline_vmi import default_vmi
 from kubevirt.virtctl.render import options_from_flags
+from kubevirt_api.view import View, VMIView
 
 JSON = dict[str, Any]
 
@@ -85,7 +86,9 @@ def test_interfaces_are_attached_by_name() -> None:
         {"name": "n", "binding": {"name": "unknown"}},
         {"name": "s", "sriov": {}},
     ]
-    found = domain_attachment_by_interface(interfaces, {"passt": "managedTap", "tapper": "tap"})
+    found = domain_attachment_by_interface(
+        [View(interface) for interface in interfaces], {"passt": "managedTap", "tapper": "tap"}
+    )
     assert found == {"pod": "tap", "br": "tap", "p": "tap", "t": "tap"}
 
 
@@ -99,8 +102,8 @@ def test_only_preallocated_claims_are_listed() -> None:
             ]
         }
     }
-    assert preallocated_volumes(vmi) == ["a"]
-    assert preallocated_volumes({}) == []
+    assert preallocated_volumes(VMIView(vmi)) == ["a"]
+    assert preallocated_volumes(VMIView({})) == []
 
 
 def _vmi() -> JSON:
