@@ -4,15 +4,16 @@ container engine, loop device or mount.
 Debian's kernel boots a busybox initramfs. Its ``/init`` hands over to busybox's ``init``, whose boot script
 prints :data:`BOOT_MARKER` on the serial port, loads the virtio, disk and ISO 9660 modules, mounts the
 NoCloud ``cidata`` (or ConfigDrive ``config-2``) disk by its label and takes the hostname from its
-meta-data, asks for an address on ``eth0`` (taking the DHCP hostname when the meta-data named none), runs
-the user data when it is a shell script and serves HTTP on port 80. ``init`` then keeps a ``getty`` login
-on ``ttyS0`` and powers the guest off on ``poweroff`` ("The system is going down NOW!") or when its ACPI
-power button is pressed, which is how a soft reboot without a guest agent reaches it (libvirt then resets
-it, and it boots again).
+meta-data, appends a boot record to its boot disk (in the flavours that keep them), asks for an address on
+``eth0`` (taking the DHCP hostname when the meta-data named none), runs the user data when it is a shell
+script and serves HTTP on port 80. ``init`` then keeps a ``getty`` login on ``ttyS0`` and powers the guest
+off on ``poweroff`` ("The system is going down NOW!") or when its ACPI power button is pressed, which is how
+a soft reboot without a guest agent reaches it (libvirt then resets it, and it boots again).
 
-One recipe, several flavours (:data:`FLAVOURS`) that differ only in their accounts and console greeting:
-the plain test guest (``root`` without a password), a CirrOS-compatible one (CirrOS 0.5's banner, user
-``cirros``/``gocubsgo`` with a ``$ `` prompt and ``sudo``) and an Alpine-compatible one (``localhost
+One recipe, several flavours (:data:`FLAVOURS`) that differ only in their accounts, console greeting and
+boot records: the plain test guest (``root`` without a password), a CirrOS-compatible one (CirrOS 0.5's
+banner, user ``cirros``/``gocubsgo`` with a ``$ `` prompt and ``sudo``, and a boot record per boot kept on
+its boot disk, which its ``last`` lists like CirrOS's wtmp) and an Alpine-compatible one (``localhost
 login:``, ``root`` without a password, a ``localhost:~# `` prompt).
 
 The disk is an unpartitioned FAT file system (``mkfs.vfat``, files added with mtools) with syslinux as its
@@ -37,8 +38,9 @@ DISK_SIZE_KIB = 32 * 1024
 KERNEL_ARGS = "console=ttyS0 quiet panic=-1"
 PACKAGES = ("busybox-static",)
 # What the guest loads, dependencies first (found through modules.dep): virtio disks and NICs, SATA and
-# SCSI disks and CD-ROMs, the file systems of NoCloud and ConfigDrive disks, and the i6300esb watchdog
-# (KubeVirt's on x86) behind /dev/watchdog.
+# SCSI disks and CD-ROMs, the file systems of NoCloud and ConfigDrive disks and of the boot disk (FAT: vfat,
+# its default code page 437 and I/O charset ascii), and the i6300esb watchdog (KubeVirt's on x86) behind
+# /dev/watchdog.
 MODULES = (
     "virtio_pci",
     "virtio_blk",
@@ -113,6 +115,10 @@ if [ -n "$source" ] && mount -o ro "$source" /mnt/cidata; then
     /mnt/cidata/openstack/latest/meta_data.json 2>/dev/null)
   [ -n "$name" ] && hostname "$name" && : > /run/hostname-from-metadata
 fi
+# Flavours that keep boot records append this boot's to the boot disk (SATA disks given the same 2 s),
+# meanwhile the network comes up; it is done before the power button is watched and the login offered.
+record=""
+[ -x /etc/rc.boot-record ] && { /etc/rc.boot-record "$give_up" & record=$!; }
 if [ -e /sys/class/net/eth0 ]; then
   ip link set eth0 up
   udhcpc -i eth0 -s /etc/udhcpc.script -t 5 -T 1 -b -q
@@ -122,6 +128,7 @@ if [ -n "$userdata" ] && [ "$(head -c 2 "$userdata")" = "#!" ]; then
 fi
 echo "<html><body>$(hostname)</body></html>" > /www/index.html
 httpd -p 80 -h /www
+[ -n "$record" ] && wait "$record"
 # The power button's input device: any event on it (a press) powers the guest off.
 for device in /sys/class/input/event*; do
   if [ "$(cat "$device/device/name" 2>/dev/null)" = "Power Button" ]; then
@@ -154,6 +161,44 @@ group: files
 shadow: files
 """
 
+# CirrOS keeps /var/log/wtmp on its disk, whose reboot records KubeVirt's soft-reboot spec counts (``last
+# reboot``); this guest's root is the initramfs, so the boot script of the flavours that keep records runs
+# this to append one line per boot ("reboot   system boot  <kernel release>  <date>") to ``boot-records`` on
+# the FAT file system it booted from (labelled TESTGUEST; a containerDisk's writable overlay lasts as long as
+# the VMI, so records survive a reboot but not a new VMI) and copy them to BOOT_RECORDS for ``last``. The
+# disk is mounted only for that moment, so a reboot or power-off never finds it mounted. Without a writable
+# boot disk (kernel boot, a read-only or missing disk) the guest boots on without a record.
+BOOT_RECORDS = "/var/log/boot-records"
+BOOT_RECORD_SCRIPT = r"""#!/bin/sh
+give_up=${1:-0}
+boot_disk() {
+  for dev in /sys/class/block/vd* /sys/class/block/sd*; do
+    [ -e "$dev" ] || continue
+    disk="/dev/${dev##*/}"
+    label=$(dd if="$disk" bs=512 count=1 2>/dev/null | dd bs=1 skip=43 count=11 2>/dev/null)
+    [ "$(echo $label)" = TESTGUEST ] && echo "$disk" && return
+  done
+}
+while :; do
+  disk=$(boot_disk)
+  [ -n "$disk" ] || [ "$(cut -d. -f1 /proc/uptime)" -ge "$give_up" ] && break
+  sleep 0.1
+done
+[ -n "$disk" ] || { echo "boot record: no boot disk"; exit 0; }
+mkdir -p /mnt/boot /var/log
+# -w: no read-only fallback (busybox's mount takes one on a write-protected disk).
+mount -w -t vfat -o noatime "$disk" /mnt/boot || { echo "boot record: $disk not mounted"; exit 0; }
+line=$(printf '%-8s %-12s %-16s %s' reboot 'system boot' "$(uname -r)" "$(date '+%a %b %e %H:%M')")
+if echo "$line" >> /mnt/boot/boot-records; then
+  cp /mnt/boot/boot-records @BOOT_RECORDS@
+  echo "boot record: $(wc -l < @BOOT_RECORDS@) on $disk"
+else
+  echo "boot record: $disk not writable"
+fi
+umount /mnt/boot
+sync
+""".replace("@BOOT_RECORDS@", BOOT_RECORDS)
+
 SYSLINUX_CFG = f"""DEFAULT linux
 PROMPT 0
 TIMEOUT 0
@@ -180,6 +225,7 @@ class Flavour:
     setuid_busybox: bool = False
     # Executables ahead of busybox's applets of the same name (its --install keeps existing files).
     programs: Mapping[str, str] = field(default_factory=dict)
+    boot_records: bool = False  # a record per boot on the boot disk (BOOT_RECORD_SCRIPT)
 
     @property
     def disk_name(self) -> str:
@@ -201,7 +247,8 @@ class Flavour:
         sudo = SUDO_SOURCE.read_text() if self.sudo else ""
         files = (f"{path}\0{text}" for path, text in sorted(self.files().items()))
         programs = (f"{path}\0{text}" for path, text in sorted(self.programs.items()))
-        return (self.name, *files, homes, sudo, f"setuid busybox: {self.setuid_busybox}", *programs)
+        records = BOOT_RECORD_SCRIPT if self.boot_records else ""
+        return (self.name, *files, homes, sudo, f"setuid busybox: {self.setuid_busybox}", *programs, records)
 
 
 TEST_GUEST = Flavour(
@@ -224,6 +271,22 @@ for arg do
 done
 exec /bin/busybox nc "$@"
 """
+# CirrOS's last (util-linux's or busybox's, reading wtmp): here the boots the boot disk recorded, newest
+# first, for the users named (boots are the pseudo-user reboot) or all; logins are not recorded. busybox's
+# own applet takes no arguments and reads a binary wtmp, so login shells reach this through a function too.
+CIRROS_LAST = r"""#!/bin/sh
+for name do
+  case $name in -*) echo "usage: last [USER]..." >&2; exit 1 ;; esac
+done
+if [ ! -r @BOOT_RECORDS@ ]; then
+  echo "last: cannot open @BOOT_RECORDS@: the boot disk keeps no boot records" >&2
+  exit 1
+fi
+tac @BOOT_RECORDS@ | awk -v names="$*" '
+  BEGIN { count = split(names, listed, " "); for (i = 1; i <= count; i++) wanted[listed[i]] = 1 }
+  count == 0 || ($1 in wanted)'
+printf '\nwtmp begins %s\n' "$(sed -n '1s/^reboot *system boot *[^ ]* *//p' @BOOT_RECORDS@)"
+""".replace("@BOOT_RECORDS@", BOOT_RECORDS)
 CIRROS_BANNER = "login as 'cirros' user. default password: 'gocubsgo'. use 'sudo' for root."
 CIRROS_PASSWORD = "gocubsgo"
 CIRROS_COMPATIBLE = Flavour(
@@ -236,11 +299,13 @@ CIRROS_COMPATIBLE = Flavour(
     "cirros:$6$kvpycirros$VINUyNS5EZPkylK7Ypi.xi7b7JpWwhs8IIDC.TD7DKNbt8riEYWwbMKX/GZl3rk7cHGPKkA0PktvTy98WY2b6/"
     ":19000:0:99999:7:::\n",
     issue=f"{CIRROS_BANNER}\n",
-    profile="export PS1='\\$ '\nnc() { /usr/bin/nc \"$@\"; }\n",
+    # busybox's shell runs its applets ahead of PATH: functions reach CirrOS's nc and last (programs).
+    profile="export PS1='\\$ '\n" + 'nc() { /usr/bin/nc "$@"; }\n' + 'last() { /usr/bin/last "$@"; }\n',
     homes={"root": 0, "home/cirros": 1000},
     sudo=True,
     setuid_busybox=True,
-    programs={"usr/bin/nc": CIRROS_NETCAT},
+    programs={"usr/bin/nc": CIRROS_NETCAT, "usr/bin/last": CIRROS_LAST},
+    boot_records=True,
 )
 ALPINE_COMPATIBLE = Flavour(
     name="test-guest-alpine-compatible",
@@ -409,6 +474,8 @@ def _initramfs(flavour: Flavour, packages: Unpacked) -> bytes:
         for path, text in flavour.files().items()
     ]
     entries += [(path, 0o100755, text.encode()) for path, text in flavour.programs.items()]
+    if flavour.boot_records:
+        entries.append(("etc/rc.boot-record", 0o100755, BOOT_RECORD_SCRIPT.encode()))
     if flavour.sudo:
         entries.append(("usr/bin/sudo", 0o104750, packages.sudo.read_bytes()))
         owners["usr/bin/sudo"] = (0, SUDO_GID)

@@ -6,7 +6,9 @@ stretches TCG boots.
 
 One boot per guest: CirrOS-compatible with NoCloud (hostname from ``local-hostname``), Alpine-compatible
 with ConfigDrive (hostname from ``meta_data.json``); each runs its user data; ``poweroff`` stops the first,
-its i6300esb watchdog the second.
+its i6300esb watchdog the second. Then a CirrOS-compatible guest soft-rebooted through its ACPI power button
+(the launcher's SoftRebootVirtualMachine, as KubeVirt's soft reboot without a guest agent): like CirrOS it
+keeps a boot record per boot on its (containerDisk) disk, which KubeVirt's soft-reboot spec counts.
 """
 
 from __future__ import annotations
@@ -143,3 +145,37 @@ def test_alpine_compatible_guest_logs_in_like_alpine(guests: Any, make_vmi: Any,
     while pod.status()[0] != "Shutoff":
         assert time.monotonic() < deadline, f"the watchdog did not power the guest off: {pod.status()}"
         time.sleep(0.5)
+
+
+def boot_records(expecter: Expecter) -> str:
+    """What KubeVirt's soft-reboot spec counts (it expects 2 after one reboot)."""
+    return run(expecter, "last reboot | grep reboot | wc -l")
+
+
+@pytest.mark.timeout(420)
+def test_cirros_compatible_guest_keeps_a_boot_record_per_boot(
+    guests: Any, make_vmi: Any, booted: Any
+) -> None:
+    vmi = disk_boot_vmi(make_vmi, "cirros-reboot", {"cloudInitNoCloud": {"userData": "#!/bin/sh\n"}})
+    expecter, boot_seconds, pod = booted(guests[testguest.CIRROS_COMPATIBLE.name], vmi)
+    print(f"CirrOS-compatible guest: login prompt {boot_seconds:.1f} s after the domain started")
+    login_to_cirros(expecter, "cirros-reboot")
+    assert boot_records(expecter) == "1"
+    assert run(expecter, "last reboot").splitlines()[0].split()[:3] == ["reboot", "system", "boot"]
+
+    # libvirt's reboot with the ACPI power-button flag: the guest powers off, libvirt resets it, QEMU (and
+    # the containerDisk's writable overlay) stay.
+    rebooted = time.monotonic()
+    pod.client.vmi_command("SoftRebootVirtualMachine", vmi)
+    deadline = time.monotonic() + BOOT_LIMIT
+    while pod.serial_text().count("test guest ready") < 2:
+        assert time.monotonic() < deadline, f"the guest did not boot again: {pod.serial_text()[-600:]!r}"
+        time.sleep(0.5)
+    expecter.expect("test guest ready", 30)  # the second boot, on the console the test kept
+    expecter.send("\n")
+    expecter.expect(" login: ", 30)
+    print(f"CirrOS-compatible guest: login prompt {time.monotonic() - rebooted:.1f} s after the soft reboot")
+    assert "power button pressed" in pod.serial_text()
+    assert pod.status()[0] == "Running"
+    login_to_cirros(expecter, "cirros-reboot")
+    assert boot_records(expecter) == "2"
