@@ -5,7 +5,9 @@ checks the one value it reads and names it in the error (``spec.volumes[1].name:
 a reader never indexes raw JSON and never needs the full model: building the typed VMI costs tens of
 milliseconds and megabytes that the long-lived launcher and virt-handler do without. Absent and ``null``
 read as the zero value (Go's omitted field); a present value of the wrong type is an error. The error type
-is the caller's (each component reports bad input in its own terms), and children inherit it.
+is the caller's (each component reports bad input in its own terms), and children inherit it. What counts
+as a value of each JSON type, as Go decodes it (an integral float is an integer, a bool is no number), is
+decided once, by the ``as_*`` functions, which admission's zero-value readers share.
 
 :class:`VMIView` adds the VMI's well-known fields; build it once per request and hand it on.
 """
@@ -13,9 +15,20 @@ is the caller's (each component reports bad input in its own terms), and childre
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
-__all__ = ["JSON", "FieldError", "VMIView", "View"]
+__all__ = [
+    "JSON",
+    "FieldError",
+    "VMIView",
+    "View",
+    "as_boolean",
+    "as_integer",
+    "as_list",
+    "as_object",
+    "as_string",
+]
 
 JSON = dict[str, Any]  # a decoded JSON object, as json.loads returns it
 
@@ -33,17 +46,46 @@ class FieldError(ValueError):
 
 
 ErrorType = Callable[[str], Exception]
-_EMPTY: Final[Mapping[str, Any]] = {}
+_EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})  # an absent object: never to be filled in
+
+
+def as_object(value: Any) -> Mapping[str, Any] | None:
+    """``value`` as a JSON object, or None when it is not one."""
+    return value if isinstance(value, Mapping) else None
+
+
+def as_list(value: Any) -> list[Any] | None:
+    return value if isinstance(value, list) else None
+
+
+def as_string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def as_boolean(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def as_integer(value: Any) -> int | None:
+    """``value`` as the integer Go reads (JSON has one number type: 2.0 is 2), or None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 class View:
     """One JSON object and where it sits in its document."""
 
-    __slots__ = ("_error", "data", "path")
+    # The path is worked out only when asked for (an error, a caller naming a field): most reads never
+    # need it.
+    __slots__ = ("_error", "_parent", "_step", "data")
 
     def __init__(self, data: Mapping[str, Any], path: str = "", *, error: ErrorType = FieldError) -> None:
         self.data = data
-        self.path = path
+        self._parent: View | None = None
+        self._step: str | tuple[str, int] = path
         self._error = error
 
     @classmethod
@@ -51,23 +93,43 @@ class View:
         """A view of ``value``, which must be an object (``None`` reads as an empty one)."""
         if value is None:
             return cls(_EMPTY, path, error=error)
-        if not isinstance(value, Mapping):
+        found = as_object(value)
+        if found is None:
             raise error(f"{path or 'value'}: must be an object")
-        return cls(value, path, error=error)
+        return cls(found, path, error=error)
 
     def reporting(self, error: ErrorType) -> View:
         """The same object, its errors raised as ``error``."""
         return type(self)(self.data, self.path, error=error)
 
+    @property
+    def path(self) -> str:
+        """Where this object sits in its document (``spec.volumes[1]``; empty for the document)."""
+        step = self._step
+        if self._parent is None:
+            return step if isinstance(step, str) else ""
+        if isinstance(step, tuple):
+            return f"{self._parent.at(step[0])}[{step[1]}]"
+        return self._parent.at(step)
+
     # -- paths and failures ----------------------------------------------------------------------
 
     def at(self, key: str) -> str:
         """The field path of ``key`` in this object."""
-        return f"{self.path}.{key}" if self.path else key
+        path = self.path
+        return f"{path}.{key}" if path else key
 
     def fail(self, key: str, reason: str) -> Exception:
         """The caller's error for the field ``key`` (to raise)."""
         return self._error(f"{self.at(key)}: {reason}")
+
+    def _child(self, data: Mapping[str, Any], step: str | tuple[str, int]) -> View:
+        child = View.__new__(View)
+        child.data = data
+        child._parent = self
+        child._step = step
+        child._error = self._error
+        return child
 
     # -- plain access ----------------------------------------------------------------------------
 
@@ -85,58 +147,66 @@ class View:
         """The raw value at ``key`` (for values of more than one type)."""
         return self.data.get(key)
 
-    # -- typed access ----------------------------------------------------------------------------
+    # -- typed access: absent or null reads as the zero value, a wrong type raises ----------------
 
     def object(self, key: str) -> View:
         """The object at ``key``; an empty one when absent."""
-        value = self.data.get(key)
-        if value is None:
-            return View(_EMPTY, self.at(key), error=self._error)
-        if not isinstance(value, Mapping):
-            raise self.fail(key, "must be an object")
-        return View(value, self.at(key), error=self._error)
+        found = self.optional_object(key)
+        return found if found is not None else self._child(_EMPTY, key)
 
     def optional_object(self, key: str) -> View | None:
         """The object at ``key``, or None when absent (a nil pointer)."""
-        return self.object(key) if self.has(key) else None
+        value = self.data.get(key)
+        if value is None:
+            return None
+        found = as_object(value)
+        if found is None:
+            raise self.fail(key, "must be an object")
+        return self._child(found, key)
 
     def items(self, key: str) -> list[View]:
         """The objects of the list at ``key`` (none when absent), each with its ``key[i]`` path."""
-        value = self._list(key)
-        field = self.at(key)
         out = []
-        for index, item in enumerate(value):
-            if not isinstance(item, Mapping):
-                raise self._error(f"{field}[{index}]: must be an object")
-            out.append(View(item, f"{field}[{index}]", error=self._error))
+        for index, item in enumerate(self._list(key)):
+            found = as_object(item)
+            if found is None:
+                raise self._error(f"{self.at(key)}[{index}]: must be an object")
+            out.append(self._child(found, (key, index)))
         return out
 
     def string(self, key: str, *, required: bool = False, default: str = "") -> str:
-        value = self.data.get(key)
-        if value is None or value == "":
-            if required:
-                raise self.fail(key, "required")
-            return default
-        if not isinstance(value, str):
-            raise self.fail(key, "must be a string")
-        return value
+        found = self.optional_string(key)
+        if found:
+            return found
+        if required:
+            raise self.fail(key, "required")
+        return default
 
     def optional_string(self, key: str) -> str | None:
-        return self.string(key) if self.has(key) else None
+        """The string at ``key`` (possibly empty), or None when absent."""
+        value = self.data.get(key)
+        if value is None:
+            return None
+        found = as_string(value)
+        if found is None:
+            raise self.fail(key, "must be a string")
+        return found
 
     def strings(self, key: str) -> list[str]:
         """The list of strings at ``key`` (none when absent)."""
-        value = self._list(key)
-        for index, item in enumerate(value):
-            if not isinstance(item, str):
+        out = []
+        for index, item in enumerate(self._list(key)):
+            found = as_string(item)
+            if found is None:
                 raise self._error(f"{self.at(key)}[{index}]: must be a string")
-        return list(value)
+            out.append(found)
+        return out
 
     def string_map(self, key: str) -> dict[str, str]:
         """The string-to-string object at ``key`` (labels, annotations, node selectors)."""
         mapping = self.object(key)
         for name, value in mapping.data.items():
-            if not isinstance(value, str):
+            if as_string(value) is None:
                 raise mapping.fail(name, "must be a string")
         return dict(mapping.data)
 
@@ -146,34 +216,36 @@ class View:
         value = self.data.get(key)
         if value is None:
             return default
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)  # JSON has one number type: 2.0 is the integer Go reads
-        if not isinstance(value, int) or isinstance(value, bool):
+        found = as_integer(value)
+        if found is None:
             raise self.fail(key, f"must be an integer, got {str(value)[:80]!r}")
-        if minimum is not None and value < minimum:
-            raise self.fail(key, f"must be at least {minimum}, got {value}")
-        if maximum is not None and value > maximum:
-            raise self.fail(key, f"must be at most {maximum}, got {value}")
-        return value
+        if minimum is not None and found < minimum:
+            raise self.fail(key, f"must be at least {minimum}, got {found}")
+        if maximum is not None and found > maximum:
+            raise self.fail(key, f"must be at most {maximum}, got {found}")
+        return found
 
     def boolean(self, key: str, *, default: bool = False) -> bool:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self.fail(key, "must be true or false")
-        return value
+        found = self.optional_boolean(key)
+        return default if found is None else found
 
     def optional_boolean(self, key: str) -> bool | None:
-        return self.boolean(key) if self.has(key) else None
+        value = self.data.get(key)
+        if value is None:
+            return None
+        found = as_boolean(value)
+        if found is None:
+            raise self.fail(key, "must be true or false")
+        return found
 
     def _list(self, key: str) -> list[Any]:
         value = self.data.get(key)
         if value is None:
             return []
-        if not isinstance(value, list):
+        found = as_list(value)
+        if found is None:
             raise self.fail(key, "must be a list")
-        return value
+        return found
 
 
 class VMIView(View):
