@@ -105,11 +105,8 @@ def update_volume_targets(status: JSON, domain: JSON | None) -> None:
     updated = []
     for volume in volumes:
         entry = dict(volume)
-        target = targets.get(str(entry.get("name")), "")
-        if target:
-            entry["target"] = target
-        else:
-            entry.pop("target", None)
+        # Always written, "" for a volume without a disk in the domain: the schema requires it (KubeVirt).
+        entry["target"] = targets.get(str(entry.get("name")), "")
         updated.append(entry)
     updated.sort(key=lambda v: str(v.get("name")))
     if updated != volumes:

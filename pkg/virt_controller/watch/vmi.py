@@ -2,8 +2,9 @@
 
 Phases: Pending → Scheduling (a pod exists) → Scheduled (its compute container runs), or Failed when
 the pod fails or vanishes first; after that virt-handler owns the VMI and this controller only patches
-what it still maintains (conditions, active pods, labels). The pod is deleted when the VMI is deleted or
-finished, and the VMI's finalizer is dropped once no pod of it is left.
+what it still maintains (conditions, active pods, labels, the volume status of :mod:`.volumestatus`).
+The pod is deleted when the VMI is deleted or finished, and the VMI's finalizer is dropped once no pod
+of it is left.
 
 Writes are kept few: the API-version annotations ride along with the first status write, the pod just
 created counts as active at once, its node is recorded with the next write that has news of its own, and
@@ -51,6 +52,11 @@ from kubevirt.virt_controller.watch.conditions import (
     not_ready,
     remove_condition,
     update_condition,
+)
+from kubevirt.virt_controller.watch.volumestatus import (
+    FilesystemOverhead,
+    referenced_claims,
+    volume_statuses,
 )
 from kubevirt_api.core.v1 import (
     VirtualMachine,
@@ -114,6 +120,8 @@ class VMIController:
         clock: Clock = utc_now,
         launcher_image: str | None = None,
         pvc_store: Store[dict[str, Any]] | None = None,
+        cdi_store: Store[dict[str, Any]] | None = None,
+        cdi_config_store: Store[dict[str, Any]] | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -127,6 +135,11 @@ class VMIController:
         self._clock = clock
         self._launcher_image = launcher_image
         self._pvcs = pvc_store
+        # Without CDI's informers (CDI not installed) every filesystem claim gets KubeVirt's default.
+        self._filesystem_overhead = FilesystemOverhead(
+            cdis=cdi_store.list if cdi_store is not None else None,
+            cdi_config=cdi_config_store.get_by_key if cdi_config_store is not None else None,
+        )
         self._log = get_logger(controller="vmi")
 
     # -- reconcile -------------------------------------------------------------------------------------
@@ -359,6 +372,8 @@ class VMIController:
                         "failed to guarantee pod resources",
                     )
                     return SyncError("failed to guarantee pod resources", FAILED_GUARANTEE_RESOURCES_REASON)
+                # The claims' facts ride with the hand-over, so virt-handler needs no PVC reads.
+                self._update_volume_status(vmi, launcher)
                 node = podutil.pod_node(launcher)
                 status.phase = _Phase.SCHEDULED
                 status.node_name = node
@@ -386,6 +401,8 @@ class VMIController:
                 status.phase = (
                     _Phase.WAITING_FOR_SYNC if cached.is_decentralized_migration() else _Phase.FAILED
                 )
+            else:
+                self._update_volume_status(vmi, launcher)
         elif cached.is_waiting_for_sync():
             if cached.is_marked_for_deletion():
                 meta = _meta(vmi)
@@ -399,6 +416,20 @@ class VMIController:
             elif launcher is not None:
                 status.phase = _Phase.SCHEDULING
         return sync_error
+
+    def _update_volume_status(self, vmi: VirtualMachineInstance, launcher: Pod) -> None:
+        """KubeVirt's ``updateVolumeStatus``: one entry per volume, claims' facts from the PVC informer."""
+        status = vmi.status
+        assert status is not None
+        namespace = _meta(vmi).namespace
+        pvcs = self._pvcs
+
+        def find_pvc(name: str) -> Mapping[str, Any] | None:
+            return pvcs.get_by_key(key_for(namespace, name)) if pvcs is not None else None
+
+        updated = volume_statuses(vmi, launcher, find_pvc, self._filesystem_overhead)
+        if updated or status.volume_status is not None:  # no volumes: left unset, as Go's omitempty does
+            status.volume_status = updated
 
     def _has_owner_vm(self, vmi: VirtualMachineInstance) -> bool:
         ref = controller_ref(vmi.metadata)
@@ -520,20 +551,31 @@ class VMIController:
             self._enqueue(key_of(vmi))
 
     def on_pvc_add(self, pvc: Mapping[str, Any]) -> None:
-        self._claim_changed(pvc)
+        # A new claim is news for every VMI using it (its volume status), as in KubeVirt's addPVC.
+        self._claim_changed(pvc, every_user=not podutil.is_terminating(pvc))
 
     def on_pvc_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if old["metadata"].get("resourceVersion") != new["metadata"].get("resourceVersion"):
-            self._claim_changed(new)
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return
+        # KubeVirt's updatePVC: only a changed size (an expansion) concerns the VMIs past Pending.
+        resized = (old.get("status") or {}).get("capacity") != (new.get("status") or {}).get("capacity") or (
+            ((old.get("spec") or {}).get("resources") or {}).get("requests")
+            != ((new.get("spec") or {}).get("resources") or {}).get("requests")
+        )
+        self._claim_changed(new, every_user=resized and not podutil.is_terminating(new))
 
     def on_pvc_delete(self, pvc: Mapping[str, Any]) -> None:
-        self._claim_changed(pvc)
+        self._claim_changed(pvc, every_user=False)
 
-    def _claim_changed(self, pvc: Mapping[str, Any]) -> None:
-        """Wakes the VMIs of the claim's namespace still waiting for their pod that mount it."""
+    def _claim_changed(self, pvc: Mapping[str, Any], *, every_user: bool) -> None:
+        """Wakes the VMIs of the claim's namespace still waiting for their pod that mount it, and with
+        ``every_user`` all VMIs with a PersistentVolumeClaim or DataVolume volume of that name."""
         meta = pvc["metadata"]
+        name = meta.get("name")
         for vmi in self._vmis.by_index(NAMESPACE_INDEX, meta.get("namespace") or ""):
-            if vmi.is_unprocessed() and meta.get("name") in attached_claim_names(vmi):
+            if (every_user and name in referenced_claims(vmi)) or (
+                vmi.is_unprocessed() and name in attached_claim_names(vmi)
+            ):
                 self._enqueue(key_of(vmi))
 
     def _owner(self, pod: Pod) -> VirtualMachineInstance | None:
@@ -649,7 +691,7 @@ def _status_patch(old: VirtualMachineInstance, new: VirtualMachineInstance) -> l
     before, after = old.to_dict(), new.to_dict()
     ops: list[dict[str, Any]] = []
     for section, names in (
-        ("status", ("conditions", "activePods", "phase", "launcherContainerImageVersion")),
+        ("status", ("volumeStatus", "conditions", "activePods", "phase", "launcherContainerImageVersion")),
         ("metadata", ("labels", "annotations")),
     ):
         was, now = before.get(section) or {}, after.get(section) or {}

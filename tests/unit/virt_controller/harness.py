@@ -63,8 +63,28 @@ def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
                 }
             ],
         },
-        "spec": {"containers": [{"name": "compute", "image": LAUNCHER_IMAGE}], "restartPolicy": "Never"},
+        "spec": {
+            "containers": [{"name": "compute", "image": LAUNCHER_IMAGE}],
+            "restartPolicy": "Never",
+            **({"volumes": claim_volumes} if (claim_volumes := _claim_volumes(vmi)) else {}),
+        },
     }
+
+
+def _claim_volumes(vmi: VirtualMachineInstance) -> list[JSON]:
+    """The pod volumes of the VMI's claims mounted from the start, as the renderer makes them (a
+    hotpluggable one is left to a later attachment pod)."""
+    found: list[JSON] = []
+    for volume in vmi.spec.volumes or []:
+        pvc, dv = volume.persistent_volume_claim, volume.data_volume
+        if pvc is not None and not pvc.hotpluggable:
+            found.append({"name": volume.name, "persistentVolumeClaim": {"claimName": pvc.claim_name}})
+        if dv is not None and not dv.hotpluggable:
+            found.append({"name": volume.name, "persistentVolumeClaim": {"claimName": dv.name}})
+        if volume.ephemeral is not None and volume.ephemeral.persistent_volume_claim is not None:
+            claim = volume.ephemeral.persistent_volume_claim.claim_name
+            found.append({"name": volume.name, "persistentVolumeClaim": {"claimName": claim}})
+    return found
 
 
 def vmi_mutator(obj: JSON) -> None:

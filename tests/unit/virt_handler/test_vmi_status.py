@@ -312,3 +312,10 @@ def test_a_lifecycle_command_asks_for_the_status_to_follow(pods_dir: Path) -> No
     )
     assert handler.put("pause", "default", "tiny", b"") == 202
     assert changed == ["default/tiny"]
+
+
+def test_a_volume_without_a_disk_in_the_domain_keeps_an_empty_target() -> None:
+    # The CRD requires target on every entry: KubeVirt writes "" until the domain has the disk.
+    status: JSON = {"volumeStatus": [{"name": "data", "target": "vdb"}, {"name": "rootdisk"}]}
+    vmi_status.update_volume_targets(status, None)
+    assert status["volumeStatus"] == [{"name": "data", "target": ""}, {"name": "rootdisk", "target": ""}]
