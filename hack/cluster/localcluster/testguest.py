@@ -129,10 +129,13 @@ fi
 echo "<html><body>$(hostname)</body></html>" > /www/index.html
 httpd -p 80 -h /www
 [ -n "$record" ] && wait "$record"
-# The power button's input device: any event on it (a press) powers the guest off.
+# The power button's input device: any event on it (a press) powers the guest off, at once, or through
+# init's shutdown (processes asked to end, a second later killed) in flavours that shut down like theirs.
+power_off="poweroff -f"
+[ -e /etc/power-button-shuts-down ] && power_off="poweroff"
 for device in /sys/class/input/event*; do
   if [ "$(cat "$device/device/name" 2>/dev/null)" = "Power Button" ]; then
-    (head -c 1 "/dev/input/${device##*/}" > /dev/null && echo "power button pressed" && poweroff -f) &
+    (head -c 1 "/dev/input/${device##*/}" > /dev/null && echo "power button pressed" && $power_off) &
   fi
 done
 echo "test guest ready, up $(cut -d' ' -f1 /proc/uptime) s"
@@ -226,6 +229,9 @@ class Flavour:
     # Executables ahead of busybox's applets of the same name (its --install keeps existing files).
     programs: Mapping[str, str] = field(default_factory=dict)
     boot_records: bool = False  # a record per boot on the boot disk (BOOT_RECORD_SCRIPT)
+    # The power button starts init's shutdown (CirrOS's acpid runs poweroff) instead of powering off at
+    # once: a shell stays a second longer, so what a user types right after the press still runs there.
+    power_button_shuts_down: bool = False
 
     @property
     def disk_name(self) -> str:
@@ -240,6 +246,7 @@ class Flavour:
         out |= {"etc/shadow": self.shadow} if self.shadow else {}
         out |= {"etc/issue": self.issue} if self.issue else {}
         out |= {"etc/profile": self.profile} if self.profile else {}
+        out |= {"etc/power-button-shuts-down": ""} if self.power_button_shuts_down else {}
         return out
 
     def digest_parts(self) -> tuple[str, ...]:
@@ -306,6 +313,7 @@ CIRROS_COMPATIBLE = Flavour(
     setuid_busybox=True,
     programs={"usr/bin/nc": CIRROS_NETCAT, "usr/bin/last": CIRROS_LAST},
     boot_records=True,
+    power_button_shuts_down=True,
 )
 ALPINE_COMPATIBLE = Flavour(
     name="test-guest-alpine-compatible",
