@@ -1,5 +1,7 @@
 """Python stubs for the gRPC protocols: handler <-> launcher (``pkg/handler_launcher_com/**/*.proto``) and
-the kubelet's device plugin API (``pkg/virt_handler/device_manager/deviceplugin/**/*.proto``).
+the kubelet's device plugin API (``pkg/virt_handler/device_manager/deviceplugin/**/*.proto``), and for the
+local cluster's hostpath CSI driver the CSI spec and the kubelet's plugin registration API
+(``hack/cluster/localcluster/csi/proto/*.proto``, imported as ``localcluster.csi.proto``).
 
 Runs grpcio-tools' protoc with the mypy-protobuf plugins, so the messages and services come with
 ``.pyi`` stubs that ``mypy --strict`` can check callers against. The proto files are mapped under the
@@ -20,6 +22,7 @@ PROTO_ROOTS = (
         Path("pkg/virt_handler/device_manager/deviceplugin"),
         Path("kubevirt/virt_handler/device_manager/deviceplugin"),
     ),
+    (Path("hack/cluster/localcluster/csi/proto"), Path("localcluster/csi/proto")),
 )
 
 

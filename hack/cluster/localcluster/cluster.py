@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from . import components, hostfs, hostnet, images, nodes, pki, processes, readiness
+from .csi import deploy as csi_deploy
 from .layout import BRIDGE, SHARED_MOUNTS, Layout, Node
 from .timing import Timer
 
@@ -21,7 +22,7 @@ def running(layout: Layout) -> bool:
     """Whether every recorded process is alive and the apiserver answers."""
     records = processes.recorded(layout.pids)
     names = {record.name for record in records}
-    expected = {component.name for component in components.processes(layout)}
+    expected = {component.name for component in components.processes(layout) + csi_deploy.processes(layout)}
     if names != expected or not all(processes.alive(record) for record in records):
         return False
     return readiness.url_ok(f"{components.APISERVER_URL}/readyz", layout.pki)
@@ -77,6 +78,12 @@ def _up_first(layout: Layout) -> None:
             timeout=STEP_TIMEOUT,
             alive=lambda: all(processes.alive(r) for r in processes.recorded(layout.pids)),
         )
+    with timer.step("CSI storage (hostpath driver, sidecars, snapshot controller, StorageClass local)"):
+        csi_deploy.build(layout)
+        csi_deploy.prepare(layout)
+        csi_deploy.install_objects(layout)
+        for component in csi_deploy.processes(layout):
+            _start(layout, component)
     print(f"cluster up in {timer.total:.1f} s; processes:")
     for record in processes.recorded(layout.pids):
         print(f"  {record.name:<24} pid {record.pid}")
@@ -102,7 +109,7 @@ def add_node(node: Node) -> None:
     with timer.step(f"{node.name}: import images"):
         imported = images.import_cached(node.layout, node)
     print(f"    imported: {', '.join(imported) or 'nothing new'}")
-    for agent in components.node_agents(node):
+    for agent in [*components.node_agents(node), csi_deploy.node_plugin(node)]:
         with timer.step(f"{node.name}: {agent.name}"):
             _start(node.layout, agent, node)
     kubectl = node.layout.kubectl()
@@ -190,6 +197,9 @@ FOUNDATION = ("containerd", "etcd")
 def down(layout: Layout) -> list[str]:
     """Stops what cluster-up started and undoes its host changes; returns what is still left over."""
     timer = Timer()
+    # Loop devices first, while their backing paths resolve: the kubelet's (over published devices, in the
+    # nodes' kubelet directories) go at once, a volume's still in use goes when its last user closes it.
+    csi_deploy.detach_loop_devices(layout)
     further = layout.extra_nodes()
     if further:
         with timer.step(f"stop {', '.join(node.name for node in further)}"):
@@ -216,7 +226,9 @@ def down(layout: Layout) -> list[str]:
         for directory in SHARED_MOUNTS:
             unmounted += hostfs.unmount_all(directory)
         hostfs.restore_root(layout.root_made_shared)
-    print(f"    {len(unmounted)} mounts")
+        # Volumes' loop devices (and the kubelet's over published ones), free once nothing is mounted.
+        detached = csi_deploy.detach_loop_devices(layout)
+    print(f"    {len(unmounted)} mounts, {len(detached)} loop devices")
     with timer.step("network and cgroups"):
         before = hostnet.load(layout.host_before) if layout.host_before.exists() else hostnet.snapshot()
         for change in hostnet.restore(before):
@@ -301,6 +313,7 @@ def leftovers(layout: Layout, before: dict[str, object]) -> list[str]:
     left += [f"mount {mount}" for mount in mounts]
     left += hostnet.differences(before)
     left += [f"cgroup {path}" for path in hostfs.pod_cgroups()]
+    left += csi_deploy.leftovers(layout)
     existed = before.get("host_paths", {})
     assert isinstance(existed, dict)
     left += [

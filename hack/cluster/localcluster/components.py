@@ -63,6 +63,8 @@ def certificates(layout: Layout) -> list[Leaf]:
         Leaf("controller-manager", "system:kube-controller-manager"),
         Leaf("scheduler", "system:kube-scheduler"),
         Leaf("kube-proxy", "system:kube-proxy"),
+        # The hostpath CSI driver's controllers (localcluster.csi.deploy).
+        Leaf("csi", "kubevirt-py:csi", ("system:masters",)),
         *node_certificates(layout.node(1)),
         # Aggregated APIs (subresources.kubevirt.io) trust requests that carry this front-proxy identity.
         Leaf("front-proxy-client", "front-proxy-client", ca="front-proxy-ca"),
@@ -93,6 +95,7 @@ KUBECONFIG_USERS = {
     "scheduler": "scheduler",
     "kubelet": "kubelet-client",
     "kube-proxy": "kube-proxy",
+    "csi": "csi",
 }
 
 

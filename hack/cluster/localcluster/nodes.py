@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import components, hostfs, hostnet, pki, processes
+from .csi import deploy as csi_deploy
 from .layout import KUBELET_ROOT, KUBEVIRT_SHARE_DIR, REPO, Node
 
 # Host directories each further node has its own copy of (target, shared mount). /run covers what
@@ -33,7 +34,7 @@ PRIVATE_DIRS: tuple[tuple[str, bool], ...] = (
     ("/var/log/containers", False),
 )
 INIT = "init"
-AGENTS = ("containerd", "kubelet", "kube-proxy")
+AGENTS = ("containerd", "kubelet", "kube-proxy", csi_deploy.NODE_PLUGIN)
 INIT_TIMEOUT = 20.0
 
 
@@ -108,7 +109,7 @@ def stop(node: Node, remove_containers: Callable[[Path], int]) -> None:
     """Stops the node's agents, its containers (through its containerd), its containerd, then its init:
     the kernel ends what is left in its PID namespace and the namespaces go (veth and routes with them)."""
     records = list(reversed(processes.recorded(node.pids)))
-    for name in ("kubelet", "kube-proxy", "containerd", INIT):
+    for name in (csi_deploy.NODE_PLUGIN, "kubelet", "kube-proxy", "containerd", INIT):
         if name == "containerd":
             remove_containers(node.containerd_socket)
         for record in records:

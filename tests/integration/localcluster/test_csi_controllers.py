@@ -1,0 +1,258 @@
+"""The hostpath CSI driver's controller side as cluster-up runs it (localcluster.csi.deploy: the same command
+lines and objects), against a real kube-apiserver on loopback with kube-controller-manager's volume binder and
+protection controllers, but no scheduler or kubelet: the test plays the scheduler by annotating a claim with
+its selected node, as the scheduler does for a WaitForFirstConsumer claim once it placed the claim's pod.
+
+csi-provisioner makes a volume on that node for the default StorageClass, csi-resizer grows it, the
+snapshot-controller and csi-snapshotter take a VolumeSnapshot with the default VolumeSnapshotClass, a claim
+restored from it carries the data, and deleting the claims deletes the volumes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "hack" / "cluster"))
+
+from localcluster import processes, readiness  # noqa: E402
+from localcluster.apiserver import ApiServer, free_port, running_apiserver  # noqa: E402
+from localcluster.csi import deploy  # noqa: E402
+from localcluster.csi.driver import DRIVER_NAME, TOPOLOGY_KEY  # noqa: E402
+from localcluster.layout import Layout  # noqa: E402
+
+JSON = dict[str, Any]
+T = TypeVar("T")
+TIMEOUT = 90.0
+
+
+def _eventually(what: str, check: Callable[[], T | None], timeout: float = TIMEOUT) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"{what}: not after {timeout:.0f} s"
+        time.sleep(0.3)
+
+
+@dataclass(frozen=True)
+class Controllers:
+    server: ApiServer
+    layout: Layout
+    node: str
+
+    @property
+    def _kubectl(self) -> list[str]:
+        return [str(self.server.bin_dir / "kubectl"), f"--kubeconfig={self.server.kubeconfig}"]
+
+    def kubectl(self, *args: str, stdin: str | None = None) -> str:
+        result = subprocess.run(
+            [*self._kubectl, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+        return result.stdout
+
+    def apply(self, *objects: JSON) -> None:
+        self.kubectl(
+            "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
+        )
+
+    def find(self, kind: str, name: str) -> JSON | None:
+        result = subprocess.run(
+            [*self._kubectl, "get", kind, name, "-n", "default", "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        return json.loads(result.stdout) if result.returncode == 0 else None
+
+    @property
+    def volumes(self) -> Path:
+        return deploy.data_dir(self.layout, self.layout.node(1)) / "volumes"
+
+
+@pytest.fixture(scope="module")
+def controllers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controllers]:
+    directory = tmp_path_factory.mktemp("csi-controllers")
+    layout = Layout(state=directory / "state", cache=Layout.from_environment().cache)
+    deploy.build(layout)
+    with running_apiserver(directory / "apiserver", install_crds=False) as server:
+        # The cluster layout's admin and CSI kubeconfigs are this API server's admin one.
+        layout.run.mkdir(parents=True)
+        shutil.copy(server.kubeconfig, layout.admin_kubeconfig)
+        layout.kubeconfigs.mkdir()
+        shutil.copy(server.kubeconfig, layout.kubeconfig(deploy.KUBECONFIG_USER))
+        node = layout.node(1).name
+        started: list[processes.Record] = []
+        try:
+            started.append(
+                processes.start(
+                    "kube-controller-manager",
+                    [
+                        str(server.bin_dir / "kube-controller-manager"),
+                        f"--kubeconfig={server.kubeconfig}",
+                        "--controllers=persistentvolume-binder-controller,persistentvolumeclaim-protection-controller,"
+                        "persistentvolume-protection-controller",
+                        "--leader-elect=false",
+                        "--bind-address=127.0.0.1",
+                        "--secure-port=0",
+                    ],
+                    pid_dir=layout.pids,
+                    log_dir=layout.logs,
+                )
+            )
+            deploy.prepare(layout)
+            deploy.install_objects(layout)
+            # What the kubelet writes when the node plugin registers: the Node's topology label and CSINode.
+            controllers = Controllers(server, layout, node)
+            controllers.apply(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": node, "labels": {TOPOLOGY_KEY: node}},
+                },
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "CSINode",
+                    "metadata": {"name": node},
+                    "spec": {
+                        "drivers": [{"name": DRIVER_NAME, "nodeID": node, "topologyKeys": [TOPOLOGY_KEY]}]
+                    },
+                },
+            )
+            ports = {name: free_port() for name in deploy.HTTP_PORTS}
+            for component in deploy.controller_processes(layout, ports):
+                record = processes.start(
+                    component.name, component.argv, pid_dir=layout.pids, log_dir=layout.logs
+                )
+                started.append(record)
+                url, socket = component.ready_url, component.ready_socket
+                readiness.wait_for(
+                    component.name,
+                    lambda url=url, socket=socket: (  # type: ignore[misc]
+                        readiness.url_ok(url, layout.pki) if url else bool(socket and socket.exists())
+                    ),
+                    timeout=TIMEOUT,
+                    alive=lambda record=record: processes.alive(record),  # type: ignore[misc]
+                )
+            yield controllers
+        finally:
+            for record in reversed(started):
+                processes.stop(record)
+            for log in sorted(layout.logs.glob("*.log")):
+                sys.stderr.write(f"--- {log.name}\n{log.read_text()[-3000:]}\n")
+
+
+def _claim(name: str, size: str, node: str, *, block: bool = False, source: str = "") -> JSON:
+    spec: JSON = {
+        "accessModes": ["ReadWriteOnce"],
+        "volumeMode": "Block" if block else "Filesystem",
+        "resources": {"requests": {"storage": size}},
+    }
+    if source:
+        spec["dataSource"] = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": source}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        # The scheduler's mark once it placed the claim's first pod (WaitForFirstConsumer).
+        "metadata": {"name": name, "annotations": {"volume.kubernetes.io/selected-node": node}},
+        "spec": spec,
+    }
+
+
+def _bound(controllers: Controllers, claim: str) -> JSON:
+    def bound() -> JSON | None:
+        found = controllers.find("pvc", claim) or {}
+        if found.get("status", {}).get("phase") != "Bound":
+            return None
+        return controllers.find("pv", found["spec"]["volumeName"])
+
+    return _eventually(f"claim {claim} bound", bound)
+
+
+def test_claims_are_provisioned_on_the_selected_node_in_either_mode(controllers: Controllers) -> None:
+    node = controllers.node
+    controllers.apply(_claim("fs", "64Mi", node), _claim("blk", "32Mi", node, block=True))
+    fs, blk = _bound(controllers, "fs"), _bound(controllers, "blk")
+    for pv, size in ((fs, "64Mi"), (blk, "32Mi")):
+        assert pv["spec"]["storageClassName"] == deploy.STORAGE_CLASS
+        assert pv["spec"]["capacity"]["storage"] == size
+        (term,) = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+        assert term["matchExpressions"] == [{"key": TOPOLOGY_KEY, "operator": "In", "values": [node]}]
+    assert (controllers.volumes / fs["spec"]["csi"]["volumeHandle"]).is_dir()
+    image = controllers.volumes / f"{blk['spec']['csi']['volumeHandle']}.img"
+    assert image.stat().st_size == 32 << 20
+
+
+def test_a_claim_grows_snapshots_and_restores_with_its_data(controllers: Controllers) -> None:
+    node = controllers.node
+    controllers.apply(_claim("data", "16Mi", node))
+    pv = _bound(controllers, "data")
+    (controllers.volumes / pv["spec"]["csi"]["volumeHandle"] / "file").write_text("snapshotted\n")
+
+    controllers.kubectl(
+        "patch", "pvc", "data", "-n", "default", "--type=merge",
+        "-p", '{"spec":{"resources":{"requests":{"storage":"48Mi"}}}}',
+    )  # fmt: skip
+    # A directory needs nothing on the node: the resizer completes the claim itself.
+    _eventually(
+        "claim data grown",
+        lambda: (
+            (controllers.find("pvc", "data") or {}).get("status", {}).get("capacity", {}).get("storage")
+            == "48Mi"
+        ),
+    )
+    controllers.apply(
+        {
+            "apiVersion": "snapshot.storage.k8s.io/v1",
+            "kind": "VolumeSnapshot",
+            "metadata": {"name": "data-snap", "namespace": "default"},
+            "spec": {"source": {"persistentVolumeClaimName": "data"}},
+        }
+    )
+    snapshot = _eventually(
+        "snapshot ready",
+        lambda: (
+            (found := controllers.find("volumesnapshot", "data-snap"))
+            and found.get("status", {}).get("readyToUse")
+            and found
+        ),
+    )
+    assert snapshot["status"]["restoreSize"] == "48Mi"
+    content = controllers.find("volumesnapshotcontent", snapshot["status"]["boundVolumeSnapshotContentName"])
+    assert content is not None
+    assert content["spec"]["volumeSnapshotClassName"] == deploy.SNAPSHOT_CLASS
+
+    controllers.apply(_claim("restored", "48Mi", node, source="data-snap"))
+    restored = _bound(controllers, "restored")
+    assert (
+        controllers.volumes / restored["spec"]["csi"]["volumeHandle"] / "file"
+    ).read_text() == "snapshotted\n"
+
+    controllers.kubectl(
+        "delete", "volumesnapshot", "data-snap", "-n", "default", "--wait=true", "--timeout=60s"
+    )
+    controllers.kubectl("delete", "pvc", "data", "restored", "-n", "default", "--wait=true", "--timeout=60s")
+    for gone in (pv, restored):
+        name, handle = gone["metadata"]["name"], gone["spec"]["csi"]["volumeHandle"]
+        _eventually(f"volume {name} deleted", lambda name=name: controllers.find("pv", name) is None)
+        _eventually(f"{handle} removed", lambda handle=handle: not (controllers.volumes / handle).exists())
+    snapshots = deploy.data_dir(controllers.layout, controllers.layout.node(1)) / "snapshots"
+    _eventually("snapshot data removed", lambda: not any(snapshots.iterdir()))
