@@ -476,6 +476,11 @@ class VMController:
         original = copy.deepcopy(vmi["status"])
         status = vmi["status"]
         current = status.get("phase") or ""
+        not_started = domain is None and current == VirtualMachineInstancePhase.SCHEDULED
+        if not_started and error is None and not launcher_unresponsive:
+            # Not started as far as this sync saw: the write that reports the started domain (Running)
+            # carries the derived fields too, so a start costs virt-handler one VMI write.
+            return
         if domain is not None:
             if interfaces := interfaces_from_domain(domain):
                 if self._network is not None:

@@ -6,6 +6,7 @@ import subprocess
 import time
 
 from localcluster import processes
+from localcluster.csi import deploy as csi_deploy
 from localcluster.handle import Cluster
 from localcluster.layout import MAX_NODES, REPO
 
@@ -52,7 +53,9 @@ def test_cluster_up_again_keeps_the_running_cluster(cluster: Cluster) -> None:
     after = {record.name: record.pid for record in processes.recorded(cluster.layout.pids)}
     assert after == before
     expected = {"etcd", "containerd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-    assert set(after) == expected | {"kubelet", "kube-proxy"}
+    storage = {component.name for component in csi_deploy.processes(cluster.layout)}  # the CSI driver's
+    assert storage >= {"csi-provisioner", "csi-resizer", "csi-snapshotter", "snapshot-controller"}
+    assert set(after) == expected | {"kubelet", "kube-proxy"} | storage
 
 
 def test_exec_streams_through_apiserver_and_kubelet(cluster: Cluster, namespace: str) -> None:
