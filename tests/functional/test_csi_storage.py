@@ -14,6 +14,7 @@ from localcluster.csi import deploy
 from localcluster.csi.driver import DRIVER_NAME, TOPOLOGY_KEY
 from localcluster.handle import Cluster
 
+from kubevirt_testing.claims import claim
 from kubevirt_testing.waiting import first_result
 
 JSON = dict[str, Any]
@@ -33,17 +34,6 @@ def _apply(cluster: Cluster, namespace: str, *objects: JSON) -> None:
         "-",
         stdin=json.dumps({"kind": "List", "apiVersion": "v1", "items": list(objects)}),
     )
-
-
-def _claim(name: str, size: str, *, block: bool, source: str | None = None) -> JSON:
-    spec: JSON = {
-        "accessModes": ["ReadWriteOnce"],
-        "volumeMode": "Block" if block else "Filesystem",
-        "resources": {"requests": {"storage": size}},
-    }
-    if source:
-        spec["dataSource"] = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": source}
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec}
 
 
 def _pod(cluster: Cluster, name: str, claim: str, *, block: bool, node: str | None = None) -> JSON:
@@ -152,7 +142,7 @@ def test_the_default_storage_class_and_snapshot_class_are_the_drivers(cluster: C
 def test_a_filesystem_claim_is_provisioned_grown_snapshotted_and_restored(
     cluster: Cluster, namespace: str
 ) -> None:
-    _apply(cluster, namespace, _claim("fs", "64Mi", block=False), _pod(cluster, "fs-user", "fs", block=False))
+    _apply(cluster, namespace, claim("fs", "64Mi", block=False), _pod(cluster, "fs-user", "fs", block=False))
     pod = _wait_running(cluster, namespace, "fs-user")
     pv = _bound_pv(cluster, namespace, "fs")
     assert pv["spec"]["storageClassName"] == deploy.STORAGE_CLASS
@@ -177,7 +167,7 @@ def test_a_filesystem_claim_is_provisioned_grown_snapshotted_and_restored(
     _apply(
         cluster,
         namespace,
-        _claim("fs-restored", "128Mi", block=False, source="fs-snap"),
+        claim("fs-restored", "128Mi", block=False, source="fs-snap"),
         _pod(cluster, "fs-restored-user", "fs-restored", block=False),
     )
     _wait_running(cluster, namespace, "fs-restored-user")
@@ -187,9 +177,7 @@ def test_a_filesystem_claim_is_provisioned_grown_snapshotted_and_restored(
 
 
 def test_a_block_claim_is_a_device_that_grows_while_its_pod_runs(cluster: Cluster, namespace: str) -> None:
-    _apply(
-        cluster, namespace, _claim("blk", "32Mi", block=True), _pod(cluster, "blk-user", "blk", block=True)
-    )
+    _apply(cluster, namespace, claim("blk", "32Mi", block=True), _pod(cluster, "blk-user", "blk", block=True))
     pod = _wait_running(cluster, namespace, "blk-user")
     pv = _bound_pv(cluster, namespace, "blk")
     assert pv["spec"]["volumeMode"] == "Block"
@@ -219,7 +207,7 @@ def test_a_block_claim_is_a_device_that_grows_while_its_pod_runs(cluster: Cluste
     _apply(
         cluster,
         namespace,
-        _claim("blk-restored", "64Mi", block=True, source="blk-snap"),
+        claim("blk-restored", "64Mi", block=True, source="blk-snap"),
         _pod(cluster, "blk-restored-user", "blk-restored", block=True),
     )
     _wait_running(cluster, namespace, "blk-restored-user")
@@ -255,9 +243,9 @@ def test_a_claim_lives_on_the_node_of_its_first_pod(two_node_cluster: Cluster, n
     _apply(
         cluster,
         namespace,
-        _claim("remote", "16Mi", block=False),
+        claim("remote", "16Mi", block=False),
         _pod(cluster, "remote-user", "remote", block=False, node=second),
-        _claim("remote-blk", "16Mi", block=True),
+        claim("remote-blk", "16Mi", block=True),
         _pod(cluster, "remote-blk-user", "remote-blk", block=True, node=second),
     )
     _wait_running(cluster, namespace, "remote-user")

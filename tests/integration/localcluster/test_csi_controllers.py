@@ -14,11 +14,11 @@ import json
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -31,19 +31,12 @@ from localcluster.csi import deploy  # noqa: E402
 from localcluster.csi.driver import DRIVER_NAME, TOPOLOGY_KEY  # noqa: E402
 from localcluster.layout import Layout  # noqa: E402
 
+from kubevirt_testing.claims import claim  # noqa: E402
+from kubevirt_testing.waiting import first_result  # noqa: E402
+
 JSON = dict[str, Any]
-T = TypeVar("T")
 TIMEOUT = 90.0
-
-
-def _eventually(what: str, check: Callable[[], T | None], timeout: float = TIMEOUT) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"{what}: not after {timeout:.0f} s"
-        time.sleep(0.3)
+_wait = partial(first_result, timeout=TIMEOUT, interval=0.3)  # the check's first truthy result
 
 
 @dataclass(frozen=True)
@@ -160,36 +153,19 @@ def controllers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller
                 sys.stderr.write(f"--- {log.name}\n{log.read_text()[-3000:]}\n")
 
 
-def _claim(name: str, size: str, node: str, *, block: bool = False, source: str = "") -> JSON:
-    spec: JSON = {
-        "accessModes": ["ReadWriteOnce"],
-        "volumeMode": "Block" if block else "Filesystem",
-        "resources": {"requests": {"storage": size}},
-    }
-    if source:
-        spec["dataSource"] = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": source}
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        # The scheduler's mark once it placed the claim's first pod (WaitForFirstConsumer).
-        "metadata": {"name": name, "annotations": {"volume.kubernetes.io/selected-node": node}},
-        "spec": spec,
-    }
-
-
-def _bound(controllers: Controllers, claim: str) -> JSON:
+def _bound(controllers: Controllers, name: str) -> JSON:
     def bound() -> JSON | None:
-        found = controllers.find("pvc", claim) or {}
+        found = controllers.find("pvc", name) or {}
         if found.get("status", {}).get("phase") != "Bound":
             return None
         return controllers.find("pv", found["spec"]["volumeName"])
 
-    return _eventually(f"claim {claim} bound", bound)
+    return _wait(f"claim {name} bound", bound)
 
 
 def test_claims_are_provisioned_on_the_selected_node_in_either_mode(controllers: Controllers) -> None:
     node = controllers.node
-    controllers.apply(_claim("fs", "64Mi", node), _claim("blk", "32Mi", node, block=True))
+    controllers.apply(claim("fs", "64Mi", node=node), claim("blk", "32Mi", node=node, block=True))
     fs, blk = _bound(controllers, "fs"), _bound(controllers, "blk")
     for pv, size in ((fs, "64Mi"), (blk, "32Mi")):
         assert pv["spec"]["storageClassName"] == deploy.STORAGE_CLASS
@@ -203,7 +179,7 @@ def test_claims_are_provisioned_on_the_selected_node_in_either_mode(controllers:
 
 def test_a_claim_grows_snapshots_and_restores_with_its_data(controllers: Controllers) -> None:
     node = controllers.node
-    controllers.apply(_claim("data", "16Mi", node))
+    controllers.apply(claim("data", "16Mi", node=node))
     pv = _bound(controllers, "data")
     (controllers.volumes / pv["spec"]["csi"]["volumeHandle"] / "file").write_text("snapshotted\n")
 
@@ -212,7 +188,7 @@ def test_a_claim_grows_snapshots_and_restores_with_its_data(controllers: Control
         "-p", '{"spec":{"resources":{"requests":{"storage":"48Mi"}}}}',
     )  # fmt: skip
     # A directory needs nothing on the node: the resizer completes the claim itself.
-    _eventually(
+    _wait(
         "claim data grown",
         lambda: (
             (controllers.find("pvc", "data") or {}).get("status", {}).get("capacity", {}).get("storage")
@@ -227,7 +203,7 @@ def test_a_claim_grows_snapshots_and_restores_with_its_data(controllers: Control
             "spec": {"source": {"persistentVolumeClaimName": "data"}},
         }
     )
-    snapshot = _eventually(
+    snapshot = _wait(
         "snapshot ready",
         lambda: (
             (found := controllers.find("volumesnapshot", "data-snap"))
@@ -240,7 +216,7 @@ def test_a_claim_grows_snapshots_and_restores_with_its_data(controllers: Control
     assert content is not None
     assert content["spec"]["volumeSnapshotClassName"] == deploy.SNAPSHOT_CLASS
 
-    controllers.apply(_claim("restored", "48Mi", node, source="data-snap"))
+    controllers.apply(claim("restored", "48Mi", node=node, source="data-snap"))
     restored = _bound(controllers, "restored")
     assert (
         controllers.volumes / restored["spec"]["csi"]["volumeHandle"] / "file"
@@ -252,7 +228,7 @@ def test_a_claim_grows_snapshots_and_restores_with_its_data(controllers: Control
     controllers.kubectl("delete", "pvc", "data", "restored", "-n", "default", "--wait=true", "--timeout=60s")
     for gone in (pv, restored):
         name, handle = gone["metadata"]["name"], gone["spec"]["csi"]["volumeHandle"]
-        _eventually(f"volume {name} deleted", lambda name=name: controllers.find("pv", name) is None)
-        _eventually(f"{handle} removed", lambda handle=handle: not (controllers.volumes / handle).exists())
+        _wait(f"volume {name} deleted", lambda name=name: controllers.find("pv", name) is None)
+        _wait(f"{handle} removed", lambda handle=handle: not (controllers.volumes / handle).exists())
     snapshots = deploy.data_dir(controllers.layout, controllers.layout.node(1)) / "snapshots"
-    _eventually("snapshot data removed", lambda: not any(snapshots.iterdir()))
+    _wait("snapshot data removed", lambda: not any(snapshots.iterdir()))
