@@ -7,14 +7,13 @@ claims removes the volumes; on the two-node cluster a claim whose pod runs on no
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from localcluster.csi import deploy
 from localcluster.csi.driver import DRIVER_NAME, TOPOLOGY_KEY
 from localcluster.handle import Cluster
+from localcluster.pvc_vms import claim, volume_node, volume_path
 
-from kubevirt_testing.claims import claim
 from kubevirt_testing.waiting import first_result
 
 JSON = dict[str, Any]
@@ -108,21 +107,6 @@ def _snapshot(cluster: Cluster, namespace: str, name: str, claim: str) -> JSON:
     return first_result(f"snapshot {name} readyToUse", ready, TIMEOUT)
 
 
-def _pv_node(pv: JSON) -> str:
-    terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
-    (term,) = terms
-    (expression,) = term["matchExpressions"]
-    assert expression["key"] == TOPOLOGY_KEY
-    (node,) = expression["values"]
-    return str(node)
-
-
-def _volume_dir(cluster: Cluster, node: str, pv: JSON) -> Path:
-    data = cluster.layout.run / "csi" / node / "volumes"
-    handle = pv["spec"]["csi"]["volumeHandle"]
-    return data / (f"{handle}.img" if pv["spec"].get("volumeMode") == "Block" else handle)
-
-
 def test_the_default_storage_class_and_snapshot_class_are_the_drivers(cluster: Cluster) -> None:
     storage_class = cluster.kubectl_json("get", "storageclass", deploy.STORAGE_CLASS)
     assert storage_class["provisioner"] == DRIVER_NAME
@@ -146,9 +130,9 @@ def test_a_filesystem_claim_is_provisioned_grown_snapshotted_and_restored(
     pod = _wait_running(cluster, namespace, "fs-user")
     pv = _bound_pv(cluster, namespace, "fs")
     assert pv["spec"]["storageClassName"] == deploy.STORAGE_CLASS
-    assert _pv_node(pv) == pod["spec"]["nodeName"]  # where the scheduler put the first pod
+    assert volume_node(pv) == pod["spec"]["nodeName"]  # where the scheduler put the first pod
     _exec(cluster, namespace, "fs-user", "sh", "-c", "echo before > /data/file")
-    assert _volume_dir(cluster, _pv_node(pv), pv).joinpath("file").read_text() == "before\n"
+    assert volume_path(cluster, pv).joinpath("file").read_text() == "before\n"
 
     cluster.kubectl(
         "patch",
@@ -181,7 +165,7 @@ def test_a_block_claim_is_a_device_that_grows_while_its_pod_runs(cluster: Cluste
     pod = _wait_running(cluster, namespace, "blk-user")
     pv = _bound_pv(cluster, namespace, "blk")
     assert pv["spec"]["volumeMode"] == "Block"
-    assert _pv_node(pv) == pod["spec"]["nodeName"]
+    assert volume_node(pv) == pod["spec"]["nodeName"]
     assert int(_exec(cluster, namespace, "blk-user", "python3", "-c", DEVICE_SIZE)) == 32 * MIB
     write = f"printf 'block data' | dd of={DEVICE} conv=notrunc,fsync status=none"
     _exec(cluster, namespace, "blk-user", "sh", "-c", write)
@@ -223,7 +207,7 @@ def _delete_and_check_gone(cluster: Cluster, namespace: str, pvs: list[JSON]) ->
     for pv in pvs:
         name = pv["metadata"]["name"]
         first_result(f"volume {name} deleted", lambda name=name: cluster.find("pv", name) is None, TIMEOUT)
-        path = _volume_dir(cluster, _pv_node(pv), pv)
+        path = volume_path(cluster, pv)
         first_result(f"{path} removed", lambda path=path: not path.exists(), TIMEOUT)
     # The kubelet unmaps a device shortly after its pod goes; then no loop device is over the volumes (nor
     # over the kubelet's publish paths, which carry the PV names).
@@ -252,11 +236,11 @@ def test_a_claim_lives_on_the_node_of_its_first_pod(two_node_cluster: Cluster, n
     _wait_running(cluster, namespace, "remote-blk-user")
     pv = _bound_pv(cluster, namespace, "remote")
     block_pv = _bound_pv(cluster, namespace, "remote-blk")
-    assert _pv_node(pv) == second
-    assert _pv_node(block_pv) == second
+    assert volume_node(pv) == second
+    assert volume_node(block_pv) == second
     _exec(cluster, namespace, "remote-user", "sh", "-c", "echo on node 2 > /data/file")
-    assert _volume_dir(cluster, second, pv).joinpath("file").read_text() == "on node 2\n"
+    assert volume_path(cluster, pv, second).joinpath("file").read_text() == "on node 2\n"
     assert int(_exec(cluster, namespace, "remote-blk-user", "python3", "-c", DEVICE_SIZE)) == 16 * MIB
     # Node 1 has nothing of them.
-    assert not _volume_dir(cluster, cluster.layout.node_name, pv).exists()
+    assert not volume_path(cluster, pv, cluster.layout.node_name).exists()
     _delete_and_check_gone(cluster, namespace, [pv, block_pv])

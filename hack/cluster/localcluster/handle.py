@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,19 @@ class Cluster:
             f"namespace {name}: default service account",
             lambda: self.kubectl("get", "sa", "default", "-n", name, check=False).returncode == 0,
         )
+
+    @contextmanager
+    def vm_namespace(self, name: str) -> Iterator[str]:
+        """A fresh namespace for VMs for the length of the block. The VMs and their VMIs go first, while
+        the controllers that release them still run (uninstalling KubeVirt waits for every VMI to be
+        gone), then the namespace."""
+        self.fresh_namespace(name)
+        try:
+            yield name
+        finally:
+            self.kubectl("delete", "vm", "--all", "-n", name, "--wait=true", "--timeout=120s", check=False)
+            self.kubectl("delete", "vmi", "--all", "-n", name, "--wait=true", "--timeout=60s", check=False)
+            self.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
     def rollout(self, namespace: str, deployment: str, timeout: int = 120) -> None:
         """Waits for a Deployment to be available; fails with the pods' description if it is not."""

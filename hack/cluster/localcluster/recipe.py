@@ -34,6 +34,9 @@ LAUNCHER_PACKAGES = (
     # compute containers, and KubeVirt's image has them.
     "procps",
     "iproute2",
+    # A static busybox, for filling a PVC from a containerDisk image: copied into the image's container,
+    # which holds nothing else that runs (examples/pvc-root-disk-import.yaml).
+    "busybox-static",
 )
 # pgrep and ps: KubeVirt's functional tests run pgrep in virt-handler's pods, and KubeVirt's image has it.
 HANDLER_PACKAGES = ("procps",)

@@ -46,14 +46,8 @@ CONFIG_PROPAGATION_BUDGET = 10.0
 @pytest.fixture(scope="module")
 def guest_namespace(cluster: Cluster, kubevirt: float) -> Iterator[str]:
     """A namespace for the module's VMs (the per-test ``namespace`` ends with each test)."""
-    name = f"ft-surface-guests-{os.getpid() % 10000}"
-    cluster.fresh_namespace(name)
-    yield name
-    # The VMs and their VMIs go while the controllers that release them still run: uninstalling KubeVirt
-    # afterwards waits for every VMI to be gone.
-    cluster.kubectl("delete", "vm", "--all", "-n", name, "--wait=true", "--timeout=120s", check=False)
-    cluster.kubectl("delete", "vmi", "--all", "-n", name, "--wait=true", "--timeout=60s", check=False)
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    with cluster.vm_namespace(f"ft-surface-guests-{os.getpid() % 10000}") as name:
+        yield name
 
 
 def _seconds_to_running(vmi: dict[str, Any]) -> float:

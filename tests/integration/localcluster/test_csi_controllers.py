@@ -30,8 +30,8 @@ from localcluster.apiserver import ApiServer, free_port, running_apiserver  # no
 from localcluster.csi import deploy  # noqa: E402
 from localcluster.csi.driver import DRIVER_NAME, TOPOLOGY_KEY  # noqa: E402
 from localcluster.layout import Layout  # noqa: E402
+from localcluster.pvc_vms import claim  # noqa: E402
 
-from kubevirt_testing.claims import claim  # noqa: E402
 from kubevirt_testing.waiting import first_result  # noqa: E402
 
 JSON = dict[str, Any]

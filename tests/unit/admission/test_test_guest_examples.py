@@ -25,6 +25,7 @@ def test_there_are_vm_vmi_and_kernel_boot_examples() -> None:
         "vm-test-guest-alpine-compatible.yaml",
         "vm-test-guest-cirros-compatible.yaml",
         "vm-test-guest-no-network.yaml",
+        "vm-test-guest-pvc-root.yaml",
         "vm-test-guest.yaml",
         "vmi-test-guest-kernel-boot.yaml",
         "vmi-test-guest.yaml",
@@ -40,5 +41,10 @@ def test_the_example_is_accepted_and_renders(name: str) -> None:
     if "kernel-boot" in name:
         assert "/var/run/kubevirt/container-disks/kernel-boot/vmlinuz" in domain
     else:
-        assert "/var/run/kubevirt/container-disks/disk_0.img" in domain or "disk.qcow2" in domain
+        root_disks = (
+            "/var/run/kubevirt/container-disks/disk_0.img",
+            "disk.qcow2",
+            "/var/run/kubevirt-private/vmi-disks/rootdisk/disk.img",
+        )
+        assert any(path in domain for path in root_disks)
         assert "noCloud.iso" in domain or "configdrive.iso" in domain
