@@ -187,3 +187,16 @@ def installed(cluster: Cluster, cr: JSON | None = None, *, timeout: float = 420.
             cluster.kubectl("create", "-f", "-", stdin=json.dumps(restored))
         if namespace_before:
             cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+
+
+@contextmanager
+def present(cluster: Cluster, progress: Progress = print) -> Iterator[None]:
+    """KubeVirt for the length of the block, as the benchmarks want it: the one installed on the cluster,
+    or one installed (through virt-operator) for the block alone."""
+    if kubevirt(cluster) is not None:
+        progress("using the KubeVirt installed on this cluster")
+        yield
+        return
+    progress("installing KubeVirt through virt-operator (it is removed again afterwards)")
+    with installed(cluster):
+        yield

@@ -170,11 +170,7 @@ def main(argv: list[str]) -> int:
         return 2
     cluster = Cluster(layout)
     try:
-        if install.kubevirt(cluster) is None:
-            _say("installing KubeVirt through virt-operator (it is removed again afterwards)")
-            with install.installed(cluster):
-                results = run(cluster, args.count, args.memory, args.timeout)
-        else:
+        with install.present(cluster, _say):
             results = run(cluster, args.count, args.memory, args.timeout)
     except (RuntimeError, AssertionError) as error:
         print(f"hack/bench-migration failed: {error}", file=sys.stderr)

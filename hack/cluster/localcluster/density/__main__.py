@@ -52,13 +52,7 @@ def main(argv: list[str]) -> int:
         run.Options(args.count, kind, shape, args.interval, args.timeout, args.faults, args.steady)
         for kind in args.kinds.split(",")
     ]
-    results = []
-    if install.kubevirt(cluster) is None:
-        print("installing KubeVirt through virt-operator (it is removed again afterwards)", flush=True)
-        with install.installed(cluster):
-            results = [run.Round(cluster, options, _say).run() for options in rounds]
-    else:
-        print("using the KubeVirt installed on this cluster", flush=True)
+    with install.present(cluster, _say):
         results = [run.Round(cluster, options, _say).run() for options in rounds]
     for result in results:
         report.show(result)
