@@ -61,7 +61,7 @@ def dry_run(enabled: bool) -> list[str]:
     return ["All"] if enabled else []
 
 
-def _run(action: Callable[[], str]) -> None:
+def run_action(action: Callable[[], str]) -> None:
     """Prints the success line, or the failure on stderr with exit code 1 (as cobra's virtctl does)."""
     try:
         line = action()
@@ -102,7 +102,7 @@ def start(ctx: click.Context, /, vm: str, paused: bool, dry: bool, **flags: Any)
             raise CommandFailedError(f"Error starting VirtualMachine {err.message}") from None
         return f"VM {vm} was scheduled to start"
 
-    _run(action)
+    run_action(action)
 
 
 def _stop_or_restart(command: str, field: str, error: str, forced_error: str) -> click.Command:
@@ -127,7 +127,7 @@ def _stop_or_restart(command: str, field: str, error: str, forced_error: str) ->
                 raise CommandFailedError((forced_error if force else error).format(err.message)) from None
             return f"VM {vm} was scheduled to {command}"
 
-        _run(action)
+        run_action(action)
 
     return run
 
@@ -180,7 +180,7 @@ def migrate(
             raise CommandFailedError(f"Error migrating VirtualMachine {err.message}") from None
         return f"VM {vm} was scheduled to migrate"
 
-    _run(action)
+    run_action(action)
 
 
 @_vm_command("migrate-cancel", "Cancel migration of a virtual machine.")
@@ -210,7 +210,7 @@ def migrate_cancel(ctx: click.Context, /, vm: str, **flags: Any) -> None:
             return f"VM {vm} was scheduled to migrate-cancel"
         raise CommandFailedError(f"Found no migration to cancel for {vm}")
 
-    _run(action)
+    run_action(action)
 
 
 RESOURCE_TYPES = {"virtualmachine": "vm", "vm": "vm", "virtualmachineinstance": "vmi", "vmi": "vmi"}
@@ -243,7 +243,7 @@ def _pause_or_unpause(command: str, verb: str) -> click.Command:
                 raise CommandFailedError(f"{failure}: {err.message}") from None
             return f"VMI {name} was scheduled to {command}"
 
-        _run(action)
+        run_action(action)
 
     return run
 
@@ -287,7 +287,7 @@ def soft_reboot(ctx: click.Context, /, vmi: str, **flags: Any) -> None:
             ) from None
         return f"VMI {vmi} was scheduled to soft-reboot"
 
-    _run(action)
+    run_action(action)
 
 
 COMMANDS = (start, stop, restart, migrate, migrate_cancel, pause, unpause, soft_reboot)

@@ -23,6 +23,7 @@ from kubevirt.virtctl.portforward import port_forward
 from kubevirt.virtctl.render import render
 from kubevirt.virtctl.validate import validate
 from kubevirt.virtctl.vnc import vnc
+from kubevirt.virtctl.volumes import COMMANDS as VOLUME_COMMANDS
 
 
 @click.group(name="virtctl", context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,5 +75,5 @@ root.add_command(validate)
 root.add_command(console)
 root.add_command(vnc)
 root.add_command(port_forward)
-for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS):
+for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS, *VOLUME_COMMANDS):
     root.add_command(command)

@@ -26,7 +26,7 @@ UNMARSHAL_ERROR = "Can not unmarshal Request body to struct, error: {}"
 MAX_BODY_BYTES: Final = 64 * 1024
 
 # The Go type of every option a body may carry, for the decoder's wording.
-_BOOL, _INT, _STRINGS, _STRING_MAP = "bool", "int64", "[]string", "map[string]string"
+BOOL, INT, STRINGS, STRING_MAP = "bool", "int64", "[]string", "map[string]string"
 _YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _OPENING_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSING_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
@@ -47,43 +47,45 @@ class Options:
 
 
 _FIELDS: dict[str, dict[str, str]] = {
-    "StartOptions": {"paused": _BOOL, "dryRun": _STRINGS},
-    "StopOptions": {"gracePeriod": _INT, "dryRun": _STRINGS},
-    "RestartOptions": {"gracePeriodSeconds": _INT, "dryRun": _STRINGS},
-    "MigrateOptions": {"addedNodeSelector": _STRING_MAP, "dryRun": _STRINGS},
-    "PauseOptions": {"dryRun": _STRINGS},
-    "UnpauseOptions": {"dryRun": _STRINGS},
+    "StartOptions": {"paused": BOOL, "dryRun": STRINGS},
+    "StopOptions": {"gracePeriod": INT, "dryRun": STRINGS},
+    "RestartOptions": {"gracePeriodSeconds": INT, "dryRun": STRINGS},
+    "MigrateOptions": {"addedNodeSelector": STRING_MAP, "dryRun": STRINGS},
+    "PauseOptions": {"dryRun": STRINGS},
+    "UnpauseOptions": {"dryRun": STRINGS},
 }
 
 
 def too_large() -> StatusError:
     """The refusal of a body above :data:`MAX_BODY_BYTES`."""
-    return _refuse(f"request body is larger than {MAX_BODY_BYTES} bytes")
+    return refuse(f"request body is larger than {MAX_BODY_BYTES} bytes")
+
+
+def parse_body(body: bytes) -> Any:
+    """The document a bounded body holds (None when it is empty); a 400 when it cannot be read."""
+    if len(body) > MAX_BODY_BYTES:
+        raise too_large()
+    return _parse(body)
 
 
 def decode_options(kind: str, body: bytes) -> Options:
     """The ``kind`` options in ``body``; raises a 400 :class:`StatusError` when they cannot be read."""
-    if len(body) > MAX_BODY_BYTES:
-        raise too_large()
-    document = _parse(body)
+    document = parse_body(body)
     if document is None:
         return Options()
     if not isinstance(document, dict):
-        raise _refuse(f"json: cannot unmarshal {_json_type(document)} into Go value of type v1.{kind}")
+        raise not_an_object(kind, document)
     values: dict[str, Any] = {}
     for name, go_type in _FIELDS[kind].items():
         value = document.get(name)
         if value is None:
             continue
-        if not _fits(value, go_type):
-            found = _json_type(value)
-            raise _refuse(
-                f"json: cannot unmarshal {found} into Go struct field {kind}.{name} of type {go_type}"
-            )
+        if not fits(value, go_type):
+            raise type_mismatch(kind, name, value, go_type)
         values[name] = value
     # YAML aliases can repeat one string many times; what is kept must stay as small as a body.
-    if _kept_size(values) > MAX_BODY_BYTES:
-        raise _refuse(f"options expand beyond {MAX_BODY_BYTES} bytes")
+    if kept_size(values) > MAX_BODY_BYTES:
+        raise expanded_too_far()
     grace = values.get("gracePeriod", values.get("gracePeriodSeconds"))
     return Options(
         dry_run=list(values.get("dryRun") or []),
@@ -103,9 +105,9 @@ def _parse(body: bytes) -> Any:
         _check_yaml_nesting(text)
         return yaml.load(text, Loader=_YAML_LOADER)
     except (ValueError, yaml.YAMLError) as err:  # ValueError: the JSON reason or a limit
-        raise _refuse(_first_line(err)) from None
+        raise refuse(_first_line(err)) from None
     except RecursionError:  # the pure-Python YAML parser, should libyaml be missing
-        raise _refuse(f"request body is nested deeper than {MAX_NESTING_DEPTH} levels") from None
+        raise refuse(f"request body is nested deeper than {MAX_NESTING_DEPTH} levels") from None
 
 
 def _first_line(err: Exception) -> str:
@@ -125,7 +127,23 @@ def _check_yaml_nesting(text: str) -> None:
             depth -= 1
 
 
-def _kept_size(values: dict[str, Any]) -> int:
+def type_mismatch(kind: str, field_name: str, value: Any, go_type: str) -> StatusError:
+    """Go's decoder on a field of the wrong JSON type."""
+    found, where = json_type(value), f"{kind}.{field_name}"
+    return refuse(f"json: cannot unmarshal {found} into Go struct field {where} of type {go_type}")
+
+
+def not_an_object(kind: str, document: Any) -> StatusError:
+    """Go's decoder on a body that is not a JSON object."""
+    return refuse(f"json: cannot unmarshal {json_type(document)} into Go value of type v1.{kind}")
+
+
+def expanded_too_far() -> StatusError:
+    """YAML aliases made what a body holds larger than the body may be."""
+    return refuse(f"options expand beyond {MAX_BODY_BYTES} bytes")
+
+
+def kept_size(values: dict[str, Any]) -> int:
     size = 0
     for value in values.values():
         if isinstance(value, list):
@@ -135,17 +153,17 @@ def _kept_size(values: dict[str, Any]) -> int:
     return size
 
 
-def _fits(value: Any, go_type: str) -> bool:
-    if go_type == _BOOL:
+def fits(value: Any, go_type: str) -> bool:
+    if go_type == BOOL:
         return isinstance(value, bool)
-    if go_type == _INT:
+    if go_type == INT:
         return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
-    if go_type == _STRINGS:
+    if go_type == STRINGS:
         return isinstance(value, list) and all(isinstance(item, str) for item in value)
     return isinstance(value, dict) and all(isinstance(item, str) for item in value.values())
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, float)):
@@ -157,5 +175,6 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def _refuse(reason: str) -> StatusError:
+def refuse(reason: str) -> StatusError:
+    """A body that cannot be read into its options, worded as KubeVirt words it."""
     return bad_request(UNMARSHAL_ERROR.format(reason))

@@ -1,6 +1,6 @@
-"""Subresources of features this project does not have yet (volume hotplug, memory dump, SEV, the
-object graph). With their feature gates off they answer exactly as KubeVirt does; with a gate on they
-say that the feature is not implemented here (501) rather than pretending to work.
+"""Subresources of features this project does not have yet (memory dump, SEV, the object graph).
+With their feature gates off they answer exactly as KubeVirt does; with a gate on they say that the
+feature is not implemented here (501) rather than pretending to work.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class GatedRoute:
 
 
 def _hotplug(method: str, resource: str, subresource: str) -> GatedRoute:
+    """A route behind the volume hotplug gates (the memory dump; addvolume/removevolume are in volumes)."""
     return GatedRoute(method, resource, subresource, HOTPLUG_GATES, HOTPLUG_DISABLED)
 
 
@@ -38,10 +39,6 @@ def _sev(method: str, subresource: str) -> GatedRoute:
 
 
 GATED_ROUTES = (
-    _hotplug("PUT", "virtualmachines", "addvolume"),
-    _hotplug("PUT", "virtualmachines", "removevolume"),
-    _hotplug("PUT", "virtualmachineinstances", "addvolume"),
-    _hotplug("PUT", "virtualmachineinstances", "removevolume"),
     _hotplug("PUT", "virtualmachines", "memorydump"),
     GatedRoute("GET", "virtualmachines", "objectgraph", ("ObjectGraph",), OBJECT_GRAPH_DISABLED),
     GatedRoute("GET", "virtualmachineinstances", "objectgraph", ("ObjectGraph",), OBJECT_GRAPH_DISABLED),

@@ -40,6 +40,7 @@ from kubevirt.virt_api.rest.vmi_operations import (
     GuestAgentReadError,
     VMIOperations,
 )
+from kubevirt.virt_api.rest.volumes import VolumeHotplug
 from kubevirt.virt_config import ClusterConfig
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -51,6 +52,8 @@ VM_OPTIONS = {
     "migrate": "MigrateOptions",
 }
 VMI_OPTIONS = {"pause": "PauseOptions", "unpause": "UnpauseOptions"}
+# The hotplug subresources; True for the VMI's (ephemeral hotplug).
+VOLUME_RESOURCES = {"virtualmachines": False, "virtualmachineinstances": True}
 
 
 def status_response(err: StatusError) -> web.Response:
@@ -95,8 +98,10 @@ class SubresourceAPI:
     streams: StreamRelay | None = None
     expander: VMExpander | None = None
     portforward: PortForwarder | None = None
+    volumes: VolumeHotplug | None = None  # by default on the lifecycle's API, with this config
 
     def install(self, app: web.Application) -> None:
+        volumes = self.volumes or VolumeHotplug(self.lifecycle.api, self.config)
         app.router.add_get("/", self._json(discovery.root_paths))
         app.router.add_get("/apis", self._json(discovery.api_group_list))
         app.router.add_get(discovery.group_path(), self._json(discovery.api_group))
@@ -110,6 +115,12 @@ class SubresourceAPI:
             vmi_path = f"{namespaced}/virtualmachineinstances/{{name}}"
             for operation in VM_OPTIONS:
                 app.router.add_put(f"{vm_path}/{operation}", self._vm_operation(operation))
+            for resource, ephemeral in VOLUME_RESOURCES.items():
+                volume_path = f"{namespaced}/{resource}/{{name}}"
+                app.router.add_put(f"{volume_path}/addvolume", self._volume(volumes.add, volumes, ephemeral))
+                app.router.add_put(
+                    f"{volume_path}/removevolume", self._volume(volumes.remove, volumes, ephemeral)
+                )
             for route in GATED_ROUTES:
                 path = f"{namespaced}/{route.resource}/{{name}}/{route.subresource}"
                 app.router.add_route(route.method, path, self._gated(route))
@@ -168,6 +179,20 @@ class SubresourceAPI:
             try:
                 body, options = await read_options(request, VMI_OPTIONS.get(operation))
                 code = await asyncio.to_thread(self.vmis.put, operation, namespace, name, options, body)
+            except StatusError as err:
+                return refusal_response(request, err)
+            return web.Response(status=code)
+
+        return handle
+
+    @staticmethod
+    def _volume(call: Callable[..., int], volumes: VolumeHotplug, ephemeral: bool) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            try:
+                volumes.check_enabled()  # refused with the gates off before the body is read, as KubeVirt
+                body = await read_options_body(request)
+                code = await asyncio.to_thread(call, namespace, name, body, ephemeral=ephemeral)
             except StatusError as err:
                 return refusal_response(request, err)
             return web.Response(status=code)

@@ -25,6 +25,7 @@ from kubevirt.virt_api.rest.portforward import PortForwarder
 from kubevirt.virt_api.rest.server import SubresourceAPI, authorizing_middleware
 from kubevirt.virt_api.rest.streams import StreamRelay
 from kubevirt.virt_api.rest.vmi_operations import VMIOperations
+from kubevirt.virt_api.rest.volumes import VolumeHotplug
 from kubevirt.virt_config import ClusterConfig
 
 SUBJECT_ACCESS_REVIEWS = Resource(
@@ -96,7 +97,13 @@ def subresource_extension(
     vmis = VMIOperations(client, locator, TLSHandlerTransport(contexts))
     streams = StreamRelay(client, locator, contexts)
     api = SubresourceAPI(
-        VMLifecycle(client), vmis, config, streams, VMExpander(client, config), PortForwarder(client)
+        VMLifecycle(client),
+        vmis,
+        config,
+        streams,
+        VMExpander(client, config),
+        PortForwarder(client),
+        VolumeHotplug(client, config),
     )
     return api.install
 

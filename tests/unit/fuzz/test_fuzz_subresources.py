@@ -26,10 +26,13 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
+from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES
 from kubevirt.virt_api.rest.bodies import Options, decode_options
 from kubevirt.virt_api.rest.status import StatusError
+from kubevirt.virt_api.rest.volumes import VolumeHotplug
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_handler.rest import console
+from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.fuzz_inputs import FUZZ_SETTINGS, json_values, mutated, nested
 from kubevirt_testing.subresource_api import (
     BASE,
@@ -133,6 +136,75 @@ def _decode(kind: str, body: bytes) -> Options | StatusError:
         return err
 
 
+# -- volume hotplug -----------------------------------------------------------------------------------
+
+VOLUME_SEEDS: list[Any] = [
+    {
+        "name": "data",
+        "disk": {"name": "", "disk": {"bus": "scsi"}, "serial": "data", "cache": "none"},
+        "volumeSource": {"persistentVolumeClaim": {"claimName": "data", "readOnly": False}},
+        "dryRun": ["All"],
+    },
+    {
+        "name": "other",
+        "disk": {"lun": {"bus": "scsi"}, "blockSize": {"custom": {"logical": 512, "physical": 4096}}},
+        "volumeSource": {"dataVolume": {"name": "dv"}},
+    },
+    {"name": "hot", "dryRun": []},
+]
+HOTPLUG_GATES = [
+    ("HotplugVolumes",),
+    ("DeclarativeHotplugVolumes",),
+    ("HotplugVolumes", "DeclarativeHotplugVolumes"),
+]
+
+
+@st.composite
+def volume_bodies(draw: st.DrawFn) -> bytes:
+    """Mostly an edited AddVolumeOptions or RemoveVolumeOptions; otherwise any options body."""
+    if draw(st.integers(min_value=0, max_value=3)) == 0:
+        return draw(option_bodies())
+    document = draw(mutated(VOLUME_SEEDS, deep=True))
+    return _yaml(document) if draw(st.booleans()) else json.dumps(document).encode()
+
+
+def _volume_api() -> FakeKubeApi:
+    """A running VM whose template and VMI have a root disk and a hotplugged claim ``hot``."""
+    spec = {
+        "domain": {"devices": {"disks": [{"name": "root", "disk": {}}, {"name": "hot", "disk": {}}]}},
+        "volumes": [
+            {"name": "root", "containerDisk": {"image": "img"}},
+            {"name": "hot", "persistentVolumeClaim": {"claimName": "hot", "hotpluggable": True}},
+        ],
+    }
+    api = fake_api()
+    vm = api.get(VIRTUAL_MACHINES, "ns", "vm")
+    vm["spec"]["template"] = {"spec": spec}
+    vm["status"] = {"printableStatus": "Running"}
+    api.update(VIRTUAL_MACHINES, "ns", vm)
+    api.add(VIRTUAL_MACHINE_INSTANCES, {**running_vmi("vm"), "spec": spec})
+    return api
+
+
+@FUZZ_SETTINGS
+@given(body=volume_bodies(), gates=st.sampled_from(HOTPLUG_GATES), ephemeral=st.booleans())
+def test_any_volume_request_is_accepted_or_refused_cleanly(
+    body: bytes, gates: tuple[str, ...], ephemeral: bool
+) -> None:
+    api = _volume_api()
+    hotplug = VolumeHotplug(api, lambda: ClusterConfig.build(feature_gates=gates))
+    for call in (hotplug.add, hotplug.remove):
+        try:
+            outcome: int | StatusError = call("ns", "vm", body, ephemeral=ephemeral)
+        except StatusError as err:
+            outcome = err
+        if isinstance(outcome, int):
+            assert outcome == 202
+            continue
+        assert 400 <= outcome.code < 500, outcome.body()
+        assert "\n" not in outcome.message
+
+
 # -- requests over HTTP -------------------------------------------------------------------------------
 
 
@@ -159,6 +231,7 @@ OPERATIONS = [
     ("PUT", "virtualmachineinstances", "freeze"),
     ("PUT", "virtualmachineinstances", "softreboot"),
     ("PUT", "virtualmachines", "addvolume"),
+    ("PUT", "virtualmachineinstances", "removevolume"),
     ("GET", "virtualmachineinstances", "launcherstate"),
     ("POST", "virtualmachines", "start"),
     ("PUT", "virtualmachineinstances", "start"),
