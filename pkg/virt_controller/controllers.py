@@ -56,6 +56,7 @@ from kubevirt.virt_controller.watch.pool import PoolController
 from kubevirt.virt_controller.watch.replicaset import ReplicaSetController
 from kubevirt.virt_controller.watch.vm import VMController
 from kubevirt.virt_controller.watch.vmi import VMIController
+from kubevirt.virt_controller.watch.volumerequests import VMIVolumes
 from kubevirt_api.core.v1 import (
     VirtualMachine,
     VirtualMachineInstance,
@@ -70,8 +71,9 @@ from kubevirt_api.instancetype.v1beta1 import (
 from kubevirt_api.pool.v1alpha1 import VirtualMachinePool
 from kubevirt_api.view import JSON
 
-# KubeVirt's launcher pods carry this label; virt-controller watches only those pods.
-LAUNCHER_POD_SELECTOR = "kubevirt.io=virt-launcher"
+# KubeVirt's pods carry this label (launcher pods and hotplug attachment pods among them); virt-controller
+# watches only those pods, as KubeVirt's KubeVirtPod informer does.
+KUBEVIRT_POD_SELECTOR = "kubevirt.io"
 # KubeVirt adds up to this many seconds to each launcher's qemu timeout, so launchers started together
 # do not all give up at once.
 QEMU_TIMEOUT_JITTER_SECONDS = 120
@@ -117,6 +119,7 @@ class ControllerSet:
         template: TemplateParameters,
         threads: Threads = Threads(),
         rng: random.Random | None = None,
+        vmi_volumes: VMIVolumes | None = None,
     ) -> None:
         self._factory = factory
         self._config = config
@@ -124,7 +127,7 @@ class ControllerSet:
         self._rng = rng or random.Random()
         vms = factory.informer(VIRTUAL_MACHINES, VirtualMachine)
         vmis = factory.informer(VIRTUAL_MACHINE_INSTANCES, VirtualMachineInstance)
-        pods = factory.informer(PODS, label_selector=LAUNCHER_POD_SELECTOR)
+        pods = factory.informer(PODS, label_selector=KUBEVIRT_POD_SELECTOR)
         self._pvcs = factory.informer(PERSISTENT_VOLUME_CLAIMS)
         replica_sets = factory.informer(
             VIRTUAL_MACHINE_INSTANCE_REPLICA_SETS, VirtualMachineInstanceReplicaSet
@@ -154,6 +157,7 @@ class ControllerSet:
             ).store,
             revision_store=factory.informer(CONTROLLER_REVISIONS).store,
             config=config.current,
+            vmi_volumes=vmi_volumes,
         )
         _Handlers.connect(vms, vm, "vm")
         _Handlers.connect(vmis, vm, "vmi")
@@ -175,6 +179,7 @@ class ControllerSet:
         _Handlers.connect(vmis, vmi, "vmi")
         _Handlers.connect(pods, vmi, "pod")
         _Handlers.connect(self._pvcs, vmi, "pvc")
+        _Handlers.connect(vms, vmi, "vm")
         self._add("virtualmachineinstance", vmi, threads.vmi)
 
         replicaset = ReplicaSetController(

@@ -2,7 +2,8 @@
 
 One VMI per VM, named like the VM and owned by it, so a restarted controller finds what it created
 instead of creating it again; expectations hold the VM back until the informer has shown its own
-creations and deletions.
+creations and deletions. Volume hotplug requests in the VM's status reach its template and its VMI
+through :mod:`.volumerequests`.
 """
 
 from __future__ import annotations
@@ -65,6 +66,18 @@ from kubevirt.virt_controller.watch.runstrategy import (
     has_stop_request_for,
 )
 from kubevirt.virt_controller.watch.startfailure import seconds_until_retry, sync_start_failure
+from kubevirt.virt_controller.watch.volumerequests import (
+    DECLARATIVE_HOTPLUG_VOLUMES_GATE,
+    FAILED_UPDATE_ERROR_REASON,
+    HOTPLUG_VOLUME_ERROR_REASON,
+    HOTPLUG_VOLUMES_GATE,
+    UPDATE_VOLUMES_STRATEGY_MIGRATION,
+    VMIVolumes,
+    apply_volume_request,
+    declarative_hotplug_patch,
+    pending_requests,
+    vmi_volume_calls,
+)
 from kubevirt_api.core.v1 import (
     Firmware,
     Input,
@@ -137,8 +150,11 @@ class VMController:
         cluster_preference_store: Store[VirtualMachineClusterPreference] | None = None,
         revision_store: Store[Any] | None = None,
         config: Callable[[], ClusterConfig] = ClusterConfig,
+        vmi_volumes: VMIVolumes | None = None,
     ) -> None:
         self._config = config
+        # virt-api's addvolume/removevolume subresources of VMIs, which volume requests are handed to.
+        self._vmi_volumes = vmi_volumes
         stores = (instancetype_store, cluster_instancetype_store, preference_store, cluster_preference_store)
         self._instancetypes = (
             InstancetypeSync(api=api, stores=InstancetypeStores(*stores, revisions=revision_store))
@@ -221,6 +237,10 @@ class VMController:
         self._sync_run_strategy(run, vmi, strategy, key)
         self._sync_firmware_uuid(run)
         self._sync_restart_required(run, vmi)
+        if not run.started_or_stopped:
+            # A VMI created or deleted in this pass is not in the cache yet: its volumes wait for the next.
+            self._sync_volume_requests(run, vmi)
+            self._sync_declarative_hotplug(run, vmi)
 
     def _sync_instancetypes(self, run: _Run) -> bool:
         """Checks that what the VM selects exists, stores ControllerRevisions of it and records them in
@@ -368,6 +388,92 @@ class VMController:
                 f"error encountered when trying to patch VM firmware: {err}", FIRMWARE_UUID_ERROR_REASON
             ) from err
         run.replace(VirtualMachine.from_dict(patched))
+
+    # -- volume hotplug --------------------------------------------------------------------------------
+
+    def _sync_volume_requests(self, run: _Run, vmi: VirtualMachineInstance | None) -> None:
+        """KubeVirt's ``handleVolumeRequests``: each request goes into the template and to the VMI."""
+        requests = run.status.volume_requests or []
+        if not requests:
+            return
+        template = run.vm.spec.template.spec
+        if template is None:
+            return
+        spec = template.model_copy(deep=True)
+        for request in requests:
+            apply_volume_request(spec, request)
+        for call in vmi_volume_calls(requests, vmi):
+            assert vmi is not None
+            self._hand_to_vmi(vmi, call)
+        self._write_template_storage(run, template.to_dict(), spec.to_dict())
+
+    def _hand_to_vmi(self, vmi: VirtualMachineInstance, call: tuple[str, dict[str, Any]]) -> None:
+        action, options = call
+        meta = _meta(vmi)
+        try:
+            if self._vmi_volumes is None:
+                raise RuntimeError("the VMI volume subresources are not configured")
+            if action == "add":
+                self._vmi_volumes.add_volume(meta.namespace, meta.name or "", options)
+            else:
+                self._vmi_volumes.remove_volume(meta.namespace, meta.name or "", options)
+        except Exception as err:
+            message = describe_api_error(err)
+            raise SyncError(
+                f"Error encountered while handling volume hotplug requests: {message}",
+                HOTPLUG_VOLUME_ERROR_REASON,
+            ) from err
+
+    def _write_template_storage(self, run: _Run, before: dict[str, Any], after: dict[str, Any]) -> None:
+        """Writes the template's volumes and disks if they changed, only onto the version they were
+        computed from (a ``test`` of the resourceVersion; a stale cache fails it and the VM comes back)."""
+        ops: list[dict[str, Any]] = []
+        base = "/spec/template/spec"
+        was_devices = (before.get("domain") or {}).get("devices")
+        now_devices = (after.get("domain") or {}).get("devices") or {}
+        if (before.get("volumes") or []) != (after.get("volumes") or []):
+            ops.extend(_set_or_remove(f"{base}/volumes", "volumes" in before, after.get("volumes") or []))
+        if ((was_devices or {}).get("disks") or []) != (now_devices.get("disks") or []):
+            if was_devices is None:
+                ops.append({"op": "add", "path": f"{base}/domain/devices", "value": now_devices})
+            else:
+                present = "disks" in was_devices
+                ops.extend(
+                    _set_or_remove(f"{base}/domain/devices/disks", present, now_devices.get("disks") or [])
+                )
+        if not ops:
+            return
+        meta = _meta(run.vm)
+        ops.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": meta.resource_version})
+        try:
+            patched = self._api.patch(VIRTUAL_MACHINES, meta.namespace, meta.name or "", ops)
+        except Exception as err:
+            raise SyncError(
+                "Error encountered when trying to update vm according to add volume and/or memory dump "
+                f"requests: {describe_api_error(err)}",
+                FAILED_UPDATE_ERROR_REASON,
+            ) from err
+        run.replace(VirtualMachine.from_dict(patched))
+
+    def _sync_declarative_hotplug(self, run: _Run, vmi: VirtualMachineInstance | None) -> None:
+        """Under DeclarativeHotplugVolumes alone, the running VMI takes the template's hotpluggable
+        volumes (``storagehotplug.HandleDeclarativeVolumes``)."""
+        config = self._config()
+        if config.enabled(HOTPLUG_VOLUMES_GATE) or not config.enabled(DECLARATIVE_HOTPLUG_VOLUMES_GATE):
+            return
+        if run.vm.spec.update_volumes_strategy == UPDATE_VOLUMES_STRATEGY_MIGRATION:
+            return
+        ops = declarative_hotplug_patch(run.vm, vmi)
+        if not ops or vmi is None:
+            return
+        meta = _meta(vmi)
+        try:
+            self._api.patch(VIRTUAL_MACHINE_INSTANCES, meta.namespace, meta.name or "", ops)
+        except Exception as err:
+            raise SyncError(
+                f"Error encountered while handling declarative hotplug volumes: {describe_api_error(err)}",
+                HOTPLUG_VOLUME_ERROR_REASON,
+            ) from err
 
     # -- start and stop --------------------------------------------------------------------------------
 
@@ -572,6 +678,8 @@ class VMController:
             status.run_strategy = strategy
         if first_request_done(vm, vmi):
             status.state_change_requests = (status.state_change_requests or [])[1:] or None
+        if status.volume_requests:
+            status.volume_requests = pending_requests(vm) or None
         sync_start_failure(status, strategy or "", vmi, run.now, self._rng)
         _sync_conditions(status, vmi, sync_error, run.now)
         adds, deletes = self._expectations.pending(key)
@@ -809,6 +917,14 @@ def _vmi_condition(vmi: VirtualMachineInstance | None, type_: str) -> Any:
 def _vmi_condition_status(vmi: VirtualMachineInstance, type_: str) -> str | None:
     condition = _vmi_condition(vmi, type_)
     return condition.status if condition is not None else None
+
+
+def _set_or_remove(path: str, present: bool, value: list[Any]) -> list[dict[str, Any]]:
+    """Sets a list member (``add`` replaces one that is there); an empty list is left out, as Go's
+    ``omitempty`` writes it."""
+    if value:
+        return [{"op": "add", "path": path, "value": value}]
+    return [{"op": "remove", "path": path}] if present else []
 
 
 def _finalizer_patch(current: list[str] | None, wanted: list[str]) -> list[dict[str, Any]]:

@@ -4,7 +4,8 @@ Phases: Pending → Scheduling (a pod exists) → Scheduled (its compute contain
 the pod fails or vanishes first; after that virt-handler owns the VMI and this controller only patches
 what it still maintains (conditions, active pods, labels, the volume status of :mod:`.volumestatus`).
 The pod is deleted when the VMI is deleted or finished, and the VMI's finalizer is dropped once no pod
-of it is left.
+of it is left. Once the launcher pod is ready, the claims of hotplugged volumes are attached to its node
+by attachment pods the launcher pod owns (:mod:`.hotplug`).
 
 Writes are kept few: the API-version annotations ride along with the first status write, the pod just
 created counts as active at once, its node is recorded with the next write that has news of its own, and
@@ -15,7 +16,9 @@ Running then takes none here, as virt-handler's Running write already carries th
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
 from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, EventSink, KubeApi
@@ -29,6 +32,8 @@ from kubevirt.controller import (
 from kubevirt.controller.store import NAMESPACE_INDEX
 from kubevirt.log import get_logger
 from kubevirt.virt_controller.services.errors import PvcNotFoundError
+from kubevirt.virt_controller.services.hotplug_pod import render_hotplug_attachment_pod
+from kubevirt.virt_controller.services.parameters import DEFAULT_LAUNCHER_IMAGE
 from kubevirt.virt_controller.services.volumes import attached_claim_names
 from kubevirt.virt_controller.watch import pods as podutil
 from kubevirt.virt_controller.watch.common import (
@@ -53,8 +58,17 @@ from kubevirt.virt_controller.watch.conditions import (
     remove_condition,
     update_condition,
 )
+from kubevirt.virt_controller.watch.hotplug import (
+    AttachmentPods,
+    RenderAttachmentPod,
+    active_and_old,
+    attachment_pods,
+    is_hotplug_volume,
+)
 from kubevirt.virt_controller.watch.volumestatus import (
+    Attachments,
     FilesystemOverhead,
+    hotplug_volumes,
     referenced_claims,
     volume_statuses,
 )
@@ -100,10 +114,13 @@ EVICT_ANNOTATIONS: Final = (
     "descheduler.alpha.kubernetes.io/prefer-no-eviction",
 )
 DYNAMIC_LABELS: Final = (NODE_NAME_LABEL, OUTDATED_LAUNCHER_IMAGE_LABEL)
+# The hotplugged volumes of a running VMI that its VM's template does not have (for metrics).
+EPHEMERAL_HOTPLUG_ANNOTATION: Final = "kubevirt.io/ephemeral-hotplug-volumes"
 
 
 class VMIController:
-    """Reconciles VirtualMachineInstances. Informers: VMIs (reconciled), Pods (owned), VMs (owners)."""
+    """Reconciles VirtualMachineInstances. Informers: VMIs (reconciled), Pods (owned: launcher pods, and
+    through them attachment pods), VMs (owners), PVCs (and DataVolumes when CDI is installed)."""
 
     def __init__(
         self,
@@ -122,6 +139,8 @@ class VMIController:
         pvc_store: Store[dict[str, Any]] | None = None,
         cdi_store: Store[dict[str, Any]] | None = None,
         cdi_config_store: Store[dict[str, Any]] | None = None,
+        data_volume_store: Store[dict[str, Any]] | None = None,
+        render_attachment_pod: RenderAttachmentPod | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -141,6 +160,22 @@ class VMIController:
             cdi_config=cdi_config_store.get_by_key if cdi_config_store is not None else None,
         )
         self._log = get_logger(controller="vmi")
+
+        def find_in(store: Store[dict[str, Any]] | None, namespace: str | None, name: str) -> Any:
+            return store.get_by_key(key_for(namespace, name)) if store is not None else None
+
+        self._hotplug = AttachmentPods(
+            api=api,
+            events=events,
+            pods=pod_store,
+            expectations=pod_expectations,
+            render=render_attachment_pod
+            or partial(
+                render_hotplug_attachment_pod, launcher_image=launcher_image or DEFAULT_LAUNCHER_IMAGE
+            ),
+            find_pvc=partial(find_in, pvc_store),
+            find_data_volume=partial(find_in, data_volume_store) if data_volume_store is not None else None,
+        )
 
     # -- reconcile -------------------------------------------------------------------------------------
 
@@ -172,17 +207,23 @@ class VMIController:
     # -- sync: pods ------------------------------------------------------------------------------------
 
     def _sync(self, vmi: VirtualMachineInstance, pod: Pod | None, pods: list[Pod], key: str) -> Pod | None:
-        """Creates or deletes pods; returns the pod it created, if any."""
-        if vmi.is_marked_for_deletion() or (vmi.is_final() and not _keeps_launcher(vmi)):
+        """Creates or deletes pods; returns the launcher pod it created, if any."""
+        if vmi.is_marked_for_deletion():
             self._delete_pods(vmi, pods, key)
             return None
         if vmi.is_final():
+            self._hotplug.delete_all(vmi, pod, key)
+            if not _keeps_launcher(vmi):
+                self._delete_pods(vmi, pods, key)
             return None
+        self._hotplug.delete_orphaned(vmi, pods, key)
         if vmi.is_migration_target() and not vmi.is_migration_target_node_label_set():
             return None  # a receiver waits for its migration source
         if pod is None and vmi.is_unprocessed():
             self._wait_for_claims(vmi)
             return self._create_pod(vmi, key)
+        if pod is not None and not podutil.is_temporary_pod(pod) and podutil.is_pod_ready(pod):
+            self._hotplug.sync(vmi, pod, key)
         return None
 
     def _wait_for_claims(self, vmi: VirtualMachineInstance) -> None:
@@ -403,6 +444,8 @@ class VMIController:
                 )
             else:
                 self._update_volume_status(vmi, launcher)
+                if cached.is_running():
+                    self._mark_ephemeral_hotplug_volumes(vmi)
         elif cached.is_waiting_for_sync():
             if cached.is_marked_for_deletion():
                 meta = _meta(vmi)
@@ -427,16 +470,50 @@ class VMIController:
         def find_pvc(name: str) -> Mapping[str, Any] | None:
             return pvcs.get_by_key(key_for(namespace, name)) if pvcs is not None else None
 
-        updated = volume_statuses(vmi, launcher, find_pvc, self._filesystem_overhead)
+        pods = attachment_pods(self._pods, launcher)
+        active, _ = active_and_old(hotplug_volumes(vmi, launcher), pods)
+
+        def record(reason: str, message: str) -> None:
+            self._events.event(vmi, "Normal", reason, message)
+
+        updated = volume_statuses(
+            vmi, launcher, find_pvc, self._filesystem_overhead, Attachments(active, pods), record
+        )
         if updated or status.volume_status is not None:  # no volumes: left unset, as Go's omitempty does
             status.volume_status = updated
 
+    def _mark_ephemeral_hotplug_volumes(self, vmi: VirtualMachineInstance) -> None:
+        """KubeVirt's ``checkEphemeralHotplugVolumes``: the VMI's annotation lists its hotplugged volumes
+        that its VM's template does not have (added without ``--persist``)."""
+        vm = self._owner_vm(vmi)
+        if vm is None:
+            return
+        template = vm.spec.template.spec
+        in_vm = {volume.name for volume in (template.volumes if template is not None else None) or []}
+        ephemeral = [
+            volume.name
+            for volume in vmi.spec.volumes or []
+            if is_hotplug_volume(volume) and volume.name not in in_vm
+        ]
+        meta = _meta(vmi)
+        annotations = dict(meta.annotations or {})
+        if ephemeral:
+            annotations[EPHEMERAL_HOTPLUG_ANNOTATION] = json.dumps(ephemeral, separators=(",", ":"))
+        elif EPHEMERAL_HOTPLUG_ANNOTATION not in annotations:
+            return
+        else:
+            del annotations[EPHEMERAL_HOTPLUG_ANNOTATION]
+        meta.annotations = annotations
+
     def _has_owner_vm(self, vmi: VirtualMachineInstance) -> bool:
+        return self._owner_vm(vmi) is not None
+
+    def _owner_vm(self, vmi: VirtualMachineInstance) -> VirtualMachine | None:
         ref = controller_ref(vmi.metadata)
         if ref is None or ref.kind != "VirtualMachine":
-            return False
+            return None
         vm = self._vms.get_by_key(key_for(_meta(vmi).namespace, ref.name))
-        return vm is not None and vm.metadata is not None and vm.metadata.uid == ref.uid
+        return vm if vm is not None and vm.metadata is not None and vm.metadata.uid == ref.uid else None
 
     def _set_launcher_image(self, vmi: VirtualMachineInstance, image: str) -> None:
         meta = _meta(vmi)
@@ -578,8 +655,33 @@ class VMIController:
             ):
                 self._enqueue(key_of(vmi))
 
+    def on_vm_add(self, vm: VirtualMachine) -> None:
+        pass  # a VM's VMI is queued by its own events
+
+    def on_vm_update(self, old: VirtualMachine, new: VirtualMachine) -> None:
+        """A VM whose template's volumes changed: its VMI's ephemeral-hotplug annotation may change."""
+        if _meta(old).resource_version == _meta(new).resource_version:
+            return
+        before = old.spec.template.spec.volumes if old.spec.template.spec is not None else None
+        after = new.spec.template.spec.volumes if new.spec.template.spec is not None else None
+        if before == after:
+            return
+        vmi = self._vmis.get_by_key(key_of(new))
+        ref = controller_ref(vmi.metadata) if vmi is not None else None
+        if vmi is not None and ref is not None and ref.uid == _meta(new).uid:
+            self._enqueue(key_of(vmi))
+
+    def on_vm_delete(self, vm: VirtualMachine) -> None:
+        pass
+
     def _owner(self, pod: Pod) -> VirtualMachineInstance | None:
         ref = controller_ref_of_dict(pod)
+        if ref is not None and ref.get("kind") == "Pod":
+            # An attachment pod: its launcher pod's VMI.
+            launcher = self._pods.get_by_key(key_for(pod["metadata"].get("namespace"), str(ref.get("name"))))
+            if launcher is None or podutil.pod_uid(launcher) != ref.get("uid"):
+                return None
+            ref = controller_ref_of_dict(launcher)
         if ref is None or ref.get("kind") != "VirtualMachineInstance":
             return None
         vmi = self._vmis.get_by_key(key_for(pod["metadata"].get("namespace"), str(ref.get("name"))))
@@ -734,7 +836,7 @@ def _uid(vmi: VirtualMachineInstance) -> str:
     return _meta(vmi).uid or ""
 
 
-def _meta(vmi: VirtualMachineInstance) -> ObjectMeta:
+def _meta(vmi: VirtualMachineInstance | VirtualMachine) -> ObjectMeta:
     if vmi.metadata is None:
         raise SyncError("metadata: required", FAILED_CREATE_POD_REASON, requeue=False)
     return vmi.metadata

@@ -11,18 +11,25 @@ controller owns changes:
   information here, as in KubeVirt.
 - ``filesystemOverhead`` is CDI's for the claim's storage class (``0`` for a block claim) when exactly one
   CDI is installed, and KubeVirt's default ``0.055`` when there is none.
-- A claim volume the launcher pod does not mount is a hotplugged one: it gets ``hotplugVolume`` and,
-  while no attachment pod carries it (this controller makes none yet), a phase from its claim.
+- A claim volume the launcher pod does not mount is a hotplugged one: it gets ``hotplugVolume``. While no
+  attachment pod carries the whole hotplugged set its phase follows the claim (``Pending``/``Bound``,
+  reason ``PVCNotReady``), unless virt-handler already made it ``Ready``. Once one does, the entry names
+  that pod (``attachPodName``; ``attachPodUID`` only while its container is ready) and a phase the
+  controller set (empty, ``Pending``, ``Bound``) becomes ``AttachedToNode``; the phases virt-handler owns
+  from there on (``MountedToPod``, ``Ready``, ``UnMountedFromPod``, …) are left alone.
 
-Entries of volumes that left the spec are dropped: KubeVirt keeps one only while a hotplug attachment
-pod for it exists, and there are none.
+An entry whose volume left the spec stays while an attachment pod of the launcher still carries that
+volume (``Ready`` and ``MountedToPod`` kept, any other phase ``Detaching``, with the deletion's reason
+once the pod is going), and is dropped with the last such pod.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubevirt.virt_controller.services.hotplug_pod import claim_name_of
 from kubevirt.virt_controller.watch.common import SyncError
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.volumes import (
@@ -30,11 +37,14 @@ from kubevirt_api.core.v1.volumes import (
     HotplugVolumeStatus,
     PersistentVolumeClaimInfo,
     Volume,
+    VolumePhase,
     VolumeStatus,
 )
 from kubevirt_api.view import View
 
 PvcFinder = Callable[[str], Mapping[str, Any] | None]
+# Records a Normal event on the VMI: (reason, message).
+EventRecord = Callable[[str, str], None]
 
 # KubeVirt's storagetypes.DefaultFSOverhead, used when CDI is not installed (or more than once).
 DEFAULT_FS_OVERHEAD: Final = "0.055"
@@ -47,18 +57,27 @@ VOLUME_BOUND: Final = "Bound"
 VOLUME_READY: Final = "Ready"
 FAILED_PVC_NOT_FOUND_REASON: Final = "FailedPvcNotFound"
 PVC_NOT_READY_REASON: Final = "PVCNotReady"
+SUCCESSFUL_CREATE_POD_REASON: Final = "SuccessfulCreate"
+SUCCESSFUL_DELETE_POD_REASON: Final = "SuccessfulDelete"
+# The phases the controller itself sets on a hotplugged volume; only from these does it move it on.
+_CONTROLLER_PHASES: Final = ("", VolumePhase.VOLUME_BOUND, VolumePhase.VOLUME_PENDING)
+# What virt-handler reports while the volume is in use in the launcher pod.
+_MOUNTED_PHASES: Final = (VolumePhase.VOLUME_READY, VolumePhase.HOTPLUG_VOLUME_MOUNTED)
+
+
+@dataclass(frozen=True)
+class Attachments:
+    """The hotplug attachment pods of the launcher pod (plain JSON), and the one that carries exactly the
+    VMI's hotplugged volumes (``getActiveAndOldAttachmentPods``), if any."""
+
+    active: Mapping[str, Any] | None = None
+    pods: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
 
 
 def claim_name(volume: Volume) -> str:
     """The claim behind a volume (``storagetypes.PVCNameFromVirtVolume``): a DataVolume's PVC has its
     name; empty for volumes without one (ephemeral volumes included)."""
-    if volume.data_volume is not None:
-        return volume.data_volume.name
-    if volume.persistent_volume_claim is not None:
-        return volume.persistent_volume_claim.claim_name
-    if volume.memory_dump is not None:
-        return volume.memory_dump.claim_name
-    return ""
+    return claim_name_of(volume)
 
 
 def is_preallocated(annotations: Mapping[str, Any] | None) -> bool:
@@ -120,11 +139,11 @@ def claim_info(pvc: Mapping[str, Any], filesystem_overhead: str) -> PersistentVo
     )
 
 
-def hotplug_volume_names(vmi: VirtualMachineInstance, pod: Mapping[str, Any]) -> set[str]:
-    """Claim volumes the launcher pod does not mount (``controller.GetHotplugVolumes``)."""
+def hotplug_volumes(vmi: VirtualMachineInstance, pod: Mapping[str, Any]) -> list[Volume]:
+    """Claim volumes the launcher pod does not mount, in spec order (``controller.GetHotplugVolumes``)."""
     mounted = {volume.get("name") for volume in View.of(pod).object("spec").items("volumes")}
-    return {
-        volume.name
+    return [
+        volume
         for volume in vmi.spec.volumes or []
         if volume.name not in mounted
         and (
@@ -132,7 +151,11 @@ def hotplug_volume_names(vmi: VirtualMachineInstance, pod: Mapping[str, Any]) ->
             or volume.persistent_volume_claim is not None
             or volume.memory_dump is not None
         )
-    }
+    ]
+
+
+def hotplug_volume_names(vmi: VirtualMachineInstance, pod: Mapping[str, Any]) -> set[str]:
+    return {volume.name for volume in hotplug_volumes(vmi, pod)}
 
 
 def volume_statuses(
@@ -140,36 +163,103 @@ def volume_statuses(
     pod: Mapping[str, Any],
     find_pvc: PvcFinder,
     filesystem_overhead: Callable[[Mapping[str, Any]], str],
+    attachments: Attachments = Attachments(),
+    record: EventRecord | None = None,
 ) -> list[VolumeStatus]:
-    """The VMI's new ``status.volumeStatus``, from its old one, its spec, its launcher pod and the claims."""
+    """The VMI's new ``status.volumeStatus``, from its old one, its spec, its launcher pod, that pod's
+    attachment pods and the claims. ``record`` is told of each volume newly attached to the node and
+    each attachment pod being deleted."""
     old = {entry.name: entry for entry in (vmi.status.volume_status if vmi.status else None) or []}
     hotplugged = hotplug_volume_names(vmi, pod)
     statuses: list[VolumeStatus] = []
     for volume in vmi.spec.volumes or []:
-        existing = old.get(volume.name)
+        existing = old.pop(volume.name, None)
         status = (
             existing.model_copy(deep=True)
             if existing is not None
             else VolumeStatus(name=volume.name, target="")
         )
         if volume.name in hotplugged:
-            _hotplug_without_attachment_pod(status, volume, find_pvc)
+            _hotplugged(status, volume, find_pvc, attachments.active, record)
         name = claim_name(volume)
         if name:
             pvc = find_pvc(name)
             if pvc is not None:
                 status.persistent_volume_claim_info = claim_info(pvc, filesystem_overhead(pvc))
         statuses.append(status)
+    for entry in old.values():
+        unplugged = _unplugged(entry, attachments.pods, record)
+        if unplugged is not None:
+            statuses.append(unplugged)
     statuses.sort(key=lambda entry: entry.name)
     return statuses
 
 
-def _hotplug_without_attachment_pod(status: VolumeStatus, volume: Volume, find_pvc: PvcFinder) -> None:
-    """KubeVirt's hotplug branch when no attachment pod exists: the phase follows the claim."""
+def _hotplugged(
+    status: VolumeStatus,
+    volume: Volume,
+    find_pvc: PvcFinder,
+    attachment: Mapping[str, Any] | None,
+    record: EventRecord | None,
+) -> None:
     if status.hotplug_volume is None:
         status.hotplug_volume = HotplugVolumeStatus()
     if volume.memory_dump is not None and status.memory_dump_volume is None:
         status.memory_dump_volume = DomainMemoryDumpInfo(claim_name=volume.name)
+    if attachment is None:
+        _hotplug_without_attachment_pod(status, volume, find_pvc)
+        return
+    meta = View.of(attachment).object("metadata")
+    pod_name = meta.string("name")
+    status.hotplug_volume.attach_pod_name = pod_name
+    # virt-handler takes the claim from this pod's volumes only once its container is ready.
+    status.hotplug_volume.attach_pod_uid = (
+        (meta.string("uid") or None) if _container_ready(attachment) else None
+    )
+    if (status.phase or "") in _CONTROLLER_PHASES:
+        status.phase = VolumePhase.HOTPLUG_VOLUME_ATTACHED_TO_NODE
+        status.reason = SUCCESSFUL_CREATE_POD_REASON
+        status.message = f"Created hotplug attachment pod {pod_name}, for volume {volume.name}"
+        if record is not None:
+            record(status.reason, status.message)
+
+
+def _unplugged(
+    entry: VolumeStatus, attachment_pods: Sequence[Mapping[str, Any]], record: EventRecord | None
+) -> VolumeStatus | None:
+    """The entry of a volume no longer in the spec while an attachment pod still carries it, else None."""
+    pod = next((p for p in attachment_pods if entry.name in _pod_volume_names(p)), None)
+    if pod is None:
+        return None
+    status = entry.model_copy(deep=True)
+    meta = View.of(pod).object("metadata")
+    status.hotplug_volume = HotplugVolumeStatus(
+        attach_pod_name=meta.string("name") or None, attach_pod_uid=meta.string("uid") or None
+    )
+    if status.phase not in _MOUNTED_PHASES:
+        status.phase = VolumePhase.HOTPLUG_VOLUME_DETACHING
+        if meta.get("deletionTimestamp") is not None:
+            status.reason = SUCCESSFUL_DELETE_POD_REASON
+            status.message = f"Deleted hotplug attachment pod {meta.string('name')}, for volume {entry.name}"
+            if record is not None:
+                record(status.reason, status.message)
+    return status
+
+
+def _pod_volume_names(pod: Mapping[str, Any]) -> set[str]:
+    return {volume.string("name") for volume in View.of(pod).object("spec").items("volumes")}
+
+
+def _container_ready(pod: Mapping[str, Any]) -> bool:
+    """KubeVirt's test: the pod's one container reports ready."""
+    statuses = View.of(pod).object("status").items("containerStatuses")
+    return len(statuses) == 1 and statuses[0].boolean("ready")
+
+
+def _hotplug_without_attachment_pod(status: VolumeStatus, volume: Volume, find_pvc: PvcFinder) -> None:
+    """KubeVirt's hotplug branch when no attachment pod carries the hotplugged volumes: the phase
+    follows the claim, unless the volume is Ready already."""
+    assert status.hotplug_volume is not None
     if status.phase == VOLUME_READY:
         return
     status.hotplug_volume.attach_pod_uid = None

@@ -443,6 +443,46 @@ class Cluster:
                         progress = True
 
 
+class FakeVMIVolumes:
+    """virt-api's VMI ``addvolume``/``removevolume`` as the VM controller calls them: each call is
+    recorded, then the VMI's spec changed as virt-api changes it (the volume, hotpluggable, and its disk
+    added, or both removed). While ``fail`` is set, every call raises it instead."""
+
+    def __init__(self, api: FakeApi) -> None:
+        self.api = api
+        self.calls: list[tuple[str, str | None, str, JSON]] = []
+        self.fail: Exception | None = None
+
+    def add_volume(self, namespace: str | None, name: str, options: Mapping[str, Any]) -> None:
+        self._call("add", namespace, name, options)
+
+        def add(vmi: JSON) -> None:
+            source = copy.deepcopy(options["volumeSource"])
+            for kind in source.values():
+                kind["hotpluggable"] = True
+            vmi["spec"].setdefault("volumes", []).append({"name": options["name"], **source})
+            disk = {**copy.deepcopy(options["disk"]), "name": options["name"]}
+            vmi["spec"]["domain"]["devices"].setdefault("disks", []).append(disk)
+
+        self.api.edit(VIRTUAL_MACHINE_INSTANCES, namespace, name, add)
+
+    def remove_volume(self, namespace: str | None, name: str, options: Mapping[str, Any]) -> None:
+        self._call("remove", namespace, name, options)
+
+        def remove(vmi: JSON) -> None:
+            spec = vmi["spec"]
+            spec["volumes"] = [v for v in spec.get("volumes") or [] if v["name"] != options["name"]]
+            devices = spec["domain"]["devices"]
+            devices["disks"] = [d for d in devices.get("disks") or [] if d["name"] != options["name"]]
+
+        self.api.edit(VIRTUAL_MACHINE_INSTANCES, namespace, name, remove)
+
+    def _call(self, action: str, namespace: str | None, name: str, options: Mapping[str, Any]) -> None:
+        self.calls.append((action, namespace, name, copy.deepcopy(dict(options))))
+        if self.fail is not None:
+            raise self.fail
+
+
 class FakeEvents:
     def __init__(self) -> None:
         self.recorded: list[tuple[str, str, str, str]] = []

@@ -33,7 +33,7 @@ from kubevirt.virt_controller.watch.vm import VMController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt_api.core.v1 import VirtualMachineInstance
 
-from .fakes import JSON, Cluster, FakeEvents, FakeQueue
+from .fakes import JSON, Cluster, FakeEvents, FakeQueue, FakeVMIVolumes
 
 NAMESPACE = "default"
 LAUNCHER_IMAGE = "registry.local/virt-launcher:v1.6.6"
@@ -105,9 +105,12 @@ class Controllers:
     errors: list[tuple[str, str, Exception]] = field(default_factory=list)
     queues: dict[str, FakeQueue] = field(default_factory=dict)
     config: ClusterConfig = field(default_factory=ClusterConfig)
+    vmi_volumes: FakeVMIVolumes | None = None
 
     def __post_init__(self) -> None:
         c = self.cluster
+        if self.vmi_volumes is None:
+            self.vmi_volumes = FakeVMIVolumes(c.api)
         c.api.admission.setdefault(VIRTUAL_MACHINE_INSTANCES.plural, vmi_mutator)
         vms, vmis = c.informer(VIRTUAL_MACHINES), c.informer(VIRTUAL_MACHINE_INSTANCES)
         pods, nodes, pvcs = c.informer(PODS), c.informer(NODES), c.informer(PERSISTENT_VOLUME_CLAIMS)
@@ -129,6 +132,7 @@ class Controllers:
             cluster_preference_store=c.informer(VIRTUAL_MACHINE_CLUSTER_PREFERENCES).store,
             revision_store=c.informer(CONTROLLER_REVISIONS).store,
             config=lambda: self.config,
+            vmi_volumes=self.vmi_volumes,
         )
         vms.add_event_handler(self.vm.on_vm_add, self.vm.on_vm_update, self.vm.on_vm_delete)
         vmis.add_event_handler(self.vm.on_vmi_add, self.vm.on_vmi_update, self.vm.on_vmi_delete)
@@ -149,6 +153,7 @@ class Controllers:
         vmis.add_event_handler(self.vmi.on_vmi_add, self.vmi.on_vmi_update, self.vmi.on_vmi_delete)
         pods.add_event_handler(self.vmi.on_pod_add, self.vmi.on_pod_update, self.vmi.on_pod_delete)
         pvcs.add_event_handler(self.vmi.on_pvc_add, self.vmi.on_pvc_update, self.vmi.on_pvc_delete)
+        vms.add_event_handler(self.vmi.on_vm_add, self.vmi.on_vm_update, self.vmi.on_vm_delete)
         self.rs = ReplicaSetController(
             api=c.api,
             events=self.events,
