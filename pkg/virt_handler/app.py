@@ -46,6 +46,8 @@ from kubevirt.virt_handler.domain_cache import DomainCache
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.domain_notify import DomainNotify
 from kubevirt.virt_handler.heartbeat import Heartbeat
+from kubevirt.virt_handler.hotplug_disk.layout import MOUNT_STATE_DIR as HOTPLUG_MOUNT_STATE_DIR
+from kubevirt.virt_handler.hotplug_disk.mounter import HotplugMounter
 from kubevirt.virt_handler.ksm import KsmHandler
 from kubevirt.virt_handler.migratable import MigratabilityFacts
 from kubevirt.virt_handler.migration import MIGRATION_TARGET_NODE_NAME_LABEL, MigrationSource, MigrationTarget
@@ -86,6 +88,8 @@ class Options:
     host_pods_dir: Path = Path("/var/lib/kubelet/pods")
     # What was mounted for which VMI, kept across restarts of the handler.
     mount_state_dir: Path = Path(pod_paths.CONTAINER_DISK_MOUNT_STATE_DIR)
+    # The same for hotplugged volumes (KubeVirt's hotplug-volume-mount-state).
+    hotplug_mount_state_dir: Path = Path(HOTPLUG_MOUNT_STATE_DIR)
     workers: int = VM_CONTROLLER_WORKERS
     device_plugins_dir: Path = DEFAULT_DEVICE_PLUGINS_DIR
     max_devices: int = DEFAULT_MAX_DEVICES
@@ -178,6 +182,11 @@ class VirtHandler:
             domain_events=self._domain_events,
             migration_source=MigrationSource(**roles),
             mounter=self._mounter,
+            hotplug=HotplugMounter(
+                pods_dir=options.pods_dir,
+                host_pods_dir=options.host_pods_dir,
+                state_dir=options.hotplug_mount_state_dir,
+            ),
             notify=DomainNotify(domain_cache, self._notify_pipes),
             ownership=ownership,
             config=self._config.current,

@@ -12,6 +12,7 @@ write, is in :mod:`.ready`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from kubevirt.virt_handler.migratable import MigratabilityFacts, update_live_migratable
 from kubevirt.virt_handler.status_conditions import conditions_of, find_condition, remove_condition
@@ -159,9 +160,27 @@ def update_agent_connected(status: JSON, domain: JSON | None, now: Callable[[], 
         ]
 
 
+def update_selinux_context(status: JSON, selinux_present: bool) -> None:
+    """``selinuxContext``: KubeVirt's "none" on a host without SELinux (virt-controller renders hotplug
+    attachment pods only once it is set). On an SELinux host it would be the launcher's context, which this
+    project does not read yet: the field is left as it is."""
+    if not selinux_present:
+        status["selinuxContext"] = "none"
+
+
+def selinux_present(root: Path = Path("/sys/fs/selinux")) -> bool:
+    """Whether the host runs SELinux (its filesystem is mounted)."""
+    return (root / "enforce").exists()
+
+
+# Read once: a host does not gain or lose SELinux while virt-handler runs.
+_SELINUX_PRESENT = selinux_present()
+
+
 def apply_domain(vmi: JSON, domain: JSON | None, facts: MigratabilityFacts, now: Callable[[], str]) -> None:
     """Every domain-derived field and condition of ``vmi["status"]``, in KubeVirt's order."""
     status = vmi["status"]
+    update_selinux_context(status, _SELINUX_PRESENT)
     update_volume_targets(status, domain)
     update_fs_freeze(status, domain)
     update_machine(status, domain)

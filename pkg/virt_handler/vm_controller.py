@@ -8,7 +8,9 @@ VMI is final or deleted; or sync the VMI into the launcher (start it). The domai
 conditions, and ``Ready`` with the first Running, see :mod:`.ready`) with a resourceVersion-guarded
 update, only when it changed. A launcher that is gone or that the watchdog marked unresponsive fails its
 VMI. Before the first sync the VMI's containerDisks are mounted into its pod (once their containers are
-up); the mounts go when the VMI is final, or deleted and its launcher gone.
+up); the mounts go when the VMI is final, or deleted and its launcher gone. Hotplugged volumes are put
+into the pod before each sync (a starting VMI waits for them) and taken out once they left the spec and
+the domain (see :mod:`.hotplug_disk`); their ``volumeStatus`` phases follow (:mod:`.hotplug_disk.status`).
 
 A domain a sync just started is thus reported by the next reconcile, which its launcher's domain event
 queues. The launcher's client is kept per VMI across reconciles (see :mod:`.launcher_clients`), and
@@ -42,6 +44,14 @@ from kubevirt.virt_handler import shutdown
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.domain_notify import DomainNotify
+from kubevirt.virt_handler.hotplug_disk import status as hotplug_status
+from kubevirt.virt_handler.hotplug_disk.layout import HotplugVolumeError
+from kubevirt.virt_handler.hotplug_disk.mounter import (
+    HotplugMounter,
+    LauncherPod,
+    domain_disk_names,
+    volumes_to_keep,
+)
 from kubevirt.virt_handler.launcher_clients import LauncherClients
 from kubevirt.virt_handler.launcher_sockets import (
     SocketLookupError,
@@ -54,7 +64,7 @@ from kubevirt.virt_handler.migratable import MigratabilityFacts
 from kubevirt.virt_handler.migration import MigrationSource
 from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError
-from kubevirt.virt_handler.pod_sockets import launcher_socket_identity
+from kubevirt.virt_handler.pod_sockets import launcher_pid, launcher_socket_identity
 from kubevirt.virt_handler.ready import set_ready_with_running
 from kubevirt.virt_handler.status import apply_domain
 from kubevirt.virt_handler.vm_options import virtual_machine_options
@@ -70,6 +80,8 @@ RESYNC_SECONDS = 5.0
 RUNNING_RESYNC_SECONDS = 30.0
 # A launcher whose socket never appears within this time is unresponsive (KubeVirt's 3 minutes).
 LAUNCHER_START_TIMEOUT_SECONDS = 180.0
+# While a hotplugged volume has no disk in the domain yet, the VMI is looked at again this soon (KubeVirt's).
+HOTPLUG_REFRESH_SECONDS = 1.0
 
 
 class Network(Protocol):
@@ -96,6 +108,8 @@ class _Outcome:
     disconnected: bool = False
     # The call failed on the connection, not in the launcher: the next reconcile dials again.
     redial: bool = False
+    # The hotplugged volumes in the launcher pod as this sync left them; None when it did not look.
+    mounted: frozenset[str] | None = None
 
 
 def _now() -> str:
@@ -154,6 +168,7 @@ class VMController:
         domain_events: DomainEventLog | None = None,
         migration_source: MigrationSource | None = None,
         mounter: Mounter | None = None,
+        hotplug: HotplugMounter | None = None,
         notify: DomainNotify | None = None,
         ownership: PodOwnership | None = None,
         config: Callable[[], ClusterConfig] = ClusterConfig,
@@ -172,6 +187,7 @@ class VMController:
         self._domain_events = domain_events or DomainEventLog()
         self._migration_source = migration_source
         self._mounter = mounter
+        self._hotplug = hotplug
         self._notify = notify
         self._ownership = ownership
         self._log = get_logger()
@@ -272,7 +288,7 @@ class VMController:
         if outcome.domain is not None and not phases.domain_alive(outcome.domain):
             with self._lock:
                 self._last_down[uid] = outcome.domain
-        self._update_status(key, vmi, outcome.domain, outcome.error)
+        self._update_status(key, vmi, outcome.domain, outcome.error, mounted=outcome.mounted)
         if outcome.requeue is not None:
             raise RequeueAfter(outcome.requeue)
         if outcome.error is not None or vmi["status"].get("phase") != VirtualMachineInstancePhase.RUNNING:
@@ -401,13 +417,20 @@ class VMController:
             # The disks must be in the pod before the launcher builds the domain on them.
             if domain is None and self._mounter is not None and not self._mounter.mount(vmi, self._node):
                 return _Outcome(requeue=SOCKET_WAIT_SECONDS)
+            self._mount_hotplug(vmi, socket)
+            if domain is None and not hotplug_status.hotplug_volumes_ready(vmi):
+                # KubeVirt's rule: a VMI starting with hotplugged volumes is defined with them in its pod.
+                return _Outcome(requeue=HOTPLUG_REFRESH_SECONDS, mounted=self._hotplug_mounted(vmi))
             if domain is None and self._ownership is not None:
                 # A non-root launcher opens its devices and disks as its own user.
                 self._ownership.claim(vmi, socket)
             launcher.sync_vmi(vmi, virtual_machine_options(vmi, self._config()))
             if domain is None:
                 self._events.event(vmi, "Normal", "Created", "VirtualMachineInstance defined.")
-            return _Outcome(domain)
+            elif self._hotplug is not None:
+                # Volumes that left the spec go once the domain (as read before this sync) lost their disks.
+                self._hotplug.unmount(vmi, volumes_to_keep(vmi, domain))
+            return self._synced(vmi, domain)
         except LauncherDisconnectedError:
             # The launcher went away while stopping its domain: that is what stopping does.
             if stopping:
@@ -427,22 +450,66 @@ class VMController:
             )
             self._events.event(vmi, "Warning", "SyncFailed", str(err))
             return _Outcome(error=str(err))
+        except HotplugVolumeError as err:
+            # KubeVirt's handler fails the sync: the launcher is not synced until the volume is fixed or
+            # removed from the spec. What is in place is still reported.
+            self._log.error("hotplugged volumes failed", name=vmi["metadata"]["name"], reason=str(err))
+            self._events.event(vmi, "Warning", "SyncFailed", str(err))
+            return _Outcome(domain, error=str(err), mounted=self._hotplug_mounted(vmi))
+
+    def _mount_hotplug(self, vmi: JSON, socket: Path) -> None:
+        """Puts the VMI's hotplugged volumes into its launcher pod; a claim missing its image is a
+        warning event (KubeVirt's ``HotplugFailed``), what is refused raises."""
+        if self._hotplug is None:
+            return
+        pod = LauncherPod(uid=pod_uid_of(self._pods_dir, socket), pid=lambda: launcher_pid(socket))
+        for warning in self._hotplug.mount(vmi, pod):
+            self._events.event(vmi, "Warning", hotplug_status.HOTPLUG_FAILED_REASON, warning)
+
+    def _hotplug_mounted(self, vmi: JSON) -> frozenset[str] | None:
+        if self._hotplug is None:
+            return None
+        try:
+            return self._hotplug.mounted(vmi)
+        except HotplugVolumeError as err:
+            self._log.error("reading hotplug mounts failed", name=vmi["metadata"]["name"], reason=str(err))
+            return None
+
+    def _synced(self, vmi: JSON, domain: JSON | None) -> _Outcome:
+        """A synced VMI's outcome: while a hotplugged volume is not in the domain yet, look again soon."""
+        if self._hotplug is None:
+            return _Outcome(domain)
+        refresh = hotplug_status.needs_refresh(vmi, domain_disk_names(domain))
+        return _Outcome(
+            domain,
+            mounted=self._hotplug_mounted(vmi),
+            requeue=HOTPLUG_REFRESH_SECONDS if refresh else None,
+        )
 
     def _unmount(self, vmi_uid: str) -> None:
-        if self._mounter is None or not vmi_uid:
+        if not vmi_uid:
             return
         try:
-            self._mounter.unmount(vmi_uid)
+            if self._mounter is not None:
+                self._mounter.unmount(vmi_uid)
+            if self._hotplug is not None:
+                self._hotplug.unmount_all(vmi_uid)
         except ContainerDiskError as err:
             self._log.error("unmounting container disks failed", vmi_uid=vmi_uid, reason=str(err))
+            raise RequeueAfter(RESYNC_SECONDS) from None
+        except HotplugVolumeError as err:
+            self._log.error("unmounting hotplugged volumes failed", vmi_uid=vmi_uid, reason=str(err))
             raise RequeueAfter(RESYNC_SECONDS) from None
 
     def _unmount_recorded(self, key: str, *, keep: str | None) -> None:
         """Unmounts what is recorded for VMIs called ``key`` other than the one with UID ``keep``."""
-        if self._mounter is None:
-            return
         namespace, name = split_key(key)
-        for uid in self._mounter.recorded(namespace or "", name):
+        uids: set[str] = set()
+        if self._mounter is not None:
+            uids.update(self._mounter.recorded(namespace or "", name))
+        if self._hotplug is not None:
+            uids.update(self._hotplug.recorded(namespace or "", name))
+        for uid in sorted(uids):
             if uid != keep:
                 self._unmount(uid)
 
@@ -472,14 +539,21 @@ class VMController:
         error: str | None,
         *,
         launcher_unresponsive: bool = False,
+        mounted: frozenset[str] | None = None,
     ) -> None:
         original = copy.deepcopy(vmi["status"])
         status = vmi["status"]
         current = status.get("phase") or ""
         not_started = domain is None and current == VirtualMachineInstancePhase.SCHEDULED
-        if not_started and error is None and not launcher_unresponsive:
+        if (
+            not_started
+            and error is None
+            and not launcher_unresponsive
+            and not hotplug_status.would_change(vmi, mounted)
+        ):
             # Not started as far as this sync saw: the write that reports the started domain (Running)
-            # carries the derived fields too, so a start costs virt-handler one VMI write.
+            # carries the derived fields too, so a start costs virt-handler one VMI write. A hotplugged
+            # volume now in the pod is written at once: the start waits for it.
             return
         if domain is not None:
             if interfaces := interfaces_from_domain(domain):
@@ -490,6 +564,7 @@ class VMController:
                 status["guestOSInfo"] = info
         status["nodeName"] = status.get("nodeName") or self._node
         apply_domain(vmi, domain, self._migratability_facts, _now)
+        volume_events = hotplug_status.update_hotplug_volumes(vmi, mounted)
         if error is None or domain is not None:
             new_phase = phases.phase_from_domain(
                 current,
@@ -540,6 +615,8 @@ class VMController:
             self._replaced[key] = version
         if new_phase != current:
             self._phase_event(vmi, new_phase)
+        for reason, message in volume_events:
+            self._events.event(vmi, "Normal", reason, message)
 
     def _phase_event(self, vmi: JSON, phase: str) -> None:
         if phase == VirtualMachineInstancePhase.RUNNING:

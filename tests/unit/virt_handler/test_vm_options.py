@@ -127,7 +127,9 @@ def _vmi() -> JSON:
         },
         "status": {
             "volumeStatus": [
-                {"name": "data", "target": "vda", "persistentVolumeClaimInfo": {"preallocated": True}}
+                {"name": "data", "target": "vda", "persistentVolumeClaimInfo": {"preallocated": True}},
+                # Every volume has a status (KubeVirt's converter leaves out a disk without one).
+                {"name": "thin", "target": "vdb", "persistentVolumeClaimInfo": {}},
             ]
         },
     }

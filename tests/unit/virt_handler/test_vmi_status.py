@@ -320,3 +320,15 @@ def test_a_volume_without_a_disk_in_the_domain_keeps_an_empty_target() -> None:
     status: JSON = {"volumeStatus": [{"name": "data", "target": "vdb"}, {"name": "rootdisk"}]}
     vmi_status.update_volume_targets(status, None)
     assert status["volumeStatus"] == [{"name": "data", "target": ""}, {"name": "rootdisk", "target": ""}]
+
+
+def test_selinux_context_is_none_without_selinux_and_left_alone_with_it(tmp_path: Path) -> None:
+    status: dict[str, Any] = {}
+    vmi_status.update_selinux_context(status, selinux_present=False)
+    assert status == {"selinuxContext": "none"}
+    kept = {"selinuxContext": "system_u:system_r:container_t:s0:c1,c2"}
+    vmi_status.update_selinux_context(kept, selinux_present=True)
+    assert kept == {"selinuxContext": "system_u:system_r:container_t:s0:c1,c2"}
+    assert vmi_status.selinux_present(tmp_path) is False
+    (tmp_path / "enforce").write_text("1")
+    assert vmi_status.selinux_present(tmp_path) is True
