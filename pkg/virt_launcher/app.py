@@ -337,6 +337,7 @@ class Launcher:
             ephemeral_disk_dir=cfg.ephemeral_disk_dir,
             private_dir=cfg.private_dir,
             empty_disk_dir=empty_disk_dir,
+            hotplug_disk_dir=cfg.hotplug_disk_dir,
         )
         return PodStorage(dirs, disk_memory_limit=cfg.disk_memory_limit)
 

@@ -56,6 +56,9 @@ def event_type_for(event: int, detail: int) -> str:
     return MODIFIED
 
 
+_DEVICE_EVENTS = (libvirt.VIR_DOMAIN_EVENT_ID_DEVICE_ADDED, libvirt.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED)
+
+
 class DomainEventForwarder:
     """Watches this launcher's domain and reports every change (to virt-handler, and to listeners)."""
 
@@ -86,6 +89,10 @@ class DomainEventForwarder:
         self._callback_ids.append(
             conn.domainEventRegisterAny(None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
         )
+        # A disk hotplugged or unplugged changes the domain virt-handler reports volume status from (an
+        # unplug may complete in the guest after the detach call returned).
+        for event_id in _DEVICE_EVENTS:
+            self._callback_ids.append(conn.domainEventRegisterAny(None, event_id, self._on_device, None))
 
     def stop(self) -> None:
         for callback_id in self._callback_ids:
@@ -103,6 +110,11 @@ class DomainEventForwarder:
         name = dom.name()
         if self._manager.owns(name):  # a shared libvirt also reports other launchers' domains
             self._queue.put((name, event_type_for(event, detail)))
+
+    def _on_device(self, conn: Any, dom: libvirt.virDomain, alias: str, opaque: Any) -> None:
+        name = dom.name()
+        if self._manager.owns(name):
+            self._queue.put((name, MODIFIED))
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:

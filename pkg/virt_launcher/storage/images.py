@@ -14,7 +14,14 @@ from typing import Any
 from kubevirt import emptydisk, host_disk
 from kubevirt.container_disk import images as container_disk
 from kubevirt.ephemeral_disk import DiskImageError
-from kubevirt.virt_launcher.storage.request import Step, StorageDirs, names, quantity, sources
+from kubevirt.virt_launcher.storage.request import (
+    Step,
+    StorageDirs,
+    hotplugged,
+    names,
+    quantity,
+    sources,
+)
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 from kubevirt_api.view import View, VMIView
 
@@ -69,7 +76,10 @@ def empty_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
 
 def host_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
     steps: list[Step] = []
+    hotplug = hotplugged(vmi)
     for _, name, source in sources(vmi, "hostDisk"):
+        if name in hotplug:
+            continue
         path = source.string("path", required=True)
         capacity = quantity(source, "capacity")
         disk_type = source.string("type")
@@ -78,8 +88,16 @@ def host_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
 
 
 def block_volumes(dirs: StorageDirs, vmi: VMIView) -> frozenset[str]:
-    """The PVC and DataVolume volumes the pod has as block devices (``/dev/<volume>``)."""
-    return frozenset(name for key in _CLAIMS for _, name, _ in sources(vmi, key) if _is_block(dirs, name))
+    """The PVC and DataVolume volumes the pod has as block devices: ``/dev/<volume>``, and for a
+    hotplugged volume ``<hotplug disk dir>/<volume>`` once virt-handler made its node (until then, and
+    for a filesystem volume's ``<volume>.img``, it counts as a filesystem volume, as in KubeVirt)."""
+    hotplug = hotplugged(vmi)
+    return frozenset(
+        name
+        for key in _CLAIMS
+        for _, name, _ in sources(vmi, key)
+        if (_is_hotplug_block(dirs, name) if name in hotplug else _is_block(dirs, name))
+    )
 
 
 def pvc_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
@@ -160,6 +178,15 @@ def _is_block(dirs: StorageDirs, name: str) -> bool:
     if not stat.S_ISBLK(mode):
         raise StoragePreparationError(f"volume {name}: found {path}, but it's not a block device")
     return True
+
+
+def _is_hotplug_block(dirs: StorageDirs, name: str) -> bool:
+    """Whether virt-handler made a block device node for the hotplugged volume (anything else, or nothing
+    yet, is no block device: KubeVirt's ``isHotplugBlockDeviceVolume`` reports no error)."""
+    try:
+        return stat.S_ISBLK(os.lstat(dirs.hotplug_disk_dir / name).st_mode)
+    except OSError:
+        return False
 
 
 def _claim_size(info: View, name: str) -> int:

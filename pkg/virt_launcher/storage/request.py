@@ -27,6 +27,7 @@ class StorageDirs:
     empty_disk_dir: Path = Path(pod_paths.EMPTY_DISK_DIR)  # in libvirt's runtime directory
     service_account_dir: Path = Path("/var/run/secrets/kubernetes.io/serviceaccount")
     block_device_dir: Path = Path("/dev")
+    hotplug_disk_dir: Path = Path(pod_paths.HOTPLUG_DISK_DIR)  # virt-handler's, for hotplugged volumes
 
     @property
     def host_disk_dir(self) -> Path:
@@ -64,6 +65,12 @@ def sources(vmi: VMIView, kind: str) -> list[tuple[int, str, View]]:
         for index, volume in enumerate(volumes(vmi))
         if volume.has(kind)
     ]
+
+
+def hotplugged(vmi: VMIView) -> set[str]:
+    """The hotplugged volumes (a status entry with ``hotplugVolume``): virt-handler provides their disks,
+    so the pod's storage makes nothing for them."""
+    return {str(entry.get("name")) for entry in vmi.volume_statuses() if entry.has("hotplugVolume")}
 
 
 def names(entries: list[View]) -> set[str]:

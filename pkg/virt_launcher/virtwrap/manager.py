@@ -27,6 +27,12 @@ from kubevirt.virt_launcher.virtwrap.errors import (
     ManagerError,
     WrongStateError,
 )
+from kubevirt.virt_launcher.virtwrap.hotplug_disks import (
+    hotplugged_volumes,
+    is_hotplug_disk,
+    sync_disks,
+    sync_key,
+)
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
 from kubevirt.virt_launcher.virtwrap.stats import domain_stats
 from kubevirt.virt_launcher.virtwrap.timestamps import format_time, now
@@ -70,6 +76,9 @@ class DomainManager:
         self._converter = converter
         self._node = node or NodeFacts(slotless_max_memory=accepts_slotless_max_memory(conn.getLibVersion()))
         self._user_paused: set[str] = set()
+        # The inputs of the last hotplug pass that left nothing to do (see hotplug_disks.sync_key).
+        self._hotplug_settled = ""
+        self._unplugging: set[str] = set()  # devices detached that the guest may not have let go of yet
         self._lock = threading.RLock()
         self._notify_change = on_domain_change or (lambda: None)
         self._log = get_logger(component=COMPONENT)
@@ -123,6 +132,7 @@ class DomainManager:
     def sync_vmi(self, facts: VMIFacts, options: Any = None) -> None:
         with self._lock:
             dom = self.lookup(facts.domain_name)
+            defined = dom is None
             if dom is None:
                 # Marks where the handler's first sync arrives (the density benchmark reads it).
                 self._log.info("preparing the domain", domain=facts.domain_name)
@@ -148,7 +158,30 @@ class DomainManager:
             ):
                 with libvirt_errors(f"resuming domain {facts.domain_name}"):
                     dom.resume()
+            if not defined:  # a domain defined now has every hotplugged disk that is ready
+                self._sync_hotplug_disks(dom, facts, options)
             self._sync_grace_period(dom, facts)
+
+    def _sync_hotplug_disks(self, dom: libvirt.virDomain, facts: VMIFacts, options: Any) -> None:
+        """Attach the hotplugged disks the VMI has that the running domain lacks, detach those it no longer
+        has (KubeVirt's ``syncDisks``). The VMI is converted again only when something it depends on
+        changed since a pass that left nothing to do."""
+        with libvirt_errors(f"reading domain {facts.domain_name}"):
+            if not dom.isActive():
+                return  # only a running domain takes disks live; a defined one has them from its definition
+            live = api.Domain.from_xml(dom.XMLDesc(0)).devices.disks
+        if not hotplugged_volumes(facts.view) and not any(is_hotplug_disk(disk) for disk in live):
+            return
+        key = sync_key(facts.view, options, live)
+        if key == self._hotplug_settled:
+            return
+        wanted = api.Domain.from_xml(self.render_domain(facts, options)).devices.disks
+        log = self._log.bind(domain=facts.domain_name)
+        result = sync_disks(dom, live, wanted, log, unplugging=self._unplugging)
+        if result.changed:
+            self._notify_change()
+        # What changed is checked once more on the next pass (a detach may complete later, in the guest).
+        self._hotplug_settled = "" if result.changed or result.waiting else key
 
     def render_domain(self, facts: VMIFacts, options: Any) -> str:
         """The domain XML for a VMI on this node, KubeVirt's metadata included."""

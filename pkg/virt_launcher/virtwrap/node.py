@@ -3,8 +3,9 @@
 The converter is pure and node-agnostic. virt-launcher decides once whether QEMU's TCG emulation is
 used (:func:`decide_emulation`), learns from libvirt whether it takes memory hotplug room without slots,
 and, once the domain is built, probes the few device facts the node holds: whether each disk image
-opens with O_DIRECT (cache ``none`` needs it) and the MTU of each tap device the pod network prepared
-(:func:`probe_devices`); the pod network's taps come in as facts too (:class:`PodTap`). The steps in
+opens with O_DIRECT (cache ``none`` needs it) and is preallocated (``io=native`` suits it), and the MTU
+of each tap device the pod network prepared (:func:`probe_devices`); the pod network's taps come in as
+facts too (:class:`PodTap`). The steps in
 :data:`NODE_STEPS` then change the domain model, never its XML.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ _HOST_CPU_MODES = {"host-model", "host-passthrough"}
 # libvirt 10.0 is the first to accept <maxMemory> without a slot count (KubeVirt's virtio-mem room).
 SLOTLESS_MAX_MEMORY_SINCE = 10_000_000
 SYS_CLASS_NET = Path("/sys/class/net")
+_QCOW2_MAGIC = b"QFI\xfb"
+_QCOW2_HEADER = 32  # through the virtual size (bytes 24-31, big-endian)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,8 +50,10 @@ class NodeFacts:
     does not, the guest runs without memory hotplug rather than not at all.
     ``ovmf_dir``: where the EFI firmware is on this node (empty: the converter's default).
     ``direct_io``: for each disk image that exists, whether it opens with O_DIRECT.
+    ``preallocated``: for each disk image file that exists, whether all of it is allocated.
     ``tap_mtus``: the MTU of each tap device the domain's interfaces use, where it is known.
-    ``block_volumes``: the PVC and DataVolume volumes the pod has as block devices (``/dev/<volume>``).
+    ``block_volumes``: the PVC and DataVolume volumes the pod has as block devices (``/dev/<volume>``, or
+    for a hotplugged volume a device node in the hotplug directory).
     ``pod_taps``: the tap devices the pod network prepared for the domain's interfaces.
     """
 
@@ -55,6 +61,7 @@ class NodeFacts:
     slotless_max_memory: bool = True
     ovmf_dir: str = ""
     direct_io: Mapping[str, bool] = dataclasses.field(default_factory=dict)
+    preallocated: Mapping[str, bool] = dataclasses.field(default_factory=dict)
     tap_mtus: Mapping[str, int] = dataclasses.field(default_factory=dict)
     block_volumes: frozenset[str] = frozenset()
     pod_taps: tuple[PodTap, ...] = ()
@@ -65,6 +72,7 @@ class NodeFacts:
             "slotless_max_memory": self.slotless_max_memory,
             "ovmf_dir": self.ovmf_dir,
             "direct_io": dict(self.direct_io),
+            "preallocated": dict(self.preallocated),
             "tap_mtus": dict(self.tap_mtus),
             "block_volumes": sorted(self.block_volumes),
             "pod_taps": [dataclasses.asdict(tap) for tap in self.pod_taps],
@@ -77,6 +85,7 @@ class NodeFacts:
             slotless_max_memory=bool(data.get("slotless_max_memory", True)),
             ovmf_dir=str(data.get("ovmf_dir") or ""),
             direct_io={str(k): bool(v) for k, v in (data.get("direct_io") or {}).items()},
+            preallocated={str(k): bool(v) for k, v in (data.get("preallocated") or {}).items()},
             tap_mtus={str(k): int(v) for k, v in (data.get("tap_mtus") or {}).items()},
             block_volumes=frozenset(str(v) for v in data.get("block_volumes") or ()),
             pod_taps=tuple(PodTap(**tap) for tap in data.get("pod_taps") or ()),
@@ -114,6 +123,28 @@ def supports_direct_io(path: str) -> bool:
     return True
 
 
+def is_preallocated(path: str) -> bool:
+    """KubeVirt's ``IsPreAllocated``: the image's virtual size fits in what the file occupies on disk (a
+    qcow2 image's virtual size is in its header, a raw image's is the file's size)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        header = os.read(fd, _QCOW2_HEADER)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    virtual = info.st_size
+    if len(header) == _QCOW2_HEADER and header.startswith(_QCOW2_MAGIC):
+        virtual = int.from_bytes(header[24:32], "big")
+    return virtual <= info.st_blocks * 512
+
+
 def _disk_path(disk: api.Disk) -> str | None:
     return disk.source.file or disk.source.dev
 
@@ -124,13 +155,18 @@ def probe_devices(
     *,
     sys_class_net: Path = SYS_CLASS_NET,
     direct_io: Callable[[str], bool] = supports_direct_io,
+    preallocated: Callable[[str], bool] = is_preallocated,
 ) -> NodeFacts:
     """``node`` with the facts about the domain's disk images and tap devices read from this node."""
     disks: dict[str, bool] = dict(node.direct_io)
+    allocated: dict[str, bool] = dict(node.preallocated)
     for disk in domain.devices.disks:
         path = _disk_path(disk)
         if path and path not in disks and os.path.exists(path):
             disks[path] = direct_io(path)
+        file = disk.source.file
+        if file and file not in allocated and file in disks:
+            allocated[file] = preallocated(file)
     mtus: dict[str, int] = dict(node.tap_mtus)
     for interface in domain.devices.interfaces:
         device = interface.target.dev if interface.target is not None else None
@@ -141,7 +177,7 @@ def probe_devices(
             text = (sys_class_net / device / "mtu").read_text().strip()
         if text.isdigit():
             mtus[device] = int(text)
-    return dataclasses.replace(node, direct_io=disks, tap_mtus=mtus)
+    return dataclasses.replace(node, direct_io=disks, preallocated=allocated, tap_mtus=mtus)
 
 
 # -- the steps: each fits one part of the domain model to the node -----------------------------------
@@ -182,6 +218,18 @@ def choose_disk_cache_modes(domain: api.Domain, node: NodeFacts) -> None:
             driver.cache = "none"
 
 
+def choose_disk_io_modes(domain: api.Domain, node: NodeFacts) -> None:
+    """Linux native AIO for a block device or a preallocated image opened with O_DIRECT (cache ``none``)
+    whose IO mode the VMI leaves open, as KubeVirt's ``SetOptimalIOMode``."""
+    for disk in domain.devices.disks:
+        driver = disk.driver
+        if driver is None or driver.io or driver.cache != "none":
+            continue
+        file = disk.source.file
+        if (not file and disk.source.dev) or (file and node.preallocated.get(file)):
+            driver.io = "native"
+
+
 def adopt_tap_mtus(domain: api.Domain, node: NodeFacts) -> None:
     """An interface without an MTU of its own takes its tap device's."""
     for interface in domain.devices.interfaces:
@@ -204,6 +252,7 @@ NODE_STEPS: tuple[NodeStep, ...] = (
     attach_pod_taps,
     emulate_cpu,
     choose_disk_cache_modes,
+    choose_disk_io_modes,
     adopt_tap_mtus,
     drop_slotless_max_memory,
 )

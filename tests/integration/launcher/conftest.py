@@ -152,6 +152,51 @@ sync
 echo DISKS-CHECKED > /dev/ttyS0
 while true; do sleep 1; done
 """
+# A guest that watches its disks come and go (hotplug): virtio-blk and virtio-scsi with SCSI disks, and
+# what sd_mod needs, in this order. It prints each disk that appears (its size and the capital letters
+# its first bytes hold) and each one that goes.
+HOTPLUG_GUEST_MODULES = (
+    "drivers/scsi/scsi_common.ko",
+    "drivers/scsi/scsi_mod.ko",
+    "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
+    "drivers/virtio/virtio_pci_modern_dev.ko",
+    "drivers/virtio/virtio_pci_legacy_dev.ko",
+    "drivers/virtio/virtio_pci.ko",
+    "drivers/block/virtio_blk.ko",
+    "drivers/scsi/virtio_scsi.ko",
+    "crypto/crct10dif_common.ko",
+    "lib/crc-t10dif.ko",
+    "lib/crc64.ko",
+    "lib/crc64-rocksoft.ko",
+    "block/t10-pi.ko",
+    "drivers/scsi/sd_mod.ko",
+)
+HOTPLUG_WATCHING = "HOTPLUG-WATCHING"
+HOTPLUG_GUEST_INIT = f"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mkdir -p /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t sysfs sysfs /sys
+for module in $(cat /lib/modules/order); do insmod /lib/modules/$module; done
+echo {HOTPLUG_WATCHING} > /dev/ttyS0
+known=""
+while true; do
+  now=$(cd /sys/block && ls -d sd* vd* 2>/dev/null | tr '\\n' ' ')
+  for disk in $now; do
+    case " $known " in *" $disk "*) ;; *)
+      size=$(blockdev --getsize64 /dev/$disk)
+      echo "DISK-ADDED $disk size=$size head=$(head -c 32 /dev/$disk | tr -cd 'A-Z-')" > /dev/ttyS0;;
+    esac
+  done
+  for disk in $known; do
+    case " $now " in *" $disk "*) ;; *) echo "DISK-REMOVED $disk" > /dev/ttyS0;; esac
+  done
+  known="$now"
+  sleep 0.3
+done
+"""
 LAUNCHER = shutil.which("virt-launcher") or str(Path(sys.executable).parent / "virt-launcher")
 
 
@@ -320,6 +365,15 @@ def disk_test_guest() -> Path:
     key = hashlib.sha256("\n".join([DISK_GUEST_INIT, *DISK_GUEST_MODULES]).encode()).hexdigest()[:12]
     return build_test_guest(
         CACHE / f"test-guest-disks-{key}", init=DISK_GUEST_INIT, modules=DISK_GUEST_MODULES
+    )
+
+
+@pytest.fixture(scope="session")
+def hotplug_test_guest() -> Path:
+    """The test guest reporting the disks that appear and disappear (HOTPLUG_GUEST_INIT)."""
+    key = hashlib.sha256("\n".join([HOTPLUG_GUEST_INIT, *HOTPLUG_GUEST_MODULES]).encode()).hexdigest()[:12]
+    return build_test_guest(
+        CACHE / f"test-guest-hotplug-{key}", init=HOTPLUG_GUEST_INIT, modules=HOTPLUG_GUEST_MODULES
     )
 
 

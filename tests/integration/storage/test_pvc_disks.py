@@ -21,8 +21,10 @@ def dirs(tmp_path: Path) -> StorageDirs:
         ephemeral_disk_dir=tmp_path / "ephemeral",
         private_dir=tmp_path / "private",
         block_device_dir=tmp_path / "dev",
+        hotplug_disk_dir=tmp_path / "hotplug-disks",
     )
     result.block_device_dir.mkdir()
+    result.hotplug_disk_dir.mkdir()
     for name in ("fs", "dv"):
         (result.host_disk_dir / name).mkdir(parents=True)
     return result
@@ -73,6 +75,40 @@ def test_block_hotplugged_and_unreported_claims_are_left_alone(dirs: StorageDirs
     )
     PodStorage(dirs).prepare(VMIView(document))
     assert list(dirs.host_disk_dir.rglob("disk.img")) == []
+
+
+def hotplugged(*names: str) -> VMIView:
+    """The claims with their status as virt-controller writes it for hotplugged volumes."""
+    document = dict(vmi({}).data)
+    document["status"]["volumeStatus"] = [
+        {"name": name, "phase": "MountedToPod", "hotplugVolume": {"attachPodName": f"hp-volume-{name}"}}
+        for name in names
+    ]
+    return VMIView(document)
+
+
+def test_hotplugged_block_devices_are_the_nodes_virt_handler_makes(dirs: StorageDirs) -> None:
+    storage = PodStorage(dirs)
+    assert storage.block_volumes(hotplugged("fs", "dv")) == frozenset()  # nothing there yet: no error
+    os.mknod(dirs.hotplug_disk_dir / "dv", stat.S_IFBLK | 0o600, os.makedev(7, 0))
+    (dirs.hotplug_disk_dir / "fs.img").write_bytes(b"")
+    (dirs.hotplug_disk_dir / "fs").mkdir()  # not a device: a filesystem volume, as in KubeVirt
+    assert storage.block_volumes(hotplugged("fs", "dv")) == frozenset({"dv"})
+    # A hotplugged volume is never looked for under /dev, whatever is there.
+    (dirs.block_device_dir / "fs").symlink_to("/dev/sda")
+    assert storage.block_volumes(hotplugged("fs", "dv")) == frozenset({"dv"})
+
+
+def test_nothing_is_made_for_hotplugged_volumes(dirs: StorageDirs) -> None:
+    document = dict(hotplugged("fs", "dv", "host").data)
+    document["spec"]["volumes"].append(
+        {"name": "host", "hostDisk": {"path": "/data/host.img", "type": "DiskOrCreate", "capacity": "1Mi"}}
+    )
+    for entry in document["status"]["volumeStatus"]:
+        entry["persistentVolumeClaimInfo"] = {"capacity": {"storage": "8Mi"}}
+    PodStorage(dirs).prepare(VMIView(document))
+    assert list(dirs.host_disk_dir.rglob("*.img")) == []
+    assert list(dirs.hotplug_disk_dir.iterdir()) == []
 
 
 @pytest.mark.parametrize(

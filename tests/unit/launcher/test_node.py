@@ -12,8 +12,10 @@ from kubevirt.virt_launcher.virtwrap.domain_pipeline import build_domain, parse_
 from kubevirt.virt_launcher.virtwrap.node import (
     NodeFacts,
     accepts_slotless_max_memory,
+    choose_disk_io_modes,
     decide_emulation,
     fit_to_node,
+    is_preallocated,
     probe_devices,
 )
 
@@ -73,6 +75,45 @@ def test_a_missing_disk_image_keeps_its_cache_mode(tmp_path: Path) -> None:
     assert domain.devices.disks[0].driver.cache is None  # type: ignore[union-attr]
 
 
+def test_preallocation_is_the_virtual_size_fitting_in_the_allocated_blocks(tmp_path: Path) -> None:
+    sparse = tmp_path / "sparse.img"
+    with sparse.open("wb") as image:
+        image.truncate(8 << 20)
+    full = tmp_path / "full.img"
+    full.write_bytes(b"\1" * (1 << 20))
+    # A qcow2 image says its virtual size in its header: 1 GiB, far beyond the few bytes it occupies.
+    qcow2 = tmp_path / "disk.qcow2"
+    qcow2.write_bytes(b"QFI\xfb" + bytes(20) + (1 << 30).to_bytes(8, "big") + bytes(64))
+    assert (is_preallocated(str(sparse)), is_preallocated(str(full)), is_preallocated(str(qcow2))) == (
+        False,
+        True,
+        False,
+    )
+    assert not is_preallocated(str(tmp_path / "absent.img"))
+    assert not is_preallocated(str(tmp_path))  # not an image file
+
+
+@pytest.mark.parametrize(
+    ("source", "cache", "io", "preallocated", "expected"),
+    [
+        (api.DiskSource(dev="/dev/pvc"), "none", None, False, "native"),  # a block device
+        (api.DiskSource(file="/img"), "none", None, True, "native"),  # a preallocated image
+        (api.DiskSource(file="/img"), "none", None, False, None),  # sparse: the default threads
+        (api.DiskSource(dev="/dev/pvc"), "writethrough", None, False, None),  # native needs O_DIRECT
+        (api.DiskSource(dev="/dev/pvc"), "none", "threads", False, "threads"),  # the VMI's choice stays
+        (api.DiskSource(), "none", None, False, None),  # an empty CD-ROM
+    ],
+)
+def test_io_mode_is_native_where_kubevirt_chooses_it(
+    source: api.DiskSource, cache: str, io: str | None, preallocated: bool, expected: str | None
+) -> None:
+    disk = api.Disk(source=source, driver=api.DiskDriver(name="qemu", cache=cache, io=io))
+    domain = api.Domain(devices=api.Devices(disks=[disk]))
+    choose_disk_io_modes(domain, NodeFacts(preallocated={"/img": preallocated}))
+    assert disk.driver is not None
+    assert disk.driver.io == expected
+
+
 def test_tap_mtu_is_adopted(tmp_path: Path) -> None:
     (tmp_path / "tap0").mkdir()
     (tmp_path / "tap0" / "mtu").write_text("1400\n")
@@ -103,6 +144,7 @@ def test_node_facts_travel_as_json() -> None:
         slotless_max_memory=False,
         ovmf_dir="/fw",
         direct_io={"/d": True},
+        preallocated={"/d": False},
         tap_mtus={"t": 9000},
         block_volumes=frozenset({"pvc1"}),
     )

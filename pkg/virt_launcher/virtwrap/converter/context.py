@@ -43,7 +43,8 @@ class ConverterContext:
 
     ``domain_type`` is ``kvm`` on a node with usable hardware virtualisation and ``qemu`` (TCG) where
     emulation is allowed instead. ``block_volumes`` names the volumes whose PVC or DataVolume is in
-    block mode. ``container_disk_formats`` maps a containerDisk volume to its image format (``qcow2``
+    block mode (for a hotplugged one: whose device node virt-handler made in the pod's hotplug
+    directory). ``container_disk_formats`` maps a containerDisk volume to its image format (``qcow2``
     or ``raw``); ``None`` means every image is qcow2. ``free_page_reporting``,
     ``use_virtio_transitional`` and ``serial_console_log`` are taken from the VMI when ``None``.
     ``cluster`` is the cluster configuration (feature gates and the like) the VMI was admitted under.

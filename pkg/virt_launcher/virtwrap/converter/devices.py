@@ -4,6 +4,7 @@ memory balloon, rng, watchdog, sound, TPM, vsock, panic, USB redirection and vir
 from __future__ import annotations
 
 from kubevirt import pod_paths
+from kubevirt_api.core.v1 import Disk
 
 from .. import api
 from .conversion import Conversion
@@ -25,11 +26,20 @@ def _uses_usb(c: Conversion) -> bool:
     return any(d.disk is not None and d.disk.bus == "usb" for d in devices.disks or [])
 
 
+def _bus(disk: Disk) -> str | None:
+    """The bus of a disk, cdrom or lun (KubeVirt's ``getBusFromDisk``)."""
+    for device in (disk.lun, disk.disk, disk.cdrom):
+        if device is not None:
+            return device.bus
+    return None
+
+
 def configure_controllers(c: Conversion) -> None:
     devices = c.vmi.spec.domain.devices
     controllers = c.domain.devices.controllers
     controllers.append(api.Controller(type="usb", index="0", model="qemu-xhci" if _uses_usb(c) else "none"))
-    has_scsi = any(d.target.bus == "scsi" for d in c.domain.devices.disks)
+    # From the spec, as KubeVirt: a SCSI disk hotplugged later still needs its controller now.
+    has_scsi = any(_bus(d) == "scsi" for d in devices.disks or [])
     if not devices.disable_hotplug or has_scsi:
         controllers.append(api.Controller(type="scsi", index="0", model=c.virtio_model))
     if devices.autoattach_serial_console is not False:  # the serial console's port lives on it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 
 from kubevirt import pod_paths
 from kubevirt_api.core.v1 import Disk, Volume
@@ -10,6 +11,7 @@ from kubevirt_api.core.v1 import Disk, Volume
 from .. import api
 from .conversion import Conversion, join_base, resource_quantity
 from .errors import ConversionError
+from .volume_status import VolumeStatuses, hotplug_block_path, hotplug_filesystem_path
 
 _PRIVATE = pod_paths.VIRT_PRIVATE_DIR
 ERROR_POLICIES = frozenset({"stop", "ignore", "report", "enospace"})
@@ -29,22 +31,51 @@ def device_suffix(index: int) -> str:
 
 
 class _DeviceNamer:
-    """Hands out target device names per prefix; a repeated disk name keeps its first device."""
+    """Hands out target device names per prefix, as KubeVirt's device namer: a disk keeps the device its
+    volume status names (the guest knows it by it), every other disk gets the first free name of its
+    prefix, and a repeated disk name keeps its first device."""
 
-    __slots__ = ("_by_disk", "_next")
+    __slots__ = ("_by_disk", "_lowest_free", "_used")
 
-    def __init__(self) -> None:
-        self._next: dict[str, int] = {}
-        self._by_disk: dict[tuple[str, str], int] = {}
+    def __init__(self, targets: Mapping[str, str], disks: Sequence[Disk]) -> None:
+        self._by_disk: dict[tuple[str, str], str] = {}
+        self._used: dict[str, set[str]] = {}
+        self._lowest_free: dict[str, int] = {}
+        for disk in disks:
+            if disk.disk is None:  # only disk devices keep their device, as in KubeVirt
+                continue
+            target = targets.get(disk.name)
+            if target:
+                prefix = _BUS_PREFIX.get(disk.disk.bus or "", "")
+                self._by_disk[(prefix, disk.name)] = target
+                self._used.setdefault(prefix, set()).add(target)
 
     def name(self, prefix: str, disk_name: str) -> tuple[str, int]:
         key = (prefix, disk_name)
-        index = self._by_disk.get(key)
-        if index is None:
-            index = self._next.get(prefix, 0)
-            self._next[prefix] = index + 1
-            self._by_disk[key] = index
-        return prefix + device_suffix(index), index
+        existing = self._by_disk.get(key)
+        if existing is not None:
+            return existing, _device_index(prefix, existing)
+        used = self._used.setdefault(prefix, set())
+        index = self._lowest_free.get(prefix, 0)  # names are only ever taken: the lowest free one grows
+        while prefix + device_suffix(index) in used:
+            index += 1
+        self._lowest_free[prefix] = index + 1
+        name = prefix + device_suffix(index)
+        used.add(name)
+        self._by_disk[key] = name
+        return name, index
+
+
+def _device_index(prefix: str, name: str) -> int:
+    """The index ``name`` has among ``prefix``'s names (``sdc`` → 2); 0 for a name not of that prefix,
+    as KubeVirt falls back to."""
+    suffix = name[len(prefix) :] if name.startswith(prefix) else ""
+    if not suffix or not all("a" <= ch <= "z" for ch in suffix):
+        return 0
+    index = 0
+    for ch in suffix:
+        index = index * 26 + (ord(ch) - ord("a") + 1)
+    return index - 1
 
 
 def pci_address(text: str) -> api.Address | None:
@@ -63,14 +94,25 @@ def configure_disks(c: Conversion) -> None:
     volumes: dict[str, tuple[int, Volume]] = {}
     for index, volume in enumerate(spec.volumes or []):
         volumes[volume.name] = (index, volume)  # a repeated name: the last one wins, as in KubeVirt
-    namer = _DeviceNamer()
+    statuses = VolumeStatuses.of(c.vmi)
+    disks = spec.domain.devices.disks or []
+    namer = _DeviceNamer(statuses.targets, disks)
     devices = c.domain.devices.disks
-    for index, disk in enumerate(spec.domain.devices.disks or []):
-        devices.append(_convert_disk(c, disk, f"spec.domain.devices.disks[{index}]", volumes, namer))
+    for index, disk in enumerate(disks):
+        field = f"spec.domain.devices.disks[{index}]"
+        out = _convert_disk(c, disk, field, volumes, namer, statuses)
+        # A hotplugged volume's disk joins the domain once virt-handler has put it into the pod.
+        if statuses.in_domain(disk.name, empty_cdrom=disk.name not in volumes):
+            devices.append(out)
 
 
 def _convert_disk(
-    c: Conversion, disk: Disk, field: str, volumes: dict[str, tuple[int, Volume]], namer: _DeviceNamer
+    c: Conversion,
+    disk: Disk,
+    field: str,
+    volumes: dict[str, tuple[int, Volume]],
+    namer: _DeviceNamer,
+    statuses: VolumeStatuses,
 ) -> api.Disk:
     out = api.Disk(alias=api.Alias.user_defined(disk.name))
     target = out.target
@@ -142,6 +184,8 @@ def _convert_disk(
         out.type = "block"  # an empty tray: a block device without media
         driver.type = "raw"
         driver.discard = "unmap"
+    elif disk.name in statuses.hotplug:
+        _set_hotplug_source(c, out, found[1], field)
     else:
         volume_index, volume = found
         _set_source(c, out, volume, volume_index, field, disk.name)
@@ -230,6 +274,24 @@ def _set_source(
         raise ConversionError(field, f"disk {disk_name} references an unsupported source")
 
 
+def _set_hotplug_source(c: Conversion, disk: api.Disk, volume: Volume, field: str) -> None:
+    """Point a hotplugged volume's disk at what virt-handler puts into the pod: the claim's image, or
+    the block device's node (a hostDisk is taken as a filesystem claim, as KubeVirt does)."""
+    name = volume.name
+    driver = disk.driver
+    assert driver is not None
+    if volume.persistent_volume_claim is None and volume.data_volume is None and volume.host_disk is None:
+        raise ConversionError(field, f"hotplug disk {name} references an unsupported source")
+    if volume.host_disk is None and name in c.context.block_volumes:
+        disk.type = "block"
+        disk.source.dev = hotplug_block_path(name)
+        driver.type = "raw"
+    else:
+        _raw_file(disk, driver, hotplug_filesystem_path(name))
+    if name not in c.context.discard_ignore:
+        driver.discard = "unmap"
+
+
 def _raw_file(disk: api.Disk, driver: api.DiskDriver, path: str) -> None:
     disk.type = "file"
     disk.source.file = path
@@ -282,7 +344,9 @@ def configure_iothreads(c: Conversion) -> None:
         c.domain.iothreads = api.IOThreads(count=auto + dedicated)
     current_auto = 1
     current_dedicated = auto + 1
-    for disk, out in zip(disks, out_disks, strict=True):
+    # KubeVirt pairs the domain's disks with the spec's by position; a hotplugged disk not in the domain
+    # yet shortens the domain's list (and shifts the pairs after it, as there).
+    for disk, out in zip(disks, out_disks, strict=False):
         if out.target.bus != "virtio" or out.driver is None:
             continue
         if disk.dedicated_io_thread:
@@ -310,7 +374,7 @@ def _give_scsi_controller_a_thread(c: Conversion, thread: int) -> None:
     disks = c.vmi.spec.domain.devices.disks or []
     if any(
         d.dedicated_io_thread and o.target.bus == "scsi"
-        for d, o in zip(disks, c.domain.devices.disks, strict=True)
+        for d, o in zip(disks, c.domain.devices.disks, strict=False)  # by position, as above
     ):
         for controller in c.domain.devices.controllers:
             if controller.type == "scsi":
