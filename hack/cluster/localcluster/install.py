@@ -200,3 +200,24 @@ def present(cluster: Cluster, progress: Progress = print) -> Iterator[None]:
     progress("installing KubeVirt through virt-operator (it is removed again afterwards)")
     with installed(cluster):
         yield
+
+
+@contextmanager
+def feature_gates(cluster: Cluster, *gates: str) -> Iterator[None]:
+    """``gates`` added to the installed KubeVirt CR's developerConfiguration for the length of the block,
+    then the CR's gates as they were."""
+    cr = kubevirt(cluster)
+    if cr is None:
+        raise RuntimeError("no KubeVirt CR to enable feature gates on")
+    developer = cr["spec"].get("configuration", {}).get("developerConfiguration", {})
+    before = list(developer.get("featureGates") or [])
+    _set_feature_gates(cluster, [*before, *(g for g in gates if g not in before)])
+    try:
+        yield
+    finally:
+        _set_feature_gates(cluster, before)
+
+
+def _set_feature_gates(cluster: Cluster, gates: list[str]) -> None:
+    patch = {"spec": {"configuration": {"developerConfiguration": {"featureGates": gates}}}}
+    cluster.kubectl("patch", "kubevirt", CR_NAME, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch))

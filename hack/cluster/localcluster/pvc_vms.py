@@ -6,6 +6,7 @@ hack/bench-storage."""
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import yaml
 
 from .csi.driver import TOPOLOGY_KEY
 from .handle import Cluster
-from .layout import REPO
+from .layout import REPO, image_name
 
 JSON = dict[str, Any]
 EXAMPLES = REPO / "examples"
@@ -55,21 +56,54 @@ def claim(name: str, size: str, *, block: bool = False, source: str = "", node: 
 def import_root_claim(cluster: Cluster, namespace: str, timeout: float = 180.0) -> None:
     """Applies the import example in ``namespace`` and waits for its Job; fails with the Job's logs."""
     cluster.kubectl("apply", "-n", namespace, "-f", str(IMPORT_EXAMPLE))
+    _wait_job(cluster, namespace, IMPORT_JOB, timeout)
+
+
+def blank_disk_image(
+    cluster: Cluster, namespace: str, claim_name: str, size: str, timeout: float = 120.0
+) -> None:
+    """A sparse raw ``disk.img`` of ``size`` written into Filesystem claim ``claim_name`` by a Job, owned
+    by the qemu user (what CDI's blank DataVolume leaves; a hotplugged Filesystem claim must hold one)."""
+    job = f"{claim_name}-blank"
+    container = {
+        "name": "blank",
+        "image": image_name("virt-launcher"),
+        "command": ["qemu-img", "create", "-f", "raw", "/pvc/disk.img", size],
+        "volumeMounts": [{"name": "pvc", "mountPath": "/pvc"}],
+    }
+    pod_spec = {
+        "restartPolicy": "Never",
+        "securityContext": {"runAsUser": 107, "runAsGroup": 107, "fsGroup": 107},
+        "containers": [container],
+        "volumes": [{"name": "pvc", "persistentVolumeClaim": {"claimName": claim_name}}],
+    }
+    manifest = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job},
+        "spec": {"backoffLimit": 2, "template": {"spec": pod_spec}},
+    }
+    cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(manifest))
+    _wait_job(cluster, namespace, job, timeout)
+
+
+def _wait_job(cluster: Cluster, namespace: str, job: str, timeout: float) -> None:
+    """Waits for Job ``job`` to complete; fails with its pods' logs."""
     waited = cluster.kubectl(
         "wait",
         "-n",
         namespace,
         "--for=condition=complete",
-        f"job/{IMPORT_JOB}",
+        f"job/{job}",
         f"--timeout={timeout:.0f}s",
         check=False,
         timeout=timeout + 10,
     )
     if waited.returncode != 0:
-        logs = cluster.kubectl("logs", "-n", namespace, f"job/{IMPORT_JOB}", "--all-containers", check=False)
+        logs = cluster.kubectl("logs", "-n", namespace, f"job/{job}", "--all-containers", check=False)
         pods = cluster.kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False)
         raise AssertionError(
-            f"the import Job did not complete: {waited.stderr}\n{logs.stdout}{logs.stderr}\n{pods.stdout}"
+            f"Job {job} did not complete: {waited.stderr}\n{logs.stdout}{logs.stderr}\n{pods.stdout}"
         )
 
 
@@ -95,6 +129,15 @@ def pvc_root_vm(name: str, disks: tuple[DataDisk, ...] = (), *, user_data: str |
     if user_data is not None:
         (cloud_init,) = [v for v in spec["volumes"] if "cloudInitNoCloud" in v]
         cloud_init["cloudInitNoCloud"] = {"userData": user_data}
+    return vm
+
+
+def container_disk_vm(name: str, disks: tuple[DataDisk, ...] = (), *, user_data: str | None = None) -> JSON:
+    """:func:`pvc_root_vm`'s guest with its root disk from the containerDisk image instead of the claim."""
+    vm = pvc_root_vm(name, disks, user_data=user_data)
+    (root,) = [v for v in vm["spec"]["template"]["spec"]["volumes"] if v["name"] == "rootdisk"]
+    root.pop("persistentVolumeClaim")
+    root["containerDisk"] = {"image": image_name("test-guest-cirros-compatible")}
     return vm
 
 

@@ -34,7 +34,15 @@ from . import cluster as localcluster
 from . import install
 from .handle import Cluster
 from .layout import Layout
-from .pvc_vms import DataDisk, bound_volume, claim, import_root_claim, pvc_root_vm, volume_path
+from .pvc_vms import (
+    DataDisk,
+    bound_volume,
+    claim,
+    container_disk_vm,
+    import_root_claim,
+    pvc_root_vm,
+    volume_path,
+)
 from .vmis import wait_vmi_phase
 
 JSON = dict[str, Any]
@@ -98,15 +106,6 @@ def _bound(cluster: Cluster, namespace: str, name: str) -> Callable[[], bool]:
     return bound
 
 
-def _container_disk_vm(name: str) -> JSON:
-    """The same guest with its root disk from the containerDisk image instead of the claim."""
-    vm = pvc_root_vm(name)
-    (root,) = [v for v in vm["spec"]["template"]["spec"]["volumes"] if v["name"] == "rootdisk"]
-    root.pop("persistentVolumeClaim")
-    root["containerDisk"] = {"image": "localhost/kubevirt/test-guest-cirros-compatible:devel"}
-    return vm
-
-
 def _time_to_running(cluster: Cluster, namespace: str, vm: JSON, timeout: float) -> float:
     name = vm["metadata"]["name"]
     began = time.monotonic()
@@ -125,7 +124,7 @@ def time_to_running(cluster: Cluster, namespace: str, rounds: int, timeout: floa
     container_disk, pvc = [], []
     for _ in range(rounds):
         container_disk.append(
-            _time_to_running(cluster, namespace, _container_disk_vm(CONTAINER_DISK_VM), timeout)
+            _time_to_running(cluster, namespace, container_disk_vm(CONTAINER_DISK_VM), timeout)
         )
         pvc.append(_time_to_running(cluster, namespace, pvc_root_vm(PVC_VM), timeout))
     result = {
