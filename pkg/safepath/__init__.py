@@ -59,6 +59,15 @@ def openat2(dir_fd: int, path: str, flags: int, *, resolve: int, mode: int = 0) 
 
 
 @contextlib.contextmanager
+def closing(fd: int) -> Iterator[int]:
+    """``fd`` for the block, closed however the block ends."""
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def opened(root: Path | str, path: str, flags: int = os.O_RDONLY, *, resolve: int = IN_ROOT) -> Iterator[int]:
     """``path`` (relative to ``root``, or absolute meaning ``root``'s top) opened inside ``root``."""
     root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

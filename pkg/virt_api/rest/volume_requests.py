@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from kubevirt import hotplug_volumes
+from kubevirt.hotplug_volumes import DV, PVC
 from kubevirt.virt_api.rest.bodies import (
     MAX_BODY_BYTES,
     STRINGS,
@@ -35,7 +37,6 @@ Patch = list[JSON]
 
 ADD_OPTIONS, REMOVE_OPTIONS = "AddVolumeOptions", "RemoveVolumeOptions"
 DRY_RUN_ALL = "All"
-PVC, DV = "persistentVolumeClaim", "dataVolume"
 
 
 class VolumeRequestError(ValueError):
@@ -218,27 +219,13 @@ def _hotpluggable(volume: JSON) -> bool:
 
 
 def apply_volume_request(spec: JSON, request: VolumeRequest) -> tuple[list[JSON], list[JSON]]:
-    """The volumes and disks of a VMI spec once the request is applied (KubeVirt's
-    ``ApplyVolumeRequestOnVMISpec``): an add appends a hotpluggable volume and its disk unless a volume
-    of that name exists; a remove drops the volume and the disk of that name."""
-    volumes = copy.deepcopy(list(spec.get("volumes") or []))
-    disks = copy.deepcopy(list(((spec.get("domain") or {}).get("devices") or {}).get("disks") or []))
-    if request.add is not None:
-        if any(volume.get("name") == request.name for volume in volumes):
-            return volumes, disks
-        volume: JSON = {"name": request.name}
-        source = request.add.get("volumeSource") or {}
-        for key in (PVC, DV):  # the claim wins when both are given, as in KubeVirt
-            if source.get(key) is not None:
-                volume[key] = {**copy.deepcopy(source[key]), "hotpluggable": True}
-                break
-        volumes.append(volume)
-        if request.add.get("disk") is not None:
-            disks.append({**copy.deepcopy(request.add["disk"]), "name": request.name})
-        return volumes, disks
-    kept_volumes = [volume for volume in volumes if volume.get("name") != request.name]
-    kept_disks = [disk for disk in disks if disk.get("name") != request.name]
-    return kept_volumes, kept_disks
+    """The volumes and disks of a VMI spec once the request is applied (see
+    :func:`kubevirt.hotplug_volumes.apply_volume_request`); an add of a volume name already there leaves
+    them as they are."""
+    volumes = list(spec.get("volumes") or [])
+    disks = list(((spec.get("domain") or {}).get("devices") or {}).get("disks") or [])
+    applied = hotplug_volumes.apply_volume_request(volumes, disks, request.to_json())
+    return applied if applied is not None else (copy.deepcopy(volumes), copy.deepcopy(disks))
 
 
 def spec_patch(prefix: str, spec: JSON, request: VolumeRequest) -> Patch:

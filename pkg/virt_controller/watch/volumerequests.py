@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
+from kubevirt import hotplug_volumes
 from kubevirt.apiservices import SUBRESOURCE_GROUP
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceSpec
 from kubevirt_api.core.v1.domain import Disk
@@ -65,28 +66,16 @@ class SubresourceVolumes:
 
 
 def apply_volume_request(spec: VirtualMachineInstanceSpec, request: VirtualMachineVolumeRequest) -> None:
-    """Applies ``request`` to ``spec`` in place (``controller.ApplyVolumeRequestOnVMISpec``): an added
-    volume, hotpluggable, with its disk after the others, unless a volume of that name exists; a removed
-    volume and its disk taken out."""
-    add, remove = request.add_volume_options, request.remove_volume_options
-    volumes = list(spec.volumes or [])
-    disks = list(spec.domain.devices.disks or [])
-    if add is not None:
-        if any(volume.name == add.name for volume in volumes):
-            return
-        volume = Volume(name=add.name)
-        source = add.volume_source
-        if source.persistent_volume_claim is not None:
-            volume.persistent_volume_claim = source.persistent_volume_claim.model_copy(
-                deep=True, update={"hotpluggable": True}
-            )
-        elif source.data_volume is not None:
-            volume.data_volume = source.data_volume.model_copy(deep=True, update={"hotpluggable": True})
-        spec.volumes = [*volumes, volume]
-        spec.domain.devices.disks = [*disks, add.disk.model_copy(deep=True, update={"name": add.name})]
-    elif remove is not None:
-        spec.volumes = [volume for volume in volumes if volume.name != remove.name]
-        spec.domain.devices.disks = [disk for disk in disks if disk.name != remove.name]
+    """Applies ``request`` to ``spec`` in place, by the rule virt-api follows too
+    (:func:`kubevirt.hotplug_volumes.apply_volume_request`); ``spec`` is left alone when the request
+    changes nothing."""
+    applied = hotplug_volumes.apply_volume_request(
+        _dump(spec.volumes) or [], _dump(spec.domain.devices.disks) or [], request.to_dict()
+    )
+    if applied is not None:
+        volumes, disks = applied
+        spec.volumes = [Volume.from_dict(volume) for volume in volumes]
+        spec.domain.devices.disks = [Disk.from_dict(disk) for disk in disks]
 
 
 def request_volume_name(request: VirtualMachineVolumeRequest) -> str:

@@ -18,8 +18,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 
 from kubevirt import pod_paths, safepath
@@ -132,21 +131,13 @@ def container_root(pid: int) -> str:
     raise HostMountError(f"the root file system of process {pid} is not mounted on this host")
 
 
-@contextmanager
-def _closing(fd: int) -> Iterator[int]:
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
 def _open_image(root: str, image_path: str) -> int:
     """An ``O_PATH`` descriptor of the image: ``image_path``, or else the one file in ``/disk``, resolved
     inside ``root`` as if it were ``/``."""
-    with _closing(os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) as root_fd:
+    with safepath.closing(os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) as root_fd:
         try:
             if not image_path:
-                with _closing(
+                with safepath.closing(
                     safepath.openat2(
                         root_fd, DISK_DIR.lstrip("/"), os.O_RDONLY | os.O_DIRECTORY, resolve=safepath.IN_ROOT
                     )
@@ -171,11 +162,11 @@ def _open_target_dir(target: Target, *, create: bool) -> int:
     """The directory of the mount point, reached from the pods directory through no symlink."""
     target.check()
     parts = [target.pod_uid, *_EMPTY_DIR_PATH, *target.name.split("/")[:-1]]
-    with _closing(os.open(target.pods_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) as pods:
+    with safepath.closing(os.open(target.pods_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) as pods:
         try:
             if create and "/" in target.name:
                 parent = safepath.openat2(pods, "/".join(parts[:-1]), os.O_PATH, resolve=safepath.NO_SYMLINKS)
-                with _closing(parent), suppress(FileExistsError):
+                with safepath.closing(parent), suppress(FileExistsError):
                     os.mkdir(parts[-1], 0o755, dir_fd=parent)
             return safepath.openat2(
                 pods, "/".join(parts), os.O_PATH | os.O_DIRECTORY, resolve=safepath.NO_SYMLINKS
@@ -208,12 +199,12 @@ def is_mounted(target: Target) -> bool:
         directory = _open_target_dir(target, create=False)
     except HostMountError:
         return False
-    with _closing(directory):
+    with safepath.closing(directory):
         try:
             fd = _open_target(directory, target.name.split("/")[-1], create=False)
         except (HostMountError, FileNotFoundError):
             return False
-        with _closing(fd):
+        with safepath.closing(fd):
             return mount_id(fd) != mount_id(directory)
 
 
@@ -221,12 +212,12 @@ def mount(pid: int, image_path: str, target: Target) -> bool:
     """Bind-mounts the image of the container whose process is ``pid`` read-only at ``target``, unless
     something is mounted there already. Returns whether it mounted now."""
     directory = _open_target_dir(target, create=True)
-    with _closing(directory):
+    with safepath.closing(directory):
         name = target.name.split("/")[-1]
-        with _closing(_open_target(directory, name, create=True)) as point:
+        with safepath.closing(_open_target(directory, name, create=True)) as point:
             if mount_id(point) != mount_id(directory):
                 return False
-            with _closing(_open_image(container_root(pid), image_path)) as image:
+            with safepath.closing(_open_image(container_root(pid), image_path)) as image:
                 _check(
                     _libc.mount(
                         f"/proc/self/fd/{image}".encode(),
@@ -238,7 +229,7 @@ def mount(pid: int, image_path: str, target: Target) -> bool:
                     f"bind-mounting {image_path or DISK_DIR} at {target.name}",
                 )
         # The descriptor opened before the mount still names the file below it: reopen to reach the mount.
-        with _closing(_open_target(directory, name, create=False)) as mounted:
+        with safepath.closing(_open_target(directory, name, create=False)) as mounted:
             flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
             _check(
                 _libc.mount(None, f"/proc/self/fd/{mounted}".encode(), None, flags, None),
@@ -254,8 +245,8 @@ def unmount(target: Target) -> bool:
         if not is_mounted(target):
             return unmounted
         with (
-            _closing(_open_target_dir(target, create=False)) as directory,
-            _closing(_open_target(directory, target.name.split("/")[-1], create=False)) as point,
+            safepath.closing(_open_target_dir(target, create=False)) as directory,
+            safepath.closing(_open_target(directory, target.name.split("/")[-1], create=False)) as point,
         ):
             # Detached: our own descriptor keeps the mount busy, and so may a QEMU still exiting.
             _check(_libc.umount2(f"/proc/self/fd/{point}".encode(), _MNT_DETACH), f"unmounting {target.name}")

@@ -33,8 +33,8 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from kubevirt import safepath
@@ -75,14 +75,6 @@ class OpError(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-@contextmanager
-def _closing(fd: int) -> Iterator[int]:
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def _kind(mode: int) -> str:
@@ -133,6 +125,15 @@ def _open_entry(directory: int, name: str, where: str) -> int:
         raise OpError(REFUSED, f"{where}: refused, a symlink") from None
 
 
+def _regular_file(fd: int, where: str) -> int:
+    """``fd`` when it names a regular file; otherwise it is closed and refused."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise OpError(REFUSED, f"{where}: refused, {_kind(mode)} and not a regular file")
+    return fd
+
+
 def _file_target(directory: int, name: str) -> int:
     """The mount point ``name`` in the launcher's volume: an empty regular file, made if missing."""
     where = f"{HOTPLUG_DISKS}/{name} in the launcher pod"
@@ -146,11 +147,7 @@ def _file_target(directory: int, name: str) -> int:
     except safepath.UnsafePathError:
         raise OpError(REFUSED, f"{where}: refused, a symlink") from None
     fd = _open_entry(directory, name, where)
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise OpError(REFUSED, f"{where}: refused, {_kind(mode)} and not a regular file")
-    return fd
+    return _regular_file(fd, where)
 
 
 def _is_mount_point(fd: int, directory: int) -> bool:
@@ -164,19 +161,19 @@ def _find_claim(pods: int, attach: str, pid: int, volume: str) -> int | None:
         root = os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None  # the attachment pod's process is gone: a new one will be found next time
-    with _closing(root):
+    with safepath.closing(root):
         try:
             inside = safepath.openat2(root, volume, os.O_PATH | os.O_DIRECTORY, resolve=safepath.NO_SYMLINKS)
         except (FileNotFoundError, NotADirectoryError, safepath.UnsafePathError):
             return None
-        with _closing(inside):
+        with safepath.closing(inside):
             seen = os.fstat(inside)
     wanted = (seen.st_dev, seen.st_ino)
     try:
         volumes = _open_dir(pods, [attach, "volumes"], "the attachment pod's volumes", flags=os.O_RDONLY)
     except FileNotFoundError:
         return None
-    with _closing(volumes):
+    with safepath.closing(volumes):
         for plugin in sorted(os.listdir(volumes)):
             try:
                 plugin_fd = safepath.openat2(
@@ -184,7 +181,7 @@ def _find_claim(pods: int, attach: str, pid: int, volume: str) -> int | None:
                 )
             except OSError:
                 continue
-            with _closing(plugin_fd):
+            with safepath.closing(plugin_fd):
                 for name in sorted(os.listdir(plugin_fd)):
                     relative = f"{name}/{CSI_MOUNT}" if plugin == CSI_PLUGIN else name
                     try:
@@ -206,11 +203,7 @@ def _open_image(claim: int, volume: str) -> int:
         fd = _open_entry(claim, DISK_IMAGE, where)
     except FileNotFoundError:
         raise OpError(MISSING, f"{where}: no such file in the claim") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise OpError(REFUSED, f"{where}: refused, {_kind(mode)} and not a regular file")
-    return fd
+    return _regular_file(fd, where)
 
 
 def _check(result: int, what: str) -> None:
@@ -224,19 +217,19 @@ def mount_file(pods: int, op: JSON) -> JSON:
     launcher = check_name(str(op["launcher"]), "pod UID")
     attach = check_name(str(op["attach"]), "pod UID")
     name = target_name(volume, block=False)
-    with _closing(_launcher_dir(pods, launcher)) as directory:
-        with _closing(_file_target(directory, name)) as point:
+    with safepath.closing(_launcher_dir(pods, launcher)) as directory:
+        with safepath.closing(_file_target(directory, name)) as point:
             if not _is_mount_point(point, directory):
                 claim = _find_claim(pods, attach, int(op["attachPid"]), volume)
                 if claim is None:
                     return {"state": WAITING, "why": f"the attachment pod has no volume mounted at /{volume}"}
-                with _closing(claim), _closing(_open_image(claim, volume)) as image:
+                with safepath.closing(claim), safepath.closing(_open_image(claim, volume)) as image:
                     _check(
                         _libc.mount(_fd_path(image), _fd_path(point), None, _MS_BIND, None),
                         f"bind-mounting {DISK_IMAGE} of volume {volume} at {HOTPLUG_DISKS}/{name}",
                     )
         # The descriptor opened before the mount names the file below it: reopen to reach the mount.
-        with _closing(_file_target(directory, name)) as mounted:
+        with safepath.closing(_file_target(directory, name)) as mounted:
             if not _is_mount_point(mounted, directory):
                 raise OpError(FAILED, f"{HOTPLUG_DISKS}/{name}: not mounted after the mount")
             _give_to_qemu(mounted)
@@ -252,13 +245,13 @@ def unmount_file(pods: int, op: JSON) -> JSON:
     except FileNotFoundError:
         return {"changed": False}  # the pod's volumes are gone, and our mounts with them
     changed = False
-    with _closing(directory):
+    with safepath.closing(directory):
         for _ in range(_MAX_STACKED):
             try:
                 point = safepath.openat2(directory, name, os.O_PATH, resolve=safepath.NO_SYMLINKS)
             except (FileNotFoundError, safepath.UnsafePathError):
                 break  # nothing there, or a link the launcher put in its place: nothing we mounted
-            with _closing(point):
+            with safepath.closing(point):
                 if not _is_mount_point(point, directory):
                     break
                 # Detached: a QEMU still closing the image may keep the mount busy for a moment.
@@ -287,7 +280,7 @@ def _source_device(pods: int, attach: str, volume: str) -> tuple[int, int] | Non
         directory = _open_dir(pods, [*disks_dir(attach), volume], where, flags=os.O_RDONLY)
     except FileNotFoundError:
         return None
-    with _closing(directory):
+    with safepath.closing(directory):
         names = sorted(os.listdir(directory))
         found: dict[int, int] = {}
         for name in names:
@@ -320,10 +313,10 @@ def make_block(pods: int, op: JSON) -> JSON:
     rdev, mode = source
     device = devices_cgroup.device_of(rdev)
     where = f"{HOTPLUG_DISKS}/{volume} in the launcher pod"
-    with _closing(_launcher_dir(pods, launcher)) as directory:
+    with safepath.closing(_launcher_dir(pods, launcher)) as directory:
         with suppress(FileExistsError):
             os.mknod(volume, stat.S_IFBLK | (stat.S_IMODE(mode) & 0o666), rdev, dir_fd=directory)
-        with _closing(_open_entry(directory, volume, where)) as node:
+        with safepath.closing(_open_entry(directory, volume, where)) as node:
             info = os.fstat(node)
             if not stat.S_ISBLK(info.st_mode) or info.st_rdev != rdev:
                 found = _kind(info.st_mode)
@@ -331,7 +324,7 @@ def make_block(pods: int, op: JSON) -> JSON:
                     found = f"block device {devices_cgroup.device_of(info.st_rdev)}"
                 raise OpError(REFUSED, f"{where}: refused, {found} and not the claim's block device {device}")
             _give_to_qemu(node)
-    with _closing(devices_cgroup.open_cgroup(cgroup_path)) as cgroup:
+    with safepath.closing(devices_cgroup.open_cgroup(cgroup_path)) as cgroup:
         preexisting = devices_cgroup.allowed(cgroup, device)
         if not preexisting:
             devices_cgroup.allow(cgroup, device)
@@ -348,7 +341,7 @@ def remove_block(pods: int, op: JSON) -> JSON:
     except FileNotFoundError:
         directory = None
     if directory is not None:
-        with _closing(directory):
+        with safepath.closing(directory):
             try:
                 info = os.stat(volume, dir_fd=directory, follow_symlinks=False)
             except FileNotFoundError:
@@ -362,7 +355,7 @@ def remove_block(pods: int, op: JSON) -> JSON:
             cgroup = devices_cgroup.open_cgroup(_launcher_cgroup(cgroup_path, launcher))
         except FileNotFoundError:
             return {"changed": changed}  # the container is gone, and its cgroup with it
-        with _closing(cgroup):
+        with safepath.closing(cgroup):
             devices_cgroup.deny(cgroup, device)
     return {"changed": changed}
 
@@ -374,14 +367,14 @@ def in_place(pods: int, launcher: str, volume: str, *, block: bool, device: str 
         directory = _open_dir(pods, disks_dir(launcher), HOTPLUG_DISKS)
     except (OSError, OpError):
         return False
-    with _closing(directory):
+    with safepath.closing(directory):
         try:
             fd = safepath.openat2(
                 directory, target_name(volume, block=block), os.O_PATH, resolve=safepath.NO_SYMLINKS
             )
         except OSError:
             return False
-        with _closing(fd):
+        with safepath.closing(fd):
             info = os.fstat(fd)
             if block:
                 return stat.S_ISBLK(info.st_mode) and devices_cgroup.device_of(info.st_rdev) == device
@@ -434,7 +427,7 @@ def main(argv: list[str]) -> int:
     except (OSError, KeyError, TypeError, ValueError) as err:
         print(str(err), file=sys.stderr)
         return 1
-    with _closing(pods):
+    with safepath.closing(pods):
         results = [run(pods, op if isinstance(op, dict) else {}) for op in operations]
     print(json.dumps({"results": results}))
     return 0
