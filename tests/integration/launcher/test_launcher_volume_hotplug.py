@@ -90,20 +90,53 @@ def defined_disks(pod: Any, name: str) -> set[str]:
     return {d.alias.name.removeprefix(api.USER_ALIAS_PREFIX) for d in disks if d.alias and d.alias.name}
 
 
+def started(
+    launcher_pods: Any,
+    make_vmi: Any,
+    guest: Path,
+    name: str,
+    *,
+    volumes: list[dict[str, Any]] | None = None,
+    disks: list[dict[str, Any]] | None = None,
+    statuses: list[dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], Any, Path]:
+    """A VMI called ``name`` with these volumes, disks and volume statuses (none when not given) synced into
+    a fresh launcher pod running ``guest``, then marked Running: (the VMI, the pod, its hotplug directory)."""
+    vmi = make_vmi(name)
+    vmi["spec"]["volumes"] = volumes or []
+    vmi["spec"]["domain"]["devices"]["disks"] = disks or []
+    vmi["status"]["volumeStatus"] = statuses or []
+    pod = launcher_pods(vmi, guest=guest)
+    hotplug_dir = pod.share_dir / "hotplug-disks"  # the launcher's /var/run/kubevirt/hotplug-disks
+    hotplug_dir.mkdir()
+    pod.client.sync_vmi(vmi)
+    vmi["status"]["phase"] = "Running"
+    return vmi, pod, hotplug_dir
+
+
+def wait_for_no_live_disks(pod: Any) -> None:
+    """Waits until the guest has let go of every disk the domain had (the unplug completes in the guest's
+    time, after the detach call has returned)."""
+    deadline = time.monotonic() + GUEST_BUDGET
+    while live_disks(pod) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert live_disks(pod) == {}
+
+
 def test_hotplugged_disks_are_attached_and_detached_on_the_running_guest(
     launcher_pods: Any, make_vmi: Any, hotplug_test_guest: Path, loop_device: Path
 ) -> None:
     # SCSI: the bus KubeVirt's addvolume gives a disk unless told otherwise.
     bus, first, second = "scsi", "sda", "sdb"
-    vmi = make_vmi("hotplug")
-    vmi["spec"]["volumes"] = [{"name": "scratch", "emptyDisk": {"capacity": "16Mi"}}]
-    vmi["spec"]["domain"]["devices"]["disks"] = [{"name": "scratch", "disk": {"bus": "virtio"}}]
-    vmi["status"]["volumeStatus"] = [{"name": "scratch", "target": "vda"}]
-    pod = launcher_pods(vmi, guest=hotplug_test_guest)
-    hotplug_dir = pod.share_dir / "hotplug-disks"  # the launcher's /var/run/kubevirt/hotplug-disks
-    hotplug_dir.mkdir()
-    pod.client.sync_vmi(vmi)
-    vmi["status"]["phase"] = "Running"
+    vmi, pod, hotplug_dir = started(
+        launcher_pods,
+        make_vmi,
+        hotplug_test_guest,
+        "hotplug",
+        volumes=[{"name": "scratch", "emptyDisk": {"capacity": "16Mi"}}],
+        disks=[{"name": "scratch", "disk": {"bus": "virtio"}}],
+        statuses=[{"name": "scratch", "target": "vda"}],
+    )
     pod.wait_for_serial("DISK-ADDED vda", BOOT_BUDGET)
     domain_name = f"{vmi['metadata']['namespace']}_{vmi['metadata']['name']}"
 
@@ -167,15 +200,7 @@ def test_a_virtio_disk_is_unplugged_once_the_guest_lets_it_go(
     launcher_pods: Any, make_vmi: Any, hotplug_test_guest: Path
 ) -> None:
     # A virtio disk is a PCIe device: the guest must release it, after the detach call may have returned.
-    vmi = make_vmi("hotplug-virtio")
-    vmi["spec"]["volumes"] = []
-    vmi["spec"]["domain"]["devices"]["disks"] = []
-    vmi["status"]["volumeStatus"] = []
-    pod = launcher_pods(vmi, guest=hotplug_test_guest)
-    hotplug_dir = pod.share_dir / "hotplug-disks"
-    hotplug_dir.mkdir()
-    pod.client.sync_vmi(vmi)
-    vmi["status"]["phase"] = "Running"
+    vmi, pod, hotplug_dir = started(launcher_pods, make_vmi, hotplug_test_guest, "hotplug-virtio")
     pod.wait_for_serial(HOTPLUG_WATCHING, BOOT_BUDGET)
     (hotplug_dir / "data.img").write_bytes(FS_MARKER + bytes((2 << 20) - len(FS_MARKER)))
     with_data = with_volumes(vmi, "virtio", {"data": hotplug_status("data", "MountedToPod")})
@@ -188,10 +213,7 @@ def test_a_virtio_disk_is_unplugged_once_the_guest_lets_it_go(
     for _ in range(3):  # resyncs while the guest may still be letting go are no error
         pod.client.sync_vmi(vmi)
     pod.wait_for_serial("DISK-REMOVED vda", GUEST_BUDGET)
-    deadline = time.monotonic() + GUEST_BUDGET
-    while live_disks(pod) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert live_disks(pod) == {}
+    wait_for_no_live_disks(pod)
 
 
 def test_resyncs_wait_for_a_paused_guest_to_let_go_of_a_virtio_disk(
@@ -199,15 +221,7 @@ def test_resyncs_wait_for_a_paused_guest_to_let_go_of_a_virtio_disk(
 ) -> None:
     # A paused guest cannot release the device: the detach returns with the unplug pending, later syncs
     # neither fail nor detach again, and the disk goes once the guest runs.
-    vmi = make_vmi("hotplug-paused")
-    vmi["spec"]["volumes"] = []
-    vmi["spec"]["domain"]["devices"]["disks"] = []
-    vmi["status"]["volumeStatus"] = []
-    pod = launcher_pods(vmi, guest=hotplug_test_guest)
-    hotplug_dir = pod.share_dir / "hotplug-disks"
-    hotplug_dir.mkdir()
-    pod.client.sync_vmi(vmi)
-    vmi["status"]["phase"] = "Running"
+    vmi, pod, hotplug_dir = started(launcher_pods, make_vmi, hotplug_test_guest, "hotplug-paused")
     pod.wait_for_serial(HOTPLUG_WATCHING, BOOT_BUDGET)
     (hotplug_dir / "data.img").write_bytes(bytes(1 << 20))
     pod.client.sync_vmi(with_volumes(vmi, "virtio", {"data": hotplug_status("data", "MountedToPod")}))
@@ -219,10 +233,7 @@ def test_resyncs_wait_for_a_paused_guest_to_let_go_of_a_virtio_disk(
     pod.client.sync_vmi(vmi)
     pod.client.vmi_command("UnpauseVirtualMachine", vmi)
     pod.wait_for_serial("DISK-REMOVED vda", GUEST_BUDGET)
-    deadline = time.monotonic() + GUEST_BUDGET
-    while live_disks(pod) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert live_disks(pod) == {}
+    wait_for_no_live_disks(pod)
     pod.client.sync_vmi(vmi)
 
 
@@ -230,15 +241,13 @@ def test_a_hotplugged_volume_is_inserted_into_an_empty_cdrom_and_ejected_again(
     launcher_pods: Any, make_vmi: Any, hotplug_test_guest: Path
 ) -> None:
     # DeclarativeHotplugVolumes' CD-ROMs: the device stays, its medium comes and goes.
-    vmi = make_vmi("hotplug-cdrom")
-    vmi["spec"]["volumes"] = []
-    vmi["spec"]["domain"]["devices"]["disks"] = [{"name": "cd", "cdrom": {"bus": "scsi"}}]
-    vmi["status"]["volumeStatus"] = []
-    pod = launcher_pods(vmi, guest=hotplug_test_guest)
-    hotplug_dir = pod.share_dir / "hotplug-disks"
-    hotplug_dir.mkdir()
-    pod.client.sync_vmi(vmi)
-    vmi["status"]["phase"] = "Running"
+    vmi, pod, hotplug_dir = started(
+        launcher_pods,
+        make_vmi,
+        hotplug_test_guest,
+        "hotplug-cdrom",
+        disks=[{"name": "cd", "cdrom": {"bus": "scsi"}}],
+    )
     assert live_disks(pod)["cd"]["Source"]["File"] == ""
     (hotplug_dir / "cd.img").write_bytes(bytes(1 << 20))
     inserted = copy.deepcopy(vmi)

@@ -4,7 +4,6 @@ by an older release is removed by the disruption-budget controller."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +24,7 @@ from kubevirt.virt_config.migrations import MigrationConfig
 from kubevirt.virt_controller.watch.disruptionbudget import DisruptionBudgetController
 from kubevirt.virt_controller.watch.evacuation import EvacuationController
 from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_testing.controller_threads import controller_threads
 from kubevirt_testing.waiting import eventually
 
 JSON = dict[str, Any]
@@ -68,20 +68,13 @@ def controllers(kube: KubeClient, namespace: str) -> Iterator[None]:
         )
     factory.start()
     assert factory.wait_for_cache_sync(15)
-    stop = threading.Event()
-    runners = [
-        Controller("evacuation", evacuation_queue, evacuation, workers=2),
-        Controller("disruption-budget", pdb_queue, budgets, workers=1),
-    ]
-    threads = [threading.Thread(target=r.run, args=(stop,), daemon=True) for r in runners]
-    for thread in threads:
-        thread.start()
     try:
-        yield
+        with controller_threads(
+            Controller("evacuation", evacuation_queue, evacuation, workers=2),
+            Controller("disruption-budget", pdb_queue, budgets, workers=1),
+        ):
+            yield
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
         events.stop()
         factory.stop()
 

@@ -9,7 +9,6 @@ context are written by the test).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,16 +23,8 @@ from kubevirt.client import (
     EventRecorder,
     KubeClient,
 )
-from kubevirt.controller import (
-    Controller,
-    ControllerExpectations,
-    RateLimitingQueue,
-    SharedInformerFactory,
-    UIDTrackingControllerExpectations,
-)
-from kubevirt.virt_controller.watch.vm import VMController
-from kubevirt.virt_controller.watch.vmi import VMIController
-from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
+from kubevirt_api.core.v1 import VirtualMachineInstance
+from kubevirt_testing.controller_threads import launcher_pod, vm_and_vmi_controllers
 from kubevirt_testing.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
@@ -43,20 +34,7 @@ IMAGE = "virt-launcher:test"
 
 
 def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
-    assert vmi.metadata is not None
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "generateName": f"virt-launcher-{vmi.metadata.name}-",
-            "labels": {"kubevirt.io": "virt-launcher"},
-        },
-        "spec": {
-            "nodeName": NODE,
-            "containers": [{"name": "compute", "image": IMAGE}],
-            "restartPolicy": "Never",
-        },
-    }
+    return launcher_pod(vmi, node=NODE, image=IMAGE)
 
 
 @dataclass
@@ -76,56 +54,21 @@ class RecordedVolumes:
 def running(kube: KubeClient, namespace: str) -> Iterator[RecordedVolumes]:
     recorded = RecordedVolumes()
     events = EventRecorder(kube, "virt-controller", host="test")
-    factory = SharedInformerFactory(kube, resync_seconds=0)
-    vms = factory.informer(VIRTUAL_MACHINES, VirtualMachine, namespace=namespace)
-    vmis = factory.informer(VIRTUAL_MACHINE_INSTANCES, VirtualMachineInstance, namespace=namespace)
-    pods = factory.informer(PODS, namespace=namespace, label_selector="kubevirt.io")
-    pvcs = factory.informer(PERSISTENT_VOLUME_CLAIMS, namespace=namespace)
-    vm_queue, vmi_queue = RateLimitingQueue("vm"), RateLimitingQueue("vmi")
-    vm = VMController(
+    with vm_and_vmi_controllers(
+        kube,
+        namespace,
         api=kube,
         events=events,
-        vm_store=vms.store,
-        vmi_store=vmis.store,
-        expectations=UIDTrackingControllerExpectations(),
-        enqueue=vm_queue.add,
-        vmi_volumes=recorded,
-    )
-    vmi = VMIController(
-        api=kube,
-        events=events,
-        vmi_store=vmis.store,
-        pod_store=pods.store,
-        vm_store=vms.store,
         render_pod=render_pod,
-        pod_expectations=UIDTrackingControllerExpectations(),
-        vmi_expectations=ControllerExpectations(),
-        enqueue=vmi_queue.add,
+        pod_selector="kubevirt.io",
+        claims=True,
+        vmi_volumes=recorded,
         launcher_image=IMAGE,
-        pvc_store=pvcs.store,
-    )
-    vms.add_event_handler(vm.on_vm_add, vm.on_vm_update, vm.on_vm_delete)
-    vmis.add_event_handler(vm.on_vmi_add, vm.on_vmi_update, vm.on_vmi_delete)
-    vmis.add_event_handler(vmi.on_vmi_add, vmi.on_vmi_update, vmi.on_vmi_delete)
-    pods.add_event_handler(vmi.on_pod_add, vmi.on_pod_update, vmi.on_pod_delete)
-    pvcs.add_event_handler(vmi.on_pvc_add, vmi.on_pvc_update, vmi.on_pvc_delete)
-    factory.start()
-    assert factory.wait_for_cache_sync(15)
-    stop = threading.Event()
-    runners = [
-        threading.Thread(target=Controller(name, queue, reconciler, workers=2).run, args=(stop,), daemon=True)
-        for name, queue, reconciler in (("vm", vm_queue, vm), ("vmi", vmi_queue, vmi))
-    ]
-    for runner in runners:
-        runner.start()
-    try:
-        yield recorded
-    finally:
-        events.stop()
-        stop.set()
-        for runner in runners:
-            runner.join(10)
-        factory.stop()
+    ):
+        try:
+            yield recorded
+        finally:
+            events.stop()
 
 
 def _pods(kube: KubeClient, namespace: str, app: str) -> list[dict[str, Any]]:
@@ -190,7 +133,10 @@ def test_a_hotplugged_claim_gets_an_attachment_pod_the_api_server_accepts(
     (launcher,) = _pods(kube, namespace, "virt-launcher")
     _run_pod(kube, namespace, launcher, "compute")
     eventually(
-        lambda: kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, "vmi1")["status"].get("phase") == "Scheduled"
+        lambda: (
+            kube.get(VIRTUAL_MACHINE_INSTANCES, namespace, "vmi1").get("status", {}).get("phase")
+            == "Scheduled"
+        )
     )
     # virt-handler: Running, on a host without SELinux. Then virt-api's addvolume.
     patch = [

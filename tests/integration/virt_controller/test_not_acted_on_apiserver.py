@@ -3,7 +3,6 @@ on are marked so by virt-controller's not-acted-on controllers."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +23,7 @@ from kubevirt.virt_controller.watch.notactedon import (
     NotActedOnController,
 )
 from kubevirt_api.crd import CRDS
+from kubevirt_testing.controller_threads import controller_threads
 from kubevirt_testing.waiting import eventually
 
 JSON = dict[str, Any]
@@ -79,16 +79,10 @@ def not_acted_on(kube: KubeClient, namespace: str) -> Iterator[None]:
         runners.append(Controller(unhandled.resource.plural, queue, controller, workers=1))
     factory.start()
     assert factory.wait_for_cache_sync(15)
-    stop = threading.Event()
-    threads = [threading.Thread(target=runner.run, args=(stop,), daemon=True) for runner in runners]
-    for thread in threads:
-        thread.start()
     try:
-        yield
+        with controller_threads(*runners):
+            yield
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
         events.stop()
         factory.stop()
 

@@ -34,6 +34,7 @@ from kubevirt.controller import (
 from kubevirt.virt_controller.watch.vm import VMController
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
 from kubevirt_api.instancetype.v1beta1 import VirtualMachineInstancetype, VirtualMachinePreference
+from kubevirt_testing.controller_threads import controller_threads
 from kubevirt_testing.waiting import eventually
 
 GROUP_VERSION = "instancetype.kubevirt.io/v1beta1"
@@ -73,14 +74,10 @@ def vm_controller(kube: KubeClient, namespace: str) -> Iterator[Events]:
     vmis.add_event_handler(vm.on_vmi_add, vm.on_vmi_update, vm.on_vmi_delete)
     factory.start()
     assert factory.wait_for_cache_sync(15)
-    stop = threading.Event()
-    runner = threading.Thread(target=Controller("vm", queue, vm, workers=2).run, args=(stop,), daemon=True)
-    runner.start()
     try:
-        yield events
+        with controller_threads(Controller("vm", queue, vm, workers=2)):
+            yield events
     finally:
-        stop.set()
-        runner.join(10)
         factory.stop()
 
 

@@ -6,7 +6,6 @@ status, and counts the API writes the controllers make per VMI on the way to Sch
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,34 +22,9 @@ from kubevirt.client import (
     EventRecorder,
     KubeClient,
 )
-from kubevirt.controller import (
-    Controller,
-    ControllerExpectations,
-    RateLimitingQueue,
-    SharedInformerFactory,
-    UIDTrackingControllerExpectations,
-)
-from kubevirt.virt_controller.watch.vm import VMController
-from kubevirt.virt_controller.watch.vmi import VMIController
-from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
+from kubevirt_testing.controller_threads import launcher_pod, vm_and_vmi_controllers
 from kubevirt_testing.counting_api import CountingApi
 from kubevirt_testing.waiting import eventually
-
-
-def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
-    assert vmi.metadata is not None
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "generateName": f"virt-launcher-{vmi.metadata.name}-",
-            "labels": {"kubevirt.io": "virt-launcher"},
-        },
-        "spec": {
-            "containers": [{"name": "compute", "image": "virt-launcher:test"}],
-            "restartPolicy": "Never",
-        },
-    }
 
 
 @dataclass
@@ -63,51 +37,11 @@ class Running:
 def controllers(kube: KubeClient, namespace: str) -> Iterator[Running]:
     api = CountingApi(kube)
     events = EventRecorder(kube, "virt-controller", host="test")
-    factory = SharedInformerFactory(kube, resync_seconds=0)
-    vms = factory.informer(VIRTUAL_MACHINES, VirtualMachine, namespace=namespace)
-    vmis = factory.informer(VIRTUAL_MACHINE_INSTANCES, VirtualMachineInstance, namespace=namespace)
-    pods = factory.informer(PODS, namespace=namespace)
-    vm_queue, vmi_queue = RateLimitingQueue("vm"), RateLimitingQueue("vmi")
-    vm = VMController(
-        api=api,
-        events=events,
-        vm_store=vms.store,
-        vmi_store=vmis.store,
-        expectations=UIDTrackingControllerExpectations(),
-        enqueue=vm_queue.add,
-    )
-    vmi = VMIController(
-        api=api,
-        events=events,
-        vmi_store=vmis.store,
-        pod_store=pods.store,
-        vm_store=vms.store,
-        render_pod=render_pod,
-        pod_expectations=UIDTrackingControllerExpectations(),
-        vmi_expectations=ControllerExpectations(),
-        enqueue=vmi_queue.add,
-    )
-    vms.add_event_handler(vm.on_vm_add, vm.on_vm_update, vm.on_vm_delete)
-    vmis.add_event_handler(vm.on_vmi_add, vm.on_vmi_update, vm.on_vmi_delete)
-    vmis.add_event_handler(vmi.on_vmi_add, vmi.on_vmi_update, vmi.on_vmi_delete)
-    pods.add_event_handler(vmi.on_pod_add, vmi.on_pod_update, vmi.on_pod_delete)
-    factory.start()
-    assert factory.wait_for_cache_sync(15)
-    stop = threading.Event()
-    runners = [
-        threading.Thread(target=Controller(name, queue, reconciler, workers=2).run, args=(stop,), daemon=True)
-        for name, queue, reconciler in (("vm", vm_queue, vm), ("vmi", vmi_queue, vmi))
-    ]
-    for runner in runners:
-        runner.start()
-    try:
-        yield Running(api, events)
-    finally:
-        events.stop()
-        stop.set()
-        for runner in runners:
-            runner.join(10)
-        factory.stop()
+    with vm_and_vmi_controllers(kube, namespace, api=api, events=events, render_pod=launcher_pod):
+        try:
+            yield Running(api, events)
+        finally:
+            events.stop()
 
 
 def test_a_vm_gets_a_vmi_and_a_launcher_pod_that_reaches_scheduled(

@@ -10,7 +10,6 @@ by virt-controller (Scheduling, Scheduled), one by virt-handler (Running, with R
 from __future__ import annotations
 
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, ser
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import Migrator
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
+from kubevirt_testing.controller_threads import controller_threads, launcher_pod
 from kubevirt_testing.counting_api import CountingApi
 from kubevirt_testing.driver_domain import driver_domain_xml
 from kubevirt_testing.launcher_socket import launcher_socket
@@ -51,21 +51,7 @@ UNPAUSED_GATE = "kubevirt.io/virtual-machine-unpaused"
 
 def render_pod(vmi: VirtualMachineInstance) -> dict[str, Any]:
     """The launcher pod, already bound to the node (there is no scheduler here)."""
-    assert vmi.metadata is not None
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "generateName": f"virt-launcher-{vmi.metadata.name}-",
-            "labels": {"kubevirt.io": "virt-launcher"},
-        },
-        "spec": {
-            "nodeName": NODE,
-            "containers": [{"name": "compute", "image": "virt-launcher:test"}],
-            "readinessGates": [{"conditionType": UNPAUSED_GATE}],
-            "restartPolicy": "Never",
-        },
-    }
+    return launcher_pod(vmi, node=NODE, readinessGates=[{"conditionType": UNPAUSED_GATE}])
 
 
 @dataclass
@@ -73,14 +59,6 @@ class Components:
     controller_api: CountingApi
     handler_api: CountingApi
     pods_dir: Path
-
-
-def _run(stop: threading.Event, name: str, queue: RateLimitingQueue, reconciler: Any) -> threading.Thread:
-    thread = threading.Thread(
-        target=Controller(name, queue, reconciler, workers=2).run, args=(stop,), daemon=True
-    )
-    thread.start()
-    return thread
 
 
 @pytest.fixture
@@ -106,7 +84,6 @@ def launcher_socket_path(tmp_path: Path) -> Iterator[Path]:
 def components(
     kube: KubeClient, namespace: str, tmp_path: Path, launcher_socket_path: Path
 ) -> Iterator[Components]:
-    stop = threading.Event()
     controller_api, handler_api = CountingApi(kube), CountingApi(kube)
     recorders = [
         EventRecorder(kube, "virt-controller", host="test"),
@@ -160,16 +137,13 @@ def components(
     for factory in (controller_informers, handler_informers):
         factory.start()
         assert factory.wait_for_cache_sync(15)
-    threads = [
-        _run(stop, "vmi", vmi_queue, vmi_controller),
-        _run(stop, "handler", handler_queue, vm_controller),
-    ]
     try:
-        yield Components(controller_api, handler_api, pods_dir)
+        with controller_threads(
+            Controller("vmi", vmi_queue, vmi_controller, workers=2),
+            Controller("handler", handler_queue, vm_controller, workers=2),
+        ):
+            yield Components(controller_api, handler_api, pods_dir)
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
         for factory in (controller_informers, handler_informers):
             factory.stop()
         for recorder in recorders:
