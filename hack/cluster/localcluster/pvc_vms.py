@@ -36,12 +36,21 @@ class DataDisk:
     data_volume: bool = False
 
 
-def claim(name: str, size: str, *, block: bool = False, source: str = "", node: str = "") -> JSON:
-    """A ReadWriteOnce claim of ``size`` on the default StorageClass; ``source`` restores a VolumeSnapshot;
-    ``node`` is the scheduler's mark of a WaitForFirstConsumer claim's node once it placed the claim's first
-    pod, which has the claim provisioned without a pod."""
+def claim(
+    name: str,
+    size: str,
+    *,
+    block: bool = False,
+    source: str = "",
+    node: str = "",
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+) -> JSON:
+    """A claim of ``size`` on the default StorageClass, ReadWriteOnce unless ``access_modes`` says otherwise
+    (ReadWriteMany: a volume every node can use at once); ``source`` restores a VolumeSnapshot; ``node`` is
+    the scheduler's mark of a WaitForFirstConsumer claim's node once it placed the claim's first pod, which
+    has the claim provisioned without a pod."""
     spec: JSON = {
-        "accessModes": ["ReadWriteOnce"],
+        "accessModes": list(access_modes),
         "volumeMode": "Block" if block else "Filesystem",
         "resources": {"requests": {"storage": size}},
     }
@@ -142,7 +151,7 @@ def container_disk_vm(name: str, disks: tuple[DataDisk, ...] = (), *, user_data:
 
 
 def volume_node(pv: JSON) -> str:
-    """The node a volume of the driver lives on (its topology: volumes are node-local)."""
+    """The node a node-local volume of the driver lives on (its topology; a shared one has every node's)."""
     (term,) = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
     (expression,) = term["matchExpressions"]
     assert expression["key"] == TOPOLOGY_KEY

@@ -29,7 +29,7 @@ from localcluster import processes, readiness  # noqa: E402
 from localcluster.apiserver import ApiServer, free_port, running_apiserver  # noqa: E402
 from localcluster.csi import deploy  # noqa: E402
 from localcluster.csi.driver import DRIVER_NAME, TOPOLOGY_KEY  # noqa: E402
-from localcluster.layout import Layout  # noqa: E402
+from localcluster.layout import MAX_NODES, Layout  # noqa: E402
 from localcluster.pvc_vms import claim  # noqa: E402
 
 from kubevirt_testing.waiting import first_result  # noqa: E402
@@ -175,6 +175,34 @@ def test_claims_are_provisioned_on_the_selected_node_in_either_mode(controllers:
     assert (controllers.volumes / fs["spec"]["csi"]["volumeHandle"]).is_dir()
     image = controllers.volumes / f"{blk['spec']['csi']['volumeHandle']}.img"
     assert image.stat().st_size == 32 << 20
+
+
+def test_a_read_write_many_claim_is_made_for_every_node(controllers: Controllers) -> None:
+    # The scheduler's node is the only topology the provisioner offers; the volume is every node's anyway.
+    rwx = ("ReadWriteMany",)
+    controllers.apply(
+        claim("rwx", "16Mi", node=controllers.node, access_modes=rwx),
+        claim("rwx-blk", "8Mi", node=controllers.node, block=True, access_modes=rwx),
+    )
+    layout = controllers.layout
+    every_node = sorted(layout.node(index).name for index in range(1, MAX_NODES + 1))
+    fs, blk = _bound(controllers, "rwx"), _bound(controllers, "rwx-blk")
+    for pv in (fs, blk):
+        assert pv["spec"]["accessModes"] == ["ReadWriteMany"]
+        assert pv["spec"]["storageClassName"] == deploy.STORAGE_CLASS
+        terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+        # One term per node (either admits the pod), each the driver's topology key.
+        assert [e["key"] for term in terms for e in term["matchExpressions"]] == [TOPOLOGY_KEY] * len(terms)
+        assert sorted(value for term in terms for e in term["matchExpressions"] for value in e["values"]) == (
+            every_node
+        )
+    shared = deploy.shared_dir(layout) / "volumes"
+    handles = [fs["spec"]["csi"]["volumeHandle"], f"{blk['spec']['csi']['volumeHandle']}.img"]
+    assert all((shared / handle).exists() for handle in handles)
+    assert not any((controllers.volumes / handle).exists() for handle in handles)
+
+    controllers.kubectl("delete", "pvc", "rwx", "rwx-blk", "-n", "default", "--wait=true", "--timeout=60s")
+    _wait("shared volumes removed", lambda: not any(shared.iterdir()))
 
 
 def test_a_claim_grows_snapshots_and_restores_with_its_data(controllers: Controllers) -> None:

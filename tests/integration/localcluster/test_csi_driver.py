@@ -1,8 +1,10 @@
 """The local cluster's hostpath CSI driver for real (root, real mounts and loop devices), on a unix socket in
 a temporary directory: the CSI community's sanity suite (csi-sanity, built from its Go module by
 hack/cluster/build-csi and cached) with Filesystem and with Block volumes, then what the suite does not
-look at: data surviving snapshot, restore, clone and expansion, the kubelet registration service, and
-requests that would lead out of the data directory through a symlink."""
+look at: data surviving snapshot, restore, clone and expansion, the kubelet registration service,
+requests that would lead out of the data directory through a symlink, and multi-node volumes: a second
+node's plugin (another process, another node ID, the same shared data directory) publishing them at the same
+time as the first."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +35,9 @@ from localcluster.csi.proto import (  # noqa: E402
 )
 
 MIB = 1 << 20
-NODE = "node-a"
+NODE, OTHER_NODE = "node-a", "node-b"
 SANITY_TIMEOUT = 600
+AccessMode = csi_pb2.VolumeCapability.AccessMode
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +54,7 @@ def csi_bin() -> Path:
 class Driver:
     socket: Path
     data: Path
+    shared: Path
     registry: Path
     log: Path
     channel: grpc.Channel
@@ -71,31 +76,55 @@ def _leftovers(root: Path) -> list[str]:
     return left
 
 
-@pytest.fixture
-def csi_driver(tmp_path: Path) -> Iterator[Driver]:
-    """The driver serving Identity, Controller and Node on one socket, with kubelet registration."""
+def _driver_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "localcluster.csi", *args]
+
+
+_ENV = {**os.environ, "PYTHONPATH": str(REPO / "hack" / "cluster")}
+
+
+@contextmanager
+def _running(tmp_path: Path, name: str, data: Path, *args: str) -> Iterator[Driver]:
+    """A driver process ``name`` with ``args`` besides its endpoint and registration directory."""
     # Unix socket paths are short (108 bytes): the sockets live in a directory of their own under /tmp.
     sockets = Path(tempfile.mkdtemp(prefix="csi-", dir="/tmp"))
-    socket, data, registry = sockets / "csi.sock", tmp_path / "data", sockets / "registry"
-    log = tmp_path / "driver.log"
-    argv = [
-        sys.executable, "-m", "localcluster.csi", f"--endpoint={socket}", f"--controller={NODE}={data}",
-        f"--node={NODE}", f"--data-dir={data}", f"--registration-dir={registry}",
-    ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO / "hack" / "cluster")}
+    socket, registry, log = sockets / "csi.sock", sockets / "registry", tmp_path / f"{name}.log"
+    argv = _driver_argv(f"--endpoint={socket}", f"--registration-dir={registry}", *args)
     with log.open("wb") as output:
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, env=_ENV)
     channel = grpc.insecure_channel(f"unix://{socket}")
     try:
         grpc.channel_ready_future(channel).result(timeout=20)
-        yield Driver(socket, data, registry, log, channel)
+        yield Driver(socket, data, tmp_path / "shared", registry, log, channel)
     finally:
         channel.close()
         process.terminate()
         assert process.wait(timeout=20) == 0, log.read_text()[-3000:]
         assert not socket.exists()
         shutil.rmtree(sockets)
+
+
+@pytest.fixture
+def csi_driver(tmp_path: Path) -> Iterator[Driver]:
+    """The driver serving Identity, Controller (over two nodes and the shared data directory) and node A's
+    Node service on one socket, with kubelet registration."""
+    data, other, shared = tmp_path / "data", tmp_path / "data-b", tmp_path / "shared"
+    args = (
+        f"--controller={NODE}={data}", f"--controller={OTHER_NODE}={other}", f"--shared-dir={shared}",
+        f"--node={NODE}", f"--data-dir={data}",
+    )  # fmt: skip
+    with _running(tmp_path, "driver", data, *args) as driver:
+        yield driver
     assert _leftovers(tmp_path) == []
+
+
+@pytest.fixture
+def other_node(tmp_path: Path, csi_driver: Driver) -> Iterator[Driver]:
+    """Node B's plugin: the Node service only, over B's data directory and the same shared one."""
+    data = tmp_path / "data-b"
+    args = (f"--node={OTHER_NODE}", f"--data-dir={data}", f"--shared-dir={csi_driver.shared}")
+    with _running(tmp_path, "node-b", data, *args) as driver:
+        yield driver
 
 
 def _sanity(csi_bin: Path, driver: Driver, tmp_path: Path, access_type: str) -> tuple[int, int, str]:
@@ -126,38 +155,48 @@ def test_csi_sanity_passes(csi_bin: Path, csi_driver: Driver, tmp_path: Path, ac
     # Identity, CreateVolume/DeleteVolume, snapshots (create, delete, list with paging, get), cloning,
     # expansion on controller and node, publish/unpublish, volume stats: everything the driver offers.
     assert passed >= 61, output[-5000:]
-    # Nothing of the suite's volumes and snapshots is left in the data directory.
-    assert list((csi_driver.data / "volumes").iterdir()) == []
-    assert list((csi_driver.data / "snapshots").iterdir()) == []
+    # Nothing of the suite's volumes and snapshots is left in the data directories.
+    for data in (csi_driver.data, csi_driver.shared):
+        assert list((data / "volumes").iterdir()) == []
+        assert list((data / "snapshots").iterdir()) == []
 
 
-def _capability(block: bool) -> csi_pb2.VolumeCapability:
-    mode = csi_pb2.VolumeCapability.AccessMode(mode=csi_pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER)
+def _capability(block: bool, mode: int = AccessMode.SINGLE_NODE_WRITER) -> csi_pb2.VolumeCapability:
+    access = AccessMode(mode=mode)  # type: ignore[arg-type]
     if block:
-        return csi_pb2.VolumeCapability(block=csi_pb2.VolumeCapability.BlockVolume(), access_mode=mode)
-    return csi_pb2.VolumeCapability(mount=csi_pb2.VolumeCapability.MountVolume(), access_mode=mode)
+        return csi_pb2.VolumeCapability(block=csi_pb2.VolumeCapability.BlockVolume(), access_mode=access)
+    return csi_pb2.VolumeCapability(mount=csi_pb2.VolumeCapability.MountVolume(), access_mode=access)
 
 
 def _create(
-    csi: Driver, name: str, size: int, *, block: bool, source: csi_pb2.VolumeContentSource | None = None
+    csi: Driver,
+    name: str,
+    size: int,
+    *,
+    block: bool,
+    source: csi_pb2.VolumeContentSource | None = None,
+    mode: int = AccessMode.SINGLE_NODE_WRITER,
+    node: str = NODE,
 ) -> csi_pb2.Volume:
+    """A volume asked for as the provisioner asks with strict topology: only ``node`` (the first pod's)."""
+    only = [csi_pb2.Topology(segments={driver.TOPOLOGY_KEY: node})]
     request = csi_pb2.CreateVolumeRequest(
         name=name,
         capacity_range=csi_pb2.CapacityRange(required_bytes=size),
-        volume_capabilities=[_capability(block)],
-        accessibility_requirements=csi_pb2.TopologyRequirement(
-            preferred=[csi_pb2.Topology(segments={driver.TOPOLOGY_KEY: NODE})]
-        ),
+        volume_capabilities=[_capability(block, mode)],
+        accessibility_requirements=csi_pb2.TopologyRequirement(requisite=only, preferred=only),
     )
     if source is not None:
         request.volume_content_source.CopyFrom(source)
     return csi.controller.CreateVolume(request).volume
 
 
-def _publish(csi: Driver, volume_id: str, target: Path, *, block: bool) -> None:
+def _publish(
+    csi: Driver, volume_id: str, target: Path, *, block: bool, mode: int = AccessMode.SINGLE_NODE_WRITER
+) -> None:
     csi.node.NodePublishVolume(
         csi_pb2.NodePublishVolumeRequest(
-            volume_id=volume_id, target_path=str(target), volume_capability=_capability(block)
+            volume_id=volume_id, target_path=str(target), volume_capability=_capability(block, mode)
         )
     )
 
@@ -383,3 +422,167 @@ def test_no_request_reaches_outside_the_data_directory(csi_driver: Driver, tmp_p
     assert _code(error.value) == grpc.StatusCode.INVALID_ARGUMENT
     assert sorted(p.name for p in outside.iterdir()) == ["secret"]
     controller.DeleteVolume(csi_pb2.DeleteVolumeRequest(volume_id=fs.volume_id))
+
+
+def _all_nodes() -> list[csi_pb2.Topology]:
+    return [csi_pb2.Topology(segments={driver.TOPOLOGY_KEY: node}) for node in (NODE, OTHER_NODE)]
+
+
+def _confirmed(csi: Driver, volume_id: str, *, block: bool, mode: int) -> bool:
+    response = csi.controller.ValidateVolumeCapabilities(
+        csi_pb2.ValidateVolumeCapabilitiesRequest(
+            volume_id=volume_id, volume_capabilities=[_capability(block, mode)]
+        )
+    )
+    return response.HasField("confirmed")
+
+
+def _delete(csi: Driver, *volumes: csi_pb2.Volume) -> None:
+    for volume in volumes:
+        csi.controller.DeleteVolume(csi_pb2.DeleteVolumeRequest(volume_id=volume.volume_id))
+
+
+def test_a_multi_node_filesystem_volume_is_shared_by_both_nodes(
+    csi_driver: Driver, other_node: Driver, tmp_path: Path
+) -> None:
+    rwx = AccessMode.MULTI_NODE_MULTI_WRITER
+    # Asked for node B only (strict topology), made in the shared directory, accessible from every node.
+    volume = _create(csi_driver, "rwx", 32 * MIB, block=False, mode=rwx, node=OTHER_NODE)
+    assert list(volume.accessible_topology) == _all_nodes()
+    assert (csi_driver.shared / "volumes" / volume.volume_id).is_dir()
+    # Asked for again: the same volume; with a single-node mode: another volume of that name exists.
+    assert _create(csi_driver, "rwx", 32 * MIB, block=False, mode=rwx).volume_id == volume.volume_id
+    with pytest.raises(grpc.RpcError) as error:
+        _create(csi_driver, "rwx", 32 * MIB, block=False)
+    assert _code(error.value) == grpc.StatusCode.ALREADY_EXISTS
+
+    on_a, on_b = tmp_path / "pod-a" / "mount", tmp_path / "pod-b" / "mount"
+    _publish(csi_driver, volume.volume_id, on_a, block=False, mode=rwx)
+    _publish(other_node, volume.volume_id, on_b, block=False, mode=rwx)
+    (on_a / "from-a").write_bytes(b"written on A")
+    (on_b / "from-b").write_bytes(b"written on B")
+    assert (on_b / "from-a").read_bytes() == b"written on A"
+    assert (on_a / "from-b").read_bytes() == b"written on B"
+
+    # Only a shared volume takes multi-node modes; a node-local one is its node's alone.
+    local = _create(csi_driver, "rwo", 16 * MIB, block=False)
+    for mode in (AccessMode.MULTI_NODE_MULTI_WRITER, AccessMode.MULTI_NODE_READER_ONLY):
+        assert _confirmed(csi_driver, volume.volume_id, block=False, mode=mode)
+        assert not _confirmed(csi_driver, local.volume_id, block=False, mode=mode)
+    assert _confirmed(csi_driver, local.volume_id, block=False, mode=AccessMode.SINGLE_NODE_WRITER)
+    with pytest.raises(grpc.RpcError) as error:
+        _publish(csi_driver, local.volume_id, tmp_path / "local-rwx", block=False, mode=rwx)
+    assert _code(error.value) == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as error:
+        _publish(other_node, local.volume_id, tmp_path / "local-on-b", block=False)
+    assert _code(error.value) == grpc.StatusCode.NOT_FOUND
+
+    # A snapshot of the shared volume restores into a node-local volume or a shared one, as asked.
+    snapshot = csi_driver.controller.CreateSnapshot(
+        csi_pb2.CreateSnapshotRequest(name="rwx-snap", source_volume_id=volume.volume_id)
+    ).snapshot
+    assert (csi_driver.shared / "snapshots" / snapshot.snapshot_id).is_dir()
+    source = _snapshot_source(snapshot.snapshot_id)
+    on_b_only = _create(csi_driver, "restored-rwo", 32 * MIB, block=False, source=source, node=OTHER_NODE)
+    assert list(on_b_only.accessible_topology) == _all_nodes()[1:]
+    assert (tmp_path / "data-b" / "volumes" / on_b_only.volume_id / "from-a").read_bytes() == b"written on A"
+    shared_copy = _create(csi_driver, "restored-rwx", 32 * MIB, block=False, source=source, mode=rwx)
+    assert list(shared_copy.accessible_topology) == _all_nodes()
+    copied = tmp_path / "pod-b" / "copy"
+    _publish(other_node, shared_copy.volume_id, copied, block=False, mode=rwx)
+    assert (copied / "from-b").read_bytes() == b"written on B"
+
+    expanded = csi_driver.controller.ControllerExpandVolume(
+        csi_pb2.ControllerExpandVolumeRequest(
+            volume_id=volume.volume_id, capacity_range=csi_pb2.CapacityRange(required_bytes=64 * MIB)
+        )
+    )
+    assert (expanded.capacity_bytes, expanded.node_expansion_required) == (64 * MIB, False)
+    stats = other_node.node.NodeGetVolumeStats(
+        csi_pb2.NodeGetVolumeStatsRequest(volume_id=volume.volume_id, volume_path=str(on_b))
+    )
+    assert [u.total for u in stats.usage if u.unit == csi_pb2.VolumeUsage.BYTES] == [64 * MIB]
+
+    _unpublish(csi_driver, volume.volume_id, on_a)
+    assert (on_b / "from-a").read_bytes() == b"written on A"  # B's publish is its own
+    _unpublish(other_node, volume.volume_id, on_b)
+    _unpublish(other_node, shared_copy.volume_id, copied)
+    csi_driver.controller.DeleteSnapshot(csi_pb2.DeleteSnapshotRequest(snapshot_id=snapshot.snapshot_id))
+    _delete(csi_driver, volume, local, on_b_only, shared_copy)
+    for data in (csi_driver.shared, csi_driver.data, tmp_path / "data-b"):
+        assert list((data / "volumes").iterdir()) == []
+        assert list((data / "snapshots").iterdir()) == []
+
+
+def _loop_devices_of(image: Path) -> list[str]:
+    listed = subprocess.run(["losetup", "-j", str(image)], capture_output=True, text=True, check=True)
+    return [line.split(":", 1)[0] for line in listed.stdout.splitlines()]
+
+
+def test_a_multi_node_block_volume_is_one_device_on_both_nodes(
+    csi_driver: Driver, other_node: Driver, tmp_path: Path
+) -> None:
+    rwx = AccessMode.MULTI_NODE_MULTI_WRITER
+    volume = _create(csi_driver, "rwx-blk", 8 * MIB, block=True, mode=rwx)
+    assert list(volume.accessible_topology) == _all_nodes()
+    image = csi_driver.shared / "volumes" / f"{volume.volume_id}.img"
+    on_a, on_b = tmp_path / "publish" / "pod-a", tmp_path / "publish" / "pod-b"
+    _publish(csi_driver, volume.volume_id, on_a, block=True, mode=rwx)
+    _publish(other_node, volume.volume_id, on_b, block=True, mode=rwx)
+    assert on_a.stat().st_rdev == on_b.stat().st_rdev
+    with on_a.open("r+b") as device:
+        device.write(b"block data from A")
+    assert on_b.read_bytes()[:17] == b"block data from A"
+
+    # Grown by the controller, taken up by either node: the one device has the new size.
+    csi_driver.controller.ControllerExpandVolume(
+        csi_pb2.ControllerExpandVolumeRequest(
+            volume_id=volume.volume_id, capacity_range=csi_pb2.CapacityRange(required_bytes=16 * MIB)
+        )
+    )
+    other_node.node.NodeExpandVolume(
+        csi_pb2.NodeExpandVolumeRequest(volume_id=volume.volume_id, volume_path=str(on_b))
+    )
+    assert _device_size(on_a) == 16 * MIB
+
+    # A node cannot tell whether another still uses the device: unpublishing leaves it attached ...
+    (device_name,) = _loop_devices_of(image)
+    _unpublish(csi_driver, volume.volume_id, on_a)
+    assert on_b.read_bytes()[:17] == b"block data from A"
+    _unpublish(other_node, volume.volume_id, on_b)
+    assert not on_a.exists()
+    assert not on_b.exists()
+    assert _loop_devices_of(image) == [device_name]
+    # ... and publishing again uses it; deleting the volume detaches it.
+    _publish(other_node, volume.volume_id, on_b, block=True, mode=rwx)
+    assert _loop_devices_of(image) == [device_name]
+    _unpublish(other_node, volume.volume_id, on_b)
+    _delete(csi_driver, volume)
+    assert not image.exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_multi_node_modes_need_a_shared_directory(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with _running(tmp_path, "no-shared", data, f"--controller={NODE}={data}") as plain:
+        for mode in (AccessMode.MULTI_NODE_MULTI_WRITER, AccessMode.MULTI_NODE_READER_ONLY):
+            with pytest.raises(grpc.RpcError) as error:
+                _create(plain, "rwx", 16 * MIB, block=False, mode=mode)
+            assert _code(error.value) == grpc.StatusCode.INVALID_ARGUMENT
+            assert "shared data directory" in str(error.value.details())
+        with pytest.raises(grpc.RpcError) as error:
+            _create(plain, "unknown", 16 * MIB, block=False, mode=AccessMode.UNKNOWN)
+        assert _code(error.value) == grpc.StatusCode.INVALID_ARGUMENT
+        assert _create(plain, "rwo", 16 * MIB, block=False).volume_id
+    assert not (tmp_path / "shared").exists()
+
+    # A shared directory that is a node's own is refused at the start.
+    for args in (
+        [f"--controller={NODE}={data}", f"--shared-dir={data}"],
+        [f"--node={NODE}", f"--data-dir={data}", f"--shared-dir={data}/."],
+    ):
+        started = subprocess.run(
+            _driver_argv("--endpoint=/tmp/unused.sock", *args), capture_output=True, text=True, env=_ENV
+        )
+        assert started.returncode == 2, started.stderr
+        assert "shared" in started.stderr.splitlines()[-1], started.stderr

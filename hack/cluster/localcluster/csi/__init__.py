@@ -2,7 +2,10 @@
 
 Volumes are node-local: each node has a data directory, and a volume lives on the node the scheduler picked
 for its first consumer (a WaitForFirstConsumer StorageClass; every volume carries the node as its
-accessible topology). ``volumeMode: Filesystem`` volumes are plain directories, bind-mounted into the pod;
+accessible topology). A volume asked for with a multi-node access mode (a ReadWriteMany or ReadOnlyMany
+claim) is the exception: it lives in a shared data directory that every node sees (the nodes share the
+host's filesystem) and is accessible from every node, so a VM on it can live-migrate. ``volumeMode:
+Filesystem`` volumes are plain directories, bind-mounted into the pod;
 ``Block`` volumes are sparse files, attached to a loop device whose device node is bind-mounted at the
 kubelet's publish path. Snapshots are copies of a volume's directory or file; clones and restores copy
 them back. Expansion grows the recorded size of a directory (no hard quota) or the file under a loop

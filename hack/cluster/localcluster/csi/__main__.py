@@ -1,9 +1,11 @@
 """python -m localcluster.csi --endpoint SOCKET [--controller NODE=DIR ...] [--node NODE --data-dir DIR
-                            [--registration-dir DIR]]
+                            [--registration-dir DIR]] [--shared-dir DIR]
 
 Serves the hostpath CSI driver on the unix socket SOCKET until SIGTERM: the Controller service over the
 given nodes' data directories, the Node service of NODE over its data directory DIR, or both. With
 --registration-dir (the kubelet's plugins_registry) the node plugin registers itself with the kubelet.
+With --shared-dir (the same directory for the controller and every node) volumes with multi-node access
+modes are made there and published on any node; without it they are refused.
 """
 
 from __future__ import annotations
@@ -37,13 +39,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--node", default="", help="serve the Node service as this node")
     parser.add_argument("--data-dir", type=Path, help="the node's data directory")
     parser.add_argument("--registration-dir", type=Path, help="register with the kubelet through this dir")
+    parser.add_argument("--shared-dir", type=Path, help="the data directory of multi-node volumes")
     args = parser.parse_args(argv)
     if not args.controller and not args.node:
         parser.error("give --controller, --node or both")
     if args.node and args.data_dir is None:
         parser.error("--node needs --data-dir")
-    store = Store(dict(args.controller)) if args.controller else None
-    node = NodeService(DataDir(args.data_dir)) if args.node else None
+    if args.shared_dir is not None and args.node and args.shared_dir.resolve() == args.data_dir.resolve():
+        parser.error("--shared-dir and --data-dir are the same directory")
+    try:
+        store = Store(dict(args.controller), shared=args.shared_dir) if args.controller else None
+    except ValueError as error:  # the shared directory is a node's
+        parser.error(str(error))
+    shared = DataDir(args.shared_dir) if args.shared_dir is not None and args.node else None
+    node = NodeService(DataDir(args.data_dir), shared=shared) if args.node else None
     servers: list[grpc.Server] = [csi_server(args.endpoint, store=store, node=node, node_id=args.node)]
     sockets = [args.endpoint]
     if args.registration_dir is not None:

@@ -10,13 +10,19 @@ certificate of its own in system:masters (the cluster's other clients are set up
 - node plugin ``csi-hostpath-node`` on each node (started after its kubelet): the Node and Identity services
   on ``/var/lib/kubelet/plugins/<driver>/csi.sock`` (the node's own kubelet directory), registered through
   ``/var/lib/kubelet/plugins_registry``; its data directory ``run/csi/<node name>`` under the cluster state,
-  the same path in every node's mount namespace.
-- ``csi-hostpath-controller`` on the host: the Controller service over every node's data directory, on
-  ``run/csi/controller.sock``, with csi-provisioner, csi-resizer and csi-snapshotter on that socket, and the
-  snapshot-controller.
+  the same path in every node's mount namespace, and the shared data directory ``run/csi/_shared`` (no node
+  name has an underscore), where every node finds the multi-node volumes.
+- ``csi-hostpath-controller`` on the host: the Controller service over every node's data directory and the
+  shared one, on ``run/csi/controller.sock``, with csi-provisioner, csi-resizer and csi-snapshotter on that
+  socket, and the snapshot-controller.
 - objects: the (group) snapshot CRDs, the CSIDriver (no attach step; the kubelet applies fsGroup to
   the files), StorageClass ``local`` (the default; WaitForFirstConsumer, expandable) and VolumeSnapshotClass
-  ``local`` (the default for the driver).
+  ``local`` (the default for the driver). A claim's access mode picks the kind of volume: ReadWriteOnce a
+  node-local one on the node of its first pod, ReadWriteMany (or ReadOnlyMany) a shared one that pods on
+  every node can use at once, so a VM on it can live-migrate.
+
+Cluster-down detaches the shared Block volumes' loop devices (the nodes leave them attached until a volume
+is deleted) with the others: they are over files under the cluster state too.
 """
 
 from __future__ import annotations
@@ -92,6 +98,11 @@ def data_dir(layout: Layout, node: Node) -> Path:
     return layout.run / "csi" / node.name
 
 
+def shared_dir(layout: Layout) -> Path:
+    """The multi-node volumes' data directory (a Kubernetes node name has no underscore: no node's)."""
+    return layout.run / "csi" / "_shared"
+
+
 def controller_socket(layout: Layout) -> Path:
     return layout.run / "csi" / "controller.sock"
 
@@ -111,6 +122,7 @@ def node_plugin(node: Node) -> Component:
         f"--endpoint={socket}",
         f"--node={node.name}",
         f"--data-dir={data_dir(node.layout, node)}",
+        f"--shared-dir={shared_dir(node.layout)}",
         f"--registration-dir={REGISTRY}",
     )
     return Component(NODE_PLUGIN, argv, ready_socket=socket if node.primary else host_path(node, socket))
@@ -133,12 +145,16 @@ def controller_processes(layout: Layout, http_ports: dict[str, int] | None = Non
     return [
         Component(
             CONTROLLER,
-            _driver(f"--endpoint={socket}", *(f"--controller={n.name}={data_dir(layout, n)}" for n in nodes)),
+            _driver(
+                f"--endpoint={socket}",
+                *(f"--controller={n.name}={data_dir(layout, n)}" for n in nodes),
+                f"--shared-dir={shared_dir(layout)}",
+            ),
             ready_socket=socket,
         ),
         sidecar("snapshot-controller"),
-        # Only the selected node's topology is offered for a WaitForFirstConsumer claim: the volume is made
-        # where its first pod was scheduled.
+        # Only the selected node's topology is offered for a WaitForFirstConsumer claim: a node-local volume
+        # is made where its first pod was scheduled (a shared one is accessible from every node anyway).
         sidecar("csi-provisioner", address, "--strict-topology", "--extra-create-metadata", "--timeout=60s"),
         sidecar("csi-resizer", address, "--timeout=60s"),
         sidecar("csi-snapshotter", address, "--timeout=60s"),
@@ -212,9 +228,10 @@ def install_objects(layout: Layout) -> None:
 
 
 def prepare(layout: Layout) -> None:
-    """The data directories (the controller is given every possible node's)."""
+    """The data directories (the controller is given every possible node's) and the shared one."""
     for index in range(1, MAX_NODES + 1):
         data_dir(layout, layout.node(index)).mkdir(parents=True, exist_ok=True)
+    shared_dir(layout).mkdir(parents=True, exist_ok=True)
 
 
 def _loop_devices() -> list[tuple[str, str]]:

@@ -1,8 +1,10 @@
 """The CSI Identity, Controller and Node services over :mod:`.store` and :mod:`.node`.
 
 A controller process holds every node's data directory (the cluster's nodes share the host's filesystem, so
-one process sees them all and can restore a snapshot onto another node); a node process holds its own. One
-process may be both, as in the sanity test.
+one process sees them all and can restore a snapshot onto another node); a node process holds its own. Both
+may also hold the shared data directory: a volume asked for with a multi-node access mode (a ReadWriteMany
+or ReadOnlyMany claim) is made there, wherever the provisioner asks for it, and is accessible from every
+node, so a VM on it can live-migrate. One process may be controller and node, as in the sanity test.
 """
 
 from __future__ import annotations
@@ -18,18 +20,24 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from .node import NodeService
 from .proto import csi_pb2, csi_pb2_grpc
-from .store import MAX_NAME, CsiError, Snapshot, Store, Volume, round_capacity
+from .store import MAX_NAME, SHARED, CsiError, Snapshot, Store, Volume, round_capacity
 
 DRIVER_NAME = "hostpath.csi.kubevirt-py.io"
 TOPOLOGY_KEY = f"topology.{DRIVER_NAME}/node"
 VERSION = "0.1.0"
 
 AccessMode = csi_pb2.VolumeCapability.AccessMode
-SUPPORTED_ACCESS_MODES = (
+SINGLE_NODE_ACCESS_MODES = (
     AccessMode.SINGLE_NODE_WRITER,
     AccessMode.SINGLE_NODE_READER_ONLY,
     AccessMode.SINGLE_NODE_SINGLE_WRITER,
     AccessMode.SINGLE_NODE_MULTI_WRITER,
+)
+# A volume for these is made in the shared data directory.
+MULTI_NODE_ACCESS_MODES = (
+    AccessMode.MULTI_NODE_READER_ONLY,
+    AccessMode.MULTI_NODE_SINGLE_WRITER,
+    AccessMode.MULTI_NODE_MULTI_WRITER,
 )
 ControllerRPC = csi_pb2.ControllerServiceCapability.RPC
 CONTROLLER_CAPABILITIES = (
@@ -82,12 +90,20 @@ def _wants_block(capabilities: Sequence[csi_pb2.VolumeCapability]) -> bool:
         kind = capability.WhichOneof("access_type")
         if kind is None:
             raise CsiError(grpc.StatusCode.INVALID_ARGUMENT, "a volume capability has no access type")
-        if capability.access_mode.mode not in SUPPORTED_ACCESS_MODES:
-            raise CsiError(grpc.StatusCode.INVALID_ARGUMENT, "only single-node access modes are supported")
+        mode = capability.access_mode.mode
+        if mode not in SINGLE_NODE_ACCESS_MODES + MULTI_NODE_ACCESS_MODES:
+            raise CsiError(
+                grpc.StatusCode.INVALID_ARGUMENT, f"access mode {AccessMode.Mode.Name(mode)} is not supported"
+            )
         kinds.add(kind)
     if len(kinds) > 1:
         raise CsiError(grpc.StatusCode.INVALID_ARGUMENT, "both block and mount access asked for")
     return kinds == {"block"}
+
+
+def _wants_multi_node(capabilities: Sequence[csi_pb2.VolumeCapability]) -> bool:
+    """Whether a capability asks for access from several nodes (the volume must be a shared one)."""
+    return any(capability.access_mode.mode in MULTI_NODE_ACCESS_MODES for capability in capabilities)
 
 
 def _topology(node: str) -> csi_pb2.Topology:
@@ -129,11 +145,15 @@ class Identity(csi_pb2_grpc.IdentityServicer):
         return csi_pb2.ProbeResponse()
 
 
-def _volume_message(volume: Volume, source: csi_pb2.VolumeContentSource | None = None) -> csi_pb2.Volume:
+def _volume_message(
+    volume: Volume, nodes: Sequence[str], source: csi_pb2.VolumeContentSource | None = None
+) -> csi_pb2.Volume:
+    """The volume, accessible from its node, or from each of ``nodes`` (every node's) if shared."""
+    accessible = sorted(nodes) if volume.shared else [volume.node]
     message = csi_pb2.Volume(
         volume_id=volume.id,
         capacity_bytes=volume.capacity,
-        accessible_topology=[_topology(volume.node)],
+        accessible_topology=[_topology(node) for node in accessible],
     )
     if source is not None and source.WhichOneof("type") is not None:
         message.content_source.CopyFrom(source)
@@ -175,9 +195,23 @@ class Controller(csi_pb2_grpc.ControllerServicer):
             _require(source.volume.volume_id, "volume_content_source.volume.volume_id")
             origin = f"volume:{source.volume.volume_id}"
         with self.store.lock:
-            node = self._pick_node(request.accessibility_requirements)
+            if _wants_multi_node(request.volume_capabilities):
+                node = self._shared_node()
+            else:
+                node = self._pick_node(request.accessibility_requirements)
             volume, _new = self.store.create_volume(request.name, node, capacity, block=block, source=origin)
-        return csi_pb2.CreateVolumeResponse(volume=_volume_message(volume, source))
+        return csi_pb2.CreateVolumeResponse(volume=_volume_message(volume, list(self.store.nodes), source))
+
+    def _shared_node(self) -> str:
+        """A multi-node volume's place: the shared data directory, whatever topology is asked for (the
+        provisioner's strict topology names only the first consumer's node; the volume serves them all)."""
+        if self.store.shared is None:
+            raise CsiError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "multi-node access modes (ReadWriteMany, ReadOnlyMany) need a shared data directory: "
+                "the controller runs without --shared-dir",
+            )
+        return SHARED
 
     def _pick_node(self, requirement: csi_pb2.TopologyRequirement) -> str:
         """The first preferred, then requisite, topology naming one of our nodes; without requirements,
@@ -221,6 +255,10 @@ class Controller(csi_pb2_grpc.ControllerServicer):
                 return csi_pb2.ValidateVolumeCapabilitiesResponse(message=failure.message)
             if block != volume.block:
                 return csi_pb2.ValidateVolumeCapabilitiesResponse(message="volume mode differs")
+            if _wants_multi_node(request.volume_capabilities) and not volume.shared:
+                return csi_pb2.ValidateVolumeCapabilitiesResponse(
+                    message="the volume is node-local: multi-node access modes are not offered"
+                )
             confirmed = csi_pb2.ValidateVolumeCapabilitiesResponse.Confirmed(
                 volume_context=request.volume_context,
                 volume_capabilities=request.volume_capabilities,
@@ -392,10 +430,15 @@ class Node(csi_pb2_grpc.NodeServicer):
             _require(request.target_path, "target_path")
             if not request.HasField("volume_capability"):
                 raise CsiError(grpc.StatusCode.INVALID_ARGUMENT, "volume_capability is required")
-            block = _wants_block([request.volume_capability])
+            capabilities = [request.volume_capability]
+            block = _wants_block(capabilities)
             with self.service.lock:
                 self.service.publish(
-                    request.volume_id, request.target_path, block=block, readonly=request.readonly
+                    request.volume_id,
+                    request.target_path,
+                    block=block,
+                    readonly=request.readonly,
+                    multi_node=_wants_multi_node(capabilities),
                 )
             return csi_pb2.NodePublishVolumeResponse()
 

@@ -1,8 +1,11 @@
-"""The driver's volumes and snapshots on disk, one data directory per node.
+"""The driver's volumes and snapshots on disk, one data directory per node and a shared one.
 
-A data directory holds ``volumes/<id>.json`` (what the volume is) beside ``volumes/<id>/`` (a Filesystem
-volume) or ``volumes/<id>.img`` (a Block volume's sparse file), and ``snapshots/<id>.json`` beside a copy
-of the volume's directory or file. IDs are 32 lowercase hex digits made here; anything else given as an ID
+A node's data directory holds its node-local volumes (of ReadWriteOnce claims); the shared data directory,
+which every node sees at the same path, holds the volumes made for multi-node access (of ReadWriteMany and
+ReadOnlyMany claims, recorded with the node :data:`SHARED`) and their snapshots. A data directory holds
+``volumes/<id>.json`` (what the volume is) beside ``volumes/<id>/`` (a Filesystem volume) or
+``volumes/<id>.img`` (a Block volume's sparse file), and ``snapshots/<id>.json`` beside a copy of the
+volume's directory or file. IDs are 32 lowercase hex digits made here; anything else given as an ID
 names no volume, so no request can reach a path outside the data directory. A pod can write into its
 volume's directory (symlinks included) but never into ``volumes/`` itself; every entry the driver opens
 there is checked not to be a symlink (``O_NOFOLLOW``, ``lstat``), and copies and removals never follow the
@@ -33,6 +36,8 @@ MAX_CAPACITY = 1 << 40
 ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 # CSI names (the external-provisioner's pvc-<uid>, snapshot-<uid>) are at most 128 bytes.
 MAX_NAME = 128
+# The node of a volume (and its snapshots) in the shared data directory: no node's, every node's.
+SHARED = ""
 
 
 class CsiError(Exception):
@@ -53,6 +58,10 @@ class Volume:
     block: bool
     # "" or "snapshot:<id>" / "volume:<id>": what the volume was made from.
     source: str = ""
+
+    @property
+    def shared(self) -> bool:
+        return self.node == SHARED
 
 
 @dataclass(frozen=True)
@@ -150,7 +159,7 @@ def disk_usage(directory: Path) -> tuple[int, int]:
 
 
 class DataDir:
-    """One node's data directory."""
+    """One node's data directory, or the shared one."""
 
     def __init__(self, path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
@@ -250,44 +259,61 @@ def loop_devices(backing_file: Path) -> list[str]:
 
 
 class Store:
-    """The controller's view: every node's data directory, by node name. One request at a time."""
+    """The controller's view: every node's data directory, by node name, and the shared one if given. One
+    request at a time."""
 
-    def __init__(self, nodes: dict[str, Path]) -> None:
+    def __init__(self, nodes: dict[str, Path], shared: Path | None = None) -> None:
         if not nodes:
             raise ValueError("a store needs at least one node's data directory")
         self.nodes = {name: DataDir(path) for name, path in nodes.items()}
+        self.shared = DataDir(shared) if shared is not None else None
+        if self.shared is not None and self.shared.path in {data.path for data in self.nodes.values()}:
+            raise ValueError(f"the shared data directory {shared} is also a node's")
         self.lock = threading.Lock()
 
+    def _data_dirs(self) -> list[DataDir]:
+        return [*self.nodes.values(), *([self.shared] if self.shared is not None else [])]
+
+    def data_dir(self, node: str) -> DataDir:
+        """Where the volumes of ``node`` (one of ours, or :data:`SHARED`) live."""
+        if node != SHARED:
+            return self.nodes[node]
+        if self.shared is None:
+            raise CsiError(grpc.StatusCode.INVALID_ARGUMENT, "the driver has no shared data directory")
+        return self.shared
+
     def find_volume(self, volume_id: str) -> tuple[DataDir, Volume] | None:
-        for data in self.nodes.values():
+        for data in self._data_dirs():
             if (volume := data.volume(volume_id)) is not None:
                 return data, volume
         return None
 
     def find_snapshot(self, snapshot_id: str) -> tuple[DataDir, Snapshot] | None:
-        for data in self.nodes.values():
+        for data in self._data_dirs():
             if (snapshot := data.snapshot(snapshot_id)) is not None:
                 return data, snapshot
         return None
 
     def all_volumes(self) -> list[Volume]:
-        return [volume for data in self.nodes.values() for volume in data.volumes()]
+        return [volume for data in self._data_dirs() for volume in data.volumes()]
 
     def all_snapshots(self) -> list[Snapshot]:
-        return [snapshot for data in self.nodes.values() for snapshot in data.snapshots()]
+        return [snapshot for data in self._data_dirs() for snapshot in data.snapshots()]
 
     def create_volume(
         self, name: str, node: str, capacity: int, *, block: bool, source: str = ""
     ) -> tuple[Volume, bool]:
-        """The volume called ``name``, made now or earlier with the same parameters; and whether it is new."""
+        """The volume called ``name`` on ``node`` (:data:`SHARED`: in the shared data directory), made now or
+        earlier with the same parameters; and whether it is new."""
         for existing in self.all_volumes():
             if existing.name == name:
-                if (existing.capacity, existing.block, existing.source) != (capacity, block, source):
+                asked = (capacity, block, source, node == SHARED)
+                if (existing.capacity, existing.block, existing.source, existing.shared) != asked:
                     raise CsiError(
                         grpc.StatusCode.ALREADY_EXISTS, f"volume {name} exists with other parameters"
                     )
                 return existing, False
-        data = self.nodes[node]
+        data = self.data_dir(node)
         volume = Volume(id=new_id(), name=name, node=node, capacity=capacity, block=block, source=source)
         target = data.volume_data(volume)
         try:
@@ -351,10 +377,22 @@ class Store:
         if found is None:
             return  # already gone (or never was): success, as the spec asks
         data, volume = found
-        if volume.block and loop_devices(data.volume_data(volume)):
-            raise CsiError(grpc.StatusCode.FAILED_PRECONDITION, f"volume {volume_id} is still attached")
+        if volume.block:
+            self._release_loop_devices(data, volume)
         (data.volumes_dir / f"{volume.id}.json").unlink()
         _remove(data.volume_data(volume))
+
+    @staticmethod
+    def _release_loop_devices(data: DataDir, volume: Volume) -> None:
+        """A node-local volume's loop device is detached by its node's last unpublish: one still there is in
+        use, and the volume is not deleted. A shared volume's is left attached by the nodes (none can tell
+        whether another still uses it), so the volume's deletion detaches it: the kernel defers that for a
+        device still open until its last user closes it (Kubernetes deletes a volume once no pod uses it)."""
+        devices = loop_devices(data.volume_data(volume))
+        if devices and not volume.shared:
+            raise CsiError(grpc.StatusCode.FAILED_PRECONDITION, f"volume {volume.id} is still attached")
+        for device in devices:
+            _run("losetup", "--detach", device)
 
     def expand_volume(self, volume_id: str, capacity: int) -> Volume:
         data, volume = self._volume(volume_id)

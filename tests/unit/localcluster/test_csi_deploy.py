@@ -1,0 +1,54 @@
+"""The hostpath CSI driver's processes as cluster-up runs them: the controller and every node's plugin are
+given one shared data directory, which is no node's, every node sees at the host's path, cluster-up makes
+and cluster-down's loop device sweep covers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "hack" / "cluster"))
+
+from localcluster import nodes  # noqa: E402
+from localcluster.csi import deploy  # noqa: E402
+from localcluster.layout import MAX_NODES, Layout  # noqa: E402
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Layout:
+    return Layout(state=tmp_path / "state", cache=tmp_path / "cache")
+
+
+def _option(argv: list[str], name: str) -> list[str]:
+    return [arg.removeprefix(f"--{name}=") for arg in argv if arg.startswith(f"--{name}=")]
+
+
+def test_the_controller_and_every_node_plugin_share_one_data_directory(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(deploy, "_binary", lambda _layout, name: name)  # no CSI build needed
+    (controller, *_sidecars) = deploy.controller_processes(layout)
+    assert controller.name == deploy.CONTROLLER
+    shared = str(deploy.shared_dir(layout))
+    assert _option(controller.argv, "shared-dir") == [shared]
+    node_dirs = {str(deploy.data_dir(layout, layout.node(i))) for i in range(1, MAX_NODES + 1)}
+    assert {entry.split("=", 1)[1] for entry in _option(controller.argv, "controller")} == node_dirs
+    assert shared not in node_dirs
+    for index in range(1, MAX_NODES + 1):
+        node = layout.node(index)
+        plugin = deploy.node_plugin(node)
+        assert _option(plugin.argv, "shared-dir") == [shared]
+        assert _option(plugin.argv, "data-dir") == [str(deploy.data_dir(layout, node))]
+        # Not in a node's private copy of a host directory: every node sees the same files there.
+        assert nodes.host_path(node, Path(shared)) == Path(shared)
+
+
+def test_cluster_up_makes_the_shared_directory_and_down_sweeps_its_loop_devices(layout: Layout) -> None:
+    deploy.prepare(layout)
+    assert deploy.shared_dir(layout).is_dir()
+    image = deploy.shared_dir(layout) / "volumes" / "0123456789abcdef0123456789abcdef.img"
+    assert deploy._ours(layout, str(image))
+    assert not deploy._ours(layout, "/var/tmp/other.img")
