@@ -158,9 +158,11 @@ class ControllerSet:
             revision_store=factory.informer(CONTROLLER_REVISIONS).store,
             config=config.current,
             vmi_volumes=vmi_volumes,
+            pvc_store=self._pvcs.store,
         )
         _Handlers.connect(vms, vm, "vm")
         _Handlers.connect(vmis, vm, "vmi")
+        _Handlers.connect(self._pvcs, vm, "pvc")
         self._add("virtualmachine", vm, threads.vm)
 
         vmi = VMIController(
@@ -245,6 +247,8 @@ class ControllerSet:
             config=lambda: config.current().migrations,
             enqueue=self._queue("migration"),
             policy_store=migration_policies.store,
+            pvc_store=self._pvcs.store,
+            launcher_image=template.launcher_image,
         )
         _Handlers.connect(migrations, migration, "migration")
         _Handlers.connect(vmis, migration, "vmi")

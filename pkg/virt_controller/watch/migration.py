@@ -7,12 +7,19 @@ when anything on the way breaks. Failure checks come first on every pass, as in 
 a ``FailedMigration`` event. Deleting the VMIM cancels it: before the hand-off the target pod is
 deleted, after it the VMI's ``migrationState.abortRequested`` asks the source virt-handler to abort.
 The finalizer ``kubevirt.io/migrationJobFinalize`` keeps a deleted VMIM until it is final.
+
+A VMI with hotplugged volumes takes them along: once the target pod is ready the controller gives it an
+attachment pod of its own (labelled and annotated as this migration's, owned by the target pod, so it
+goes with it), waits for that pod to be ready before Scheduling and Scheduled, and names it in
+``migrationState.targetAttachmentPodUID`` at the hand-off, so the target virt-handler mounts the claims
+from it. Once the VMI runs on the target, the VMI controller finds that pod as its launcher's own.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
 from kubevirt.client import (
@@ -27,9 +34,24 @@ from kubevirt.client.resources import NAMESPACES
 from kubevirt.controller import ControllerExpectations, RequeueAfter, Store, key_for, key_of, split_key
 from kubevirt.log import get_logger
 from kubevirt.virt_config.migrations import MigrationConfig
+from kubevirt.virt_controller.services.errors import TemplateError
+from kubevirt.virt_controller.services.hotplug_pod import render_hotplug_attachment_pod
+from kubevirt.virt_controller.services.parameters import DEFAULT_LAUNCHER_IMAGE
 from kubevirt.virt_controller.watch import pods as podutil
-from kubevirt.virt_controller.watch.common import Clock, Enqueue, format_time, parse_time, utc_now
+from kubevirt.virt_controller.watch.common import (
+    Clock,
+    Enqueue,
+    SyncError,
+    controlled_pods,
+    describe_api_error,
+    format_time,
+    parse_time,
+    utc_now,
+)
+from kubevirt.virt_controller.watch.hotplug import RenderAttachmentPod, attachment_pods
 from kubevirt.virt_controller.watch.migrationpolicy import configuration_by_policy, match_policy
+from kubevirt.virt_controller.watch.vmi import current_pod
+from kubevirt.virt_controller.watch.volumestatus import claim_name, hotplug_volumes, vmi_has_hotplug_volumes
 from kubevirt_api.core.v1 import (
     FINAL_MIGRATION_PHASES,
     FINAL_VMI_PHASES,
@@ -39,6 +61,7 @@ from kubevirt_api.core.v1 import (
 )
 from kubevirt_api.core.v1.constants import (
     API_VERSION,
+    APP_LABEL,
     MIGRATION_JOB_LABEL,
     MIGRATION_JOB_NAME_ANNOTATION,
     MIGRATION_PENDING_POD_TIMEOUT_SECONDS_ANNOTATION,
@@ -46,6 +69,7 @@ from kubevirt_api.core.v1.constants import (
     MIGRATION_UNSCHEDULABLE_POD_TIMEOUT_SECONDS_ANNOTATION,
     VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER,
 )
+from kubevirt_api.core.v1.volumes import Volume
 from kubevirt_api.view import JSON
 
 RenderPod = Callable[[VirtualMachineInstance], JSON]
@@ -60,10 +84,14 @@ SUCCESSFUL_MIGRATION: Final = "SuccessfulMigration"
 SUCCESSFUL_HAND_OVER: Final = "SuccessfulHandOver"
 SUCCESSFUL_ABORT: Final = "SuccessfulAbortMigration"
 SUCCESSFUL_CREATE_POD: Final = "SuccessfulCreate"
+FAILED_CREATE_POD: Final = "FailedCreate"
+FAILED_HAND_OVER: Final = "FailedHandOver"
 SUCCESSFUL_DELETE_POD: Final = "SuccessfulDelete"
 TARGET_POD_UNSCHEDULABLE: Final = "migrationTargetPodUnschedulable"
 CREATED_BY_LABEL: Final = "kubevirt.io/created-by"
 HOSTNAME_TOPOLOGY: Final = "kubernetes.io/hostname"
+# The ``kubevirt.io`` label of launcher pods: a migration's attachment pod carries its job label too.
+LAUNCHER_APP: Final = "virt-launcher"
 
 # KubeVirt's pending target pod timeouts, overridable per VMIM by annotation.
 UNSCHEDULABLE_POD_TIMEOUT_SECONDS: Final = 300
@@ -133,7 +161,8 @@ def render_target_pod(
 
 
 class MigrationController:
-    """Reconciles VMIMs. Informers: VMIMs (reconciled), VMIs and launcher Pods (watched)."""
+    """Reconciles VMIMs. Informers: VMIMs (reconciled), VMIs and Pods (watched: target launcher pods and
+    their attachment pods), PVCs (read for the attachment pods)."""
 
     def __init__(
         self,
@@ -148,6 +177,9 @@ class MigrationController:
         enqueue: Enqueue,
         policy_store: Store[JSON] | None = None,
         clock: Clock = utc_now,
+        pvc_store: Store[JSON] | None = None,
+        launcher_image: str | None = None,
+        render_attachment_pod: RenderAttachmentPod | None = None,
     ) -> None:
         self._api = api
         self._events = events
@@ -160,6 +192,11 @@ class MigrationController:
         self._config = config
         self._enqueue = enqueue
         self._clock = clock
+        # Without a PVC informer no claim is found, and a VMI with hotplugged volumes cannot migrate.
+        self._pvcs = pvc_store
+        self._render_attachment_pod = render_attachment_pod or partial(
+            render_hotplug_attachment_pod, launcher_image=launcher_image or DEFAULT_LAUNCHER_IMAGE
+        )
         # A target pod just created is not in the pod cache yet: no second one until it is.
         self._expectations = ControllerExpectations()
         self._log = get_logger(controller="migration")
@@ -244,7 +281,8 @@ class MigrationController:
                 requeue = wait.seconds
             except Exception as err:  # reported on the migration, then retried with backoff
                 failure = err
-        self._update_status(cached, migration, vmi, pod, failure)
+        hotplugged = vmi_model is not None and vmi_has_hotplug_volumes(vmi_model)
+        self._update_status(cached, migration, vmi, pod, failure, hotplugged=hotplugged)
         if failure is not None:
             raise failure
         if requeue is not None:
@@ -281,11 +319,19 @@ class MigrationController:
             for p in self._pods.list()
             if p["metadata"].get("namespace") == namespace
             and (p["metadata"].get("labels") or {}).get(MIGRATION_JOB_LABEL) == uid
+            and (p["metadata"].get("labels") or {}).get(APP_LABEL) == LAUNCHER_APP
         ]
         if not found:
             return None
         newest: JSON = max(found, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
         return newest
+
+    def _attachment_pod(self, pod: Mapping[str, Any] | None) -> JSON | None:
+        """The first attachment pod the target pod owns, as KubeVirt takes it."""
+        if pod is None:
+            return None
+        found = attachment_pods(self._pods, pod)
+        return dict(found[0]) if found else None
 
     # -- sync: what the controller does to pods and to the VMI ------------------------------------
 
@@ -309,12 +355,15 @@ class MigrationController:
             self._check_limits(migration, vmi)
             self._create_target_pod(migration, vmi_model)
             return None
-        if phase in (_Phase.PENDING, _Phase.SCHEDULING) and pod is not None:
+        if phase == _Phase.PENDING and pod is not None and podutil.is_pod_ready(pod):
+            if vmi_has_hotplug_volumes(vmi_model) and not attachment_pods(self._pods, pod):
+                self._create_attachment_pod(migration, vmi_model, pod)
+        elif phase in (_Phase.PENDING, _Phase.SCHEDULING) and pod is not None:
             if self._pending_timed_out(migration, vmi, pod):
                 return None
         elif phase == _Phase.SCHEDULED and pod is not None and podutil.is_pod_ready(pod):
             if migration_state(vmi).get("migrationUid") != migration["metadata"]["uid"]:
-                self._hand_off(migration, vmi, pod)
+                self._hand_off(migration, vmi_model, vmi, pod)
         elif phase in (_Phase.PREPARING_TARGET, _Phase.TARGET_READY, _Phase.RUNNING) and deleting:
             state = migration_state(vmi)
             if state.get("migrationUid") == migration["metadata"]["uid"] and not state.get("abortRequested"):
@@ -377,6 +426,63 @@ class MigrationController:
         )
         # The phase moves on when the pod cache has it (the pod informer brings the key back).
 
+    def _create_attachment_pod(self, migration: JSON, vmi: VirtualMachineInstance, pod: JSON) -> None:
+        """KubeVirt's ``createAttachmentPod``: the target pod's own attachment pod for the volumes
+        hotplugged into the source pod, mounting every claim (the VMI's volume status left out: none is
+        mounted into the target launcher yet)."""
+        meta = vmi.metadata
+        assert meta is not None
+        source = current_pod(vmi, controlled_pods(self._pods, str(meta.uid)))
+        if source is None:
+            return  # the VMI lost its pod: the migration fails with it
+        volumes = hotplug_volumes(vmi, source)
+        claims = self._claims_of(volumes, meta.namespace)
+        bare = vmi.model_copy(deep=True)
+        if bare.status is not None:
+            bare.status.volume_status = []
+        try:
+            template = copy.deepcopy(self._render_attachment_pod(volumes, pod, bare, claims))
+        except TemplateError as err:
+            raise SyncError(f"failed to render attachment pod template: {err}", FAILED_CREATE_POD) from err
+        pod_meta = template.setdefault("metadata", {})
+        pod_meta["labels"] = {
+            **(pod_meta.get("labels") or {}),
+            MIGRATION_JOB_LABEL: migration["metadata"]["uid"],
+        }
+        pod_meta["annotations"] = {
+            **(pod_meta.get("annotations") or {}),
+            MIGRATION_JOB_NAME_ANNOTATION: migration["metadata"]["name"],
+        }
+        key = key_of(migration)
+        self._expectations.expect_creations(key, 1)
+        try:
+            created: JSON = self._api.create(PODS, meta.namespace, template)
+        except Exception as err:
+            self._expectations.creation_observed(key)  # nothing is coming to observe
+            message = describe_api_error(err)
+            self._events.event(vmi, "Warning", FAILED_CREATE_POD, f"Error creating attachment pod: {message}")
+            raise SyncError(f"failed to create attachment pod: {message}", FAILED_CREATE_POD) from err
+        self._log.info("created the target's attachment pod", migration=key, pod=podutil.pod_name(created))
+        self._events.event(
+            migration, "Normal", SUCCESSFUL_CREATE_POD, f"Created attachment pod {podutil.pod_name(created)}"
+        )
+
+    def _claims_of(self, volumes: list[Volume], namespace: str | None) -> dict[str, JSON]:
+        """Each volume's claim (``VirtVolumesToPVCMap``); every one must be in the PVC informer."""
+        claims: dict[str, JSON] = {}
+        for volume in volumes:
+            name = claim_name(volume)
+            if not name:
+                raise SyncError(
+                    f"failed to get PVC map: volume {volume.name} is not a PVC or Datavolume",
+                    FAILED_CREATE_POD,
+                )
+            pvc = self._pvcs.get_by_key(key_for(namespace, name)) if self._pvcs is not None else None
+            if pvc is None:
+                raise SyncError(f"failed to get PVC map: claim {name} not found", FAILED_CREATE_POD)
+            claims[volume.name] = dict(pvc)
+        return claims
+
     def _delete_pod(self, migration: Mapping[str, Any], pod: Mapping[str, Any], message: str) -> None:
         try:
             self._api.delete(
@@ -422,8 +528,9 @@ class MigrationController:
             return True
         raise RequeueAfter(max(0.1, min(waits)))
 
-    def _hand_off(self, migration: JSON, vmi: JSON, pod: JSON) -> None:
-        """Give the VMI to the target virt-handler: a fresh migrationState and the target node label."""
+    def _hand_off(self, migration: JSON, vmi_model: VirtualMachineInstance, vmi: JSON, pod: JSON) -> None:
+        """Give the VMI to the target virt-handler: a fresh migrationState and the target node label.
+        With hotplugged volumes it waits (an error, retried) until the target pod has its attachment pod."""
         status = vmi.get("status") or {}
         source_pod = next(
             (
@@ -444,6 +551,14 @@ class MigrationController:
         }
         if source_pod:
             state["sourcePod"] = source_pod
+        if vmi_has_hotplug_volumes(vmi_model):
+            attachment = self._attachment_pod(pod)
+            if attachment is None:
+                raise SyncError("target attachment pod not found", FAILED_HAND_OVER)
+            self._log.info(
+                "target attachment pod", migration=key_of(migration), pod=podutil.pod_name(attachment)
+            )
+            state["targetAttachmentPodUID"] = podutil.pod_uid(attachment)
         policy = self._matching_policy(vmi)
         if policy is not None:
             tuned = configuration_by_policy(policy, state["migrationConfiguration"])
@@ -501,6 +616,8 @@ class MigrationController:
         vmi: JSON | None,
         pod: JSON | None,
         failure: Exception | None = None,
+        *,
+        hotplugged: bool = False,
     ) -> None:
         # Events and the failed target's deletion wait for the status write: a pass on a stale
         # cache ends in a conflict and must leave no trace.
@@ -511,6 +628,7 @@ class MigrationController:
         uid = meta["uid"]
         state = migration_state(vmi)
         ours = state.get("migrationUid") == uid
+        attachment = self._attachment_pod(pod)
         if phase in FINAL_MIGRATION_PHASES:
             pass  # only the copy of the final migrationState and the cleanup below are left to do
         elif vmi is None:
@@ -536,10 +654,17 @@ class MigrationController:
             )
         elif ours and state.get("failed"):
             self._fail(migration, "source node reported migration failed", effects)
+        elif attachment is not None and podutil.is_pod_final(attachment):
+            if meta.get("deletionTimestamp"):
+                self._add_abort_condition(migration)
+            message = "Migration failed because target attachment pod shutdown during migration"
+            self._fail(migration, message, effects)
         else:
             if meta.get("deletionTimestamp"):
                 self._add_abort_condition(migration)
-            self._advance(migration, pod, state, effects)
+            # With hotplugged volumes the target is only there once its attachment pod is ready too.
+            attached = not hotplugged or (attachment is not None and podutil.is_pod_ready(attachment))
+            self._advance(migration, pod, state, effects, attached=attached)
             self._sync_quota_condition(migration, pod, failure)
         if is_final(migration) and ours and (state.get("completed") or state.get("failed")):
             status["migrationState"] = state
@@ -551,7 +676,13 @@ class MigrationController:
             effect()
 
     def _advance(
-        self, migration: JSON, pod: JSON | None, state: JSON, effects: list[Callable[[], None]]
+        self,
+        migration: JSON,
+        pod: JSON | None,
+        state: JSON,
+        effects: list[Callable[[], None]],
+        *,
+        attached: bool = True,
     ) -> None:
         phase = phase_of(migration)
         ours = state.get("migrationUid") == migration["metadata"]["uid"]
@@ -573,9 +704,9 @@ class MigrationController:
                 )
                 return
             nxt = _Phase.PENDING
-        elif phase == _Phase.PENDING and pod is not None:
+        elif phase == _Phase.PENDING and pod is not None and attached:
             nxt = _Phase.SCHEDULING
-        elif phase == _Phase.SCHEDULING and pod is not None and podutil.is_pod_ready(pod):
+        elif phase == _Phase.SCHEDULING and pod is not None and podutil.is_pod_ready(pod) and attached:
             nxt = _Phase.SCHEDULED
         elif phase == _Phase.SCHEDULED and ours and state.get("targetNode"):
             nxt = _Phase.PREPARING_TARGET

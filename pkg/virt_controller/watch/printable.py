@@ -1,8 +1,8 @@
 """The VM's ``status.printableStatus``: predicates checked in KubeVirt's order, the first match wins.
 
 Several can hold at once (Running and Migrating, Paused and Terminating); the order decides. The
-DataVolume and PVC predicates (Provisioning, DataVolumeError, WaitingForVolumeBinding) need volume
-informers the VM controller does not watch yet, so they never match here.
+DataVolume predicates (Provisioning, DataVolumeError) need CDI's DataVolume informer, which the VM
+controller does not watch, so they never match here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from datetime import datetime
 from kubevirt.virt_controller.watch.common import parse_time
 from kubevirt.virt_controller.watch.conditions import FALSE, TRUE, has_condition, has_condition_reason
 from kubevirt.virt_controller.watch.pods import ERR_IMAGE_PULL_REASON, IMAGE_PULL_BACK_OFF_REASON
-from kubevirt.virt_controller.watch.runstrategy import RESTARTING_STRATEGIES
+from kubevirt.virt_controller.watch.runstrategy import RESTARTING_STRATEGIES, is_set_to_start
 from kubevirt_api.core.v1 import (
     VirtualMachine,
     VirtualMachineInstance,
@@ -33,13 +33,15 @@ Status = VirtualMachinePrintableStatus
 
 @dataclass(frozen=True)
 class VMState:
-    """What the predicates read: the VM, its VMI, the controller's pending expectations and the time."""
+    """What the predicates read: the VM, its VMI, the controller's pending expectations, the time, and
+    whether a claim the VM's template names exists but is not Bound (KubeVirt's ``HasUnboundPVC``)."""
 
     vm: VirtualMachine
     vmi: VirtualMachineInstance | None
     start_expected: bool
     stop_expected: bool
     now: datetime
+    unbound_claim: bool = False
 
     @property
     def vmi_conditions(self) -> Sequence[VirtualMachineInstanceCondition] | None:
@@ -101,6 +103,10 @@ def _never(_: VMState) -> bool:
     return False
 
 
+def _waiting_for_volume_binding(s: VMState) -> bool:
+    return s.unbound_claim and is_set_to_start(s.vm, s.vmi)
+
+
 def _starting(s: VMState) -> bool:
     if s.vmi is None:
         return s.start_expected
@@ -138,7 +144,7 @@ ORDER: tuple[tuple[str, Callable[[VMState], bool]], ...] = (
     (Status.DATA_VOLUME_ERROR, _never),
     (Status.UNSCHEDULABLE, _unschedulable),
     (Status.PROVISIONING, _never),
-    (Status.WAITING_FOR_VOLUME_BINDING, _never),
+    (Status.WAITING_FOR_VOLUME_BINDING, _waiting_for_volume_binding),
     (Status.ERR_IMAGE_PULL, _synchronized_false(ERR_IMAGE_PULL_REASON)),
     (Status.IMAGE_PULL_BACK_OFF, _synchronized_false(IMAGE_PULL_BACK_OFF_REASON)),
     (Status.STARTING, _starting),

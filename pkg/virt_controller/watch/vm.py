@@ -17,7 +17,7 @@ from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, EventSi
 from kubevirt.client.errors import AlreadyExistsError, ApiError, NotFoundError
 from kubevirt.client.resources import CONTROLLER_REVISIONS
 from kubevirt.controller import RequeueAfter, Store, UIDTrackingControllerExpectations, key_for, key_of
-from kubevirt.controller.store import OWNER_INDEX
+from kubevirt.controller.store import NAMESPACE_INDEX, OWNER_INDEX
 from kubevirt.defaults import DefaultingError
 from kubevirt.instancetype import expand_vmi
 from kubevirt.instancetype.conflict import joined_paths
@@ -126,12 +126,13 @@ _NOT_MIRRORED: Final = frozenset(
     }
 )
 _DECENTRALIZED_MIGRATION_RECHECK_SECONDS: Final = 2.0
+CLAIM_BOUND: Final = "Bound"  # a PersistentVolumeClaim's status.phase once bound to a volume
 
 
 class VMController:
-    """Reconciles VirtualMachines. Informers: VMs (reconciled) and VMIs (owned, same key), and the
+    """Reconciles VirtualMachines. Informers: VMs (reconciled) and VMIs (owned, same key), the
     instance types and preferences VMs select (read only; without any of their stores given, VMs'
-    selections are not expanded)."""
+    selections are not expanded), and PVCs (read only, for the printable status)."""
 
     def __init__(
         self,
@@ -151,8 +152,11 @@ class VMController:
         revision_store: Store[Any] | None = None,
         config: Callable[[], ClusterConfig] = ClusterConfig,
         vmi_volumes: VMIVolumes | None = None,
+        pvc_store: Store[dict[str, Any]] | None = None,
     ) -> None:
         self._config = config
+        # The claims the VMs' templates name (the printable status WaitingForVolumeBinding); read only.
+        self._pvcs = pvc_store
         # virt-api's addvolume/removevolume subresources of VMIs, which volume requests are handed to.
         self._vmi_volumes = vmi_volumes
         stores = (instancetype_store, cluster_instancetype_store, preference_store, cluster_preference_store)
@@ -683,7 +687,14 @@ class VMController:
         sync_start_failure(status, strategy or "", vmi, run.now, self._rng)
         _sync_conditions(status, vmi, sync_error, run.now)
         adds, deletes = self._expectations.pending(key)
-        state = VMState(vm=vm, vmi=vmi, start_expected=adds > 0, stop_expected=deletes > 0, now=run.now)
+        state = VMState(
+            vm=vm,
+            vmi=vmi,
+            start_expected=adds > 0,
+            stop_expected=deletes > 0,
+            now=run.now,
+            unbound_claim=self._has_unbound_claim(vm),
+        )
         status.printable_status = printable_status(state)
         before = cached.status.to_dict() if cached.status is not None else {}
         if status.to_dict() != before:
@@ -692,6 +703,18 @@ class VMController:
             vmi.is_final() or (vmi.is_waiting_for_sync() and vmi.is_marked_for_deletion())
         ):
             self._remove_vmi_finalizer(vmi)
+
+    def _has_unbound_claim(self, vm: VirtualMachine) -> bool:
+        """KubeVirt's ``HasUnboundPVC``: a claim the template names exists and is not Bound (a missing
+        one does not count: the VMI reports that as FailedPvcNotFound)."""
+        if self._pvcs is None:
+            return False
+        namespace = _meta(vm).namespace
+        for name in template_claim_names(vm):
+            pvc = self._pvcs.get_by_key(key_for(namespace, name))
+            if pvc is not None and (pvc.get("status") or {}).get("phase") != CLAIM_BOUND:
+                return True
+        return False
 
     def _remove_vmi_finalizer(self, vmi: VirtualMachineInstance) -> None:
         """Once the final VMI is recorded on the VM, it may go."""
@@ -762,6 +785,28 @@ class VMController:
             return
         self._expectations.deletion_observed_uid(key_of(vm), _meta(vmi).uid or "")
         self._enqueue(key_of(vm))
+
+    def on_pvc_add(self, pvc: dict[str, Any]) -> None:
+        """A claim that appears may be the one a VM waits for (KubeVirt's ``addPVC``)."""
+        if pvc["metadata"].get("deletionTimestamp") is None:
+            self._enqueue_claim_users(pvc)
+
+    def on_pvc_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """A claim that got bound ends WaitingForVolumeBinding. KubeVirt waits for the VMI's next change
+        instead; this VM controller skips the VMI write of a pod merely bound to a node (see
+        ``vmi._only_pod_nodes_changed``), so the claim's own change is what shows it."""
+        if (old.get("status") or {}).get("phase") != (new.get("status") or {}).get("phase"):
+            self._enqueue_claim_users(new)
+
+    def on_pvc_delete(self, pvc: dict[str, Any]) -> None:
+        pass  # the VMI reports a missing claim; its change brings the VM back
+
+    def _enqueue_claim_users(self, pvc: dict[str, Any]) -> None:
+        meta = pvc["metadata"]
+        name = meta.get("name")
+        for vm in self._vms.by_index(NAMESPACE_INDEX, meta.get("namespace") or ""):
+            if name in template_claim_names(vm):
+                self._enqueue(key_of(vm))
 
     def _resolve(self, namespace: str | None, kind: str, name: str, uid: str) -> VirtualMachine | None:
         if kind != "VirtualMachine":
@@ -906,6 +951,21 @@ def _sync_conditions(
         present = {c.type for c in mirrored}
         conditions = [c for c in conditions if c.type in _NOT_MIRRORED or c.type in present]
     status.conditions = conditions or None
+
+
+def template_claim_names(vm: VirtualMachine) -> list[str]:
+    """The claims the VM's template names: KubeVirt's ``PVCNameFromVirtVolume`` of each volume (a
+    DataVolume's claim has its name; memory dumps count too)."""
+    spec = vm.spec.template.spec
+    names: list[str] = []
+    for volume in (spec.volumes if spec is not None else None) or []:
+        if volume.data_volume is not None:
+            names.append(volume.data_volume.name)
+        elif volume.persistent_volume_claim is not None:
+            names.append(volume.persistent_volume_claim.claim_name)
+        elif volume.memory_dump is not None:
+            names.append(volume.memory_dump.claim_name)
+    return names
 
 
 def _vmi_condition(vmi: VirtualMachineInstance | None, type_: str) -> Any:

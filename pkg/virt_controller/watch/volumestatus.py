@@ -158,6 +158,19 @@ def hotplug_volume_names(vmi: VirtualMachineInstance, pod: Mapping[str, Any]) ->
     return {volume.name for volume in hotplug_volumes(vmi, pod)}
 
 
+def vmi_has_hotplug_volumes(vmi: VirtualMachineInstance) -> bool:
+    """A volume status marked hotplugged, or a hotpluggable claim or DataVolume in the spec
+    (``controller.VMIHasHotplugVolumes``; a memory dump alone does not count)."""
+    statuses = (vmi.status.volume_status if vmi.status is not None else None) or []
+    if any(status.hotplug_volume is not None for status in statuses):
+        return True
+    return any(
+        (volume.data_volume is not None and bool(volume.data_volume.hotpluggable))
+        or (volume.persistent_volume_claim is not None and bool(volume.persistent_volume_claim.hotpluggable))
+        for volume in vmi.spec.volumes or []
+    )
+
+
 def volume_statuses(
     vmi: VirtualMachineInstance,
     pod: Mapping[str, Any],

@@ -36,7 +36,9 @@ def _migration_state(findings: Findings, migration: VirtualMachineInstanceMigrat
 def _target(findings: Findings, uid: str | None, evidence: dict[str, Any], source: str | None) -> Link | None:
     """The broken link in the target pod or the target node, if any."""
     try:
-        pods = findings.reader.list(PODS, findings.namespace, label_selector=f"{MIGRATION_JOB_LABEL}={uid}")
+        # The target's hotplug attachment pod carries the job label too: only the launcher is the target.
+        selector = f"{MIGRATION_JOB_LABEL}={uid},kubevirt.io=virt-launcher"
+        pods = findings.reader.list(PODS, findings.namespace, label_selector=selector)
     except UnseenError as unseen:
         evidence["targetPod"] = str(unseen)
         return None

@@ -133,9 +133,11 @@ class Controllers:
             revision_store=c.informer(CONTROLLER_REVISIONS).store,
             config=lambda: self.config,
             vmi_volumes=self.vmi_volumes,
+            pvc_store=pvcs.store,
         )
         vms.add_event_handler(self.vm.on_vm_add, self.vm.on_vm_update, self.vm.on_vm_delete)
         vmis.add_event_handler(self.vm.on_vmi_add, self.vm.on_vmi_update, self.vm.on_vmi_delete)
+        pvcs.add_event_handler(self.vm.on_pvc_add, self.vm.on_pvc_update, self.vm.on_pvc_delete)
         self.vmi = VMIController(
             api=c.api,
             events=self.events,

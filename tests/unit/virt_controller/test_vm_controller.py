@@ -148,11 +148,112 @@ def test_a_missing_pvc_holds_the_pod_back_and_the_vm_shows_error_pvc_not_found_u
     assert ("default/testvm", "Normal", "FailedPvcNotFound", message) in controllers.events.recorded
     assert controllers.errors == []  # waiting is not a failure to retry with backoff
 
-    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "missing"}, "spec": {}}
-    cluster.api.create(PERSISTENT_VOLUME_CLAIMS, NAMESPACE, claim)
+    cluster.api.create(PERSISTENT_VOLUME_CLAIMS, NAMESPACE, _claim("missing", phase="Bound"))
     controllers.run()  # the claim's own event brings the VMI back
     assert len(cluster.api.find(PODS, NAMESPACE)) == 1
     assert _vm(cluster)["status"]["printableStatus"] == "Starting"
+    left = {c["type"] for c in _vmis(cluster)[0]["status"].get("conditions") or []}
+    assert not left & {"Synchronized", "PodScheduled"}
+
+
+def _claim(name: str, *, phase: str | None = None, storage_class: str | None = None) -> JSON:
+    claim: JSON = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    if storage_class is not None:
+        claim["spec"]["storageClassName"] = storage_class
+    if phase is not None:
+        claim["status"] = {"phase": phase}
+    return claim
+
+
+def _vm_with_claim(cluster: Cluster, claim: str = "disk", **spec: Any) -> Controllers:
+    vm = vm_manifest("testvm", **spec)
+    vm["spec"]["template"]["spec"]["volumes"] = [
+        {"name": "root", "persistentVolumeClaim": {"claimName": claim}}
+    ]
+    controllers = Controllers(cluster)
+    cluster.api.create(VIRTUAL_MACHINES, NAMESPACE, vm)
+    controllers.run()
+    return controllers
+
+
+def _bind_claim(cluster: Cluster, name: str = "disk") -> None:
+    def bind(claim: JSON) -> None:
+        claim["status"] = {"phase": "Bound", "capacity": {"storage": "1Gi"}}
+
+    cluster.api.edit(PERSISTENT_VOLUME_CLAIMS, NAMESPACE, name, bind)
+
+
+def test_a_pending_claim_starts_the_pod_and_the_vm_waits_for_volume_binding_until_it_binds() -> None:
+    """KubeVirt creates the launcher pod for a plain claim that is not bound yet (a WaitForFirstConsumer
+    claim binds only once that pod is scheduled); the VM shows WaitingForVolumeBinding meanwhile."""
+    cluster = Cluster()
+    cluster.api.create(
+        PERSISTENT_VOLUME_CLAIMS, NAMESPACE, _claim("disk", phase="Pending", storage_class="wffc")
+    )
+    controllers = _vm_with_claim(cluster, runStrategy="Always")
+    [pod] = cluster.api.find(PODS, NAMESPACE)
+    [vmi] = _vmis(cluster)
+    assert vmi["status"]["phase"] == "Scheduling"
+    assert "Synchronized" not in {c["type"] for c in vmi["status"].get("conditions") or []}
+    status = _vm(cluster)["status"]
+    assert status["printableStatus"] == "WaitingForVolumeBinding"
+    assert "Failure" not in {c["type"] for c in status["conditions"]}
+
+    _bind_claim(cluster)
+    controllers.run()  # the claim's change alone brings the VM back
+    assert _vm(cluster)["status"]["printableStatus"] == "Starting"
+    schedule_pod(cluster, pod_name(pod))
+    controllers.run()
+    assert _vmis(cluster)[0]["status"]["phase"] == "Scheduled"
+    assert controllers.errors == []
+
+
+def test_a_claim_that_never_binds_leaves_the_vm_unschedulable_with_the_schedulers_message() -> None:
+    """An unknown storage class: the claim stays Pending and the scheduler refuses the pod; KubeVirt's
+    order puts ErrorUnschedulable before WaitingForVolumeBinding."""
+    cluster = Cluster()
+    cluster.api.create(
+        PERSISTENT_VOLUME_CLAIMS, NAMESPACE, _claim("disk", phase="Pending", storage_class="nope")
+    )
+    controllers = _vm_with_claim(cluster, runStrategy="Always")
+    assert _vm(cluster)["status"]["printableStatus"] == "WaitingForVolumeBinding"
+    message = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+
+    def refuse(pod: JSON) -> None:
+        pod["status"] = {
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+            ],
+        }
+
+    cluster.api.edit(PODS, NAMESPACE, pod_name(cluster.api.find(PODS, NAMESPACE)[0]), refuse)
+    controllers.run()
+    [vmi] = _vmis(cluster)
+    assert vmi["status"]["phase"] == "Scheduling"
+    scheduled = next(c for c in vmi["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+        "False",
+        "Unschedulable",
+        message,
+    )
+    status = _vm(cluster)["status"]
+    assert status["printableStatus"] == "ErrorUnschedulable"
+    vm_scheduled = next(c for c in status["conditions"] if c["type"] == "PodScheduled")
+    assert (vm_scheduled["reason"], vm_scheduled["message"]) == ("Unschedulable", message)
+    assert controllers.errors == []
+
+
+def test_waiting_for_volume_binding_needs_a_vm_set_to_start() -> None:
+    cluster = Cluster()
+    cluster.api.create(PERSISTENT_VOLUME_CLAIMS, NAMESPACE, _claim("disk", phase="Pending"))
+    _vm_with_claim(cluster, runStrategy="Halted")
+    assert _vm(cluster)["status"]["printableStatus"] == "Stopped"
 
 
 # -- run strategies -----------------------------------------------------------------------------------
@@ -341,6 +442,7 @@ def test_printable_status_first_match_wins() -> None:
     migrating = {"migrationState": {"startTimestamp": "2025-12-31T00:00:00Z"}}
     unschedulable = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
     pull = [{"type": "Synchronized", "status": "False", "reason": "ImagePullBackOff"}]
+    no_pvc = [{"type": "Synchronized", "status": "False", "reason": "FailedPvcNotFound"}]
     cases = [
         (VMState(deleting, vmi("Running", conditions=paused), False, False, now), "Terminating"),
         (VMState(vm, vmi("Running", **migrating), False, True, now), "Stopping"),
@@ -351,6 +453,16 @@ def test_printable_status_first_match_wins() -> None:
             VMState(vm, vmi("Scheduling", conditions=[*unschedulable, *pull]), False, False, now),
             "ErrorUnschedulable",
         ),
+        (
+            VMState(vm, vmi("Pending", conditions=[*no_pvc, *unschedulable]), False, False, now, True),
+            "ErrorPvcNotFound",
+        ),
+        (
+            VMState(vm, vmi("Scheduling", conditions=[*unschedulable]), False, False, now, True),
+            "ErrorUnschedulable",
+        ),
+        (VMState(vm, vmi("Scheduling", conditions=pull), False, False, now, True), "WaitingForVolumeBinding"),
+        (VMState(vm, None, True, False, now, True), "WaitingForVolumeBinding"),
         (VMState(vm, vmi("Scheduling", conditions=pull), False, False, now), "ImagePullBackOff"),
         (VMState(vm, vmi("Pending"), False, False, now), "Starting"),
         (VMState(vm, None, True, False, now), "Starting"),

@@ -72,6 +72,14 @@ def test_a_failed_migration_names_the_failure_reason() -> None:
 
 
 def test_a_running_migration_reads_the_vmi_migration_state() -> None:
+    _running_migration_reads_the_vmi_migration_state(attachment_pod=False)
+
+
+def test_the_targets_hotplug_attachment_pod_is_not_taken_for_the_target() -> None:
+    _running_migration_reads_the_vmi_migration_state(attachment_pod=True)
+
+
+def _running_migration_reads_the_vmi_migration_state(*, attachment_pod: bool) -> None:
     api = scene()
     uid = _add_migration(api, "Running")
     vmi_key = next(key for key in api.objects if key[0] == "virtualmachineinstances")
@@ -90,7 +98,15 @@ def test_a_running_migration_reads_the_vmi_migration_state() -> None:
         name="virt-launcher-vm1-t",
     )
     api.add(PODS, target)
+    if attachment_pod:  # newer than the target, with the same job label
+        attachment = chain.launcher_pod(NAME, NS, vmi_uid, node="node-b", name="hp-volume-abcde")
+        attachment["metadata"]["labels"] = {"kubevirt.io": "hotplug-disk", "kubevirt.io/migrationJobUID": uid}
+        api.add(PODS, attachment)
+        api.objects[(PODS.plural, NS, "hp-volume-abcde")]["metadata"]["creationTimestamp"] = (
+            "2999-01-01T00:00:00Z"
+        )
     link = by_name(walk(api))["migration"]
+    assert link.evidence["targetPod"] == "virt-launcher-vm1-t"
     assert link.status is Status.BROKEN  # node-b has neither a Node object nor a virt-handler here
     assert link.message == "Migration target: Node node-b does not exist any more."
     assert link.evidence["migrationState"]["targetNode"] == "node-b"
