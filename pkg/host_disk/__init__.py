@@ -2,7 +2,8 @@
 
 The directory of ``hostDisk.path`` is mounted at ``<vmi-disks>/<volume>/`` and the image is its base name.
 ``Disk`` needs the image there; ``DiskOrCreate`` makes a sparse raw file of ``capacity`` when it is
-missing, if the directory has the room (KubeVirt tolerates 10 % less, keeping a small reserve free).
+missing, if the directory has the room (KubeVirt tolerates 10 % less, keeping a small reserve free;
+the image is then made as large as the room, and KubeVirt's ``ToleratedSmallPV`` event says so).
 Every lookup refuses symlinks: the image and its directory are reached only as what they are.
 """
 
@@ -21,10 +22,16 @@ DISK_OR_CREATE = "DiskOrCreate"
 # KubeVirt's developerConfiguration defaults: lessPVCSpaceToleration and minimumReservePVCBytes.
 SPACE_TOLERATION_PERCENT = 10
 MINIMUM_RESERVE_BYTES = 131072
+TOLERATED_SMALL_PV_REASON = "ToleratedSmallPV"  # a Normal event on the VMI
 
 
 class HostDiskError(ValueError):
     """The host disk cannot be used or made; the message names the field."""
+
+
+class NotEnoughSpaceError(HostDiskError):
+    """The directory cannot hold the image, even with the toleration; KubeVirt's words, which name the
+    image's path rather than the field (they reach users as an event)."""
 
 
 def image_name(path: str, field: str) -> str:
@@ -59,7 +66,7 @@ def plan(
             raise HostDiskError(f"{field}.path: {path} does not exist (type {disk_type or DISK})")
         if capacity <= 0:
             raise HostDiskError(f"{field}.capacity: required to create {path}")
-        return _fitting_size(directory, capacity, path, f"{field}.capacity", toleration_percent, reserve)
+        return _fitting_size(directory, capacity, path, toleration_percent, reserve)
 
 
 def create(base_dir: Path, volume_name: str, path: str, size: int, field: str) -> bool:
@@ -101,19 +108,25 @@ def _existing_image(directory: int, name: str, field: str) -> bool:
     return True
 
 
-def _fitting_size(
-    directory: int, requested: int, path: str, field: str, toleration: int, reserve: int
-) -> int:
+def _fitting_size(directory: int, requested: int, path: str, toleration: int, reserve: int) -> int:
     info = os.fstatvfs(directory)
     available = max(info.f_bavail * info.f_frsize - reserve, 0)
     if requested <= available:
         return requested
     if requested * (100 - toleration) // 100 > available:
-        raise HostDiskError(
-            f"{field}: unable to create {path}, not enough space, demanded size {requested} B is bigger than "
+        raise NotEnoughSpaceError(
+            f"unable to create {path}, not enough space, demanded size {requested} B is bigger than "
             f"available space {available} B, also after taking {toleration} % toleration into account"
         )
     return available
+
+
+def tolerated_message(requested: int, available: int, toleration: int = SPACE_TOLERATION_PERCENT) -> str:
+    """KubeVirt's ``ToleratedSmallPV`` event: the image was made smaller than asked, within the toleration."""
+    return (
+        f"PV size too small: expected {requested} B, found {available} B. "
+        f"Using it anyway, it is within {toleration} % toleration"
+    )
 
 
 def _create_sparse(directory: int, name: str, size: int) -> bool:

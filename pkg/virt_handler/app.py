@@ -170,6 +170,12 @@ class VirtHandler:
         self._notify_server: grpc.Server | None = None
         network = HandlerNetwork(private_dir=options.private_dir)
         ownership = PodOwnership()
+        # One node record per VMI: a migration target's mounts are the VM controller's after the take-over.
+        hotplug = HotplugMounter(
+            pods_dir=options.pods_dir,
+            host_pods_dir=options.host_pods_dir,
+            state_dir=options.hotplug_mount_state_dir,
+        )
         reconciler = VMController(
             api=api,
             events=self._events,
@@ -182,11 +188,7 @@ class VirtHandler:
             domain_events=self._domain_events,
             migration_source=MigrationSource(**roles),
             mounter=self._mounter,
-            hotplug=HotplugMounter(
-                pods_dir=options.pods_dir,
-                host_pods_dir=options.host_pods_dir,
-                state_dir=options.hotplug_mount_state_dir,
-            ),
+            hotplug=hotplug,
             notify=DomainNotify(domain_cache, self._notify_pipes),
             ownership=ownership,
             config=self._config.current,
@@ -203,6 +205,7 @@ class VirtHandler:
             vmi_store=targets.store,
             address=migration_ip,
             mounter=self._mounter,
+            hotplug=hotplug,
             network=network,
             ownership=ownership,
             **roles,

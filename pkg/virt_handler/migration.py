@@ -6,12 +6,15 @@ copy the launcher's outcome (start/end, mode, failure, abort status) from the do
 metadata into ``migrationState``. After a successful migration the source's stopped copy of the domain
 is undefined so its launcher exits.
 
-Target (VMIs labelled ``kubevirt.io/migrationTargetNodeName=<this node>``): prepare the target launcher
+Target (VMIs labelled ``kubevirt.io/migrationTargetNodeName=<this node>``): put the VMI's containerDisks
+and hotplugged volumes (from ``targetAttachmentPodUID``) into the target pod, prepare the target launcher
 (``SyncMigrationTarget``), start the target listeners and publish ``targetNodeAddress`` and
 ``targetDirectMigrationNodePorts``; report the incoming domain (detected, then ready). When the domain
 runs here and the source reported the migration's end, take the VMI over: its ``nodeName`` (label and
-status) becomes this node, ``completed`` is set and the ``Migrated`` event recorded. A failed migration
-is cleaned up: listeners stopped, the target launcher told to exit, the target label removed.
+status) becomes this node, ``completed`` is set and the ``Migrated`` event recorded; the VM controller here
+then finds the volumes the target mounted in place (the mount records are the node's, per VMI). A failed
+migration is cleaned up: listeners stopped, the target launcher told to exit, the mounts into its pod
+removed, the target label removed; a VMI that ends or is deleted meanwhile has its mounts removed too.
 
 Both sides write ``migrationState`` with a merge patch guarded by the resourceVersion they read.
 """
@@ -40,6 +43,12 @@ from kubevirt.podroot import PodRoot
 from kubevirt.virt_config.migrations import launcher_options
 from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError
+from kubevirt.virt_handler.hotplug_disk.layout import HotplugVolumeError
+from kubevirt.virt_handler.hotplug_disk.mounter import (
+    LauncherPod,
+    hotplug_volumes,
+    target_attachment_pod,
+)
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 from kubevirt.virt_handler.migratable import BLOCK_MIGRATION
 from kubevirt.virt_handler.migration_proxy import (
@@ -52,7 +61,7 @@ from kubevirt.virt_handler.migration_proxy import (
 from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError, runtime_user
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
-from kubevirt_api.core.v1 import MigrationAbortStatus, VirtualMachineInstancePhase
+from kubevirt_api.core.v1 import FINAL_VMI_PHASES, MigrationAbortStatus, VirtualMachineInstancePhase
 from kubevirt_api.view import JSON
 
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
@@ -63,6 +72,8 @@ BLOCK_MIGRATION_PORT = 49153  # the target libvirt's NBD server, for a block mig
 POLL_SECONDS = 0.5
 # How long the source waits, after the end, for the target to report the domain running there.
 TARGET_CONFIRMATION_SECONDS = 60.0
+# A failed target's mounts that could not be removed are tried again this soon (its label stays till then).
+RELEASE_RETRY_SECONDS = 5.0
 
 
 class MigrationLauncher(Protocol):
@@ -77,6 +88,14 @@ class DiskMounter(Protocol):
 
     def mount(self, vmi: Mapping[str, Any], node: str) -> bool: ...
     def unmount(self, vmi_uid: str) -> None: ...
+
+
+class HotplugDisks(Protocol):
+    """The node's hotplug volume mounter (``hotplug_disk.mounter.HotplugMounter``), as the target uses it."""
+
+    def mount(self, vmi: Mapping[str, Any], launcher: LauncherPod, *, from_pod: str = "") -> list[str]: ...
+    def mounted(self, vmi: Mapping[str, Any]) -> frozenset[str]: ...
+    def unmount_all(self, vmi_uid: str) -> None: ...
 
 
 class PodNetwork(Protocol):
@@ -331,6 +350,7 @@ class MigrationTarget(_Role):
         vmi_store: Store[JSON],
         address: str,
         mounter: DiskMounter | None = None,
+        hotplug: HotplugDisks | None = None,
         network: PodNetwork | None = None,
         ownership: PodOwnership | None = None,
         **kwargs: Any,
@@ -339,6 +359,7 @@ class MigrationTarget(_Role):
         self._vmis = vmi_store
         self._address = address
         self._mounter = mounter
+        self._hotplug = hotplug
         self._network = network
         self._ownership = ownership
         self._lock = threading.Lock()
@@ -364,6 +385,13 @@ class MigrationTarget(_Role):
         if state.get("failed") or state.get("completed"):
             self._finish(vmi, state, uid)
             return
+        if self._ending(vmi):
+            # KubeVirt's best-effort cleanup: no migration is coming for a VMI that ends or goes.
+            self._proxies.stop(uid)
+            with self._lock:
+                self._prepared.discard(uid)
+            self._release_disks(uid)
+            return
         socket = self._socket(vmi)
         if socket is None:
             raise RequeueAfter(POLL_SECONDS)
@@ -376,6 +404,7 @@ class MigrationTarget(_Role):
             LauncherClientError,
             MigrationProxyError,
             ContainerDiskError,
+            HotplugVolumeError,
             NetworkSetupError,
             PodOwnershipError,
         ) as err:
@@ -394,6 +423,7 @@ class MigrationTarget(_Role):
             # mounted first, as a starting VMI's pod does.
             if self._mounter is not None and not self._mounter.mount(vmi, self._node):
                 raise RequeueAfter(POLL_SECONDS)
+            self._mount_hotplug(vmi, socket)
             if self._network is not None:
                 # The target pod's network is wired for the guest (phase 1) before its domain arrives.
                 # What this node recorded for the VMI belongs to an earlier pod of it here (a migration
@@ -444,6 +474,34 @@ class MigrationTarget(_Role):
             self._patch(vmi, new)
         raise RequeueAfter(POLL_SECONDS)
 
+    @staticmethod
+    def _ending(vmi: JSON) -> bool:
+        phase = (vmi.get("status") or {}).get("phase")
+        return phase in FINAL_VMI_PHASES or vmi["metadata"].get("deletionTimestamp") is not None
+
+    def _mount_hotplug(self, vmi: JSON, socket: Path) -> None:
+        """KubeVirt's ``MountFromPod``: the VMI's hotplugged volumes, from the attachment pod virt-controller
+        made next to the target pod, into the target pod. The incoming domain opens each disk the source's
+        domain has (an entry with a ``target``) at its path in the pod, so those must be in place before the
+        target is prepared; until then this raises and the target tries again."""
+        attachment = target_attachment_pod(vmi)
+        if self._hotplug is None or not attachment:
+            return
+        pod = LauncherPod.of_socket(self._pods_dir, socket)
+        for warning in self._hotplug.mount(vmi, pod, from_pod=attachment):
+            self._log.warning("hotplug volume not mounted", name=vmi["metadata"]["name"], reason=warning)
+        in_domain = {
+            str(entry.get("name"))
+            for entry in (vmi.get("status") or {}).get("volumeStatus") or []
+            if isinstance(entry, dict) and entry.get("target")
+        }
+        wanted = {volume.name for volume in hotplug_volumes(vmi, from_pod=attachment)} & in_domain
+        if missing := sorted(wanted - self._hotplug.mounted(vmi)):
+            raise HotplugVolumeError(
+                f"hotplugged volumes not in the target pod yet: {', '.join(missing)} "
+                f"(attachment pod {attachment})"
+            )
+
     def _take_over(self, launcher: MigrationLauncher, vmi: JSON, state: JSON) -> None:
         """The guest runs here: this node owns the VMI from now on."""
         launcher.vmi_command("FinalizeVirtualMachineMigration", vmi)
@@ -462,16 +520,27 @@ class MigrationTarget(_Role):
             self._prepared.discard(str(vmi["metadata"]["uid"]))
         self._proxies.stop(str(vmi["metadata"]["uid"]))
 
-    def _release_disks(self, uid: str) -> None:
-        """A failed target's containerDisk mounts go, or the kubelet could not remove its pod's volumes."""
-        if self._mounter is None:
-            return
+    def _release_disks(self, uid: str) -> bool:
+        """A failed target's containerDisk and hotplug mounts go, or the kubelet could not remove its pod's
+        volumes; whether all went (what did not stays recorded, for another try)."""
+        released = True
         try:
-            self._mounter.unmount(uid)
+            if self._mounter is not None:
+                self._mounter.unmount(uid)
         except ContainerDiskError as err:
             self._log.error(
                 "unmounting the failed target's container disks failed", vmi_uid=uid, reason=str(err)
             )
+            released = False
+        try:
+            if self._hotplug is not None:
+                self._hotplug.unmount_all(uid)
+        except HotplugVolumeError as err:
+            self._log.error(
+                "unmounting the failed target's hotplugged volumes failed", vmi_uid=uid, reason=str(err)
+            )
+            released = False
+        return released
 
     def _finish(self, vmi: JSON, state: JSON, uid: str) -> None:
         """After the end: listeners go; a failed target's launcher is told to exit; the label goes."""
@@ -488,6 +557,8 @@ class MigrationTarget(_Role):
                     self._log.warning("cannot release the target launcher", reason=str(err))
                 finally:
                     launcher.close()
-            self._release_disks(uid)
+            if not self._release_disks(uid):
+                # As KubeVirt: the label stays until the mounts are gone, so this VMI comes here again.
+                raise RequeueAfter(RELEASE_RETRY_SECONDS)
         if MIGRATION_TARGET_NODE_NAME_LABEL in (vmi["metadata"].get("labels") or {}):
             self._patch(vmi, state, metadata={"labels": {MIGRATION_TARGET_NODE_NAME_LABEL: None}})

@@ -64,7 +64,7 @@ from kubevirt.virt_handler.migratable import MigratabilityFacts
 from kubevirt.virt_handler.migration import MigrationSource
 from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError
-from kubevirt.virt_handler.pod_sockets import launcher_pid, launcher_socket_identity
+from kubevirt.virt_handler.pod_sockets import launcher_socket_identity
 from kubevirt.virt_handler.ready import set_ready_with_running
 from kubevirt.virt_handler.status import apply_domain
 from kubevirt.virt_handler.vm_options import virtual_machine_options
@@ -73,6 +73,9 @@ from kubevirt_api.view import JSON
 
 SYNCHRONIZED = "Synchronized"
 SYNC_FAILED_REASON = "Synchronizing with the Domain failed."
+# Launcher failures of work KubeVirt's virt-handler does itself (the images of filesystem claims and host
+# disks): reported in its words, without the launcher command's wrapper.
+HANDLER_WORK_PREFIXES = ("preparing host-disks failed: ",)
 SOCKET_WAIT_SECONDS = 1.0
 RESYNC_SECONDS = 5.0
 # A running VMI's domain is read again this often: without domain events from the launcher, this is
@@ -462,7 +465,7 @@ class VMController:
         warning event (KubeVirt's ``HotplugFailed``), what is refused raises."""
         if self._hotplug is None:
             return
-        pod = LauncherPod(uid=pod_uid_of(self._pods_dir, socket), pid=lambda: launcher_pid(socket))
+        pod = LauncherPod.of_socket(self._pods_dir, socket)
         for warning in self._hotplug.mount(vmi, pod):
             self._events.event(vmi, "Warning", hotplug_status.HOTPLUG_FAILED_REASON, warning)
 
@@ -526,10 +529,13 @@ class VMController:
 
     def _failed(self, vmi: JSON, err: LauncherClientError) -> _Outcome:
         self._log.error("syncing with the launcher failed", name=vmi["metadata"]["name"], reason=str(err))
-        self._events.event(vmi, "Warning", "SyncFailed", str(err))
+        message = str(err)
+        if isinstance(err, CommandFailedError) and err.reason.startswith(HANDLER_WORK_PREFIXES):
+            message = err.reason
+        self._events.event(vmi, "Warning", "SyncFailed", message)
         # The launcher's own refusal leaves the connection sound; anything else (a deadline, a reply it
         # could not have meant) may not.
-        return _Outcome(error=str(err), redial=not isinstance(err, CommandFailedError))
+        return _Outcome(error=message, redial=not isinstance(err, CommandFailedError))
 
     def _update_status(
         self,

@@ -31,8 +31,8 @@ from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.libvirt_session import SessionLayout
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.network import PodNetworkConverter
-from kubevirt.virt_launcher.notify_client import NotifyClient
-from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
+from kubevirt.virt_launcher.notify_client import NotifyClient, vmi_event
+from kubevirt.virt_launcher.storage import EventRecorder, PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
@@ -122,6 +122,7 @@ class Launcher:
         self.config = config
         self._converter = converter
         self._storage = self._pod_storage(StorageDirs().empty_disk_dir)
+        self._notifier: NotifyClient | None = None  # virt-handler's notify socket, once serving
         self._warm_up = warm_up or (lambda: None)
         self._stop = threading.Event()
         self._signal_name = ""
@@ -241,6 +242,7 @@ class Launcher:
                 return EXIT_FAILURE
             # Events go to virt-handler whenever its notify socket exists (it may appear later).
             notifier = NotifyClient(notify_socket_path(cfg.share_dir))
+            self._notifier = notifier
             forwarder = DomainEventForwarder(manager, notifier)
             forwarder.add_listener(lambda *_: self._changed.set())
             forwarder.start()
@@ -365,7 +367,20 @@ class Launcher:
     def _pre_start(self, facts: VMIFacts) -> None:
         private = self.config.private_dir / facts.uid if facts.uid else self.config.vmi_private_dir
         prepare_private_dir(private, non_root=self.config.run_as_nonroot)
-        self._storage.prepare(facts.view)
+        self._storage.prepare(facts.view, record=self._vmi_events(facts))
+
+    def _vmi_events(self, facts: VMIFacts) -> EventRecorder:
+        """Events on the VMI, recorded by virt-handler (the launcher has no API access)."""
+
+        def record(event_type: str, reason: str, message: str) -> None:
+            notifier = self._notifier
+            if notifier is None:
+                self._log.info("no virt-handler to record the event", reason=reason, message=message)
+                return
+            event = vmi_event(facts.namespace, facts.name, facts.uid, event_type, reason, message)
+            notifier.send_k8s_event_in_background(event)
+
+        return record
 
     def _prepare_directories(self) -> None:
         cfg = self.config

@@ -18,6 +18,7 @@ from kubevirt.handler_launcher_com.notify.v1 import notify_pb2, notify_pb2_grpc
 from kubevirt.handler_launcher_com.sockets import grpc_target
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
+from kubevirt_api.core.v1.constants import API_VERSION
 
 SEND_TIMEOUT = 5.0
 
@@ -28,6 +29,24 @@ class NotifyUnavailableError(Exception):
 
 class NotifyRejectedError(Exception):
     """virt-handler answered the event with ``success=false``."""
+
+
+def vmi_event(
+    namespace: str, name: str, uid: str, event_type: str, reason: str, message: str
+) -> dict[str, Any]:
+    """A Kubernetes event about the VMI, as KubeVirt's launcher sends it for virt-handler to record."""
+    return {
+        "involvedObject": {
+            "kind": "VirtualMachineInstance",
+            "namespace": namespace,
+            "name": name,
+            "uid": uid,
+            "apiVersion": API_VERSION,
+        },
+        "type": event_type,
+        "reason": reason,
+        "message": message,
+    }
 
 
 class NotifyClient:
@@ -68,6 +87,19 @@ class NotifyClient:
     def send_k8s_event(self, event: dict[str, Any]) -> None:
         request = notify_pb2.K8sEventRequest(eventJSON=json.dumps(event).encode())
         self._send(lambda stub: stub.HandleK8sEvent(request, timeout=SEND_TIMEOUT))
+
+    def send_k8s_event_in_background(self, event: dict[str, Any]) -> threading.Thread:
+        """Sends without holding up the caller (a command virt-handler waits for); a failure is logged."""
+
+        def send() -> None:
+            try:
+                self.send_k8s_event(event)
+            except (NotifyUnavailableError, NotifyRejectedError) as err:
+                self._log.warning("recording an event failed", reason=event.get("reason"), error=str(err))
+
+        thread = threading.Thread(target=send, name="k8s-event", daemon=True)
+        thread.start()
+        return thread
 
     def _send(self, call: Any) -> None:
         reply: notify_pb2.Response = self._retrying(self._attempt, call)

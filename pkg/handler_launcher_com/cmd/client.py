@@ -33,13 +33,54 @@ class LauncherClientError(Exception):
     """Base of the errors this client raises."""
 
 
+# The names KubeVirt's client gives the Cmd methods in its errors, where they differ from the method's.
+KUBEVIRT_COMMAND_NAMES = {
+    "SyncVirtualMachine": "SyncVMI",
+    "PauseVirtualMachine": "Pause",
+    "UnpauseVirtualMachine": "Unpause",
+    "FreezeVirtualMachine": "Freeze",
+    "UnfreezeVirtualMachine": "Unfreeze",
+    "SoftRebootVirtualMachine": "SoftReboot",
+    "ResetVirtualMachine": "Reset",
+    "ShutdownVirtualMachine": "Shutdown",
+    "KillVirtualMachine": "Kill",
+    "DeleteVirtualMachine": "Delete",
+    "MigrateVirtualMachine": "Migrate",
+    "CancelVirtualMachineMigration": "CancelMigration",
+}
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
 class CommandFailedError(LauncherClientError):
-    """The launcher ran the command and reported a failure."""
+    """The launcher ran the command and reported a failure; worded as KubeVirt's client words it (it
+    reaches users in SyncFailed events)."""
 
     def __init__(self, command: str, message: str) -> None:
-        super().__init__(f'server error. command {command} failed: "{message}"')
+        name = KUBEVIRT_COMMAND_NAMES.get(command, command)
+        super().__init__(f"server error. command {name} failed: {go_quote(message)}")
         self.command = command
         self.reason = message
+
+
+def go_quote(text: str) -> str:
+    """Go's ``%q`` of a string (``strconv.Quote``): double-quoted, with quotes, backslashes and
+    unprintable characters escaped."""
+    out = ['"']
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char == " " or char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 class LauncherDisconnectedError(LauncherClientError):

@@ -6,7 +6,10 @@ names it in ``status.volumeStatus[].hotplugVolume.attachPodUID``. For each such 
 :mod:`.hostops`): a Filesystem claim's ``disk.img`` bind-mounted at ``<volume>.img``, a Block claim's device
 node at ``<volume>`` with the device allowed in the launcher container's devices cgroup. The attachment
 pod's process, whose mount namespace tells which of its volumes a claim is, is found through its socket
-``hp.sock`` and checked to be that pod's (:func:`kubevirt.virt_handler.pod_sockets.pod_process`).
+``hp.sock`` and checked to be that pod's (:func:`kubevirt.virt_handler.pod_sockets.pod_process`); the pod
+must be in the VMI's namespace (:mod:`.pod_namespace`), for Block claims too. A migration target's launcher
+pod gets the volumes from the attachment pod virt-controller made next to it
+(``status.migrationState.targetAttachmentPodUID``, KubeVirt's ``MountFromPod``).
 
 Each VMI's targets are recorded (:mod:`.record`) before they are made; :meth:`~HotplugMounter.unmount`
 removes those of volumes that left the spec, :meth:`~HotplugMounter.unmount_all` all of them when the VMI
@@ -20,7 +23,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +40,10 @@ from kubevirt.virt_handler.hotplug_disk.layout import (
     check_name,
     disks_dir,
 )
+from kubevirt.virt_handler.hotplug_disk.pod_namespace import pod_namespace
 from kubevirt.virt_handler.hotplug_disk.record import BLOCK, FILE, Entry, Record, RecordStore
-from kubevirt.virt_handler.pod_sockets import PodSocketError, pod_process
+from kubevirt.virt_handler.launcher_sockets import pod_uid_of
+from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_pid, pod_process
 from kubevirt_api.view import JSON, VMIView
 
 HOSTOPS_MODULE = "kubevirt.virt_handler.hotplug_disk.hostops"
@@ -54,6 +60,11 @@ class LauncherPod:
     uid: str
     pid: Callable[[], int]
 
+    @classmethod
+    def of_socket(cls, pods_dir: Path, socket: Path) -> LauncherPod:
+        """The launcher pod whose command socket :func:`find_launcher_socket` found."""
+        return cls(uid=pod_uid_of(pods_dir, socket), pid=lambda: launcher_pid(socket))
+
 
 @dataclass(frozen=True)
 class HotplugVolume:
@@ -62,16 +73,29 @@ class HotplugVolume:
     attach_uid: str
 
 
-def hotplug_volumes(vmi: Mapping[str, Any]) -> list[HotplugVolume]:
+def target_attachment_pod(vmi: Mapping[str, Any]) -> str:
+    """``status.migrationState.targetAttachmentPodUID``: the attachment pod virt-controller made next to
+    the migration target's launcher pod, holding every hotplugged claim (empty when there is none)."""
+    state = VMIView(vmi, error=HotplugVolumeError).status.optional_object("migrationState")
+    uid = state.string("targetAttachmentPodUID") if state is not None else ""
+    if state is not None and uid and not safepath.plain_name(uid):
+        raise state.fail("targetAttachmentPodUID", f"{uid[:80]!r} is not a pod UID")
+    return uid
+
+
+def hotplug_volumes(vmi: Mapping[str, Any], *, from_pod: str = "") -> list[HotplugVolume]:
     """The volumes to have in the launcher pod: each ``volumeStatus`` entry with an attachment pod's UID
-    whose volume is still in the spec (one that left it is unmounted, never mounted again)."""
+    whose volume is still in the spec (one that left it is unmounted, never mounted again). With
+    ``from_pod`` (a migration target's attachment pod) every hotplugged entry in the spec, from that pod."""
     view = VMIView(vmi, error=HotplugVolumeError)
     in_spec = {volume.get("name") for volume in view.volumes()}
     found = []
     for entry in view.volume_statuses():
         hotplug = entry.optional_object("hotplugVolume")
         name = entry.string("name")
-        if hotplug is None or name not in in_spec or not (attach := hotplug.string("attachPodUID")):
+        if hotplug is None or name not in in_spec:
+            continue
+        if not (attach := from_pod or hotplug.string("attachPodUID")):
             continue
         if not safepath.plain_name(name):
             raise entry.fail("name", f"{name[:80]!r} is not a volume name")
@@ -162,6 +186,18 @@ class HotplugMounter:
             return Path("/")
         return root_of(host_mount_namespace() if self._namespace == HOST else self._namespace)
 
+    @contextmanager
+    def _host_pods(self) -> Iterator[int]:
+        """The pods directory, resolved inside the host's root as the helper would after entering its
+        namespace (mounts made below it after this process started are seen too)."""
+        with safepath.opened(
+            self._host_root(),
+            str(self._host_pods_dir),
+            os.O_PATH | os.O_DIRECTORY,
+            resolve=safepath.IN_ROOT,
+        ) as pods:
+            yield pods
+
     def _identity(self, vmi: Mapping[str, Any]) -> tuple[str, str, str]:
         view = VMIView(vmi, error=HotplugVolumeError)
         return check_name(view.uid, "VMI UID"), view.namespace, view.name
@@ -173,13 +209,7 @@ class HotplugMounter:
         if record is None or not record.entries:
             return frozenset()
         try:
-            # Resolved inside the host's root, as the helper would after entering its namespace.
-            with safepath.opened(
-                self._host_root(),
-                str(self._host_pods_dir),
-                os.O_PATH | os.O_DIRECTORY,
-                resolve=safepath.IN_ROOT,
-            ) as pods:
+            with self._host_pods() as pods:
                 return frozenset(
                     entry.volume
                     for entry in record.entries.values()
@@ -190,10 +220,11 @@ class HotplugMounter:
         except OSError:
             return frozenset()
 
-    def mount(self, vmi: Mapping[str, Any], launcher: LauncherPod) -> list[str]:
-        """Mounts each hotplugged volume not in place yet; returns warnings (a claim without its
-        ``disk.img``: KubeVirt's ``HotplugFailed`` event) and raises what was refused or failed."""
-        wanted = hotplug_volumes(vmi)
+    def mount(self, vmi: Mapping[str, Any], launcher: LauncherPod, *, from_pod: str = "") -> list[str]:
+        """Mounts each hotplugged volume not in place yet (all from the attachment pod ``from_pod`` when
+        given, see :func:`hotplug_volumes`); returns warnings (a claim without its ``disk.img``: KubeVirt's
+        ``HotplugFailed`` event) and raises what was refused or failed."""
+        wanted = hotplug_volumes(vmi, from_pod=from_pod)
         if not wanted:
             return []
         uid, namespace, name = self._identity(vmi)
@@ -211,6 +242,11 @@ class HotplugMounter:
         for volume in wanted:
             if volume.name in in_place:
                 continue
+            if volume.attach_uid not in pids:
+                pids[volume.attach_uid] = self._attachment(volume, namespace, errors)
+            pid = pids[volume.attach_uid]
+            if pid is None:
+                continue
             if volume.block:
                 if cgroup is None:
                     cgroup = self._launcher_cgroup(launcher)
@@ -224,11 +260,6 @@ class HotplugMounter:
                 )
                 op: JSON = {"op": "makeBlock", "cgroup": cgroup}
             else:
-                if volume.attach_uid not in pids:
-                    pids[volume.attach_uid] = self._attachment(volume, errors)
-                pid = pids[volume.attach_uid]
-                if pid is None:
-                    continue
                 record.entries.setdefault(volume.name, Entry(volume.name, FILE))
                 op = {"op": "mountFile", "attachPid": pid}
             op.update(volume=volume.name, launcher=launcher.uid, attach=volume.attach_uid)
@@ -255,17 +286,33 @@ class HotplugMounter:
         except OSError as err:
             raise HotplugVolumeError(f"the launcher's process: {err.strerror}") from None
 
-    def _attachment(self, volume: HotplugVolume, errors: list[str]) -> int | None:
-        """The attachment pod's PID; None while its socket is not there (an error if it is refused)."""
+    def _attachment(self, volume: HotplugVolume, namespace: str, errors: list[str]) -> int | None:
+        """The attachment pod's PID once it runs here and is in the VMI's ``namespace``; None while its
+        socket is not there, or when it is refused (then an error says why).
+
+        A Block claim needs no process, but is taken only from a pod that runs (its volumes all set up)
+        and is checked as a Filesystem one is."""
+        kind = "block" if volume.block else "filesystem"
         try:
-            return self._find_attachment(self._pods_dir, volume.attach_uid)
+            pid = self._find_attachment(self._pods_dir, volume.attach_uid)
         except PodSocketError as err:
-            errors.append(
-                f"failed to mount filesystem hotplug volume {volume.name}: the attachment pod: {err}"
-            )
+            errors.append(f"failed to mount {kind} hotplug volume {volume.name}: the attachment pod: {err}")
+            return None
         except OSError:
-            pass  # not listening yet
-        return None
+            return None  # not listening yet
+        try:
+            with self._host_pods() as pods:
+                found = pod_namespace(pods, volume.attach_uid)
+        except (HotplugVolumeError, OSError) as err:
+            errors.append(f"failed to mount {kind} hotplug volume {volume.name}: {err}")
+            return None
+        if found != namespace:
+            errors.append(
+                f"failed to mount {kind} hotplug volume {volume.name}: refused, the attachment pod "
+                f"{volume.attach_uid} is in namespace {found}, not in the VMI's namespace {namespace}"
+            )
+            return None
+        return pid
 
     def _take_result(
         self,
@@ -356,5 +403,6 @@ __all__ = [
     "LauncherPod",
     "domain_disk_names",
     "hotplug_volumes",
+    "target_attachment_pod",
     "volumes_to_keep",
 ]

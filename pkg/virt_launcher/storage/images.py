@@ -7,11 +7,12 @@ image that exists is never replaced (a guest may be writing to it).
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubevirt import emptydisk, host_disk
+from kubevirt import emptydisk, host_disk, pod_paths
 from kubevirt.container_disk import images as container_disk
 from kubevirt.ephemeral_disk import DiskImageError
 from kubevirt.virt_launcher.storage.request import (
@@ -26,6 +27,8 @@ from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 from kubevirt_api.view import View, VMIView
 
 PVC_DISK_IMAGE = "disk.img"  # a filesystem PVC's image, as the converter expects it
+# Records a Kubernetes event on the VMI: type, reason, message.
+EventRecorder = Callable[[str, str, str], None]
 _CLAIMS = ("persistentVolumeClaim", "dataVolume")
 
 
@@ -74,7 +77,7 @@ def empty_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
     return steps
 
 
-def host_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
+def host_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any, record: EventRecorder) -> list[Step]:
     steps: list[Step] = []
     hotplug = hotplugged(vmi)
     for _, name, source in sources(vmi, "hostDisk"):
@@ -83,7 +86,7 @@ def host_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
         path = source.string("path", required=True)
         capacity = quantity(source, "capacity")
         disk_type = source.string("type")
-        steps += _host_disk_plan(dirs, name, path, disk_type, capacity, source.path, log)
+        steps += _host_disk_plan(dirs, name, path, disk_type, capacity, source.path, log, record)
     return steps
 
 
@@ -100,9 +103,10 @@ def block_volumes(dirs: StorageDirs, vmi: VMIView) -> frozenset[str]:
     )
 
 
-def pvc_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
+def pvc_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any, record: EventRecorder) -> list[Step]:
     """``disk.img`` in each filesystem claim that has none yet, sized from the claim (KubeVirt replaces
-    such a PVC by a DiskOrCreate hostDisk)."""
+    such a PVC by a DiskOrCreate hostDisk at ``<vmi-disks>/<volume>/disk.img``, the path its errors
+    name). An image already there is used whatever its size, as in KubeVirt."""
     claims = {
         str(entry.get("name")): entry
         for entry in vmi.volume_statuses()
@@ -119,8 +123,9 @@ def pvc_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
             if info.get("volumeMode") == "Block" or _is_block(dirs, name):
                 continue
             size = _claim_size(info, name)
+            path = posixpath.join(pod_paths.VMI_DISKS_DIR, name, PVC_DISK_IMAGE)
             steps += _host_disk_plan(
-                dirs, name, PVC_DISK_IMAGE, host_disk.DISK_OR_CREATE, size, source.path, log
+                dirs, name, path, host_disk.DISK_OR_CREATE, size, source.path, log, record
             )
     return steps
 
@@ -142,10 +147,20 @@ def check_kernel_boot(dirs: StorageDirs, vmi: VMIView) -> None:
 
 
 def _host_disk_plan(
-    dirs: StorageDirs, name: str, path: str, disk_type: str, capacity: int, field: str, log: Any
+    dirs: StorageDirs,
+    name: str,
+    path: str,
+    disk_type: str,
+    capacity: int,
+    field: str,
+    log: Any,
+    record: EventRecorder,
 ) -> list[Step]:
     try:
         size = host_disk.plan(dirs.host_disk_dir, name, path, disk_type, capacity, field)
+    except host_disk.NotEnoughSpaceError as err:
+        # KubeVirt's virt-handler words (it makes these images there): they reach the SyncFailed event.
+        raise StoragePreparationError(f"preparing host-disks failed: {err}") from None
     except host_disk.HostDiskError as err:
         raise StoragePreparationError(str(err)) from None
     if size is None:
@@ -157,9 +172,9 @@ def _host_disk_plan(
         except (host_disk.HostDiskError, OSError) as err:
             raise StoragePreparationError(f"{field}: creating the host disk failed: {err}") from None
         if made and size < capacity:
-            log.warning(
-                "PV size too small: using it anyway, it is within the toleration", volume=name, size=size
-            )
+            message = host_disk.tolerated_message(capacity, size)
+            log.info(message, volume=name)
+            record("Normal", host_disk.TOLERATED_SMALL_PV_REASON, message)
         elif made:
             log.info("host disk created", volume=name, size=size)
 

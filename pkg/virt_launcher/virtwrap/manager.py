@@ -33,6 +33,7 @@ from kubevirt.virt_launcher.virtwrap.hotplug_disks import (
     sync_disks,
     sync_key,
 )
+from kubevirt.virt_launcher.virtwrap.hotplug_ports import allocate_hotplug_ports
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
 from kubevirt.virt_launcher.virtwrap.stats import domain_stats
 from kubevirt.virt_launcher.virtwrap.timestamps import format_time, now
@@ -56,6 +57,25 @@ def libvirt_errors(action: str) -> Iterator[None]:
         yield
     except libvirt.libvirtError as err:
         raise LibvirtCallError(f"{action}: {err.get_error_message()}") from err
+
+
+@contextmanager
+def kubevirt_libvirt_errors(action: str, log: Any) -> Iterator[None]:
+    """Report libvirt failures worded as KubeVirt's launcher reports an unwrapped libvirt error (defining
+    or starting the domain: users see it in virt-handler's SyncFailed event); the action is logged."""
+    try:
+        yield
+    except libvirt.libvirtError as err:
+        log.error("libvirt refused", action=action, reason=err.get_error_message())
+        raise LibvirtCallError(format_libvirt_error(err)) from err
+
+
+def format_libvirt_error(err: libvirt.libvirtError) -> str:
+    """KubeVirt's ``FormatLibvirtError``."""
+    return (
+        f"LibvirtError(Code={err.get_error_code() or 0}, Domain={err.get_error_domain() or 0}, "
+        f"Message='{err.get_error_message()}')"
+    )
 
 
 class DomainManager:
@@ -140,13 +160,14 @@ class DomainManager:
                 for hook in self._pre_start_hooks:
                     hook(facts)
                 xml = self.render_domain(facts, options)
-                with libvirt_errors(f"defining domain {facts.domain_name}"):
-                    dom = self.conn.defineXML(xml)
+                with kubevirt_libvirt_errors(f"defining domain {facts.domain_name}", self._log):
+                    # Defined with free PCIe root ports for hotplug, as KubeVirt defines it.
+                    dom = allocate_hotplug_ports(self.conn.defineXML, facts.view, xml, self._log)
                 self._log.info("domain defined", domain=facts.domain_name)
             with libvirt_errors(f"reading the state of {facts.domain_name}"):
                 state, reason = dom.state()
             if states.is_down(state) and not facts.running_or_final:
-                with libvirt_errors(f"starting domain {facts.domain_name}"):
+                with kubevirt_libvirt_errors(f"starting domain {facts.domain_name}", self._log):
                     _start(dom, paused=facts.start_paused)
                 if facts.start_paused:
                     self._user_paused.add(facts.domain_name)

@@ -31,6 +31,7 @@ import pytest
 from kubevirt.virt_handler.hotplug_disk.layout import HotplugVolumeError
 from kubevirt.virt_handler.hotplug_disk.mounter import HotplugMounter, LauncherPod, run_hostops
 from kubevirt_testing import pod_process
+from kubevirt_testing.kubelet_pods import service_account_volume
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -224,6 +225,7 @@ def node(tmp_path: Path) -> Iterator[Node]:
     launcher_uid, attach_uid = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
     _disks(pods, launcher_uid).mkdir(parents=True)
     _disks(pods, attach_uid).mkdir(parents=True)
+    service_account_volume(pods, attach_uid, "ns1")  # the VMI's namespace
     found = Node(pods, launcher_uid, attach_uid, tmp_path)
     try:
         yield found
@@ -469,6 +471,7 @@ def test_a_block_claim_is_a_device_node_the_launcher_may_open_until_unmounted(
     node: Node, mounter: HotplugMounter
 ) -> None:
     device = node.block_claim("blk")
+    node.start_attachment({})  # a Block claim too is taken only from a running attachment pod
     pid = node.start_launcher()
     rule = f"b {os.major(device.st_rdev)}:{os.minor(device.st_rdev)} rwm"
     target = node.target_dir / "blk"
@@ -493,6 +496,7 @@ def test_a_block_claim_is_a_device_node_the_launcher_may_open_until_unmounted(
 @needs_devices_cgroup
 def test_a_rule_the_container_had_is_kept(node: Node, mounter: HotplugMounter) -> None:
     device = node.block_claim("blk")
+    node.start_attachment({})  # a Block claim too is taken only from a running attachment pod
     pid = node.start_launcher()
     rule = f"b {os.major(device.st_rdev)}:{os.minor(device.st_rdev)} rwm"
     (node.launcher_cgroup / "devices.allow").write_text(rule)
@@ -504,6 +508,7 @@ def test_a_rule_the_container_had_is_kept(node: Node, mounter: HotplugMounter) -
 @needs_devices_cgroup
 def test_a_device_node_planted_by_the_launcher_is_refused(node: Node, mounter: HotplugMounter) -> None:
     device = node.block_claim("blk")
+    node.start_attachment({})  # a Block claim too is taken only from a running attachment pod
     pid = node.start_launcher()
     # What a launcher allowed to make nodes could plant: another device under the claim's name.
     os.mknod(node.target_dir / "blk", stat.S_IFBLK | 0o666, os.makedev(7, 250))
@@ -521,6 +526,7 @@ def test_a_device_node_planted_by_the_launcher_is_refused(node: Node, mounter: H
 @needs_devices_cgroup
 def test_a_link_in_place_of_the_claims_device_is_refused(node: Node, mounter: HotplugMounter) -> None:
     device = node.block_claim("blk")
+    node.start_attachment({})  # a Block claim too is taken only from a running attachment pod
     pid = node.start_launcher()
     source = _disks(node.pods, node.attach_uid) / "blk"
     (source / "claim-uid").unlink()
@@ -530,3 +536,38 @@ def test_a_link_in_place_of_the_claims_device_is_refused(node: Node, mounter: Ho
     assert not (node.target_dir / "blk").exists()
     assert node.rules() == []
     assert device.st_rdev  # the device exists; only the link to it was refused
+
+
+def test_an_attachment_pod_of_another_namespace_lends_nothing(
+    node: Node, mounter: HotplugMounter, helper: CountingHostOps
+) -> None:
+    claim = node.claim("pv-data")
+    (claim / "disk.img").write_bytes(IMAGE)
+    node.start_attachment({"data": claim})
+    vmi = node.vmi(("data", "Filesystem"))
+    vmi["metadata"]["namespace"] = "intruder"  # a VMI of another namespace naming this pod in its status
+    with pytest.raises(HotplugVolumeError, match="is in namespace ns1, not in the VMI's namespace intruder"):
+        mounter.mount(vmi, LauncherPod(uid=node.launcher_uid, pid=_no_launcher))
+    assert helper.calls == 0
+    assert _mounts_at(node.target_dir / "data.img") == []
+
+
+def test_a_migration_targets_volumes_are_found_in_place_after_the_take_over(
+    node: Node, mounter: HotplugMounter, helper: CountingHostOps
+) -> None:
+    claim = node.claim("pv-data")
+    (claim / "disk.img").write_bytes(IMAGE)
+    node.start_attachment({"data": claim})
+    vmi = node.vmi(("data", "Filesystem"))
+    vmi["status"]["volumeStatus"][0]["hotplugVolume"]["attachPodUID"] = "source-node-pod"
+    launcher = LauncherPod(uid=node.launcher_uid, pid=_no_launcher)
+    assert mounter.mount(vmi, launcher, from_pod=node.attach_uid) == []
+    target = node.target_dir / "data.img"
+    assert target.read_bytes() == IMAGE
+    calls = helper.calls
+    # The node's VM controller, syncing the VMI into the same pod after the take-over: nothing to do.
+    assert mounter.mount(vmi, launcher) == []
+    assert helper.calls == calls
+    assert len(_mounts_at(target)) == 1
+    mounter.unmount_all("vmi-uid-1")  # as a failed migration's target
+    assert _mounts_at(target) == []

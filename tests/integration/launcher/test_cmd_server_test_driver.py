@@ -199,6 +199,43 @@ def test_bad_sync_requests_fail_with_a_message(launcher: Launcher, payload: byte
     launcher.client.ping()  # still serving
 
 
+def _with_lun_on_a_file(facts: VMIFacts, options: Any, node: NodeFacts) -> str:
+    """What the converter makes of a ``lun`` disk on a Filesystem claim: a LUN on its disk.img."""
+    disk = (
+        "<devices><disk type='file' device='lun'><driver name='qemu' type='raw'/>"
+        "<source file='/var/run/kubevirt-private/vmi-disks/disk0/disk.img'/>"
+        "<target dev='sda' bus='scsi'/></disk></devices></domain>"
+    )
+    return driver_domain_xml(facts, options, node).replace("</domain>", disk)
+
+
+def test_a_definition_libvirt_refuses_fails_the_sync_in_kubevirts_words(
+    tmp_path: Path, conn: libvirt.virConnect
+) -> None:
+    """KubeVirt's launcher returns the unwrapped libvirt error (``FormatLibvirtError``); virt-handler's
+    SyncFailed event quotes it."""
+    manager = DomainManager(conn, _with_lun_on_a_file)
+    server = serve(
+        cmd_socket_path(tmp_path), CommandServer(manager, Migrator(manager, tmp_path), pod_name="p")
+    )
+    client = LauncherClient(cmd_socket_path(tmp_path))
+    try:
+        with pytest.raises(CommandFailedError) as caught:
+            client.sync_vmi(vmi())
+    finally:
+        client.close()
+        server.stop(grace=0)
+    reason = (
+        "LibvirtError(Code=67, Domain=20, Message='unsupported configuration: "
+        "disk device='lun' is only valid for block type disk source')"
+    )
+    assert caught.value.reason == reason
+    assert str(caught.value) == (
+        "server error. command SyncVMI failed: \"LibvirtError(Code=67, Domain=20, Message='unsupported "
+        "configuration: disk device='lun' is only valid for block type disk source')\""
+    )
+
+
 @pytest.mark.parametrize(
     "command",
     [

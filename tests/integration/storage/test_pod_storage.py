@@ -143,7 +143,8 @@ def test_a_host_disk_bigger_than_the_disk_is_refused(dirs: StorageDirs) -> None:
         {"name": "host", "hostDisk": {"path": "/srv/big.img", "type": "DiskOrCreate", "capacity": "1Ei"}}
     )
     with pytest.raises(
-        StoragePreparationError, match=r"spec.volumes\[0\].hostDisk.capacity: unable to create"
+        StoragePreparationError,
+        match=r"^preparing host-disks failed: unable to create /srv/big.img, not enough",
     ):
         PodStorage(dirs).prepare(request)
     assert list((dirs.host_disk_dir / "host").iterdir()) == []

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kubevirt import host_disk
 from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 from kubevirt_api.view import VMIView
@@ -118,7 +119,10 @@ def test_nothing_is_made_for_hotplugged_volumes(dirs: StorageDirs) -> None:
         ({"capacity": {"storage": "100Ki"}}, r"the size for volume fs is too low, must be at least 1MiB"),
         (
             {"capacity": {"storage": "1Ei"}},
-            r"spec.volumes\[0\].persistentVolumeClaim.capacity: unable to create disk.img",
+            r"^preparing host-disks failed: unable to create "
+            r"/var/run/kubevirt-private/vmi-disks/fs/disk.img, "
+            r"not enough space, demanded size 1152921504606846976 B is bigger than available space \d+ B, "
+            r"also after taking 10 % toleration into account$",
         ),
     ],
 )
@@ -126,3 +130,18 @@ def test_unusable_claims_write_nothing(dirs: StorageDirs, info: dict[str, Any], 
     with pytest.raises(StoragePreparationError, match=message):
         PodStorage(dirs).prepare(vmi({"fs": info, "dv": {"capacity": {"storage": "1Mi"}}}))
     assert list(dirs.host_disk_dir.rglob("disk.img")) == []
+
+
+def test_a_claim_a_little_smaller_than_asked_is_used_and_the_vmi_is_told(dirs: StorageDirs) -> None:
+    """KubeVirt's lessPVCSpaceToleration: up to 10 % less room than the claim's size is used as it is,
+    with a ToleratedSmallPV event on the VMI."""
+    info = os.statvfs(dirs.host_disk_dir / "fs")
+    available = info.f_bavail * info.f_frsize - host_disk.MINIMUM_RESERVE_BYTES
+    requested = (available + available // 20) >> 20 << 20  # about 5 % more than there is, whole MiB
+    events: list[tuple[str, str, str]] = []
+    claims = {"fs": {"capacity": {"storage": str(requested)}}, "dv": {"capacity": {"storage": "1Mi"}}}
+    PodStorage(dirs).prepare(vmi(claims), record=lambda *event: events.append(event))
+    made = (dirs.host_disk_dir / "fs" / "disk.img").stat().st_size
+    assert made < requested
+    assert events == [("Normal", "ToleratedSmallPV", host_disk.tolerated_message(requested, made))]
+    assert events[0][2].startswith(f"PV size too small: expected {requested} B, found {made} B. ")

@@ -46,19 +46,33 @@ def test_disk_must_exist(base: Path) -> None:
     assert prepare(base, "host", "/d/disk.img", "Disk", 0, FIELD) is None
 
 
-def test_a_huge_capacity_is_refused_without_writing(base: Path) -> None:
-    with pytest.raises(
-        host_disk.HostDiskError, match=r"hostDisk.capacity: unable to create /d/disk.img, not enough space"
-    ):
+def _available(base: Path) -> int:
+    info = os.statvfs(base / "host")
+    return info.f_bavail * info.f_frsize - host_disk.MINIMUM_RESERVE_BYTES
+
+
+def test_a_huge_capacity_is_refused_without_writing_in_kubevirts_words(base: Path) -> None:
+    with pytest.raises(host_disk.NotEnoughSpaceError) as caught:
         prepare(base, "host", "/d/disk.img", "DiskOrCreate", 1 << 62, FIELD)
+    assert str(caught.value) == (
+        f"unable to create /d/disk.img, not enough space, demanded size {1 << 62} B is bigger than "
+        f"available space {_available(base)} B, also after taking 10 % toleration into account"
+    )
     assert list((base / "host").iterdir()) == []
 
 
 def test_a_little_less_room_is_tolerated(base: Path) -> None:
-    info = os.statvfs(base / "host")
-    available = info.f_bavail * info.f_frsize - host_disk.MINIMUM_RESERVE_BYTES
+    available = _available(base)
     requested = available + available // 20  # 5 % more than there is: within the 10 % toleration
     assert prepare(base, "host", "/d/disk.img", "DiskOrCreate", requested, FIELD) == available
+
+
+def test_the_tolerated_small_pv_event_is_kubevirts() -> None:
+    assert host_disk.TOLERATED_SMALL_PV_REASON == "ToleratedSmallPV"
+    assert host_disk.tolerated_message(1073741824, 1000000000) == (
+        "PV size too small: expected 1073741824 B, found 1000000000 B. "
+        "Using it anyway, it is within 10 % toleration"
+    )
 
 
 def test_capacity_is_required_to_create(base: Path) -> None:

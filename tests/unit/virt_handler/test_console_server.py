@@ -192,7 +192,7 @@ def test_an_unknown_vmi_is_404_and_a_launcher_failure_500_or_400(harness: Harnes
     harness.launcher.fail = "Domain not found."
     failed = harness.call("PUT", "testvmi/pause")
     assert failed.status == 500
-    assert failed.data == b'server error. command PauseVirtualMachine failed: "Domain not found."'
+    assert failed.data == b'server error. command Pause failed: "Domain not found."'
     assert harness.call("PUT", "testvmi/unfreeze").status == 400
 
 

@@ -19,13 +19,16 @@ from kubevirt.virt_handler.hotplug_disk.mounter import (
     domain_disk_names,
     hotplug_volumes,
     root_of,
+    target_attachment_pod,
     volumes_to_keep,
 )
 from kubevirt.virt_handler.pod_sockets import PodSocketError
+from kubevirt_testing.kubelet_pods import service_account_volume
 
 JSON = dict[str, Any]
 LAUNCHER = "l-pod"
 ATTACH = "a-pod"
+TARGET_ATTACH = "t-pod"  # the attachment pod next to a migration target's launcher pod
 VMI_UID = "vmi-1"
 LAUNCHER_PID = 77
 ATTACH_PID = 4242
@@ -103,11 +106,14 @@ class Attachments:
     def __init__(self) -> None:
         self.asked: list[str] = []
         self.failure: Exception | None = None
+        self.failures: dict[str, Exception] = {}  # by attachment pod
 
     def __call__(self, pods_dir: Path, uid: str) -> int:
         self.asked.append(uid)
         if self.failure is not None:
             raise self.failure
+        if uid in self.failures:
+            raise self.failures[uid]
         return ATTACH_PID
 
 
@@ -119,6 +125,8 @@ def attachments() -> Attachments:
 @pytest.fixture
 def mounter(tmp_path: Path, hostops: FakeHostOps, attachments: Attachments, proc: Path) -> HotplugMounter:
     (tmp_path / "pods").mkdir()
+    for pod in (ATTACH, "other", TARGET_ATTACH):
+        service_account_volume(tmp_path / "pods", pod, "ns")  # the VMI's namespace
     return HotplugMounter(
         pods_dir=tmp_path / "pods",
         host_pods_dir=tmp_path / "pods",
@@ -202,16 +210,25 @@ def test_an_attachment_pod_not_listening_yet_is_waited_for(
     assert hostops.requests == []
 
 
-def test_an_attachment_pods_socket_that_is_refused_fails_its_volume_only(
+def test_an_attachment_pods_socket_that_is_refused_fails_its_volumes_only(
     mounter: HotplugMounter, hostops: FakeHostOps, attachments: Attachments
 ) -> None:
-    attachments.failure = PodSocketError("hp.sock: refused, a symlink")
-    vmi = _vmi(("fs", "Filesystem", ATTACH), ("blk", "Block", ATTACH))
+    """A Block claim is taken from a running attachment pod only, checked as a Filesystem one is."""
+    attachments.failures[ATTACH] = PodSocketError("hp.sock: refused, a symlink")
+    vmi = _vmi(("fs", "Filesystem", ATTACH), ("blk", "Block", ATTACH), ("fine", "Block", "other"))
     with pytest.raises(
         HotplugVolumeError, match=r"volume fs: the attachment pod: hp\.sock: refused, a symlink"
     ):
         mounter.mount(vmi, _launcher())
-    assert [op["volume"] for op in hostops.operations] == ["blk"]
+    assert [op["volume"] for op in hostops.operations] == ["fine"]
+
+
+def test_a_block_claim_waits_for_its_attachment_pod_to_run(
+    mounter: HotplugMounter, hostops: FakeHostOps, attachments: Attachments
+) -> None:
+    attachments.failure = FileNotFoundError(2, "No such file or directory")
+    assert mounter.mount(_vmi(("blk", "Block", ATTACH)), _launcher()) == []
+    assert hostops.requests == []
 
 
 def test_the_attachment_pods_process_is_found_once_per_sync(
@@ -343,3 +360,84 @@ def test_the_hosts_root_is_that_of_the_namespaces_process() -> None:
     assert root_of("/proc/1/ns/mnt") == Path("/proc/1/root")
     assert root_of("/proc/4711/ns/mnt") == Path("/proc/4711/root")
     assert root_of("/proc/self/ns/mnt") == Path("/")
+
+
+def test_an_attachment_pod_of_another_namespace_is_refused(
+    mounter: HotplugMounter, hostops: FakeHostOps, tmp_path: Path
+) -> None:
+    """The VMI's status may name any pod on the node: one of another namespace never lends its claims."""
+    service_account_volume(tmp_path / "pods", "foreign", "victim")
+    vmi = _vmi(("fs", "Filesystem", "foreign"), ("blk", "Block", "foreign"), ("mine", "Block", ATTACH))
+    with pytest.raises(HotplugVolumeError) as raised:
+        mounter.mount(vmi, _launcher())
+    assert str(raised.value) == (
+        "failed to mount filesystem hotplug volume fs: refused, the attachment pod foreign is in "
+        "namespace victim, not in the VMI's namespace ns"
+    )
+    assert [op["volume"] for op in hostops.operations] == ["mine"]
+    assert [e["volume"] for e in _record(tmp_path)["mountTargetEntries"]] == ["mine"]
+
+
+def test_an_attachment_pod_whose_namespace_cannot_be_told_is_refused(
+    mounter: HotplugMounter, hostops: FakeHostOps, tmp_path: Path
+) -> None:
+    (tmp_path / "pods" / "tokenless" / "volumes").mkdir(parents=True)
+    with pytest.raises(HotplugVolumeError, match="cannot be verified: it has no service account token"):
+        mounter.mount(_vmi(("blk", "Block", "tokenless")), _launcher())
+    assert hostops.requests == []
+
+
+class InPlace:
+    """The node's answer to "is this target in the launcher pod": what the fake helper mounted."""
+
+    def __init__(self) -> None:
+        self.targets: set[tuple[str, str]] = set()
+
+    def __call__(self, pods: int, launcher: str, volume: str, *, block: bool, device: str = "") -> bool:
+        return (launcher, volume) in self.targets
+
+
+def test_a_migration_target_mounts_every_hotplugged_volume_from_its_attachment_pod(
+    mounter: HotplugMounter,
+    hostops: FakeHostOps,
+    attachments: Attachments,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    in_place = InPlace()
+    monkeypatch.setattr("kubevirt.virt_handler.hotplug_disk.hostops.in_place", in_place)
+    # The statuses name the source's attachment pod (or none yet); the target's pod holds them all.
+    vmi = _vmi(
+        ("fs", "Filesystem", ATTACH),
+        ("blk", "Block", ATTACH),
+        ("new", "Filesystem", ""),
+        ("gone", "Filesystem", ATTACH),
+        removed=("gone",),
+    )
+    vmi["status"]["migrationState"] = {"targetAttachmentPodUID": TARGET_ATTACH}
+    assert target_attachment_pod(vmi) == TARGET_ATTACH
+    assert mounter.mount(vmi, _launcher(), from_pod=TARGET_ATTACH) == []
+    assert attachments.asked == [TARGET_ATTACH]
+    assert [(op["op"], op["volume"], op["attach"]) for op in hostops.operations] == [
+        ("mountFile", "fs", TARGET_ATTACH),
+        ("makeBlock", "blk", TARGET_ATTACH),
+        ("mountFile", "new", TARGET_ATTACH),
+    ]
+    in_place.targets = {(LAUNCHER, "fs"), (LAUNCHER, "blk"), (LAUNCHER, "new")}
+    # After the take-over the node's VM controller syncs the VMI into the same pod: all is in place.
+    hostops.requests.clear()
+    del vmi["status"]["migrationState"]
+    assert mounter.mount(vmi, _launcher()) == []
+    assert hostops.requests == []
+    assert mounter.mounted(vmi) == {"fs", "blk", "new"}
+    assert _record(tmp_path)["podUID"] == LAUNCHER
+
+
+def test_no_target_attachment_pod_is_none_and_a_malformed_one_is_refused() -> None:
+    assert target_attachment_pod(_vmi()) == ""
+    vmi = _vmi()
+    vmi["status"]["migrationState"] = {"targetNode": "n"}
+    assert target_attachment_pod(vmi) == ""
+    vmi["status"]["migrationState"]["targetAttachmentPodUID"] = "../etc"
+    with pytest.raises(HotplugVolumeError, match=r"status.migrationState.targetAttachmentPodUID"):
+        target_attachment_pod(vmi)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.handler_launcher_com.cmd.client import CommandFailedError, LauncherClient, go_quote
 from kubevirt.virt_handler.launcher_clients import LauncherClients
 from kubevirt.virt_handler.pod_sockets import PodSocketError, connect_launcher, launcher_socket_identity
 from kubevirt_testing.launcher_socket import launcher_socket
@@ -97,3 +97,22 @@ def test_the_real_client_pins_the_socket_it_dialled(tmp_path: Path) -> None:
     assert first._path_fd is None  # closed, with the descriptor it held
     clients.close()
     assert second._path_fd is None
+
+
+def test_a_failed_command_is_worded_as_kubevirts_client_words_it() -> None:
+    """KubeVirt: ``fmt.Errorf("server error. command %s failed: %q", "SyncVMI", message)``."""
+    lock = (
+        'internal error: qemu-kvm: Failed to get "write" lock\n'
+        "Is another process using the image [/var/run/kubevirt-private/vmi-disks/disk0/disk.img]?"
+    )
+    failed = CommandFailedError("SyncVirtualMachine", lock)
+    assert str(failed) == (
+        'server error. command SyncVMI failed: "internal error: qemu-kvm: Failed to get \\"write\\" lock\\n'
+        'Is another process using the image [/var/run/kubevirt-private/vmi-disks/disk0/disk.img]?"'
+    )
+    assert (failed.command, failed.reason) == ("SyncVirtualMachine", lock)
+    assert (
+        str(CommandFailedError("SyncMigrationTarget", "x"))
+        == 'server error. command SyncMigrationTarget failed: "x"'
+    )
+    assert go_quote("tab\t\\ bell\a é \u200b \U0001f600 \x00") == '"tab\\t\\\\ bell\\a é \\u200b 😀 \\x00"'

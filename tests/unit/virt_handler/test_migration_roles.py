@@ -14,6 +14,8 @@ import pytest
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.podroot import PodRoot
+from kubevirt.virt_handler.hotplug_disk.layout import HotplugVolumeError
+from kubevirt.virt_handler.hotplug_disk.mounter import LauncherPod, hotplug_volumes
 from kubevirt.virt_handler.migration import MigrationSource, MigrationTarget
 from kubevirt.virt_handler.migration_proxy import ProxyManager
 from kubevirt.virt_handler.vm_controller import VMController
@@ -389,3 +391,172 @@ def test_a_confirmed_target_leaves_the_vmi_to_it(world: World) -> None:
     world.now += timedelta(hours=1)
     world.source.reconcile(world.vmi())  # no requeue: nothing left for the source to wait for
     assert world.vmi()["status"]["phase"] == "Running"
+
+
+TARGET_ATTACH = "hp-pod-b"  # the attachment pod virt-controller made next to the target pod
+
+
+class FakeHotplug:
+    """The node's hotplug mounter, recording into the launcher's calls; ``in_pod`` is what it put into the
+    target pod, ``refusal`` what it refuses (as an attachment pod of another namespace is)."""
+
+    def __init__(self, launcher: FakeLauncher) -> None:
+        self.launcher = launcher
+        self.in_pod: set[str] = set()
+        self.available = True
+        self.refusal: str | None = None
+        self.busy = False
+        self.launchers: list[str] = []
+
+    def mount(self, vmi: Any, launcher: LauncherPod, *, from_pod: str = "") -> list[str]:
+        self.launcher.calls.append(f"mount hotplug from {from_pod}")
+        self.launchers.append(launcher.uid)
+        if self.refusal is not None:
+            raise HotplugVolumeError(self.refusal)
+        if self.available:
+            self.in_pod |= {volume.name for volume in hotplug_volumes(vmi, from_pod=from_pod)}
+        return []
+
+    def mounted(self, vmi: Any) -> frozenset[str]:
+        return frozenset(self.in_pod)
+
+    def unmount_all(self, vmi_uid: str) -> None:
+        if self.busy:
+            raise HotplugVolumeError("failed to unmount hotplug volume hp: Device or resource busy")
+        self.launcher.calls.append(f"unmount hotplug {vmi_uid}")
+        self.in_pod.clear()
+
+
+def _with_hotplug(world: World, *, attachment: str | None = TARGET_ATTACH) -> FakeHotplug:
+    """The world's VMI with a hotplugged claim the source's domain has, and a target using the fake."""
+    patch: JSON = {
+        "spec": {
+            "volumes": [
+                {"name": "root", "containerDisk": {"image": "guest"}},
+                {"name": "hp", "persistentVolumeClaim": {"claimName": "c", "hotpluggable": True}},
+            ]
+        },
+        "status": {
+            "volumeStatus": [
+                {"name": "root", "target": "vda"},
+                {
+                    "name": "hp",
+                    "target": "sda",
+                    "phase": "Ready",
+                    "hotplugVolume": {"attachPodName": "hp-volume-a", "attachPodUID": "hp-pod-a"},
+                    "persistentVolumeClaimInfo": {"claimName": "c", "volumeMode": "Filesystem"},
+                },
+            ],
+            "migrationState": {"targetAttachmentPodUID": attachment},
+        },
+    }
+    world.api.patch(VIRTUAL_MACHINE_INSTANCES, "default", "vm", patch, patch_type="merge")
+    hotplug = FakeHotplug(world.launcher)
+    mounter = FakeMounter(world.launcher)
+    mounter.disks_up = True
+    world.target = MigrationTarget(
+        node=TARGET,
+        vmi_store=world.store,
+        address="127.0.0.1",
+        mounter=mounter,
+        hotplug=hotplug,
+        api=world.api,
+        events=world.events,
+        pods_dir=world.pods_dir,
+        connect=lambda _path: world.launcher,
+        proxies=world.proxies,
+        pod_root=lambda _socket: PodRoot(world.pod_root),
+    )
+    return hotplug
+
+
+def test_the_target_mounts_the_hotplugged_volumes_from_its_attachment_pod_before_preparing(
+    world: World,
+) -> None:
+    hotplug = _with_hotplug(world)
+    world.run_target()
+    assert world.launcher.calls == [
+        f"mount on {TARGET}",
+        f"mount hotplug from {TARGET_ATTACH}",
+        "SyncMigrationTarget",
+    ]
+    assert hotplug.launchers == [TARGET_POD]  # into the target's launcher pod, not the source's
+    world.run_target()
+    assert world.launcher.calls.count(f"mount hotplug from {TARGET_ATTACH}") == 1  # prepared once
+
+
+def test_without_a_target_attachment_pod_no_hotplugged_volume_is_mounted(world: World) -> None:
+    hotplug = _with_hotplug(world, attachment=None)
+    world.run_target()
+    assert world.launcher.calls == [f"mount on {TARGET}", "SyncMigrationTarget"]
+    assert hotplug.launchers == []
+
+
+def test_the_target_is_prepared_only_once_the_domains_volumes_are_in_its_pod(world: World) -> None:
+    hotplug = _with_hotplug(world)
+    hotplug.available = False  # the attachment pod does not run yet
+    world.store.upsert(world.vmi())
+    with pytest.raises(RequeueAfter):
+        world.target.reconcile("default/vm")
+    assert "SyncMigrationTarget" not in world.launcher.calls
+    assert "targetNodeAddress" not in world.state()
+    hotplug.available = True
+    world.run_target()
+    assert world.launcher.calls[-1] == "SyncMigrationTarget"
+
+
+def test_a_refused_attachment_pod_keeps_the_target_from_preparing(world: World) -> None:
+    hotplug = _with_hotplug(world)
+    hotplug.refusal = (
+        "failed to mount filesystem hotplug volume hp: refused, the attachment pod hp-pod-b is in namespace "
+        "victim, not in the VMI's namespace default"
+    )
+    world.run_target()
+    world.run_target()
+    assert "SyncMigrationTarget" not in world.launcher.calls
+    assert not world.proxies.running(world.uid)
+
+
+def test_a_failed_migration_unmounts_the_target_pods_volumes_before_the_label_goes(world: World) -> None:
+    hotplug = _with_hotplug(world)
+    world.run_target()
+    assert hotplug.in_pod == {"hp"}
+    world.report(failed=True, endTimestamp="e")
+    hotplug.busy = True
+    world.store.upsert(world.vmi())
+    with pytest.raises(RequeueAfter):
+        world.target.reconcile("default/vm")
+    # Not unmounted yet: the label stays, so the target comes back to it.
+    assert "kubevirt.io/migrationTargetNodeName" in world.vmi()["metadata"]["labels"]
+    hotplug.busy = False
+    world.run_target()
+    assert world.launcher.calls[-3:] == [
+        "SignalTargetPodCleanup",
+        f"unmount {world.uid}",
+        f"unmount hotplug {world.uid}",
+    ]
+    assert hotplug.in_pod == set()
+    assert "kubevirt.io/migrationTargetNodeName" not in world.vmi()["metadata"]["labels"]
+
+
+def test_a_vmi_deleted_while_the_target_prepares_has_its_target_mounts_removed(world: World) -> None:
+    hotplug = _with_hotplug(world)
+    world.run_target()
+    vmi = world.vmi()
+    vmi["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:10Z"
+    world.store.upsert(vmi)
+    world.target.reconcile("default/vm")
+    assert world.launcher.calls[-2:] == [f"unmount {world.uid}", f"unmount hotplug {world.uid}"]
+    assert hotplug.in_pod == set()
+    assert not world.proxies.running(world.uid)
+
+
+def test_a_successful_migration_leaves_the_target_mounts_to_the_vm_controller(world: World) -> None:
+    hotplug = _with_hotplug(world)
+    world.run_target()
+    world.launcher.domain = domain("Running", "Unknown")
+    world.report(endTimestamp="2026-01-01T00:00:03Z")
+    world.run_target()
+    assert world.vmi()["status"]["migrationState"]["completed"] is True
+    assert hotplug.in_pod == {"hp"}
+    assert not any(call.startswith("unmount") for call in world.launcher.calls)

@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
+from kubevirt import host_disk
 from kubevirt.controller import Store
 from kubevirt.handler_launcher_com.notify.v1 import notify_pb2, notify_pb2_grpc
 from kubevirt.handler_launcher_com.sockets import READY_SOCKET, grpc_target
@@ -23,7 +24,7 @@ from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.domain_cache import DomainCache
 from kubevirt.virt_handler.notify_pipes import NotifyPipeError, NotifyPipes
 from kubevirt.virt_handler.notify_server import NotifyServer, serve_notify
-from kubevirt.virt_launcher.notify_client import NotifyClient
+from kubevirt.virt_launcher.notify_client import NotifyClient, vmi_event
 from kubevirt_testing.launcher_socket import sockets_dir
 
 JSON = dict[str, Any]
@@ -168,6 +169,19 @@ def test_a_launcher_event_for_another_vmi_or_malformed_is_refused(handler: Handl
     assert not bad_type.success
     assert "eventJSON.type" in bad_type.message
     assert handler.events.seen == []
+
+
+def test_the_launchers_tolerated_small_pv_event_reaches_its_vmi_in_the_background(handler: Handler) -> None:
+    handler.store.upsert({"metadata": {"name": "tiny", "namespace": "default", "uid": UID}})
+    client = NotifyClient(handler.socket, give_up_after=5)
+    message = host_disk.tolerated_message(1 << 30, 1_000_000_000)
+    try:
+        event = vmi_event("default", "tiny", UID, "Normal", host_disk.TOLERATED_SMALL_PV_REASON, message)
+        assert event["involvedObject"]["apiVersion"] == "kubevirt.io/v1"
+        client.send_k8s_event_in_background(event).join(timeout=10)
+    finally:
+        client.close()
+    assert handler.events.seen == [("tiny", "Normal", "ToleratedSmallPV", message)]
 
 
 QEMU_USER = 107

@@ -45,7 +45,7 @@ class FakeHotplug(HotplugMounter):
         self.launchers: list[str] = []
         self.records: dict[str, str] = {}  # VMI UID -> namespace/name
 
-    def mount(self, vmi: Mapping[str, Any], launcher: LauncherPod) -> list[str]:
+    def mount(self, vmi: Mapping[str, Any], launcher: LauncherPod, *, from_pod: str = "") -> list[str]:
         self.log.append("mount")
         self.launchers.append(launcher.uid)
         if self.failure is not None:
@@ -289,3 +289,40 @@ def test_a_removal_that_fails_is_retried(pods_dir: Path) -> None:
     harness.hotplug.unmount_all = busy  # type: ignore[method-assign]
     with pytest.raises(RequeueAfter):
         harness.controller.reconcile("default/tiny")
+
+
+def test_the_source_pods_volumes_are_unmounted_once_the_vmi_migrated_away(running: HotplugHarness) -> None:
+    """The node's informer holds the VMIs labelled for it: the target's take-over relabels the VMI, which
+    leaves this node's cache, and what was mounted into the source's launcher pod goes."""
+    running.requeued()
+    uid = running.store.get_by_key("default/tiny")["metadata"]["uid"]  # type: ignore[index]
+    running.hotplug.records = {uid: "default/tiny"}
+    running.store.remove("default/tiny")
+    running.controller.reconcile("default/tiny")
+    assert running.launcher.calls[-1] == f"unmount all {uid}"
+
+
+def test_volumes_a_migration_target_put_into_the_pod_stay_there_and_ready(pods_dir: Path) -> None:
+    """After the take-over this node's controller finds the target's mounts in place: none is removed and
+    the volume stays Ready."""
+    vmi = _hotplug_vmi("Running", "Ready")
+    vmi["status"]["volumeStatus"][1]["target"] = "sda"
+    harness = HotplugHarness(pods_dir, vmi)
+    launcher = KeepDomain()
+    launcher.domain = _running_domain("rootdisk", "hp")
+    launcher.calls = harness.hotplug.log
+    harness.hotplug.in_pod = {"hp"}
+    harness.controller = VMController(
+        api=harness.api,
+        events=harness.events,
+        vmi_store=harness.store,
+        node=NODE,
+        pods_dir=pods_dir,
+        connect=lambda _path: launcher,
+        hotplug=harness.hotplug,
+    )
+    harness.requeued()
+    assert launcher.calls == ["mount", "SyncVirtualMachine", "unmount"]
+    assert harness.hotplug.in_pod == {"hp"}
+    assert harness.volume()["phase"] == "Ready"
+    assert [reason for _, reason, _ in harness.events.seen if reason.startswith("Volume")] == []
