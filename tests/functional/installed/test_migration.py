@@ -32,21 +32,6 @@ THROTTLED = "1Mi"  # 128 MiB of guest memory at 1 MiB/s: minutes, far longer tha
 
 
 @pytest.fixture(scope="module")
-def nodes(kubevirt: float, two_node_cluster: Cluster) -> tuple[str, str]:
-    """Both node names once virt-handler runs on each. KubeVirt is installed first (when this module
-    installs it): its Deployments then stay on the first node, which outlives the second."""
-    layout = two_node_cluster.layout
-    names = (layout.node(1).name, layout.node(2).name)
-    mig.poll(
-        f"virt-handler marking {names} schedulable",
-        lambda: set(names) <= set(mig.schedulable_nodes(two_node_cluster)),
-        240.0,
-        2.0,
-    )
-    return names
-
-
-@pytest.fixture(scope="module")
 def place(two_node_cluster: Cluster, nodes: tuple[str, str]) -> Iterator[str]:
     namespace = f"ft-migration-{os.getpid() % 100000}"
     two_node_cluster.fresh_namespace(namespace)

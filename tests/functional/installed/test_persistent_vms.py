@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,9 +26,8 @@ from localcluster.pvc_vms import (
 )
 from localcluster.vmis import wait_vmi_phase
 
-from kubevirt.client import KubeClient
-from kubevirt.virtctl.console import connect_console
-from kubevirt_testing.guest_console import Expecter, WebSocketStream, login_to_cirros, run
+from kubevirt_testing.guest_console import Expecter, login_to_cirros, run, virt_api_console
+from kubevirt_testing.guest_disks import disk_bytes, guest_disk, read_marker, write_marker
 
 DATA_SIZE = "64Mi"
 MIB = 1 << 20
@@ -78,35 +76,25 @@ def _set_run_strategy(cluster: Cluster, namespace: str, name: str, strategy: str
 
 
 def _login(cluster: Cluster, namespace: str, name: str) -> Expecter:
-    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    expecter = Expecter(WebSocketStream(connect_console(client, namespace, name, 60)))
+    expecter = virt_api_console(str(cluster.kubeconfig), namespace, name)
     login_to_cirros(expecter, name)
     return expecter
 
 
 def _device(expecter: Expecter, serial: str) -> str:
-    """The guest's /dev path of the disk with ``serial``."""
-    found = run(
-        expecter,
-        f'for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = {serial} ] && echo ${{d##*/}}; done',
-    )
-    assert re.fullmatch(r"vd[a-z]", found), f"no single disk with serial {serial}: {found!r}"
-    return f"/dev/{found}"
+    """The guest's block device with ``serial`` (a virtio disk)."""
+    found = guest_disk(expecter, serial)
+    assert found.startswith("vd"), f"no single virtio disk with serial {serial}: {found!r}"
+    return found
 
 
 def _write_markers(expecter: Expecter) -> None:
     for disk in DISKS:
-        device = _device(expecter, disk.serial)
-        run(expecter, f"echo {MARKERS[disk.serial]} | sudo dd of={device} conv=fsync 2>/dev/null")
-    run(expecter, "sync")
+        write_marker(expecter, _device(expecter, disk.serial), MARKERS[disk.serial])
 
 
 def _read_markers(expecter: Expecter) -> dict[str, str]:
-    read: dict[str, str] = {}
-    for disk in DISKS:
-        device = _device(expecter, disk.serial)
-        read[disk.serial] = run(expecter, f"sudo dd if={device} bs=512 count=1 2>/dev/null | head -n 1")
-    return read
+    return {disk.serial: read_marker(expecter, _device(expecter, disk.serial)) for disk in DISKS}
 
 
 def _what_the_guest_finds(cluster: Cluster, namespace: str, name: str) -> tuple[dict[str, str], int]:
@@ -121,11 +109,6 @@ def _what_the_guest_finds(cluster: Cluster, namespace: str, name: str) -> tuple[
 def _boots(expecter: Expecter) -> int:
     """The boots the guest's boot disk recorded (CirrOS's ``last``)."""
     return sum(1 for line in run(expecter, "last reboot").splitlines() if line.startswith("reboot"))
-
-
-def _disk_bytes(expecter: Expecter, serial: str) -> int:
-    device = _device(expecter, serial).removeprefix("/dev/")
-    return int(run(expecter, f"cat /sys/block/{device}/size")) * 512
 
 
 def test_a_vm_on_claims_keeps_its_data_across_a_restart_and_a_new_vm(
@@ -153,8 +136,8 @@ def test_a_vm_on_claims_keeps_its_data_across_a_restart_and_a_new_vm(
     try:
         assert _boots(expecter) == 1  # a fresh copy of the image's disk
         # disk.img fills the filesystem claim; the block claim is the device itself.
-        assert _disk_bytes(expecter, "DATABLOCK") == 64 * MIB
-        assert 0.9 * 64 * MIB <= _disk_bytes(expecter, "DATAFS") <= 64 * MIB
+        assert disk_bytes(expecter, _device(expecter, "DATABLOCK")) == 64 * MIB
+        assert 0.9 * 64 * MIB <= disk_bytes(expecter, _device(expecter, "DATAFS")) <= 64 * MIB
         _write_markers(expecter)
     finally:
         expecter.stream.close()

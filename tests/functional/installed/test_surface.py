@@ -28,10 +28,10 @@ from kubevirt.virtctl.console import connect_console
 from kubevirt.virtctl.streams import StreamEndedError, copy_from_stream
 from kubevirt_testing.guest_console import (
     Expecter,
-    WebSocketStream,
     login_to_alpine,
     login_to_cirros,
     run,
+    virt_api_console,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -94,8 +94,7 @@ def _diagnosis(cluster: Cluster, namespace: str) -> str:
 
 
 def _console(cluster: Cluster, namespace: str, name: str) -> Expecter:
-    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    return Expecter(WebSocketStream(connect_console(client, namespace, name, 60)))
+    return virt_api_console(str(cluster.kubeconfig), namespace, name)
 
 
 def test_cirros_compatible_guest_takes_the_cirros_login(

@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from localcluster import install
 from localcluster.handle import Cluster
+from localcluster.hotplug import attachment_pods, virtctl_with_gate, volume_status, wait_volume_ready
 from localcluster.pvc_vms import blank_disk_image, claim, container_disk_vm
-from localcluster.up import virtctl
 from localcluster.vmis import wait_vmi_phase
 
-from kubevirt.client import KubeClient
-from kubevirt.virtctl.console import connect_console
-from kubevirt_testing.guest_console import Expecter, WebSocketStream, login_to_cirros, run
+from kubevirt_testing.guest_console import Expecter, login_to_cirros, run, virt_api_console
+from kubevirt_testing.guest_disks import guest_disk, read_marker, wait_guest_disk, write_marker
 from kubevirt_testing.waiting import first_result
 
 VM = "hotplug"
@@ -31,15 +28,6 @@ BLOCK_CLAIM, FS_CLAIM = "hp-block", "hp-fs"
 SERIALS = {BLOCK_CLAIM: "HPBLOCK", FS_CLAIM: "HPFS"}
 RUNNING_TIMEOUT = 240.0
 READY_TIMEOUT = 180.0
-GATE_PROPAGATION = 60.0
-ATTACHMENT_LABEL = "kubevirt.io=hotplug-disk"
-# The guest's disk with a serial: virtio disks show it in /sys/block/vdX/serial, SCSI disks (virtctl's default
-# bus) in their unit serial number page (VPD 0x80: a 4-byte header, then the serial).
-FIND_DISK = (
-    "for d in /sys/block/vd* /sys/block/sd*; do "
-    "[ -e $d ] || continue; s=$(cat $d/serial 2>/dev/null || tail -c +5 $d/device/vpd_pg80 2>/dev/null); "
-    '[ "$s" = {serial} ] && echo ${{d##*/}}; done'
-)
 
 
 @pytest.fixture(scope="module")
@@ -63,76 +51,15 @@ def running_vm(cluster: Cluster, hotplug_namespace: str) -> dict[str, Any]:
     return vmi
 
 
-def _virtctl(cluster: Cluster, *args: str) -> str:
-    """virtctl's output; retries while virt-api has not yet seen the gate the module turned on."""
-    deadline = time.monotonic() + GATE_PROPAGATION
-    while True:
-        result = virtctl(cluster, *args)
-        if result.returncode == 0:
-            return result.stdout
-        if "feature gate" not in result.stderr or time.monotonic() > deadline:
-            raise AssertionError(
-                f"virtctl {' '.join(args)}: {result.returncode} {result.stdout}{result.stderr}"
-            )
-        time.sleep(2)
-
-
-def _volume_status(cluster: Cluster, namespace: str, volume: str) -> dict[str, Any] | None:
-    vmi = cluster.find("vmi", VM, namespace) or {}
-    return next((s for s in vmi.get("status", {}).get("volumeStatus", []) if s["name"] == volume), None)
-
-
-def _wait_ready(cluster: Cluster, namespace: str, volume: str) -> dict[str, Any]:
-    def ready() -> dict[str, Any] | None:
-        status = _volume_status(cluster, namespace, volume)
-        return status if status is not None and status.get("phase") == "Ready" else None
-
-    try:
-        return first_result(f"volume {volume} Ready", ready, READY_TIMEOUT)
-    except AssertionError as error:
-        status = _volume_status(cluster, namespace, volume)
-        pods = cluster.kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False).stdout
-        handler = cluster.kubectl(
-            "logs", "-n", "kubevirt", "-l", "kubevirt.io=virt-handler", "--tail=30", check=False
-        ).stdout
-        raise AssertionError(f"{error}: {status}\n{pods}\n{handler[-4000:]}") from error
-
-
-def _attachment_pods(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
-    listed = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", ATTACHMENT_LABEL)
-    return [p for p in listed["items"] if not p["metadata"].get("deletionTimestamp")]  # type: ignore[union-attr]
-
-
 def _console(cluster: Cluster, namespace: str) -> Expecter:
-    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    expecter = Expecter(WebSocketStream(connect_console(client, namespace, VM, 60)))
+    expecter = virt_api_console(str(cluster.kubeconfig), namespace, VM)
     login_to_cirros(expecter, VM)
     return expecter
 
 
-def _guest_disk(expecter: Expecter, serial: str) -> str:
-    """The guest's block device name with ``serial`` ("" when there is none)."""
-    found = run(expecter, FIND_DISK.format(serial=serial))
-    assert found == "" or re.fullmatch(r"(vd|sd)[a-z]+", found), f"disks with serial {serial}: {found!r}"
-    return found
-
-
-def _wait_guest_disk(expecter: Expecter, serial: str, present: bool, timeout: float = 60.0) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = _guest_disk(expecter, serial)
-        if bool(found) == present:
-            return found
-        if time.monotonic() > deadline:
-            state = "appear" if present else "go"
-            raise AssertionError(f"the guest's disk with serial {serial} did not {state} in {timeout:.0f} s")
-        time.sleep(2)
-
-
 def _write_and_read(expecter: Expecter, device: str, marker: str) -> str:
-    run(expecter, f"echo {marker} | sudo dd of=/dev/{device} conv=fsync 2>/dev/null")
-    run(expecter, "sync; echo 3 | sudo tee /proc/sys/vm/drop_caches >/dev/null")
-    return run(expecter, f"sudo dd if=/dev/{device} bs=512 count=1 2>/dev/null | head -n 1")
+    write_marker(expecter, device, marker)
+    return read_marker(expecter, device)
 
 
 def _template_volumes(cluster: Cluster, namespace: str) -> dict[str, Any]:
@@ -147,24 +74,24 @@ def test_volumes_are_hotplugged_into_the_running_guest_and_unplugged(
     node = running_vm["status"]["nodeName"]
     expecter = _console(cluster, namespace)
     try:
-        assert _guest_disk(expecter, SERIALS[BLOCK_CLAIM]) == ""
+        assert guest_disk(expecter, SERIALS[BLOCK_CLAIM]) == ""
 
         # A Block claim, on the VMI only (no --persist), on virtctl's default bus, scsi.
-        _virtctl(
+        virtctl_with_gate(
             cluster, "addvolume", VM, "-n", namespace, f"--volume-name={BLOCK_CLAIM}", "--serial=HPBLOCK"
         )
-        status = _wait_ready(cluster, namespace, BLOCK_CLAIM)
+        status = wait_volume_ready(cluster, namespace, VM, BLOCK_CLAIM)
         attachment = status["hotplugVolume"]["attachPodName"]
         assert attachment.startswith("hp-volume-")
-        pods = {p["metadata"]["name"]: p for p in _attachment_pods(cluster, namespace)}
+        pods = {p["metadata"]["name"]: p for p in attachment_pods(cluster, namespace)}
         assert pods[attachment]["spec"]["nodeName"] == node
         assert BLOCK_CLAIM not in _template_volumes(cluster, namespace)
-        block = _wait_guest_disk(expecter, "HPBLOCK", present=True)
+        block = wait_guest_disk(expecter, "HPBLOCK", present=True)
         assert block.startswith("sd")
         assert _write_and_read(expecter, block, "hotplugged-block") == "hotplugged-block"
 
         # A Filesystem claim's disk.img, persisted in the VM's template (KubeVirt takes only scsi there).
-        _virtctl(
+        virtctl_with_gate(
             cluster,
             "addvolume",
             VM,
@@ -174,26 +101,28 @@ def test_volumes_are_hotplugged_into_the_running_guest_and_unplugged(
             "--serial=HPFS",
             "--persist",
         )
-        _wait_ready(cluster, namespace, FS_CLAIM)
+        wait_volume_ready(cluster, namespace, VM, FS_CLAIM)
         persisted = _template_volumes(cluster, namespace)[FS_CLAIM]
         assert persisted["persistentVolumeClaim"] == {"claimName": FS_CLAIM, "hotpluggable": True}
-        fs = _wait_guest_disk(expecter, "HPFS", present=True)
+        fs = wait_guest_disk(expecter, "HPFS", present=True)
         assert fs.startswith("sd")
         assert _write_and_read(expecter, fs, "hotplugged-fs") == "hotplugged-fs"
 
         # Unplugged: the guest loses each disk, the VMI its volume, the template the persisted one.
-        _virtctl(cluster, "removevolume", VM, "-n", namespace, f"--volume-name={BLOCK_CLAIM}")
-        _wait_guest_disk(expecter, "HPBLOCK", present=False)
+        virtctl_with_gate(cluster, "removevolume", VM, "-n", namespace, f"--volume-name={BLOCK_CLAIM}")
+        wait_guest_disk(expecter, "HPBLOCK", present=False)
         first_result(
             "the block volume's status gone",
-            lambda: _volume_status(cluster, namespace, BLOCK_CLAIM) is None or None,
+            lambda: volume_status(cluster, namespace, VM, BLOCK_CLAIM) is None or None,
             READY_TIMEOUT,
         )
-        _virtctl(cluster, "removevolume", VM, "-n", namespace, f"--volume-name={FS_CLAIM}", "--persist")
-        _wait_guest_disk(expecter, "HPFS", present=False)
+        virtctl_with_gate(
+            cluster, "removevolume", VM, "-n", namespace, f"--volume-name={FS_CLAIM}", "--persist"
+        )
+        wait_guest_disk(expecter, "HPFS", present=False)
         first_result(
             "the attachment pods gone",
-            lambda: _attachment_pods(cluster, namespace) == [] or None,
+            lambda: attachment_pods(cluster, namespace) == [] or None,
             READY_TIMEOUT,
         )
         assert FS_CLAIM not in _template_volumes(cluster, namespace)

@@ -152,3 +152,14 @@ def run(expecter: Expecter, command: str, timeout: float = 30.0) -> str:
     seen = expecter.expect(PROMPT, timeout)
     lines = seen.replace("\r", "").split("\n")
     return "\n".join(lines[1:-1])
+
+
+def virt_api_console(kubeconfig: str, namespace: str, name: str, timeout: float = 60.0) -> Expecter:
+    """An expecter on VMI ``namespace/name``'s serial console through virt-api's console subresource (as
+    ``virtctl console`` connects, waiting up to ``timeout`` seconds for the VMI to be reachable)."""
+    # Imported here: the client and virtctl's streams are needed only by the tests that reach a cluster.
+    from kubevirt.client import KubeClient
+    from kubevirt.virtctl.console import connect_console
+
+    client = KubeClient.from_kubeconfig(kubeconfig)
+    return Expecter(WebSocketStream(connect_console(client, namespace, name, timeout)))
