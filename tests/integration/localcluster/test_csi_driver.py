@@ -586,3 +586,27 @@ def test_multi_node_modes_need_a_shared_directory(tmp_path: Path) -> None:
         )
         assert started.returncode == 2, started.stderr
         assert "shared" in started.stderr.splitlines()[-1], started.stderr
+
+
+def test_cluster_down_finds_a_loop_device_by_its_backing_file_and_its_device_node(tmp_path: Path) -> None:
+    """What cluster-down reads of the real losetup: each device's backing file by path and by filesystem and
+    inode, and a device node's identity in the same terms (how a loop device over it names it)."""
+    from localcluster.csi import deploy
+
+    image = tmp_path / "volume.img"
+    image.write_bytes(b"\0" * MIB)
+    device = subprocess.run(
+        ["losetup", "--find", "--show", str(image)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    try:
+        (found,) = [loop for loop in deploy._loop_devices() if loop.name == device]
+        info = image.stat()
+        assert found.backing == str(image)
+        assert found.backing_file_id == (f"{os.major(info.st_dev)}:{os.minor(info.st_dev)}", info.st_ino)
+        node = os.stat(device)
+        assert deploy._device_node_id(device) == (
+            f"{os.major(node.st_dev)}:{os.minor(node.st_dev)}",
+            node.st_ino,
+        )
+    finally:
+        subprocess.run(["losetup", "--detach", device], check=False)

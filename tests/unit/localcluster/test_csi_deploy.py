@@ -52,3 +52,19 @@ def test_cluster_up_makes_the_shared_directory_and_down_sweeps_its_loop_devices(
     image = deploy.shared_dir(layout) / "volumes" / "0123456789abcdef0123456789abcdef.img"
     assert deploy._ours(layout, str(image))
     assert not deploy._ours(layout, "/var/tmp/other.img")
+
+
+def test_a_kubelet_loop_device_over_ours_is_ours_even_when_its_path_no_longer_resolves(
+    layout: Layout,
+) -> None:
+    """cluster-down detaches the kubelet's loop device over a volume's loop device first, also when it was
+    made in a node's mount namespace that is gone (its backing path reads "/"), and leaves others alone."""
+    image = str(deploy.shared_dir(layout) / "volumes" / "0123456789abcdef0123456789abcdef.img")
+    volume = deploy.LoopDevice("/dev/loop0", f"{image} (deleted)", ("254:0", 1048593))
+    kubelets = deploy.LoopDevice("/dev/loop1", "/", ("0:6", 93))
+    other = deploy.LoopDevice("/dev/loop2", "/", ("0:6", 95))
+    unrelated = deploy.LoopDevice("/dev/loop3", "/var/tmp/other.img", ("254:0", 7))
+    nodes = {"/dev/loop0": ("0:6", 93), "/dev/loop1": ("0:6", 94), "/dev/loop2": ("0:6", 95)}
+    found = deploy.ours(layout, [volume, kubelets, other, unrelated], nodes.get)
+    assert [loop.name for loop in found] == ["/dev/loop1", "/dev/loop0"]
+

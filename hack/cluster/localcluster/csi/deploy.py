@@ -32,6 +32,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -234,18 +236,37 @@ def prepare(layout: Layout) -> None:
     shared_dir(layout).mkdir(parents=True, exist_ok=True)
 
 
-def _loop_devices() -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class LoopDevice:
+    name: str
+    backing: str  # the backing file's path (as the kernel can still name it)
+    backing_file_id: tuple[str, int]  # the backing file's filesystem (major:minor) and inode
+
+
+def _loop_devices() -> list[LoopDevice]:
     result = subprocess.run(
-        ["losetup", "--list", "--noheadings", "--raw", "--output", "NAME,BACK-FILE"],
+        ["losetup", "--list", "--noheadings", "--raw", "--output", "NAME,BACK-MAJ:MIN,BACK-INO,BACK-FILE"],
         capture_output=True,
         text=True,
         check=False,
     )
     found = []
     for line in result.stdout.splitlines():
-        name, _, backing = line.partition(" ")
-        found.append((name, backing.replace("\\x20", " ")))
+        name, device, inode, backing = [*line.split(" ", 3), "", "", ""][:4]
+        device = device.replace("\\x20", "")  # --raw pads the column with escaped spaces
+        found.append(
+            LoopDevice(name, backing.replace("\\x20", " "), (device, int(inode) if inode.isdigit() else -1))
+        )
     return found
+
+
+def _device_node_id(name: str) -> tuple[str, int] | None:
+    """The filesystem (major:minor) and inode of a loop device's node, as a backing file's are given."""
+    try:
+        found = os.stat(name)
+    except OSError:
+        return None
+    return f"{os.major(found.st_dev)}:{os.minor(found.st_dev)}", found.st_ino
 
 
 def _ours(layout: Layout, backing: str) -> bool:
@@ -254,23 +275,35 @@ def _ours(layout: Layout, backing: str) -> bool:
     return backing.startswith((f"{layout.state}/", f"{KUBELET_ROOT}/"))
 
 
+def ours(
+    layout: Layout,
+    loops: list[LoopDevice],
+    node_id: Callable[[str], tuple[str, int] | None] = _device_node_id,
+) -> list[LoopDevice]:
+    """The cluster's loop devices, the kubelet's first (each holds a volume's device open): those over our
+    paths, and those over the device node of one of ours. A kubelet's loop device made in node N's mount
+    namespace names its backing device node only by inode once that namespace is gone."""
+    by_path = [loop for loop in loops if _ours(layout, loop.backing)]
+    nodes = {node_id(loop.name) for loop in by_path} - {None}
+    over_ours = [loop for loop in loops if loop not in by_path and loop.backing_file_id in nodes]
+    kubelets = [loop for loop in by_path if loop.backing.startswith(f"{KUBELET_ROOT}/")]
+    return [*over_ours, *kubelets, *(loop for loop in by_path if loop not in kubelets)]
+
+
 def detach_loop_devices(layout: Layout) -> list[str]:
     """Detaches the cluster's loop devices; returns them. One still open is cleared by the kernel when it is
-    closed. The kubelet's go first: each holds a volume's device open. Called before the nodes and their
-    mounts go (a kubelet loop device's backing path no longer resolves then, so it could not be told apart
-    from others) and once more after."""
+    closed. Called before the nodes and their mounts go and once more after."""
     detached: list[str] = []
     for _round in range(5):
-        ours = [(name, backing) for name, backing in _loop_devices() if _ours(layout, backing)]
-        if not ours:
+        found = ours(layout, _loop_devices())
+        if not found:
             break
-        ours.sort(key=lambda loop: not loop[1].startswith(f"{KUBELET_ROOT}/"))
-        for name, _backing in ours:
-            subprocess.run(["losetup", "--detach", name], capture_output=True, check=False)
-            detached.append(name)
+        for loop in found:
+            subprocess.run(["losetup", "--detach", loop.name], capture_output=True, check=False)
+            detached.append(loop.name)
         time.sleep(0.2)
     return sorted(set(detached))
 
 
 def leftovers(layout: Layout) -> list[str]:
-    return [f"loop device {name} ({backing})" for name, backing in _loop_devices() if _ours(layout, backing)]
+    return [f"loop device {loop.name} ({loop.backing})" for loop in ours(layout, _loop_devices())]
