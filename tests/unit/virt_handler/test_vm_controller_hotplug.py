@@ -135,11 +135,10 @@ class KeepDomain(FakeLauncher):
         self.calls.append("SyncVirtualMachine")
 
 
-@pytest.fixture
-def running(pods_dir: Path) -> HotplugHarness:
-    harness = HotplugHarness(pods_dir, _hotplug_vmi("Running"))
+def _with_running_domain(harness: HotplugHarness, pods_dir: Path, *disks: str) -> KeepDomain:
+    """The harness's controller talking to a launcher whose running domain has ``disks``."""
     launcher = KeepDomain()
-    launcher.domain = _running_domain("rootdisk")
+    launcher.domain = _running_domain(*disks)
     launcher.calls = harness.hotplug.log
     harness.launcher = launcher
     harness.controller = VMController(
@@ -151,6 +150,13 @@ def running(pods_dir: Path) -> HotplugHarness:
         connect=lambda _path: launcher,
         hotplug=harness.hotplug,
     )
+    return launcher
+
+
+@pytest.fixture
+def running(pods_dir: Path) -> HotplugHarness:
+    harness = HotplugHarness(pods_dir, _hotplug_vmi("Running"))
+    _with_running_domain(harness, pods_dir, "rootdisk")
     return harness
 
 
@@ -308,19 +314,8 @@ def test_volumes_a_migration_target_put_into_the_pod_stay_there_and_ready(pods_d
     vmi = _hotplug_vmi("Running", "Ready")
     vmi["status"]["volumeStatus"][1]["target"] = "sda"
     harness = HotplugHarness(pods_dir, vmi)
-    launcher = KeepDomain()
-    launcher.domain = _running_domain("rootdisk", "hp")
-    launcher.calls = harness.hotplug.log
+    launcher = _with_running_domain(harness, pods_dir, "rootdisk", "hp")
     harness.hotplug.in_pod = {"hp"}
-    harness.controller = VMController(
-        api=harness.api,
-        events=harness.events,
-        vmi_store=harness.store,
-        node=NODE,
-        pods_dir=pods_dir,
-        connect=lambda _path: launcher,
-        hotplug=harness.hotplug,
-    )
     harness.requeued()
     assert launcher.calls == ["mount", "SyncVirtualMachine", "unmount"]
     assert harness.hotplug.in_pod == {"hp"}
