@@ -67,4 +67,3 @@ def test_a_kubelet_loop_device_over_ours_is_ours_even_when_its_path_no_longer_re
     nodes = {"/dev/loop0": ("0:6", 93), "/dev/loop1": ("0:6", 94), "/dev/loop2": ("0:6", 95)}
     found = deploy.ours(layout, [volume, kubelets, other, unrelated], nodes.get)
     assert [loop.name for loop in found] == ["/dev/loop1", "/dev/loop0"]
-
