@@ -78,6 +78,7 @@ from kubevirt.virt_controller.watch.volumerequests import (
     pending_requests,
     vmi_volume_calls,
 )
+from kubevirt.virt_controller.watch.volumestatus import claim_name
 from kubevirt_api.core.v1 import (
     Firmware,
     Input,
@@ -957,15 +958,8 @@ def template_claim_names(vm: VirtualMachine) -> list[str]:
     """The claims the VM's template names: KubeVirt's ``PVCNameFromVirtVolume`` of each volume (a
     DataVolume's claim has its name; memory dumps count too)."""
     spec = vm.spec.template.spec
-    names: list[str] = []
-    for volume in (spec.volumes if spec is not None else None) or []:
-        if volume.data_volume is not None:
-            names.append(volume.data_volume.name)
-        elif volume.persistent_volume_claim is not None:
-            names.append(volume.persistent_volume_claim.claim_name)
-        elif volume.memory_dump is not None:
-            names.append(volume.memory_dump.claim_name)
-    return names
+    volumes = (spec.volumes if spec is not None else None) or []
+    return [name for name in map(claim_name, volumes) if name]
 
 
 def _vmi_condition(vmi: VirtualMachineInstance | None, type_: str) -> Any:
