@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from kubevirt.libvirt_units import unit_bytes
 from kubevirt.virt_handler.migratable import MigratabilityFacts, update_live_migratable
 from kubevirt.virt_handler.status_conditions import conditions_of, find_condition, remove_condition
 from kubevirt_api.resource import BINARY_SI, Quantity
@@ -32,23 +33,6 @@ _PAUSE_REASONS = {
     "IOError": ("PausedIOError", "VMI was paused, low-level IO error detected"),
     "Migration": ("PausedByMigrationMonitor", "VMI was paused by the migration monitor"),
 }
-_LIBVIRT_UNITS = {
-    "b": 1,
-    "bytes": 1,
-    "KB": 1000,
-    "K": 1024,
-    "KiB": 1024,
-    "k": 1024,
-    "MB": 1000**2,
-    "M": 1024**2,
-    "MiB": 1024**2,
-    "GB": 1000**3,
-    "G": 1024**3,
-    "GiB": 1024**3,
-    "TB": 1000**4,
-    "T": 1024**4,
-    "TiB": 1024**4,
-}
 
 
 def _domain_spec(domain: JSON | None) -> JSON:
@@ -63,7 +47,7 @@ def update_machine(status: JSON, domain: JSON | None) -> None:
 
 def libvirt_quantity(value: int, unit: str | None) -> str | None:
     """A libvirt ``<currentMemory>`` as a Kubernetes quantity in binary units; None for an unknown unit."""
-    factor = _LIBVIRT_UNITS.get(unit or "KiB")
+    factor = unit_bytes(unit)
     if factor is None:
         return None
     return str(Quantity.from_int(value * factor, BINARY_SI))

@@ -23,6 +23,7 @@ from typing import Any
 import libvirt
 from lxml import etree
 
+from kubevirt.libvirt_units import unit_bytes
 from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError
 from kubevirt_api.core.v1.constants import PLACE_PCI_DEVICES_ON_ROOT_COMPLEX
 from kubevirt_api.view import View, VMIView
@@ -42,23 +43,6 @@ V1_INTERFACE_SLOTS = 4
 MAX_PCI_BUS_INDEX = 31
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.Atoi takes
-# libvirt's memory units, in bytes (no unit means KiB)
-_UNITS = {
-    "b": 1,
-    "bytes": 1,
-    "kb": 1000,
-    "k": 1024,
-    "kib": 1024,
-    "mb": 1000**2,
-    "m": 1024**2,
-    "mib": 1024**2,
-    "gb": 1000**3,
-    "g": 1024**3,
-    "gib": 1024**3,
-    "tb": 1000**4,
-    "t": 1024**4,
-    "tib": 1024**4,
-}
 
 Define = Callable[[str], libvirt.virDomain]
 
@@ -128,7 +112,7 @@ def memory_bytes(domain: etree._Element) -> int:
     memory = domain.find("memory")
     if memory is None or not (memory.text or "").strip().isdigit():
         return 0
-    unit = _UNITS.get((memory.get("unit") or "KiB").lower(), 1024)
+    unit = unit_bytes(memory.get("unit")) or 1024
     return int((memory.text or "").strip()) * unit
 
 
