@@ -30,7 +30,12 @@ OBSOLETE_HOST_MODEL_REASON = "HostModelIsObsolete"
 def labels_patch(original: dict[str, str] | None, wanted: dict[str, str]) -> list[dict[str, Any]]:
     """A JSON patch replacing the labels, guarded by a test of the ones that were read."""
     if original is None:
-        return [{"op": "add", "path": "/metadata/labels", "value": wanted}]
+        # A test for null passes only while the node still has no labels: the heartbeat may add its own
+        # between the read and this patch, and an unguarded "add" would replace them.
+        return [
+            {"op": "test", "path": "/metadata/labels", "value": None},
+            {"op": "add", "path": "/metadata/labels", "value": wanted},
+        ]
     return [
         {"op": "test", "path": "/metadata/labels", "value": original},
         {"op": "replace", "path": "/metadata/labels", "value": wanted},

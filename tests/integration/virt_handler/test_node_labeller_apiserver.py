@@ -105,3 +105,20 @@ def test_a_patch_from_stale_labels_is_refused(kube: KubeClient, node: str) -> No
     with pytest.raises(ApiError):
         kube.patch(NODES, None, node, labels_patch(stale, {"x": "y"}), patch_type="json")
     assert "x" not in kube.get(NODES, None, node)["metadata"]["labels"]
+
+
+def test_a_patch_read_from_an_unlabelled_node_keeps_labels_added_meanwhile(kube: KubeClient) -> None:
+    name = f"bare-{uuid.uuid4().hex[:8]}"
+    kube.create(NODES, None, {"metadata": {"name": name}})  # no labels at all, as the read saw it
+    try:
+        kube.patch(NODES, None, name, labels_patch(None, {"x": "y"}), patch_type="json")
+        assert kube.get(NODES, None, name)["metadata"]["labels"] == {"x": "y"}
+        kube.patch(NODES, None, name, [{"op": "remove", "path": "/metadata/labels"}], patch_type="json")
+        # The heartbeat labels the node between the labeller's read and its patch.
+        heartbeat = {"metadata": {"labels": {"kubevirt.io/schedulable": "true"}}}
+        kube.patch(NODES, None, name, heartbeat, patch_type="merge")
+        with pytest.raises(ApiError):
+            kube.patch(NODES, None, name, labels_patch(None, {"x": "y"}), patch_type="json")
+        assert kube.get(NODES, None, name)["metadata"]["labels"] == {"kubevirt.io/schedulable": "true"}
+    finally:
+        kube.delete(NODES, None, name)

@@ -187,7 +187,10 @@ def test_the_patch_tests_the_labels_it_read() -> None:
         {"op": "test", "path": "/metadata/labels", "value": {"a": "1"}},
         {"op": "replace", "path": "/metadata/labels", "value": {"a": "1", "b": "2"}},
     ]
-    assert labels_patch(None, {"b": "2"}) == [{"op": "add", "path": "/metadata/labels", "value": {"b": "2"}}]
+    assert labels_patch(None, {"b": "2"}) == [
+        {"op": "test", "path": "/metadata/labels", "value": None},
+        {"op": "add", "path": "/metadata/labels", "value": {"b": "2"}},
+    ]
 
 
 def test_a_new_cluster_configuration_relabels_the_node() -> None:
