@@ -1,21 +1,28 @@
-"""The webhook configurations that route admission to virt-api (``components/webhooks.go``).
+"""virt-api's admission webhooks: KubeVirt's table (``components/webhooks.go``), one row per webhook.
 
-virt-operator installs these; they name exactly the paths virt-api serves, with KubeVirt's webhook names,
-rules and settings (``failurePolicy: Fail`` but ``Ignore`` for the eviction interceptors, ``timeoutSeconds:
-10``, review versions v1 and v1beta1).
+virt-operator installs them (:mod:`kubevirt.virt_operator.resource.webhooks` adds where virt-api is reached
+and how its certificate is trusted). The table holds only the webhooks whose path virt-api serves: a
+webhook whose path answered 404 would fail every request it intercepts. Left out of KubeVirt's table for
+that reason: the VM export, instance type and preference (namespaced and cluster), migration policy and
+VM clone validators, and the VM clone mutator.
 """
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 
-from kubevirt_api.core.v1.constants import APP_LABEL, GROUP_NAME
+from kubevirt_api.core.v1.constants import GROUP_NAME, POOL_GROUP_NAME
+from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME
 from kubevirt_api.view import JSON
 
-KUBEVIRT_VERSIONS = ["v1alpha3", "v1"]
+# KubeVirt's ApiSupportedWebhookVersions of kubevirt.io.
+KUBEVIRT_VERSIONS = ("v1alpha3", "v1")
 MUTATOR_NAME = "virt-api-mutator"
 VALIDATOR_NAME = "virt-api-validator"
+ADMISSION_REVIEW_VERSIONS = ("v1", "v1beta1")
+TIMEOUT_SECONDS = 10
+# Every webhook of KubeVirt's fails closed, the eviction interceptors too.
+FAILURE_POLICY = "Fail"
 
 
 @dataclass(frozen=True)
@@ -25,10 +32,9 @@ class Hook:
     operations: tuple[str, ...]
     resources: tuple[str, ...]
     group: str = GROUP_NAME
-    versions: tuple[str, ...] = tuple(KUBEVIRT_VERSIONS)
+    versions: tuple[str, ...] = KUBEVIRT_VERSIONS
     side_effects: str = "None"
-    match_conditions: tuple[JSON, ...] = ()
-    failure_policy: str = "Fail"
+    match_conditions: tuple[tuple[str, str], ...] = ()  # (name, CEL expression)
 
 
 MUTATING_HOOKS = (
@@ -53,26 +59,23 @@ MUTATING_HOOKS = (
 )
 
 
-def _eviction_hook(name: str, prefix: str) -> Hook:
-    condition = {"name": f"{prefix}-prefix", "expression": f'object.metadata.name.startsWith("{prefix}")'}
+def _eviction_hook(name: str, condition: str, prefix: str) -> Hook:
+    """An interceptor of every eviction, narrowed by a CEL condition to the pods named ``prefix``..."""
     return Hook(
         name,
         "/pod-eviction-validate",
-        ("CREATE",),
+        ("*",),
         ("pods/eviction",),
         group="",
         versions=("v1",),
         side_effects="NoneOnDryRun",
-        match_conditions=(condition,),
-        # Every eviction in the cluster passes here: if virt-api is down, evictions go on (the launcher
-        # pods' PodDisruptionBudgets still protect them).
-        failure_policy="Ignore",
+        match_conditions=((condition, f'object.metadata.name.startsWith("{prefix}")'),),
     )
 
 
 VALIDATING_HOOKS = (
-    _eviction_hook("virt-launcher-eviction-interceptor.kubevirt.io", "virt-launcher"),
-    _eviction_hook("hotplug-pod-eviction-interceptor.kubevirt.io", "hp-volume-"),
+    _eviction_hook("virt-launcher-eviction-interceptor.kubevirt.io", "only-vms", "virt-launcher"),
+    _eviction_hook("hotplug-pod-eviction-interceptor.kubevirt.io", "only-hotplug-pods", "hp-volume-"),
     Hook(
         "virtualmachineinstances-create-validator.kubevirt.io",
         "/virtualmachineinstances-validate-create",
@@ -102,7 +105,7 @@ VALIDATING_HOOKS = (
         "/virtualmachinepool-validate",
         ("CREATE", "UPDATE"),
         ("virtualmachinepools",),
-        group="pool.kubevirt.io",
+        group=POOL_GROUP_NAME,
         versions=("v1alpha1",),
     ),
     Hook(
@@ -124,6 +127,22 @@ VALIDATING_HOOKS = (
         ("virtualmachineinstancemigrations",),
     ),
     Hook(
+        "virtualmachinesnapshot-validator.snapshot.kubevirt.io",
+        "/virtualmachinesnapshots-validate",
+        ("CREATE", "UPDATE"),
+        ("virtualmachinesnapshots",),
+        group=SNAPSHOT_GROUP_NAME,
+        versions=("v1beta1",),
+    ),
+    Hook(
+        "virtualmachinerestore-validator.snapshot.kubevirt.io",
+        "/virtualmachinerestores-validate",
+        ("CREATE", "UPDATE"),
+        ("virtualmachinerestores",),
+        group=SNAPSHOT_GROUP_NAME,
+        versions=("v1beta1",),
+    ),
+    Hook(
         "kubevirt-crd-status-validator.kubevirt.io",
         "/status-validate",
         ("CREATE", "UPDATE"),
@@ -136,13 +155,14 @@ VALIDATING_HOOKS = (
 )
 
 
-def _webhook(hook: Hook, namespace: str, service: str, ca_bundle: bytes) -> JSON:
-    webhook: JSON = {
+def webhook(hook: Hook, client_config: JSON) -> JSON:
+    """``hook``'s entry in its webhook configuration, calling virt-api at ``client_config``."""
+    entry: JSON = {
         "name": hook.name,
-        "admissionReviewVersions": ["v1", "v1beta1"],
-        "failurePolicy": hook.failure_policy,
+        "admissionReviewVersions": list(ADMISSION_REVIEW_VERSIONS),
+        "failurePolicy": FAILURE_POLICY,
         "sideEffects": hook.side_effects,
-        "timeoutSeconds": 10,
+        "timeoutSeconds": TIMEOUT_SECONDS,
         "rules": [
             {
                 "operations": list(hook.operations),
@@ -151,36 +171,10 @@ def _webhook(hook: Hook, namespace: str, service: str, ca_bundle: bytes) -> JSON
                 "resources": list(hook.resources),
             }
         ],
-        "clientConfig": {
-            "service": {"namespace": namespace, "name": service, "path": hook.path},
-            "caBundle": base64.b64encode(ca_bundle).decode(),
-        },
+        "clientConfig": client_config,
     }
     if hook.match_conditions:
-        webhook["matchConditions"] = [dict(c) for c in hook.match_conditions]
-    return webhook
-
-
-def _configuration(
-    kind: str, name: str, hooks: tuple[Hook, ...], namespace: str, service: str, ca: bytes
-) -> JSON:
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": kind,
-        "metadata": {"name": name, "labels": {APP_LABEL: "virt-api"}},
-        "webhooks": [_webhook(hook, namespace, service, ca) for hook in hooks],
-    }
-
-
-def mutating_webhook_configuration(namespace: str, ca_bundle: bytes, service: str = "virt-api") -> JSON:
-    """``virt-api-mutator``; ``ca_bundle`` is the PEM of the CA that signed virt-api's certificate."""
-    return _configuration(
-        "MutatingWebhookConfiguration", MUTATOR_NAME, MUTATING_HOOKS, namespace, service, ca_bundle
-    )
-
-
-def validating_webhook_configuration(namespace: str, ca_bundle: bytes, service: str = "virt-api") -> JSON:
-    """``virt-api-validator``, limited to the validating paths virt-api serves."""
-    return _configuration(
-        "ValidatingWebhookConfiguration", VALIDATOR_NAME, VALIDATING_HOOKS, namespace, service, ca_bundle
-    )
+        entry["matchConditions"] = [
+            {"name": name, "expression": expression} for name, expression in hook.match_conditions
+        ]
+    return entry

@@ -58,6 +58,27 @@ class PresetState(Protocol):
         ...
 
 
+@runtime_checkable
+class SnapshotState(Protocol):
+    """What the VirtualMachineRestore admitter reads; each read raises :class:`ClusterStateError`."""
+
+    def get_vm(self, namespace: str, name: str) -> JSON | None:
+        """The VirtualMachine, or ``None`` when it does not exist."""
+        ...
+
+    def get_vm_snapshot(self, namespace: str, name: str) -> JSON | None:
+        """The VirtualMachineSnapshot, or ``None`` when it does not exist."""
+        ...
+
+    def get_vm_snapshot_content(self, namespace: str, name: str) -> JSON | None:
+        """The VirtualMachineSnapshotContent, or ``None`` when it does not exist."""
+        ...
+
+    def list_vm_restores(self, namespace: str) -> list[JSON]:
+        """The VirtualMachineRestores of a namespace."""
+        ...
+
+
 class StaticClusterState:
     """A fixed set of objects; what tests and offline tools use."""
 
@@ -68,8 +89,11 @@ class StaticClusterState:
         pods: list[JSON] | None = None,
         instancetype_objects: list[JSON] | None = None,
         presets: list[JSON] | None = None,
+        snapshot_objects: list[JSON] | None = None,
     ) -> None:
         self._presets = list(presets or [])
+        # VMs, snapshots, snapshot contents and restores, told apart by their ``kind``.
+        self._snapshot_objects = list(snapshot_objects or [])
         self._vmis = list(vmis or [])
         self._migrations = list(migrations or [])
         self._pods = list(pods or [])
@@ -111,6 +135,22 @@ class StaticClusterState:
     def list_vmi_presets(self, namespace: str) -> list[JSON]:
         return [p for p in self._presets if self._meta(p).get("namespace", "") == namespace]
 
+    def _of_kind(self, kind: str) -> list[JSON]:
+        return [o for o in self._snapshot_objects if o.get("kind") == kind]
+
+    def get_vm(self, namespace: str, name: str) -> JSON | None:
+        return self._find(self._of_kind("VirtualMachine"), namespace, name)
+
+    def get_vm_snapshot(self, namespace: str, name: str) -> JSON | None:
+        return self._find(self._of_kind("VirtualMachineSnapshot"), namespace, name)
+
+    def get_vm_snapshot_content(self, namespace: str, name: str) -> JSON | None:
+        return self._find(self._of_kind("VirtualMachineSnapshotContent"), namespace, name)
+
+    def list_vm_restores(self, namespace: str) -> list[JSON]:
+        restores = self._of_kind("VirtualMachineRestore")
+        return [r for r in restores if self._meta(r).get("namespace", "") == namespace]
+
     def list_migrations(self, namespace: str, vmi_name: str) -> list[JSON]:
         found = []
         for migration in self._migrations:
@@ -142,3 +182,15 @@ class NoClusterState:
 
     def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
         raise ClusterStateError(f"no Kubernetes API configured to look up {kind}s")
+
+    def get_vm(self, namespace: str, name: str) -> JSON | None:
+        raise ClusterStateError("no Kubernetes API configured to look up VirtualMachines")
+
+    def get_vm_snapshot(self, namespace: str, name: str) -> JSON | None:
+        raise ClusterStateError("no Kubernetes API configured to look up VirtualMachineSnapshots")
+
+    def get_vm_snapshot_content(self, namespace: str, name: str) -> JSON | None:
+        raise ClusterStateError("no Kubernetes API configured to look up VirtualMachineSnapshotContents")
+
+    def list_vm_restores(self, namespace: str) -> list[JSON]:
+        raise ClusterStateError("no Kubernetes API configured to look up VirtualMachineRestores")

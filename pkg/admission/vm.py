@@ -191,11 +191,12 @@ def validate_vm_spec(
 
 
 def run_strategy(spec: JSON) -> str:
-    """``VirtualMachine.RunStrategy()``: the strategy, or what the deprecated ``running`` means."""
+    """``VirtualMachine.RunStrategy()``: the strategy, or what the deprecated ``running`` means; "Unknown"
+    when both are set (KubeVirt ignores the error that comes with it)."""
     strategy = opt_text(spec, "runStrategy")
-    if strategy is not None:
-        return strategy
-    return "Always" if spec.get("running") is True else "Halted"
+    if has(spec, "running"):
+        return "Unknown" if strategy is not None else ("Always" if spec.get("running") is True else "Halted")
+    return strategy if strategy is not None else "Halted"
 
 
 def data_volume_namespace_causes(vm: JSON, namespace: str, old: JSON | None) -> list[StatusCause]:
@@ -215,16 +216,58 @@ def data_volume_namespace_causes(vm: JSON, namespace: str, old: JSON | None) -> 
     return causes
 
 
-def snapshot_and_restore_causes(vm: JSON, old: JSON) -> list[StatusCause]:
-    """A VM's spec is frozen while a snapshot runs, and it cannot start while a restore runs."""
-    status, spec_changed = obj(vm, "status"), obj(vm, "spec") != obj(old, "spec")
-    snapshot = opt_text(status, "snapshotInProgress")
-    if snapshot is not None and spec_changed:
-        return [c.not_supported(Path("spec"), f'Cannot update VM spec until snapshot "{snapshot}" completes')]
-    restore = opt_text(status, "restoreInProgress")
-    if restore is not None and spec_changed and run_strategy(obj(vm, "spec")) != "Halted":
-        return [c.not_supported(Path("spec"), f'Cannot start VM until restore "{restore}" completes')]
+def _same_running_spec(old: JSON, new: JSON) -> bool:
+    """``compareRunningSpec``: equal only when both set ``running`` alike or both ``runStrategy`` alike;
+    any switch between the two counts as a change."""
+    if has(old, "running") and has(new, "running"):
+        return old.get("running") == new.get("running")
+    if has(old, "runStrategy") and has(new, "runStrategy"):
+        return old.get("runStrategy") == new.get("runStrategy")
+    return False
+
+
+def _template_volumes(spec: JSON) -> list[JSON]:
+    return items(obj(obj(spec, "template"), "spec"), "volumes")
+
+
+def snapshot_status_causes(vm: JSON, old: JSON | None) -> list[StatusCause]:
+    """While a snapshot runs, a VM update may change neither its volumes nor its running state.
+
+    ``old`` is ``None`` when the stored VM could not be read; KubeVirt then refuses with a cause saying so.
+    """
+    snapshot = opt_text(obj(vm, "status"), "snapshotInProgress")
+    if snapshot is None:
+        return []
+    if old is None:
+        return [StatusCause(c.UNEXPECTED_SERVER_RESPONSE, "Could not fetch old vm")]
+    new_spec, old_spec = obj(vm, "spec"), obj(old, "spec")
+    if _template_volumes(old_spec) != _template_volumes(new_spec):
+        message = f'Cannot update vm disks or volumes until snapshot "{snapshot}" completes'
+        return [c.not_supported(Path("spec"), message)]
+    if not _same_running_spec(old_spec, new_spec):
+        message = f'Cannot update vm running state until snapshot "{snapshot}" completes'
+        return [c.not_supported(Path("spec"), message)]
     return []
+
+
+def restore_status_causes(vm: JSON, old: JSON | None) -> list[StatusCause]:
+    """While a restore runs, a VM update may change anything but its run strategy."""
+    restore = opt_text(obj(vm, "status"), "restoreInProgress")
+    if restore is None:
+        return []
+    if old is None:
+        return [StatusCause(c.UNEXPECTED_SERVER_RESPONSE, "Could not fetch old vm")]
+    new_spec, old_spec = obj(vm, "spec"), obj(old, "spec")
+    if new_spec != old_spec and run_strategy(new_spec) != run_strategy(old_spec):
+        message = f'Cannot update VM runStrategy until restore "{restore}" completes'
+        return [c.not_supported(Path("spec"), message)]
+    return []
+
+
+def storage_status_causes(vm: JSON, old: JSON | None) -> list[StatusCause]:
+    """KubeVirt's storage ``AdmitStatus`` for a VM update (the VM webhook and the status webhook): the
+    snapshot lock, then the restore lock; ``vm`` is the VM as sent."""
+    return snapshot_status_causes(vm, old) or restore_status_causes(vm, old)
 
 
 def admit_vm(
@@ -263,8 +306,8 @@ def admit_vm(
     causes = data_volume_namespace_causes(as_sent, namespace, old if operation == UPDATE else None)
     if causes:
         return causes
-    if operation == UPDATE and old is not None:
-        causes = snapshot_and_restore_causes(as_sent, old)
+    if operation == UPDATE:
+        causes = storage_status_causes(as_sent, old)
         if causes:
             return causes
     return admit_vm_status(as_sent, config, running_vmi=running_vmi())

@@ -1,4 +1,5 @@
-"""Cluster state for the admitters, read from the Kubernetes API (VMIs, migrations, pods).
+"""Cluster state for the admitters, read from the Kubernetes API (VMIs, migrations, pods, the snapshots
+and VMs a restore names).
 
 Lookups are plain GET/LIST calls on virt-api's one client, made while a review is being answered (the
 server runs admitters off its event loop); failures become :class:`ClusterStateError` so the admitter
@@ -22,6 +23,7 @@ from kubevirt.client import (
     PODS,
     VIRTUAL_MACHINE_INSTANCE_MIGRATIONS,
     VIRTUAL_MACHINE_INSTANCES,
+    VIRTUAL_MACHINES,
     ApiError,
     ConnectionFailedError,
     KubeClient,
@@ -35,6 +37,9 @@ from kubevirt.client.resources import (
     DATA_VOLUMES,
     INSTANCETYPE_RESOURCES,
     VIRTUAL_MACHINE_INSTANCE_PRESETS,
+    VIRTUAL_MACHINE_RESTORES,
+    VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
+    VIRTUAL_MACHINE_SNAPSHOTS,
 )
 from kubevirt.virt_api.presets import PresetCache
 from kubevirt_api.view import JSON
@@ -125,6 +130,26 @@ class KubernetesClusterState:
     def get_volume_source(self, kind: str, namespace: str, name: str) -> JSON | None:
         """A PVC, or a CDI DataVolume or DataSource, for ``inferFromVolume``."""
         return self._get(f"{kind} {namespace}/{name}", VOLUME_SOURCES[kind], namespace, name)
+
+    def get_vm(self, namespace: str, name: str) -> JSON | None:
+        return self._get(f"VirtualMachine {namespace}/{name}", VIRTUAL_MACHINES, namespace, name)
+
+    def get_vm_snapshot(self, namespace: str, name: str) -> JSON | None:
+        return self._get(
+            f"VirtualMachineSnapshot {namespace}/{name}", VIRTUAL_MACHINE_SNAPSHOTS, namespace, name
+        )
+
+    def get_vm_snapshot_content(self, namespace: str, name: str) -> JSON | None:
+        return self._get(
+            f"VirtualMachineSnapshotContent {namespace}/{name}",
+            VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
+            namespace,
+            name,
+        )
+
+    def list_vm_restores(self, namespace: str) -> list[JSON]:
+        # KubeVirt reads an informer's cache; restores are created rarely, so a LIST per review is enough.
+        return self._list(f"VirtualMachineRestores of {namespace}", VIRTUAL_MACHINE_RESTORES, namespace)
 
     def server_version(self) -> JSON:
         """The API server's ``/version`` (what virt-api's health check reports)."""

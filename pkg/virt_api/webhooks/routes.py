@@ -11,6 +11,7 @@ from kubevirt.virt_api.webhooks.validating_webhook.admitters import (
     pod_eviction,
     presets,
     replicasets,
+    snapshots,
     status,
     vmi,
     vms,
@@ -28,6 +29,8 @@ VMIRS_VALIDATE = "/virtualmachinereplicaset-validate"
 VMPOOL_VALIDATE = "/virtualmachinepool-validate"
 VMIPRESET_VALIDATE = "/vmipreset-validate"
 STATUS_VALIDATE = "/status-validate"
+VMSNAPSHOT_VALIDATE = "/virtualmachinesnapshots-validate"
+VMRESTORE_VALIDATE = "/virtualmachinerestores-validate"
 POD_EVICTION_VALIDATE = "/pod-eviction-validate"
 
 
@@ -45,5 +48,7 @@ def webhook_handlers(ctx: WebhookContext, *, patch_vmi: VMIPatcher | None = None
         VMPOOL_VALIDATE: replicasets.pool_admitter(ctx),
         VMIPRESET_VALIDATE: presets.admitter(ctx),
         STATUS_VALIDATE: status.admitter(ctx),
+        VMSNAPSHOT_VALIDATE: snapshots.snapshot_admitter(ctx),
+        VMRESTORE_VALIDATE: snapshots.restore_admitter(ctx),
         POD_EVICTION_VALIDATE: pod_eviction.admitter(ctx, patch_vmi),
     }

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from localcluster.density.apimetrics import parse
 
-from kubevirt.admission.registration import mutating_webhook_configuration
 from kubevirt.client import KubeClient
 from kubevirt.client.errors import NotFoundError
 from kubevirt.client.resources import (
@@ -31,6 +30,7 @@ from kubevirt.virt_api import app as virt_api
 from kubevirt.virt_api.webhooks.routes import VMI_MUTATE
 from kubevirt.virt_api.webhooks.server import ServerLimits
 from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_operator.resource.webhooks import mutating_webhook_configuration
 from kubevirt_testing.inprocess import https_json, virt_api_running, write_certificate
 from kubevirt_testing.process import free_port
 from kubevirt_testing.waiting import eventually

@@ -496,26 +496,106 @@ def test_graduated_gates_count_as_enabled() -> None:
     assert not CONFIG.enabled("HostDisk")
 
 
-def test_vm_spec_is_frozen_during_snapshot_and_cannot_start_during_restore() -> None:
-    old = {"spec": {"runStrategy": "Halted", "template": _template({})}}
-    new = {
-        "spec": {"runStrategy": "Always", "template": _template({})},
-        "status": {"snapshotInProgress": "snap"},
-    }
-    causes = vm.admit_vm(new, CONFIG, operation=UPDATE, old=old)
-    assert [(c.type, c.field, c.message) for c in causes] == [
-        ("FieldValueNotSupported", "spec", 'Cannot update VM spec until snapshot "snap" completes')
+def _locked_vm(status: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"spec": {"template": _template({}), **spec}, "status": status}
+
+
+def _pvc_volume(name: str) -> dict[str, Any]:
+    return {"name": name, "persistentVolumeClaim": {"claimName": name}}
+
+
+def _lock_messages(new: dict[str, Any], old: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    return [(c.type, c.field, c.message) for c in vm.admit_vm(new, CONFIG, operation=UPDATE, old=old)]
+
+
+def test_a_snapshot_in_progress_freezes_the_vm_volumes() -> None:
+    snapshotting = {"snapshotInProgress": "snap"}
+    old = _locked_vm({}, runStrategy="Halted")
+    new = _locked_vm(snapshotting, runStrategy="Halted")
+    new["spec"]["template"]["spec"]["volumes"] = [_pvc_volume("disk")]
+    assert _lock_messages(new, old) == [
+        (
+            "FieldValueNotSupported",
+            "spec",
+            'Cannot update vm disks or volumes until snapshot "snap" completes',
+        )
     ]
-    restoring = {
-        "spec": {"runStrategy": "Always", "template": _template({})},
-        "status": {"restoreInProgress": "r"},
-    }
-    assert vm.admit_vm(restoring, CONFIG, operation=UPDATE, old=old)[0].message == (
-        'Cannot start VM until restore "r" completes'
-    )
-    halted = {"spec": {"running": False, "template": _template({})}, "status": {"restoreInProgress": "r"}}
-    assert vm.admit_vm(halted, CONFIG, operation=UPDATE, old=old) == []
+    # Other template changes pass; so does any update of a VM without a snapshot in progress.
+    relabelled = _locked_vm(snapshotting, runStrategy="Halted")
+    relabelled["spec"]["template"]["metadata"]["labels"] = {"app": "x"}
+    assert _lock_messages(relabelled, old) == []
+    assert _lock_messages({**new, "status": {}}, old) == []
+    # A creation is never locked.
     assert vm.admit_vm(new, CONFIG, operation=CREATE) == []
+
+
+@pytest.mark.parametrize(
+    ("old_spec", "new_spec", "refused"),
+    [
+        ({"runStrategy": "Halted"}, {"runStrategy": "Always"}, True),
+        ({"runStrategy": "Halted"}, {"runStrategy": "Halted"}, False),
+        ({"running": False}, {"running": True}, True),
+        ({"running": True}, {"running": True}, False),
+        # Switching between running and runStrategy counts as a change even when it means the same.
+        ({"running": False}, {"runStrategy": "Halted"}, True),
+    ],
+)
+def test_a_snapshot_in_progress_freezes_the_running_state(
+    old_spec: dict[str, Any], new_spec: dict[str, Any], refused: bool
+) -> None:
+    new = _locked_vm({"snapshotInProgress": "snap"}, **new_spec)
+    message = 'Cannot update vm running state until snapshot "snap" completes'
+    expected = [("FieldValueNotSupported", "spec", message)] if refused else []
+    assert _lock_messages(new, _locked_vm({}, **old_spec)) == expected
+
+
+@pytest.mark.parametrize(
+    ("old_spec", "new_spec", "refused"),
+    [
+        ({"runStrategy": "Halted"}, {"runStrategy": "Always"}, True),
+        ({"runStrategy": "Always"}, {"runStrategy": "Halted"}, True),
+        # running: false and Halted are the same strategy.
+        ({"running": False}, {"runStrategy": "Halted"}, False),
+        ({"runStrategy": "Always"}, {"runStrategy": "Always", "template": _template({"app": "x"})}, False),
+    ],
+)
+def test_a_restore_in_progress_freezes_the_run_strategy(
+    old_spec: dict[str, Any], new_spec: dict[str, Any], refused: bool
+) -> None:
+    new = _locked_vm({"restoreInProgress": "r"}, **new_spec)
+    message = 'Cannot update VM runStrategy until restore "r" completes'
+    expected = [("FieldValueNotSupported", "spec", message)] if refused else []
+    assert _lock_messages(new, _locked_vm({}, **old_spec)) == expected
+
+
+def test_a_locked_vm_without_its_stored_version_cannot_be_judged() -> None:
+    new = _locked_vm({"snapshotInProgress": "snap"}, runStrategy="Halted")
+    assert _lock_messages(new, None) == [("UnexpectedServerResponse", "", "Could not fetch old vm")]
+
+
+def test_a_vm_being_deleted_skips_the_locks_in_the_webhook() -> None:
+    old = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **_locked_vm({}, runStrategy="Halted")}
+    old["metadata"] = {"name": "vm", "namespace": "ns"}
+    new = copy.deepcopy(old)
+    new["spec"]["runStrategy"] = "Always"
+    new["status"] = {"snapshotInProgress": "snap"}
+    handler = webhook_handlers(build_context(CONFIG))["/virtualmachines-validate"]
+
+    def answer(vm_object: dict[str, Any]) -> AdmissionResponse:
+        request = {
+            "uid": "u",
+            "operation": UPDATE,
+            "resource": {"group": "kubevirt.io", "version": "v1", "resource": "virtualmachines"},
+            "namespace": "ns",
+            "object": vm_object,
+            "oldObject": old,
+        }
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+        return handler(decode_review(json.dumps(review).encode()).request)
+
+    assert _message(answer(new)) == 'Cannot update vm running state until snapshot "snap" completes'
+    new["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert answer(new).allowed
 
 
 def test_cluster_config_from_the_kubevirt_cr() -> None:
@@ -625,13 +705,15 @@ def test_volume_requests_wait_only_while_a_migration_runs(
 
 
 def test_snapshot_and_restore_checks_come_before_volume_requests() -> None:
-    old = {"spec": {"runStrategy": "Always", "template": _template({})}}
+    old: dict[str, Any] = {"spec": {"runStrategy": "Always", "template": _template({})}}
     new = copy.deepcopy(old)
-    new["spec"]["template"]["metadata"]["labels"] = {"app": "changed"}
+    new["spec"]["template"]["spec"]["volumes"] = [{"name": "d", "emptyDisk": {"capacity": "1Gi"}}]
     bad_request = {"addVolumeOptions": {"name": "v", "disk": {"disk": {"bus": "virtio"}}, "volumeSource": {}}}
     new["status"] = {"snapshotInProgress": "snap", "volumeRequests": [bad_request]}
     causes = vm.admit_vm(new, CONFIG, operation=UPDATE, old=old)
-    assert [cause.message for cause in causes] == ['Cannot update VM spec until snapshot "snap" completes']
+    assert [cause.message for cause in causes] == [
+        'Cannot update vm disks or volumes until snapshot "snap" completes'
+    ]
 
 
 def test_embedded_data_volumes_live_in_the_vm_namespace() -> None:

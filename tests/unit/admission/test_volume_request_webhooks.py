@@ -86,10 +86,27 @@ def test_the_status_webhook_also_checks_a_restore_in_progress() -> None:
     old = _vm(ready=False)
     new = _vm(ready=False)
     new["status"] = {"restoreInProgress": "restore-1"}
-    new["spec"]["template"]["spec"]["domain"]["memory"]["guest"] = "256Mi"
+    new["spec"]["runStrategy"] = "Halted"
     answer = _answer(STATUS_VALIDATE, new, NoClusterState(), old=old)
     assert answer["allowed"] is False
-    assert answer["status"]["message"] == 'Cannot start VM until restore "restore-1" completes'
-    halted = copy.deepcopy(new)
-    halted["spec"]["runStrategy"] = "Halted"
-    assert _answer(STATUS_VALIDATE, halted, NoClusterState(), old=old)["allowed"] is True
+    assert answer["status"]["message"] == 'Cannot update VM runStrategy until restore "restore-1" completes'
+    # Any other change passes.
+    same_strategy = copy.deepcopy(new)
+    same_strategy["spec"]["runStrategy"] = "Always"
+    same_strategy["spec"]["template"]["spec"]["domain"]["memory"]["guest"] = "256Mi"
+    assert _answer(STATUS_VALIDATE, same_strategy, NoClusterState(), old=old)["allowed"] is True
+
+
+def test_the_status_webhook_checks_a_snapshot_in_progress_even_on_a_vm_being_deleted() -> None:
+    old = _vm(ready=False)
+    new = _vm(ready=False)
+    new["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    new["status"] = {"snapshotInProgress": "snap-1"}
+    new["spec"]["template"]["spec"]["volumes"] = [{"name": "d", "emptyDisk": {"capacity": "1Gi"}}]
+    answer = _answer(STATUS_VALIDATE, new, NoClusterState(), old=old)
+    assert answer["allowed"] is False
+    assert (
+        answer["status"]["message"] == 'Cannot update vm disks or volumes until snapshot "snap-1" completes'
+    )
+    # The VM webhook lets a VM being deleted through.
+    assert _answer(VM_VALIDATE, new, NoClusterState(), old=old)["allowed"] is True

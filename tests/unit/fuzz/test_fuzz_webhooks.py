@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubevirt.admission.state import StaticClusterState
 from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks import routes
 from kubevirt.virt_api.webhooks.server import WebhookServer
@@ -34,6 +35,8 @@ VMIRS_GVR = _gvr("kubevirt.io", "v1", "virtualmachineinstancereplicasets")
 POOL_GVR = _gvr("pool.kubevirt.io", "v1alpha1", "virtualmachinepools")
 PODS_GVR = _gvr("", "v1", "pods")
 PRESET_GVR = _gvr("kubevirt.io", "v1", "virtualmachineinstancepresets")
+SNAPSHOT_GVR = _gvr("snapshot.kubevirt.io", "v1beta1", "virtualmachinesnapshots")
+RESTORE_GVR = _gvr("snapshot.kubevirt.io", "v1beta1", "virtualmachinerestores")
 
 MIGRATIONS = [
     {
@@ -76,6 +79,52 @@ PRESETS = [
     }
     for seed in VMI_SEEDS[:20]
 ]
+_VM_REF = {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "vm"}
+SNAPSHOTS = [
+    {
+        "apiVersion": "snapshot.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineSnapshot",
+        "metadata": {"name": "snap", "namespace": "default"},
+        "spec": {"source": _VM_REF},
+        "status": {"sourceUID": "other-vm", "virtualMachineSnapshotContentName": "content"},
+    }
+]
+RESTORES = [
+    {
+        "apiVersion": "snapshot.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineRestore",
+        "metadata": {"name": "restore", "namespace": "default"},
+        "spec": {
+            "target": _VM_REF,
+            "virtualMachineSnapshotName": "snap",
+            "patches": ['{"op": "replace", "path": "/spec/running", "value": false}'],
+            "volumeRestoreOverrides": [{"volumeName": "disk", "restoreName": "disk-restored"}],
+            "volumeRestorePolicy": "InPlace",
+        },
+    }
+]
+# Restores are judged against a snapshot whose content holds a VM with a persistent TPM, so the whole
+# admitter runs (with the Snapshot gate on: without it every creation is refused up front).
+SNAPSHOT_STATE = StaticClusterState(
+    snapshot_objects=[
+        *SNAPSHOTS,
+        *RESTORES,
+        {
+            "kind": "VirtualMachineSnapshotContent",
+            "metadata": {"name": "content", "namespace": "default"},
+            "spec": {
+                "source": {
+                    "virtualMachine": {
+                        "spec": {"template": {"spec": {"domain": {"devices": {"tpm": {"persistent": True}}}}}}
+                    }
+                }
+            },
+        },
+    ]
+)
+SNAPSHOT_SERVER = WebhookServer(
+    routes.webhook_handlers(build_context(ClusterConfig.build(feature_gates=["Snapshot"]), SNAPSHOT_STATE))
+)
 EVICTIONS = [{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "virt-launcher-vm-x"}}]
 
 # Each path with the resource and the objects it is meant for.
@@ -93,8 +142,10 @@ TARGETS: dict[str, tuple[dict[str, str], list[Any]]] = {
     routes.VMIPRESET_VALIDATE: (PRESET_GVR, PRESETS),
     routes.STATUS_VALIDATE: (VM_GVR, VM_SEEDS),
     routes.POD_EVICTION_VALIDATE: (PODS_GVR, EVICTIONS),
+    routes.VMSNAPSHOT_VALIDATE: (SNAPSHOT_GVR, SNAPSHOTS),
+    routes.VMRESTORE_VALIDATE: (RESTORE_GVR, RESTORES),
 }
-GVRS = [VMI_GVR, VM_GVR, MIGRATION_GVR, VMIRS_GVR, POOL_GVR, PODS_GVR, PRESET_GVR]
+GVRS = [VMI_GVR, VM_GVR, MIGRATION_GVR, VMIRS_GVR, POOL_GVR, PODS_GVR, PRESET_GVR, SNAPSHOT_GVR, RESTORE_GVR]
 
 
 def test_every_path_the_server_serves_is_fuzzed() -> None:
@@ -135,7 +186,8 @@ def review_bodies(draw: st.DrawFn, path: str) -> bytes:
 @given(data=st.data())
 def test_any_review_is_answered_or_refused_as_a_bad_request(path: str, data: st.DataObject) -> None:
     body = data.draw(review_bodies(path))
-    reply = SERVER.answer(path, body)
+    server = SNAPSHOT_SERVER if path in (routes.VMSNAPSHOT_VALIDATE, routes.VMRESTORE_VALIDATE) else SERVER
+    reply = server.answer(path, body)
     assert reply.body is not None
     document = json.loads(reply.body)  # type: ignore[arg-type]
     if reply.status == 400:

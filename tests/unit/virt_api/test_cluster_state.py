@@ -66,6 +66,15 @@ def state(answers: dict[str, JSON | ApiError] | None = None) -> tuple[Kubernetes
             lambda s: s.get_volume_source("DataSource", "ns", "d"),
             "/apis/cdi.kubevirt.io/v1beta1/namespaces/ns/datasources/d",
         ),
+        (lambda s: s.get_vm("ns", "v"), "/apis/kubevirt.io/v1/namespaces/ns/virtualmachines/v"),
+        (
+            lambda s: s.get_vm_snapshot("ns", "s"),
+            "/apis/snapshot.kubevirt.io/v1beta1/namespaces/ns/virtualmachinesnapshots/s",
+        ),
+        (
+            lambda s: s.get_vm_snapshot_content("ns", "c"),
+            "/apis/snapshot.kubevirt.io/v1beta1/namespaces/ns/virtualmachinesnapshotcontents/c",
+        ),
     ],
 )
 def test_each_lookup_reads_its_object_once_within_the_review_deadline(read: Any, path: str) -> None:
@@ -82,6 +91,15 @@ def test_lists_carry_the_selector_and_keep_only_objects() -> None:
     cluster, client = state({path: {"items": [{"metadata": {"name": "m"}}, "junk"]}})
     assert cluster.list_migrations("ns", "vm1") == [{"metadata": {"name": "m"}}]
     assert client.requests[0]["query"] == {"labelSelector": "kubevirt.io/vmi-name in (vm1)"}
+
+
+def test_restores_are_listed_in_their_namespace() -> None:
+    path = "/apis/snapshot.kubevirt.io/v1beta1/namespaces/ns/virtualmachinerestores"
+    cluster, client = state({path: {"items": [{"metadata": {"name": "r"}}]}})
+    assert cluster.list_vm_restores("ns") == [{"metadata": {"name": "r"}}]
+    assert client.requests[0]["path"] == path
+    with pytest.raises(ClusterStateError, match=r"^cannot read VirtualMachineRestores of other: 404"):
+        cluster.list_vm_restores("other")
 
 
 def test_kubevirts_are_listed_in_the_namespace_or_everywhere() -> None:
