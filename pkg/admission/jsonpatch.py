@@ -1,8 +1,10 @@
-"""RFC 6902 JSON patches computed from a before/after pair, and applied back (for tests and tools)."""
+"""RFC 6902 JSON patches computed from a before/after pair, and applied (for tests, tools, and the
+patches users write: a restore's ``spec.patches``, the KubeVirt CR's ``customizeComponents``)."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 Patch = list[dict[str, Any]]
@@ -79,38 +81,75 @@ def _walk(document: Any, tokens: list[str]) -> Any:
 
 
 def apply(document: Any, patch: Patch) -> Any:
-    """Apply ``add``/``remove``/``replace``/``test`` operations; returns a new document."""
+    """Apply RFC 6902 operations (``add``, ``remove``, ``replace``, ``move``, ``copy``, ``test``) in
+    order; returns a new document."""
     result = copy.deepcopy(document)
     for op in patch:
-        pointer = op["path"]
-        if pointer == "":
-            if op["op"] in ("add", "replace"):
-                result = copy.deepcopy(op["value"])
-                continue
-            raise PatchError(f"unsupported operation on the root: {op['op']}")
-        tokens = [_unescape(t) for t in pointer.split("/")[1:]]
-        parent = _walk(result, tokens[:-1])
-        last = tokens[-1]
-        kind = op["op"]
-        if kind == "test":
-            if _walk(result, tokens) != op["value"]:
-                raise PatchError(f"test failed at {pointer}")
-            continue
-        if isinstance(parent, dict):
-            if kind in ("remove", "replace") and last not in parent:
-                raise PatchError(f"{pointer} does not exist")
-            if kind == "remove":
-                del parent[last]
-            else:
-                parent[last] = copy.deepcopy(op["value"])
-        elif isinstance(parent, list):
-            position = len(parent) if last == "-" else int(last)
-            if kind == "add":
-                parent.insert(position, copy.deepcopy(op["value"]))
-            elif kind == "remove":
-                del parent[position]
-            else:
-                parent[position] = copy.deepcopy(op["value"])
-        else:
-            raise PatchError(f"cannot patch inside {type(parent).__name__} at {pointer}")
+        if not isinstance(op, Mapping):
+            raise PatchError("a JSON patch operation is an object")
+        result = _apply_one(result, op)
     return result
+
+
+def _apply_one(document: Any, op: Mapping[str, Any]) -> Any:
+    """``document`` with one operation applied (in place, unless the root is replaced)."""
+    kind, pointer = op.get("op"), _pointer(op, "path")
+    if kind in ("move", "copy"):
+        source = _pointer(op, "from")
+        value = copy.deepcopy(_walk(document, _tokens(source)))
+        if kind == "move":
+            document = _apply_one(document, {"op": "remove", "path": source})
+        return _apply_one(document, {"op": "add", "path": pointer, "value": value})
+    if kind not in ("add", "remove", "replace", "test"):
+        raise PatchError(f"unexpected operation {kind!r}")
+    if kind != "remove" and "value" not in op:
+        raise PatchError(f"operation {kind} at {pointer} has no value")
+    if pointer == "":
+        if kind in ("add", "replace"):
+            return copy.deepcopy(op["value"])
+        raise PatchError(f"unsupported operation on the root: {kind}")
+    tokens = _tokens(pointer)
+    if kind == "test":
+        if _walk(document, tokens) != op["value"]:
+            raise PatchError(f"test failed at {pointer}")
+        return document
+    parent, last = _walk(document, tokens[:-1]), tokens[-1]
+    if isinstance(parent, dict):
+        if kind in ("remove", "replace") and last not in parent:
+            raise PatchError(f"{pointer} does not exist")
+        if kind == "remove":
+            del parent[last]
+        else:
+            parent[last] = copy.deepcopy(op["value"])
+    elif isinstance(parent, list):
+        position = _list_index(parent, last, insert=kind == "add")
+        if kind == "add":
+            parent.insert(position, copy.deepcopy(op["value"]))
+        elif kind == "remove":
+            del parent[position]
+        else:
+            parent[position] = copy.deepcopy(op["value"])
+    else:
+        raise PatchError(f"cannot patch inside {type(parent).__name__} at {pointer}")
+    return document
+
+
+def _pointer(op: Mapping[str, Any], field: str) -> str:
+    """The operation's ``path`` or ``from``: a JSON pointer, empty (the root) or starting with ``/``."""
+    pointer = op.get(field)
+    if not isinstance(pointer, str) or (pointer and not pointer.startswith("/")):
+        raise PatchError(f"operation {op.get('op')!r} has no valid {field}: {pointer!r}")
+    return pointer
+
+
+def _tokens(pointer: str) -> list[str]:
+    return [_unescape(token) for token in pointer.split("/")[1:]]
+
+
+def _list_index(items: list[Any], token: str, *, insert: bool) -> int:
+    """A list position: ``-`` (the end) or an index inside the list (or just past it, to insert)."""
+    if insert and token == "-":
+        return len(items)
+    if not (token.isascii() and token.isdigit()) or int(token) > len(items) - (0 if insert else 1):
+        raise PatchError(f"bad list index {token!r}")
+    return int(token)

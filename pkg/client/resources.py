@@ -41,6 +41,7 @@ __all__ = [
     "SECRETS",
     "SERVICES",
     "SERVICE_ACCOUNTS",
+    "STORAGE_CLASSES",
     "VALIDATING_WEBHOOKS",
     "VIRTUAL_MACHINES",
     "VIRTUAL_MACHINE_CLONES",
@@ -57,6 +58,8 @@ __all__ = [
     "VIRTUAL_MACHINE_RESTORES",
     "VIRTUAL_MACHINE_SNAPSHOTS",
     "VIRTUAL_MACHINE_SNAPSHOT_CONTENTS",
+    "VOLUME_SNAPSHOTS",
+    "VOLUME_SNAPSHOT_CLASSES",
     "Resource",
 ]
 
@@ -125,6 +128,13 @@ ROLES = Resource(_RBAC, "v1", "roles", "Role", namespaced=True)
 ROLE_BINDINGS = Resource(_RBAC, "v1", "rolebindings", "RoleBinding", namespaced=True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False)
+VOLUME_SNAPSHOTS = Resource(
+    "snapshot.storage.k8s.io", "v1", "volumesnapshots", "VolumeSnapshot", namespaced=True
+)
+VOLUME_SNAPSHOT_CLASSES = Resource(
+    "snapshot.storage.k8s.io", "v1", "volumesnapshotclasses", "VolumeSnapshotClass", namespaced=False
+)
 POD_DISRUPTION_BUDGETS = Resource(
     "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True
 )

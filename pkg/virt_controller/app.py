@@ -25,6 +25,7 @@ from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_controller.controllers import ControllerSet, Threads
 from kubevirt.virt_controller.services import TemplateParameters
+from kubevirt.virt_controller.watch.snapshot.freezer import SubresourceFreezer
 from kubevirt.virt_controller.watch.volumerequests import SubresourceVolumes
 
 LEASE_NAME = "virt-controller"
@@ -79,6 +80,7 @@ class VirtController:
             template=options.template,
             threads=options.threads,
             vmi_volumes=SubresourceVolumes(api),
+            freezer=SubresourceFreezer(api),
         )
         self._health = ApiServerHealth(api.server_version, self._config.resource_version)
         election = options.leader_election

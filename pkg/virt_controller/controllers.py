@@ -28,11 +28,16 @@ from kubevirt.client import (
 )
 from kubevirt.client.resources import (
     CONTROLLER_REVISIONS,
+    CUSTOM_RESOURCE_DEFINITIONS,
     MIGRATION_POLICIES,
+    STORAGE_CLASSES,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
     VIRTUAL_MACHINE_PREFERENCES,
+    VIRTUAL_MACHINE_RESTORES,
+    VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
+    VIRTUAL_MACHINE_SNAPSHOTS,
 )
 from kubevirt.controller import (
     Controller,
@@ -54,6 +59,19 @@ from kubevirt.virt_controller.watch.node import NodeController
 from kubevirt.virt_controller.watch.notactedon import UNHANDLED_KINDS, NotActedOnController
 from kubevirt.virt_controller.watch.pool import PoolController
 from kubevirt.virt_controller.watch.replicaset import ReplicaSetController
+from kubevirt.virt_controller.watch.snapshot.content import ContentController
+from kubevirt.virt_controller.watch.snapshot.crds import SnapshotCrdInformers
+from kubevirt.virt_controller.watch.snapshot.freezer import Freezer
+from kubevirt.virt_controller.watch.snapshot.restore import (
+    RestoreController,
+)
+from kubevirt.virt_controller.watch.snapshot.snapshot import (
+    SOURCE_INDEX,
+    SnapshotController,
+    SnapshotSources,
+    source_index,
+)
+from kubevirt.virt_controller.watch.snapshot.vmstatus import VolumeSnapshotStatusController
 from kubevirt.virt_controller.watch.vm import VMController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt.virt_controller.watch.volumerequests import VMIVolumes
@@ -92,6 +110,8 @@ class Threads:
     migration: int = 3
     evacuation: int = 3
     disruption_budget: int = 3
+    snapshot: int = 6
+    restore: int = 3
 
 
 class _Handlers:
@@ -120,6 +140,7 @@ class ControllerSet:
         threads: Threads = Threads(),
         rng: random.Random | None = None,
         vmi_volumes: VMIVolumes | None = None,
+        freezer: Freezer | None = None,
     ) -> None:
         self._factory = factory
         self._config = config
@@ -282,6 +303,107 @@ class ControllerSet:
         _Handlers.connect(pdbs, disruption_budget, "pdb")
         _Handlers.connect(vmis, disruption_budget, "vmi")
         self._add("disruption-budget", disruption_budget, threads.disruption_budget)
+
+        if freezer is not None:
+            self._add_snapshot_controllers(api, events, factory, vms, vmis, threads, freezer)
+
+    def _add_snapshot_controllers(
+        self,
+        api: KubeApi,
+        events: EventSink,
+        factory: SharedInformerFactory,
+        vms: Informer[VirtualMachine],
+        vmis: Informer[VirtualMachineInstance],
+        threads: Threads,
+        freezer: Freezer,
+    ) -> None:
+        """Snapshots, their contents, VMs' volumeSnapshotStatuses and restores (KubeVirt's snapshot and
+        restore controllers)."""
+        snapshots = factory.informer(VIRTUAL_MACHINE_SNAPSHOTS, indexers={SOURCE_INDEX: source_index})
+        contents = factory.informer(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS)
+        restores = factory.informer(VIRTUAL_MACHINE_RESTORES)  # the controller adds its index
+        storage_classes = factory.informer(STORAGE_CLASSES)
+        revisions = factory.informer(CONTROLLER_REVISIONS)
+        crd_informers = SnapshotCrdInformers(factory)
+        factory.informer(CUSTOM_RESOURCE_DEFINITIONS).add_event_handler(
+            crd_informers.on_crd_add, crd_informers.on_crd_update, crd_informers.on_crd_delete
+        )
+        sources = SnapshotSources(vms.store, vmis.store)
+
+        snapshot = SnapshotController(
+            api=api,
+            events=events,
+            snapshot_store=snapshots.store,
+            content_store=contents.store,
+            sources=sources,
+            pvc_store=self._pvcs.store,
+            storage_class_store=storage_classes.store,
+            snapshot_classes=crd_informers.volume_snapshot_classes,
+            revision_store=revisions.store,
+            enqueue=self._queue("vmsnapshot"),
+        )
+        _Handlers.connect(snapshots, snapshot, "snapshot")
+        _Handlers.connect(contents, snapshot, "content")
+        _Handlers.connect(vms, snapshot, "vm")
+        _Handlers.connect(vmis, snapshot, "vmi")
+        self._add("vmsnapshot", snapshot, threads.snapshot)
+
+        content = ContentController(
+            api=api,
+            events=events,
+            content_store=contents.store,
+            snapshot_store=snapshots.store,
+            sources=sources,
+            volume_snapshots=crd_informers.volume_snapshots,
+            storage_class_store=storage_classes.store,
+            snapshot_classes=crd_informers.volume_snapshot_classes,
+            freezer=freezer,
+            enqueue=self._queue("vmsnapshotcontent"),
+        )
+        _Handlers.connect(contents, content, "content")
+        _Handlers.connect(snapshots, content, "snapshot")
+        crd_informers.on_volume_snapshots(
+            lambda informer: _Handlers.connect(informer, content, "volume_snapshot")
+        )
+        self._add("vmsnapshotcontent", content, threads.snapshot)
+
+        statuses = VolumeSnapshotStatusController(
+            api=api,
+            vm_store=vms.store,
+            pvc_store=self._pvcs.store,
+            storage_class_store=storage_classes.store,
+            snapshot_classes=crd_informers.volume_snapshot_classes,
+            enqueue=self._queue("vmsnapshotstatus"),
+        )
+        _Handlers.connect(vms, statuses, "vm")
+        _Handlers.connect(self._pvcs, statuses, "pvc")
+        crd_informers.on_volume_snapshot_classes(
+            lambda informer: informer.add_event_handler(
+                lambda _: statuses.enqueue_all(),
+                lambda _old, _new: statuses.enqueue_all(),
+                lambda _: statuses.enqueue_all(),
+            )
+        )
+        self._add("vmsnapshotstatus", statuses, threads.snapshot)
+
+        restore = RestoreController(
+            api=api,
+            events=events,
+            restore_store=restores.store,
+            snapshot_store=snapshots.store,
+            content_store=contents.store,
+            vm_store=vms.store,
+            vmi_store=vmis.store,
+            pvc_store=self._pvcs.store,
+            storage_class_store=storage_classes.store,
+            volume_snapshots=crd_informers.volume_snapshots,
+            revision_store=revisions.store,
+            enqueue=self._queue("vmrestore"),
+        )
+        _Handlers.connect(restores, restore, "restore")
+        _Handlers.connect(self._pvcs, restore, "pvc")
+        _Handlers.connect(vms, restore, "vm")
+        self._add("vmrestore", restore, threads.restore)
 
     def _queue(self, name: str) -> Callable[[str], None]:
         queue = RateLimitingQueue(name=name)

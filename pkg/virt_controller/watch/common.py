@@ -120,3 +120,12 @@ def describe_api_error(err: Exception) -> str:
     details = [f"{c.get('field', '')}: {c.get('message', '')}".lstrip(": ") for c in causes]
     missing = [d for d in details if d not in message]
     return "; ".join([message, *missing]) if missing else message
+
+
+def finalizers_patch(current: list[str] | None, wanted: list[str]) -> list[dict[str, Any]]:
+    """A JSON patch setting the finalizers only if nobody changed them meanwhile (the ``test`` fails
+    otherwise). ``add`` rather than ``replace``: it also works when the object has no finalizers yet."""
+    return [
+        {"op": "test", "path": "/metadata/finalizers", "value": current},
+        {"op": "add", "path": "/metadata/finalizers", "value": wanted},
+    ]

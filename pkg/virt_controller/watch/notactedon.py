@@ -1,30 +1,24 @@
 """Objects of kinds this installation serves but does not act on get told so, never silence.
 
-KubeVirt v1.6 runs controllers for snapshots, restores, exports and clones; this project serves their
-CRDs (so clients listing them get an answer) but has no controller for them yet. A client waiting on
-such an object would otherwise wait forever. Each object therefore gets, once:
+KubeVirt v1.6 runs controllers for exports and clones; this project serves their CRDs (so clients
+listing them get an answer) but has no controller for them yet. A client waiting on such an object
+would otherwise wait forever, so each one gets, once, a ``Ready=False`` condition with reason
+``NotActedOn``.
 
-* a ``Ready=False`` condition with reason ``NotActedOn`` where its status has conditions;
-* ``readyToUse: false`` and ``status.error`` on a VirtualMachineSnapshotContent (no conditions there).
-
-(MigrationPolicies are acted on: the migration controller matches them at hand-off.)
+(Snapshots, their contents and restores are acted on: see ``watch/snapshot``. MigrationPolicies are
+acted on: the migration controller matches them at hand-off.)
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
 from typing import Final
 
 from kubevirt.client import EventSink, KubeApi, Resource
 from kubevirt.client.resources import (
     VIRTUAL_MACHINE_CLONES,
     VIRTUAL_MACHINE_EXPORTS,
-    VIRTUAL_MACHINE_RESTORES,
-    VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
-    VIRTUAL_MACHINE_SNAPSHOTS,
 )
 from kubevirt.controller import Store, key_of
 from kubevirt.log import get_logger
@@ -35,23 +29,16 @@ NOT_ACTED_ON_REASON: Final = "NotActedOn"
 CONDITION_TYPE: Final = "Ready"
 
 
-class Report(Enum):
-    CONDITION = "condition"
-    ERROR = "error"
-
-
 @dataclass(frozen=True)
 class Unhandled:
+    """One kind this installation serves but does not act on."""
+
     resource: Resource
-    report: Report
 
 
 UNHANDLED_KINDS: Final[tuple[Unhandled, ...]] = (
-    Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION),
-    Unhandled(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS, Report.ERROR),
-    Unhandled(VIRTUAL_MACHINE_RESTORES, Report.CONDITION),
-    Unhandled(VIRTUAL_MACHINE_EXPORTS, Report.CONDITION),
-    Unhandled(VIRTUAL_MACHINE_CLONES, Report.CONDITION),
+    Unhandled(VIRTUAL_MACHINE_EXPORTS),
+    Unhandled(VIRTUAL_MACHINE_CLONES),
 )
 
 
@@ -75,7 +62,6 @@ class NotActedOnController:
         self._api = api
         self._events = events
         self._resource = unhandled.resource
-        self._report = unhandled.report
         self._store = store
         self._enqueue = enqueue
         self._clock = clock
@@ -95,13 +81,6 @@ class NotActedOnController:
         obj = self._store.get_by_key(key)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return
-        writers: dict[Report, Callable[[JSON], None]] = {
-            Report.CONDITION: self._set_condition,
-            Report.ERROR: self._set_error,
-        }
-        writers[self._report](obj)
-
-    def _set_condition(self, obj: JSON) -> None:
         status = obj.get("status") or {}
         conditions: list[JSON] = list(status.get("conditions") or [])
         if any(
@@ -119,13 +98,6 @@ class NotActedOnController:
         }
         conditions = [c for c in conditions if c.get("type") != CONDITION_TYPE] + [condition]
         self._write_status(obj, {**status, "conditions": conditions})
-
-    def _set_error(self, obj: JSON) -> None:
-        status = obj.get("status") or {}
-        if (status.get("error") or {}).get("message") == self._message:
-            return
-        error = {"time": format_time(self._clock()), "message": self._message}
-        self._write_status(obj, {**status, "readyToUse": False, "error": error})
 
     def _write_status(self, obj: JSON, status: JSON) -> None:
         # Guarded by the cached resourceVersion: a conflict raises and the queue retries with backoff.

@@ -30,6 +30,7 @@ from kubevirt.virt_controller.watch.common import (
     SyncError,
     controller_ref,
     describe_api_error,
+    finalizers_patch,
     format_time,
     owner_reference,
     utc_now,
@@ -649,7 +650,7 @@ class VMController:
             else [f for f in finalizers if f != VIRTUAL_MACHINE_CONTROLLER_FINALIZER]
         )
         patched = self._api.patch(
-            VIRTUAL_MACHINES, meta.namespace, meta.name or "", _finalizer_patch(meta.finalizers, wanted)
+            VIRTUAL_MACHINES, meta.namespace, meta.name or "", finalizers_patch(meta.finalizers, wanted)
         )
         run.replace(VirtualMachine.from_dict(patched))
 
@@ -727,7 +728,7 @@ class VMController:
             VIRTUAL_MACHINE_INSTANCES,
             meta.namespace,
             meta.name or "",
-            _finalizer_patch(meta.finalizers, wanted),
+            finalizers_patch(meta.finalizers, wanted),
         )
 
     # -- informer event handlers -----------------------------------------------------------------------
@@ -979,17 +980,6 @@ def _set_or_remove(path: str, present: bool, value: list[Any]) -> list[dict[str,
     if value:
         return [{"op": "add", "path": path, "value": value}]
     return [{"op": "remove", "path": path}] if present else []
-
-
-def _finalizer_patch(current: list[str] | None, wanted: list[str]) -> list[dict[str, Any]]:
-    """Sets the finalizers only if nobody changed them meanwhile (the ``test`` fails otherwise).
-
-    ``add`` rather than ``replace``: it also works when the object has no finalizers yet.
-    """
-    return [
-        {"op": "test", "path": "/metadata/finalizers", "value": current},
-        {"op": "add", "path": "/metadata/finalizers", "value": wanted},
-    ]
 
 
 def _meta(obj: VirtualMachine | VirtualMachineInstance) -> ObjectMeta:

@@ -43,15 +43,23 @@ class VMIVolumes(Protocol):
     def remove_volume(self, namespace: str | None, name: str, options: Mapping[str, Any]) -> None: ...
 
 
-class _Requester(Protocol):
+class Requester(Protocol):
     def request(self, method: str, path: str, *, body: Any = None) -> bytes: ...
+
+
+def put_vmi_subresource(
+    client: Requester, namespace: str | None, name: str, action: str, body: Mapping[str, Any]
+) -> None:
+    """``PUT`` on a VMI subresource of virt-api, through the API server's aggregation layer."""
+    path = _SUBRESOURCE_PATH.format(namespace=namespace or "", name=name, action=action)
+    client.request("PUT", path, body=dict(body))
 
 
 class SubresourceVolumes:
     """:class:`VMIVolumes` through the API server's aggregation layer to virt-api (``PUT``, as KubeVirt's
     client calls them)."""
 
-    def __init__(self, client: _Requester) -> None:
+    def __init__(self, client: Requester) -> None:
         self._client = client
 
     def add_volume(self, namespace: str | None, name: str, options: Mapping[str, Any]) -> None:
@@ -61,8 +69,7 @@ class SubresourceVolumes:
         self._put(namespace, name, "removevolume", options)
 
     def _put(self, namespace: str | None, name: str, action: str, options: Mapping[str, Any]) -> None:
-        path = _SUBRESOURCE_PATH.format(namespace=namespace or "", name=name, action=action)
-        self._client.request("PUT", path, body=dict(options))
+        put_vmi_subresource(self._client, namespace, name, action, options)
 
 
 def apply_volume_request(spec: VirtualMachineInstanceSpec, request: VirtualMachineVolumeRequest) -> None:

@@ -170,30 +170,30 @@ def test_a_normal_start_emits_no_warning_event(
     assert {"VirtualMachine", "VirtualMachineInstance", "Pod"} <= kinds  # the starts were reported
 
 
-def test_a_snapshot_is_marked_not_acted_on(
+def test_an_export_is_marked_not_acted_on(
     cluster: Cluster, guest_namespace: str, running_guests: dict[str, float]
 ) -> None:
-    snapshot = {
-        "apiVersion": "snapshot.kubevirt.io/v1beta1",
-        "kind": "VirtualMachineSnapshot",
-        "metadata": {"name": "snap"},
-        "spec": {"source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": CIRROS_VM}},
+    export = {
+        "apiVersion": "export.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineExport",
+        "metadata": {"name": "export"},
+        "spec": {"source": {"apiGroup": "", "kind": "PersistentVolumeClaim", "name": "claim"}},
     }
-    cluster.kubectl("create", "-n", guest_namespace, "-f", "-", stdin=json.dumps(snapshot))
+    cluster.kubectl("create", "-n", guest_namespace, "-f", "-", stdin=json.dumps(export))
     try:
 
         def condition() -> dict[str, Any] | None:
-            found = cluster.find("virtualmachinesnapshot", "snap", guest_namespace) or {}
+            found = cluster.find("virtualmachineexport", "export", guest_namespace) or {}
             conditions = (found.get("status") or {}).get("conditions") or []
             return next((c for c in conditions if c.get("type") == "Ready"), None)
 
-        cluster.wait_until("the snapshot's Ready condition", lambda: condition() is not None, timeout=30)
+        cluster.wait_until("the export's Ready condition", lambda: condition() is not None, timeout=30)
         ready = condition()
         assert ready is not None
         assert (ready["status"], ready["reason"]) == ("False", "NotActedOn")
-        assert "does not act on VirtualMachineSnapshot objects" in ready["message"]
+        assert "does not act on VirtualMachineExport objects" in ready["message"]
     finally:
-        cluster.kubectl("delete", "-n", guest_namespace, "virtualmachinesnapshot", "snap", check=False)
+        cluster.kubectl("delete", "-n", guest_namespace, "virtualmachineexport", "export", check=False)
 
 
 def _healthz(cluster: Cluster, pod: str) -> dict[str, Any]:

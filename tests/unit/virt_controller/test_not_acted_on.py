@@ -1,4 +1,4 @@
-"""Objects of kinds nobody here acts on get a condition, an error or an event saying so, once."""
+"""Objects of kinds nobody here acts on (exports, clones) get a Ready=False condition saying so, once."""
 
 from __future__ import annotations
 
@@ -7,16 +7,12 @@ from typing import Any
 import pytest
 
 from kubevirt.client import ConflictError
-from kubevirt.client.resources import (
-    VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
-    VIRTUAL_MACHINE_SNAPSHOTS,
-)
+from kubevirt.client.resources import VIRTUAL_MACHINE_CLONES, VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import Store, key_of
 from kubevirt.virt_controller.watch.notactedon import (
     NOT_ACTED_ON_REASON,
     UNHANDLED_KINDS,
     NotActedOnController,
-    Report,
     Unhandled,
 )
 from kubevirt_testing.fake_kube_api import FakeKubeApi
@@ -43,37 +39,32 @@ def controller_for(
     )
 
 
-def snapshot(name: str = "snap") -> JSON:
+def export(name: str = "export") -> JSON:
     return {
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "vm"}},
+        "spec": {"source": {"apiGroup": "", "kind": "PersistentVolumeClaim", "name": "claim"}},
     }
 
 
 def test_every_unhandled_kind_is_one_kubevirt_serves() -> None:
     kinds = {u.resource.kind for u in UNHANDLED_KINDS}
-    assert kinds == {
-        "VirtualMachineSnapshot",
-        "VirtualMachineSnapshotContent",
-        "VirtualMachineRestore",
-        "VirtualMachineExport",
-        "VirtualMachineClone",
-    }
+    # Snapshots, their contents and restores have controllers of their own (watch/snapshot).
+    assert kinds == {"VirtualMachineExport", "VirtualMachineClone"}
 
 
-def test_snapshot_gets_a_ready_false_condition_once() -> None:
+def test_export_gets_a_ready_false_condition_once() -> None:
     api, events = FakeKubeApi(), RecordedEvents()
-    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION), api, events)
-    created = api.add(VIRTUAL_MACHINE_SNAPSHOTS, snapshot())
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_EXPORTS), api, events)
+    created = api.add(VIRTUAL_MACHINE_EXPORTS, export())
     store.upsert(created)
     controller.reconcile(key_of(created))
 
-    [stored] = api.objects_of(VIRTUAL_MACHINE_SNAPSHOTS)
+    [stored] = api.objects_of(VIRTUAL_MACHINE_EXPORTS)
     [condition] = stored["status"]["conditions"]
     assert condition["type"] == "Ready"
     assert condition["status"] == "False"
     assert condition["reason"] == NOT_ACTED_ON_REASON
-    assert "does not act on VirtualMachineSnapshot objects" in condition["message"]
+    assert "does not act on VirtualMachineExport objects" in condition["message"]
     assert condition["lastTransitionTime"].endswith("Z")
 
     store.upsert(stored)
@@ -84,18 +75,25 @@ def test_snapshot_gets_a_ready_false_condition_once() -> None:
 
 def test_an_existing_ready_condition_is_replaced_and_others_kept() -> None:
     api, events = FakeKubeApi(), RecordedEvents()
-    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION), api, events)
-    obj = snapshot()
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_CLONES), api, events)
+    obj: JSON = {
+        "metadata": {"name": "clone", "namespace": "default"},
+        "spec": {
+            "source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "vm"},
+            "target": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "copy"},
+        },
+    }
     obj["status"] = {
         "conditions": [
             {"type": "Ready", "status": "True", "reason": "x"},
             {"type": "Progressing", "status": "False"},
         ]
     }
-    created = api.add(VIRTUAL_MACHINE_SNAPSHOTS, obj)
+    created = api.add(VIRTUAL_MACHINE_CLONES, obj)
     store.upsert(created)
     controller.reconcile(key_of(created))
-    [stored] = api.objects_of(VIRTUAL_MACHINE_SNAPSHOTS)
+    [stored] = api.objects_of(VIRTUAL_MACHINE_CLONES)
+    assert "does not act on VirtualMachineClone objects" in stored["status"]["conditions"][-1]["message"]
     assert [(c["type"], c["status"]) for c in stored["status"]["conditions"]] == [
         ("Progressing", "False"),
         ("Ready", "False"),
@@ -104,11 +102,11 @@ def test_an_existing_ready_condition_is_replaced_and_others_kept() -> None:
 
 def test_a_stale_cache_conflicts_and_is_retried_by_the_queue() -> None:
     api, events = FakeKubeApi(), RecordedEvents()
-    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION), api, events)
-    created = api.add(VIRTUAL_MACHINE_SNAPSHOTS, snapshot())
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_EXPORTS), api, events)
+    created = api.add(VIRTUAL_MACHINE_EXPORTS, export())
     store.upsert(created)
     api.update(
-        VIRTUAL_MACHINE_SNAPSHOTS,
+        VIRTUAL_MACHINE_EXPORTS,
         "default",
         {**created, "metadata": {**created["metadata"], "labels": {"a": "b"}}},
     )
@@ -116,27 +114,11 @@ def test_a_stale_cache_conflicts_and_is_retried_by_the_queue() -> None:
         controller.reconcile(key_of(created))
 
 
-def test_snapshot_content_gets_an_error_and_is_not_ready() -> None:
-    api, events = FakeKubeApi(), RecordedEvents()
-    controller, store = controller_for(
-        Unhandled(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS, Report.ERROR), api, events
-    )
-    created = api.add(
-        VIRTUAL_MACHINE_SNAPSHOT_CONTENTS,
-        {"metadata": {"name": "content", "namespace": "default"}, "spec": {"source": {}}},
-    )
-    store.upsert(created)
-    controller.reconcile(key_of(created))
-    [stored] = api.objects_of(VIRTUAL_MACHINE_SNAPSHOT_CONTENTS)
-    assert stored["status"]["readyToUse"] is False
-    assert "VirtualMachineSnapshotContent" in stored["status"]["error"]["message"]
-
-
 def test_deleted_or_deleting_objects_are_left_alone() -> None:
     api, events = FakeKubeApi(), RecordedEvents()
-    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_SNAPSHOTS, Report.CONDITION), api, events)
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_EXPORTS), api, events)
     controller.reconcile("default/gone")
-    obj = snapshot()
+    obj = export()
     obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     store.upsert(obj)
     controller.reconcile(key_of(obj))
