@@ -23,7 +23,6 @@ import json
 import mmap
 import os
 import re
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -43,6 +42,7 @@ from .pvc_vms import (
     pvc_root_vm,
     volume_path,
 )
+from .timing import median, poll_seconds
 from .vmis import wait_vmi_phase
 
 JSON = dict[str, Any]
@@ -67,20 +67,6 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def _poll(what: str, check: Callable[[], bool], timeout: float, interval: float = 0.1) -> float:
-    """Seconds until ``check`` holds."""
-    began = time.monotonic()
-    while not check():
-        if time.monotonic() - began > timeout:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(interval)
-    return time.monotonic() - began
-
-
-def _median(values: list[float]) -> float:
-    return round(statistics.median(values), 2)
-
-
 def provisioning(cluster: Cluster, namespace: str, rounds: int) -> JSON:
     node = cluster.layout.node_name
     seconds: dict[str, list[float]] = {"Filesystem": [], "Block": []}
@@ -90,10 +76,10 @@ def provisioning(cluster: Cluster, namespace: str, rounds: int) -> JSON:
             manifest = claim(name, "64Mi", block=mode == "Block", node=node)
             began = time.monotonic()
             cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(manifest))
-            _poll(f"claim {name} Bound", _bound(cluster, namespace, name), 120)
+            poll_seconds(f"claim {name} Bound", _bound(cluster, namespace, name), 120)
             seconds[mode].append(time.monotonic() - began)
             cluster.kubectl("delete", "pvc", name, "-n", namespace, "--wait=true")
-    result = {mode: _median(values) for mode, values in seconds.items()}
+    result = {mode: median(values) for mode, values in seconds.items()}
     _say(f"provisioning (created to Bound, median of {rounds}): {result} s")
     return result
 
@@ -113,7 +99,7 @@ def _time_to_running(cluster: Cluster, namespace: str, vm: JSON, timeout: float)
     wait_vmi_phase(cluster, name, namespace, timeout=timeout, interval=0.2)
     took = time.monotonic() - began
     cluster.kubectl("delete", "vm", name, "-n", namespace, "--wait=true", "--timeout=120s")
-    _poll(f"VMI {name} gone", lambda: cluster.find("vmi", name, namespace) is None, 120, 0.5)
+    poll_seconds(f"VMI {name} gone", lambda: cluster.find("vmi", name, namespace) is None, 120, 0.5)
     return took
 
 
@@ -129,8 +115,8 @@ def time_to_running(cluster: Cluster, namespace: str, rounds: int, timeout: floa
         pvc.append(_time_to_running(cluster, namespace, pvc_root_vm(PVC_VM), timeout))
     result = {
         "import_job_seconds": round(imported, 2),
-        "container_disk_seconds": _median(container_disk),
-        "pvc_root_seconds": _median(pvc),
+        "container_disk_seconds": median(container_disk),
+        "pvc_root_seconds": median(pvc),
     }
     _say(
         f"VM created to Running (median of {rounds}): containerDisk {result['container_disk_seconds']} s, "
@@ -170,7 +156,7 @@ def _guest_results(cluster: Cluster, namespace: str, timeout: float) -> dict[str
             }
         return len(found) == len(DISKS)
 
-    _poll("the guest's storage results on its console", complete, timeout, 2.0)
+    poll_seconds("the guest's storage results on its console", complete, timeout, 2.0)
     return found
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -25,3 +26,18 @@ class Timer:
     @property
     def total(self) -> float:
         return time.monotonic() - self.started
+
+
+def poll_seconds(what: str, check: Callable[[], bool], timeout: float, interval: float = 0.1) -> float:
+    """Seconds until ``check`` holds; AssertionError naming ``what`` after ``timeout``."""
+    began = time.monotonic()
+    while not check():
+        if time.monotonic() - began > timeout:
+            raise AssertionError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(interval)
+    return time.monotonic() - began
+
+
+def median(values: list[float]) -> float:
+    """The median, rounded to hundredths (how the benchmarks print seconds)."""
+    return round(statistics.median(values), 2)
