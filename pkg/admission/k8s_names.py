@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN = _LABEL + r"(\." + _LABEL + ")*"
@@ -114,3 +115,12 @@ def label_value(value: str) -> list[str]:
             f"'12345', regex used for validation is '{_LABEL_VALUE}')"
         )
     return errors
+
+
+# Kubernetes' rand.String alphabet: no vowels, no look-alike digits.
+_RANDOM_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def random_suffix(length: int = 5) -> str:
+    """Kubernetes' ``rand.String``: what KubeVirt (and virtctl) append to the names they make up."""
+    return "".join(secrets.choice(_RANDOM_ALPHABET) for _ in range(length))

@@ -1,9 +1,10 @@
-"""``virtctl create``: print manifests for VMs, instance types and preferences."""
+"""``virtctl create``: print manifests for VMs, instance types, preferences and clones."""
 
 from __future__ import annotations
 
 import click
 
+from kubevirt.virtctl.create.clone import create_clone
 from kubevirt.virtctl.create.instancetype import create_instancetype, create_preference
 from kubevirt.virtctl.create.vm import create_vm
 
@@ -18,3 +19,4 @@ def create() -> None:
 create.add_command(create_vm)
 create.add_command(create_instancetype)
 create.add_command(create_preference)
+create.add_command(create_clone)

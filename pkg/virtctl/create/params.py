@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
-from typing import Final
-
 import click
 
-__all__ = ["FlagError", "flag_error", "parse_params", "random_suffix", "split_prefixed_name"]
+from kubevirt.admission.k8s_names import random_suffix
 
-# Kubernetes' rand.String alphabet: no vowels, no look-alike digits.
-_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+__all__ = ["FlagError", "flag_error", "parse_params", "random_suffix", "split_prefixed_name"]
 
 
 class FlagError(click.ClickException):
@@ -19,10 +15,6 @@ class FlagError(click.ClickException):
 
 def flag_error(flag: str, message: str) -> FlagError:
     return FlagError(f'failed to parse "--{flag}" flag: {message}')
-
-
-def random_suffix(length: int = 5) -> str:
-    return "".join(secrets.choice(_ALPHABET) for _ in range(length))
 
 
 def parse_params(flag: str, value: str, known: tuple[str, ...]) -> dict[str, str]:

@@ -27,7 +27,7 @@ def test_vm_with_instancetype_and_preference_prints_kubevirts_yaml() -> None:
         "kind: VirtualMachine\n"
         "metadata:\n"
         "  creationTimestamp: null\n"
-        "  name: n\n"
+        '  name: "n"\n'  # go-yaml v2 reads a plain n as a bool, so KubeVirt quotes it
         "spec:\n"
         "  instancetype:\n"
         "    name: u1.small\n"
