@@ -80,18 +80,22 @@ def _walk(document: Any, tokens: list[str]) -> Any:
     return node
 
 
-def apply(document: Any, patch: Patch) -> Any:
+def apply(document: Any, patch: Patch, *, replace_sets_missing_keys: bool = False) -> Any:
     """Apply RFC 6902 operations (``add``, ``remove``, ``replace``, ``move``, ``copy``, ``test``) in
-    order; returns a new document."""
+    order; returns a new document.
+
+    ``replace_sets_missing_keys`` is the leniency of the evanphx/json-patch KubeVirt applies a
+    restore's patches with: a ``replace`` of a key an object lacks sets it (RFC 6902 refuses it).
+    """
     result = copy.deepcopy(document)
     for op in patch:
         if not isinstance(op, Mapping):
             raise PatchError("a JSON patch operation is an object")
-        result = _apply_one(result, op)
+        result = _apply_one(result, op, replace_sets_missing_keys)
     return result
 
 
-def _apply_one(document: Any, op: Mapping[str, Any]) -> Any:
+def _apply_one(document: Any, op: Mapping[str, Any], replace_sets_missing_keys: bool = False) -> Any:
     """``document`` with one operation applied (in place, unless the root is replaced)."""
     kind, pointer = op.get("op"), _pointer(op, "path")
     if kind in ("move", "copy"):
@@ -115,7 +119,7 @@ def _apply_one(document: Any, op: Mapping[str, Any]) -> Any:
         return document
     parent, last = _walk(document, tokens[:-1]), tokens[-1]
     if isinstance(parent, dict):
-        if kind in ("remove", "replace") and last not in parent:
+        if (kind == "remove" or (kind == "replace" and not replace_sets_missing_keys)) and last not in parent:
             raise PatchError(f"{pointer} does not exist")
         if kind == "remove":
             del parent[last]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubevirt_api.clone.v1beta1.types import CLONE_GROUP_NAME
 from kubevirt_api.core.v1.constants import GROUP_NAME, POOL_GROUP_NAME
 from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME
 from kubevirt_api.view import JSON
@@ -55,6 +56,14 @@ MUTATING_HOOKS = (
         "/migration-mutate-create",
         ("CREATE",),
         ("virtualmachineinstancemigrations",),
+    ),
+    Hook(
+        "virtualmachineclones-mutator.kubevirt.io",
+        "/vm-clone-mutate-create",
+        ("CREATE",),
+        ("virtualmachineclones",),
+        group=CLONE_GROUP_NAME,
+        versions=("v1beta1",),
     ),
 )
 
@@ -151,6 +160,14 @@ VALIDATING_HOOKS = (
             "virtualmachineinstancereplicasets/status",
             "virtualmachineinstancemigrations/status",
         ),
+    ),
+    Hook(
+        "vm-clone-validator.kubevirt.io",
+        "/vm-clone-validate-create",
+        ("CREATE", "UPDATE"),
+        ("virtualmachineclones",),
+        group=CLONE_GROUP_NAME,
+        versions=("v1beta1",),
     ),
 )
 

@@ -31,6 +31,7 @@ from kubevirt.client.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     MIGRATION_POLICIES,
     STORAGE_CLASSES,
+    VIRTUAL_MACHINE_CLONES,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
@@ -52,6 +53,7 @@ from kubevirt.controller import (
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
+from kubevirt.virt_controller.watch.clone.clone import CloneController
 from kubevirt.virt_controller.watch.disruptionbudget import DisruptionBudgetController
 from kubevirt.virt_controller.watch.evacuation import EvacuationController
 from kubevirt.virt_controller.watch.migration import MigrationController
@@ -112,6 +114,7 @@ class Threads:
     disruption_budget: int = 3
     snapshot: int = 6
     restore: int = 3
+    clone: int = 3
 
 
 class _Handlers:
@@ -404,6 +407,24 @@ class ControllerSet:
         _Handlers.connect(self._pvcs, restore, "pvc")
         _Handlers.connect(vms, restore, "vm")
         self._add("vmrestore", restore, threads.restore)
+
+        clones = factory.informer(VIRTUAL_MACHINE_CLONES)  # the controller adds its indexes
+        clone = CloneController(
+            api=api,
+            events=events,
+            clone_store=clones.store,
+            snapshot_store=snapshots.store,
+            content_store=contents.store,
+            restore_store=restores.store,
+            vm_store=vms.store,
+            pvc_store=self._pvcs.store,
+            enqueue=self._queue("vmclone"),
+        )
+        for informer, kind in ((clones, "clone"), (snapshots, "snapshot"), (restores, "restore")):
+            _Handlers.connect(informer, clone, kind)
+        _Handlers.connect(self._pvcs, clone, "pvc")
+        _Handlers.connect(vms, clone, "vm")
+        self._add("vmclone", clone, threads.clone)
 
     def _queue(self, name: str) -> Callable[[str], None]:
         queue = RateLimitingQueue(name=name)

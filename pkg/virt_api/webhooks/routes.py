@@ -7,6 +7,7 @@ from kubevirt.virt_api.webhooks.mutating_webhook.mutators import vm as vm_mutato
 from kubevirt.virt_api.webhooks.mutating_webhook.mutators import vmi as vmi_mutator
 from kubevirt.virt_api.webhooks.requests import Admit, VMIPatcher, WebhookContext
 from kubevirt.virt_api.webhooks.validating_webhook.admitters import (
+    clones,
     migrations,
     pod_eviction,
     presets,
@@ -32,6 +33,8 @@ STATUS_VALIDATE = "/status-validate"
 VMSNAPSHOT_VALIDATE = "/virtualmachinesnapshots-validate"
 VMRESTORE_VALIDATE = "/virtualmachinerestores-validate"
 POD_EVICTION_VALIDATE = "/pod-eviction-validate"
+VM_CLONE_VALIDATE = "/vm-clone-validate-create"
+VM_CLONE_MUTATE = "/vm-clone-mutate-create"
 
 
 def webhook_handlers(ctx: WebhookContext, *, patch_vmi: VMIPatcher | None = None) -> dict[str, Admit]:
@@ -51,4 +54,6 @@ def webhook_handlers(ctx: WebhookContext, *, patch_vmi: VMIPatcher | None = None
         VMSNAPSHOT_VALIDATE: snapshots.snapshot_admitter(ctx),
         VMRESTORE_VALIDATE: snapshots.restore_admitter(ctx),
         POD_EVICTION_VALIDATE: pod_eviction.admitter(ctx, patch_vmi),
+        VM_CLONE_VALIDATE: clones.admitter(ctx),
+        VM_CLONE_MUTATE: clones.mutator(ctx),
     }

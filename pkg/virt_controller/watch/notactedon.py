@@ -1,12 +1,11 @@
 """Objects of kinds this installation serves but does not act on get told so, never silence.
 
-KubeVirt v1.6 runs controllers for exports and clones; this project serves their CRDs (so clients
-listing them get an answer) but has no controller for them yet. A client waiting on such an object
-would otherwise wait forever, so each one gets, once, a ``Ready=False`` condition with reason
-``NotActedOn``.
+KubeVirt v1.6 runs a controller for exports; this project serves their CRD (so clients listing them
+get an answer) but has no controller for them yet. A client waiting on such an object would otherwise
+wait forever, so each one gets, once, a ``Ready=False`` condition with reason ``NotActedOn``.
 
-(Snapshots, their contents and restores are acted on: see ``watch/snapshot``. MigrationPolicies are
-acted on: the migration controller matches them at hand-off.)
+(Snapshots, their contents and restores are acted on: see ``watch/snapshot``; clones: ``watch/clone``.
+MigrationPolicies are acted on: the migration controller matches them at hand-off.)
 """
 
 from __future__ import annotations
@@ -16,10 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kubevirt.client import EventSink, KubeApi, Resource
-from kubevirt.client.resources import (
-    VIRTUAL_MACHINE_CLONES,
-    VIRTUAL_MACHINE_EXPORTS,
-)
+from kubevirt.client.resources import VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import Store, key_of
 from kubevirt.log import get_logger
 from kubevirt.virt_controller.watch.common import Clock, Enqueue, format_time, utc_now
@@ -36,10 +32,7 @@ class Unhandled:
     resource: Resource
 
 
-UNHANDLED_KINDS: Final[tuple[Unhandled, ...]] = (
-    Unhandled(VIRTUAL_MACHINE_EXPORTS),
-    Unhandled(VIRTUAL_MACHINE_CLONES),
-)
+UNHANDLED_KINDS: Final[tuple[Unhandled, ...]] = (Unhandled(VIRTUAL_MACHINE_EXPORTS),)
 
 
 def not_acted_on_message(kind: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kubevirt.client import EventRecorder, KubeClient, Resource
-from kubevirt.client.resources import VIRTUAL_MACHINE_CLONES, VIRTUAL_MACHINE_EXPORTS
+from kubevirt.client.resources import VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory
 from kubevirt.virt_controller.watch.notactedon import (
     NOT_ACTED_ON_REASON,
@@ -21,7 +21,6 @@ from kubevirt_testing.controller_threads import controller_threads
 from kubevirt_testing.waiting import eventually
 
 JSON = dict[str, Any]
-VM_REF = {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "vm"}
 SAMPLES: dict[Resource, JSON] = {
     VIRTUAL_MACHINE_EXPORTS: {
         "spec": {
@@ -29,7 +28,6 @@ SAMPLES: dict[Resource, JSON] = {
             "ttlDuration": "1h",
         }
     },
-    VIRTUAL_MACHINE_CLONES: {"spec": {"source": VM_REF, "target": {**VM_REF, "name": "copy"}}},
 }
 
 

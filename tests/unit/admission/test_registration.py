@@ -46,6 +46,7 @@ def test_kubevirts_webhooks_in_kubevirts_order() -> None:
         "virtualmachines-mutator.kubevirt.io",
         "virtualmachineinstances-mutator.kubevirt.io",
         "migrations-mutator.kubevirt.io",
+        "virtualmachineclones-mutator.kubevirt.io",
     ]
     validating = validating_webhook_configuration("kubevirt")
     assert [hook["name"] for hook in validating["webhooks"]] == [
@@ -62,6 +63,7 @@ def test_kubevirts_webhooks_in_kubevirts_order() -> None:
         "virtualmachinesnapshot-validator.snapshot.kubevirt.io",
         "virtualmachinerestore-validator.snapshot.kubevirt.io",
         "kubevirt-crd-status-validator.kubevirt.io",
+        "vm-clone-validator.kubevirt.io",
     ]
 
 

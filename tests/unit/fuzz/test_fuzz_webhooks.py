@@ -37,6 +37,7 @@ PODS_GVR = _gvr("", "v1", "pods")
 PRESET_GVR = _gvr("kubevirt.io", "v1", "virtualmachineinstancepresets")
 SNAPSHOT_GVR = _gvr("snapshot.kubevirt.io", "v1beta1", "virtualmachinesnapshots")
 RESTORE_GVR = _gvr("snapshot.kubevirt.io", "v1beta1", "virtualmachinerestores")
+CLONE_GVR = _gvr("clone.kubevirt.io", "v1beta1", "virtualmachineclones")
 
 MIGRATIONS = [
     {
@@ -103,6 +104,20 @@ RESTORES = [
         },
     }
 ]
+CLONES = [
+    {
+        "apiVersion": "clone.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineClone",
+        "metadata": {"name": "clone", "namespace": "default"},
+        "spec": {
+            "source": _VM_REF,
+            "target": {**_VM_REF, "name": "copy"},
+            "labelFilters": ["*", "!skip/*"],
+            "newMacAddresses": {"default": "02:00:00:00:00:01"},
+            "newSMBiosSerial": "serial",
+        },
+    }
+]
 # Restores are judged against a snapshot whose content holds a VM with a persistent TPM, so the whole
 # admitter runs (with the Snapshot gate on: without it every creation is refused up front).
 SNAPSHOT_STATE = StaticClusterState(
@@ -144,8 +159,23 @@ TARGETS: dict[str, tuple[dict[str, str], list[Any]]] = {
     routes.POD_EVICTION_VALIDATE: (PODS_GVR, EVICTIONS),
     routes.VMSNAPSHOT_VALIDATE: (SNAPSHOT_GVR, SNAPSHOTS),
     routes.VMRESTORE_VALIDATE: (RESTORE_GVR, RESTORES),
+    routes.VM_CLONE_VALIDATE: (CLONE_GVR, CLONES),
+    routes.VM_CLONE_MUTATE: (CLONE_GVR, CLONES),
 }
-GVRS = [VMI_GVR, VM_GVR, MIGRATION_GVR, VMIRS_GVR, POOL_GVR, PODS_GVR, PRESET_GVR, SNAPSHOT_GVR, RESTORE_GVR]
+GVRS = [
+    VMI_GVR,
+    VM_GVR,
+    MIGRATION_GVR,
+    VMIRS_GVR,
+    POOL_GVR,
+    PODS_GVR,
+    PRESET_GVR,
+    SNAPSHOT_GVR,
+    RESTORE_GVR,
+    CLONE_GVR,
+]
+# The Snapshot gate is on for these (without it every creation is refused up front).
+GATED = (routes.VMSNAPSHOT_VALIDATE, routes.VMRESTORE_VALIDATE, routes.VM_CLONE_VALIDATE)
 
 
 def test_every_path_the_server_serves_is_fuzzed() -> None:
@@ -186,7 +216,7 @@ def review_bodies(draw: st.DrawFn, path: str) -> bytes:
 @given(data=st.data())
 def test_any_review_is_answered_or_refused_as_a_bad_request(path: str, data: st.DataObject) -> None:
     body = data.draw(review_bodies(path))
-    server = SNAPSHOT_SERVER if path in (routes.VMSNAPSHOT_VALIDATE, routes.VMRESTORE_VALIDATE) else SERVER
+    server = SNAPSHOT_SERVER if path in GATED else SERVER
     reply = server.answer(path, body)
     assert reply.body is not None
     document = json.loads(reply.body)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Objects of kinds nobody here acts on (exports, clones) get a Ready=False condition saying so, once."""
+"""Objects of kinds nobody here acts on (exports) get a Ready=False condition saying so, once."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubevirt.client import ConflictError
-from kubevirt.client.resources import VIRTUAL_MACHINE_CLONES, VIRTUAL_MACHINE_EXPORTS
+from kubevirt.client.resources import VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import Store, key_of
 from kubevirt.virt_controller.watch.notactedon import (
     NOT_ACTED_ON_REASON,
@@ -49,7 +49,7 @@ def export(name: str = "export") -> JSON:
 def test_every_unhandled_kind_is_one_kubevirt_serves() -> None:
     kinds = {u.resource.kind for u in UNHANDLED_KINDS}
     # Snapshots, their contents and restores have controllers of their own (watch/snapshot).
-    assert kinds == {"VirtualMachineExport", "VirtualMachineClone"}
+    assert kinds == {"VirtualMachineExport"}
 
 
 def test_export_gets_a_ready_false_condition_once() -> None:
@@ -75,13 +75,10 @@ def test_export_gets_a_ready_false_condition_once() -> None:
 
 def test_an_existing_ready_condition_is_replaced_and_others_kept() -> None:
     api, events = FakeKubeApi(), RecordedEvents()
-    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_CLONES), api, events)
+    controller, store = controller_for(Unhandled(VIRTUAL_MACHINE_EXPORTS), api, events)
     obj: JSON = {
-        "metadata": {"name": "clone", "namespace": "default"},
-        "spec": {
-            "source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "vm"},
-            "target": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "copy"},
-        },
+        "metadata": {"name": "export", "namespace": "default"},
+        "spec": {"source": {"apiGroup": "", "kind": "PersistentVolumeClaim", "name": "claim"}},
     }
     obj["status"] = {
         "conditions": [
@@ -89,11 +86,11 @@ def test_an_existing_ready_condition_is_replaced_and_others_kept() -> None:
             {"type": "Progressing", "status": "False"},
         ]
     }
-    created = api.add(VIRTUAL_MACHINE_CLONES, obj)
+    created = api.add(VIRTUAL_MACHINE_EXPORTS, obj)
     store.upsert(created)
     controller.reconcile(key_of(created))
-    [stored] = api.objects_of(VIRTUAL_MACHINE_CLONES)
-    assert "does not act on VirtualMachineClone objects" in stored["status"]["conditions"][-1]["message"]
+    [stored] = api.objects_of(VIRTUAL_MACHINE_EXPORTS)
+    assert "does not act on VirtualMachineExport objects" in stored["status"]["conditions"][-1]["message"]
     assert [(c["type"], c["status"]) for c in stored["status"]["conditions"]] == [
         ("Progressing", "False"),
         ("Ready", "False"),

@@ -155,6 +155,7 @@ def test_webhooks_and_apiservices_carry_the_ca_bundle_and_point_at_virt_api() ->
         "virtualmachines-mutator.kubevirt.io",
         "virtualmachineinstances-mutator.kubevirt.io",
         "migrations-mutator.kubevirt.io",
+        "virtualmachineclones-mutator.kubevirt.io",
     ]
     for version in ("v1", "v1alpha3"):
         assert objects["APIService", f"{version}.subresources.kubevirt.io"]["spec"]["caBundle"] == encoded

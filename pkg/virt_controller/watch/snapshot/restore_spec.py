@@ -294,7 +294,7 @@ def apply_vm_patches(vm: JSON, patches: list[str]) -> JSON:
     except ValueError as err:
         raise RestoreError(f"cannot decode vm patches {text}: {err}") from None
     try:
-        document = jsonpatch.apply({**vm, "status": {}}, operations)
+        document = jsonpatch.apply({**vm, "status": {}}, operations, replace_sets_missing_keys=True)
     except jsonpatch.PatchError as err:
         raise RestoreError(f"failed to apply patch for VM {text}: {err}") from None
     if not isinstance(document, dict):
