@@ -35,7 +35,7 @@ from kubevirt.virt_controller.watch.snapshot.restore import (
     TargetLockedError,
     restore_target_index,
 )
-from kubevirt.virt_controller.watch.snapshot.restore_spec import RestoreError
+from kubevirt.virt_controller.watch.snapshot.restore_spec import RestoreError, apply_vm_patches
 from kubevirt.virt_controller.watch.snapshot.restore_status import (
     GRACE_PERIOD_EXCEEDED_ERROR,
     RESTORE_TO_EXISTING_TARGET_ERROR,
@@ -743,3 +743,17 @@ def test_claims_and_vms_enqueue_their_restores() -> None:
     other_group["spec"]["target"]["apiGroup"] = "example.com"
     assert list(restore_target_index(other_group)) == []
     assert world.restores.by_index(RESTORE_TARGET_INDEX, key_for(NS, VM))
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        '{"op": "add", "path": "/metadata/ownerReferences", "value": []}',
+        '{"op": "add", "\\u0070ath": "/metadata/finalizers", "value": ["x"]}',
+        '{"op": "move", "from": "/metadata/name", "path": "/spec/x"}',
+    ],
+)
+def test_a_patch_outside_spec_labels_and_annotations_is_refused(patch: str) -> None:
+    vm = {"metadata": {"name": "vm", "namespace": "default"}, "spec": {"template": {"spec": {}}}}
+    with pytest.raises(RestoreError, match="patching is valid only for elements under /spec/ only"):
+        apply_vm_patches(vm, [patch])
