@@ -28,6 +28,7 @@ from . import install
 from . import migration as mig
 from .handle import Cluster
 from .layout import Layout
+from .timing import say
 
 JSON = dict[str, Any]
 VM = "bench-migration"
@@ -45,10 +46,6 @@ def parser() -> argparse.ArgumentParser:
         "--json", type=Path, default=Path("bench-migration.json"), help="where to save the results"
     )
     return p
-
-
-def _say(line: str) -> None:
-    print(line, flush=True)
 
 
 def _pod_addresses(cluster: Cluster, namespace: str, uid: str) -> list[str]:
@@ -139,7 +136,7 @@ def run(cluster: Cluster, count: int, memory: str, timeout: float) -> list[JSON]
         )
         vmi = mig.wait_running(cluster, namespace, VM, 300.0)
         uid = vmi["metadata"]["uid"]
-        _say(f"guest {VM} ({memory}) Running on {vmi['status']['nodeName']}")
+        say(f"guest {VM} ({memory}) Running on {vmi['status']['nodeName']}")
         mig.poll(
             "the guest answering on :80",
             lambda: _pod_addresses(cluster, namespace, uid),
@@ -150,7 +147,7 @@ def run(cluster: Cluster, count: int, memory: str, timeout: float) -> list[JSON]
             for index in range(count):
                 result = migrate_once(cluster, namespace, probe, timeout)
                 results.append(result)
-                _say(
+                say(
                     f"  #{index + 1} {result['phase']} {result['from']} -> {result.get('to', '?')}: "
                     f"wall {result['wall_seconds']:.1f} s, "
                     f"libvirt downtime {result.get('libvirt_downtime_ms', '?')} ms "
@@ -170,15 +167,15 @@ def main(argv: list[str]) -> int:
         return 2
     cluster = Cluster(layout)
     try:
-        with install.present(cluster, _say):
+        with install.present(cluster, say):
             results = run(cluster, args.count, args.memory, args.timeout)
     except (RuntimeError, AssertionError) as error:
         print(f"hack/bench-migration failed: {error}", file=sys.stderr)
         return 1
     totals = summary(results)
     args.json.write_text(json.dumps({"results": results, "summary": totals}, indent=2) + "\n")
-    _say(json.dumps(totals, indent=2))
-    _say(f"saved {args.json}")
+    say(json.dumps(totals, indent=2))
+    say(f"saved {args.json}")
     return 0 if totals["succeeded"] == len(results) else 1
 
 

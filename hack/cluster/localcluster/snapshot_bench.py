@@ -28,7 +28,7 @@ from . import install
 from .handle import Cluster
 from .layout import Layout
 from .pvc_vms import DataDisk, bound_volume, claim, container_disk_vm, volume_path
-from .timing import median, poll_seconds
+from .timing import median, poll_seconds, say
 from .vmis import wait_vmi_phase
 
 JSON = dict[str, Any]
@@ -46,10 +46,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds for any one step")
     p.add_argument("--json", type=Path, default=Path("bench-snapshot.json"), help="where to save the results")
     return p
-
-
-def _say(line: str) -> None:
-    print(line, flush=True)
 
 
 def _create(cluster: Cluster, namespace: str, obj: JSON) -> None:
@@ -86,7 +82,7 @@ def prepare(cluster: Cluster, namespace: str, gib: int, timeout: float) -> None:
     )
     began = time.monotonic()
     _fill(volume_path(cluster, bound_volume(cluster, namespace, DATA.claim)), gib)
-    _say(f"wrote {gib} GiB into the claim in {time.monotonic() - began:.1f} s")
+    say(f"wrote {gib} GiB into the claim in {time.monotonic() - began:.1f} s")
     _create(cluster, namespace, container_disk_vm(VM, (DATA,)))
     wait_vmi_phase(cluster, VM, namespace, timeout=timeout, interval=0.5)
 
@@ -130,7 +126,7 @@ def one_round(cluster: Cluster, namespace: str, index: int, timeout: float) -> t
     old_uid = vmi.get("metadata", {}).get("uid")
     wait_vmi_phase(cluster, VM, namespace, timeout=timeout, other_than_uid=old_uid, interval=0.5)
     running_seconds = time.monotonic() - began
-    _say(
+    say(
         f"round {index + 1}: snapshot → readyToUse {snapshot_seconds:.1f} s, restore → complete "
         f"{restore_seconds:.1f} s, restore → Running {running_seconds:.1f} s"
     )
@@ -152,7 +148,7 @@ def run(cluster: Cluster, rounds: int, gib: int, timeout: float) -> JSON:
             "restore_to_complete_seconds": median([m[1] for m in measured]),
             "restore_to_running_seconds": median([m[2] for m in measured]),
         }
-        _say(
+        say(
             f"{gib} GiB claim, median of {rounds}: "
             f"snapshot → readyToUse {result['snapshot_to_ready_seconds']} s, "
             f"restore → complete {result['restore_to_complete_seconds']} s, "
@@ -174,13 +170,13 @@ def main(argv: list[str]) -> int:
         return 2
     cluster = Cluster(layout)
     try:
-        with install.present(cluster, _say), install.feature_gates(cluster, "Snapshot"):
+        with install.present(cluster, say), install.feature_gates(cluster, "Snapshot"):
             results = run(cluster, args.rounds, args.gib, args.timeout)
     except (RuntimeError, AssertionError) as error:
         print(f"hack/bench-snapshot failed: {error}", file=sys.stderr)
         return 1
     args.json.write_text(json.dumps(results, indent=2) + "\n")
-    _say(f"saved {args.json}")
+    say(f"saved {args.json}")
     return 0
 
 

@@ -42,7 +42,7 @@ from .pvc_vms import (
     pvc_root_vm,
     volume_path,
 )
-from .timing import median, poll_seconds
+from .timing import median, poll_seconds, say
 from .vmis import wait_vmi_phase
 
 JSON = dict[str, Any]
@@ -63,10 +63,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _say(line: str) -> None:
-    print(line, flush=True)
-
-
 def provisioning(cluster: Cluster, namespace: str, rounds: int) -> JSON:
     node = cluster.layout.node_name
     seconds: dict[str, list[float]] = {"Filesystem": [], "Block": []}
@@ -80,7 +76,7 @@ def provisioning(cluster: Cluster, namespace: str, rounds: int) -> JSON:
             seconds[mode].append(time.monotonic() - began)
             cluster.kubectl("delete", "pvc", name, "-n", namespace, "--wait=true")
     result = {mode: median(values) for mode, values in seconds.items()}
-    _say(f"provisioning (created to Bound, median of {rounds}): {result} s")
+    say(f"provisioning (created to Bound, median of {rounds}): {result} s")
     return result
 
 
@@ -118,7 +114,7 @@ def time_to_running(cluster: Cluster, namespace: str, rounds: int, timeout: floa
         "container_disk_seconds": median(container_disk),
         "pvc_root_seconds": median(pvc),
     }
-    _say(
+    say(
         f"VM created to Running (median of {rounds}): containerDisk {result['container_disk_seconds']} s, "
         f"PVC root {result['pvc_root_seconds']} s (the import Job took {result['import_job_seconds']} s)"
     )
@@ -221,7 +217,7 @@ def throughput(cluster: Cluster, namespace: str, mib: int, timeout: float) -> JS
             "read_ratio": round(measured["read_mib_s"] / host["read_mib_s"], 3),
             "write_ratio": round(measured["write_mib_s"] / host["write_mib_s"], 3),
         }
-        _say(
+        say(
             f"{disk.claim}: guest write {measured['write_mib_s']} MiB/s, "
             f"read {measured['read_mib_s']} MiB/s; "
             f"host (O_DIRECT) write {host['write_mib_s']} MiB/s, read {host['read_mib_s']} MiB/s; "
@@ -254,13 +250,13 @@ def main(argv: list[str]) -> int:
         return 2
     cluster = Cluster(layout)
     try:
-        with install.present(cluster, _say):
+        with install.present(cluster, say):
             results = run(cluster, args.rounds, args.mib, args.timeout)
     except (RuntimeError, AssertionError) as error:
         print(f"hack/bench-storage failed: {error}", file=sys.stderr)
         return 1
     args.json.write_text(json.dumps(results, indent=2) + "\n")
-    _say(f"saved {args.json}")
+    say(f"saved {args.json}")
     return 0
 
 

@@ -41,3 +41,8 @@ def poll_seconds(what: str, check: Callable[[], bool], timeout: float, interval:
 def median(values: list[float]) -> float:
     """The median, rounded to hundredths (how the benchmarks print seconds)."""
     return round(statistics.median(values), 2)
+
+
+def say(line: str) -> None:
+    """A progress line of a long command, shown at once."""
+    print(line, flush=True)

@@ -13,13 +13,10 @@ import yaml
 from . import install, vmis
 from .handle import Cluster
 from .layout import REPO, Layout
+from .timing import say
 
 DEFAULT_VM = REPO / "examples" / "vm-test-guest.yaml"
 VM_NAMESPACE = "default"
-
-
-def _say(line: str) -> None:
-    print(line, flush=True)
 
 
 def virtctl_path() -> Path:
@@ -46,7 +43,7 @@ def start_vm(
         started = virtctl(cluster, "start", name, "-n", namespace)
         if started.returncode != 0:
             raise RuntimeError(f"virtctl start {name}: {started.stderr.strip()}")
-    vmis.wait_vmi_phase(cluster, name, namespace, vmis.RUNNING, timeout=timeout, progress=_say)
+    vmis.wait_vmi_phase(cluster, name, namespace, vmis.RUNNING, timeout=timeout, progress=say)
     return name
 
 
@@ -63,23 +60,23 @@ def run(layout: Layout, manifest: Path) -> int:
     cluster = Cluster(layout)
     began = time.monotonic()
     try:
-        _say("applying manifests/release/kubevirt-operator.yaml")
+        say("applying manifests/release/kubevirt-operator.yaml")
         install.install_operator(cluster)
-        _say("creating the KubeVirt CR (useEmulation: true)")
+        say("creating the KubeVirt CR (useEmulation: true)")
         install.create_kubevirt(cluster, install.kubevirt_cr())
-        _say("waiting for KubeVirt to be Deployed")
-        deployed = install.wait_deployed(cluster, progress=_say)
-        _say(f"KubeVirt Deployed in {deployed:.0f} s")
-        _say(f"starting {manifest.relative_to(REPO) if manifest.is_relative_to(REPO) else manifest}")
+        say("waiting for KubeVirt to be Deployed")
+        deployed = install.wait_deployed(cluster, progress=say)
+        say(f"KubeVirt Deployed in {deployed:.0f} s")
+        say(f"starting {manifest.relative_to(REPO) if manifest.is_relative_to(REPO) else manifest}")
         name = start_vm(cluster, manifest)
     except (RuntimeError, AssertionError) as error:
         print(f"hack/up failed: {error}", file=sys.stderr)
         return 1
     command = f"{virtctl_path()} --kubeconfig {layout.admin_kubeconfig}"  # runs as printed, from anywhere
-    _say(f"VM {name} is Running ({time.monotonic() - began:.0f} s since the operator was applied)")
-    _say(f"  serial console: {command} console {name}")
-    _say(f"  VNC:            {command} vnc {name}")
+    say(f"VM {name} is Running ({time.monotonic() - began:.0f} s since the operator was applied)")
+    say(f"  serial console: {command} console {name}")
+    say(f"  VNC:            {command} vnc {name}")
     if address := _pod_network_address(cluster, name):
-        _say(f"  pod network:    curl http://{address}/ answers once the guest has booted")
-    _say("  hack/down stops everything")
+        say(f"  pod network:    curl http://{address}/ answers once the guest has booted")
+    say("  hack/down stops everything")
     return 0
