@@ -59,7 +59,7 @@ from kubevirt.virt_controller.watch.clone.spec import (
 from kubevirt.virt_controller.watch.common import Clock, Enqueue, format_time, utc_now
 from kubevirt.virt_controller.watch.conditions import update_condition
 from kubevirt.virt_controller.watch.snapshot.common import content_name
-from kubevirt.virt_controller.watch.snapshot.restore_spec import RESTORE_NAME_ANNOTATION
+from kubevirt.virt_controller.watch.snapshot.restore_spec import RESTORE_NAME_ANNOTATION, meta_of, status_of
 from kubevirt.virt_controller.watch.snapshot.restore_status import is_progressing
 from kubevirt_api.clone.v1beta1.types import CloneCondition
 from kubevirt_api.core.v1 import VirtualMachine
@@ -111,14 +111,6 @@ class CloneError(Exception):
     """A pass that cannot go on (retried with backoff)."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("status") or {}
-
-
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
@@ -139,16 +131,16 @@ def _reference_key(clone: Any, field: str, group: str, kind: str) -> Iterable[st
     reference = _spec(clone).get(field) or {}
     if reference.get("apiGroup") != group or reference.get("kind") != kind:
         return ()
-    return (key_for(_meta(clone).get("namespace"), str(reference.get("name") or "")),)
+    return (key_for(meta_of(clone).get("namespace"), str(reference.get("name") or "")),)
 
 
 def _status_key(clone: Any, phase: str, field: str) -> Iterable[str]:
     if not isinstance(clone, Mapping):
         return ()
-    status = _status(clone)
+    status = status_of(clone)
     if status.get("phase") != phase or status.get(field) is None:
         return ()
-    return (key_for(_meta(clone).get("namespace"), str(status[field])),)
+    return (key_for(meta_of(clone).get("namespace"), str(status[field])),)
 
 
 def clone_indexers() -> dict[str, Callable[[Any], Iterable[str]]]:
@@ -311,10 +303,10 @@ class CloneController:
 
     def _pvc_changed(self, pvc: Mapping[str, Any]) -> None:
         """A Bound claim a restore made may be the last one a succeeded clone waits for."""
-        restore = (_meta(pvc).get("annotations") or {}).get(RESTORE_NAME_ANNOTATION)
-        if restore is None or _status(pvc).get("phase") != "Bound":
+        restore = (meta_of(pvc).get("annotations") or {}).get(RESTORE_NAME_ANNOTATION)
+        if restore is None or status_of(pvc).get("phase") != "Bound":
             return
-        self._enqueue_indexed(SUCCEEDED_INDEX, key_for(_meta(pvc).get("namespace"), restore))
+        self._enqueue_indexed(SUCCEEDED_INDEX, key_for(meta_of(pvc).get("namespace"), restore))
 
     # The pass.
 
@@ -332,19 +324,19 @@ class CloneController:
 
     def _target_deleted(self, clone: JSON) -> bool:
         """A succeeded clone goes with its target VM; returns whether the pass is over."""
-        status = _status(clone)
+        status = status_of(clone)
         target = status.get("targetName")
         if status.get("phase") != SUCCEEDED or target is None:
             return False
-        namespace = _meta(clone).get("namespace")
+        namespace = meta_of(clone).get("namespace")
         if self._vms.get_by_key(key_for(namespace, str(target))) is not None:
             return False
-        if not _meta(clone).get("deletionTimestamp"):
+        if not meta_of(clone).get("deletionTimestamp"):
             _log.info(
-                "deleting the clone of a deleted VM", namespace=namespace, name=_meta(clone).get("name")
+                "deleting the clone of a deleted VM", namespace=namespace, name=meta_of(clone).get("name")
             )
             with contextlib.suppress(NotFoundError):
-                self._api.delete(VIRTUAL_MACHINE_CLONES, namespace, str(_meta(clone).get("name")))
+                self._api.delete(VIRTUAL_MACHINE_CLONES, namespace, str(meta_of(clone).get("name")))
         return True
 
     def _sync(self, clone: JSON) -> SyncInfo:
@@ -367,7 +359,7 @@ class CloneController:
         """The clone's source from the caches; raises _SourceUnusableError when the clone cannot start."""
         source = _spec(clone).get("source") or {}
         kind, name = str(source.get("kind") or ""), str(source.get("name") or "")
-        namespace = _meta(clone).get("namespace")
+        namespace = meta_of(clone).get("namespace")
         info = CloneInfo(clone=clone, source_kind=kind)
         if kind == VM_KIND:
             vm = self._vms.get_by_key(key_for(namespace, name))
@@ -394,15 +386,15 @@ class CloneController:
                 )
             info.snapshot, info.snapshot_name = copy.deepcopy(snapshot), name
         else:
-            clone_name = _meta(clone).get("name")
+            clone_name = meta_of(clone).get("name")
             raise CloneError(f"sync error: clone {clone_name} is defined with an unknown source type {kind}")
-        if not info.snapshot_name and _status(clone).get("snapshotName") is not None:
-            info.snapshot_name = str(_status(clone)["snapshotName"])
+        if not info.snapshot_name and status_of(clone).get("snapshotName") is not None:
+            info.snapshot_name = str(status_of(clone)["snapshotName"])
         return info
 
     def _sync_target_vm(self, info: CloneInfo) -> SyncInfo:
         """KubeVirt's phase switch with its fallthroughs: each step returns whether the next one runs."""
-        phase = _status(info.clone).get("phase") or PHASE_UNSET
+        phase = status_of(info.clone).get("phase") or PHASE_UNSET
         sync = SyncInfo()
         if phase not in (
             PHASE_UNSET,
@@ -411,10 +403,10 @@ class CloneController:
             CREATING_TARGET_VM,
             SUCCEEDED,
         ):
-            _log.info("nothing to do in this phase", name=_meta(info.clone).get("name"), phase=phase)
+            _log.info("nothing to do in this phase", name=meta_of(info.clone).get("name"), phase=phase)
             return sync
         if phase in (PHASE_UNSET, SNAPSHOT_IN_PROGRESS):
-            if info.source_kind == VM_KIND and _status(info.clone).get("snapshotName") is None:
+            if info.source_kind == VM_KIND and status_of(info.clone).get("snapshotName") is None:
                 return self._create_snapshot(info.clone, info.source_vm or {})
             if not self._snapshot_ready(info, sync):
                 return sync
@@ -422,7 +414,7 @@ class CloneController:
             return sync
         if phase != SUCCEEDED and not self._target_ready(info.clone, sync):
             return sync
-        if _status(info.clone).get("restoreName") is not None:
+        if status_of(info.clone).get("restoreName") is not None:
             self._clean_up(info, sync)
         return sync
 
@@ -433,7 +425,7 @@ class CloneController:
         if problems is not None:
             return SyncInfo(pending=True, event=VM_VOLUME_SNAPSHOTS_INVALID, reason=problems)
         snapshot = new_snapshot(clone, vm)
-        name, clone_name = snapshot["metadata"]["name"], _meta(clone).get("name")
+        name, clone_name = snapshot["metadata"]["name"], meta_of(clone).get("name")
         try:
             self._api.create(VIRTUAL_MACHINE_SNAPSHOTS, snapshot["metadata"]["namespace"], snapshot)
         except AlreadyExistsError:
@@ -446,40 +438,40 @@ class CloneController:
 
     def _snapshot_ready(self, info: CloneInfo, sync: SyncInfo) -> bool:
         """The snapshot is ready and its content usable (else the clone fails)."""
-        namespace, clone_name = _meta(info.clone).get("namespace"), _meta(info.clone).get("name")
+        namespace, clone_name = meta_of(info.clone).get("namespace"), meta_of(info.clone).get("name")
         snapshot = self._snapshots.get_by_key(key_for(namespace, info.snapshot_name))
         if snapshot is None:
             sync.err = CloneError(f"snapshot {info.snapshot_name} is not created yet for clone {clone_name}")
             return False
         info.snapshot = copy.deepcopy(snapshot)
-        if _status(snapshot).get("readyToUse") is not True:
+        if status_of(snapshot).get("readyToUse") is not True:
             return False
         problems = content_problems(snapshot, self._content(snapshot), content_name(snapshot))
         if problems is not None:
             info.snapshot = None
             sync.fail(SNAPSHOT_CONTENT_INVALID, problems)
             return False
-        name = _meta(snapshot).get("name")
+        name = meta_of(snapshot).get("name")
         self._record(info.clone, SNAPSHOT_READY, f"snapshot {name} for clone {clone_name} is ready to use")
         sync.snapshot_ready = True
         return True
 
     def _content(self, snapshot: JSON) -> JSON | None:
-        return self._contents.get_by_key(key_for(_meta(snapshot).get("namespace"), content_name(snapshot)))
+        return self._contents.get_by_key(key_for(meta_of(snapshot).get("namespace"), content_name(snapshot)))
 
     # Restore.
 
     def _restore_ready(self, info: CloneInfo, sync: SyncInfo) -> bool:
         """The restore exists (created here if not) and is no longer progressing."""
         clone = info.clone
-        namespace, clone_name = _meta(clone).get("namespace"), _meta(clone).get("name")
+        namespace, clone_name = meta_of(clone).get("namespace"), meta_of(clone).get("name")
         if info.snapshot is None:
             snapshot = self._snapshots.get_by_key(key_for(namespace, info.snapshot_name))
             if snapshot is None:
                 sync.fail(SNAPSHOT_DELETED, f"snapshot {info.snapshot_name} does not exist anymore")
                 return False
             info.snapshot = copy.deepcopy(snapshot)
-        restore_name = _status(clone).get("restoreName")
+        restore_name = status_of(clone).get("restoreName")
         if restore_name is None:
             self._create_restore(info, sync)
             return False
@@ -496,17 +488,17 @@ class CloneController:
 
     def _create_restore(self, info: CloneInfo, sync: SyncInfo) -> None:
         clone, snapshot = info.clone, info.snapshot or {}
-        clone_name = _meta(clone).get("name")
+        clone_name = meta_of(clone).get("name")
         content = self._content(snapshot)
         if content is None:
-            namespace = _meta(snapshot).get("namespace")
+            namespace = meta_of(snapshot).get("namespace")
             missing = f"snapshot content {content_name(snapshot)} in namespace {namespace} does not exist"
             sync.err = CloneError(f"cannot get VM manifest from snapshot: {missing}")
             return
         vm = (_spec(content).get("source") or {}).get("virtualMachine") or {}
         patches = generate_patches(vm, _spec(clone))
         restore = new_restore(
-            clone, str(_meta(vm).get("name") or ""), info.snapshot_name, patches, self._name_suffix()
+            clone, str(meta_of(vm).get("name") or ""), info.snapshot_name, patches, self._name_suffix()
         )
         name = restore["metadata"]["name"]
         try:
@@ -526,8 +518,8 @@ class CloneController:
 
     def _target_ready(self, clone: JSON, sync: SyncInfo) -> bool:
         name = str((_spec(clone).get("target") or {}).get("name") or sync.target_vm_name or "")
-        clone_name = _meta(clone).get("name")
-        if self._vms.get_by_key(key_for(_meta(clone).get("namespace"), name)) is None:
+        clone_name = meta_of(clone).get("name")
+        if self._vms.get_by_key(key_for(meta_of(clone).get("namespace"), name)) is None:
             sync.err = CloneError(f"target VM {name} is not created yet for clone {clone_name}")
             return False
         self._record(clone, TARGET_VM_CREATED, f"created target VM {name} for clone {clone_name}")
@@ -539,8 +531,8 @@ class CloneController:
         and the snapshot the clone took are deleted."""
         if not self._claims_bound(info.clone, sync):
             return
-        status = _status(info.clone)
-        namespace, clone_name = _meta(info.clone).get("namespace"), _meta(info.clone).get("name")
+        status = status_of(info.clone)
+        namespace, clone_name = meta_of(info.clone).get("namespace"), meta_of(info.clone).get("name")
         restore = str(status["restoreName"])
         if not self._delete(VIRTUAL_MACHINE_RESTORES, namespace, restore):
             sync.err = CloneError(f"cannot clean up restore {restore} for clone {clone_name}")
@@ -552,19 +544,19 @@ class CloneController:
             sync.err = CloneError(f"cannot clean up snapshot {snapshot} for clone {clone_name}")
 
     def _claims_bound(self, clone: JSON, sync: SyncInfo) -> bool:
-        namespace, clone_name = _meta(clone).get("namespace"), _meta(clone).get("name")
-        restore_name = str(_status(clone)["restoreName"])
+        namespace, clone_name = meta_of(clone).get("namespace"), meta_of(clone).get("name")
+        restore_name = str(status_of(clone)["restoreName"])
         restore = self._restores.get_by_key(key_for(namespace, restore_name))
-        if restore is None and _status(clone).get("phase") != SUCCEEDED:
+        if restore is None and status_of(clone).get("phase") != SUCCEEDED:
             sync.err = CloneError(f"restore {restore_name} is not created yet for clone {clone_name}")
             return False
-        for volume in _status(restore or {}).get("restores") or ():
+        for volume in status_of(restore or {}).get("restores") or ():
             claim_name = volume.get("persistentVolumeClaim")
             pvc = self._pvcs.get_by_key(key_for(namespace, str(claim_name)))
             if pvc is None:
                 sync.err = CloneError(f"PVC {claim_name} is not created yet for clone {clone_name}")
                 return False
-            if _status(pvc).get("phase") != "Bound":
+            if status_of(pvc).get("phase") != "Bound":
                 return False
         self._record(clone, PVC_BOUND, f"all PVC for clone {clone_name} are bound")
         sync.pvc_bound = True
@@ -591,10 +583,10 @@ class CloneController:
     def _record(self, clone: JSON, reason: str, message: str) -> None:
         """KubeVirt's logAndRecord: a Normal event (failures included) and a log line."""
         self._events.event(_event_object(clone), "Normal", reason, message)
-        _log.info(message, namespace=_meta(clone).get("namespace"), name=_meta(clone).get("name"))
+        _log.info(message, namespace=meta_of(clone).get("namespace"), name=meta_of(clone).get("name"))
 
     def _update_status(self, clone: JSON, sync: SyncInfo) -> None:
-        status: JSON = copy.deepcopy(dict(_status(clone)))
+        status: JSON = copy.deepcopy(dict(status_of(clone)))
         wanted: dict[str, tuple[bool, str]] = {}
         if sync.pending:
             self._record(clone, sync.event, sync.reason)
@@ -612,17 +604,17 @@ class CloneController:
             status.pop("snapshotName", None)
             status.pop("restoreName", None)
         status["conditions"] = self._conditions(status.get("conditions"), wanted)
-        if status == _status(clone):
+        if status == status_of(clone):
             return
-        if status.get("phase") != _status(clone).get("phase"):
+        if status.get("phase") != status_of(clone).get("phase"):
             _log.info(
                 "changing phase",
-                namespace=_meta(clone).get("namespace"),
-                name=_meta(clone).get("name"),
+                namespace=meta_of(clone).get("namespace"),
+                name=meta_of(clone).get("name"),
                 phase=status.get("phase"),
             )
         self._api.update_status(
-            VIRTUAL_MACHINE_CLONES, _meta(clone).get("namespace"), {**clone, "status": status}
+            VIRTUAL_MACHINE_CLONES, meta_of(clone).get("namespace"), {**clone, "status": status}
         )
 
     def _conditions(self, current: list[JSON] | None, wanted: Mapping[str, tuple[bool, str]]) -> list[JSON]:
