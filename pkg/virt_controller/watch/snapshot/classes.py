@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubevirt.controller import Store, key_for
+from kubevirt.virt_controller.watch.volumestatus import claim_name
+from kubevirt_api.core.v1.volumes import Volume
 from kubevirt_api.view import JSON
 
 from .common import DEFAULT_SNAPSHOT_CLASS_ANNOTATION
@@ -57,19 +59,13 @@ def volume_snapshot_statuses(
     return [_volume_status(volume, namespace, pvcs, storage_classes, known) for volume in volumes]
 
 
-_CLAIM_FIELDS = (("persistentVolumeClaim", "claimName"), ("dataVolume", "name"), ("memoryDump", "claimName"))
-
-
 def volume_claim(volume: JSON) -> str:
-    """The claim behind a volume that can be snapshotted (a DataVolume's has its name); "" otherwise."""
-    for source, field in (
-        ("persistentVolumeClaim", "claimName"),
-        ("dataVolume", "name"),
-        ("memoryDump", "claimName"),
-    ):
-        if isinstance(volume.get(source), dict):
-            return str(volume[source].get(field) or "")
-    return ""
+    """The claim behind a volume that can be snapshotted (a DataVolume's has its name); "" otherwise:
+    the VM controller's rule (``PVCNameFromVirtVolume``), on a volume as JSON."""
+    try:
+        return claim_name(Volume.from_dict(volume))
+    except ValueError:
+        return ""  # not a volume at all: nothing to snapshot
 
 
 def _volume_status(
