@@ -124,3 +124,26 @@ _RANDOM_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 def random_suffix(length: int = 5) -> str:
     """Kubernetes' ``rand.String``: what KubeVirt (and virtctl) append to the names they make up."""
     return "".join(secrets.choice(_RANDOM_ALPHABET) for _ in range(length))
+
+
+def bounded_name(base: str, suffix: str, max_length: int) -> str:
+    """``<base>-<suffix>``, or a form shortened with an FNV-1a hash when that is longer than ``max_length``.
+
+    OpenShift's ``naming.GetName``, which KubeVirt names its export pods, services and secrets with: the
+    same inputs must give the same names, or a controller would not find what another one made.
+    """
+    name = f"{base}-{suffix}"
+    if len(name) <= max_length:
+        return name
+    base_length = max_length - 10 - len(suffix)  # 10: "-" + 8 hash digits + "-"
+    if base_length < 0:
+        prefix = base[: max(0, max_length - 9)]
+        return f"{prefix}-{_fnv32a_hex(name)}"[:max_length]
+    return f"{base[:base_length]}-{_fnv32a_hex(base)}-{suffix}"
+
+
+def _fnv32a_hex(text: str) -> str:
+    digest = 0x811C9DC5
+    for byte in text.encode():
+        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return f"{digest:08x}"

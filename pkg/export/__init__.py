@@ -1,0 +1,1 @@
+"""Shared pieces of VM export: what the export controller tells the export server to serve."""
