@@ -3,8 +3,7 @@
 virt-operator installs them (:mod:`kubevirt.virt_operator.resource.webhooks` adds where virt-api is reached
 and how its certificate is trusted). The table holds only the webhooks whose path virt-api serves: a
 webhook whose path answered 404 would fail every request it intercepts. Left out of KubeVirt's table for
-that reason: the VM export, instance type and preference (namespaced and cluster), migration policy and
-VM clone validators, and the VM clone mutator.
+that reason: the instance type and preference (namespaced and cluster) and migration policy validators.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 
 from kubevirt_api.clone.v1beta1.types import CLONE_GROUP_NAME
 from kubevirt_api.core.v1.constants import GROUP_NAME, POOL_GROUP_NAME
+from kubevirt_api.export.v1beta1.types import EXPORT_GROUP_NAME
 from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME
 from kubevirt_api.view import JSON
 
@@ -149,6 +149,14 @@ VALIDATING_HOOKS = (
         ("CREATE", "UPDATE"),
         ("virtualmachinerestores",),
         group=SNAPSHOT_GROUP_NAME,
+        versions=("v1beta1",),
+    ),
+    Hook(
+        "virtualmachineexport-validator.export.kubevirt.io",
+        "/virtualmachineexports-validate",
+        ("CREATE", "UPDATE"),
+        ("virtualmachineexports",),
+        group=EXPORT_GROUP_NAME,
         versions=("v1beta1",),
     ),
     Hook(

@@ -41,3 +41,116 @@ class PositiveDuration(click.ParamType[float]):
 
 
 POSITIVE_DURATION = PositiveDuration()
+
+
+# Go's time.ParseDuration units, in nanoseconds; "µs" is accepted with either micro sign.
+_GO_UNITS: dict[bytes, int] = {
+    b"ns": 1,
+    b"us": 1_000,
+    "µs".encode(): 1_000,  # U+00B5 MICRO SIGN
+    "μs".encode(): 1_000,  # U+03BC GREEK SMALL LETTER MU
+    b"ms": 1_000_000,
+    b"s": 1_000_000_000,
+    b"m": 60_000_000_000,
+    b"h": 3_600_000_000_000,
+}
+_GO_DURATION_LIMIT = 1 << 63
+_DIGITS = b"0123456789"
+
+
+def _go_quote(raw: bytes) -> str:
+    """Go's ``time`` quoting in errors: non-ASCII and control bytes as ``\\x..``, ``"`` and ``\\`` escaped."""
+    out = ['"']
+    for byte in raw:
+        if byte >= 0x80 or byte < 0x20:
+            out.append(f"\\x{byte:02x}")
+        elif byte in b'"\\':
+            out.append("\\" + chr(byte))
+        else:
+            out.append(chr(byte))
+    return "".join(out) + '"'
+
+
+def _leading_int(s: bytes) -> tuple[int, bytes]:
+    """Leading digits as an integer; ValueError past Go's uint64 bound (``errLeadingInt``)."""
+    i, value = 0, 0
+    while i < len(s) and s[i] in _DIGITS:
+        value = value * 10 + s[i] - 48
+        if value > _GO_DURATION_LIMIT:
+            raise ValueError("overflow")
+        i += 1
+    return value, s[i:]
+
+
+def _leading_fraction(s: bytes) -> tuple[int, float, bytes]:
+    """Leading digits of a fraction as (digits, scale, rest); digits past uint64 precision are dropped."""
+    i, value, scale, overflow = 0, 0, 1.0, False
+    while i < len(s) and s[i] in _DIGITS:
+        if not overflow:
+            if value > (_GO_DURATION_LIMIT - 1) // 10:
+                overflow = True
+            else:
+                candidate = value * 10 + s[i] - 48
+                if candidate > _GO_DURATION_LIMIT:
+                    overflow = True
+                else:
+                    value, scale = candidate, scale * 10
+        i += 1
+    return value, scale, s[i:]
+
+
+def parse_go_duration(text: str) -> int:
+    """Go's ``time.ParseDuration`` (as ``metav1.Duration`` decodes): nanoseconds, or ValueError with Go's
+    message (``time: invalid duration "x"``, ``time: missing unit ...``, ``time: unknown unit ...``)."""
+    # Go's JSON decoding has already replaced lone surrogates with U+FFFD.
+    orig = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
+    s, negative = orig, False
+    if s[:1] in (b"-", b"+"):
+        negative, s = s[:1] == b"-", s[1:]
+    if s == b"0":
+        return 0
+    invalid = ValueError(f"time: invalid duration {_go_quote(orig)}")
+    if not s:
+        raise invalid
+    total = 0
+    while s:
+        if s[0] not in b"." + _DIGITS:
+            raise invalid
+        before = len(s)
+        try:
+            whole, s = _leading_int(s)
+        except ValueError:
+            raise invalid from None
+        has_whole = before != len(s)
+        fraction, scale, has_fraction = 0, 1.0, False
+        if s[:1] == b".":
+            s = s[1:]
+            before = len(s)
+            fraction, scale, s = _leading_fraction(s)
+            has_fraction = before != len(s)
+        if not has_whole and not has_fraction:
+            raise invalid
+        end = 0
+        while end < len(s) and s[end] not in b"." + _DIGITS:
+            end += 1
+        if end == 0:
+            raise ValueError(f"time: missing unit in duration {_go_quote(orig)}")
+        unit_name, s = s[:end], s[end:]
+        unit = _GO_UNITS.get(unit_name)
+        if unit is None:
+            raise ValueError(f"time: unknown unit {_go_quote(unit_name)} in duration {_go_quote(orig)}")
+        if whole > _GO_DURATION_LIMIT // unit:
+            raise invalid
+        whole *= unit
+        if fraction > 0:
+            whole += int(float(fraction) * (float(unit) / scale))
+            if whole > _GO_DURATION_LIMIT:
+                raise invalid
+        total += whole
+        if total > _GO_DURATION_LIMIT:
+            raise invalid
+    if negative:
+        return -total
+    if total > _GO_DURATION_LIMIT - 1:
+        raise invalid
+    return total

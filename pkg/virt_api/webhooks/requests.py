@@ -45,6 +45,14 @@ def require_resource(request: AdmissionRequest, group: str, resource: str) -> No
         raise RequestRefusedError(response.error(f"expect resource to be '{resource}'"))
 
 
+def require_group_resource(request: AdmissionRequest, group: str, resource: str) -> None:
+    """The storage admitters' resource check: KubeVirt prints the request's resource as Go's ``%+v``."""
+    gvr = request.resource
+    if gvr.group != group or gvr.resource != resource:
+        shown = f"{{Group:{gvr.group} Version:{gvr.version} Resource:{gvr.resource}}}"
+        raise RequestRefusedError(response.error(f"unexpected resource {shown}"))
+
+
 def new_object(request: AdmissionRequest) -> JSON:
     if request.object is None:
         raise RequestRefusedError(response.error("the admission request carries no object"))

@@ -8,6 +8,7 @@ from kubevirt.virt_api.webhooks.mutating_webhook.mutators import vmi as vmi_muta
 from kubevirt.virt_api.webhooks.requests import Admit, VMIPatcher, WebhookContext
 from kubevirt.virt_api.webhooks.validating_webhook.admitters import (
     clones,
+    exports,
     migrations,
     pod_eviction,
     presets,
@@ -32,6 +33,7 @@ VMIPRESET_VALIDATE = "/vmipreset-validate"
 STATUS_VALIDATE = "/status-validate"
 VMSNAPSHOT_VALIDATE = "/virtualmachinesnapshots-validate"
 VMRESTORE_VALIDATE = "/virtualmachinerestores-validate"
+VMEXPORT_VALIDATE = "/virtualmachineexports-validate"
 POD_EVICTION_VALIDATE = "/pod-eviction-validate"
 VM_CLONE_VALIDATE = "/vm-clone-validate-create"
 VM_CLONE_MUTATE = "/vm-clone-mutate-create"
@@ -53,6 +55,7 @@ def webhook_handlers(ctx: WebhookContext, *, patch_vmi: VMIPatcher | None = None
         STATUS_VALIDATE: status.admitter(ctx),
         VMSNAPSHOT_VALIDATE: snapshots.snapshot_admitter(ctx),
         VMRESTORE_VALIDATE: snapshots.restore_admitter(ctx),
+        VMEXPORT_VALIDATE: exports.admitter(ctx),
         POD_EVICTION_VALIDATE: pod_eviction.admitter(ctx, patch_vmi),
         VM_CLONE_VALIDATE: clones.admitter(ctx),
         VM_CLONE_MUTATE: clones.mutator(ctx),

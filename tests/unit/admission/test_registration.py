@@ -62,6 +62,7 @@ def test_kubevirts_webhooks_in_kubevirts_order() -> None:
         "migration-update-validator.kubevirt.io",
         "virtualmachinesnapshot-validator.snapshot.kubevirt.io",
         "virtualmachinerestore-validator.snapshot.kubevirt.io",
+        "virtualmachineexport-validator.export.kubevirt.io",
         "kubevirt-crd-status-validator.kubevirt.io",
         "vm-clone-validator.kubevirt.io",
     ]
@@ -176,3 +177,19 @@ def test_snapshot_and_restore_validators_match_kubevirts() -> None:
         ]
         assert (hook["failurePolicy"], hook["sideEffects"]) == ("Fail", "None")
         assert hook["clientConfig"]["service"]["path"] == path
+
+
+def test_the_export_validator_matches_kubevirts() -> None:
+    hook = _by_name(validating_webhook_configuration("kubevirt", b"PEM"))[
+        "virtualmachineexport-validator.export.kubevirt.io"
+    ]
+    assert hook["rules"] == [
+        {
+            "operations": ["CREATE", "UPDATE"],
+            "apiGroups": ["export.kubevirt.io"],
+            "apiVersions": ["v1beta1"],
+            "resources": ["virtualmachineexports"],
+        }
+    ]
+    assert (hook["failurePolicy"], hook["sideEffects"], hook["timeoutSeconds"]) == ("Fail", "None", 10)
+    assert hook["clientConfig"]["service"]["path"] == "/virtualmachineexports-validate"

@@ -38,6 +38,7 @@ PRESET_GVR = _gvr("kubevirt.io", "v1", "virtualmachineinstancepresets")
 SNAPSHOT_GVR = _gvr("snapshot.kubevirt.io", "v1beta1", "virtualmachinesnapshots")
 RESTORE_GVR = _gvr("snapshot.kubevirt.io", "v1beta1", "virtualmachinerestores")
 CLONE_GVR = _gvr("clone.kubevirt.io", "v1beta1", "virtualmachineclones")
+EXPORT_GVR = _gvr("export.kubevirt.io", "v1beta1", "virtualmachineexports")
 
 MIGRATIONS = [
     {
@@ -118,8 +119,16 @@ CLONES = [
         },
     }
 ]
+EXPORTS = [
+    {
+        "apiVersion": "export.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineExport",
+        "metadata": {"name": "export", "namespace": "default"},
+        "spec": {"source": _VM_REF, "tokenSecretRef": "token", "ttlDuration": "1h30m"},
+    }
+]
 # Restores are judged against a snapshot whose content holds a VM with a persistent TPM, so the whole
-# admitter runs (with the Snapshot gate on: without it every creation is refused up front).
+# admitter runs (with the Snapshot gate on: without it every creation is refused up front; VMExport too).
 SNAPSHOT_STATE = StaticClusterState(
     snapshot_objects=[
         *SNAPSHOTS,
@@ -138,7 +147,9 @@ SNAPSHOT_STATE = StaticClusterState(
     ]
 )
 SNAPSHOT_SERVER = WebhookServer(
-    routes.webhook_handlers(build_context(ClusterConfig.build(feature_gates=["Snapshot"]), SNAPSHOT_STATE))
+    routes.webhook_handlers(
+        build_context(ClusterConfig.build(feature_gates=["Snapshot", "VMExport"]), SNAPSHOT_STATE)
+    )
 )
 EVICTIONS = [{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "virt-launcher-vm-x"}}]
 
@@ -160,6 +171,7 @@ TARGETS: dict[str, tuple[dict[str, str], list[Any]]] = {
     routes.VMSNAPSHOT_VALIDATE: (SNAPSHOT_GVR, SNAPSHOTS),
     routes.VMRESTORE_VALIDATE: (RESTORE_GVR, RESTORES),
     routes.VM_CLONE_VALIDATE: (CLONE_GVR, CLONES),
+    routes.VMEXPORT_VALIDATE: (EXPORT_GVR, EXPORTS),
     routes.VM_CLONE_MUTATE: (CLONE_GVR, CLONES),
 }
 GVRS = [
@@ -173,9 +185,15 @@ GVRS = [
     SNAPSHOT_GVR,
     RESTORE_GVR,
     CLONE_GVR,
+    EXPORT_GVR,
 ]
-# The Snapshot gate is on for these (without it every creation is refused up front).
-GATED = (routes.VMSNAPSHOT_VALIDATE, routes.VMRESTORE_VALIDATE, routes.VM_CLONE_VALIDATE)
+# The Snapshot and VMExport gates are on for these (without them every creation is refused up front).
+GATED = (
+    routes.VMSNAPSHOT_VALIDATE,
+    routes.VMRESTORE_VALIDATE,
+    routes.VM_CLONE_VALIDATE,
+    routes.VMEXPORT_VALIDATE,
+)
 
 
 def test_every_path_the_server_serves_is_fuzzed() -> None:

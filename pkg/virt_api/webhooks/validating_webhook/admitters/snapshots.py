@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from kubevirt.admission import response
 from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import UPDATE, AdmissionRequest
 from kubevirt.admission.snapshot import admit_vm_restore, admit_vm_snapshot
 from kubevirt.admission.state import NoClusterState, SnapshotState
 from kubevirt.virt_api.webhooks.requests import (
     Admit,
-    RequestRefusedError,
     WebhookContext,
     guarded,
     new_object,
     old_object,
+    require_group_resource,
 )
 from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME
 from kubevirt_api.view import JSON
@@ -22,21 +21,13 @@ SNAPSHOTS = "virtualmachinesnapshots"
 RESTORES = "virtualmachinerestores"
 
 
-def _require_resource(request: AdmissionRequest, resource: str) -> None:
-    """KubeVirt's wording here prints the request's resource as Go's ``%+v`` does."""
-    gvr = request.resource
-    if gvr.group != SNAPSHOT_GROUP_NAME or gvr.resource != resource:
-        shown = f"{{Group:{gvr.group} Version:{gvr.version} Resource:{gvr.resource}}}"
-        raise RequestRefusedError(response.error(f"unexpected resource {shown}"))
-
-
 def _old(request: AdmissionRequest) -> JSON | None:
     return old_object(request) if request.operation == UPDATE else None
 
 
 def snapshot_admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        _require_resource(request, SNAPSHOTS)
+        require_group_resource(request, SNAPSHOT_GROUP_NAME, SNAPSHOTS)
         return admit_vm_snapshot(request.operation, new_object(request), _old(request), ctx.config)
 
     return guarded(admit)
@@ -44,7 +35,7 @@ def snapshot_admitter(ctx: WebhookContext) -> Admit:
 
 def restore_admitter(ctx: WebhookContext) -> Admit:
     def admit(request: AdmissionRequest) -> AdmissionResponse:
-        _require_resource(request, RESTORES)
+        require_group_resource(request, SNAPSHOT_GROUP_NAME, RESTORES)
         # A state that cannot read snapshots answers every lookup with the reason, as without an API.
         state: SnapshotState = ctx.state if isinstance(ctx.state, SnapshotState) else NoClusterState()
         restore = new_object(request)
