@@ -27,7 +27,7 @@ THREADS = click.IntRange(min=1)
 )
 @click.option("--launcher-image", default="virt-launcher", show_default=True, help="virt-launcher's image.")
 @click.option(
-    "--exporter-image", default="virt-exportserver", show_default=True, help="Accepted; no exports."
+    "--exporter-image", default="virt-exportserver", show_default=True, help="The export server's image."
 )
 @click.option(
     "--launcher-qemu-timeout",
@@ -88,6 +88,7 @@ def main(
         kubeconfig=kubeconfig,
         template=TemplateParameters(
             launcher_image=launcher_image,
+            exporter_image=exporter_image,
             launcher_qemu_timeout_seconds=launcher_qemu_timeout,
             virt_share_dir=kubevirt_share_dir,
             ephemeral_disk_dir=ephemeral_disk_dir,

@@ -26,6 +26,7 @@ __all__ = [
     "DATA_VOLUMES",
     "DEPLOYMENTS",
     "EVENTS",
+    "INGRESSES",
     "INSTANCETYPE_RESOURCES",
     "KUBEVIRTS",
     "LEASES",
@@ -129,6 +130,7 @@ ROLE_BINDINGS = Resource(_RBAC, "v1", "rolebindings", "RoleBinding", namespaced=
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False)
+INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress", namespaced=True)
 VOLUME_SNAPSHOTS = Resource(
     "snapshot.storage.k8s.io", "v1", "volumesnapshots", "VolumeSnapshot", namespaced=True
 )

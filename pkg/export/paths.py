@@ -32,6 +32,18 @@ _RAW_SUFFIX = "_EXPORT_RAW_URI"
 _RAW_GZIP_SUFFIX = "_EXPORT_RAW_GZIP_URI"
 
 
+# The VM's manifests: a ConfigMap the controller writes and mounts into the exporter pod at
+# MANIFEST_MOUNT_PATH, one file per key (KubeVirt's createDataManifestConfigMap).
+MANIFEST_MOUNT_PATH = "/manifest_data"
+VM_MANIFEST_KEY = "virtualmachine-manifest"
+EXPORT_NAME_KEY = "export-name"
+INTERNAL_HOST_KEY = "internal_host"
+EXTERNAL_HOST_KEY = "external_host"
+INTERNAL_CA_KEY = "internal_ca_cm"
+EXTERNAL_CA_KEY = "external_ca_cm"
+DATA_VOLUME_KEY_PREFIX = "dv-"  # then the DataVolume's name
+
+
 def raw_uri(claim_name: str) -> str:
     return f"{URL_BASE_PATH}/{claim_name}/disk.img"
 

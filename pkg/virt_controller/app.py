@@ -81,6 +81,7 @@ class VirtController:
             threads=options.threads,
             vmi_volumes=SubresourceVolumes(api),
             freezer=SubresourceFreezer(api),
+            namespace=namespace,
         )
         self._health = ApiServerHealth(api.server_version, self._config.resource_version)
         election = options.leader_election

@@ -27,13 +27,19 @@ from kubevirt.client import (
     KubeApi,
 )
 from kubevirt.client.resources import (
+    CONFIG_MAPS,
     CONTROLLER_REVISIONS,
     CUSTOM_RESOURCE_DEFINITIONS,
+    INGRESSES,
+    KUBEVIRTS,
     MIGRATION_POLICIES,
+    SECRETS,
+    SERVICES,
     STORAGE_CLASSES,
     VIRTUAL_MACHINE_CLONES,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
+    VIRTUAL_MACHINE_EXPORTS,
     VIRTUAL_MACHINE_INSTANCETYPES,
     VIRTUAL_MACHINE_PREFERENCES,
     VIRTUAL_MACHINE_RESTORES,
@@ -50,15 +56,23 @@ from kubevirt.controller import (
     UIDTrackingControllerExpectations,
     key_for,
 )
+from kubevirt.export.paths import EXPORT_PREFIX
 from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_config.config import DEFAULT_INSTALL_NAMESPACE
 from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
+from kubevirt.virt_controller.services.exporter_pod import EXPORTER_APP, render_exporter_pod
 from kubevirt.virt_controller.watch.clone.clone import CloneController
 from kubevirt.virt_controller.watch.disruptionbudget import DisruptionBudgetController
 from kubevirt.virt_controller.watch.evacuation import EvacuationController
+from kubevirt.virt_controller.watch.export.certs import FileExportCA
+from kubevirt.virt_controller.watch.export.controller import ExportController, ExportStores, vm_expander
+from kubevirt.virt_controller.watch.export.links import EXPORT_CA_CONFIG_MAP
+from kubevirt.virt_controller.watch.export.names import EXPORT_INDEXERS
+from kubevirt.virt_controller.watch.export.volumes import ApiDataVolumes
+from kubevirt.virt_controller.watch.instancetype import InstancetypeStores, InstancetypeSync
 from kubevirt.virt_controller.watch.migration import MigrationController
 from kubevirt.virt_controller.watch.node import NodeController
-from kubevirt.virt_controller.watch.notactedon import UNHANDLED_KINDS, NotActedOnController
 from kubevirt.virt_controller.watch.pool import PoolController
 from kubevirt.virt_controller.watch.replicaset import ReplicaSetController
 from kubevirt.virt_controller.watch.snapshot.content import ContentController
@@ -82,6 +96,12 @@ from kubevirt_api.core.v1 import (
     VirtualMachineInstance,
     VirtualMachineInstanceReplicaSet,
 )
+from kubevirt_api.core.v1.constants import (
+    APP_LABEL,
+    APP_LABEL_PREFIX,
+    MANAGED_BY_LABEL_OPERATOR_OLD_VALUE,
+    MANAGED_BY_LABEL_OPERATOR_VALUE,
+)
 from kubevirt_api.instancetype.v1beta1 import (
     VirtualMachineClusterInstancetype,
     VirtualMachineClusterPreference,
@@ -97,6 +117,10 @@ KUBEVIRT_POD_SELECTOR = "kubevirt.io"
 # KubeVirt adds up to this many seconds to each launcher's qemu timeout, so launchers started together
 # do not all give up at once.
 QEMU_TIMEOUT_JITTER_SECONDS = 120
+# The Secrets of KubeVirt's namespace the export controller reads (an Ingress's TLS Secret): not the
+# operator's own, as KubeVirt's UnmanagedSecrets informer selects them.
+_OPERATOR_VALUES = f"{MANAGED_BY_LABEL_OPERATOR_VALUE},{MANAGED_BY_LABEL_OPERATOR_OLD_VALUE}"
+UNMANAGED_SECRETS_SELECTOR = f"{APP_LABEL_PREFIX}/managed-by notin ({_OPERATOR_VALUES})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,13 +132,13 @@ class Threads:
     replicaset: int = 3
     pool: int = 3
     node: int = 3
-    not_acted_on: int = 1
     migration: int = 3
     evacuation: int = 3
     disruption_budget: int = 3
     snapshot: int = 6
     restore: int = 3
     clone: int = 3
+    export: int = 3
 
 
 class _Handlers:
@@ -144,8 +168,10 @@ class ControllerSet:
         rng: random.Random | None = None,
         vmi_volumes: VMIVolumes | None = None,
         freezer: Freezer | None = None,
+        namespace: str = DEFAULT_INSTALL_NAMESPACE,
     ) -> None:
         self._factory = factory
+        self._namespace = namespace
         self._config = config
         self._template = template
         self._rng = rng or random.Random()
@@ -247,18 +273,6 @@ class ControllerSet:
         _Handlers.connect(vmis, node, "vmi")
         self._add("node", node, threads.node)
 
-        for unhandled in UNHANDLED_KINDS:
-            name = f"not-acted-on-{unhandled.resource.plural}"
-            informer = factory.informer(unhandled.resource)
-            not_acted_on = NotActedOnController(
-                api=api,
-                events=events,
-                unhandled=unhandled,
-                store=informer.store,
-                enqueue=self._queue(name),
-            )
-            informer.add_event_handler(not_acted_on.on_add, not_acted_on.on_update, not_acted_on.on_delete)
-            self._add(name, not_acted_on, threads.not_acted_on)
         migrations = factory.informer(VIRTUAL_MACHINE_INSTANCE_MIGRATIONS)
         migration_policies = factory.informer(MIGRATION_POLICIES)
         migration = MigrationController(
@@ -425,6 +439,90 @@ class ControllerSet:
         _Handlers.connect(self._pvcs, clone, "pvc")
         _Handlers.connect(vms, clone, "vm")
         self._add("vmclone", clone, threads.clone)
+        self._add_export_controller(api, events, vms, vmis, snapshots, contents, crd_informers, threads)
+
+    def _add_export_controller(
+        self,
+        api: KubeApi,
+        events: EventSink,
+        vms: Informer[VirtualMachine],
+        vmis: Informer[VirtualMachineInstance],
+        snapshots: Informer[JSON],
+        contents: Informer[JSON],
+        crd_informers: SnapshotCrdInformers,
+        threads: Threads,
+    ) -> None:
+        """VirtualMachineExports (KubeVirt's export controller). It reads every pod (a claim may be in use
+        by any), and of KubeVirt's namespace the export CA bundle, the Ingresses (virt-exportproxy's),
+        their TLS Secrets and the KubeVirt CR (the certificates' lifetime)."""
+        factory, namespace = self._factory, self._namespace
+        exports = factory.informer(VIRTUAL_MACHINE_EXPORTS, indexers=EXPORT_INDEXERS)
+        all_pods = factory.informer(PODS)
+        services = factory.informer(SERVICES, label_selector=f"{APP_LABEL}={EXPORTER_APP}")
+        kubevirts = factory.informer(KUBEVIRTS, namespace=namespace)
+        stores = ExportStores(
+            exports=exports.store,
+            pvcs=self._pvcs.store,
+            pods=all_pods.store,
+            services=services.store,
+            vms=vms.store,
+            vmis=vmis.store,
+            snapshots=snapshots.store,
+            contents=contents.store,
+            volume_snapshots=crd_informers.volume_snapshots,
+            config_maps=factory.informer(
+                CONFIG_MAPS, namespace=namespace, field_selector=f"metadata.name={EXPORT_CA_CONFIG_MAP}"
+            ).store,
+            ingresses=factory.informer(INGRESSES, namespace=namespace).store,
+            secrets=factory.informer(
+                SECRETS, namespace=namespace, label_selector=UNMANAGED_SECRETS_SELECTOR
+            ).store,
+            kubevirts=kubevirts.store,
+        )
+        config = self._config
+        image = self._template.exporter_image
+        export = ExportController(
+            api=api,
+            events=events,
+            stores=stores,
+            kubevirt_namespace=namespace,
+            render_pod=lambda obj: render_exporter_pod(
+                obj, EXPORT_PREFIX, image=image, image_pull_policy=config.current().launcher.image_pull_policy
+            ),
+            expand_vm=vm_expander(
+                InstancetypeSync(api=api, stores=self._instancetype_stores()), config.current
+            ),
+            ca=FileExportCA(),
+            data_volumes=ApiDataVolumes(api),
+            enqueue=self._queue("vmexport"),
+        )
+        for informer, kind in (
+            (exports, "export"),
+            (all_pods, "pod"),
+            (services, "service"),
+            (self._pvcs, "pvc"),
+            (snapshots, "vmsnapshot"),
+            (vms, "vm"),
+            (vmis, "vmi"),
+            (kubevirts, "kubevirt"),
+        ):
+            _Handlers.connect(informer, export, kind)
+        self._add("vmexport", export, threads.export)
+
+    def _instancetype_stores(self) -> InstancetypeStores:
+        """The instance type caches the VM controller reads too (one watch each)."""
+        factory = self._factory
+        return InstancetypeStores(
+            instancetypes=factory.informer(VIRTUAL_MACHINE_INSTANCETYPES, VirtualMachineInstancetype).store,
+            cluster_instancetypes=factory.informer(
+                VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, VirtualMachineClusterInstancetype
+            ).store,
+            preferences=factory.informer(VIRTUAL_MACHINE_PREFERENCES, VirtualMachinePreference).store,
+            cluster_preferences=factory.informer(
+                VIRTUAL_MACHINE_CLUSTER_PREFERENCES, VirtualMachineClusterPreference
+            ).store,
+            revisions=factory.informer(CONTROLLER_REVISIONS).store,
+        )
 
     def _queue(self, name: str) -> Callable[[str], None]:
         queue = RateLimitingQueue(name=name)

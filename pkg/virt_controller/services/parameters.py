@@ -12,6 +12,7 @@ from typing import Any
 from kubevirt import pod_paths
 
 DEFAULT_LAUNCHER_IMAGE = "virt-launcher"
+DEFAULT_EXPORTER_IMAGE = "virt-exportserver"
 DEFAULT_LAUNCHER_QEMU_TIMEOUT_SECONDS = 240
 DEFAULT_LAUNCHER_SUBGID = 107
 
@@ -21,9 +22,10 @@ PvcLookup = Callable[[str], Mapping[str, Any] | None]
 
 @dataclass(frozen=True, kw_only=True)
 class TemplateParameters:
-    """virt-controller's flags that shape the virt-launcher pod."""
+    """virt-controller's flags that shape the virt-launcher pod (and the export server pod's image)."""
 
     launcher_image: str = DEFAULT_LAUNCHER_IMAGE
+    exporter_image: str = DEFAULT_EXPORTER_IMAGE
     # KubeVirt adds a random 0-119 s to each pod's timeout; the caller picks it (the jitter below).
     launcher_qemu_timeout_seconds: int = DEFAULT_LAUNCHER_QEMU_TIMEOUT_SECONDS
     qemu_timeout_jitter_seconds: int = 0

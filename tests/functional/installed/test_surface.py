@@ -1,5 +1,5 @@
-"""What a KubeVirt user meets on the surface of an installed KubeVirt: kinds it serves but does not act on
-say so, every component reports a KubeVirt CR change on ``/healthz``, the CirrOS- and Alpine-compatible
+"""What a KubeVirt user meets on the surface of an installed KubeVirt: an export of a claim that does not
+exist says so, every component reports a KubeVirt CR change on ``/healthz``, the CirrOS- and Alpine-compatible
 guests boot and take KubeVirt's scripted console logins through virt-api, a second console connection ends
 the first, and a normal start warns about nothing.
 
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from localcluster import install
 from localcluster.handle import Cluster
 from localcluster.install import CR_NAME
 from localcluster.vmis import wait_vmi_phase
@@ -170,7 +171,7 @@ def test_a_normal_start_emits_no_warning_event(
     assert {"VirtualMachine", "VirtualMachineInstance", "Pod"} <= kinds  # the starts were reported
 
 
-def test_an_export_is_marked_not_acted_on(
+def test_an_export_of_a_missing_claim_waits_and_says_why(
     cluster: Cluster, guest_namespace: str, running_guests: dict[str, float]
 ) -> None:
     export = {
@@ -179,21 +180,26 @@ def test_an_export_is_marked_not_acted_on(
         "metadata": {"name": "export"},
         "spec": {"source": {"apiGroup": "", "kind": "PersistentVolumeClaim", "name": "claim"}},
     }
-    cluster.kubectl("create", "-n", guest_namespace, "-f", "-", stdin=json.dumps(export))
-    try:
+    with install.feature_gates(cluster, "VMExport"):
+        cluster.kubectl("create", "-n", guest_namespace, "-f", "-", stdin=json.dumps(export))
+        try:
 
-        def condition() -> dict[str, Any] | None:
-            found = cluster.find("virtualmachineexport", "export", guest_namespace) or {}
-            conditions = (found.get("status") or {}).get("conditions") or []
-            return next((c for c in conditions if c.get("type") == "Ready"), None)
+            def conditions() -> dict[str, dict[str, Any]]:
+                found = cluster.find("virtualmachineexport", "export", guest_namespace) or {}
+                listed = (found.get("status") or {}).get("conditions") or []
+                return {c["type"]: c for c in listed}
 
-        cluster.wait_until("the export's Ready condition", lambda: condition() is not None, timeout=30)
-        ready = condition()
-        assert ready is not None
-        assert (ready["status"], ready["reason"]) == ("False", "NotActedOn")
-        assert "does not act on VirtualMachineExport objects" in ready["message"]
-    finally:
-        cluster.kubectl("delete", "-n", guest_namespace, "virtualmachineexport", "export", check=False)
+            cluster.wait_until(
+                "the export's PVCReady condition",
+                lambda: conditions().get("PVCReady", {}).get("reason") == "PVCNotFound",
+                timeout=30,
+            )
+            ready = conditions()["Ready"]
+            assert (ready["status"], ready["reason"]) == ("False", "InUse")
+            assert ready["message"] == f"pvc {guest_namespace}/claim not found"
+            assert cluster.find("pod", "virt-export-export", guest_namespace) is None
+        finally:
+            cluster.kubectl("delete", "-n", guest_namespace, "virtualmachineexport", "export", check=False)
 
 
 def _healthz(cluster: Cluster, pod: str) -> dict[str, Any]:

@@ -49,6 +49,7 @@ def test_first_issue_uses_kubevirts_names_and_signs_every_certificate_with_the_c
         "kubevirt-export-ca",
         "kubevirt-virt-api-certs",
         "kubevirt-controller-certs",
+        "kubevirt-exportproxy-certs",
         "kubevirt-virt-handler-server-certs",
         "kubevirt-virt-handler-certs",
         "kubevirt-operator-certs",
@@ -61,6 +62,11 @@ def test_first_issue_uses_kubevirts_names_and_signs_every_certificate_with_the_c
     san = api.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert "virt-api.kubevirt.svc" in san.get_values_for_type(x509.DNSName)
     assert api.not_valid_after_utc - api.not_valid_before_utc == datetime.timedelta(days=1)
+    # The export proxy serves on its Service with a certificate from the KubeVirt CA, not the export CA.
+    proxy = _cert(secrets["kubevirt-exportproxy-certs"])
+    proxy.verify_directly_issued_by(ca)
+    san = proxy.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "virt-exportproxy.kubevirt.svc" in san.get_values_for_type(x509.DNSName)
     assert secrets["kubevirt-virt-api-certs"]["type"] == "kubernetes.io/tls"
     assert secrets["kubevirt-ca"]["metadata"]["annotations"]["kubevirt.io/duration"] == "168h0m0s"
     assert _bundle(maps["kubevirt-ca"]) == [ca]

@@ -119,15 +119,10 @@ def restore_volume_name(restore: Mapping[str, Any], volume_name: str, claim_name
 # The claim restored from a VolumeSnapshot.
 
 
-def restore_pvc_definition(
-    restore: Mapping[str, Any],
-    name: str,
-    volume_snapshot: Mapping[str, Any],
-    backup: Mapping[str, Any],
-    source_vm: Mapping[str, Any],
-) -> JSON:
-    """The claim restoring ``backup`` from its VolumeSnapshot: the backed-up claim's labels,
-    annotations (without provisioning ones), access modes, size, class and volume mode."""
+def restored_claim(name: str, volume_snapshot: Mapping[str, Any], backup: Mapping[str, Any]) -> JSON:
+    """The claim restoring ``backup`` from its VolumeSnapshot (KubeVirt's ``CreateRestorePVCDef``): the
+    backed-up claim's labels, annotations (without provisioning ones), access modes, size (at least the
+    snapshot's restore size), class and volume mode. Restores and exports of snapshots both make these."""
     source = backup.get("persistentVolumeClaim") or {}
     source_meta, source_spec = meta_of(source), source.get("spec") or {}
     snapshot_ref = {
@@ -142,14 +137,38 @@ def restore_pvc_definition(
     spec["dataSource"] = dict(snapshot_ref)
     spec["dataSourceRef"] = dict(snapshot_ref)
     _grow_to_restore_size(spec, volume_snapshot)
-    labels = {k: v for k, v in (source_meta.get("labels") or {}).items() if k != BACKEND_STORAGE_LABEL}
-    labels[RESTORE_SOURCE_NAME_LABEL] = str(meta_of(source_vm).get("name", ""))
-    labels[RESTORE_SOURCE_NAMESPACE_LABEL] = str(meta_of(source_vm).get("namespace", ""))
     annotations = {
         key: value
         for key, value in (source_meta.get("annotations") or {}).items()
         if key == CONTENT_TYPE_ANNOTATION or not key.startswith(STRIPPED_ANNOTATION_PREFIXES)
     }
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": name,
+            "labels": dict(source_meta.get("labels") or {}),
+            "annotations": annotations,
+        },
+        "spec": spec,
+    }
+
+
+def restore_pvc_definition(
+    restore: Mapping[str, Any],
+    name: str,
+    volume_snapshot: Mapping[str, Any],
+    backup: Mapping[str, Any],
+    source_vm: Mapping[str, Any],
+) -> JSON:
+    """The claim a restore makes: :func:`restored_claim` without the backend-storage label, marked with
+    the source VM and the restore, then the restore's overrides for the volume."""
+    pvc = restored_claim(name, volume_snapshot, backup)
+    meta = pvc["metadata"]
+    labels = {k: v for k, v in meta["labels"].items() if k != BACKEND_STORAGE_LABEL}
+    labels[RESTORE_SOURCE_NAME_LABEL] = str(meta_of(source_vm).get("name", ""))
+    labels[RESTORE_SOURCE_NAMESPACE_LABEL] = str(meta_of(source_vm).get("namespace", ""))
+    annotations = meta["annotations"]
     annotations[RESTORE_NAME_ANNOTATION] = str(meta_of(restore).get("name", ""))
     annotations[LAST_RESTORE_ANNOTATION] = restore_annotation_value(restore)
     for override in (restore.get("spec") or {}).get("volumeRestoreOverrides") or []:
@@ -158,12 +177,8 @@ def restore_pvc_definition(
             labels.update(override.get("labels") or {})
             annotations.update(override.get("annotations") or {})
             break
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "labels": labels, "annotations": annotations},
-        "spec": spec,
-    }
+    meta["labels"] = labels
+    return pvc
 
 
 def _grow_to_restore_size(spec: JSON, volume_snapshot: Mapping[str, Any]) -> None:
