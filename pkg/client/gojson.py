@@ -23,3 +23,10 @@ def dumps(document: Any) -> bytes:
     """``document`` encoded as Go's ``json.Marshal`` encodes the same value held in maps and slices."""
     text = json.dumps(document, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
     return text.translate(_GO_ESCAPES).encode()
+
+
+def dumps_indented(document: Any, indent: int = 4) -> bytes:
+    """``document`` as Go's ``json.MarshalIndent(v, "", <indent spaces>)`` writes a struct: keys in the
+    order given (a struct's field order), the same escapes as :func:`dumps`."""
+    text = json.dumps(document, indent=indent, ensure_ascii=False)
+    return text.translate(_GO_ESCAPES).encode()
