@@ -22,6 +22,7 @@ from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
 from kubevirt.virtctl.portforward import port_forward
 from kubevirt.virtctl.render import render
 from kubevirt.virtctl.validate import validate
+from kubevirt.virtctl.vmexport import vmexport
 from kubevirt.virtctl.vnc import vnc
 from kubevirt.virtctl.volumes import COMMANDS as VOLUME_COMMANDS
 
@@ -75,5 +76,6 @@ root.add_command(validate)
 root.add_command(console)
 root.add_command(vnc)
 root.add_command(port_forward)
+root.add_command(vmexport)
 for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS, *VOLUME_COMMANDS):
     root.add_command(command)

@@ -15,11 +15,13 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import websocket
 
 from kubevirt.client import KubeClient
+from kubevirt.client.connection import Connection
 
 PLAIN_SUBPROTOCOL = "plain.kubevirt.io"
 SUBRESOURCE_PATH = "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/{resource}/{name}/{sub}"
@@ -39,14 +41,17 @@ class StreamError(Exception):
 def stream_url(
     host: str, namespace: str, name: str, subresource: str, query: Mapping[str, str], resource: str = VMIS
 ) -> str:
+    path = SUBRESOURCE_PATH.format(namespace=namespace, resource=resource, name=name, sub=subresource)
+    return websocket_url(host, path, query)
+
+
+def websocket_url(host: str, path: str, query: Mapping[str, str]) -> str:
+    """The ``ws(s)://`` URL of an API server path, below the server URL's own path prefix."""
     parts = urlsplit(host)
     scheme = {"https": "wss", "http": "ws"}.get(parts.scheme)
     if scheme is None:
         raise StreamError(f"Unsupported Protocol {parts.scheme}")
-    path = parts.path.rstrip("/") + SUBRESOURCE_PATH.format(
-        namespace=namespace, resource=resource, name=name, sub=subresource
-    )
-    return urlunsplit((scheme, parts.netloc, path, urlencode(dict(query)), ""))
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + path, urlencode(dict(query)), ""))
 
 
 def refusal(status: int, headers: Mapping[str, str] | None, body: bytes | None) -> StreamError:
@@ -79,8 +84,12 @@ def open_stream(
     resource: str = VMIS,
 ) -> websocket.WebSocket:
     """A connected websocket; the caller closes it."""
-    connection = client.connection
-    url = stream_url(connection.host, namespace, name, subresource, query or {}, resource)
+    url = stream_url(client.connection.host, namespace, name, subresource, query or {}, resource)
+    return dial(client.connection, url, [PLAIN_SUBPROTOCOL])
+
+
+def dial(connection: Connection, url: str, subprotocols: list[str]) -> websocket.WebSocket:
+    """A websocket to the API server with the kubeconfig's credentials and TLS settings."""
     sslopt = {}
     if url.startswith("wss:"):
         context = connection.ssl_context()
@@ -89,7 +98,7 @@ def open_stream(
     try:
         return websocket.create_connection(
             url,
-            subprotocols=[PLAIN_SUBPROTOCOL],
+            subprotocols=subprotocols,
             header=headers,
             sslopt=sslopt,
             timeout=HANDSHAKE_TIMEOUT,
@@ -101,6 +110,19 @@ def open_stream(
         raise StreamError(f"Can't connect to websocket: {err}") from None
 
 
+class MessageStream(Protocol):
+    """What the relays below need of a stream: a websocket, or an adapter framing one (port-forward's
+    channels)."""
+
+    def recv_data(self) -> tuple[int, bytes]: ...
+
+    def send_binary(self, payload: bytes) -> Any: ...
+
+    def send_close(self) -> None: ...
+
+    def shutdown(self) -> Any: ...
+
+
 class StreamEndedError(Exception):
     """The server ended the stream; ``abnormal`` when it went away without a close frame."""
 
@@ -109,7 +131,7 @@ class StreamEndedError(Exception):
         self.abnormal = abnormal
 
 
-def copy_from_stream(ws: websocket.WebSocket, write: Callable[[bytes], None]) -> None:
+def copy_from_stream(ws: MessageStream, write: Callable[[bytes], None]) -> None:
     """Writes every message's payload until the stream ends (raises :class:`StreamEndedError`)."""
     while True:
         try:
@@ -122,7 +144,7 @@ def copy_from_stream(ws: websocket.WebSocket, write: Callable[[bytes], None]) ->
             write(data)
 
 
-def copy_to_stream(read: Callable[[], bytes], ws: websocket.WebSocket) -> None:
+def copy_to_stream(read: Callable[[], bytes], ws: MessageStream) -> None:
     """Sends what ``read`` returns as binary messages until it returns nothing or the stream closed."""
     while chunk := read():
         try:
@@ -131,17 +153,17 @@ def copy_to_stream(read: Callable[[], bytes], ws: websocket.WebSocket) -> None:
             return
 
 
-def end_stream(ws: websocket.WebSocket, reader: threading.Thread, timeout: float = 3.0) -> None:
+def end_stream(ws: MessageStream, reader: threading.Thread, timeout: float = 3.0) -> None:
     """Closes the stream while ``reader`` may still be reading it: a close frame, then the reader gets the
     server's answer and ends, then the socket goes."""
     with contextlib.suppress(websocket.WebSocketException, OSError):
         ws.send_close()
     reader.join(timeout)
-    ws.shutdown()  # type: ignore[no-untyped-call]  # websocket-client leaves it unannotated
+    ws.shutdown()
 
 
 def pump(
-    ws: websocket.WebSocket, read: Callable[[], bytes], write: Callable[[bytes], None]
+    ws: MessageStream, read: Callable[[], bytes], write: Callable[[bytes], None]
 ) -> StreamEndedError | None:
     """Relays ``read()`` into the stream and the stream into ``write`` until either side ends, then
     closes the stream. Returns how the server ended it, or None when the local side ended first."""
@@ -177,7 +199,7 @@ def pump(
     return None if local or not ended else ended[0]
 
 
-def relay_socket(ws: websocket.WebSocket, connection: socket.socket, read_size: int = 32 * 1024) -> None:
+def relay_socket(ws: MessageStream, connection: socket.socket, read_size: int = 32 * 1024) -> None:
     """Copies between the stream and a local connection, both ways, until either side ends."""
     pump(ws, lambda: connection.recv(read_size), connection.sendall)
     with contextlib.suppress(OSError):
