@@ -37,6 +37,8 @@ REQUIRED_CRDS = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevir
 TEST_IMAGES = (
     "virt-api",
     "virt-controller",
+    "virt-exportproxy",
+    "virt-exportserver",
     "virt-handler",
     "virt-launcher",
     "virt-operator",

@@ -18,6 +18,8 @@ BINARIES = [
     "virt-operator",
     "virt-api",
     "virt-controller",
+    "virt-exportproxy",
+    "virt-exportserver",
     "virt-handler",
     "virt-launcher",
     "virtctl",

@@ -357,7 +357,9 @@ class Builder:
             handler = self.run_stage("handler", [debian, base], recipe.HANDLER_STEPS)
             stages["handler"] = [debian, base, handler, deps, project]
         for target in targets:
-            config = oci.ImageConfig(entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV))
+            config = oci.ImageConfig(
+                entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV), user=target.user
+            )
             built.append(self.archive(image_name(target.binary), target.binary, stages[target.stage], config))
         self._prune({pause.key} | {layer.key for layers in stages.values() for layer in layers})
         return built

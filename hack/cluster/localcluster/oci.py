@@ -103,6 +103,7 @@ class ImageConfig:
     cmd: list[str]
     env: list[str]
     working_dir: str = "/"
+    user: str = ""  # numeric, so that a pod's runAsNonRoot can be checked without a passwd lookup
 
 
 def _blob(tar: tarfile.TarFile, content: bytes) -> tuple[str, int]:
@@ -124,6 +125,7 @@ def write_archive(target: Path, name: str, layers: list[Layer], config: ImageCon
             "Cmd": config.cmd or None,
             "Env": config.env,
             "WorkingDir": config.working_dir,
+            **({"User": config.user} if config.user else {}),
         },
         "rootfs": {"type": "layers", "diff_ids": [layer.digest for layer in layers]},
         "history": [{"created_by": f"layer {i}"} for i in range(len(layers))],

@@ -118,10 +118,16 @@ CONTAINER_DISK_INSTALL_STEPS = (
 ENV = (f"PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",)
 
 
+NON_ROOT_IMAGE_USER = "1001"
+
+
 @dataclass(frozen=True)
 class Target:
     binary: str
     stage: str  # "python", "launcher" or "handler"
+    # The image's user. The exporter's pods say only runAsNonRoot (KubeVirt's images declare USER 1001);
+    # the other components' pods name their user themselves.
+    user: str = ""
 
     @property
     def entrypoint(self) -> list[str]:
@@ -132,6 +138,9 @@ TARGETS = (
     Target("virt-operator", "python"),
     Target("virt-api", "python"),
     Target("virt-controller", "python"),
+    # The export proxy, and the server virt-controller runs in each export's pod.
+    Target("virt-exportproxy", "python", user=NON_ROOT_IMAGE_USER),
+    Target("virt-exportserver", "python", user=NON_ROOT_IMAGE_USER),
     Target("virt-handler", "handler"),
     Target("virt-launcher", "launcher"),
     Target("virtctl", "python"),
@@ -189,5 +198,7 @@ def dockerfile() -> str:
     ]
     for target in TARGETS:
         entrypoint = ", ".join(f'"{part}"' for part in target.entrypoint)
-        out += ["", f"FROM {target.stage} AS {target.binary}", f"ENTRYPOINT [{entrypoint}]"]
+        out += ["", f"FROM {target.stage} AS {target.binary}"]
+        out += [f"USER {target.user}"] if target.user else []
+        out += [f"ENTRYPOINT [{entrypoint}]"]
     return "\n".join(out) + "\n"

@@ -18,6 +18,8 @@ from kubevirt_api.core.v1.kubevirt import KubeVirt
 DEFAULT_VERBOSITY = 2
 DEFAULT_REPLICAS = 2
 DEFAULT_PULL_POLICY = "IfNotPresent"
+# The feature gate under which the operator runs virt-exportproxy (KubeVirt's exportProxyEnabled).
+VM_EXPORT_GATE = "VMExport"
 
 
 class InvalidInstallConfigError(ValueError):
@@ -63,6 +65,9 @@ class InstallConfig:
     # spec.workloads.nodePlacement as JSON: where virt-handler's pods may run.
     handler_placement: dict[str, Any] = field(default_factory=dict)
     kubevirt_generation: int = 0
+    # Whether virt-exportproxy runs: the VMExport gate. Like the generation, not part of the identity:
+    # KubeVirt's deployment ID ignores spec.configuration, so turning the gate on or off is no update.
+    export_proxy: bool = False
 
     @property
     def version(self) -> str:
@@ -76,9 +81,11 @@ class InstallConfig:
 
     @property
     def deployment_id(self) -> str:
-        """A short hash of everything that shapes the installed objects (not the CR's generation)."""
+        """A short hash of everything that shapes the installed objects (not the CR's generation, nor the
+        feature gates)."""
         shape = asdict(self)
         shape.pop("kubevirt_generation")
+        shape.pop("export_proxy")
         digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()
         return digest[:16]
 
@@ -162,4 +169,6 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
         flags=flags,
         handler_placement=placement_json(workloads),
         kubevirt_generation=int(metadata.generation or 0) if metadata else 0,
+        # Only the CR's own list counts, as in KubeVirt's isFeatureGateEnabled.
+        export_proxy=VM_EXPORT_GATE in ((developer.feature_gates or []) if developer else []),
     )

@@ -1,10 +1,14 @@
-"""virt-api's and virt-controller's Deployments and their PodDisruptionBudgets, laid out as KubeVirt's
-operator lays them out (``components/deployments.go``, ``components/pdbs``)."""
+"""virt-api's, virt-controller's and virt-exportproxy's Deployments and their PodDisruptionBudgets, laid out
+as KubeVirt's operator lays them out (``components/deployments.go``, ``components/pdbs``)."""
 
 from __future__ import annotations
 
 from kubevirt.virt_operator.resource.config import InstallConfig
-from kubevirt.virt_operator.resource.rbac import API_SERVICE_ACCOUNT, CONTROLLER_SERVICE_ACCOUNT
+from kubevirt.virt_operator.resource.rbac import (
+    API_SERVICE_ACCOUNT,
+    CONTROLLER_SERVICE_ACCOUNT,
+    EXPORTPROXY_SERVICE_ACCOUNT,
+)
 from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL
 from kubevirt_api.core.v1.constants import APP_LABEL, APP_LABEL_PREFIX, APP_NAME
 from kubevirt_api.view import JSON
@@ -12,11 +16,14 @@ from kubevirt_api.view import JSON
 VIRT_API = "virt-api"
 VIRT_CONTROLLER = "virt-controller"
 VIRT_LAUNCHER = "virt-launcher"
+VIRT_EXPORTPROXY = "virt-exportproxy"
+VIRT_EXPORTSERVER = "virt-exportserver"
 PRIORITY_CLASS = "kubevirt-cluster-critical"
 API_CERT_SECRET = "kubevirt-virt-api-certs"
 HANDLER_CLIENT_CERT_SECRET = "kubevirt-virt-handler-certs"
 CONTROLLER_CERT_SECRET = "kubevirt-controller-certs"
 EXPORT_CA_SECRET = "kubevirt-export-ca"
+EXPORTPROXY_CERT_SECRET = "kubevirt-exportproxy-certs"
 _RESTRICTED = {"type": "RuntimeDefault"}
 # KubeVirt's images declare USER 1001; this project's images keep root as their user, so the pods say
 # which unprivileged user to run as (runAsNonRoot alone would refuse to start them).
@@ -144,7 +151,7 @@ def controller_deployment(config: InstallConfig) -> JSON:
         "--launcher-image",
         config.image(VIRT_LAUNCHER),
         "--exporter-image",
-        config.image("virt-exportserver"),
+        config.image(VIRT_EXPORTSERVER),
         "--port",
         "8443",
         "-v",
@@ -156,6 +163,35 @@ def controller_deployment(config: InstallConfig) -> JSON:
     )
     container["readinessProbe"] = _https_probe("/leader", initialDelaySeconds=15, timeoutSeconds=10)
     container["resources"] = {"requests": {"cpu": "10m", "memory": "275Mi"}}
+    return deployment
+
+
+def exportproxy_deployment(config: InstallConfig) -> JSON:
+    """KubeVirt's NewExportProxyDeployment; the operator runs it only while the VMExport gate is on."""
+    deployment = _base(
+        VIRT_EXPORTPROXY,
+        config,
+        EXPORTPROXY_SERVICE_ACCOUNT,
+        {EXPORTPROXY_CERT_SECRET: "/etc/virt-exportproxy/certificates"},
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    # KubeVirt spreads the proxy away from virt-api's pods, not its own.
+    pod["affinity"] = _anti_affinity(VIRT_API)
+    container = pod["containers"][0]
+    container["name"] = "exportproxy"  # "virt-exportproxy" is too long for KubeVirt's container names
+    container["command"] = [
+        VIRT_EXPORTPROXY,
+        "--port",
+        "8443",
+        "-v",
+        str(config.verbosity_of(VIRT_EXPORTPROXY)),
+    ]
+    container["ports"] = [
+        {"name": "exportproxy", "protocol": "TCP", "containerPort": 8443},
+        {"name": "metrics", "protocol": "TCP", "containerPort": 8443},
+    ]
+    container["readinessProbe"] = _https_probe("/healthz", initialDelaySeconds=15, periodSeconds=10)
+    container["resources"] = {"requests": {"cpu": "5m", "memory": "150Mi"}}
     return deployment
 
 

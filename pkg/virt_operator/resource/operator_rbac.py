@@ -8,8 +8,8 @@ Leases) plus every rule of the Roles it installs, all of which live in the insta
 namespaced is widened to the whole cluster: the operator reads no Secret outside its namespace.
 
 KubeVirt's three ``security.openshift.io`` SecurityContextConstraints rules are left out: this operator
-manages no SCCs. The rules of KubeVirt's export proxy and synchronization controller are absent with those
-components, which this project does not install.
+manages no SCCs. The rules of KubeVirt's synchronization controller are absent with that component, which
+this project does not install.
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def _component_rbac(namespace: str) -> list[JSON]:
         *rbac.api_rbac(namespace),
         *rbac.controller_rbac(namespace),
         *rbac.handler_rbac(namespace),
+        *rbac.exportproxy_rbac(namespace),
         *cluster_roles.cluster_roles(),
     ]
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kubevirt.virt_operator.certificates import EXPORT_CA_SECRET
 from kubevirt_api.core.v1.constants import APP_LABEL
 from kubevirt_api.view import JSON
 
 API_SERVICE_ACCOUNT = "kubevirt-apiserver"
 CONTROLLER_SERVICE_ACCOUNT = "kubevirt-controller"
 HANDLER_SERVICE_ACCOUNT = "kubevirt-handler"
+EXPORTPROXY_SERVICE_ACCOUNT = "kubevirt-exportproxy"
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
 Rule = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
@@ -171,6 +173,15 @@ _HANDLER_CLUSTER_RULES: tuple[Rule, ...] = (
 )
 
 
+# virt-exportproxy reads the exports and the KubeVirt CR (its tlsConfiguration) everywhere, and of its own
+# namespace only the export CA bundle.
+_EXPORTPROXY_CLUSTER_RULES: tuple[Rule, ...] = (
+    (("export.kubevirt.io",), ("virtualmachineexports",), _READ),
+    (("kubevirt.io",), ("kubevirts",), ("list", "watch")),
+)
+_EXPORTPROXY_NAMESPACED_RULE: Rule = (("",), ("configmaps",), _READ)
+
+
 def rules(table: Iterable[Rule]) -> list[JSON]:
     return [
         {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
@@ -199,7 +210,9 @@ def _binding(kind: str, name: str, namespace: str, account_namespace: str) -> JS
 def api_rbac(namespace: str) -> list[JSON]:
     """virt-api's ServiceAccount, Role and ClusterRole, bound, plus the delegation of authentication and
     authorization reviews an aggregated API server needs."""
-    objects = _component_rbac(API_SERVICE_ACCOUNT, namespace, _API_NAMESPACED_RULES, _API_CLUSTER_RULES)
+    objects = _component_rbac(
+        API_SERVICE_ACCOUNT, namespace, rules(_API_NAMESPACED_RULES), rules(_API_CLUSTER_RULES)
+    )
     objects.append(
         {
             "apiVersion": RBAC_API_VERSION,
@@ -219,34 +232,46 @@ def api_rbac(namespace: str) -> list[JSON]:
 def controller_rbac(namespace: str) -> list[JSON]:
     """virt-controller's ServiceAccount, its Role in the install namespace and its ClusterRole, bound."""
     return _component_rbac(
-        CONTROLLER_SERVICE_ACCOUNT, namespace, _CONTROLLER_NAMESPACED_RULES, _CONTROLLER_CLUSTER_RULES
+        CONTROLLER_SERVICE_ACCOUNT,
+        namespace,
+        rules(_CONTROLLER_NAMESPACED_RULES),
+        rules(_CONTROLLER_CLUSTER_RULES),
     )
 
 
 def handler_rbac(namespace: str) -> list[JSON]:
     """virt-handler's ServiceAccount, its Role in the install namespace and its ClusterRole, bound."""
     return _component_rbac(
-        HANDLER_SERVICE_ACCOUNT, namespace, _HANDLER_NAMESPACED_RULES, _HANDLER_CLUSTER_RULES
+        HANDLER_SERVICE_ACCOUNT, namespace, rules(_HANDLER_NAMESPACED_RULES), rules(_HANDLER_CLUSTER_RULES)
     )
 
 
-def _component_rbac(
-    name: str, namespace: str, namespaced: tuple[Rule, ...], cluster: tuple[Rule, ...]
-) -> list[JSON]:
+def exportproxy_rbac(namespace: str) -> list[JSON]:
+    """virt-exportproxy's ServiceAccount, its Role (the export CA bundle, by name) and its ClusterRole,
+    bound (KubeVirt's ``rbac/exportproxy.go``). Installed whatever the VMExport gate says, as KubeVirt
+    installs them; only the Deployment follows the gate."""
+    (configmaps,) = rules([_EXPORTPROXY_NAMESPACED_RULE])
+    configmaps["resourceNames"] = [EXPORT_CA_SECRET]
+    return _component_rbac(
+        EXPORTPROXY_SERVICE_ACCOUNT, namespace, [configmaps], rules(_EXPORTPROXY_CLUSTER_RULES)
+    )
+
+
+def _component_rbac(name: str, namespace: str, namespaced: list[JSON], cluster: list[JSON]) -> list[JSON]:
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, namespace)},
         {
             "apiVersion": RBAC_API_VERSION,
             "kind": "Role",
             "metadata": metadata(name, namespace),
-            "rules": rules(namespaced),
+            "rules": namespaced,
         },
         _binding("Role", name, namespace, namespace),
         {
             "apiVersion": RBAC_API_VERSION,
             "kind": "ClusterRole",
             "metadata": metadata(name),
-            "rules": rules(cluster),
+            "rules": cluster,
         },
         _binding("ClusterRole", name, namespace, namespace),
     ]

@@ -6,6 +6,7 @@ from kubevirt_api.core.v1.constants import APP_LABEL
 from kubevirt_api.view import JSON
 
 VIRT_API_SERVICE = "virt-api"
+EXPORTPROXY_SERVICE = "virt-exportproxy"
 PROMETHEUS_SERVICE = "kubevirt-prometheus-metrics"
 PROMETHEUS_LABEL = "prometheus.kubevirt.io"
 
@@ -20,6 +21,8 @@ def _service(name: str, namespace: str, labels: dict[str, str], selector: dict[s
 
 
 def services(namespace: str) -> list[JSON]:
+    """virt-api's, virt-exportproxy's (there whatever the VMExport gate says, as in KubeVirt) and the
+    metrics Service."""
     https = {"port": 443, "targetPort": 8443, "protocol": "TCP"}
     return [
         _service(
@@ -27,6 +30,13 @@ def services(namespace: str) -> list[JSON]:
             namespace,
             {APP_LABEL: VIRT_API_SERVICE},
             {APP_LABEL: VIRT_API_SERVICE},
+            https,
+        ),
+        _service(
+            EXPORTPROXY_SERVICE,
+            namespace,
+            {APP_LABEL: EXPORTPROXY_SERVICE},
+            {APP_LABEL: EXPORTPROXY_SERVICE},
             https,
         ),
         _service(

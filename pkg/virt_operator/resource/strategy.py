@@ -21,6 +21,7 @@ from kubevirt.virt_operator.resource.deployments import (
     VIRT_LAUNCHER,
     api_deployment,
     controller_deployment,
+    exportproxy_deployment,
     pod_disruption_budget,
 )
 from kubevirt.virt_operator.resource.metadata import stamp
@@ -47,8 +48,12 @@ def kubevirt_crd() -> JSON:
 
 
 def workloads(config: InstallConfig) -> list[JSON]:
-    """The Deployments, their PodDisruptionBudgets and the DaemonSet."""
+    """The Deployments, their PodDisruptionBudgets and the DaemonSet. virt-exportproxy's only while the
+    VMExport gate is on: without it, the next sync deletes them as objects the strategy no longer has
+    (KubeVirt's reconciler deletes the Deployment), and readiness does not wait for them."""
     deployments = [api_deployment(config), controller_deployment(config)]
+    if config.export_proxy:
+        deployments.append(exportproxy_deployment(config))
     objects: list[JSON] = []
     for deployment in deployments:
         objects.append(deployment)
@@ -78,6 +83,7 @@ def install_strategy(config: InstallConfig, ca_bundle: bytes | None = None) -> l
         *rbac.api_rbac(namespace),
         *rbac.controller_rbac(namespace),
         *rbac.handler_rbac(namespace),
+        *rbac.exportproxy_rbac(namespace),
         *cluster_roles.cluster_roles(),
         *services.services(namespace),
         webhooks.validating_webhook_configuration(namespace, ca_bundle),

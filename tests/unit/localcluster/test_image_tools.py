@@ -23,7 +23,7 @@ from localcluster import images, oci, recipe  # noqa: E402
 PACKAGE_OF = {"ps": "procps", "pgrep": "procps", "ip": "iproute2", "bridge": "iproute2"}
 TOOLS = {"virt-launcher": ("ps", "pgrep", "ip", "bridge"), "virt-handler": ("ps", "pgrep")}
 # Images that need none of them do not carry them.
-WITHOUT = ("virt-api", "virt-controller", "virt-operator", "virtctl")
+WITHOUT = ("virt-api", "virt-controller", "virt-operator", "virtctl", "virt-exportproxy", "virt-exportserver")
 _INSTALL = re.compile(r"apt-get install -y --no-install-recommends ([^&]+)")
 
 

@@ -339,3 +339,144 @@ def test_a_node_placement_may_choose_another_os_but_not_clobber_the_templates_ow
         "nodeAffinity": {},
         "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]},
     }
+
+
+VM_EXPORT = {"configuration": {"developerConfiguration": {"featureGates": ["VMExport"]}}}
+EXPORTPROXY_ALWAYS = {
+    ("ServiceAccount", "kubevirt-exportproxy"),
+    ("ClusterRole", "kubevirt-exportproxy"),
+    ("ClusterRoleBinding", "kubevirt-exportproxy"),
+    ("Role", "kubevirt-exportproxy"),
+    ("RoleBinding", "kubevirt-exportproxy"),
+    ("Service", "virt-exportproxy"),
+}
+
+
+def test_the_export_proxy_runs_only_under_the_vmexport_gate_its_service_and_rbac_always_exist() -> None:
+    without = _strategy()
+    assert set(without) >= EXPORTPROXY_ALWAYS
+    assert ("Deployment", "virt-exportproxy") not in without
+    with_gate = _strategy(VM_EXPORT)
+    assert EXPORTPROXY_ALWAYS | {
+        ("Deployment", "virt-exportproxy"),
+        ("PodDisruptionBudget", "virt-exportproxy-pdb"),
+    } <= set(with_gate)
+    # Only the workload differs: the gate is not part of the install's identity (KubeVirt's neither).
+    assert without.keys() | {
+        ("Deployment", "virt-exportproxy"),
+        ("PodDisruptionBudget", "virt-exportproxy-pdb"),
+    } == set(with_gate)
+    ids = {
+        install_config(_kv(spec), namespace="kubevirt", operator_image=OPERATOR_IMAGE).deployment_id
+        for spec in (None, VM_EXPORT)
+    }
+    assert len(ids) == 1
+
+
+def test_the_export_proxy_deployment_is_kubevirts() -> None:
+    objects = _strategy({**VM_EXPORT, "imageRegistry": "registry.local/kv", "imageTag": "b"})
+    deployment = objects["Deployment", "virt-exportproxy"]
+    assert deployment["metadata"]["labels"]["kubevirt.io"] == "virt-exportproxy"
+    assert deployment["spec"]["selector"] == {"matchLabels": {"kubevirt.io": "virt-exportproxy"}}
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "kubevirt-exportproxy"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    # As in KubeVirt, spread away from virt-api's pods.
+    (term,) = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["labelSelector"]["matchExpressions"][0]["values"] == ["virt-api"]
+    (container,) = pod["containers"]
+    assert container["name"] == "exportproxy"
+    assert container["image"] == "registry.local/kv/virt-exportproxy:b"
+    assert container["command"] == ["virt-exportproxy", "--port", "8443", "-v", "2"]
+    assert "args" not in container
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [
+        ("exportproxy", 8443),
+        ("metrics", 8443),
+    ]
+    assert container["readinessProbe"] == {
+        "httpGet": {"scheme": "HTTPS", "port": 8443, "path": "/healthz"},
+        "initialDelaySeconds": 15,
+        "periodSeconds": 10,
+    }
+    assert container["resources"] == {"requests": {"cpu": "5m", "memory": "150Mi"}}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["kubevirt-exportproxy-certs"] == "/etc/virt-exportproxy/certificates"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["kubevirt-exportproxy-certs"]["secret"]["secretName"] == "kubevirt-exportproxy-certs"
+    service = objects["Service", "virt-exportproxy"]
+    assert service["spec"]["selector"] == {"kubevirt.io": "virt-exportproxy"}
+    assert service["spec"]["ports"] == [{"port": 443, "targetPort": 8443, "protocol": "TCP"}]
+
+
+def _rules(obj: JSON) -> list[tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]]:
+    return [
+        (
+            frozenset(rule["apiGroups"]),
+            frozenset(rule["resources"]),
+            frozenset(rule["verbs"]),
+            frozenset(rule.get("resourceNames", ())),
+        )
+        for rule in obj["rules"]
+    ]
+
+
+def _grants(obj: JSON, group: str, resource: str, verb: str) -> bool:
+    """Whether a rule without resource names grants ``verb`` on ``resource`` (wildcards count)."""
+    return any(
+        group in groups and (resources & {resource, "*"}) and (verbs & {verb, "*"}) and not names
+        for groups, resources, verbs, names in _rules(obj)
+    )
+
+
+def test_the_export_proxy_reads_exports_the_kubevirt_cr_and_only_the_export_ca() -> None:
+    objects = _strategy()
+    cluster_role = objects["ClusterRole", "kubevirt-exportproxy"]
+    assert _rules(cluster_role) == [
+        (
+            frozenset({"export.kubevirt.io"}),
+            frozenset({"virtualmachineexports"}),
+            frozenset({"get", "list", "watch"}),
+            frozenset(),
+        ),
+        (frozenset({"kubevirt.io"}), frozenset({"kubevirts"}), frozenset({"list", "watch"}), frozenset()),
+    ]
+    assert _rules(objects["Role", "kubevirt-exportproxy"]) == [
+        (
+            frozenset({""}),
+            frozenset({"configmaps"}),
+            frozenset({"get", "list", "watch"}),
+            frozenset({"kubevirt-export-ca"}),
+        )
+    ]
+    binding = objects["ClusterRoleBinding", "kubevirt-exportproxy"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kubevirt-exportproxy", "namespace": "kubevirt"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "group", "resource", "verbs"),
+    [
+        # The export controller's objects: exporter pods, their Services and certificate Secrets, the
+        # ConfigMaps and PVCs they mount (PVCs are also created from snapshot sources).
+        ("ClusterRole", "", "pods", ("get", "list", "watch", "create", "delete")),
+        ("ClusterRole", "", "services", ("get", "list", "watch", "create", "delete")),
+        ("ClusterRole", "", "configmaps", ("get", "list", "watch", "create", "delete")),
+        ("ClusterRole", "", "secrets", ("create",)),
+        ("ClusterRole", "", "persistentvolumeclaims", ("get", "list", "watch", "create", "update", "delete")),
+        ("ClusterRole", "export.kubevirt.io", "virtualmachineexports/status", ("update", "patch")),
+        ("ClusterRole", "export.kubevirt.io", "virtualmachineexports/finalizers", ("update",)),
+        ("ClusterRole", "snapshot.kubevirt.io", "virtualmachinesnapshotcontents", ("get", "list", "watch")),
+        ("ClusterRole", "cdi.kubevirt.io", "datavolumes", ("get", "list", "watch")),
+        # Where the external links come from: the proxy's Ingress or Route and its certificate.
+        ("Role", "networking.k8s.io", "ingresses", ("get", "list", "watch")),
+        ("Role", "route.openshift.io", "routes", ("get", "list", "watch")),
+        ("Role", "", "secrets", ("get", "list", "watch")),
+    ],
+)
+def test_virt_controller_may_do_what_the_export_controller_does(
+    kind: str, group: str, resource: str, verbs: tuple[str, ...]
+) -> None:
+    role = _strategy()[kind, "kubevirt-controller"]
+    for verb in verbs:
+        assert _grants(role, group, resource, verb), (kind, group, resource, verb)

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from kubevirt.client import KUBEVIRTS, VIRTUAL_MACHINE_INSTANCES, Resource
-from kubevirt.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DAEMON_SETS, DEPLOYMENTS
+from kubevirt.client.resources import (
+    CUSTOM_RESOURCE_DEFINITIONS,
+    DAEMON_SETS,
+    DEPLOYMENTS,
+    POD_DISRUPTION_BUDGETS,
+    SECRETS,
+    SERVICES,
+)
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.virt_operator import conditions
 from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
@@ -244,3 +251,65 @@ def test_a_removed_workloads_placement_leaves_the_handler_daemonset_again(harnes
     before = len(harness.api.writes)
     harness.sync()
     assert [write for write in harness.api.writes[before:] if "virt-handler" in str(write)] == []
+
+
+def _set_feature_gates(harness: Harness, gates: list[str]) -> None:
+    kv = harness.api.objects[(KUBEVIRTS.plural, NS, "kubevirt")]
+    kv["spec"] = {"configuration": {"developerConfiguration": {"featureGates": gates}}}
+
+
+def _make_deployment_ready(harness: Harness, name: str) -> None:
+    obj = harness.api.get(DEPLOYMENTS, NS, name)
+    harness.api.objects[(DEPLOYMENTS.plural, NS, name)]["status"] = {
+        "observedGeneration": obj["metadata"].get("generation", 0),
+        "replicas": 2,
+        "updatedReplicas": 2,
+        "readyReplicas": 2,
+    }
+
+
+def _installed(harness: Harness, resource: Resource, name: str) -> bool:
+    return (resource.plural, NS, name) in harness.api.objects
+
+
+def test_the_vmexport_gate_runs_the_export_proxy_and_readiness_waits_for_it(harness: Harness) -> None:
+    harness.add_kubevirt(generation=1)
+    _set_feature_gates(harness, ["VMExport"])
+    harness.sync()
+    assert _installed(harness, DEPLOYMENTS, "virt-exportproxy")
+    harness.make_workloads_ready()
+    harness.sync()
+    assert harness.kubevirt()["status"]["phase"] == "Deploying"  # the proxy is not ready yet
+    _make_deployment_ready(harness, "virt-exportproxy")
+    harness.sync()
+    assert harness.kubevirt()["status"]["phase"] == "Deployed"
+
+
+def test_turning_the_vmexport_gate_off_removes_only_the_export_proxys_deployment(harness: Harness) -> None:
+    harness.add_kubevirt(generation=1)
+    _set_feature_gates(harness, ["VMExport"])
+    harness.sync()
+    harness.make_workloads_ready()
+    _make_deployment_ready(harness, "virt-exportproxy")
+    harness.sync()
+    deployment_id = harness.kubevirt()["status"]["observedDeploymentID"]
+    assert _installed(harness, POD_DISRUPTION_BUDGETS, "virt-exportproxy-pdb")
+    _set_feature_gates(harness, [])
+    harness.sync()
+    assert not _installed(harness, DEPLOYMENTS, "virt-exportproxy")
+    assert not _installed(harness, POD_DISRUPTION_BUDGETS, "virt-exportproxy-pdb")
+    # KubeVirt keeps the Service, the RBAC and the certificate; turning the gate off is no update.
+    assert _installed(harness, SERVICES, "virt-exportproxy")
+    assert _installed(harness, SECRETS, "kubevirt-exportproxy-certs")
+    status = harness.kubevirt()["status"]
+    assert (status["phase"], status["observedDeploymentID"]) == ("Deployed", deployment_id)
+    assert harness.condition("Available")["status"] == "True"
+
+
+def test_without_the_vmexport_gate_readiness_does_not_wait_for_the_export_proxy(harness: Harness) -> None:
+    harness.add_kubevirt(generation=1)
+    harness.sync()
+    assert not _installed(harness, DEPLOYMENTS, "virt-exportproxy")
+    harness.make_workloads_ready()
+    harness.sync()
+    assert harness.kubevirt()["status"]["phase"] == "Deployed"

@@ -65,7 +65,7 @@ KUBEVIRT_AUTH_DELEGATION_RULES = [
     _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
     _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
 ]
-# KubeVirt's certificate Secrets; the last three belong to components this project does not install.
+# KubeVirt's certificate Secrets; the last two belong to a component this project does not install.
 KUBEVIRT_CERTIFICATE_SECRETS = {
     "kubevirt-ca",
     "kubevirt-export-ca",
@@ -74,9 +74,9 @@ KUBEVIRT_CERTIFICATE_SECRETS = {
     "kubevirt-operator-certs",
     "kubevirt-virt-api-certs",
     "kubevirt-controller-certs",
+    "kubevirt-exportproxy-certs",
 }
 NOT_INSTALLED_SECRETS = {
-    "kubevirt-exportproxy-certs",
     "kubevirt-synchronization-controller-certs",
     "kubevirt-synchronization-controller-server-certs",
 }

@@ -1,0 +1,288 @@
+"""The proxy's HTTP side (KubeVirt's ``cmd/virt-exportproxy``): routes, export lookup, backend trust and the
+streaming relay.
+
+Answers as KubeVirt's does, with empty bodies: 400 for a path that names no export, 404 for an export
+that does not exist, 503 for one that is not ``Ready``, 500 when the export CA cannot be read, and 502 when
+the export's server cannot be reached or its certificate does not verify. Everything else is the export
+server's own answer. The request and the answer pass on as Go's ``httputil.ReverseProxy`` passes them:
+hop-by-hop headers dropped, the client's address appended to ``X-Forwarded-For``, the rest (``Host``
+included) unchanged, no ``User-Agent`` added, no redirect followed, and the body neither decompressed nor
+buffered.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import hdrs, web
+from aiohttp.abc import AbstractResolver
+from multidict import CIMultiDict
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from yarl import URL
+
+from kubevirt.log import get_logger
+from kubevirt.service.certs import EXPORT_CA_SECRET
+from kubevirt.service.tls import CA_BUNDLE_KEY, client_context
+from kubevirt_api.export.v1beta1.types import VirtualMachineExport
+from kubevirt_api.view import JSON
+
+EXPORT_CA_CONFIG_MAP = EXPORT_CA_SECRET  # the bundle ConfigMap is named as the CA's Secret
+READY_PHASE = "Ready"
+BACKEND_PORT = 443
+# Reaching an export's server; a transfer itself may take as long as the disk needs.
+CONNECT_TIMEOUT = 30.0
+
+# Both API versions KubeVirt serves exports under; the rest of the path goes to the export's server.
+PROXY_PATH = re.compile(
+    r"^/api/export\.kubevirt\.io/(?:v1alpha1|v1beta1)/namespaces/([^/]+)/virtualmachineexports/([^/]+)/(.*)$"
+)
+# Go's hop-by-hop headers: they describe one connection, never the one behind the proxy.
+HOP_BY_HOP = frozenset(
+    h.lower()
+    for h in (
+        hdrs.CONNECTION,
+        "Proxy-Connection",
+        hdrs.KEEP_ALIVE,
+        hdrs.PROXY_AUTHENTICATE,
+        hdrs.PROXY_AUTHORIZATION,
+        hdrs.TE,
+        hdrs.TRAILER,
+        hdrs.TRANSFER_ENCODING,
+        hdrs.UPGRADE,
+    )
+)
+# What aiohttp's client would add on its own and Go's proxy does not.
+_NOT_ADDED = (hdrs.USER_AGENT, hdrs.ACCEPT_ENCODING, hdrs.CONTENT_TYPE)
+
+# Looks an export up by ``namespace/name`` (None when there is none): the informer's store.
+ExportLookup = Callable[[str], VirtualMachineExport | None]
+# The ``kubevirt-export-ca`` ConfigMap, or None when it does not exist.
+ConfigMapLookup = Callable[[], JSON | None]
+
+
+@dataclass(frozen=True)
+class ProxyTarget:
+    namespace: str
+    name: str
+    path: str  # on the export's server, from "/"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def match_path(path: str) -> ProxyTarget | None:
+    """The export and the path on its server a proxy path names (None when it names none)."""
+    match = PROXY_PATH.match(path)
+    if match is None:
+        return None
+    namespace, name, rest = match.groups()
+    return ProxyTarget(namespace, name, "/" + rest)
+
+
+class TrustUnavailableError(Exception):
+    """The export CA cannot be read: no bundle was ever seen, or the current one is unusable."""
+
+
+def backend_url(host: str, port: int, path: str, raw_query: str) -> URL:
+    """The export server's URL: ``path`` (decoded, as matched) encoded again, the query exactly as the
+    client sent it (Go's proxy leaves RawQuery alone: a token's ``%2B`` must not turn into ``+``)."""
+    base = URL.build(scheme="https", host=host, port=port, path=path)
+    return URL(f"{base}?{raw_query}" if raw_query else str(base), encoded=True)
+
+
+def backend_context(bundle: str) -> ssl.SSLContext:
+    """Trusts only ``bundle`` and checks that the certificate names the host dialled (Go's default)."""
+    context = client_context(bundle)
+    context.check_hostname = True
+    return context
+
+
+class BackendTrust:
+    """The client context for export servers, rebuilt when the CA bundle changes (KubeVirt's CA manager:
+    a ConfigMap that went missing keeps the last bundle; one without a bundle, or with a broken one, is
+    an error)."""
+
+    def __init__(self, config_map: ConfigMapLookup, name: str = EXPORT_CA_CONFIG_MAP) -> None:
+        self._config_map = config_map
+        self._name = name
+        self._current: tuple[str, ssl.SSLContext] | None = None
+        self._log = get_logger(config_map=name)
+
+    def context(self) -> ssl.SSLContext:
+        config_map = self._config_map()
+        if config_map is None:
+            if self._current is not None:
+                return self._current[1]
+            raise TrustUnavailableError(f"configmap {self._name} not found")
+        bundle = (config_map.get("data") or {}).get(CA_BUNDLE_KEY)
+        if not bundle:
+            raise TrustUnavailableError(f"{CA_BUNDLE_KEY} not found in configmap {self._name}")
+        if self._current is not None and self._current[0] == bundle:
+            return self._current[1]
+        try:
+            context = backend_context(bundle)
+        except (ssl.SSLError, ValueError) as err:
+            raise TrustUnavailableError(f"configmap {self._name}: unusable {CA_BUNDLE_KEY}: {err}") from None
+        self._log.info("CA update detected, trusting the new export CA bundle")
+        self._current = (bundle, context)
+        return context
+
+
+def _connection_named(headers: Mapping[str, str]) -> set[str]:
+    """Headers the Connection header lists: hop-by-hop for this connection too."""
+    named = ",".join(v for k, v in headers.items() if k.lower() == "connection")
+    return {token.strip().lower() for token in named.split(",") if token.strip()}
+
+
+def end_to_end(headers: Mapping[str, str]) -> CIMultiDict[str]:
+    """``headers`` without the hop-by-hop ones."""
+    dropped = HOP_BY_HOP | _connection_named(headers)
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
+
+
+def forwarded_for(prior: Iterable[str], client: str | None) -> str | None:
+    """``X-Forwarded-For`` with the client's address appended (None when the address is unknown)."""
+    if not client:
+        return None
+    return ", ".join([*prior, client])
+
+
+class ExportProxy:
+    """The aiohttp application: ``/healthz``, ``/metrics`` and the proxy for every other path.
+
+    ``backend_port`` and ``resolver`` say how export services are reached (443 through the cluster's DNS;
+    tests point them elsewhere)."""
+
+    def __init__(
+        self,
+        exports: ExportLookup,
+        trust: BackendTrust,
+        *,
+        backend_port: int = BACKEND_PORT,
+        resolver: AbstractResolver | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        registry: CollectorRegistry = REGISTRY,
+    ) -> None:
+        self._exports = exports
+        self._trust = trust
+        self._backend_port = backend_port
+        self._resolver = resolver
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
+        self._registry = registry
+        self._session: aiohttp.ClientSession | None = None
+        self._log = get_logger()
+
+    def application(self) -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/healthz", self._healthz)
+        app.router.add_route("*", "/metrics", self._metrics)
+        app.router.add_route("*", "/{tail:.*}", self._proxy)
+        app.cleanup_ctx.append(self._client_session)
+        return app
+
+    async def _client_session(self, _app: web.Application) -> AsyncIterator[None]:
+        connector = aiohttp.TCPConnector(resolver=self._resolver) if self._resolver else None
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=self._timeout,
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+        )
+        yield
+        await self._session.close()
+        self._session = None
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.Response(text="OK")
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(self._registry), headers={hdrs.CONTENT_TYPE: CONTENT_TYPE_LATEST}
+        )
+
+    async def _proxy(self, request: web.Request) -> web.StreamResponse:
+        target = match_path(request.path)
+        if target is None:
+            return web.Response(status=400)
+        try:
+            export = self._exports(target.key)
+        except Exception as err:  # a lookup that fails is the proxy's fault, as KubeVirt's 500 says
+            self._log.error("cannot look the export up", export=target.key, reason=str(err))
+            return web.Response(status=500)
+        if export is None:
+            return web.Response(status=404)
+        status = export.status
+        if status is None or status.phase != READY_PHASE:
+            return web.Response(status=503)
+        try:
+            context = self._trust.context()
+        except TrustUnavailableError as err:
+            self._log.error("cannot verify export servers", reason=str(err))
+            return web.Response(status=500)
+        if not status.service_name:
+            self._log.error("http: proxy error", export=target.key, reason="the export names no service")
+            return web.Response(status=502)
+        host = f"{status.service_name}.{target.namespace}.svc"
+        return await self._relay(request, host, target.path, context)
+
+    def _outgoing_headers(self, request: web.Request) -> CIMultiDict[str]:
+        headers = end_to_end(request.headers)
+        client = request.transport.get_extra_info("peername") if request.transport else None
+        prior = headers.getall("X-Forwarded-For", [])
+        value = forwarded_for(prior, client[0] if client else None)
+        if value is not None:
+            headers["X-Forwarded-For"] = value
+        return headers
+
+    async def _relay(
+        self, request: web.Request, host: str, path: str, context: ssl.SSLContext
+    ) -> web.StreamResponse:
+        assert self._session is not None, "the application is not running"
+        try:
+            url = backend_url(host, self._backend_port, path, request.rel_url.raw_query_string)
+        except ValueError as err:
+            self._log.error("http: proxy error", host=host, reason=str(err))
+            return web.Response(status=502)
+        self._log.info("Proxying to " + str(url))
+        try:
+            upstream = await self._session.request(
+                request.method,
+                url,
+                headers=self._outgoing_headers(request),
+                data=request.content if request.body_exists else None,
+                ssl=context,
+                allow_redirects=False,
+                skip_auto_headers=_NOT_ADDED,
+            )
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
+            self._log.error("http: proxy error", url=str(url), reason=str(err) or type(err).__name__)
+            return web.Response(status=502)
+        async with upstream:
+            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            response.headers.extend(end_to_end(upstream.headers))
+            await response.prepare(request)
+            await self._copy_body(request, upstream, response, url)
+        return response
+
+    async def _copy_body(
+        self, request: web.Request, upstream: aiohttp.ClientResponse, response: web.StreamResponse, url: URL
+    ) -> None:
+        try:
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk)
+        except ConnectionResetError:
+            self._log.debug("client went away during the transfer", url=str(url))
+            return
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
+            # The status is sent already: cutting the connection is the only way left to say the body
+            # is incomplete (Go's proxy aborts the handler the same way).
+            self._log.error("http: proxy read error during body copy", url=str(url), reason=str(err))
+            if request.transport is not None:
+                request.transport.close()
+            return
+        await response.write_eof()
