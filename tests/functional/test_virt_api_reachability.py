@@ -146,7 +146,7 @@ def test_pod_reaches_the_server_through_its_cluster_ip(cluster: Cluster, server:
     service = cluster.kubectl_json("get", "service", NAME, "-n", NAMESPACE)
     cluster_ip = service["spec"]["clusterIP"]  # type: ignore[index]
     # kube-proxy's rules carry a pod's connection to the Service's address over to the server's pod.
-    # The serving certificate names the Service's DNS name (there is no cluster DNS), not its address.
+    # The serving certificate names the Service's DNS name, not its address: the address is checked here.
     # kube-proxy programs a new Service's endpoints a moment after the pod is ready (until then the
     # address refuses): the client tries for up to 30 s.
     script = (

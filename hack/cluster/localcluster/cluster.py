@@ -10,9 +10,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import components, hostfs, hostnet, images, nodes, pki, processes, readiness
+from . import components, dns, hostfs, hostnet, images, nodes, pki, processes, readiness
 from .csi import deploy as csi_deploy
-from .layout import BRIDGE, SHARED_MOUNTS, Layout, Node
+from .layout import BRIDGE, DNS_SERVICE_IP, SHARED_MOUNTS, Layout, Node
 from .timing import Timer
 
 STEP_TIMEOUT = 120.0
@@ -22,7 +22,8 @@ def running(layout: Layout) -> bool:
     """Whether every recorded process is alive and the apiserver answers."""
     records = processes.recorded(layout.pids)
     names = {record.name for record in records}
-    expected = {component.name for component in components.processes(layout) + csi_deploy.processes(layout)}
+    started = [*components.processes(layout), *csi_deploy.processes(layout), dns.process(layout)]
+    expected = {component.name for component in started}
     if names != expected or not all(processes.alive(record) for record in records):
         return False
     return readiness.url_ok(f"{components.APISERVER_URL}/readyz", layout.pki)
@@ -84,6 +85,11 @@ def _up_first(layout: Layout) -> None:
         csi_deploy.install_objects(layout)
         for component in csi_deploy.processes(layout):
             _start(layout, component)
+    with timer.step(f"cluster DNS (CoreDNS behind kube-dns {DNS_SERVICE_IP})"):
+        dns.build(layout)
+        dns.prepare(layout)
+        dns.install_objects(layout)
+        _start(layout, dns.process(layout))
     print(f"cluster up in {timer.total:.1f} s; processes:")
     for record in processes.recorded(layout.pids):
         print(f"  {record.name:<24} pid {record.pid}")

@@ -10,6 +10,8 @@ import yaml
 
 from .layout import (
     APISERVER_PORT,
+    CLUSTER_DOMAIN,
+    DNS_SERVICE_IP,
     ETCD_CLIENT_PORT,
     ETCD_PEER_PORT,
     KUBELET_ROOT,
@@ -65,6 +67,8 @@ def certificates(layout: Layout) -> list[Leaf]:
         Leaf("kube-proxy", "system:kube-proxy"),
         # The hostpath CSI driver's controllers (localcluster.csi.deploy).
         Leaf("csi", "kubevirt-py:csi", ("system:masters",)),
+        # CoreDNS behind kube-dns (localcluster.dns).
+        Leaf("coredns", "kubevirt-py:coredns", ("system:masters",)),
         *node_certificates(layout.node(1)),
         # Aggregated APIs (subresources.kubevirt.io) trust requests that carry this front-proxy identity.
         Leaf("front-proxy-client", "front-proxy-client", ca="front-proxy-ca"),
@@ -96,6 +100,7 @@ KUBECONFIG_USERS = {
     "kubelet": "kubelet-client",
     "kube-proxy": "kube-proxy",
     "csi": "csi",
+    "coredns": "coredns",
 }
 
 
@@ -218,7 +223,8 @@ def kubelet_config(node: Node) -> str:
             "imagefs.available": "1%",
             "nodefs.inodesFree": "1%",
         },
-        "clusterDomain": "cluster.local",
+        "clusterDomain": CLUSTER_DOMAIN,
+        "clusterDNS": [DNS_SERVICE_IP],
         "hairpinMode": "hairpin-veth",
         "podCIDR": node.pod_subnet,
         "maxPods": 110,

@@ -22,6 +22,8 @@ MAX_NODES = 4
 NODES_ENV = "KUBEVIRT_CLUSTER_NODES"
 SERVICE_SUBNET = "10.96.0.0/16"
 KUBERNETES_SERVICE_IP = "10.96.0.1"
+DNS_SERVICE_IP = "10.96.0.10"  # the kube-dns Service (localcluster.dns)
+CLUSTER_DOMAIN = "cluster.local"
 
 KUBELET_ROOT = Path("/var/lib/kubelet")
 # Where virt-handler shares sockets and mounts with launcher pods (a Bidirectional host path, like the

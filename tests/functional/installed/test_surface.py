@@ -163,8 +163,7 @@ def test_a_normal_start_emits_no_warning_event(
     warnings = [
         f"{e['involvedObject']['kind']}/{e['involvedObject']['name']}: {e['reason']}: {e['message']}"  # type: ignore[index]
         for e in events  # type: ignore[union-attr]
-        # The local cluster runs no cluster DNS: the kubelet warns so about every ClusterFirst pod.
-        if e["type"] == "Warning" and e["reason"] != "MissingClusterDNS"  # type: ignore[index]
+        if e["type"] == "Warning"  # type: ignore[index]
     ]
     assert warnings == []
     kinds = {e["involvedObject"]["kind"] for e in events}  # type: ignore[index,union-attr]
