@@ -10,9 +10,10 @@ import sys
 import click
 import structlog
 
+from kubevirt.export.paths import POD_NAME_ENV
 from kubevirt.log import get_logger
 from kubevirt.service import binary
-from kubevirt.virt_exportserver.config import POD_NAME_ENV, ConfigError, ServerConfig
+from kubevirt.virt_exportserver.config import ConfigError, ServerConfig
 from kubevirt.virt_exportserver.server import run
 
 COMPONENT = "virt-exportserver"

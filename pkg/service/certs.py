@@ -25,6 +25,8 @@ from kubevirt_api.view import JSON
 
 CA_SECRET = "kubevirt-ca"
 EXPORT_CA_SECRET = "kubevirt-export-ca"
+# The export CA's bundle (virt-exportproxy and the export links trust it) is named as its Secret.
+EXPORT_CA_CONFIG_MAP = EXPORT_CA_SECRET
 CERT_KEY = "tls.crt"
 KEY_KEY = "tls.key"
 CA_DURATION = datetime.timedelta(days=7)
@@ -181,29 +183,34 @@ def new_certificate(
     return KeyPair(builder.sign(ca.key, hashes.SHA256()), key)
 
 
+def _pair_of(cert_pem: bytes, key_pem: bytes) -> KeyPair | None:
+    """The pair the PEM holds, None when the key is not the certificate's EC key; ValueError when either
+    does not parse."""
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
+        return None
+    return KeyPair(cert, key)
+
+
 def load_pair(secret: JSON | None) -> KeyPair | None:
     """The pair a Secret holds, or None when it is absent or unusable (it is then reissued)."""
     if secret is None:
         return None
     data = secret.get("data") or {}
     try:
-        cert = x509.load_pem_x509_certificate(base64.b64decode(data[CERT_KEY]))
-        key = serialization.load_pem_private_key(base64.b64decode(data[KEY_KEY]), password=None)
+        return _pair_of(base64.b64decode(data[CERT_KEY]), base64.b64decode(data[KEY_KEY]))
     except (KeyError, ValueError, TypeError):
         return None
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
-        return None
-    return KeyPair(cert, key)
 
 
 def load_pair_files(cert_file: Path, key_file: Path) -> KeyPair:
     """The pair held in two PEM files (a mounted TLS Secret); raises :class:`CertificateError` when they
     hold no matching certificate and EC key, OSError when they cannot be read."""
     try:
-        cert = x509.load_pem_x509_certificate(cert_file.read_bytes())
-        key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+        pair = _pair_of(cert_file.read_bytes(), key_file.read_bytes())
     except ValueError as err:
         raise CertificateError(f"{cert_file}, {key_file}: {err}") from None
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
+    if pair is None:
         raise CertificateError(f"{key_file} is not the EC key of {cert_file}")
-    return KeyPair(cert, key)
+    return pair

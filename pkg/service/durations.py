@@ -1,12 +1,21 @@
-"""Go durations on command lines (``3m``, ``240s``, ``1m30s``), as KubeVirt's binaries take them."""
+"""Go durations: on command lines (``3m``, ``240s``, ``1m30s``, leniently, as KubeVirt's binaries take them),
+exactly as Go's ``time.ParseDuration`` reads an API field, and written as Go's ``Duration.String`` writes
+one."""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Final
 
 import click
+
+NANOSECOND: Final = 1
+MICROSECOND: Final = 1000 * NANOSECOND
+MILLISECOND: Final = 1000 * MICROSECOND
+SECOND: Final = 1000 * MILLISECOND
+MINUTE: Final = 60 * SECOND
+HOUR: Final = 60 * MINUTE
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -45,14 +54,14 @@ POSITIVE_DURATION = PositiveDuration()
 
 # Go's time.ParseDuration units, in nanoseconds; "µs" is accepted with either micro sign.
 _GO_UNITS: dict[bytes, int] = {
-    b"ns": 1,
-    b"us": 1_000,
-    "µs".encode(): 1_000,  # U+00B5 MICRO SIGN
-    "μs".encode(): 1_000,  # U+03BC GREEK SMALL LETTER MU
-    b"ms": 1_000_000,
-    b"s": 1_000_000_000,
-    b"m": 60_000_000_000,
-    b"h": 3_600_000_000_000,
+    b"ns": NANOSECOND,
+    b"us": MICROSECOND,
+    "µs".encode(): MICROSECOND,  # U+00B5 MICRO SIGN
+    "μs".encode(): MICROSECOND,  # U+03BC GREEK SMALL LETTER MU
+    b"ms": MILLISECOND,
+    b"s": SECOND,
+    b"m": MINUTE,
+    b"h": HOUR,
 }
 _GO_DURATION_LIMIT = 1 << 63
 _DIGITS = b"0123456789"
@@ -154,3 +163,35 @@ def parse_go_duration(text: str) -> int:
     if total > _GO_DURATION_LIMIT - 1:
         raise invalid
     return total
+
+
+def format_go_duration(nanoseconds: int) -> str:
+    """Go's ``Duration.String()``: ``0s``, ``1.5µs``, ``100ms``, ``2m0s``, ``1h0m0.5s``, ``-1s`` (how a
+    ``metav1.Duration`` is written)."""
+    if nanoseconds == 0:
+        return "0s"
+    sign = "-" if nanoseconds < 0 else ""
+    value = abs(nanoseconds)
+    if value < MICROSECOND:
+        return f"{sign}{value}ns"
+    if value < MILLISECOND:
+        return f"{sign}{_decimal(value, MICROSECOND)}\u00b5s"
+    if value < SECOND:
+        return f"{sign}{_decimal(value, MILLISECOND)}ms"
+    minutes, remainder = divmod(value, MINUTE)
+    text = f"{_decimal(remainder, SECOND)}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{sign}{hours}h{minutes}m{text}"
+    if minutes:
+        return f"{sign}{minutes}m{text}"
+    return f"{sign}{text}"
+
+
+def _decimal(value: int, unit: int) -> str:
+    """``value / unit`` with the fraction's trailing zeros dropped (``1.5``, ``2``, ``0.000001``)."""
+    whole, fraction = divmod(value, unit)
+    if not fraction:
+        return str(whole)
+    digits = str(fraction).rjust(len(str(unit)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}"

@@ -57,6 +57,7 @@ from kubevirt.controller import (
     key_for,
 )
 from kubevirt.export.paths import EXPORT_PREFIX
+from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_config.config import DEFAULT_INSTALL_NAMESPACE
 from kubevirt.virt_config.follower import ConfigFollower
@@ -67,7 +68,6 @@ from kubevirt.virt_controller.watch.disruptionbudget import DisruptionBudgetCont
 from kubevirt.virt_controller.watch.evacuation import EvacuationController
 from kubevirt.virt_controller.watch.export.certs import FileExportCA
 from kubevirt.virt_controller.watch.export.controller import ExportController, ExportStores, vm_expander
-from kubevirt.virt_controller.watch.export.links import EXPORT_CA_CONFIG_MAP
 from kubevirt.virt_controller.watch.export.names import EXPORT_INDEXERS
 from kubevirt.virt_controller.watch.export.volumes import ApiDataVolumes
 from kubevirt.virt_controller.watch.instancetype import InstancetypeStores, InstancetypeSync
@@ -187,6 +187,7 @@ class ControllerSet:
         self.queues: dict[str, RateLimitingQueue] = {}
         self.controllers: list[Controller] = []
 
+        instancetypes = self._instancetype_stores()
         vm = VMController(
             api=api,
             events=events,
@@ -195,17 +196,11 @@ class ControllerSet:
             expectations=UIDTrackingControllerExpectations(),
             enqueue=self._queue("virtualmachine"),
             rng=self._rng,
-            instancetype_store=factory.informer(
-                VIRTUAL_MACHINE_INSTANCETYPES, VirtualMachineInstancetype
-            ).store,
-            cluster_instancetype_store=factory.informer(
-                VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES, VirtualMachineClusterInstancetype
-            ).store,
-            preference_store=factory.informer(VIRTUAL_MACHINE_PREFERENCES, VirtualMachinePreference).store,
-            cluster_preference_store=factory.informer(
-                VIRTUAL_MACHINE_CLUSTER_PREFERENCES, VirtualMachineClusterPreference
-            ).store,
-            revision_store=factory.informer(CONTROLLER_REVISIONS).store,
+            instancetype_store=instancetypes.instancetypes,
+            cluster_instancetype_store=instancetypes.cluster_instancetypes,
+            preference_store=instancetypes.preferences,
+            cluster_preference_store=instancetypes.cluster_preferences,
+            revision_store=instancetypes.revisions,
             config=config.current,
             vmi_volumes=vmi_volumes,
             pvc_store=self._pvcs.store,
@@ -510,7 +505,8 @@ class ControllerSet:
         self._add("vmexport", export, threads.export)
 
     def _instancetype_stores(self) -> InstancetypeStores:
-        """The instance type caches the VM controller reads too (one watch each)."""
+        """The instance type and ControllerRevision caches the VM and export controllers read (one watch
+        each)."""
         factory = self._factory
         return InstancetypeStores(
             instancetypes=factory.informer(VIRTUAL_MACHINE_INSTANCETYPES, VirtualMachineInstancetype).store,

@@ -20,9 +20,10 @@ from kubevirt.client.resources import VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import SharedInformerFactory, key_for
 from kubevirt.controller.informer import ListWatcher
 from kubevirt.log import get_logger
+from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_config.follower import ConfigFollower
-from kubevirt.virt_exportproxy.proxy import BACKEND_PORT, EXPORT_CA_CONFIG_MAP, BackendTrust, ExportProxy
+from kubevirt.virt_exportproxy.proxy import BACKEND_PORT, BackendTrust, ExportProxy
 from kubevirt_api.export.v1beta1.types import VirtualMachineExport
 
 COMPONENT = "virt-exportproxy"

@@ -25,13 +25,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from yarl import URL
 
 from kubevirt.log import get_logger
-from kubevirt.service.certs import EXPORT_CA_SECRET
+from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
 from kubevirt.service.tls import CA_BUNDLE_KEY, client_context
-from kubevirt_api.export.v1beta1.types import VirtualMachineExport
+from kubevirt_api.export.v1beta1.types import PHASE_READY, VirtualMachineExport
 from kubevirt_api.view import JSON
 
-EXPORT_CA_CONFIG_MAP = EXPORT_CA_SECRET  # the bundle ConfigMap is named as the CA's Secret
-READY_PHASE = "Ready"
 BACKEND_PORT = 443
 # Reaching an export's server; a transfer itself may take as long as the disk needs.
 CONNECT_TIMEOUT = 30.0
@@ -217,7 +215,7 @@ class ExportProxy:
         if export is None:
             return web.Response(status=404)
         status = export.status
-        if status is None or status.phase != READY_PHASE:
+        if status is None or status.phase != PHASE_READY:
             return web.Response(status=503)
         try:
             context = self._trust.context()

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from kubevirt.export.paths import MANIFEST_MOUNT_PATH, ServerPaths
+from kubevirt.export.paths import (
+    CERT_FILE_ENV,
+    DEADLINE_ENV,
+    KEY_FILE_ENV,
+    MANIFEST_MOUNT_PATH,
+    TOKEN_FILE_ENV,
+    ServerPaths,
+)
 
-CERT_FILE_ENV = "CERT_FILE"
-KEY_FILE_ENV = "KEY_FILE"
-TOKEN_FILE_ENV = "TOKEN_FILE"
-DEADLINE_ENV = "DEADLINE"
 LISTEN_ADDR_ENV = "LISTEN_ADDR"
-POD_NAME_ENV = "POD_NAME"
 
 DEFAULT_LISTEN_ADDR = ":8443"
 # Where the controller mounts the VM's manifest ConfigMap (fixed in KubeVirt, not in the environment).

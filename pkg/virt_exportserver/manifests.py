@@ -20,11 +20,11 @@ from aiohttp import web
 
 from kubevirt.client import gojson, goyaml
 from kubevirt.export.paths import VolumeInfo
+from kubevirt.export.token import TOKEN_HEADER
 from kubevirt.log import get_logger
 from kubevirt.virt_exportserver.httpcompat import TEXT_PLAIN, Target, go_join, status_only
 from kubevirt.virt_exportserver.manifest_data import JSON, ManifestData
 from kubevirt.virt_exportserver.mux import Handler
-from kubevirt.virt_exportserver.token import TOKEN_HEADER
 
 YAML_TYPE = "application/yaml"
 

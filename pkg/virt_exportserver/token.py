@@ -16,11 +16,11 @@ from pathlib import Path
 
 from aiohttp import web
 
+from kubevirt.export.token import TOKEN_HEADER
 from kubevirt.log import get_logger
 from kubevirt.virt_exportserver.httpcompat import Target, encode_query, parse_query, status_only
 from kubevirt.virt_exportserver.mux import Handler
 
-TOKEN_HEADER = "x-kubevirt-export-token"
 # The controller's token is a short random string; anything bigger is not a token file.
 _MAX_TOKEN_BYTES = 64 * 1024
 

@@ -35,6 +35,7 @@ from kubevirt.service.certs import load_pair as load_pair
 from kubevirt.service.certs import new_ca as new_ca
 from kubevirt.service.certs import new_certificate as new_certificate
 from kubevirt.service.certs import rotation_policy as rotation_policy
+from kubevirt.service.durations import SECOND, format_go_duration
 from kubevirt_api.core.v1.constants import APP_LABEL_PREFIX, MANAGED_BY_LABEL_OPERATOR_VALUE
 from kubevirt_api.view import JSON
 
@@ -148,14 +149,8 @@ def bundle_config_map(name: str, namespace: str, bundle: bytes) -> JSON:
 
 
 def _format_duration(value: datetime.timedelta) -> str:
-    """Go's ``time.Duration.String()`` for whole seconds (``168h0m0s``, ``1m30s``, ``10s``)."""
-    seconds = int(value.total_seconds())
-    hours, minutes, rest = seconds // 3600, seconds % 3600 // 60, seconds % 60
-    if hours:
-        return f"{hours}h{minutes}m{rest}s"
-    if minutes:
-        return f"{minutes}m{rest}s"
-    return f"{rest}s"
+    """The lifetime in whole seconds as Go writes a duration (``168h0m0s``, ``1m30s``, ``10s``)."""
+    return format_go_duration(int(value.total_seconds()) * SECOND)
 
 
 def _issued_for(secret: JSON | None, life: datetime.timedelta) -> bool:

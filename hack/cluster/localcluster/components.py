@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from .layout import (
     NODE_IP,
     PAUSE_IMAGE,
     POD_RANGE_END,
+    REPO,
     SERVICE_SUBNET,
     Layout,
     Node,
@@ -38,6 +41,15 @@ class Component:
     # An HTTP(S) URL that answers 200 once the component serves, or None to wait for a socket file.
     ready_url: str | None = None
     ready_socket: Path | None = None
+
+
+def run_build_script(layout: Layout, name: str) -> None:
+    """Runs ``hack/cluster/<name>``, which builds pinned Go binaries into the cache (nothing when warm)."""
+    script = REPO / "hack" / "cluster" / name
+    env = {**os.environ, "KUBEVIRT_CACHE": str(layout.cache)}
+    result = subprocess.run([str(script)], capture_output=True, text=True, check=False, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"{script} failed:\n{result.stderr[-3000:]}")
 
 
 def certificates(layout: Layout) -> list[Leaf]:

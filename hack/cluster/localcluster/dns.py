@@ -12,13 +12,12 @@ system:masters, like the cluster's other clients.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 from pathlib import Path
 
 import yaml
 
-from .components import Component
+from .components import Component, run_build_script
 from .layout import CLUSTER_DOMAIN, DNS_SERVICE_IP, NODE_IP, REPO, Layout
 
 PROCESS = "coredns"
@@ -35,11 +34,7 @@ def build_dir(layout: Layout) -> Path:
 
 def build(layout: Layout) -> Path:
     """Builds the pinned CoreDNS into the cache unless it is there (minutes cold, nothing when warm)."""
-    script = REPO / "hack" / "cluster" / "build-dns"
-    env = {**os.environ, "KUBEVIRT_CACHE": str(layout.cache)}
-    result = subprocess.run([str(script)], capture_output=True, text=True, check=False, env=env)
-    if result.returncode != 0:
-        raise RuntimeError(f"{script} failed:\n{result.stderr[-3000:]}")
+    run_build_script(layout, "build-dns")
     return build_dir(layout)
 
 

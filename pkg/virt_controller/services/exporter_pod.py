@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubevirt.admission.k8s_names import LABEL_MAX, bounded_name
+from kubevirt.export.paths import POD_NAME_ENV
 from kubevirt_api.core.v1.constants import APP_LABEL
 from kubevirt_api.export.v1beta1.types import EXPORT_GROUP_NAME, EXPORT_VERSIONS
 from kubevirt_api.view import JSON
@@ -63,7 +64,9 @@ def render_exporter_pod(
                     "name": EXPORTER_CONTAINER,
                     "image": image,
                     "imagePullPolicy": image_pull_policy,
-                    "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                    "env": [
+                        {"name": POD_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+                    ],
                     "securityContext": {
                         "allowPrivilegeEscalation": False,
                         "capabilities": {"drop": ["ALL"]},

@@ -8,22 +8,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import secrets
-import string
 import time
 from collections.abc import Callable
 from typing import Any
 
 from kubevirt.client import JSON, AlreadyExistsError, KubeApi, KubeReader, NotFoundError
 from kubevirt.client.resources import SECRETS, VIRTUAL_MACHINE_EXPORTS
-from kubevirt.virtctl.vmexport.durations import format_go_duration
+from kubevirt.export.token import TOKEN_SECRET_KEY, new_token
+from kubevirt.service.durations import format_go_duration
 from kubevirt.virtctl.vmexport.flags import VMExportError, VMExportInfo
 from kubevirt.virtctl.vmexport.printer import Printer
+from kubevirt_api.export.v1beta1.types import PHASE_READY
 
-READY = "Ready"
-TOKEN_KEY = "token"
-TOKEN_LENGTH = 20
-TOKEN_ALPHABET = string.digits + string.ascii_uppercase + string.ascii_lowercase
 PROCESSING_WAIT_INTERVAL = 2.0
 DEADLINE_EXCEEDED = "context deadline exceeded"
 # client-go refuses a Get without a name before sending it.
@@ -32,10 +28,6 @@ EMPTY_NAME = "resource name may not be empty"
 
 def token_secret_name(export_name: str) -> str:
     return f"secret-{export_name}"
-
-
-def generate_token() -> str:
-    return "".join(secrets.choice(TOKEN_ALPHABET) for _ in range(TOKEN_LENGTH))
 
 
 def get_export(api: KubeReader, info: VMExportInfo) -> JSON | None:
@@ -74,7 +66,7 @@ def token_secret_body(export: JSON) -> JSON:
         # Blocking the owner's deletion needs more RBAC on some distributions, and is not needed.
         "blockOwnerDeletion": False,
     }
-    token = base64.b64encode(generate_token().encode()).decode()
+    token = base64.b64encode(new_token().encode()).decode()
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -84,7 +76,7 @@ def token_secret_body(export: JSON) -> JSON:
             "ownerReferences": [owner],
         },
         "type": "Opaque",
-        "data": {TOKEN_KEY: token},
+        "data": {TOKEN_SECRET_KEY: token},
     }
 
 
@@ -112,12 +104,17 @@ def export_token(api: KubeReader, export: JSON) -> str:
     if not name:
         raise VMExportError(EMPTY_NAME)
     secret = api.get(SECRETS, export["metadata"].get("namespace") or None, name)
-    encoded = (secret.get("data") or {}).get(TOKEN_KEY) or ""
+    encoded = (secret.get("data") or {}).get(TOKEN_SECRET_KEY) or ""
     return base64.b64decode(encoded).decode(errors="replace")
 
 
 def links(export: JSON) -> JSON:
     return ((export.get("status") or {}).get("links")) or {}
+
+
+def link_side(info: VMExportInfo) -> str:
+    """The side of the links a download uses: internal behind a service URL (or port-forward)."""
+    return "internal" if info.service_url else "external"
 
 
 def poll(
@@ -157,10 +154,10 @@ def wait_until_ready(
         status: dict[str, Any] | None = export.get("status")
         if status is None:
             return False
-        if status.get("phase") != READY:
+        if status.get("phase") != PHASE_READY:
             printer.say(f"waiting for VM Export {info.name} status to be ready...\n")
             return False
-        side = "internal" if info.service_url else "external"
+        side = link_side(info)
         if links(export).get(side) is None:
             printer.say(f"waiting for VM Export {info.name} {side} links to be available...\n")
             return False

@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubevirt.service.durations import parse_go_duration
-from kubevirt.virtctl.vmexport.durations import SECOND
+from kubevirt.service.durations import SECOND, parse_go_duration
 
 CREATE, DELETE, DOWNLOAD = "create", "delete", "download"
 GZIP_FORMAT, RAW_FORMAT = "gzip", "raw"

@@ -11,16 +11,11 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 from kubevirt.client import JSON
-from kubevirt.virtctl.vmexport.exports import links
+from kubevirt.virtctl.vmexport.exports import link_side, links
 from kubevirt.virtctl.vmexport.flags import VMExportError, VMExportInfo
+from kubevirt_api.export.v1beta1.types import FORMAT_ARCHIVE_GZ, FORMAT_GZIP, FORMAT_RAW
 
-KUBEVIRT_RAW = "raw"
-KUBEVIRT_GZ = "gzip"
-ARCHIVE_GZ = "tar.gz"
-DIR = "dir"
-ALL_MANIFESTS = "all"
-AUTH_HEADER = "auth-header-secret"
-_COMPRESSED = (KUBEVIRT_GZ, ARCHIVE_GZ)
+_COMPRESSED = (FORMAT_GZIP, FORMAT_ARCHIVE_GZ)
 
 
 def _where(export: JSON) -> str:
@@ -38,10 +33,6 @@ def with_service_host(url: str, service_url: str) -> str:
         raise VMExportError(f'parse "{url}": {err}') from None
     user, at, _ = parts.netloc.rpartition("@")
     return urlunsplit(parts._replace(netloc=f"{user}{at}{service_url}"))
-
-
-def link_side(info: VMExportInfo) -> str:
-    return "internal" if info.service_url else "external"
 
 
 def link_cert(export: JSON, info: VMExportInfo) -> str:
@@ -71,11 +62,11 @@ def volume_url(export: JSON, info: VMExportInfo) -> tuple[str, bool]:
             continue
         for entry in volume.get("formats") or []:
             last_format = entry.get("format", "")
-            if last_format in (*_COMPRESSED, KUBEVIRT_RAW):
+            if last_format in (*_COMPRESSED, FORMAT_RAW):
                 url = with_service_host(entry.get("url", ""), info.service_url)
             if last_format in _COMPRESSED:
                 break
-    decompress = info.decompress and last_format != KUBEVIRT_RAW
+    decompress = info.decompress and last_format != FORMAT_RAW
     if not url:
         raise VMExportError(f"unable to get a valid URL from {_where(export)}")
     return url, decompress

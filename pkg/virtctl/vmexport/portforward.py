@@ -27,9 +27,10 @@ from kubevirt.client import JSON, PODS, ApiError, KubeReader, NotFoundError
 from kubevirt.client.connection import Connection
 from kubevirt.client.resources import SERVICES
 from kubevirt.virtctl.streams import MessageStream, StreamError, dial, relay_socket, websocket_url
-from kubevirt.virtctl.vmexport.exports import PROCESSING_WAIT_INTERVAL, READY, get_export, poll
+from kubevirt.virtctl.vmexport.exports import PROCESSING_WAIT_INTERVAL, get_export, poll
 from kubevirt.virtctl.vmexport.flags import VMExportError, VMExportInfo
 from kubevirt.virtctl.vmexport.printer import Printer
+from kubevirt_api.export.v1beta1.types import PHASE_READY
 
 PORT_FORWARD_SUBPROTOCOL = "v4.channel.k8s.io"
 DATA_CHANNEL, ERROR_CHANNEL = 0, 1
@@ -144,7 +145,7 @@ def wait_for_service(
         if export is None:
             return False
         status = export.get("status") or {}
-        if status.get("phase") != READY:
+        if status.get("phase") != PHASE_READY:
             printer.say(f"waiting for VM Export {info.name} status to be ready...\n")
             return False
         service_name = str(status.get("serviceName") or "")

@@ -22,13 +22,14 @@ import click
 import urllib3
 
 from kubevirt.client import JSON, KubeReader
+from kubevirt.export.token import TOKEN_HEADER
 from kubevirt.virtctl.vmexport.exports import export_token
 from kubevirt.virtctl.vmexport.flags import OUTPUT_FORMAT_JSON, VMExportError, VMExportInfo
-from kubevirt.virtctl.vmexport.links import ALL_MANIFESTS, AUTH_HEADER, link_cert, manifest_urls, volume_url
+from kubevirt.virtctl.vmexport.links import link_cert, manifest_urls, volume_url
 from kubevirt.virtctl.vmexport.printer import Printer
 from kubevirt.virtctl.vmexport.progress import ProgressBar
+from kubevirt_api.export.v1beta1.types import MANIFEST_ALL, MANIFEST_AUTH_HEADER
 
-TOKEN_HEADER = "x-kubevirt-export-token"
 ACCEPT = "Accept"
 APPLICATION_YAML = "application/yaml"
 APPLICATION_JSON = "application/json"
@@ -147,10 +148,10 @@ def print_manifests(
     urls = manifest_urls(export, info)
     accept = APPLICATION_JSON if info.output_format.lower() == OUTPUT_FORMAT_JSON else APPLICATION_YAML
     headers = {ACCEPT: accept}
-    if not print_body(api, export, urls.get(ALL_MANIFESTS, ""), info, headers, out, printer):
+    if not print_body(api, export, urls.get(MANIFEST_ALL, ""), info, headers, out, printer):
         return False
     if info.include_secret:
-        return print_body(api, export, urls.get(AUTH_HEADER, ""), info, headers, out, printer)
+        return print_body(api, export, urls.get(MANIFEST_AUTH_HEADER, ""), info, headers, out, printer)
     return True
 
 

@@ -42,6 +42,7 @@ from localcluster.up import virtctl
 from localcluster.vmis import wait_vmi_phase
 
 from kubevirt_testing.guest_console import login_to_cirros, run, virt_api_console
+from kubevirt_testing.process import free_port
 
 VM = "exportvm"
 EXPORT = "export-root"
@@ -210,9 +211,7 @@ def _proxy_forwarded(cluster: Cluster) -> Iterator[Callable[[str, str], tuple[in
     ca = (cluster.find("configmap", "kubevirt-ca", install.NAMESPACE) or {})["data"]["ca-bundle"]
     context = ssl.create_default_context(cadata=ca)
     context.check_hostname = False  # reached as 127.0.0.1; the chain is what is checked
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     command = [*cluster.layout.kubectl(), "port-forward", "-n", install.NAMESPACE]
     command += ["service/virt-exportproxy", f"{port}:443"]
     forwarder = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

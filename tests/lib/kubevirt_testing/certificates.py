@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -43,6 +44,14 @@ def write_pair(pair: PemPair, directory: Path, name: str = "tls") -> tuple[Path,
     key_file.write_bytes(pair.key_pem)
     cert_file.write_bytes(pair.cert_pem)
     return cert_file, key_file
+
+
+def serving_context(pair: PemPair, directory: Path, name: str = "tls") -> ssl.SSLContext:
+    """A server's context presenting ``pair``, written into ``directory`` first (``ssl`` loads a
+    certificate chain from files only)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*write_pair(pair, directory, name))
+    return context
 
 
 def self_signed(

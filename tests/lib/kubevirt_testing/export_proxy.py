@@ -24,7 +24,8 @@ from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_exportproxy.app import listen
 from kubevirt.virt_exportproxy.proxy import BackendTrust, ExportProxy
 from kubevirt_api.export.v1beta1.types import VirtualMachineExport
-from kubevirt_testing.certificates import PemPair, self_signed, write_pair
+from kubevirt_testing.certificates import PemPair, self_signed, serving_context, write_pair
+from kubevirt_testing.process import free_port
 
 JSON = dict[str, Any]
 NS = "ns"
@@ -76,13 +77,6 @@ def server_pair(ca: certs.KeyPair, service: str = SERVICE) -> certs.KeyPair:
     return certs.new_certificate(spec, ca, NS, datetime.datetime.now(datetime.UTC), DAY)
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class ToLoopback(AbstractResolver):
     """Cluster DNS for the test: every name is 127.0.0.1; remembers the names asked for. Names in
     ``gone`` lead to a port nothing listens on."""
@@ -98,7 +92,7 @@ class ToLoopback(AbstractResolver):
         result: ResolveResult = {
             "hostname": host,
             "host": "127.0.0.1",
-            "port": closed_port() if host in self.gone else port,
+            "port": free_port() if host in self.gone else port,  # nothing listens there
             "family": socket.AF_INET,
             "proto": 0,
             "flags": socket.AI_NUMERICHOST,
@@ -198,8 +192,7 @@ async def export_server(
     """An export server over TLS on loopback (certified by ``ca`` unless ``server_cert`` says otherwise)
     and its port."""
     server = ExportServer()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(*write_pair(server_cert or server_pair(ca), tmp_path, "server"))
+    context = serving_context(server_cert or server_pair(ca), tmp_path, "server")
     runner = web.AppRunner(server.application(), handle_signals=False)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context).start()

@@ -7,10 +7,6 @@ answered with :attr:`Reviews.allowed`. Requests carry the user in :data:`USER_HE
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,23 +95,3 @@ def subresource_application(
         peer=lambda _request: "front-proxy-client",
     )
     return server.application(middlewares=[middleware])
-
-
-@contextmanager
-def serving(app: web.Application) -> Iterator[int]:
-    """Serves ``app`` on a loopback port from a thread of its own, for synchronous clients."""
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = int(runner.addresses[0][1])
-    thread = threading.Thread(target=loop.run_forever, name="subresource-api", daemon=True)
-    thread.start()
-    try:
-        yield port
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()

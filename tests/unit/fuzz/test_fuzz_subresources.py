@@ -32,6 +32,7 @@ from kubevirt.virt_api.rest.status import StatusError
 from kubevirt.virt_api.rest.volumes import VolumeHotplug
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_handler.rest import console
+from kubevirt_testing.app_thread import serving
 from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.fuzz_inputs import FUZZ_SETTINGS, json_values, mutated, nested
 from kubevirt_testing.subresource_api import (
@@ -40,7 +41,6 @@ from kubevirt_testing.subresource_api import (
     Reviews,
     fake_api,
     running_vmi,
-    serving,
     subresource_application,
 )
 

@@ -494,6 +494,19 @@ class FakeEvents:
         return [reason for _, _, reason, _ in self.recorded]
 
 
+class RecordedEvents:
+    """Events as (kind, name, type, reason, message) of the object they are about, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str, str]] = []
+
+    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
+        self.events.append((obj.get("kind", ""), obj["metadata"]["name"], event_type, reason, message))
+
+    def reasons(self) -> list[str]:
+        return [reason for *_, reason, _ in self.events]
+
+
 class FakeQueue:
     """Keys waiting to be reconciled, without timing: ``add_after`` keys are kept apart."""
 

@@ -22,6 +22,7 @@ import pytest
 
 from kubevirt.export.paths import volume_env
 from kubevirt_testing.certificates import self_signed, write_pair
+from kubevirt_testing.process import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,12 +39,6 @@ LAUNCH = (
     "spec.loader.exec_module(module)\n"
     "module.main()\n"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _environment(root: Path, port: int, deadline: datetime | None = None) -> dict[str, str]:
@@ -126,7 +121,7 @@ def _download(conn: http.client.HTTPSConnection, path: str) -> tuple[int, bytes]
 
 
 def test_a_disk_streams_out_without_the_server_holding_it(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = _environment(tmp_path, port)
     with _server(env) as process:
         _wait_ready(port, env["CERT_FILE"], process)
@@ -149,7 +144,7 @@ def test_a_disk_streams_out_without_the_server_holding_it(tmp_path: Path) -> Non
 
 
 def test_the_deadline_ends_the_process_after_the_downloads_in_flight(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     deadline = datetime.now(UTC) + timedelta(seconds=4)
     env = _environment(tmp_path, port, deadline)
     with _server(env) as process:
@@ -171,7 +166,7 @@ def test_the_deadline_ends_the_process_after_the_downloads_in_flight(tmp_path: P
 
 
 def test_a_missing_setting_is_a_clear_error(tmp_path: Path) -> None:
-    env = _environment(tmp_path, _free_port())
+    env = _environment(tmp_path, free_port())
     del env["TOKEN_FILE"]
     result = subprocess.run([sys.executable, "-c", LAUNCH], env=env, capture_output=True, timeout=60)
     assert result.returncode == 1
@@ -180,7 +175,7 @@ def test_a_missing_setting_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_volume_stops_the_server_before_it_listens(tmp_path: Path) -> None:
-    env = _environment(tmp_path, _free_port())
+    env = _environment(tmp_path, free_port())
     env["VOLUME0_EXPORT_PATH"] = str(tmp_path / "no-such-volume")
     result = subprocess.run([sys.executable, "-c", LAUNCH], env=env, capture_output=True, timeout=60)
     assert result.returncode == 1
@@ -190,7 +185,7 @@ def test_an_unreadable_volume_stops_the_server_before_it_listens(tmp_path: Path)
 
 def test_gzip_is_what_a_gzip_reader_reads(tmp_path: Path) -> None:
     # The streamed gzip is one member a standard reader takes whole.
-    port = _free_port()
+    port = free_port()
     env = _environment(tmp_path, port)
     with _server(env) as process:
         _wait_ready(port, env["CERT_FILE"], process)

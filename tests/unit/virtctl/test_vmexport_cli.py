@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import gzip
-import ssl
 import string
 import struct
-import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,8 @@ from kubevirt.virtctl.clientconfig import ClientFlags
 from kubevirt.virtctl.root import root
 from kubevirt.virtctl.streams import StreamError
 from kubevirt.virtctl.vmexport import command, download
-from kubevirt_testing.certificates import CertificateAuthority, write_pair
+from kubevirt_testing.app_thread import serving
+from kubevirt_testing.certificates import CertificateAuthority, serving_context
 from kubevirt_testing.fake_kube_api import FakeKubeApi
 
 pytestmark = pytest.mark.timeout(60)
@@ -44,25 +44,6 @@ JSON_MANIFEST = b'{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachine"}'
 SECRET_MANIFEST = b"apiVersion: v1\nkind: Secret\n"
 
 
-class ServerThread:
-    """An aiohttp application on loopback, in a thread of its own."""
-
-    def __init__(self, app: web.Application, ssl_context: ssl.SSLContext | None = None) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._runner = web.AppRunner(app)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ssl_context)
-        self._loop.run_until_complete(site.start())
-        self.port = int(self._runner.addresses[0][1])
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-
-
 class ExportServer:
     """Serves the disk raw and gzipped (two gzip members) and the manifests, to the right token only."""
 
@@ -74,12 +55,11 @@ class ExportServer:
         app.router.add_get("/volumes/disk/disk.img.gz", self._gzip)
         app.router.add_get("/manifests/all", self._manifests)
         app.router.add_get("/manifests/secret", self._secret)
-        cert, key = write_pair(ca.issue("virt-exportserver"), tmp_path)
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(cert, key)
-        self._server = ServerThread(app, context)
-        self.base = f"https://127.0.0.1:{self._server.port}"
-        self.port = self._server.port
+        self._serving = contextlib.ExitStack()
+        self.port = self._serving.enter_context(
+            serving(app, serving_context(ca.issue("virt-exportserver"), tmp_path))
+        )
+        self.base = f"https://127.0.0.1:{self.port}"
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         self.requests.append({"path": request.path, "headers": dict(request.headers)})
@@ -107,7 +87,7 @@ class ExportServer:
         return self._refusal(request) or web.Response(body=SECRET_MANIFEST)
 
     def stop(self) -> None:
-        self._server.stop()
+        self._serving.close()
 
 
 class PortForwardApi:
@@ -118,8 +98,8 @@ class PortForwardApi:
         self._export_port = export_port
         app = web.Application()
         app.router.add_get("/api/v1/namespaces/{namespace}/pods/{pod}/portforward", self._forward)
-        self._server = ServerThread(app)
-        self.port = self._server.port
+        self._serving = contextlib.ExitStack()
+        self.port = self._serving.enter_context(serving(app))
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(
@@ -153,7 +133,7 @@ class PortForwardApi:
         return ws
 
     def stop(self) -> None:
-        self._server.stop()
+        self._serving.close()
 
 
 class ExportApi(FakeKubeApi):

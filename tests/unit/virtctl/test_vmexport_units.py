@@ -1,6 +1,6 @@
-"""``virtctl vmexport``'s parts on their own: Go's printing of durations, the flag checks and what they
-build, the link picked for a download, the gzip reader, pb's progress line, and port-forward's channel
-framing (against a fake websocket) and port lookup."""
+"""``virtctl vmexport``'s parts on their own: the flag checks and what they build, the link picked for a
+download, the gzip reader, pb's progress line, and port-forward's channel framing (against a fake
+websocket) and port lookup."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import websocket
 
-from kubevirt.virtctl.vmexport.durations import format_go_duration
+from kubevirt.service.durations import SECOND
 from kubevirt.virtctl.vmexport.exports import poll
 from kubevirt.virtctl.vmexport.flags import (
     BINARY_OUTPUT_WARNING,
@@ -31,28 +31,7 @@ from kubevirt.virtctl.vmexport.portforward import ChannelStream, selector_string
 from kubevirt.virtctl.vmexport.progress import ProgressBar, format_bytes
 from kubevirt.virtctl.vmexport.transfer import gunzip
 
-SECOND = 10**9
 BINARY, CLOSE = websocket.ABNF.OPCODE_BINARY, websocket.ABNF.OPCODE_CLOSE
-
-
-# Go durations, as a metav1.Duration is written.
-
-
-@pytest.mark.parametrize(
-    ("nanoseconds", "text"),
-    [
-        (0, "0s"),
-        (120 * SECOND, "2m0s"),
-        (7200 * SECOND, "2h0m0s"),
-        (5400 * SECOND + SECOND // 2, "1h30m0.5s"),
-        (1_500, "1.5µs"),
-        (100_000_000, "100ms"),
-        (45 * SECOND, "45s"),
-        (-SECOND, "-1s"),
-    ],
-)
-def test_durations_print_as_go_prints_them(nanoseconds: int, text: str) -> None:
-    assert format_go_duration(nanoseconds) == text
 
 
 # Flags.

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from ..components import Component
+from ..components import Component, run_build_script
 from ..layout import KUBELET_ROOT, MAX_NODES, REPO, Layout, Node
 from .driver import DRIVER_NAME
 
@@ -81,11 +81,7 @@ def build_dir(layout: Layout) -> Path:
 def build(layout: Layout) -> Path:
     """Builds the pinned CSI components into the cache unless they are there (hack/cluster/build-csi: a few
     minutes from a cold cache, nothing when warm); returns the build directory."""
-    script = REPO / "hack" / "cluster" / "build-csi"
-    env = {**os.environ, "KUBEVIRT_CACHE": str(layout.cache)}
-    result = subprocess.run([str(script)], capture_output=True, text=True, check=False, env=env)
-    if result.returncode != 0:
-        raise RuntimeError(f"{script} failed:\n{result.stderr[-3000:]}")
+    run_build_script(layout, "build-csi")
     return build_dir(layout)
 
 

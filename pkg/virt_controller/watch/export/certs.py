@@ -17,7 +17,9 @@ from typing import Any, Final, Protocol
 
 from kubevirt.log import get_logger
 from kubevirt.service.certs import (
+    CERT_KEY,
     CLUSTER_DOMAIN,
+    KEY_KEY,
     CertificateError,
     CertificateSpec,
     KeyPair,
@@ -25,6 +27,7 @@ from kubevirt.service.certs import (
     new_certificate,
     rotation_policy,
 )
+from kubevirt.service.durations import MICROSECOND, SECOND
 from kubevirt.service.reloading import Reloading, modification_times
 from kubevirt.virt_controller.watch.snapshot.common import owner_ref
 from kubevirt_api.base import ApiParseError
@@ -36,7 +39,6 @@ from .names import ANN_CERT_PARAMS, export_service_name
 CA_DIR: Final = Path("/etc/virt-controller/exportca")
 # The pod's volume holding its certificate Secret (its name is read back from the pod).
 CERTIFICATES_VOLUME: Final = "certificates"
-_NANOSECONDS: Final = 1_000_000_000
 
 
 class ExportCertificateError(Exception):
@@ -60,8 +62,8 @@ class CertParams:
         try:
             values = json.loads(text)
             return cls(
-                duration=timedelta(microseconds=int(values["Duration"]) / 1000),
-                renew_before=timedelta(microseconds=int(values["RenewBefore"]) / 1000),
+                duration=timedelta(microseconds=int(values["Duration"]) / MICROSECOND),
+                renew_before=timedelta(microseconds=int(values["RenewBefore"]) / MICROSECOND),
             )
         except (ValueError, TypeError, KeyError) as err:
             raise ExportCertificateError(f"invalid certificate parameters {text!r}: {err}") from None
@@ -73,7 +75,7 @@ class CertParams:
 
 
 def _nanoseconds(value: timedelta) -> int:
-    return (value.days * 86400 + value.seconds) * _NANOSECONDS + value.microseconds * 1000
+    return (value.days * 86400 + value.seconds) * SECOND + value.microseconds * MICROSECOND
 
 
 def cert_params(kubevirt: Mapping[str, Any] | None) -> CertParams:
@@ -102,7 +104,7 @@ class FileExportCA:
     """The export CA from the Secret virt-operator mounts, reloaded when virt-operator rotates it."""
 
     def __init__(self, directory: Path = CA_DIR, *, interval: float = 10.0) -> None:
-        cert_file, key_file = directory / "tls.crt", directory / "tls.key"
+        cert_file, key_file = directory / CERT_KEY, directory / KEY_KEY
 
         def build(_stamp: tuple[int, ...]) -> KeyPair:
             try:
@@ -161,7 +163,7 @@ def certificate_secret(export: Mapping[str, Any], pod: Mapping[str, Any], ca: Ke
         },
         "type": "kubernetes.io/tls",
         "data": {
-            "tls.crt": base64.b64encode(pair.cert_pem).decode(),
-            "tls.key": base64.b64encode(pair.key_pem).decode(),
+            CERT_KEY: base64.b64encode(pair.cert_pem).decode(),
+            KEY_KEY: base64.b64encode(pair.key_pem).decode(),
         },
     }

@@ -1,4 +1,4 @@
-"""An export's phases, conditions and reasons, its first status and its time to live (KubeVirt v1.6's)."""
+"""An export's conditions and reasons, its first status and its time to live (KubeVirt v1.6's)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,10 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from kubevirt.log import get_logger
-from kubevirt.service.durations import parse_duration
+from kubevirt.service.durations import MICROSECOND, parse_go_duration
 from kubevirt.virt_controller.watch.common import format_time, parse_time
+from kubevirt_api.export.v1beta1.types import PHASE_PENDING
 from kubevirt_api.view import JSON
-
-# Phases.
-PENDING: Final = "Pending"
-READY_PHASE: Final = "Ready"
-TERMINATED: Final = "Terminated"
-SKIPPED: Final = "Skipped"
 
 # Condition types.
 READY: Final = "Ready"
@@ -77,7 +72,8 @@ def ttl(export: Mapping[str, Any]) -> timedelta:
     if text is None:
         return DEFAULT_TTL
     try:
-        return timedelta(seconds=parse_duration(str(text)))
+        # Go's ParseDuration, as the admission webhook reads the field (and KubeVirt's API decodes it).
+        return timedelta(microseconds=parse_go_duration(str(text)) // MICROSECOND)
     except ValueError as err:
         # Admission refuses such a value; one that slipped through gets KubeVirt's default.
         _log.warning("invalid spec.ttlDuration, using the default", reason=str(err))
@@ -93,7 +89,7 @@ def expiration_time(export: Mapping[str, Any]) -> datetime:
 
 def initial_status(export: Mapping[str, Any], now: datetime) -> JSON:
     return {
-        "phase": PENDING,
+        "phase": PHASE_PENDING,
         "conditions": [
             condition(READY, False, INITIALIZING, "", now),
             condition(PVC_READY, False, UNKNOWN, "", now),

@@ -29,6 +29,7 @@ from kubevirt.client import (
 )
 from kubevirt.client.resources import SECRETS, SERVICES, VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import RequeueAfter, Store, key_for, key_of
+from kubevirt.export.token import new_token
 from kubevirt.instancetype.expand import ExpandError, expand_vm
 from kubevirt.log import get_logger
 from kubevirt.virt_config import ClusterConfig
@@ -36,13 +37,13 @@ from kubevirt.virt_controller.watch.common import Clock, Enqueue, utc_now
 from kubevirt.virt_controller.watch.instancetype import InstancetypeSync
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
 from kubevirt_api.core.v1.constants import API_VERSION
+from kubevirt_api.export.v1beta1.types import PHASE_SKIPPED
 from kubevirt_api.view import JSON
 
 from . import manifests
 from .certs import ExportCA, cert_params, certificate_secret
 from .conditions import (
     READY,
-    SKIPPED,
     VM_NO_VOLUMES,
     condition,
     expiration_time,
@@ -241,7 +242,7 @@ class ExportController:
         if not sources.volumes:
             new = condition(READY, False, VM_NO_VOLUMES, sources.message, now)
             status["conditions"] = update_condition(status.get("conditions"), new)
-            status["phase"] = SKIPPED
+            status["phase"] = PHASE_SKIPPED
         return REQUEUE_SECONDS if not sources.populated else None
 
     def _report_snapshot(
@@ -279,7 +280,7 @@ class ExportController:
         if not status.get("tokenSecretRef"):
             status["tokenSecretRef"] = default_token_secret_name(export["metadata"]["name"])
         namespace = export["metadata"].get("namespace")
-        secret = manifests.token_secret(export, status["tokenSecretRef"], manifests.new_token())
+        secret = manifests.token_secret(export, status["tokenSecretRef"], new_token())
         try:
             self._api.create(SECRETS, namespace, secret)
         except AlreadyExistsError:

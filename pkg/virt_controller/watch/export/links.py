@@ -23,24 +23,26 @@ from cryptography.x509.oid import NameOID
 from kubevirt.controller import Store, key_for
 from kubevirt.export import paths
 from kubevirt.log import get_logger
-from kubevirt_api.export.v1beta1.types import EXPORT_GROUP_NAME, EXPORT_VERSIONS
+from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
+from kubevirt.service.tls import CA_BUNDLE_KEY
+from kubevirt_api.export.v1beta1.types import (
+    EXPORT_GROUP_NAME,
+    EXPORT_VERSIONS,
+    FORMAT_ARCHIVE_GZ,
+    FORMAT_DIR,
+    FORMAT_GZIP,
+    FORMAT_RAW,
+    MANIFEST_ALL,
+    MANIFEST_AUTH_HEADER,
+)
 from kubevirt_api.view import JSON
 
-EXPORT_CA_CONFIG_MAP: Final = "kubevirt-export-ca"
-CA_BUNDLE_KEY: Final = "ca-bundle"
 EXPORT_PROXY_SERVICE: Final = "virt-exportproxy"
 EXTERNAL_URL_FORMAT: Final = (
     f"/api/{EXPORT_GROUP_NAME}/{EXPORT_VERSIONS[0]}/namespaces/{{namespace}}/virtualmachineexports/{{name}}"
 )
 INTERNAL: Final = "internal"
 EXTERNAL: Final = "external"
-# Volume formats and manifest types of the links.
-RAW: Final = "raw"
-GZIP: Final = "gzip"
-DIR: Final = "dir"
-ARCHIVE: Final = "tar.gz"
-ALL_MANIFESTS: Final = "all"
-AUTH_HEADER: Final = "auth-header-secret"
 _SCHEME: Final = "https://"
 
 # The name a served claim is listed under (its own, or the backed-up claim's for snapshots).
@@ -192,7 +194,12 @@ def _container_env(pod: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _formats(info: paths.VolumeInfo, host_and_base: str) -> list[JSON]:
-    uris = ((RAW, info.raw_uri), (GZIP, info.raw_gzip_uri), (DIR, info.dir_uri), (ARCHIVE, info.archive_uri))
+    uris = (
+        (FORMAT_RAW, info.raw_uri),
+        (FORMAT_GZIP, info.raw_gzip_uri),
+        (FORMAT_DIR, info.dir_uri),
+        (FORMAT_ARCHIVE_GZ, info.archive_uri),
+    )
     return [{"format": name, "url": _SCHEME + go_path_join(host_and_base, uri)} for name, uri in uris if uri]
 
 
@@ -212,7 +219,7 @@ def links(
     link: JSON = {"cert": cert}
     manifests = [
         {"type": kind, "url": _SCHEME + go_path_join(host_and_base, link_type, uri)}
-        for kind, uri in ((ALL_MANIFESTS, served.vm_uri), (AUTH_HEADER, served.secret_uri))
+        for kind, uri in ((MANIFEST_ALL, served.vm_uri), (MANIFEST_AUTH_HEADER, served.secret_uri))
         if uri
     ]
     volumes = []

@@ -6,14 +6,14 @@ token Secrets mounted, and a readiness probe on the server's ``/exportready``.
 from __future__ import annotations
 
 import base64
-import secrets
-import string
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from kubevirt.admission.k8s_names import random_suffix
 from kubevirt.export import paths
+from kubevirt.export.token import TOKEN_SECRET_KEY
+from kubevirt.service.certs import CERT_KEY, KEY_KEY
 from kubevirt.virt_controller.services.exporter_pod import EXPORTER_APP
 from kubevirt.virt_controller.watch.common import format_time
 from kubevirt.virt_controller.watch.snapshot.common import owner_ref
@@ -32,7 +32,6 @@ from .names import (
 from .volumes import is_block
 
 TOKEN_VOLUME: Final = "token"
-TOKEN_KEY: Final = "token"
 MANIFEST_VOLUME: Final = "manifest-data"
 CERT_MOUNT_PATH: Final = "/cert"
 TOKEN_MOUNT_PATH: Final = "/token"
@@ -40,8 +39,6 @@ SERVER_PORT: Final = 8443
 SERVICE_PORT: Final = 443
 # The pods' group: qemu's (107) in KubeVirt's images, so the server can read the disk images.
 KVM_GROUP: Final = 107
-TOKEN_LENGTH: Final = 20
-_TOKEN_ALPHABET: Final = string.digits + string.ascii_uppercase + string.ascii_lowercase
 
 
 def _meta(obj: Mapping[str, Any]) -> JSON:
@@ -74,11 +71,6 @@ def service(export: Mapping[str, Any]) -> JSON:
     }
 
 
-def new_token() -> str:
-    """KubeVirt's ``GenerateVMExportToken``: 20 random letters and digits."""
-    return "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(TOKEN_LENGTH))
-
-
 def token_secret(export: Mapping[str, Any], name: str, token: str) -> JSON:
     return {
         "apiVersion": "v1",
@@ -89,7 +81,7 @@ def token_secret(export: Mapping[str, Any], name: str, token: str) -> JSON:
             "ownerReferences": [export_owner(export)],
         },
         "type": "Opaque",
-        "data": {TOKEN_KEY: base64.b64encode(token.encode()).decode()},
+        "data": {TOKEN_SECRET_KEY: base64.b64encode(token.encode()).decode()},
     }
 
 
@@ -143,10 +135,10 @@ def exporter_pod(
         env += _env(paths.volume_env(index, mount_path, claim, raw=raw(pvc)))
     env += _env(
         {
-            "CERT_FILE": f"{CERT_MOUNT_PATH}/tls.crt",
-            "KEY_FILE": f"{CERT_MOUNT_PATH}/tls.key",
-            "TOKEN_FILE": f"{TOKEN_MOUNT_PATH}/{TOKEN_KEY}",
-            "DEADLINE": format_time(deadline),
+            paths.CERT_FILE_ENV: f"{CERT_MOUNT_PATH}/{CERT_KEY}",
+            paths.KEY_FILE_ENV: f"{CERT_MOUNT_PATH}/{KEY_KEY}",
+            paths.TOKEN_FILE_ENV: f"{TOKEN_MOUNT_PATH}/{TOKEN_SECRET_KEY}",
+            paths.DEADLINE_ENV: format_time(deadline),
             paths.VM_DEFINITION_ENV: paths.MANIFESTS_PATH,
             paths.SECRET_DEFINITION_ENV: paths.SECRET_MANIFEST_PATH,
         }

@@ -19,7 +19,6 @@ from kubevirt_api.view import JSON
 
 __all__ = [
     "ANN_CERT_PARAMS",
-    "ANN_CONTENT_TYPE",
     "EXPORT_API_VERSION",
     "EXPORT_INDEXERS",
     "EXPORT_KIND",
@@ -49,8 +48,6 @@ __all__ = [
 EXPORT_SERVICE_LABEL: Final = "kubevirt.io.virt-export-service"
 # The certificate parameters the exporter pod was made with: a change recreates the pod.
 ANN_CERT_PARAMS: Final = "kubevirt.io/export.certParameters"
-# CDI's content type of a claim ("kubevirt" or "" for a disk image, "archive" otherwise).
-ANN_CONTENT_TYPE: Final = "cdi.kubevirt.io/storage.contentType"
 
 PVC_KIND: Final = "PersistentVolumeClaim"
 VM_KIND: Final = "VirtualMachine"

@@ -16,7 +16,13 @@ from typing import Any
 from kubevirt.client import PERSISTENT_VOLUME_CLAIMS, AlreadyExistsError, KubeApi
 from kubevirt.controller import Store, key_for
 from kubevirt.virt_controller.watch.snapshot.common import owner_ref
-from kubevirt.virt_controller.watch.snapshot.restore_spec import RestoreError, restored_claim, volumes_of
+from kubevirt.virt_controller.watch.snapshot.restore_spec import (
+    CONTENT_TYPE_ANNOTATION,
+    RestoreError,
+    restored_claim,
+    volumes_of,
+)
+from kubevirt_api.export.v1beta1.types import PHASE_SKIPPED
 from kubevirt_api.view import JSON
 
 from .conditions import (
@@ -25,13 +31,12 @@ from .conditions import (
     NOT_ALL_PVCS_CREATED,
     NOT_ALL_PVCS_READY,
     READY,
-    SKIPPED,
     VMSNAPSHOT_NO_VOLUMES,
     VOLUMES_CREATED,
     condition,
     update_condition,
 )
-from .names import ANN_CONTENT_TYPE, EXPORT_API_VERSION, EXPORT_KIND
+from .names import EXPORT_API_VERSION, EXPORT_KIND
 from .pvc_source import source_name
 from .volumes import SourceError, SourceVolumes
 
@@ -123,7 +128,7 @@ class SnapshotSource:
         except RestoreError as err:
             raise SourceError(str(err)) from None
         if _kubevirt_content(backup, source_vm):
-            pvc["metadata"]["annotations"][ANN_CONTENT_TYPE] = "kubevirt"
+            pvc["metadata"]["annotations"][CONTENT_TYPE_ANNOTATION] = "kubevirt"
         pvc["metadata"]["ownerReferences"] = [owner_ref(EXPORT_API_VERSION, EXPORT_KIND, export)]
         try:
             return self._api.create(PERSISTENT_VOLUME_CLAIMS, namespace, pvc)
@@ -149,7 +154,7 @@ class SnapshotSource:
             new = condition(VOLUMES_CREATED, False, VMSNAPSHOT_NO_VOLUMES, sources.message, now)
             conditions = update_condition(conditions, new)
             conditions = update_condition(conditions, condition(READY, False, INITIALIZING, "", now))
-            status["phase"] = SKIPPED
+            status["phase"] = PHASE_SKIPPED
         elif total != len(sources.volumes):
             conditions = update_condition(
                 conditions, condition(VOLUMES_CREATED, False, NOT_ALL_PVCS_CREATED, sources.message, now)

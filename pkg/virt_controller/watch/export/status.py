@@ -10,17 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubevirt_api.export.v1beta1.types import PHASE_PENDING, PHASE_READY, PHASE_TERMINATED
 from kubevirt_api.view import JSON
 
 from .conditions import (
     IN_USE,
-    PENDING,
     POD_COMPLETED,
     POD_PENDING,
     POD_READY,
     READY,
-    READY_PHASE,
-    TERMINATED,
     UNKNOWN,
     condition,
     update_condition,
@@ -51,15 +49,15 @@ def pod_ready(pod: Mapping[str, Any]) -> bool:
 def _pod_state(pod: Mapping[str, Any] | None, sources: SourceVolumes) -> tuple[bool, str, str, str]:
     """(ready, reason, message, phase) of the export."""
     if pod is None:
-        return False, IN_USE, sources.message, PENDING
+        return False, IN_USE, sources.message, PHASE_PENDING
     if pod_ready(pod):
-        return True, POD_READY, "", READY_PHASE
+        return True, POD_READY, "", PHASE_READY
     phase = (pod.get("status") or {}).get("phase")
     if phase == "Succeeded":
-        return False, POD_COMPLETED, "", TERMINATED
+        return False, POD_COMPLETED, "", PHASE_TERMINATED
     if phase == "Pending":
-        return False, POD_PENDING, "", PENDING
-    return False, UNKNOWN, "", PENDING
+        return False, POD_PENDING, "", PHASE_PENDING
+    return False, UNKNOWN, "", PHASE_PENDING
 
 
 def common_status(

@@ -12,9 +12,8 @@ from kubevirt.client.resources import DATA_VOLUMES
 from kubevirt.controller import Store
 from kubevirt.controller.store import NAMESPACE_INDEX
 from kubevirt.virt_controller.watch.common import controller_ref_of_dict
+from kubevirt.virt_controller.watch.snapshot.restore_spec import CONTENT_TYPE_ANNOTATION
 from kubevirt_api.view import JSON
-
-from .names import ANN_CONTENT_TYPE
 
 DATA_VOLUME_API_VERSION: Final = f"{DATA_VOLUMES.group}/{DATA_VOLUMES.version}"
 # CDI's content types that hold a disk image ("" is CDI's default, kubevirt).
@@ -87,7 +86,7 @@ def is_kubevirt_content(pvc: Mapping[str, Any], data_volumes: DataVolumeLookup) 
     if is_block(pvc):
         return True
     annotations = _meta(pvc).get("annotations") or {}
-    if ANN_CONTENT_TYPE in annotations and annotations[ANN_CONTENT_TYPE] in _KUBEVIRT_CONTENT:
+    if CONTENT_TYPE_ANNOTATION in annotations and annotations[CONTENT_TYPE_ANNOTATION] in _KUBEVIRT_CONTENT:
         return True
     owner = controller_ref_of_dict(pvc)
     if (

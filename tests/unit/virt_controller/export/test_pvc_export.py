@@ -107,6 +107,18 @@ def test_the_first_status_is_pending_with_the_ttl_from_the_creation() -> None:
     assert (conditions["PVCReady"]["status"], conditions["PVCReady"]["reason"]) == ("True", "PVCBound")
 
 
+@pytest.mark.parametrize("ttl", ["30m", "+30m", "1800000000us", "0.5h"])
+def test_the_ttl_is_read_as_go_reads_it(ttl: str) -> None:
+    # Whatever the admission webhook takes (Go's ParseDuration) is the TTL used, not the default.
+    world = World()
+    world.add(PERSISTENT_VOLUME_CLAIMS, claim())
+    created = world.add(VIRTUAL_MACHINE_EXPORTS, export(ttlDuration=ttl))
+    world.run()
+    assert parse_time(world.status()["ttlExpirationTime"]) == parse_time(
+        created["metadata"]["creationTimestamp"]
+    ) + timedelta(minutes=30)
+
+
 def test_without_a_ttl_the_export_lives_two_hours() -> None:
     world = World()
     created = world.add(VIRTUAL_MACHINE_EXPORTS, export())

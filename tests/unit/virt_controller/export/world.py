@@ -44,7 +44,7 @@ from kubevirt.virt_controller.watch.instancetype import InstancetypeStores, Inst
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
 from kubevirt_testing.fake_kube_api import FakeKubeApi
 
-from ..fakes import FakeClock
+from ..fakes import FakeClock, RecordedEvents
 
 JSON = dict[str, Any]
 NS = "default"
@@ -54,17 +54,6 @@ CLAIM = "claim"
 VM = "vm"
 IMAGE = "registry.example/virt-exportserver:test"
 CA_BUNDLE = "-----BEGIN CERTIFICATE-----\nexport-ca\n-----END CERTIFICATE-----"
-
-
-class RecordedEvents:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str, str, str]] = []
-
-    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
-        self.events.append((obj.get("kind", ""), obj["metadata"]["name"], event_type, reason, message))
-
-    def reasons(self) -> list[str]:
-        return [reason for *_, reason, _ in self.events]
 
 
 class FixedCA:

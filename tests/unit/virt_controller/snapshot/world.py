@@ -45,7 +45,7 @@ from kubevirt.virt_controller.watch.snapshot.vmstatus import VolumeSnapshotStatu
 from kubevirt_api.core.v1 import VirtualMachine, VirtualMachineInstance
 from kubevirt_testing.fake_kube_api import FakeKubeApi
 
-from ..fakes import FakeClock
+from ..fakes import FakeClock, RecordedEvents
 
 JSON = dict[str, Any]
 NS = "default"
@@ -55,17 +55,6 @@ RESTORE = "restore"
 DRIVER = "csi.example.com"
 STORAGE_CLASS = "standard"
 CLAIM = "disk-pvc"
-
-
-class RecordedEvents:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str, str, str]] = []
-
-    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
-        self.events.append((obj.get("kind", ""), obj["metadata"]["name"], event_type, reason, message))
-
-    def reasons(self) -> list[str]:
-        return [reason for *_, reason, _ in self.events]
 
 
 @dataclass

@@ -12,6 +12,16 @@ from kubevirt_api.k8s import core_v1, meta_v1
 __all__ = [
     "EXPORT_GROUP_NAME",
     "EXPORT_VERSIONS",
+    "FORMAT_ARCHIVE_GZ",
+    "FORMAT_DIR",
+    "FORMAT_GZIP",
+    "FORMAT_RAW",
+    "MANIFEST_ALL",
+    "MANIFEST_AUTH_HEADER",
+    "PHASE_PENDING",
+    "PHASE_READY",
+    "PHASE_SKIPPED",
+    "PHASE_TERMINATED",
     "ExportCondition",
     "VirtualMachineExport",
     "VirtualMachineExportLink",
@@ -26,6 +36,21 @@ __all__ = [
 
 EXPORT_GROUP_NAME: Final = "export.kubevirt.io"
 EXPORT_VERSIONS: Final = ("v1beta1", "v1alpha1")
+
+# status.phase (KubeVirt's VirtualMachineExportPhase).
+PHASE_PENDING: Final = "Pending"
+PHASE_READY: Final = "Ready"
+PHASE_TERMINATED: Final = "Terminated"
+PHASE_SKIPPED: Final = "Skipped"
+
+# A link's volume formats (ExportVolumeFormat: KubeVirtRaw, KubeVirtGz, Dir, ArchiveGz) and its
+# manifest types (ExportManifestType: AllManifests, AuthHeader).
+FORMAT_RAW: Final = "raw"
+FORMAT_GZIP: Final = "gzip"
+FORMAT_DIR: Final = "dir"
+FORMAT_ARCHIVE_GZ: Final = "tar.gz"
+MANIFEST_ALL: Final = "all"
+MANIFEST_AUTH_HEADER: Final = "auth-header-secret"
 
 
 class ExportCondition(Condition):
