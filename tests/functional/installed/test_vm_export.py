@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from localcluster import install
 from localcluster.handle import Cluster
 from localcluster.pvc_vms import (
@@ -172,6 +173,15 @@ def test_a_stopped_vms_disk_is_exported_downloaded_and_boots_a_new_vm(
         assert fetch(raw_path, "wrong-token")[0] == 401
         status_code, digest = fetch(raw_path, token)
         assert (status_code, digest) == (200, _sha256(image))
+
+    # The VM's manifests, as the exporter serves them: the VM, and a DataVolume importing the export's disk.
+    listed = yaml.safe_load_all(
+        _virtctl(cluster, "vmexport", "download", EXPORT, "-n", namespace, "--manifest", "--port-forward")
+    )
+    by_kind = {doc["kind"]: doc for doc in listed if isinstance(doc, dict)}
+    assert by_kind["VirtualMachine"]["metadata"]["name"] == VM
+    imported = by_kind["DataVolume"]["spec"]["source"]["http"]
+    assert imported["url"] == f"{base}/disk.img.gz"
 
     _virtctl(cluster, "vmexport", "delete", EXPORT, "-n", namespace)
     cluster.wait_until(
