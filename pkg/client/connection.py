@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client import rest as k8s_rest
@@ -72,7 +73,7 @@ def connect(kubeconfig: str | None, *, pool_size: int = 16, context: str | None 
                 client_configuration=configuration,
                 persist_config=False,
             )
-    except (k8s_config.ConfigException, OSError) as err:
+    except (k8s_config.ConfigException, OSError, yaml.YAMLError) as err:
         raise KubeConfigError(f"kubeconfig {kubeconfig or '(default)'}: {err}") from None
     configuration.connection_pool_maxsize = pool_size
     pool = k8s_rest.RESTClientObject(configuration).pool_manager

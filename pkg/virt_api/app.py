@@ -20,6 +20,7 @@ from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterS
 from kubevirt.client import KubeClient, KubeConfigError, own_namespace
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
+from kubevirt.service.startup import tls_files_present
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_api.cluster import KubernetesClusterState
 from kubevirt.virt_api.presets import PresetCache
@@ -193,10 +194,8 @@ def _subresources(
 def run(options: Options) -> int:
     """Serve until SIGTERM or SIGINT. Returns the process exit code."""
     log = get_logger()
-    for path in (options.tls_cert_file, options.tls_key_file):
-        if not path.is_file():
-            log.error("TLS file not found", path=str(path))
-            return 2
+    if not tls_files_present(options.tls_cert_file, options.tls_key_file):
+        return 2
 
     async def main() -> None:
         stop = asyncio.Event()

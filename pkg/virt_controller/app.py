@@ -15,11 +15,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kubevirt.client import EventRecorder, KubeClient, KubeConfigError, own_namespace
+from kubevirt.client import EventRecorder, KubeClient, own_namespace
 from kubevirt.controller import LeaderElector, SharedInformerFactory
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
+from kubevirt.service.startup import cluster_client, tls_files_present
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_config.tls import TLSConfiguration
@@ -145,14 +146,10 @@ class VirtController:
 def run(options: Options) -> int:
     """Run until SIGTERM or SIGINT (0), or until the leader lease is lost (1). Returns the exit code."""
     log = get_logger()
-    for path in (options.tls_cert_file, options.tls_key_file):
-        if not path.is_file():
-            log.error("TLS file not found", path=str(path))
-            return EXIT_CANNOT_START
-    try:
-        api = KubeClient.from_kubeconfig(options.kubeconfig, user_agent=COMPONENT)
-    except KubeConfigError as err:
-        log.error("virt-controller cannot reach the cluster", reason=str(err))
+    if not tls_files_present(options.tls_cert_file, options.tls_key_file):
+        return EXIT_CANNOT_START
+    api = cluster_client(options.kubeconfig, COMPONENT)
+    if api is None:
         return EXIT_CANNOT_START
     namespace = options.namespace or own_namespace() or "kubevirt"
     controller = VirtController(options, api, namespace)

@@ -15,12 +15,13 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.abc import AbstractResolver
 
-from kubevirt.client import CONFIG_MAPS, KubeClient, KubeConfigError, own_namespace
+from kubevirt.client import CONFIG_MAPS, own_namespace
 from kubevirt.client.resources import VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import SharedInformerFactory, key_for
 from kubevirt.controller.informer import ListWatcher
 from kubevirt.log import get_logger
 from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
+from kubevirt.service.startup import cluster_client, tls_files_present
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_exportproxy.proxy import BACKEND_PORT, BackendTrust, ExportProxy
@@ -133,14 +134,10 @@ class ExportProxyApp:
 def run(options: Options) -> int:
     """Serve until SIGTERM or SIGINT. Returns the process exit code."""
     log = get_logger()
-    for path in (options.tls_cert_file, options.tls_key_file):
-        if not path.is_file():
-            log.error("TLS file not found", path=str(path))
-            return EXIT_CANNOT_START
-    try:
-        api = KubeClient.from_kubeconfig(options.kubeconfig, user_agent=COMPONENT)
-    except KubeConfigError as err:
-        log.error("virt-exportproxy cannot reach the cluster", reason=str(err))
+    if not tls_files_present(options.tls_cert_file, options.tls_key_file):
+        return EXIT_CANNOT_START
+    api = cluster_client(options.kubeconfig, COMPONENT)
+    if api is None:
         return EXIT_CANNOT_START
     app = ExportProxyApp(options, api, options.namespace or own_namespace() or "kubevirt")
     try:
