@@ -47,6 +47,13 @@ THREADS = click.IntRange(min=1)
 @click.option("--rs-controller-threads", default=3, show_default=True, type=THREADS)
 @click.option("--pool-controller-threads", default=3, show_default=True, type=THREADS)
 @click.option("--vm-controller-threads", default=3, show_default=True, type=THREADS)
+@click.option("--migration-controller-threads", default=3, show_default=True, type=THREADS)
+@click.option("--evacuation-controller-threads", default=3, show_default=True, type=THREADS)
+@click.option("--disruption-budget-controller-threads", default=3, show_default=True, type=THREADS)
+@click.option("--snapshot-controller-threads", default=6, show_default=True, type=THREADS)
+@click.option("--restore-controller-threads", default=3, show_default=True, type=THREADS)
+@click.option("--export-controller-threads", default=3, show_default=True, type=THREADS)
+@click.option("--clone-controller-threads", default=3, show_default=True, type=THREADS)
 @click.option("--leader-elect-lease-duration", default="15s", show_default=True, type=POSITIVE_DURATION)
 @click.option("--leader-elect-renew-deadline", default="10s", show_default=True, type=POSITIVE_DURATION)
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, type=POSITIVE_DURATION)
@@ -71,6 +78,13 @@ def main(
     rs_controller_threads: int,
     pool_controller_threads: int,
     vm_controller_threads: int,
+    migration_controller_threads: int,
+    evacuation_controller_threads: int,
+    disruption_budget_controller_threads: int,
+    snapshot_controller_threads: int,
+    restore_controller_threads: int,
+    export_controller_threads: int,
+    clone_controller_threads: int,
     leader_elect_lease_duration: float,
     leader_elect_renew_deadline: float,
     leader_elect_retry_period: float,
@@ -103,6 +117,13 @@ def main(
             replicaset=rs_controller_threads,
             pool=pool_controller_threads,
             node=node_controller_threads,
+            migration=migration_controller_threads,
+            evacuation=evacuation_controller_threads,
+            disruption_budget=disruption_budget_controller_threads,
+            snapshot=snapshot_controller_threads,
+            restore=restore_controller_threads,
+            export=export_controller_threads,
+            clone=clone_controller_threads,
         ),
         leader_election=app.LeaderElection(
             lease_duration=leader_elect_lease_duration,
