@@ -60,6 +60,12 @@ def _retagged(image: str, tag: str) -> str:
     return f"{image.rsplit(':', 1)[0]}:{tag}"
 
 
+# The components whose /healthz reports the KubeVirt CR resourceVersion they run with, and how long a
+# change may take to reach them all.
+CONFIG_COMPONENTS = ("virt-api", "virt-controller", "virt-handler")
+CONFIG_TIMEOUT = 60.0
+
+
 def kubevirt_cr() -> JSON:
     """The release CR with emulation on (KVM guests hang on this kind of machine) and images never pulled.
     Launchers run non-root, KubeVirt's default, under KubeVirt's seccomp profile."""
@@ -219,5 +225,49 @@ def feature_gates(cluster: Cluster, *gates: str) -> Iterator[None]:
 
 
 def _set_feature_gates(cluster: Cluster, gates: list[str]) -> None:
+    """Sets the CR's gates and waits until the components run with them (a webhook that has not seen a
+    gate yet refuses what it guards)."""
     patch = {"spec": {"configuration": {"developerConfiguration": {"featureGates": gates}}}}
-    cluster.kubectl("patch", "kubevirt", CR_NAME, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch))
+    patched = cluster.kubectl_json(
+        "patch", "kubevirt", CR_NAME, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
+    )
+    version = int(patched["metadata"]["resourceVersion"])  # type: ignore[index]
+    reported: dict[str, object] = {}
+
+    def seen() -> bool:
+        reported.update(config_versions(cluster, config_pods(cluster)))
+        return all(runs_with(value, version) for value in reported.values())
+
+    try:
+        cluster.wait_until("the components run with the new feature gates", seen, CONFIG_TIMEOUT)
+    except AssertionError as error:
+        raise AssertionError(f"{error}: resourceVersion {version}, reported {reported}") from error
+
+
+def config_pods(cluster: Cluster) -> dict[str, str]:
+    """The running pods of the components that report their configuration: pod name → component."""
+    listed = cluster.kubectl_json("get", "pods", "-n", NAMESPACE)["items"]
+    pods: list[JSON] = listed if isinstance(listed, list) else []
+    found = {}
+    for pod in pods:
+        label = pod["metadata"].get("labels", {}).get("kubevirt.io", "")
+        if label in CONFIG_COMPONENTS and pod["status"].get("phase") == "Running":
+            found[str(pod["metadata"]["name"])] = str(label)
+    return found
+
+
+def config_versions(cluster: Cluster, pods: dict[str, str]) -> dict[str, object]:
+    """The KubeVirt CR resourceVersion each pod's ``/healthz`` says it runs with (or what it answered)."""
+    reported: dict[str, object] = {}
+    for pod in pods:
+        path = f"/api/v1/namespaces/{NAMESPACE}/pods/https:{pod}:8443/proxy/healthz"
+        answer = cluster.kubectl("get", "--raw", path, check=False)
+        body = json.loads(answer.stdout) if answer.returncode == 0 else {"error": answer.stderr.strip()}
+        reported[pod] = body.get("config-resource-version", body)
+    return reported
+
+
+def runs_with(value: object, version: int) -> bool:
+    """Whether a reported CR resourceVersion is ``version`` or later (the operator may write the CR's
+    status after a change)."""
+    return str(value).isdigit() and int(str(value)) >= version

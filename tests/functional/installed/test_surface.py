@@ -39,7 +39,6 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CIRROS_VM = "vm-test-guest-cirros-compatible"
 ALPINE_VM = "vm-test-guest-alpine-compatible"
 KUBEVIRT_NAMESPACE = "kubevirt"
-COMPONENTS = ("virt-api", "virt-controller", "virt-handler")
 RUNNING_TIMEOUT = 180.0
 CONFIG_PROPAGATION_BUDGET = 10.0
 
@@ -201,20 +200,9 @@ def test_an_export_of_a_missing_claim_waits_and_says_why(
             cluster.kubectl("delete", "-n", guest_namespace, "virtualmachineexport", "export", check=False)
 
 
-def _healthz(cluster: Cluster, pod: str) -> dict[str, Any]:
-    path = f"/api/v1/namespaces/{KUBEVIRT_NAMESPACE}/pods/https:{pod}:8443/proxy/healthz"
-    answer = cluster.kubectl("get", "--raw", path, check=False)
-    return json.loads(answer.stdout) if answer.returncode == 0 else {"error": answer.stderr.strip()}
-
-
 def _component_pods(cluster: Cluster) -> dict[str, str]:
-    pods = cluster.kubectl_json("get", "pods", "-n", KUBEVIRT_NAMESPACE)["items"]
-    found = {}
-    for pod in pods:  # type: ignore[union-attr]
-        label = pod["metadata"].get("labels", {}).get("kubevirt.io", "")  # type: ignore[index]
-        if label in COMPONENTS and pod["status"].get("phase") == "Running":  # type: ignore[index]
-            found[pod["metadata"]["name"]] = label  # type: ignore[index]
-    assert set(found.values()) == set(COMPONENTS), f"component pods: {found}"
+    found = install.config_pods(cluster)
+    assert set(found.values()) == set(install.CONFIG_COMPONENTS), f"component pods: {found}"
     return found
 
 
@@ -235,11 +223,8 @@ def test_every_component_reports_a_kubevirt_cr_change_on_healthz(cluster: Cluste
         reported: dict[str, Any] = {}
 
         def all_report_it() -> bool:
-            for pod in pods:
-                answer = _healthz(cluster, pod)
-                reported[pod] = answer.get("config-resource-version", answer)
-            # The operator may write the CR's status after the change: a later version counts too.
-            return all(str(value).isdigit() and int(value) >= version for value in reported.values())
+            reported.update(install.config_versions(cluster, pods))
+            return all(install.runs_with(value, version) for value in reported.values())
 
         while not all_report_it():
             waited = time.monotonic() - began
