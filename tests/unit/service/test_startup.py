@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+import structlog.testing
 
 from kubevirt.service.startup import cluster_client, tls_files_present
 
@@ -18,9 +18,10 @@ def test_tls_files_present_only_when_every_file_exists(tmp_path: Path) -> None:
     assert not tls_files_present(cert, tmp_path)  # a directory is no certificate file
 
 
-def test_an_unusable_kubeconfig_gives_no_client(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unusable_kubeconfig_gives_no_client(tmp_path: Path) -> None:
     broken = tmp_path / "kubeconfig"
     broken.write_text("not: [a kubeconfig")
-    assert cluster_client(str(broken), "virt-exportproxy") is None
-    printed = capsys.readouterr()
-    assert "virt-exportproxy cannot reach the cluster" in printed.out + printed.err
+    with structlog.testing.capture_logs() as logged:
+        assert cluster_client(str(broken), "virt-exportproxy") is None
+    assert [entry["event"] for entry in logged] == ["virt-exportproxy cannot reach the cluster"]
+    assert str(broken) in logged[0]["reason"]
