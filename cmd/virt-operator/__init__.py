@@ -4,7 +4,7 @@ import sys
 
 import click
 
-from kubevirt.client import own_namespace
+from kubevirt.client import install_namespace
 from kubevirt.service import binary
 from kubevirt.service.durations import POSITIVE_DURATION
 from kubevirt.virt_operator import app
@@ -37,7 +37,7 @@ def main(
     leader_elect_retry_period: float,
 ) -> None:
     options = app.Options(
-        namespace=namespace or own_namespace() or "kubevirt",
+        namespace=install_namespace(namespace),
         operator_image=operator_image,
         kubeconfig=kubeconfig,
         listen=listen,

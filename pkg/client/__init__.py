@@ -8,7 +8,7 @@ blocking on one request at a time; watches run in their own threads. The work is
 not the limit. virt-api's aiohttp server calls into this package from its executor.
 """
 
-from kubevirt.client.connection import KubeConfigError, own_namespace
+from kubevirt.client.connection import KubeConfigError, install_namespace, own_namespace
 from kubevirt.client.errors import (
     AlreadyExistsError,
     ApiError,
@@ -69,5 +69,6 @@ __all__ = [
     "KubeReader",
     "NotFoundError",
     "Resource",
+    "install_namespace",
     "own_namespace",
 ]

@@ -21,7 +21,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client import rest as k8s_rest
 
-__all__ = ["Connection", "KubeConfigError", "connect", "own_namespace"]
+__all__ = ["Connection", "KubeConfigError", "connect", "install_namespace", "own_namespace"]
 
 
 class KubeConfigError(ValueError):
@@ -81,6 +81,15 @@ def connect(kubeconfig: str | None, *, pool_size: int = 16, context: str | None 
 
 
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+# Where KubeVirt is installed when neither a flag nor the pod says otherwise.
+DEFAULT_INSTALL_NAMESPACE = "kubevirt"
+
+
+def install_namespace(configured: str | None = None) -> str:
+    """KubeVirt's namespace for a component: ``configured`` (a flag), else its own pod's, else the default."""
+    return configured or own_namespace() or DEFAULT_INSTALL_NAMESPACE
 
 
 def own_namespace() -> str | None:

@@ -17,7 +17,7 @@ from typing import Any
 from kubevirt.admission import defaulting
 from kubevirt.admission.schema import prepare, schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
-from kubevirt.client import KubeClient, KubeConfigError, own_namespace
+from kubevirt.client import KubeClient, KubeConfigError, install_namespace, own_namespace
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.startup import tls_files_present
@@ -182,7 +182,7 @@ def _subresources(
     """The subresource API's routes and authorising middleware; none without a cluster to ask."""
     if client is None:
         return [], [], None
-    namespace = options.handler_namespace or own_namespace() or "kubevirt"
+    namespace = install_namespace(options.handler_namespace)
     follower = FrontProxyFollower(client, certificate.trust_client_ca)
     follower.refresh()
     extension = subresource_extension(

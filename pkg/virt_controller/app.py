@@ -15,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kubevirt.client import EventRecorder, KubeClient, own_namespace
+from kubevirt.client import EventRecorder, KubeClient, install_namespace
 from kubevirt.controller import LeaderElector, SharedInformerFactory
 from kubevirt.log import get_logger
 from kubevirt.service.health import ApiServerHealth
@@ -151,7 +151,7 @@ def run(options: Options) -> int:
     api = cluster_client(options.kubeconfig, COMPONENT)
     if api is None:
         return EXIT_CANNOT_START
-    namespace = options.namespace or own_namespace() or "kubevirt"
+    namespace = install_namespace(options.namespace)
     controller = VirtController(options, api, namespace)
     try:
         probes = ProbeServer(

@@ -15,7 +15,7 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.abc import AbstractResolver
 
-from kubevirt.client import CONFIG_MAPS, own_namespace
+from kubevirt.client import CONFIG_MAPS, install_namespace
 from kubevirt.client.resources import VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import SharedInformerFactory, key_for
 from kubevirt.controller.informer import ListWatcher
@@ -139,7 +139,7 @@ def run(options: Options) -> int:
     api = cluster_client(options.kubeconfig, COMPONENT)
     if api is None:
         return EXIT_CANNOT_START
-    app = ExportProxyApp(options, api, options.namespace or own_namespace() or "kubevirt")
+    app = ExportProxyApp(options, api, install_namespace(options.namespace))
     try:
         if not app.start_informers():
             log.error("the caches did not sync")

@@ -25,6 +25,7 @@ from kubevirt.client import (
     EventRecorder,
     KubeClient,
     KubeConfigError,
+    install_namespace,
     own_namespace,
 )
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
@@ -70,7 +71,6 @@ COMPONENT = "virt-handler"
 NODE_NAME_LABEL = "kubevirt.io/nodeName"
 CACHE_SYNC_TIMEOUT = 60.0
 EXIT_CANNOT_START = 2
-DEFAULT_NAMESPACE = "kubevirt"
 
 
 # KubeVirt's VM controller runs 10 workers. Each blocks for a whole launcher sync (define and start,
@@ -143,7 +143,7 @@ class VirtHandler:
         tls_files = TLSFiles(
             options.tls_cert_file, options.tls_key_file, options.client_cert_file, options.client_key_file
         )
-        namespace = own_namespace() or DEFAULT_NAMESPACE
+        namespace = install_namespace()
         self._proxies = ProxyManager(
             listen_address=migration_ip,
             tls=TLSProvider(
@@ -265,7 +265,7 @@ class VirtHandler:
             events=self._events,
             pods_dir=options.pods_dir,
             node=options.node_name,
-            namespace=own_namespace() or DEFAULT_NAMESPACE,
+            namespace=install_namespace(),
             cert_file=options.tls_cert_file,
             key_file=options.tls_key_file,
             listen=options.listen,
