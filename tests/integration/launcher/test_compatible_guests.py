@@ -80,8 +80,8 @@ def booted(launcher_pods: Any, tmp_path: Path) -> Iterator[Any]:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(str(serial))
         connections.append(connection)
-        pod.wait_for_serial("test guest ready", 60)
         expecter = Expecter(SocketStream(connection))
+        expecter.expect("test guest ready", 60)  # reading the console drains it (see the soft reboot below)
         expecter.send("\n")
         expecter.expect(" login: ", 30)
         return expecter, time.monotonic() - started, pod
@@ -170,11 +170,9 @@ def test_cirros_compatible_guest_keeps_a_boot_record_per_boot(
     # As CirrOS's, the guest shuts down through init: a command typed right after the press still runs
     # (KubeVirt's spec sends its 'last reboot' then, and reads the count from the output that follows).
     assert "still-here" in run(expecter, "echo still-here").splitlines()
-    deadline = time.monotonic() + BOOT_LIMIT
-    while pod.serial_text().count("test guest ready") < 2:
-        assert time.monotonic() < deadline, f"the guest did not boot again: {pod.serial_text()[-600:]!r}"
-        time.sleep(0.5)
-    expecter.expect("test guest ready", 30)  # the second boot, on the console the test kept
+    # The second boot, read on the console the test kept: the console socket must be drained while
+    # waiting, or QEMU stops taking the guest's serial output once the socket's buffer is full.
+    expecter.expect("test guest ready", BOOT_LIMIT)
     expecter.send("\n")
     expecter.expect(" login: ", 30)
     print(f"CirrOS-compatible guest: login prompt {time.monotonic() - rebooted:.1f} s after the soft reboot")
