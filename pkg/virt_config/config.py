@@ -69,6 +69,11 @@ KUBEVIRT_SERVICE_ACCOUNT_NAMES = (
 
 INSTANCETYPE_REFERENCE_POLICIES: Final = ("reference", "expand", "expandAll")
 
+# developerConfiguration's space rules for the disk images virt-handler makes (KubeVirt's defaults).
+DEFAULT_LESS_PVC_SPACE_TOLERATION: Final = 10
+DEFAULT_MINIMUM_RESERVE_PVC_BYTES: Final = 131072
+_MAX_UINT64: Final = 2**64 - 1
+
 
 class InvalidConfigurationError(ValueError):
     """A KubeVirt CR whose configuration cannot be used (the last valid one stays in force)."""
@@ -101,6 +106,10 @@ class ClusterConfig:
     launcher: LauncherSettings = field(default_factory=LauncherSettings)
     # What virt-handler passes every launcher with SyncVirtualMachine (SMBIOS, balloon statistics, ...).
     domain: DomainSettings = field(default_factory=DomainSettings)
+    # pvcTolerateLessSpaceUpToPercent and minimumReservePVCBytes: how much less room than asked a disk
+    # image virt-handler makes may get, and the room it leaves free.
+    less_pvc_space_toleration: int = DEFAULT_LESS_PVC_SPACE_TOLERATION
+    minimum_reserve_pvc_bytes: int = DEFAULT_MINIMUM_RESERVE_PVC_BYTES
 
     @classmethod
     def build(
@@ -145,6 +154,8 @@ class ClusterConfig:
         obsolete = configuration.optional_object("obsoleteCPUModels")
         # No selector selects no node (KubeVirt's nil selector); an empty one selects them all.
         selector = configuration.object("ksmConfiguration").optional_object("nodeLabelSelector")
+        developer = configuration.object("developerConfiguration")
+        toleration, reserve = _pvc_space(developer)
         try:
             migrations = MigrationConfig.from_configuration(configuration.object("migrations"))
             tls = TLSConfiguration.from_configuration(configuration.object("tlsConfiguration"))
@@ -155,7 +166,9 @@ class ClusterConfig:
             tls=tls,
             launcher=LauncherSettings.from_configuration(configuration),
             domain=DomainSettings.from_kubevirt(root, configuration),
-            feature_gates=frozenset(configuration.object("developerConfiguration").strings("featureGates")),
+            feature_gates=frozenset(developer.strings("featureGates")),
+            less_pvc_space_toleration=toleration,
+            minimum_reserve_pvc_bytes=reserve,
             rollout_strategy=strategy or ROLLOUT_LIVE_UPDATE,
             eviction_strategy=configuration.optional_string("evictionStrategy"),
             default_architecture=architectures.string("defaultArchitecture", default="amd64"),
@@ -188,3 +201,15 @@ class ClusterConfig:
             f"system:serviceaccount:{self.install_namespace}:{name}"
             for name in KUBEVIRT_SERVICE_ACCOUNT_NAMES
         )
+
+
+def _pvc_space(developer: View) -> tuple[int, int]:
+    """The toleration (0 to 100, else the configuration is invalid, as in KubeVirt) and the reserve;
+    an unset or zero value is KubeVirt's default (its CR leaves zero values out)."""
+    toleration = developer.integer("pvcTolerateLessSpaceUpToPercent")
+    if not 0 <= toleration <= 100:
+        raise developer.fail(
+            "pvcTolerateLessSpaceUpToPercent", f"invalid lessPVCSpaceToleration in ConfigMap: {toleration}"
+        )
+    reserve = developer.integer("minimumReservePVCBytes", minimum=0, maximum=_MAX_UINT64)
+    return toleration or DEFAULT_LESS_PVC_SPACE_TOLERATION, reserve or DEFAULT_MINIMUM_RESERVE_PVC_BYTES

@@ -47,6 +47,7 @@ from kubevirt.virt_handler.domain_cache import DomainCache
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.domain_notify import DomainNotify
 from kubevirt.virt_handler.heartbeat import Heartbeat
+from kubevirt.virt_handler.host_disks import HostDisks
 from kubevirt.virt_handler.hotplug_disk.layout import MOUNT_STATE_DIR as HOTPLUG_MOUNT_STATE_DIR
 from kubevirt.virt_handler.hotplug_disk.mounter import HotplugMounter
 from kubevirt.virt_handler.ksm import KsmHandler
@@ -170,6 +171,7 @@ class VirtHandler:
         self._notify_server: grpc.Server | None = None
         network = HandlerNetwork(private_dir=options.private_dir)
         ownership = PodOwnership()
+        host_disks = HostDisks(events=self._events, config=self._config.current)
         # One node record per VMI: a migration target's mounts are the VM controller's after the take-over.
         hotplug = HotplugMounter(
             pods_dir=options.pods_dir,
@@ -191,6 +193,7 @@ class VirtHandler:
             hotplug=hotplug,
             notify=DomainNotify(domain_cache, self._notify_pipes),
             ownership=ownership,
+            host_disks=host_disks,
             config=self._config.current,
         )
         self._reconciler = reconciler
@@ -208,6 +211,7 @@ class VirtHandler:
             hotplug=hotplug,
             network=network,
             ownership=ownership,
+            host_disks=host_disks,
             **roles,
         )
         self._target_controller = Controller(

@@ -43,6 +43,7 @@ from kubevirt.podroot import PodRoot
 from kubevirt.virt_config.migrations import launcher_options
 from kubevirt.virt_handler import phase as phases
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError
+from kubevirt.virt_handler.host_disks import HostDiskPreparationError, HostDisks
 from kubevirt.virt_handler.hotplug_disk.layout import HotplugVolumeError
 from kubevirt.virt_handler.hotplug_disk.mounter import (
     LauncherPod,
@@ -353,6 +354,7 @@ class MigrationTarget(_Role):
         hotplug: HotplugDisks | None = None,
         network: PodNetwork | None = None,
         ownership: PodOwnership | None = None,
+        host_disks: HostDisks | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -362,6 +364,7 @@ class MigrationTarget(_Role):
         self._hotplug = hotplug
         self._network = network
         self._ownership = ownership
+        self._host_disks = host_disks
         self._lock = threading.Lock()
         self._prepared: set[str] = set()
         self._uids: dict[str, str] = {}  # key -> VMI UID, to stop a deleted VMI's listeners
@@ -407,6 +410,7 @@ class MigrationTarget(_Role):
             HotplugVolumeError,
             NetworkSetupError,
             PodOwnershipError,
+            HostDiskPreparationError,
         ) as err:
             # The source decides how the migration ends; the target tries again (the incoming domain
             # comes and goes while the migration runs or is cancelled).
@@ -430,6 +434,9 @@ class MigrationTarget(_Role):
                 # that failed, or the VMI ran here before): this pod is new, so it is set up anew.
                 self._network.forget(uid)
                 self._network.setup(vmi, socket)
+            if self._host_disks is not None:
+                # As for a starting VMI: the DiskOrCreate images the incoming domain is built on.
+                self._host_disks.prepare(vmi, socket)
             if self._ownership is not None:
                 # A non-root target launcher opens its devices and disks as its user, as a starting one.
                 self._ownership.claim(vmi, socket)

@@ -8,9 +8,9 @@ user, through the pod's root:
 - ``/dev/kvm`` when the pod has it (not under emulation), ``/dev/vhost-vsock`` when ``autoattachVSOCK``;
 - ``/dev/vhost-net`` for a VMI with a virtio interface, when the pod has it (not under emulation), and
   ``/dev/net/tun`` unless the VMI has no interface and attaches no pod interface;
-- each hostDisk's image, or its directory while a ``DiskOrCreate`` image is still to be made (the launcher
-  makes it); a filesystem PVC or DataVolume counts as the ``DiskOrCreate`` hostDisk ``disk.img`` KubeVirt
-  turns it into;
+- each hostDisk's image (virt-handler made the ``DiskOrCreate`` ones just before, see :mod:`.host_disks`);
+  a filesystem PVC or DataVolume counts as the ``DiskOrCreate`` hostDisk ``disk.img`` KubeVirt turns it
+  into;
 - ``/dev/<volume>`` of each block-mode PVC.
 
 No link is followed: what is changed is opened with symlinks refused from the pod's root (``/dev``) or
@@ -23,22 +23,21 @@ from __future__ import annotations
 
 import ctypes
 import os
-import posixpath
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubevirt import pod_paths, safepath
+from kubevirt import host_disk, pod_paths, safepath
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.pod_sockets import PodSocketError, launcher_root
 from kubevirt_api.core.v1.constants import DEPRECATED_NON_ROOT_VMI_ANNOTATION
 from kubevirt_api.view import View, VMIView
 
-# KubeVirt's qemu user, for a VMI marked non-root by the old annotation alone.
+# KubeVirt's qemu user: a VMI marked non-root by the old annotation alone runs as it, and the disk images
+# virt-handler makes are its (see .host_disks).
 QEMU_USER = 107
-PVC_DISK_IMAGE = "disk.img"
 _MAX_ID = 2**32 - 2  # (uid_t)-1 means "leave unchanged" to chown
 _AT_EMPTY_PATH = 0x1000  # include/uapi/linux/fcntl.h
 
@@ -57,14 +56,6 @@ class _Device:
     block: bool = False
     field: str = ""  # the volume it stands for, if any
     guessed: bool = False  # a block volume only if a block device is there: skipped otherwise
-
-
-@dataclass(frozen=True)
-class _HostDisk:
-    volume: str
-    image: str
-    or_create: bool
-    field: str
 
 
 def _view(vmi: Mapping[str, Any]) -> VMIView:
@@ -97,38 +88,27 @@ def _devices(vmi: Mapping[str, Any]) -> tuple[list[_Device], list[_Device]]:
     return hypervisor, network
 
 
-def _volumes(vmi: Mapping[str, Any]) -> tuple[list[_Device], list[_HostDisk]]:
+def _volumes(vmi: Mapping[str, Any]) -> tuple[list[_Device], list[host_disk.HostDiskImage]]:
     """Block PVC devices and host disk images (``prepareStorage``, with filesystem claims taken for the
-    hostDisks ``ReplacePVCByHostDisk`` makes of them)."""
+    hostDisks ``ReplacePVCByHostDisk`` makes of them: :func:`kubevirt.host_disk.images`)."""
     view = _view(vmi)
-    passthrough = {item.get("name") for item in view.devices.items("filesystems")}
     statuses = {entry.get("name"): entry for entry in view.volume_statuses()}
     blocks: list[_Device] = []
-    disks: list[_HostDisk] = []
     for volume in view.volumes():
         name = volume.get("name")
         if not isinstance(name, str) or not safepath.plain_name(name):
             raise volume.fail("name", f"{str(name)[:80]!r} is not a volume name")
-        if volume.has("hostDisk"):
-            source = volume.object("hostDisk")
-            path = source.string("path", required=True)
-            image = posixpath.basename(path)
-            if not safepath.plain_name(image):
-                raise source.fail("path", f"{path[:200]!r} does not name a file")
-            disks.append(_HostDisk(name, image, source.get("type") == "DiskOrCreate", source.path))
+        if not volume.has("persistentVolumeClaim"):
             continue
-        key = next((k for k in ("persistentVolumeClaim", "dataVolume") if volume.has(k)), None)
-        if key is None:
-            continue
-        entry = statuses.get(name, View({}))
-        info = entry.object("persistentVolumeClaimInfo")
-        field = volume.at(key)
-        block = info.get("volumeMode") == "Block"
-        if info and not block and not entry.has("hotplugVolume") and name not in passthrough:
-            disks.append(_HostDisk(name, PVC_DISK_IMAGE, True, field))
-        elif key == "persistentVolumeClaim" and (block or not info):
+        info = statuses.get(name, View({})).object("persistentVolumeClaimInfo")
+        if info.get("volumeMode") == "Block" or not info:
             # Without the claim's status (virt-controller writes it) the pod's /dev tells a block one.
+            field = volume.at("persistentVolumeClaim")
             blocks.append(_Device(f"dev/{name}", required=False, block=True, field=field, guessed=not info))
+    try:
+        disks = host_disk.images(view)
+    except host_disk.HostDiskError as err:
+        raise PodOwnershipError(str(err)) from None
     return blocks, disks
 
 
@@ -177,37 +157,38 @@ def _give_device(root_fd: int, device: _Device, user: int) -> bool:
         raise PodOwnershipError(f"failed to set up file ownership for {where}: {err.strerror}") from None
 
 
-def _give_host_disk(base_fd: int, disk: _HostDisk, user: int) -> tuple[str, bool]:
-    """The image (or, while a DiskOrCreate image is missing, its directory) given to ``user``."""
+def _give_host_disk(base_fd: int, disk: host_disk.HostDiskImage, user: int) -> tuple[str, bool]:
+    """The image given to ``user``, when it is there."""
     where = f"{pod_paths.VMI_DISKS_DIR}/{disk.volume}"
     try:
         directory = safepath.openat2(
             base_fd, disk.volume, os.O_PATH | os.O_DIRECTORY, resolve=safepath.NO_SYMLINKS
         )
     except FileNotFoundError:
-        raise PodOwnershipError(f"{disk.field}: {where} is not mounted in the pod") from None
+        raise PodOwnershipError(f"{disk.source}: {where} is not mounted in the pod") from None
     except safepath.UnsafePathError as err:
-        raise PodOwnershipError(f"{disk.field}: {where}: refused, {err.strerror}") from None
+        raise PodOwnershipError(f"{disk.source}: {where}: refused, {err.strerror}") from None
     except OSError as err:
-        raise PodOwnershipError(f"{disk.field}: {where}: {err.strerror}") from None
+        raise PodOwnershipError(f"{disk.source}: {where}: {err.strerror}") from None
     try:
-        image = _open(directory, disk.image)
+        image = _open(directory, disk.file_name)
         if image is None:
-            # The launcher makes a DiskOrCreate image as its user; a missing Disk image is its to report.
-            return where, disk.or_create and _chown(directory, user)
+            # virt-handler made each DiskOrCreate image just before; a missing Disk image is the launcher's
+            # to report.
+            return where, False
         try:
             mode = os.fstat(image).st_mode
             if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
                 raise PodOwnershipError(
-                    f"{disk.field}: {where}/{disk.image} is neither a file nor a block device"
+                    f"{disk.source}: {where}/{disk.file_name} is neither a file nor a block device"
                 )
-            return f"{where}/{disk.image}", _chown(image, user)
+            return f"{where}/{disk.file_name}", _chown(image, user)
         finally:
             os.close(image)
     except safepath.UnsafePathError as err:
-        raise PodOwnershipError(f"{disk.field}: {where}/{disk.image}: refused, {err.strerror}") from None
+        raise PodOwnershipError(f"{disk.source}: {where}/{disk.file_name}: refused, {err.strerror}") from None
     except OSError as err:
-        raise PodOwnershipError(f"{disk.field}: changing the owner of {where}: {err.strerror}") from None
+        raise PodOwnershipError(f"{disk.source}: changing the owner of {where}: {err.strerror}") from None
     finally:
         os.close(directory)
 
@@ -238,13 +219,13 @@ def _give_devices(root_fd: int, devices: list[_Device], user: int) -> list[str]:
     return [f"/{device.path}" for device in devices if _give_device(root_fd, device, user)]
 
 
-def _give_host_disks(root: PodRoot, disks: list[_HostDisk], user: int) -> list[str]:
+def _give_host_disks(root: PodRoot, disks: list[host_disk.HostDiskImage], user: int) -> list[str]:
     if not disks:
         return []
     try:
         base = root.open_directory(pod_paths.VMI_DISKS_DIR)  # /var/run may be a link to /run in the image
     except OSError:
-        raise PodOwnershipError(f"{disks[0].field}: {pod_paths.VMI_DISKS_DIR} is not in the pod") from None
+        raise PodOwnershipError(f"{disks[0].source}: {pod_paths.VMI_DISKS_DIR} is not in the pod") from None
     changed = []
     try:
         for disk in disks:

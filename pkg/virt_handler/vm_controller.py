@@ -11,6 +11,8 @@ VMI. Before the first sync the VMI's containerDisks are mounted into its pod (on
 up); the mounts go when the VMI is final, or deleted and its launcher gone. Hotplugged volumes are put
 into the pod before each sync (a starting VMI waits for them) and taken out once they left the spec and
 the domain (see :mod:`.hotplug_disk`); their ``volumeStatus`` phases follow (:mod:`.hotplug_disk.status`).
+Before the first sync the missing ``DiskOrCreate`` images are made in the pod (see :mod:`.host_disks`),
+and a non-root launcher's user is given its devices and disks (see :mod:`.pod_ownership`).
 
 A domain a sync just started is thus reported by the next reconcile, which its launcher's domain event
 queues. The launcher's client is kept per VMI across reconciles (see :mod:`.launcher_clients`), and
@@ -44,6 +46,7 @@ from kubevirt.virt_handler import shutdown
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.domain_notify import DomainNotify
+from kubevirt.virt_handler.host_disks import HostDiskPreparationError, HostDisks
 from kubevirt.virt_handler.hotplug_disk import status as hotplug_status
 from kubevirt.virt_handler.hotplug_disk.layout import HotplugVolumeError
 from kubevirt.virt_handler.hotplug_disk.mounter import (
@@ -73,9 +76,6 @@ from kubevirt_api.view import JSON
 
 SYNCHRONIZED = "Synchronized"
 SYNC_FAILED_REASON = "Synchronizing with the Domain failed."
-# Launcher failures of work KubeVirt's virt-handler does itself (the images of filesystem claims and host
-# disks): reported in its words, without the launcher command's wrapper.
-HANDLER_WORK_PREFIXES = ("preparing host-disks failed: ",)
 SOCKET_WAIT_SECONDS = 1.0
 RESYNC_SECONDS = 5.0
 # A running VMI's domain is read again this often: without domain events from the launcher, this is
@@ -174,6 +174,7 @@ class VMController:
         hotplug: HotplugMounter | None = None,
         notify: DomainNotify | None = None,
         ownership: PodOwnership | None = None,
+        host_disks: HostDisks | None = None,
         config: Callable[[], ClusterConfig] = ClusterConfig,
         identify: Callable[[Path], Hashable] = launcher_socket_identity,
     ) -> None:
@@ -193,6 +194,7 @@ class VMController:
         self._hotplug = hotplug
         self._notify = notify
         self._ownership = ownership
+        self._host_disks = host_disks
         self._log = get_logger()
         self._lock = threading.Lock()
         # Per VMI UID: when we started waiting for its socket, and whether we ever reached it.
@@ -424,6 +426,9 @@ class VMController:
             if domain is None and not hotplug_status.hotplug_volumes_ready(vmi):
                 # KubeVirt's rule: a VMI starting with hotplugged volumes is defined with them in its pod.
                 return _Outcome(requeue=HOTPLUG_REFRESH_SECONDS, mounted=self._hotplug_mounted(vmi))
+            if domain is None and self._host_disks is not None:
+                # The DiskOrCreate images the domain is built on, made before they are given to the user.
+                self._host_disks.prepare(vmi, socket)
             if domain is None and self._ownership is not None:
                 # A non-root launcher opens its devices and disks as its own user.
                 self._ownership.claim(vmi, socket)
@@ -445,9 +450,9 @@ class VMController:
             self._log.error("mounting container disks failed", name=vmi["metadata"]["name"], reason=str(err))
             self._events.event(vmi, "Warning", "SyncFailed", str(err))
             return _Outcome(error=str(err))
-        except PodOwnershipError as err:
+        except (HostDiskPreparationError, PodOwnershipError) as err:
             self._log.error(
-                "giving the launcher's user its devices and disks failed",
+                "preparing the launcher pod's disks and devices failed",
                 name=vmi["metadata"]["name"],
                 reason=str(err),
             )
@@ -530,8 +535,6 @@ class VMController:
     def _failed(self, vmi: JSON, err: LauncherClientError) -> _Outcome:
         self._log.error("syncing with the launcher failed", name=vmi["metadata"]["name"], reason=str(err))
         message = str(err)
-        if isinstance(err, CommandFailedError) and err.reason.startswith(HANDLER_WORK_PREFIXES):
-            message = err.reason
         self._events.event(vmi, "Warning", "SyncFailed", message)
         # The launcher's own refusal leaves the connection sound; anything else (a deadline, a reply it
         # could not have meant) may not.

@@ -31,8 +31,8 @@ from kubevirt.virt_launcher.events import DomainEventForwarder, start_event_loop
 from kubevirt.virt_launcher.libvirt_session import SessionLayout
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
 from kubevirt.virt_launcher.network import PodNetworkConverter
-from kubevirt.virt_launcher.notify_client import NotifyClient, vmi_event
-from kubevirt.virt_launcher.storage import EventRecorder, PodStorage, StorageDirs
+from kubevirt.virt_launcher.notify_client import NotifyClient
+from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.cmd_server.server import CommandServer, serve
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import Converter, DomainManager
@@ -367,20 +367,7 @@ class Launcher:
     def _pre_start(self, facts: VMIFacts) -> None:
         private = self.config.private_dir / facts.uid if facts.uid else self.config.vmi_private_dir
         prepare_private_dir(private, non_root=self.config.run_as_nonroot)
-        self._storage.prepare(facts.view, record=self._vmi_events(facts))
-
-    def _vmi_events(self, facts: VMIFacts) -> EventRecorder:
-        """Events on the VMI, recorded by virt-handler (the launcher has no API access)."""
-
-        def record(event_type: str, reason: str, message: str) -> None:
-            notifier = self._notifier
-            if notifier is None:
-                self._log.info("no virt-handler to record the event", reason=reason, message=message)
-                return
-            event = vmi_event(facts.namespace, facts.name, facts.uid, event_type, reason, message)
-            notifier.send_k8s_event_in_background(event)
-
-        return record
+        self._storage.prepare(facts.view)
 
     def _prepare_directories(self) -> None:
         cfg = self.config

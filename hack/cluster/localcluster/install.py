@@ -212,22 +212,36 @@ def present(cluster: Cluster, progress: Progress = print) -> Iterator[None]:
 def feature_gates(cluster: Cluster, *gates: str) -> Iterator[None]:
     """``gates`` added to the installed KubeVirt CR's developerConfiguration for the length of the block,
     then the CR's gates as they were."""
-    cr = kubevirt(cluster)
-    if cr is None:
-        raise RuntimeError("no KubeVirt CR to enable feature gates on")
-    developer = cr["spec"].get("configuration", {}).get("developerConfiguration", {})
-    before = list(developer.get("featureGates") or [])
-    _set_feature_gates(cluster, [*before, *(g for g in gates if g not in before)])
+    before = list(_developer_configuration(cluster).get("featureGates") or [])
+    with developer_configuration(cluster, featureGates=[*before, *(g for g in gates if g not in before)]):
+        yield
+
+
+@contextmanager
+def developer_configuration(cluster: Cluster, **fields: object) -> Iterator[None]:
+    """``fields`` set in the installed KubeVirt CR's developerConfiguration for the length of the block,
+    then as they were (a field that was not set is removed again)."""
+    developer = _developer_configuration(cluster)
+    before = {name: developer.get(name) for name in fields}
+    _set_developer_configuration(cluster, fields)
     try:
         yield
     finally:
-        _set_feature_gates(cluster, before)
+        _set_developer_configuration(cluster, before)
 
 
-def _set_feature_gates(cluster: Cluster, gates: list[str]) -> None:
-    """Sets the CR's gates and waits until the components run with them (a webhook that has not seen a
-    gate yet refuses what it guards)."""
-    patch = {"spec": {"configuration": {"developerConfiguration": {"featureGates": gates}}}}
+def _developer_configuration(cluster: Cluster) -> JSON:
+    cr = kubevirt(cluster)
+    if cr is None:
+        raise RuntimeError("no KubeVirt CR to configure")
+    developer: JSON = cr["spec"].get("configuration", {}).get("developerConfiguration", {})
+    return developer
+
+
+def _set_developer_configuration(cluster: Cluster, fields: dict[str, object]) -> None:
+    """Merges ``fields`` (None removes one) into the CR's developerConfiguration and waits until the
+    components run with it (a webhook that has not seen a gate yet refuses what it guards)."""
+    patch = {"spec": {"configuration": {"developerConfiguration": fields}}}
     patched = cluster.kubectl_json(
         "patch", "kubevirt", CR_NAME, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
     )
@@ -239,7 +253,7 @@ def _set_feature_gates(cluster: Cluster, gates: list[str]) -> None:
         return all(runs_with(value, version) for value in reported.values())
 
     try:
-        cluster.wait_until("the components run with the new feature gates", seen, CONFIG_TIMEOUT)
+        cluster.wait_until("the components run with the new configuration", seen, CONFIG_TIMEOUT)
     except AssertionError as error:
         raise AssertionError(f"{error}: resourceVersion {version}, reported {reported}") from error
 

@@ -1,8 +1,9 @@
 """The files a VMI's disks need inside the launcher pod, made before its domain is defined.
 
 The converter points every disk at a path in the pod (see ``converter/disks.py``); this package makes
-sure something is there: containerDisk overlays, cloud-init ISOs, empty disks, host disks, PVC
-``disk.img``, config-volume ISOs, and that kernel-boot artifacts are plain files. Each request is checked
+sure something is there: containerDisk overlays, cloud-init ISOs, empty disks, config-volume ISOs, and
+that host disks and PVC ``disk.img`` (virt-handler's to make) and kernel-boot artifacts are plain files
+(or block devices) reached through no symlink. Each request is checked
 whole before anything is written, so bad input leaves nothing behind; errors name the VMI field. Images
 that exist are kept: a resync or a restarted launcher must not wipe what a guest wrote.
 """
@@ -16,16 +17,11 @@ from kubevirt.ephemeral_disk import DEFAULT_INFO_MEMORY_LIMIT, DiskImageError, D
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.storage import images, isos
-from kubevirt.virt_launcher.storage.images import EventRecorder
 from kubevirt.virt_launcher.storage.request import Step, StorageDirs, sources, storage_view
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 from kubevirt_api.view import VMIView
 
-__all__ = ["EventRecorder", "PodStorage", "StorageDirs"]
-
-
-def _no_event(event_type: str, reason: str, message: str) -> None:
-    pass
+__all__ = ["PodStorage", "StorageDirs"]
 
 
 class PodStorage:
@@ -46,21 +42,18 @@ class PodStorage:
         """The PVC and DataVolume volumes the pod has as block devices, for the converter."""
         return images.block_volumes(self._dirs, storage_view(vmi))
 
-    def prepare(self, vmi: VMIView, record: EventRecorder | None = None) -> None:
-        """Make every disk's file; checks all input first, so a bad request writes nothing. ``record``
-        takes the events KubeVirt records on the VMI meanwhile (a host disk made smaller than asked)."""
+    def prepare(self, vmi: VMIView) -> None:
+        """Make every disk's file; checks all input first, so a bad request writes nothing."""
         vmi = storage_view(vmi)
         dirs, log = self._dirs, self._log
-        record = record or _no_event
         formats = {name: info.format for name, info in self._container_disks_info(vmi).items()}
         steps: list[Step] = [
             *isos.cloud_init_steps(dirs, vmi, log),
             *images.overlay_steps(dirs, vmi, formats, log),
             *images.empty_disk_steps(dirs, vmi, log),
-            *images.host_disk_steps(dirs, vmi, log, record),
-            *images.pvc_disk_steps(dirs, vmi, log, record),
             *isos.config_disk_steps(dirs, vmi, log),
         ]
+        images.check_host_disks(dirs, vmi)
         images.check_kernel_boot(dirs, vmi)
         for step in steps:
             step()

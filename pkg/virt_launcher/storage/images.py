@@ -1,34 +1,31 @@
 """Disk images in the pod: containerDisk overlays, empty disks, host disks, PVC disk.img, kernel boot.
 
 Each ``*_steps`` function checks its volumes and returns the steps that make the missing images; an
-image that exists is never replaced (a guest may be writing to it).
+image that exists is never replaced (a guest may be writing to it). Host disks and filesystem claims'
+``disk.img`` are virt-handler's to make (as in KubeVirt): here they are only checked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import posixpath
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kubevirt import emptydisk, host_disk, pod_paths
+from kubevirt import emptydisk, host_disk, safepath
 from kubevirt.container_disk import images as container_disk
 from kubevirt.ephemeral_disk import DiskImageError
 from kubevirt.virt_launcher.storage.request import (
     Step,
     StorageDirs,
     hotplugged,
-    names,
     quantity,
     sources,
 )
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
-from kubevirt_api.view import View, VMIView
+from kubevirt_api.view import VMIView
 
-PVC_DISK_IMAGE = "disk.img"  # a filesystem PVC's image, as the converter expects it
-# Records a Kubernetes event on the VMI: type, reason, message.
-EventRecorder = Callable[[str, str, str], None]
 _CLAIMS = ("persistentVolumeClaim", "dataVolume")
 
 
@@ -77,19 +74,6 @@ def empty_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any) -> list[Step]:
     return steps
 
 
-def host_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any, record: EventRecorder) -> list[Step]:
-    steps: list[Step] = []
-    hotplug = hotplugged(vmi)
-    for _, name, source in sources(vmi, "hostDisk"):
-        if name in hotplug:
-            continue
-        path = source.string("path", required=True)
-        capacity = quantity(source, "capacity")
-        disk_type = source.string("type")
-        steps += _host_disk_plan(dirs, name, path, disk_type, capacity, source.path, log, record)
-    return steps
-
-
 def block_volumes(dirs: StorageDirs, vmi: VMIView) -> frozenset[str]:
     """The PVC and DataVolume volumes the pod has as block devices: ``/dev/<volume>``, and for a
     hotplugged volume ``<hotplug disk dir>/<volume>`` once virt-handler made its node (until then, and
@@ -103,31 +87,24 @@ def block_volumes(dirs: StorageDirs, vmi: VMIView) -> frozenset[str]:
     )
 
 
-def pvc_disk_steps(dirs: StorageDirs, vmi: VMIView, log: Any, record: EventRecorder) -> list[Step]:
-    """``disk.img`` in each filesystem claim that has none yet, sized from the claim (KubeVirt replaces
-    such a PVC by a DiskOrCreate hostDisk at ``<vmi-disks>/<volume>/disk.img``, the path its errors
-    name). An image already there is used whatever its size, as in KubeVirt."""
-    claims = {
-        str(entry.get("name")): entry
-        for entry in vmi.volume_statuses()
-        if entry.has("persistentVolumeClaimInfo")
-    }
-    passthrough = names(vmi.devices.items("filesystems"))
-    steps: list[Step] = []
-    for key in _CLAIMS:
-        for _, name, source in sources(vmi, key):
-            entry = claims.get(name)
-            if entry is None or entry.has("hotplugVolume") or name in passthrough:
+def check_host_disks(dirs: StorageDirs, vmi: VMIView) -> None:
+    """Each hostDisk's image and each filesystem claim's ``disk.img`` must be in its directory, a regular
+    file or a block device reached through no symlink: virt-handler made the missing ``DiskOrCreate`` ones
+    before the sync, as in KubeVirt. A claim the pod has as a block device needs none."""
+    try:
+        wanted = host_disk.images(vmi)
+    except host_disk.HostDiskError as err:
+        raise StoragePreparationError(str(err)) from None
+    if not wanted:
+        return
+    with _host_disk_base(dirs, wanted[0]) as base:
+        for image in wanted:
+            if image.claim and _is_block(dirs, image.volume):
                 continue
-            info = entry.object("persistentVolumeClaimInfo")
-            if info.get("volumeMode") == "Block" or _is_block(dirs, name):
-                continue
-            size = _claim_size(info, name)
-            path = posixpath.join(pod_paths.VMI_DISKS_DIR, name, PVC_DISK_IMAGE)
-            steps += _host_disk_plan(
-                dirs, name, path, host_disk.DISK_OR_CREATE, size, source.path, log, record
-            )
-    return steps
+            try:
+                host_disk.require(base, image)
+            except host_disk.HostDiskError as err:
+                raise StoragePreparationError(str(err)) from None
 
 
 def check_kernel_boot(dirs: StorageDirs, vmi: VMIView) -> None:
@@ -146,39 +123,16 @@ def check_kernel_boot(dirs: StorageDirs, vmi: VMIView) -> None:
             raise container.fail(key, str(err)) from None
 
 
-def _host_disk_plan(
-    dirs: StorageDirs,
-    name: str,
-    path: str,
-    disk_type: str,
-    capacity: int,
-    field: str,
-    log: Any,
-    record: EventRecorder,
-) -> list[Step]:
+@contextlib.contextmanager
+def _host_disk_base(dirs: StorageDirs, first: host_disk.HostDiskImage) -> Iterator[int]:
     try:
-        size = host_disk.plan(dirs.host_disk_dir, name, path, disk_type, capacity, field)
-    except host_disk.NotEnoughSpaceError as err:
-        # KubeVirt's virt-handler words (it makes these images there): they reach the SyncFailed event.
-        raise StoragePreparationError(f"preparing host-disks failed: {err}") from None
-    except host_disk.HostDiskError as err:
-        raise StoragePreparationError(str(err)) from None
-    if size is None:
-        return []
-
-    def make() -> None:
-        try:
-            made = host_disk.create(dirs.host_disk_dir, name, path, size, field)
-        except (host_disk.HostDiskError, OSError) as err:
-            raise StoragePreparationError(f"{field}: creating the host disk failed: {err}") from None
-        if made and size < capacity:
-            message = host_disk.tolerated_message(capacity, size)
-            log.info(message, volume=name)
-            record("Normal", host_disk.TOLERATED_SMALL_PV_REASON, message)
-        elif made:
-            log.info("host disk created", volume=name, size=size)
-
-    return [make]
+        base = os.open(dirs.host_disk_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        raise StoragePreparationError(
+            f"{first.path_field}: the directory of {first.path} is not mounted in the pod"
+        ) from None
+    with safepath.closing(base):
+        yield base
 
 
 def _is_block(dirs: StorageDirs, name: str) -> bool:
@@ -202,22 +156,3 @@ def _is_hotplug_block(dirs: StorageDirs, name: str) -> bool:
         return stat.S_ISBLK(os.lstat(dirs.hotplug_disk_dir / name).st_mode)
     except OSError:
         return False
-
-
-def _claim_size(info: View, name: str) -> int:
-    """The requested size when the capacity is larger or unknown, else the capacity; whole MiB."""
-    field = info.path
-    capacity = quantity(info.object("capacity"), "storage")
-    requested = quantity(info.object("requests"), "storage")
-    if not capacity and not requested:
-        raise StoragePreparationError(
-            f"{field}: unable to determine capacity of HostDisk from PVC that provides no storage "
-            "capacity or requests"
-        )
-    size = requested if requested and (not capacity or capacity > requested) else capacity
-    size -= size % emptydisk.MIB
-    if size <= 0:
-        raise StoragePreparationError(
-            f"{field}: the size for volume {name} is too low, must be at least 1MiB"
-        )
-    return size

@@ -11,8 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kubevirt import pod_paths, safepath
+from kubevirt.view_quantity import quantity
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 from kubevirt_api.view import View, VMIView
+
+__all__ = ["Step", "StorageDirs", "hotplugged", "names", "quantity", "sources", "storage_view", "volumes"]
 
 Step = Callable[[], None]  # one file to make, after the whole request was checked
 
@@ -76,23 +79,3 @@ def hotplugged(vmi: VMIView) -> set[str]:
 def names(entries: list[View]) -> set[str]:
     """The ``name`` of each entry."""
     return {str(entry.get("name")) for entry in entries}
-
-
-def quantity(parent: View, key: str) -> int:
-    """The Kubernetes quantity at ``key`` in bytes (0 when absent)."""
-    value = parent.get(key)
-    if value is None or value == "":
-        return 0
-    if isinstance(value, int) and not isinstance(value, bool):
-        size = value
-    else:
-        # Imported here: the typed API is heavy, and most VMIs size no disk.
-        from kubevirt_api.resource import Quantity
-
-        try:
-            size = Quantity(str(value)).value()
-        except ValueError as err:
-            raise parent.fail(key, f"not a quantity: {str(value)[:80]!r}") from err
-    if size < 0:
-        raise parent.fail(key, "must not be negative")
-    return size

@@ -2,8 +2,10 @@
 
 - A claim that never binds (a StorageClass nobody provides): the VM waits for the binding, then its
   launcher pod is unschedulable (``ErrorUnschedulable``, the scheduler's reason on the VMI).
-- A Filesystem claim larger than the node's free space: the launcher refuses to create ``disk.img`` with
+- A Filesystem claim larger than the node's free space: virt-handler refuses to create ``disk.img`` with
   KubeVirt's "not enough space" error, which the VMI reports (``SyncFailed``, ``Synchronized=False``).
+- The same claim once the KubeVirt CR tolerates 100 % less space and keeps 1 GiB free: ``disk.img`` is made as
+  large as the room left (KubeVirt's ``ToleratedSmallPV`` event) and the VM runs.
 - A ``lun`` disk on a Filesystem claim: libvirt's refusal, in KubeVirt's words.
 - A ReadWriteOnce claim a running VM uses, given to a second VM (on the claim's node): QEMU's image lock
   refuses it, the second VM goes into KubeVirt's CrashLoopBackOff, the first runs on.
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from localcluster import install
 from localcluster import migration as mig
 from localcluster.handle import Cluster
 from localcluster.pvc_vms import DataDisk, claim, container_disk_vm
@@ -126,6 +129,38 @@ def test_a_filesystem_claim_larger_than_the_nodes_free_space_gets_no_disk_img(
     assert "not enough space, demanded size" in synchronized.get("message", ""), synchronized
     assert _printable(cluster, place, "huge") == "Starting"
     _no_launcher_restarts(cluster, place)
+    # Not left retrying: the next test widens the toleration, which would let this one start.
+    cluster.kubectl("delete", "vm", "huge", "-n", place, "--wait=true")
+
+
+def test_the_kubevirt_crs_space_toleration_and_reserve_size_disk_img(
+    cluster: Cluster, place: str, handler_restarts: None
+) -> None:
+    reserve = 1 << 30
+    with install.developer_configuration(
+        cluster, pvcTolerateLessSpaceUpToPercent=100, minimumReservePVCBytes=reserve
+    ):
+        _create(
+            cluster,
+            place,
+            claim("tolerated", "1Ti"),
+            container_disk_vm("tolerated", (DataDisk("data", "tolerated", "TOLERATED"),)),
+        )
+        wait_vmi_phase(cluster, "tolerated", place, timeout=STATUS_TIMEOUT)
+    tolerated = [m for r, m in mig.events_of(cluster, place, "tolerated") if r == "ToleratedSmallPV"]
+    assert len(tolerated) == 1, mig.events_of(cluster, place, "tolerated")
+    expected, found = (int(word) for word in tolerated[0].split() if word.isdigit())
+    assert tolerated[0] == (
+        f"PV size too small: expected {expected} B, found {found} B. "
+        "Using it anyway, it is within 100 % toleration"
+    )
+    assert expected == TIB
+    # The image took the room less the CR's reserve (the node's free space has moved on a little since).
+    state = os.statvfs(cluster.layout.state)
+    free = state.f_bavail * state.f_frsize
+    assert 0 < found < free - reserve // 2, (found, free)
+    _no_launcher_restarts(cluster, place)
+    cluster.kubectl("delete", "vm", "tolerated", "-n", place, "--wait=true")
 
 
 def test_a_lun_disk_on_a_filesystem_claim_is_refused_by_libvirt(

@@ -19,6 +19,7 @@ import pytest
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
 from kubevirt.controller import RequeueAfter, Store
 from kubevirt.podroot import PodRoot
+from kubevirt.virt_handler.host_disks import HostDisks, create_images, images_to_make
 from kubevirt.virt_handler.migration import MigrationSource, MigrationTarget
 from kubevirt.virt_handler.migration_proxy import ProxyManager, bind_unix_in_pod
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError, claim_pod
@@ -110,7 +111,7 @@ def test_a_non_root_launcher_gets_kubevirts_devices_and_disks(root: Path) -> Non
             {"name": "host", "hostDisk": {"path": "/data/host.img", "type": "Disk"}},
             {
                 "name": "fresh",
-                "hostDisk": {"path": "/data/fresh.img", "type": "DiskOrCreate", "capacity": "1Gi"},
+                "hostDisk": {"path": "/data/fresh.img", "type": "DiskOrCreate", "capacity": "16Mi"},
             },
             {"name": "fs-claim", "persistentVolumeClaim": {"claimName": "fs-claim"}},
             {"name": "raw", "persistentVolumeClaim": {"claimName": "raw"}},
@@ -124,6 +125,11 @@ def test_a_non_root_launcher_gets_kubevirts_devices_and_disks(root: Path) -> Non
         claim_status("dv-raw", "Block"),
     ]
 
+    # As virt-handler does first: the missing DiskOrCreate image is made, as the qemu user's.
+    made = create_images(
+        PodRoot(root), images_to_make(vmi), toleration=10, reserve=131072, tolerated=lambda _message: None
+    )
+    assert made == ["/data/fresh.img"]
     changed = claim_pod(PodRoot(root), vmi)
 
     assert changed == [
@@ -131,7 +137,6 @@ def test_a_non_root_launcher_gets_kubevirts_devices_and_disks(root: Path) -> Non
         "/dev/vhost-vsock",
         "/dev/raw",
         f"{VMI_DISKS}/host/host.img",
-        f"{VMI_DISKS}/fresh",  # the launcher makes the DiskOrCreate image in it, as its user
         f"{VMI_DISKS}/fs-claim/disk.img",
         "/dev/vhost-net",
         "/dev/net/tun",
@@ -140,12 +145,20 @@ def test_a_non_root_launcher_gets_kubevirts_devices_and_disks(root: Path) -> Non
         *CHAR_DEVICES,
         "dev/raw",
         f"{DISKS}/host/host.img",
-        f"{DISKS}/fresh",
+        f"{DISKS}/fresh/fresh.img",
         f"{DISKS}/fs-claim/disk.img",
     ):
         assert owner(root / relative) == (USER, USER), relative
     # KubeVirt gives a block DataVolume's device no owner, nor anything on the way.
-    for relative in ("dev/dv-raw", "dev", "dev/net", DISKS, f"{DISKS}/host", f"{DISKS}/fs-claim"):
+    for relative in (
+        "dev/dv-raw",
+        "dev",
+        "dev/net",
+        DISKS,
+        f"{DISKS}/host",
+        f"{DISKS}/fresh",
+        f"{DISKS}/fs-claim",
+    ):
         assert owner(root / relative) == (0, 0), relative
     assert claim_pod(PodRoot(root), vmi) == []  # already theirs: nothing changes again
 
@@ -158,7 +171,7 @@ def test_claims_kubevirt_does_not_take_for_host_disks_are_left(root: Path) -> No
     vmi = make_vmi(
         devices={"autoattachPodInterface": False, "filesystems": [{"name": "shared-fs", "virtiofs": {}}]},
         volumes=[
-            # A Disk image not there yet is the launcher's to report: its directory stays as it is.
+            # A Disk image not there is the launcher's to report: its directory stays as it is.
             {"name": "missing", "hostDisk": {"path": "/data/missing.img", "type": "Disk"}},
             {"name": "hotplugged", "persistentVolumeClaim": {"claimName": "hotplugged"}},
             {"name": "shared-fs", "persistentVolumeClaim": {"claimName": "shared-fs"}},
@@ -425,6 +438,7 @@ def _vm_controller(
         pods_dir=pods_dir,
         connect=lambda _socket: launcher,
         ownership=PodOwnership(pod_root=pod_root or (lambda _socket: PodRoot(root))),
+        host_disks=HostDisks(events=events, pod_root=pod_root or (lambda _socket: PodRoot(root))),
     )
     return controller, api, launcher, events
 
@@ -435,6 +449,22 @@ def test_the_vm_controller_gives_the_devices_before_the_first_sync(pods_dir: Pat
         controller.reconcile("default/vm")
     assert launcher.calls == [("SyncVirtualMachine", (USER, USER))]
     assert launcher.domain is not None  # started: the next reconcile reports it
+
+
+def test_the_vm_controller_makes_the_images_before_giving_them_and_syncing(
+    pods_dir: Path, root: Path
+) -> None:
+    (root / DISKS / "fresh").mkdir()
+    volume = {
+        "name": "fresh",
+        "hostDisk": {"path": "/data/fresh.img", "type": "DiskOrCreate", "capacity": "16Mi"},
+    }
+    controller, _, launcher, _ = _vm_controller(pods_dir, root, make_vmi(volumes=[volume]))
+    with contextlib.suppress(RequeueAfter):
+        controller.reconcile("default/vm")
+    assert launcher.calls == [("SyncVirtualMachine", (USER, USER))]
+    assert owner(root / DISKS / "fresh/fresh.img") == (USER, USER)
+    assert (root / DISKS / "fresh/fresh.img").stat().st_size == 16 << 20
 
 
 def test_a_failure_is_a_warning_event_and_synchronized_false_and_no_sync(pods_dir: Path, root: Path) -> None:
@@ -483,6 +513,9 @@ def test_the_migration_target_gives_the_devices_before_preparing(pods_dir: Path,
     api, store, launcher = FakeKubeApi(), Store[JSON](), FakeLauncher(root)
     vmi = _migrating_vmi(USER)
     vmi["status"]["activePods"] = {POD_UID: "node02"}
+    (root / DISKS / "fs-claim").mkdir()
+    vmi["spec"]["volumes"] = [{"name": "fs-claim", "persistentVolumeClaim": {"claimName": "fs-claim"}}]
+    vmi["status"]["volumeStatus"] = [claim_status("fs-claim", "Filesystem")]
     store.upsert(api.add(VIRTUAL_MACHINE_INSTANCES, vmi))
     proxies = ProxyManager(listen_address="127.0.0.1")
     target = MigrationTarget(
@@ -490,6 +523,7 @@ def test_the_migration_target_gives_the_devices_before_preparing(pods_dir: Path,
         vmi_store=store,
         address="127.0.0.1",
         ownership=PodOwnership(pod_root=lambda _socket: PodRoot(root)),
+        host_disks=HostDisks(events=RecordedEvents(), pod_root=lambda _socket: PodRoot(root)),
         api=api,
         events=RecordedEvents(),
         pods_dir=pods_dir,
@@ -503,6 +537,7 @@ def test_the_migration_target_gives_the_devices_before_preparing(pods_dir: Path,
     finally:
         proxies.shut_down()
     assert launcher.calls[0] == ("SyncMigrationTarget", (USER, USER))
+    assert owner(root / DISKS / "fs-claim/disk.img") == (USER, USER)  # made before, as on a start
 
 
 # -- migration proxy sockets --------------------------------------------------------------------------

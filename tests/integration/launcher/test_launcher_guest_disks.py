@@ -1,5 +1,5 @@
-"""A real guest sees the disks the launcher prepared: a containerDisk through its overlay, a cloud-init
-ISO, an empty disk, a configMap ISO, a hostDisk and a filesystem PVC's disk.img.
+"""A real guest sees the disks prepared in its pod: a containerDisk through its overlay, a cloud-init ISO,
+an empty disk, a configMap ISO (the launcher's), a hostDisk and a filesystem PVC's disk.img (virt-handler's).
 
 The guest (DISK_GUEST_INIT in the conftest) prints the first bytes of its first disk (the image behind
 the overlay), each other disk's size and label and the files on it, runs the user-data script it finds,
@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kubevirt.podroot import PodRoot
+from kubevirt.virt_handler.host_disks import create_images, images_to_make
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -58,6 +61,15 @@ def test_the_guest_reads_the_disks_prepared_in_its_pod(
     # The host directory of the hostDisk and the claim's filesystem, as virt-controller mounts them.
     for volume in ("host", "claim"):
         pod.in_pod(f"/var/run/kubevirt-private/vmi-disks/{volume}").mkdir(parents=True)
+    # What virt-handler does before the sync, through the pod's root: the DiskOrCreate images.
+    made = create_images(
+        PodRoot.of_process(pod.process.pid),
+        images_to_make(vmi),
+        toleration=10,
+        reserve=131072,
+        tolerated=lambda _message: None,
+    )
+    assert made == ["/srv/vm/data.img", "/var/run/kubevirt-private/vmi-disks/claim/disk.img"]
     # What the kubelet mounts for the configMap volume: a key linked through ..data.
     config_map = pod.in_pod("/var/run/kubevirt-private/config-map/app-config")
     (config_map / "..2026_12_01").mkdir(parents=True)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kubevirt.podroot import PodRoot
+from kubevirt.virt_handler.host_disks import HostDiskPreparationError, create_images, images_to_make
 from kubevirt.virt_launcher.storage import PodStorage, StorageDirs
 from kubevirt.virt_launcher.virtwrap.errors import StoragePreparationError
 from kubevirt_api.view import VMIView
@@ -21,7 +24,7 @@ def dirs(tmp_path: Path) -> StorageDirs:
     result = StorageDirs(
         container_disk_dir=tmp_path / "container-disks",
         ephemeral_disk_dir=tmp_path / "ephemeral",
-        private_dir=tmp_path / "private",
+        private_dir=tmp_path / "pod/var/run/kubevirt-private",
         empty_disk_dir=tmp_path / "empty-disks",
         service_account_dir=tmp_path / "serviceaccount",
     )
@@ -42,6 +45,18 @@ def dirs(tmp_path: Path) -> StorageDirs:
     (result.private_dir / "sysprep" / "win" / "Autounattend.xml").write_text("<unattend/>")
     (result.container_disk_dir / "kernel-boot" / "vmlinux").write_bytes(b"\x7fELF")
     return result
+
+
+def handler_makes_images(dirs: StorageDirs, request: VMIView) -> None:
+    """What virt-handler does in the pod before the sync: the DiskOrCreate images."""
+    create_images(
+        PodRoot(dirs.private_dir.parents[2]),
+        images_to_make(request.data),
+        toleration=10,
+        reserve=131072,
+        tolerated=lambda message: None,
+        owner=os.geteuid(),
+    )
 
 
 def vmi(*volumes: dict[str, Any], kernel: str = "") -> VMIView:
@@ -69,6 +84,7 @@ EVERY_KIND = vmi(
 
 
 def test_every_kind_is_prepared_and_a_resync_keeps_it(dirs: StorageDirs) -> None:
+    handler_makes_images(dirs, EVERY_KIND)
     PodStorage(dirs).prepare(EVERY_KIND)
 
     for name, size in (("scratch", 100 << 20), ("odd", 10 << 20)):  # rounded down to a whole MiB
@@ -143,10 +159,10 @@ def test_a_host_disk_bigger_than_the_disk_is_refused(dirs: StorageDirs) -> None:
         {"name": "host", "hostDisk": {"path": "/srv/big.img", "type": "DiskOrCreate", "capacity": "1Ei"}}
     )
     with pytest.raises(
-        StoragePreparationError,
+        HostDiskPreparationError,
         match=r"^preparing host-disks failed: unable to create /srv/big.img, not enough",
     ):
-        PodStorage(dirs).prepare(request)
+        handler_makes_images(dirs, request)
     assert list((dirs.host_disk_dir / "host").iterdir()) == []
 
 

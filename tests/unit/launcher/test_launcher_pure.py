@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import libvirt
 import pytest
@@ -21,10 +19,9 @@ from kubevirt.handler_launcher_com.sockets import (
 )
 from kubevirt.handler_launcher_com.versions import NoCommonVersionError, highest_common_version
 from kubevirt.service.durations import parse_duration
-from kubevirt.virt_launcher.app import Launcher, LauncherConfig
+from kubevirt.virt_launcher.app import LauncherConfig
 from kubevirt.virt_launcher.events import ADDED, MODIFIED, event_type_for
 from kubevirt.virt_launcher.libvirtd import Libvirtd, LibvirtdError
-from kubevirt.virt_launcher.notify_client import NotifyClient, vmi_event
 from kubevirt.virt_launcher.virtwrap import api, states
 from kubevirt.virt_launcher.virtwrap.domain_json import (
     gone_domain_json,
@@ -35,7 +32,7 @@ from kubevirt.virt_launcher.virtwrap.errors import InvalidRequestError
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, parse_quantity
 from kubevirt.virt_launcher.virtwrap.node import kvm_usable
 from kubevirt.virt_launcher.virtwrap.timestamps import format_time
-from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, VMIFacts, read_vmi, vmi_facts
+from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, read_vmi, vmi_facts
 
 STAMP = datetime(2026, 11, 30, 12, 0, 1, 250000, tzinfo=UTC)
 
@@ -272,39 +269,3 @@ def test_libvirtd_log_filters_cannot_break_out_of_their_config_string(tmp_path: 
         daemon.start()
     assert daemon.process is None  # refused before anything was started
     assert not (tmp_path / "rt" / "etc" / "libvirtd.conf").exists()
-
-
-class _RecordingNotifier(NotifyClient):
-    def __init__(self) -> None:
-        super().__init__(Path("/nonexistent/domain-notify.sock"))
-        self.sent: list[dict[str, Any]] = []
-
-    def send_k8s_event_in_background(self, event: dict[str, Any]) -> threading.Thread:
-        self.sent.append(event)
-        return threading.current_thread()
-
-
-def test_storage_events_reach_the_vmi_through_virt_handler_once_it_listens() -> None:
-    launcher = Launcher(LauncherConfig(name="vm1", namespace="ns1", uid="u1"), lambda *_: "")
-    facts = VMIFacts(
-        name="vm1",
-        namespace="ns1",
-        uid="u1",
-        phase="Scheduled",
-        start_paused=False,
-        grace_period_seconds=30,
-        migration_uid="",
-    )
-    record = launcher._vmi_events(facts)
-    record("Normal", "ToleratedSmallPV", "early")  # no notify client yet: logged, not raised
-    notifier = _RecordingNotifier()
-    launcher._notifier = notifier
-    record("Normal", "ToleratedSmallPV", "PV size too small")
-    assert notifier.sent == [vmi_event("ns1", "vm1", "u1", "Normal", "ToleratedSmallPV", "PV size too small")]
-    assert notifier.sent[0]["involvedObject"] == {
-        "kind": "VirtualMachineInstance",
-        "namespace": "ns1",
-        "name": "vm1",
-        "uid": "u1",
-        "apiVersion": "kubevirt.io/v1",
-    }

@@ -102,3 +102,47 @@ def test_the_node_labeller_and_ksm_settings_are_read() -> None:
         InvalidConfigurationError, match=r"spec\.configuration\.obsoleteCPUModels: must be an object"
     ):
         ClusterConfig.from_kubevirt({"spec": {"configuration": {"obsoleteCPUModels": ["EPYC"]}}})
+
+
+def test_the_pvc_space_settings_for_the_images_virt_handler_makes() -> None:
+    assert (ClusterConfig().less_pvc_space_toleration, ClusterConfig().minimum_reserve_pvc_bytes) == (
+        10,
+        131072,
+    )
+    developer = {"pvcTolerateLessSpaceUpToPercent": 25, "minimumReservePVCBytes": 1 << 20}
+    configured = ClusterConfig.from_kubevirt(kubevirt_cr({"developerConfiguration": developer}))
+    assert (configured.less_pvc_space_toleration, configured.minimum_reserve_pvc_bytes) == (25, 1 << 20)
+    # KubeVirt's CR leaves zero values out: zero means its default.
+    zeros = {"pvcTolerateLessSpaceUpToPercent": 0, "minimumReservePVCBytes": 0}
+    defaulted = ClusterConfig.from_kubevirt(kubevirt_cr({"developerConfiguration": zeros}))
+    assert (defaulted.less_pvc_space_toleration, defaulted.minimum_reserve_pvc_bytes) == (10, 131072)
+    assert (
+        ClusterConfig.from_kubevirt(
+            kubevirt_cr({"developerConfiguration": {"pvcTolerateLessSpaceUpToPercent": 100}})
+        ).less_pvc_space_toleration
+        == 100
+    )
+
+
+@pytest.mark.parametrize(
+    ("developer", "message"),
+    [
+        (
+            {"pvcTolerateLessSpaceUpToPercent": 101},
+            r"developerConfiguration\.pvcTolerateLessSpaceUpToPercent: invalid lessPVCSpaceToleration in "
+            r"ConfigMap: 101",
+        ),
+        (
+            {"pvcTolerateLessSpaceUpToPercent": -1},
+            r"pvcTolerateLessSpaceUpToPercent: invalid lessPVCSpaceToleration in ConfigMap: -1",
+        ),
+        ({"pvcTolerateLessSpaceUpToPercent": "10%"}, r"pvcTolerateLessSpaceUpToPercent: must be an integer"),
+        ({"minimumReservePVCBytes": -1}, r"minimumReservePVCBytes: must be at least 0"),
+    ],
+)
+def test_a_pvc_space_setting_kubevirt_refuses_invalidates_the_configuration(
+    developer: dict[str, Any], message: str
+) -> None:
+    """As KubeVirt's config validation: the configuration is not taken (the follower keeps the last one)."""
+    with pytest.raises(InvalidConfigurationError, match=message):
+        ClusterConfig.from_kubevirt(kubevirt_cr({"developerConfiguration": developer}))

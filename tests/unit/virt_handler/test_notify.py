@@ -174,7 +174,7 @@ def test_a_launcher_event_for_another_vmi_or_malformed_is_refused(handler: Handl
 def test_the_launchers_tolerated_small_pv_event_reaches_its_vmi_in_the_background(handler: Handler) -> None:
     handler.store.upsert({"metadata": {"name": "tiny", "namespace": "default", "uid": UID}})
     client = NotifyClient(handler.socket, give_up_after=5)
-    message = host_disk.tolerated_message(1 << 30, 1_000_000_000)
+    message = host_disk.tolerated_message(1 << 30, 1_000_000_000, 10)
     try:
         event = vmi_event("default", "tiny", UID, "Normal", host_disk.TOLERATED_SMALL_PV_REASON, message)
         assert event["involvedObject"]["apiVersion"] == "kubevirt.io/v1"

@@ -166,27 +166,6 @@ def test_a_failed_sync_is_a_sync_failed_event(pods_dir: Path) -> None:
     assert not [e for e in harness.events.seen if e[1] == "Created"]
 
 
-def test_a_claim_too_small_for_its_disk_img_is_reported_in_virt_handlers_words(pods_dir: Path) -> None:
-    """KubeVirt's virt-handler makes the images itself: its SyncFailed event and Synchronized condition
-    carry its error as it is, without the launcher command's wrapper."""
-    harness = Harness(pods_dir, _vmi())
-    harness.launcher.fail = (
-        "preparing host-disks failed: unable to create /var/run/kubevirt-private/vmi-disks/disk0/disk.img, "
-        "not enough space, demanded size 1099511627776 B is bigger than available space 52428800 B, "
-        "also after taking 10 % toleration into account"
-    )
-    vmi = harness.reconcile()
-    assert ("Warning", "SyncFailed", harness.launcher.fail) in harness.events.seen
-    synchronized = _condition(vmi, "Synchronized")
-    assert synchronized is not None
-    assert (synchronized["status"], synchronized["reason"], synchronized["message"]) == (
-        "False",
-        "Synchronizing with the Domain failed.",
-        harness.launcher.fail,
-    )
-    assert vmi["status"]["phase"] == "Scheduled"
-
-
 def _live(vmi: JSON, facts: MigratabilityFacts | None = None) -> tuple[JSON, JSON, str]:
     vmi.setdefault("status", {})
     migratable.update_live_migratable(vmi["status"], vmi, facts or MigratabilityFacts())
