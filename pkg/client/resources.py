@@ -16,6 +16,8 @@ from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME, SNAPSHOT_VE
 
 __all__ = [
     "API_SERVICES",
+    "CDIS",
+    "CDI_CONFIGS",
     "CLUSTER_ROLES",
     "CLUSTER_ROLE_BINDINGS",
     "CONFIG_MAPS",
@@ -43,6 +45,7 @@ __all__ = [
     "SERVICES",
     "SERVICE_ACCOUNTS",
     "STORAGE_CLASSES",
+    "SUBJECT_ACCESS_REVIEWS",
     "VALIDATING_WEBHOOKS",
     "VIRTUAL_MACHINES",
     "VIRTUAL_MACHINE_CLONES",
@@ -131,6 +134,9 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=Tru
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False)
 INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress", namespaced=True)
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
 VOLUME_SNAPSHOTS = Resource(
     "snapshot.storage.k8s.io", "v1", "volumesnapshots", "VolumeSnapshot", namespaced=True
 )
@@ -208,10 +214,13 @@ VIRTUAL_MACHINE_CLONES = Resource(
 MIGRATION_POLICIES = Resource(
     MIGRATIONS_GROUP_NAME, MIGRATIONS_VERSIONS[0], "migrationpolicies", "MigrationPolicy", namespaced=False
 )
-# CDI's, read for a VM's ``inferFromVolume``.
+# CDI's: DataVolumes (made from VMs' templates), DataSources (a VM's ``inferFromVolume``), and the
+# cluster-wide CDI and CDIConfig (the filesystem overhead of claims).
 _CDI = "cdi.kubevirt.io"
 DATA_VOLUMES = Resource(_CDI, "v1beta1", "datavolumes", "DataVolume", namespaced=True)
 DATA_SOURCES = Resource(_CDI, "v1beta1", "datasources", "DataSource", namespaced=True)
+CDIS = Resource(_CDI, "v1beta1", "cdis", "CDI", namespaced=False)
+CDI_CONFIGS = Resource(_CDI, "v1beta1", "cdiconfigs", "CDIConfig", namespaced=False)
 
 
 def _instancetype_resource(plural: str, kind: str, *, namespaced: bool) -> Resource:

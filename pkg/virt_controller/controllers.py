@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -63,6 +64,7 @@ from kubevirt.virt_config.config import DEFAULT_INSTALL_NAMESPACE
 from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
 from kubevirt.virt_controller.services.exporter_pod import EXPORTER_APP, render_exporter_pod
+from kubevirt.virt_controller.watch.cdiinformers import CdiInformers
 from kubevirt.virt_controller.watch.clone.clone import CloneController
 from kubevirt.virt_controller.watch.disruptionbudget import DisruptionBudgetController
 from kubevirt.virt_controller.watch.evacuation import EvacuationController
@@ -184,6 +186,11 @@ class ControllerSet:
         )
         pools = factory.informer(VIRTUAL_MACHINE_POOLS, VirtualMachinePool)
         nodes = factory.informer(NODES)
+        # CDI's kinds are watched once their CRDs are served (CDI may come later, or never).
+        self._cdi = CdiInformers(factory)
+        factory.informer(CUSTOM_RESOURCE_DEFINITIONS).add_event_handler(
+            self._cdi.on_crd_add, self._cdi.on_crd_update, self._cdi.on_crd_delete
+        )
         self.queues: dict[str, RateLimitingQueue] = {}
         self.controllers: list[Controller] = []
 
@@ -204,10 +211,12 @@ class ControllerSet:
             config=config.current,
             vmi_volumes=vmi_volumes,
             pvc_store=self._pvcs.store,
+            data_volumes=self._cdi.data_volumes,
         )
         _Handlers.connect(vms, vm, "vm")
         _Handlers.connect(vmis, vm, "vmi")
         _Handlers.connect(self._pvcs, vm, "pvc")
+        self._cdi.on_data_volumes(lambda informer: _Handlers.connect(informer, vm, "data_volume"))
         self._add("virtualmachine", vm, threads.vm)
 
         vmi = VMIController(
@@ -222,11 +231,15 @@ class ControllerSet:
             enqueue=self._queue("virtualmachineinstance"),
             launcher_image=template.launcher_image,
             pvc_store=self._pvcs.store,
+            cdis=self._cdi.cdis,
+            cdi_config=self._cdi.cdi_config,
+            data_volumes=self._cdi.data_volumes,
         )
         _Handlers.connect(vmis, vmi, "vmi")
         _Handlers.connect(pods, vmi, "pod")
         _Handlers.connect(self._pvcs, vmi, "pvc")
         _Handlers.connect(vms, vmi, "vm")
+        self._cdi.on_data_volumes(lambda informer: _Handlers.connect(informer, vmi, "data_volume"))
         self._add("virtualmachineinstance", vmi, threads.vmi)
 
         replicaset = ReplicaSetController(
@@ -545,8 +558,12 @@ class ControllerSet:
         """Starts the informers, waits for their caches, then the workers; False if the caches never
         synced before ``stop`` or the timeout."""
         self._factory.start()
-        if not self._factory.wait_for_cache_sync(sync_timeout) or stop.is_set():
-            return False
+        deadline = time.monotonic() + sync_timeout
+        # Twice: the first lists of the CRDs start the informers of the kinds they serve (CDI's, the
+        # CSI snapshots'), whose caches are waited for too.
+        for _ in range(2):
+            if not self._factory.wait_for_cache_sync(max(0.0, deadline - time.monotonic())) or stop.is_set():
+                return False
         for controller in self.controllers:
             threading.Thread(target=controller.run, args=(stop,), name=controller.name, daemon=True).start()
         return True

@@ -24,6 +24,7 @@ from kubevirt.log import get_logger
 from kubevirt.virt_controller.services.errors import TemplateError
 from kubevirt.virt_controller.watch import pods as podutil
 from kubevirt.virt_controller.watch.common import SyncError, controlled_pods, describe_api_error
+from kubevirt.virt_controller.watch.datavolumes import claim_readiness
 from kubevirt.virt_controller.watch.volumestatus import claim_name, hotplug_volumes
 from kubevirt_api.core.v1 import VirtualMachineInstance
 from kubevirt_api.core.v1.volumes import Volume, VolumePhase
@@ -43,8 +44,6 @@ SUCCESSFUL_DELETE_POD_REASON: Final = "SuccessfulDelete"
 PVC_NOT_READY_REASON: Final = "PVCNotReady"
 FAILED_HOTPLUG_SYNC_REASON: Final = "FailedHotplugSync"
 # CDI's DataVolume phases in which the claim may be attached (IsSucceededOrPendingPopulation).
-_POPULATED_PHASES: Final = ("Succeeded", "PendingPopulation")
-_WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
 _IN_USE_PHASES: Final = (VolumePhase.VOLUME_READY, VolumePhase.HOTPLUG_VOLUME_MOUNTED)
 
 
@@ -107,13 +106,6 @@ def _has_pending(pods: Sequence[Pod]) -> bool:
     return any(podutil.pod_phase(p) not in ("Running", "Succeeded", "Failed") for p in pods)
 
 
-def _controlling_data_volume(pvc: Mapping[str, Any]) -> str | None:
-    for ref in View.of(pvc).object("metadata").items("ownerReferences"):
-        if ref.boolean("controller"):
-            return ref.string("name") if ref.string("kind") == "DataVolume" else None
-    return None
-
-
 class AttachmentPods:
     """Creates and deletes one VMI's attachment pods; reads only the informers' caches."""
 
@@ -135,7 +127,7 @@ class AttachmentPods:
         self._render = render
         self._find_pvc = find_pvc
         # Without CDI's informer no DataVolume is found, as with KubeVirt's stand-in informer.
-        self._find_data_volume = find_data_volume
+        self._find_data_volume: Finder = find_data_volume or (lambda _namespace, _name: None)
         self._log = get_logger(controller="vmi")
 
     def sync(self, vmi: VirtualMachineInstance, launcher: Pod, key: str) -> None:
@@ -167,23 +159,9 @@ class AttachmentPods:
         if pvc is None:
             raise SyncError(f"Error determining volume status didn't find PVC {name}", PVC_NOT_READY_REASON)
         try:
-            phase = self._data_volume_phase(namespace, pvc)
+            return claim_readiness(namespace, pvc, self._find_data_volume)
         except LookupError as err:
             raise SyncError(f"Error determining volume status {err}", PVC_NOT_READY_REASON) from err
-        if phase is None:
-            return True, False
-        return phase in _POPULATED_PHASES, phase == _WAIT_FOR_FIRST_CONSUMER
-
-    def _data_volume_phase(self, namespace: str | None, pvc: Mapping[str, Any]) -> str | None:
-        """The phase of the DataVolume that controls the claim; None for a claim of no DataVolume.
-        Raises LookupError when that DataVolume is not in the cache."""
-        owner = _controlling_data_volume(pvc)
-        if owner is None:
-            return None
-        found = self._find_data_volume(namespace, owner) if self._find_data_volume is not None else None
-        if found is None:
-            raise LookupError(f"unable to find datavolume {namespace}/{owner}")
-        return View.of(found).object("status").string("phase")
 
     def _create(
         self, vmi: VirtualMachineInstance, launcher: Pod, volumes: list[Volume], key: str
@@ -217,10 +195,10 @@ class AttachmentPods:
             if pvc is None:
                 return None
             try:
-                phase = self._data_volume_phase(namespace, pvc)
+                populated, _ = claim_readiness(namespace, pvc, self._find_data_volume)
             except LookupError:
                 return None
-            if phase is None or phase in _POPULATED_PHASES:
+            if populated:
                 claims[volume.name] = pvc
         if not claims:
             return None

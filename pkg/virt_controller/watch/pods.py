@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -76,9 +77,30 @@ def is_pod_ready(pod: Pod) -> bool:
     return pod_phase(pod) == "Running"
 
 
+def is_pod_failed_or_going_down(pod: Pod) -> bool:
+    """Failed, its compute container exited with an error, or being deleted (a pod that succeeded is
+    not down in this sense)."""
+    terminated = _compute_terminated(pod)
+    compute_failed = terminated is not None and terminated.get("exitCode", 0) != 0
+    return pod_phase(pod) == "Failed" or compute_failed or is_terminating(pod)
+
+
 def is_temporary_pod(pod: Pod) -> bool:
     """The short-lived pod that triggers WaitForFirstConsumer volume binding."""
     return EPHEMERAL_PROVISIONING_OBJECT in (pod.get("metadata", {}).get("annotations") or {})
+
+
+def as_temporary_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The launcher pod turned into the one that only makes the scheduler bind its claims (KubeVirt's
+    ``RenderLaunchManifestNoVm``): marked so, its compute container exits at once."""
+    result = copy.deepcopy(dict(pod))
+    metadata = result.setdefault("metadata", {})
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), EPHEMERAL_PROVISIONING_OBJECT: "true"}
+    for container in (result.get("spec") or {}).get("containers") or ():
+        if container.get("name") == COMPUTE_CONTAINER:
+            container["command"] = ["/bin/bash", "-c", "echo", "bound PVCs"]
+            container.pop("args", None)
+    return result
 
 
 def pod_condition(pod: Pod, type_: str) -> Mapping[str, Any] | None:

@@ -1,8 +1,7 @@
 """The VM's ``status.printableStatus``: predicates checked in KubeVirt's order, the first match wins.
 
 Several can hold at once (Running and Migrating, Paused and Terminating); the order decides. The
-DataVolume predicates (Provisioning, DataVolumeError) need CDI's DataVolume informer, which the VM
-controller does not watch, so they never match here.
+DataVolume predicates (Provisioning, DataVolumeError) read CDI's DataVolumes; without CDI none match.
 """
 
 from __future__ import annotations
@@ -33,8 +32,10 @@ Status = VirtualMachinePrintableStatus
 
 @dataclass(frozen=True)
 class VMState:
-    """What the predicates read: the VM, its VMI, the controller's pending expectations, the time, and
-    whether a claim the VM's template names exists but is not Bound (KubeVirt's ``HasUnboundPVC``)."""
+    """What the predicates read: the VM, its VMI, the controller's pending expectations, the time,
+    whether a claim the VM's template names exists but is not Bound (KubeVirt's ``HasUnboundPVC``), and
+    whether a DataVolume the template uses failed (``HasDataVolumeErrors``) or is being populated
+    (``HasDataVolumeProvisioning``)."""
 
     vm: VirtualMachine
     vmi: VirtualMachineInstance | None
@@ -42,6 +43,8 @@ class VMState:
     stop_expected: bool
     now: datetime
     unbound_claim: bool = False
+    data_volume_error: bool = False
+    provisioning: bool = False
 
     @property
     def vmi_conditions(self) -> Sequence[VirtualMachineInstanceCondition] | None:
@@ -99,8 +102,12 @@ def _unschedulable(s: VMState) -> bool:
     return has_condition_reason(s.vmi_conditions, POD_SCHEDULED, FALSE, UNSCHEDULABLE_REASON)
 
 
-def _never(_: VMState) -> bool:
-    return False
+def _data_volume_error(s: VMState) -> bool:
+    return s.data_volume_error
+
+
+def _provisioning(s: VMState) -> bool:
+    return s.provisioning
 
 
 def _waiting_for_volume_binding(s: VMState) -> bool:
@@ -141,9 +148,9 @@ ORDER: tuple[tuple[str, Callable[[VMState], bool]], ...] = (
     (Status.PAUSED, _paused),
     (Status.RUNNING, _running),
     (Status.PVC_NOT_FOUND, _synchronized_false(FAILED_PVC_NOT_FOUND_REASON)),
-    (Status.DATA_VOLUME_ERROR, _never),
+    (Status.DATA_VOLUME_ERROR, _data_volume_error),
     (Status.UNSCHEDULABLE, _unschedulable),
-    (Status.PROVISIONING, _never),
+    (Status.PROVISIONING, _provisioning),
     (Status.WAITING_FOR_VOLUME_BINDING, _waiting_for_volume_binding),
     (Status.ERR_IMAGE_PULL, _synchronized_false(ERR_IMAGE_PULL_REASON)),
     (Status.IMAGE_PULL_BACK_OFF, _synchronized_false(IMAGE_PULL_BACK_OFF_REASON)),

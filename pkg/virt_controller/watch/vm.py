@@ -3,7 +3,8 @@
 One VMI per VM, named like the VM and owned by it, so a restarted controller finds what it created
 instead of creating it again; expectations hold the VM back until the informer has shown its own
 creations and deletions. Volume hotplug requests in the VM's status reach its template and its VMI
-through :mod:`.volumerequests`.
+through :mod:`.volumerequests`. The DataVolumes of the VM's ``dataVolumeTemplates`` are created and
+waited for before the VMI (:mod:`.vmdatavolumes`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from kubevirt.instancetype.conflict import joined_paths
 from kubevirt.instancetype.preference_apply import apply_device_preferences
 from kubevirt.log import get_logger
 from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_controller.watch.cloneauth import CloneAuthorizer
 from kubevirt.virt_controller.watch.common import (
     Clock,
     Enqueue,
     SyncError,
     controller_ref,
+    controller_ref_of_dict,
     describe_api_error,
     finalizers_patch,
     format_time,
@@ -44,6 +47,7 @@ from kubevirt.virt_controller.watch.conditions import (
     remove_condition,
     update_condition,
 )
+from kubevirt.virt_controller.watch.datavolumes import DataVolumeCache
 from kubevirt.virt_controller.watch.firmware import calculate_legacy_uuid
 from kubevirt.virt_controller.watch.instancetype import (
     STORE_REVISION_ERROR_FORMAT,
@@ -67,6 +71,7 @@ from kubevirt.virt_controller.watch.runstrategy import (
     has_stop_request_for,
 )
 from kubevirt.virt_controller.watch.startfailure import seconds_until_retry, sync_start_failure
+from kubevirt.virt_controller.watch.vmdatavolumes import DataVolumeSyncError, VMDataVolumes
 from kubevirt.virt_controller.watch.volumerequests import (
     DECLARATIVE_HOTPLUG_VOLUMES_GATE,
     FAILED_UPDATE_ERROR_REASON,
@@ -99,6 +104,7 @@ from kubevirt_api.core.v1 import (
 from kubevirt_api.core.v1.constants import (
     API_VERSION,
     CREATE_MIGRATION_TARGET,
+    IMMEDIATE_DATA_VOLUME_CREATION,
     VIRTUAL_MACHINE_CONTROLLER_FINALIZER,
     VIRTUAL_MACHINE_GENERATION_ANNOTATION,
 )
@@ -134,7 +140,8 @@ CLAIM_BOUND: Final = "Bound"  # a PersistentVolumeClaim's status.phase once boun
 class VMController:
     """Reconciles VirtualMachines. Informers: VMs (reconciled) and VMIs (owned, same key), the
     instance types and preferences VMs select (read only; without any of their stores given, VMs'
-    selections are not expanded), and PVCs (read only, for the printable status)."""
+    selections are not expanded), PVCs (read only, for the printable status) and CDI's DataVolumes
+    (owned; ``data_volumes`` gives their cache, None while CDI is not installed)."""
 
     def __init__(
         self,
@@ -155,6 +162,8 @@ class VMController:
         config: Callable[[], ClusterConfig] = ClusterConfig,
         vmi_volumes: VMIVolumes | None = None,
         pvc_store: Store[dict[str, Any]] | None = None,
+        data_volumes: DataVolumeCache | None = None,
+        clone_authorizer: CloneAuthorizer | None = None,
     ) -> None:
         self._config = config
         # The claims the VMs' templates name (the printable status WaitingForVolumeBinding); read only.
@@ -174,6 +183,16 @@ class VMController:
         self._vms = vm_store
         self._vmis = vmi_store
         self._expectations = expectations
+        # The DataVolumes each VM created and has not seen in the cache yet.
+        self._dv_expectations = UIDTrackingControllerExpectations()
+        self._data_volumes = VMDataVolumes(
+            api=api,
+            events=events,
+            expectations=self._dv_expectations,
+            data_volumes=data_volumes or (lambda: None),
+            pvc_store=pvc_store,
+            authorizer=clone_authorizer,
+        )
         self._enqueue = enqueue
         self._clock = clock
         self._rng = rng or random.Random()
@@ -185,11 +204,13 @@ class VMController:
         cached = self._vms.get_by_key(key)
         if cached is None:
             self._expectations.delete_expectations(key)
+            self._dv_expectations.delete_expectations(key)
             return
         if write_api_version_stamp(self._api, VIRTUAL_MACHINES, cached):
             return
         vm = cached.model_copy(deep=True)
         vmi = self._claimed_vmi(vm, key)
+        self._data_volumes.claim(vm)
         run = _Run(vm=vm, now=self._clock())
         sync_error: SyncError | None = None
         try:
@@ -224,7 +245,7 @@ class VMController:
         return VirtualMachineInstance.from_dict(adopt(self._api, VIRTUAL_MACHINE_INSTANCES, vmi, owner))
 
     def _sync(self, run: _Run, vmi: VirtualMachineInstance | None, key: str) -> None:
-        if not self._expectations.satisfied_expectations(key):
+        if not self._satisfied_expectations(key):
             return
         meta = _meta(run.vm)
         if meta.deletion_timestamp is not None:
@@ -240,6 +261,8 @@ class VMController:
             strategy = run.vm.run_strategy()
         except ValueError as err:
             raise SyncError(f"Error fetching RunStrategy: {err}", FAILED_CREATE_REASON) from None
+        if not self._sync_data_volumes(run, strategy, key):
+            return
         self._sync_run_strategy(run, vmi, strategy, key)
         self._sync_firmware_uuid(run)
         self._sync_restart_required(run, vmi)
@@ -247,6 +270,26 @@ class VMController:
             # A VMI created or deleted in this pass is not in the cache yet: its volumes wait for the next.
             self._sync_volume_requests(run, vmi)
             self._sync_declarative_hotplug(run, vmi)
+
+    def _satisfied_expectations(self, key: str) -> bool:
+        return self._expectations.satisfied_expectations(
+            key
+        ) and self._dv_expectations.satisfied_expectations(key)
+
+    def _sync_data_volumes(self, run: _Run, strategy: str, key: str) -> bool:
+        """Creates the templates' DataVolumes up front (unless the VM's annotation defers that to its
+        start); False while they are not ready and the VM is not halted (the pass stops there)."""
+        annotations = _meta(run.vm).annotations or {}
+        if annotations.get(IMMEDIATE_DATA_VOLUME_CREATION) == "false":
+            return True
+        try:
+            ready = self._data_volumes.ensure(run.vm, key)
+        except DataVolumeSyncError as err:
+            raise SyncError(
+                f"Error encountered while creating DataVolumes: {err}", FAILED_CREATE_REASON
+            ) from err
+        # KubeVirt goes on for a halted VM, so that one with a VMI still stops it.
+        return ready or strategy == VirtualMachineRunStrategy.HALTED
 
     def _sync_instancetypes(self, run: _Run) -> bool:
         """Checks that what the VM selects exists, stores ControllerRevisions of it and records them in
@@ -486,6 +529,13 @@ class VMController:
     def _start(self, run: _Run, key: str) -> None:
         vm = run.vm
         status = run.status
+        try:
+            ready = self._data_volumes.ensure(vm, key)
+        except DataVolumeSyncError as err:
+            raise SyncError(f"Failure while starting VMI: {err}", FAILED_CREATE_REASON) from err
+        if not ready:
+            self._log.debug("waiting for the DataVolumes to be created, delaying the start", key=key)
+            return
         if has_condition(status.conditions, VirtualMachineConditionType.MANUAL_RECOVERY_REQUIRED, TRUE):
             self._log.error("the VM has the ManualRecoveryRequired condition set and is not started", key=key)
             return
@@ -696,6 +746,8 @@ class VMController:
             stop_expected=deletes > 0,
             now=run.now,
             unbound_claim=self._has_unbound_claim(vm),
+            data_volume_error=self._data_volume_error(vm),
+            provisioning=self._data_volumes.provisioning(vm),
         )
         status.printable_status = printable_status(state)
         before = cached.status.to_dict() if cached.status is not None else {}
@@ -705,6 +757,12 @@ class VMController:
             vmi.is_final() or (vmi.is_waiting_for_sync() and vmi.is_marked_for_deletion())
         ):
             self._remove_vmi_finalizer(vmi)
+
+    def _data_volume_error(self, vm: VirtualMachine) -> bool:
+        message = self._data_volumes.error(vm)
+        if message is not None:
+            self._log.error("a DataVolume of the VM failed", key=key_of(vm), reason=message)
+        return message is not None
 
     def _has_unbound_claim(self, vm: VirtualMachine) -> bool:
         """KubeVirt's ``HasUnboundPVC``: a claim the template names exists and is not Bound (a missing
@@ -802,6 +860,51 @@ class VMController:
 
     def on_pvc_delete(self, pvc: dict[str, Any]) -> None:
         pass  # the VMI reports a missing claim; its change brings the VM back
+
+    def on_data_volume_add(self, dv: dict[str, Any]) -> None:
+        """KubeVirt's ``addDataVolume``: a DataVolume seen being deleted counts as a deletion."""
+        if dv["metadata"].get("deletionTimestamp") is not None:
+            self.on_data_volume_delete(dv)
+            return
+        vm = self._data_volume_owner(dv)
+        if vm is not None:
+            self._dv_expectations.creation_observed(key_of(vm))
+        self._enqueue_data_volume_users(dv)
+
+    def on_data_volume_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return  # a resync, nothing changed
+        if new["metadata"].get("deletionTimestamp") is not None:
+            self.on_data_volume_delete(new)
+            if old["metadata"].get("labels") != new["metadata"].get("labels"):
+                self.on_data_volume_delete(old)
+            return
+        if controller_ref_of_dict(old) != controller_ref_of_dict(new):
+            previous = self._data_volume_owner(old)
+            if previous is not None:
+                self._enqueue(key_of(previous))
+        self._enqueue_data_volume_users(new)
+
+    def on_data_volume_delete(self, dv: dict[str, Any]) -> None:
+        vm = self._data_volume_owner(dv)
+        if vm is not None:
+            self._dv_expectations.deletion_observed_uid(key_of(vm), dv["metadata"].get("uid") or "")
+        self._enqueue_data_volume_users(dv)
+
+    def _data_volume_owner(self, dv: dict[str, Any]) -> VirtualMachine | None:
+        ref = controller_ref_of_dict(dv)
+        if ref is None:
+            return None
+        namespace = dv["metadata"].get("namespace")
+        return self._resolve(namespace, str(ref.get("kind")), str(ref.get("name")), str(ref.get("uid")))
+
+    def _enqueue_data_volume_users(self, dv: dict[str, Any]) -> None:
+        """The VM owning the DataVolume and the VMs whose templates use it (KubeVirt's
+        ``queueVMsForDataVolume``)."""
+        owner = self._data_volume_owner(dv)
+        if owner is not None:
+            self._enqueue(key_of(owner))
+        self._enqueue_claim_users(dv)
 
     def _enqueue_claim_users(self, pvc: dict[str, Any]) -> None:
         meta = pvc["metadata"]

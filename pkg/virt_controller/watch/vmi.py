@@ -11,13 +11,17 @@ Writes are kept few: the API-version annotations ride along with the first statu
 created counts as active at once, its node is recorded with the next write that has news of its own, and
 the status is only written when it changed. Reaching Scheduled takes one pod create and two VMI writes;
 Running then takes none here, as virt-handler's Running write already carries the pod's Ready=True.
+
+No pod is made before the claims of CDI's DataVolumes are populated; a claim that binds only once a pod
+uses it (WaitForFirstConsumer) first gets a temporary pod that does nothing but make the scheduler bind
+it. The VMI's DataVolumesReady condition sums up its DataVolumes' Ready conditions.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Final
 
@@ -54,9 +58,20 @@ from kubevirt.virt_controller.watch.conditions import (
     FALSE,
     TRUE,
     get_condition,
+    has_condition,
     not_ready,
     remove_condition,
     update_condition,
+)
+from kubevirt.virt_controller.watch.datavolumes import (
+    FAILED,
+    WAIT_FOR_FIRST_CONSUMER,
+    DataVolumeCache,
+    claim_readiness,
+    data_volumes_of_volumes,
+    data_volumes_ready_condition,
+    finder,
+    phase,
 )
 from kubevirt.virt_controller.watch.hotplug import (
     AttachmentPods,
@@ -106,6 +121,8 @@ FAILED_DELETE_POD_REASON: Final = "FailedDelete"
 SUCCESSFUL_DELETE_POD_REASON: Final = "SuccessfulDelete"
 FAILED_GUARANTEE_RESOURCES_REASON: Final = "FailedGuaranteeResources"
 FAILED_PVC_NOT_FOUND_REASON: Final = "FailedPvcNotFound"
+FAILED_DATA_VOLUME_IMPORT_REASON: Final = "FailedDataVolumeImport"
+FAILED_HOTPLUG_SYNC_REASON: Final = "FailedHotplugSync"
 # The pod condition that mirrors the VMI's Paused condition; it is the launcher pod's readiness gate.
 VIRTUAL_MACHINE_UNPAUSED: Final = "kubevirt.io/virtual-machine-unpaused"
 POD_SCHEDULED: Final = "PodScheduled"
@@ -120,7 +137,8 @@ EPHEMERAL_HOTPLUG_ANNOTATION: Final = "kubevirt.io/ephemeral-hotplug-volumes"
 
 class VMIController:
     """Reconciles VirtualMachineInstances. Informers: VMIs (reconciled), Pods (owned: launcher pods, and
-    through them attachment pods), VMs (owners), PVCs (and DataVolumes when CDI is installed)."""
+    through them attachment pods), VMs (owners), PVCs, and CDI's DataVolumes, CDI and CDIConfig
+    (callables giving their caches, which are absent while CDI is not installed)."""
 
     def __init__(
         self,
@@ -137,9 +155,9 @@ class VMIController:
         clock: Clock = utc_now,
         launcher_image: str | None = None,
         pvc_store: Store[dict[str, Any]] | None = None,
-        cdi_store: Store[dict[str, Any]] | None = None,
-        cdi_config_store: Store[dict[str, Any]] | None = None,
-        data_volume_store: Store[dict[str, Any]] | None = None,
+        cdis: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+        cdi_config: Callable[[str], Mapping[str, Any] | None] | None = None,
+        data_volumes: DataVolumeCache | None = None,
         render_attachment_pod: RenderAttachmentPod | None = None,
     ) -> None:
         self._api = api
@@ -155,10 +173,9 @@ class VMIController:
         self._launcher_image = launcher_image
         self._pvcs = pvc_store
         # Without CDI's informers (CDI not installed) every filesystem claim gets KubeVirt's default.
-        self._filesystem_overhead = FilesystemOverhead(
-            cdis=cdi_store.list if cdi_store is not None else None,
-            cdi_config=cdi_config_store.get_by_key if cdi_config_store is not None else None,
-        )
+        self._filesystem_overhead = FilesystemOverhead(cdis=cdis, cdi_config=cdi_config)
+        # Without CDI's informer no DataVolume is found, as with KubeVirt's stand-in informer.
+        self._find_data_volume = finder(data_volumes or (lambda: None))
         self._log = get_logger(controller="vmi")
 
         def find_in(store: Store[dict[str, Any]] | None, namespace: str | None, name: str) -> Any:
@@ -174,7 +191,7 @@ class VMIController:
                 render_hotplug_attachment_pod, launcher_image=launcher_image or DEFAULT_LAUNCHER_IMAGE
             ),
             find_pvc=partial(find_in, pvc_store),
-            find_data_volume=partial(find_in, data_volume_store) if data_volume_store is not None else None,
+            find_data_volume=self._find_data_volume,
         )
 
     # -- reconcile -------------------------------------------------------------------------------------
@@ -192,6 +209,9 @@ class VMIController:
             return
         pods = controlled_pods(self._pods, _uid(vmi))
         pod = current_pod(vmi, pods)
+        dvs = data_volumes_of_volumes(
+            _meta(vmi).namespace, vmi.spec.volumes or (), self._find_pvc, self._find_data_volume
+        )
         sync_error: SyncError | None = None
         try:
             created = self._sync(vmi, pod, pods, key)
@@ -200,7 +220,7 @@ class VMIController:
         if created is not None:
             pod = created
             pods = [*pods, created]
-        self._update_status(vmi, pod, pods, sync_error, key)
+        self._update_status(vmi, pod, pods, dvs, sync_error, key)
         if sync_error is not None and sync_error.requeue:
             raise sync_error
 
@@ -221,7 +241,12 @@ class VMIController:
             return None  # a receiver waits for its migration source
         if pod is None and vmi.is_unprocessed():
             self._wait_for_claims(vmi)
-            return self._create_pod(vmi, key)
+            populated, waits_for_consumer = self._claims_populated(vmi)
+            if not populated:
+                self._log.debug("delaying the pod while DataVolumes populate", key=key)
+                return None
+            return self._create_pod(vmi, key, temporary=waits_for_consumer)
+        self._delete_temporary_pods(vmi, pods, key)
         if pod is not None and not podutil.is_temporary_pod(pod) and podutil.is_pod_ready(pod):
             self._hotplug.sync(vmi, pod, key)
         return None
@@ -237,9 +262,70 @@ class VMIController:
                 self._events.event(vmi, "Normal", FAILED_PVC_NOT_FOUND_REASON, message)
                 raise SyncError(message, FAILED_PVC_NOT_FOUND_REASON, requeue=False)
 
-    def _create_pod(self, vmi: VirtualMachineInstance, key: str) -> Pod:
+    def _find_pvc(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        return self._pvcs.get_by_key(key_for(namespace, name)) if self._pvcs is not None else None
+
+    def _claims_populated(self, vmi: VirtualMachineInstance) -> tuple[bool, bool]:
+        """KubeVirt's ``areDataVolumesReady`` over the claims the pod mounts: (each populated or waiting
+        for its first consumer, one waits for its first consumer)."""
+        namespace = _meta(vmi).namespace
+        populated, waits = True, False
+        for claim in attached_claim_names(vmi):
+            pvc = self._find_pvc(namespace, claim)
+            if pvc is None:
+                continue  # missing claims are :meth:`_wait_for_claims`'s
+            try:
+                ready, wffc = claim_readiness(namespace, pvc, self._find_data_volume)
+            except LookupError as err:
+                self._events.event(
+                    vmi,
+                    "Warning",
+                    FAILED_PVC_NOT_FOUND_REASON,
+                    f"Error determining if volume is ready: {err}",
+                )
+                raise SyncError(
+                    f"Error determining if volume is ready {err}", FAILED_DATA_VOLUME_IMPORT_REASON
+                ) from err
+            waits = waits or wffc
+            populated = populated and (ready or wffc)
+        return populated, waits
+
+    def _delete_temporary_pods(self, vmi: VirtualMachineInstance, pods: list[Pod], key: str) -> None:
+        """The pod that made the scheduler bind WaitForFirstConsumer claims goes once none waits and it
+        ran (KubeVirt's ``cleanupWaitForFirstConsumerTemporaryPods``)."""
+        temporary = [
+            p
+            for p in pods
+            if podutil.is_temporary_pod(p) and podutil.pod_phase(p) in _TEMPORARY_POD_DONE_PHASES
+        ]
+        if not temporary or self._claims_populated(vmi)[1]:
+            return
+        for pod in temporary:
+            uid = podutil.pod_uid(pod)
+            name = podutil.pod_name(pod)
+            self._pod_expectations.expect_deletions_by_uid(key, [uid])
+            try:
+                self._api.delete(
+                    PODS, pod["metadata"].get("namespace"), name, uid=uid, grace_period_seconds=0
+                )
+            except Exception as err:
+                self._pod_expectations.deletion_observed_uid(key, uid)
+                if getattr(err, "status", 0) == 404:
+                    continue
+                message = f"Failed to delete WaitForFirstConsumer temporary pod {name}"
+                self._events.event(vmi, "Warning", FAILED_DELETE_POD_REASON, message)
+                raise SyncError(
+                    f"failed to clean up temporary pods: {err}", FAILED_HOTPLUG_SYNC_REASON
+                ) from err
+            message = f"Deleted WaitForFirstConsumer temporary pod {name}"
+            self._events.event(vmi, "Normal", SUCCESSFUL_DELETE_POD_REASON, message)
+
+    def _create_pod(self, vmi: VirtualMachineInstance, key: str, *, temporary: bool = False) -> Pod:
         try:
             pod = self._render_pod(vmi)
+            if temporary:
+                self._log.info("creating a temporary pod for WaitForFirstConsumer claims", key=key)
+                pod = podutil.as_temporary_pod(pod)
         except PvcNotFoundError as err:
             message = f"failed to render launch manifest: {err}"
             self._events.event(vmi, "Warning", FAILED_PVC_NOT_FOUND_REASON, message)
@@ -308,6 +394,7 @@ class VMIController:
         cached: VirtualMachineInstance,
         pod: Pod | None,
         pods: list[Pod],
+        dvs: Sequence[Mapping[str, Any]],
         sync_error: SyncError | None,
         key: str,
     ) -> None:
@@ -334,7 +421,13 @@ class VMIController:
                 self._sync_paused_condition_to_pod(vmi, launcher, now)
                 self._sync_dynamic_metadata_to_pod(vmi, launcher)
 
-        sync_error = self._next_phase(cached, vmi, launcher, pods, sync_error)
+        dvs_ready = data_volumes_ready_condition(dvs)
+        if dvs_ready is not None:
+            status.conditions = update_condition(status.conditions, dvs_ready)
+        temporary = pod if pod is not None and podutil.is_temporary_pod(pod) else None
+        sync_error = self._next_phase(
+            cached, vmi, launcher, pods, sync_error, _DataVolumes.of(dvs, temporary)
+        )
 
         if cached.is_running() or cached.is_scheduled():
             # virt-handler owns the VMI now: patch only what changed, guarded by tests of the old values.
@@ -367,6 +460,7 @@ class VMIController:
         launcher: Pod | None,
         pods: list[Pod],
         sync_error: SyncError | None,
+        dvs: _DataVolumes,
     ) -> SyncError | None:
         """Moves ``vmi`` (a copy of ``cached``) along the phase machine; returns the sync error to report."""
         status = vmi.status
@@ -376,12 +470,14 @@ class VMIController:
                 status.phase = _Phase.SCHEDULING
                 # Set now what the Scheduling pass would copy next: one VMI write fewer.
                 status.qos_class = (launcher.get("status") or {}).get("qosClass") or None
-            elif cached.is_marked_for_deletion():
+            elif cached.is_marked_for_deletion() or dvs.failed:
                 status.phase = _Phase.FAILED
             elif cached.is_migration_target() and not cached.is_migration_target_node_label_set():
                 status.phase = _Phase.WAITING_FOR_SYNC
             else:
                 status.phase = _Phase.PENDING
+                if dvs.waiting_for_consumer:
+                    _provisioning(status, dvs.temporary_pod)
                 if sync_error is not None and sync_error.reason == FAILED_PVC_NOT_FOUND_REASON:
                     status.conditions = update_condition(
                         remove_condition(status.conditions, POD_SCHEDULED),
@@ -655,6 +751,30 @@ class VMIController:
             ):
                 self._enqueue(key_of(vmi))
 
+    def on_data_volume_add(self, dv: Mapping[str, Any]) -> None:
+        self._data_volume_changed(dv)
+
+    def on_data_volume_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return  # a resync, nothing changed
+        self._data_volume_changed(new)
+        if new["metadata"].get("deletionTimestamp") is not None and (
+            old["metadata"].get("labels") != new["metadata"].get("labels")
+        ):
+            self._data_volume_changed(old)
+
+    def on_data_volume_delete(self, dv: Mapping[str, Any]) -> None:
+        self._data_volume_changed(dv)
+
+    def _data_volume_changed(self, dv: Mapping[str, Any]) -> None:
+        """Wakes the VMIs of the namespace with a DataVolume or PersistentVolumeClaim volume of the
+        DataVolume's name (KubeVirt's ``listVMIsMatchingDV``)."""
+        meta = dv["metadata"]
+        name = meta.get("name")
+        for vmi in self._vmis.by_index(NAMESPACE_INDEX, meta.get("namespace") or ""):
+            if name in referenced_claims(vmi):
+                self._enqueue(key_of(vmi))
+
     def on_vm_add(self, vm: VirtualMachine) -> None:
         pass  # a VM's VMI is queued by its own events
 
@@ -686,6 +806,42 @@ class VMIController:
             return None
         vmi = self._vmis.get_by_key(key_for(pod["metadata"].get("namespace"), str(ref.get("name"))))
         return vmi if vmi is not None and _uid(vmi) == ref.get("uid") else None
+
+
+_TEMPORARY_POD_DONE_PHASES: Final = ("Running", "Succeeded", "Failed")
+
+
+class _DataVolumes:
+    """What the phase machine reads of a VMI's DataVolumes: one failed, or (none failed) one waits for
+    its first consumer; the temporary pod made for the latter, if any."""
+
+    def __init__(self, *, failed: bool, waiting_for_consumer: bool, temporary_pod: Pod | None) -> None:
+        self.failed = failed
+        self.waiting_for_consumer = waiting_for_consumer
+        self.temporary_pod = temporary_pod
+
+    @classmethod
+    def of(cls, dvs: Sequence[Mapping[str, Any]], temporary_pod: Pod | None) -> _DataVolumes:
+        failed = any(phase(dv) == FAILED for dv in dvs)
+        waits = not failed and any(phase(dv) == WAIT_FOR_FIRST_CONSUMER for dv in dvs)
+        return cls(failed=failed, waiting_for_consumer=waits, temporary_pod=temporary_pod)
+
+
+def _provisioning(status: VirtualMachineInstanceStatus, temporary_pod: Pod | None) -> None:
+    """A Pending VMI whose claims wait for their first consumer is Provisioning; its temporary pod's
+    PodScheduled=False shows, and that pod failing fails the VMI."""
+    if not has_condition(status.conditions, VirtualMachineInstanceConditionType.PROVISIONING):
+        status.conditions = [
+            *(status.conditions or ()),
+            VirtualMachineInstanceCondition(
+                type=VirtualMachineInstanceConditionType.PROVISIONING, status=TRUE
+            ),
+        ]
+    if temporary_pod is None:
+        return
+    status.conditions = _mirror_pod_scheduled(status.conditions, temporary_pod)
+    if podutil.is_pod_failed_or_going_down(temporary_pod):
+        status.phase = _Phase.FAILED
 
 
 def current_pod(vmi: VirtualMachineInstance, pods: list[Pod]) -> Pod | None:

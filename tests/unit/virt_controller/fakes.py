@@ -400,6 +400,7 @@ DECODERS: dict[str, Callable[[JSON], Any]] = {
     "virtualmachineinstancemigrations": _same,
     "poddisruptionbudgets": _same,
     "persistentvolumeclaims": _same,
+    "datavolumes": _same,
     "migrationpolicies": _same,
     CONTROLLER_REVISIONS.plural: _same,
     VIRTUAL_MACHINE_INSTANCETYPES.plural: VirtualMachineInstancetype.from_dict,

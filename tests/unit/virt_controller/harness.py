@@ -19,6 +19,7 @@ from kubevirt.client import (
 )
 from kubevirt.client.resources import (
     CONTROLLER_REVISIONS,
+    DATA_VOLUMES,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
     VIRTUAL_MACHINE_INSTANCETYPES,
@@ -26,6 +27,7 @@ from kubevirt.client.resources import (
 )
 from kubevirt.controller import ControllerExpectations, RequeueAfter, UIDTrackingControllerExpectations
 from kubevirt.virt_config import ClusterConfig
+from kubevirt.virt_controller.watch.cloneauth import CloneAuthorizer
 from kubevirt.virt_controller.watch.node import NodeController
 from kubevirt.virt_controller.watch.pool import PoolController
 from kubevirt.virt_controller.watch.replicaset import ReplicaSetController
@@ -106,9 +108,14 @@ class Controllers:
     queues: dict[str, FakeQueue] = field(default_factory=dict)
     config: ClusterConfig = field(default_factory=ClusterConfig)
     vmi_volumes: FakeVMIVolumes | None = None
+    # CDI installed: the VM and VMI controllers watch DataVolumes (as once CDI's CRDs are served).
+    cdi: bool = False
+    clone_authorizer: CloneAuthorizer | None = None
 
     def __post_init__(self) -> None:
         c = self.cluster
+        dvs = c.informer(DATA_VOLUMES) if self.cdi else None
+        data_volumes = (lambda: dvs.store) if dvs is not None else None
         if self.vmi_volumes is None:
             self.vmi_volumes = FakeVMIVolumes(c.api)
         c.api.admission.setdefault(VIRTUAL_MACHINE_INSTANCES.plural, vmi_mutator)
@@ -134,6 +141,8 @@ class Controllers:
             config=lambda: self.config,
             vmi_volumes=self.vmi_volumes,
             pvc_store=pvcs.store,
+            data_volumes=data_volumes,
+            clone_authorizer=self.clone_authorizer,
         )
         vms.add_event_handler(self.vm.on_vm_add, self.vm.on_vm_update, self.vm.on_vm_delete)
         vmis.add_event_handler(self.vm.on_vmi_add, self.vm.on_vmi_update, self.vm.on_vmi_delete)
@@ -151,11 +160,19 @@ class Controllers:
             clock=clock,
             launcher_image=LAUNCHER_IMAGE,
             pvc_store=pvcs.store,
+            data_volumes=data_volumes,
         )
         vmis.add_event_handler(self.vmi.on_vmi_add, self.vmi.on_vmi_update, self.vmi.on_vmi_delete)
         pods.add_event_handler(self.vmi.on_pod_add, self.vmi.on_pod_update, self.vmi.on_pod_delete)
         pvcs.add_event_handler(self.vmi.on_pvc_add, self.vmi.on_pvc_update, self.vmi.on_pvc_delete)
         vms.add_event_handler(self.vmi.on_vm_add, self.vmi.on_vm_update, self.vmi.on_vm_delete)
+        if dvs is not None:
+            for dv_handler in (self.vm, self.vmi):
+                dvs.add_event_handler(
+                    dv_handler.on_data_volume_add,
+                    dv_handler.on_data_volume_update,
+                    dv_handler.on_data_volume_delete,
+                )
         self.rs = ReplicaSetController(
             api=c.api,
             events=self.events,
