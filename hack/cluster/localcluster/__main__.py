@@ -73,10 +73,8 @@ def _build_images(layout: Layout, binaries: list[str]) -> int:
     for image in built:
         print(f"{image.name:<44} {image.size / 1e6:8.1f} MB  {image.digest}")
     if cluster.running(layout):
-        archives = [(i.name, i.archive, i.digest) for i in built]
-        for node in images.running_nodes(layout):
-            imported = images.import_archives(layout, archives, node)
-            print(f"imported into {node.name}: {', '.join(imported) or 'nothing new'}")
+        for node, imported in images.import_everywhere(layout, built).items():
+            print(f"imported into {node}: {', '.join(imported) or 'nothing new'}")
     return 0
 
 

@@ -19,8 +19,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import oci, recipe, testguest
+from . import imageserver, oci, recipe, testguest
 from .hostfs import mounts_under, unmount_all
+from .imageserver import files as served_files
 from .layout import IMAGE_PREFIX, IMAGE_TAG, PAUSE_IMAGE, REPO, Layout, Node, image_name
 from .sharing import locked
 from .timing import Timer
@@ -295,6 +296,51 @@ class Builder:
             built[image] = self._finish(key, fs, image)
         return built
 
+    def image_server_layers(self) -> list[BuiltLayer]:
+        """The test image server's own layers, to go on the ``base`` stage: the files
+        :mod:`.imageserver.files` makes from the test guests' disks, then the server."""
+        guests = testguest.build_all(self.root.parent)
+        recipe_text = Path(served_files.__file__).read_text()
+        files_key = _key(imageserver.IMAGE, recipe_text, *(guest.directory.name for guest in guests.values()))
+        server_key = _key(imageserver.IMAGE, imageserver.SERVER_SOURCE.read_text())
+        files = self._cached(files_key)
+        if files is None:
+            fs = self._fresh_layer(files_key)
+            root = fs / imageserver.ROOT.lstrip("/")
+            root.mkdir(parents=True)
+            with self.timer.step("test image server files"):
+                served_files.generate({name: guest.disk for name, guest in guests.items()}, root)
+            _read_only(root)
+            files = self._finish(files_key, fs, f"{imageserver.IMAGE}-files")
+        server = self._cached(server_key)
+        if server is None:
+            fs = self._fresh_layer(server_key)
+            program = fs / imageserver.SERVER_PATH.lstrip("/")
+            program.parent.mkdir(parents=True)
+            shutil.copyfile(imageserver.SERVER_SOURCE, program)
+            _read_only(program.parent)
+            server = self._finish(server_key, fs, imageserver.IMAGE)
+        return [files, server]
+
+    def image_server(self) -> BuiltImage:
+        """The test image server's image: Debian's Python (the ``base`` stage) and its own layers, run as a
+        user without privileges."""
+        debian = self.debian()
+        layers = [debian, self.run_stage("base", [debian], recipe.BASE_STEPS), *self.image_server_layers()]
+        config = oci.ImageConfig(
+            imageserver.ENTRYPOINT, imageserver.ARGS, list(recipe.ENV), user=recipe.NON_ROOT_IMAGE_USER
+        )
+        built = self.archive(image_name(imageserver.IMAGE), imageserver.IMAGE, layers, config)
+        self._prune({layer.key for layer in layers})
+        return built
+
+    def _fresh_layer(self, key: str) -> Path:
+        """The empty folder a new layer's files go in (what an interrupted build left is discarded)."""
+        directory = self.layers / key
+        _discard(directory)
+        (directory / "fs.partial").mkdir(parents=True)
+        return directory / "fs.partial"
+
     def archive(
         self, name: str, file_stem: str, layers: list[BuiltLayer], config: oci.ImageConfig
     ) -> BuiltImage:
@@ -312,7 +358,8 @@ class Builder:
         return BuiltImage(name, target, digest, target.stat().st_size)
 
     def build(self, binaries: list[str] | None = None) -> list[BuiltImage]:
-        """Builds the images of ``binaries`` (default: all) and the pause image; one build at a time."""
+        """Builds the images of ``binaries`` (default: all but the test image server's) and the pause image;
+        one build at a time."""
         with locked(self.root / "lock"):
             return self._build(binaries)
 
@@ -326,6 +373,9 @@ class Builder:
                 config = oci.ImageConfig(entrypoint=[], cmd=[], env=[])
                 built.append(self.archive(image_name(name), name, [guest_layers[name]], config))
             self._prune({layer.key for layer in guest_layers.values()})
+        # Built only when named: the test image server's files take time and space most runs do not need.
+        if binaries is not None and imageserver.IMAGE in binaries:
+            built.append(self.image_server())
         targets = [t for t in recipe.TARGETS if binaries is None or t.binary in binaries]
         if not targets:
             return built
@@ -401,6 +451,13 @@ def _discard(directory: Path) -> None:
         if mounts_under(directory):
             raise RuntimeError(f"{directory}: cannot unmount what an interrupted build left there")
     shutil.rmtree(directory, ignore_errors=True)
+
+
+def _read_only(folder: Path) -> None:
+    """Makes a folder and the files in it readable by anyone, writable by no one."""
+    for path in folder.iterdir():
+        os.chmod(path, 0o444)
+    os.chmod(folder, 0o555)
 
 
 def _deps_inputs(house: Path) -> str:
@@ -487,6 +544,12 @@ def import_archives(
         _run([*_ctr(layout, node), "images", "import", str(archive)])
         imported.append(name)
     return imported
+
+
+def import_everywhere(layout: Layout, built: list[BuiltImage]) -> dict[str, list[str]]:
+    """Imports built images into every running node's containerd; returns what each node (by name) took."""
+    archives = [(image.name, image.archive, image.digest) for image in built]
+    return {node.name: import_archives(layout, archives, node) for node in running_nodes(layout)}
 
 
 def import_cached(layout: Layout, node: Node | None = None) -> list[str]:

@@ -56,11 +56,19 @@ def deployment(
     }
 
 
-def service(name: str, namespace: str, labels: dict[str, str], target_port: int) -> dict[str, object]:
-    """Port 443 of Service ``name`` to ``target_port`` of the pods with ``labels``."""
+def service(
+    name: str,
+    namespace: str,
+    labels: dict[str, str],
+    target_port: int,
+    *,
+    port: int = 443,
+    port_name: str = "https",
+) -> dict[str, object]:
+    """Port ``port`` of Service ``name`` to ``target_port`` of the pods with ``labels``."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"selector": labels, "ports": [{"port": 443, "targetPort": target_port, "name": "https"}]},
+        "spec": {"selector": labels, "ports": [{"port": port, "targetPort": target_port, "name": port_name}]},
     }

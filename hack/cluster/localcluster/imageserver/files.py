@@ -1,0 +1,139 @@
+"""What the test image server serves, made from the test guests' raw disks when its image is built.
+
+The plain test guest comes in every form an HTTP importer must read (raw, qcow2, raw and qcow2 compressed
+with gzip, raw compressed with xz); the CirrOS- and Alpine-compatible guests, which tests boot and log in
+to, as qcow2 only (CirrOS's own format; raw copies would add most of the image's size and nothing new).
+Bad input for the importer's error paths: a qcow2 and an xz stream cut in half, and a text file that is no
+disk image. ``index.json`` lists every file with its size, SHA-256, format and compression, the guest it
+holds and that guest's virtual size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import testguest
+
+INDEX = "index.json"  # the server answers "/" with it
+NOT_A_DISK = "not-a-disk-image.txt"
+NOT_A_DISK_TEXT = "This file is not a disk image: an importer given it must fail.\n"
+RAW, QCOW2 = "raw", "qcow2"
+GZ, XZ = "gz", "xz"
+# (format, compression) of each form of a guest; "" is uncompressed.
+EVERY_FORM = ((RAW, ""), (QCOW2, ""), (RAW, GZ), (RAW, XZ), (QCOW2, GZ))
+COMPATIBLE_FORMS = ((QCOW2, ""),)
+TRUNCATED_FORMS = ((QCOW2, ""), (RAW, XZ))
+
+
+@dataclass(frozen=True)
+class Served:
+    """One guest disk as a file on the server."""
+
+    guest: str  # the test guest flavour's name
+    format: str  # raw or qcow2, once decompressed
+    compression: str = ""  # gz, xz or ""
+    truncated: bool = False  # only its first half
+
+    @property
+    def name(self) -> str:
+        stem = f"{self.guest}-truncated" if self.truncated else self.guest
+        return ".".join(part for part in (stem, self.format, self.compression) if part)
+
+
+def catalogue() -> list[Served]:
+    """Every guest disk the server holds."""
+    plain = testguest.TEST_GUEST.name
+    out = [Served(plain, fmt, compression) for fmt, compression in EVERY_FORM]
+    for flavour in (testguest.CIRROS_COMPATIBLE, testguest.ALPINE_COMPATIBLE):
+        out += [Served(flavour.name, fmt, compression) for fmt, compression in COMPATIBLE_FORMS]
+    out += [Served(plain, fmt, compression, truncated=True) for fmt, compression in TRUNCATED_FORMS]
+    return out
+
+
+def file_names() -> list[str]:
+    """Every file the server holds (the index included)."""
+    return [*(served.name for served in catalogue()), NOT_A_DISK, INDEX]
+
+
+def generate(disks: Mapping[str, Path], out: Path) -> list[dict[str, object]]:
+    """Writes every file of :func:`catalogue` (from ``disks``: flavour name -> raw disk), the non-image and
+    ``index.json`` into the existing folder ``out``; returns the index's entries."""
+    missing = sorted({served.guest for served in catalogue()} - set(disks))
+    if missing:
+        raise ValueError(f"disks: no raw disk for the guests {', '.join(missing)}")
+    work = out / ".work"
+    work.mkdir()
+    try:
+        entries = [_write(served, disks[served.guest], work, out) for served in catalogue()]
+    finally:
+        shutil.rmtree(work)
+    (out / NOT_A_DISK).write_text(NOT_A_DISK_TEXT)
+    not_a_disk = {"format": "", "compression": "", "guest": "", "virtualSize": 0, "truncated": False}
+    entries.append(_entry(out / NOT_A_DISK, not_a_disk))
+    (out / INDEX).write_text(json.dumps({"files": entries}, indent=2) + "\n")
+    return entries
+
+
+def _plain(disk: Path, served: Served, work: Path) -> Path:
+    """The guest's disk in the served file's format, uncompressed (qcow2 converted once per guest)."""
+    if served.format == RAW:
+        return disk
+    converted = work / f"{served.guest}.qcow2"
+    if not converted.exists():
+        _qemu_img("convert", "-f", "raw", "-O", "qcow2", str(disk), str(converted))
+    return converted
+
+
+def _write(served: Served, disk: Path, work: Path, out: Path) -> dict[str, object]:
+    target = out / served.name
+    with _plain(disk, served, work).open("rb") as source, _open(target, served.compression) as sink:
+        shutil.copyfileobj(source, sink, 1 << 20)
+    if served.truncated:
+        os.truncate(target, target.stat().st_size // 2)
+    fields: dict[str, object] = {
+        "format": served.format,
+        "compression": served.compression,
+        "guest": served.guest,
+        "virtualSize": disk.stat().st_size,
+        "truncated": served.truncated,
+    }
+    return _entry(target, fields)
+
+
+def _open(path: Path, compression: str) -> io.BufferedIOBase:
+    """``path`` opened for writing through the compression (reproducibly: gzip records no time)."""
+    if compression == GZ:
+        return gzip.GzipFile(path, "wb", compresslevel=6, mtime=0)
+    if compression == XZ:
+        return lzma.open(path, "wb", format=lzma.FORMAT_XZ, preset=6)
+    return path.open("wb")
+
+
+def _entry(path: Path, fields: dict[str, object]) -> dict[str, object]:
+    digest = hashlib.sha256()
+    with path.open("rb") as content:
+        while chunk := content.read(1 << 20):
+            digest.update(chunk)
+    return {"name": path.name, "size": path.stat().st_size, "sha256": digest.hexdigest(), **fields}
+
+
+def _qemu_img(*args: str) -> str:
+    try:
+        result = subprocess.run(["qemu-img", *args], capture_output=True, text=True, check=False)
+    except FileNotFoundError as error:
+        raise RuntimeError(
+            "qemu-img not found: the test image server's qcow2 files need qemu-utils"
+        ) from error
+    if result.returncode != 0:
+        raise RuntimeError(f"qemu-img {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+    return result.stdout
