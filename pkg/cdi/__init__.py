@@ -1,0 +1,1 @@
+"""What the project's DataVolume importer shares between its controller and its worker pods."""

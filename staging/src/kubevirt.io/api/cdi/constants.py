@@ -1,0 +1,209 @@
+"""CDI's wire names (containerized-data-importer v1.63, the API KubeVirt v1.6 builds against): the
+DataVolume phases and condition types, the PVC annotations its controllers and worker pods talk through,
+the labels, event reasons and worker environment. One home, read by virt-controller and by the project's
+own DataVolume importer alike."""
+
+from __future__ import annotations
+
+from typing import Final
+
+GROUP: Final = "cdi.kubevirt.io"
+VERSION: Final = "v1beta1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+UPLOAD_GROUP: Final = "upload.cdi.kubevirt.io"
+
+# The one CDIConfig there is, and CDI's default install namespace (KubeVirt's --cdi-namespace default).
+CDI_CONFIG_NAME: Final = "config"
+CDI_NAMESPACE: Final = "cdi"
+
+
+class Phase:
+    """DataVolume ``status.phase`` values."""
+
+    UNSET: Final = ""
+    PENDING: Final = "Pending"
+    PVC_BOUND: Final = "PVCBound"
+    IMPORT_SCHEDULED: Final = "ImportScheduled"
+    IMPORT_IN_PROGRESS: Final = "ImportInProgress"
+    CLONE_SCHEDULED: Final = "CloneScheduled"
+    CLONE_IN_PROGRESS: Final = "CloneInProgress"
+    UPLOAD_SCHEDULED: Final = "UploadScheduled"
+    UPLOAD_READY: Final = "UploadReady"
+    WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
+    PENDING_POPULATION: Final = "PendingPopulation"
+    SUCCEEDED: Final = "Succeeded"
+    FAILED: Final = "Failed"
+    UNKNOWN: Final = "Unknown"
+
+
+class ConditionType:
+    """DataVolume ``status.conditions[].type`` values."""
+
+    BOUND: Final = "Bound"
+    READY: Final = "Ready"
+    RUNNING: Final = "Running"
+
+
+# status.progress before anything is known, and once a transfer finished.
+PROGRESS_UNKNOWN: Final = "N/A"
+PROGRESS_DONE: Final = "100.0%"
+
+CONTENT_TYPE_KUBEVIRT: Final = "kubevirt"
+CONTENT_TYPE_ARCHIVE: Final = "archive"
+
+# The values of the import-source annotation (and of the importer's IMPORTER_SOURCE).
+SOURCE_HTTP: Final = "http"
+SOURCE_S3: Final = "s3"
+SOURCE_GCS: Final = "gcs"
+SOURCE_REGISTRY: Final = "registry"
+SOURCE_IMAGEIO: Final = "imageio"
+SOURCE_VDDK: Final = "vddk"
+SOURCE_NONE: Final = "none"  # a blank image
+
+REGISTRY_PULL_POD: Final = "pod"
+REGISTRY_PULL_NODE: Final = "node"
+
+_A: Final = "cdi.kubevirt.io/"
+
+
+class Annotation:
+    """Annotations on DataVolumes and their PVCs."""
+
+    # Import (controller → importer pod, through the PVC).
+    IMPORT_ENDPOINT: Final = _A + "storage.import.endpoint"
+    IMPORT_SOURCE: Final = _A + "storage.import.source"
+    IMPORT_SECRET: Final = _A + "storage.import.secretName"
+    IMPORT_CERT_CONFIG_MAP: Final = _A + "storage.import.certConfigMap"
+    IMPORT_EXTRA_HEADERS_PREFIX: Final = _A + "storage.import.extraHeaders."
+    IMPORT_SECRET_EXTRA_HEADERS_PREFIX: Final = _A + "storage.import.secretExtraHeaders."
+    IMPORT_POD_NAME: Final = _A + "storage.import.importPodName"
+    IMPORT_REGISTRY_METHOD: Final = _A + "storage.import.registryImportMethod"
+    IMPORT_REGISTRY_IMAGE_STREAM: Final = _A + "storage.import.registryImageStream"
+    REQUIRES_SCRATCH: Final = _A + "storage.import.requiresScratch"
+    REQUIRES_DIRECT_IO: Final = _A + "storage.import.requiresDirectIo"
+    CONTENT_TYPE: Final = _A + "storage.contentType"
+    PREALLOCATION_REQUESTED: Final = _A + "storage.preallocation.requested"
+    # Worker pod state, copied onto the PVC by the controller.
+    POD_PHASE: Final = _A + "storage.pod.phase"
+    POD_READY: Final = _A + "storage.pod.ready"
+    POD_RESTARTS: Final = _A + "storage.pod.restarts"
+    POD_SCHEDULABLE: Final = _A + "storage.pod.schedulable"
+    POD_RETAIN_AFTER_COMPLETION: Final = _A + "storage.pod.retainAfterCompletion"
+    POD_PRIORITY_CLASS: Final = _A + "storage.pod.priorityclassname"
+    RUNNING_CONDITION: Final = _A + "storage.condition.running"
+    RUNNING_CONDITION_MESSAGE: Final = _A + "storage.condition.running.message"
+    RUNNING_CONDITION_REASON: Final = _A + "storage.condition.running.reason"
+    BOUND_CONDITION: Final = _A + "storage.condition.bound"
+    BOUND_CONDITION_MESSAGE: Final = _A + "storage.condition.bound.message"
+    BOUND_CONDITION_REASON: Final = _A + "storage.condition.bound.reason"
+    # Upload.
+    UPLOAD_TARGET: Final = _A + "storage.upload.target"
+    UPLOAD_POD_NAME: Final = _A + "storage.uploadPodName"
+    # Binding, population, ownership.
+    IMMEDIATE_BINDING: Final = _A + "storage.bind.immediate.requested"
+    USE_POPULATOR: Final = _A + "storage.usePopulator"
+    POPULATED_FOR: Final = _A + "storage.populatedFor"
+    PRE_POPULATED: Final = _A + "storage.prePopulated"
+    CREATED_FOR_DATA_VOLUME: Final = _A + "createdForDataVolume"
+    ALLOW_CLAIM_ADOPTION: Final = _A + "allowClaimAdoption"
+    DELETE_AFTER_COMPLETION: Final = _A + "storage.deleteAfterCompletion"
+    # Clone.
+    CLONE_REQUEST: Final = "k8s.io/CloneRequest"
+    CLONE_OF: Final = "k8s.io/CloneOf"
+    CLONE_TYPE: Final = _A + "cloneType"
+    # The CDI CR's spec.config is copied into the CDIConfig.
+    CONFIG_AUTHORITY: Final = _A + "configAuthority"
+
+
+class Label:
+    APP: Final = "app"
+    APP_VALUE: Final = "containerized-data-importer"
+    COMPONENT: Final = _A[:-1]  # "cdi.kubevirt.io": cdi-deployment, cdi-uploadproxy, cdi-upload-server, ...
+    APPLY_STORAGE_PROFILE: Final = _A + "applyStorageProfile"
+    FILLING_UP_ALERT: Final = "alerts.k8s.io/KubePersistentVolumeFillingUp"
+
+
+class Reason:
+    """Event (and condition) reasons."""
+
+    IMPORT_SCHEDULED: Final = "ImportScheduled"
+    IMPORT_IN_PROGRESS: Final = "ImportInProgress"
+    IMPORT_SUCCEEDED: Final = "ImportSucceeded"
+    IMPORT_FAILED: Final = "ImportFailed"
+    UPLOAD_SCHEDULED: Final = "UploadScheduled"
+    UPLOAD_READY: Final = "UploadReady"
+    UPLOAD_SUCCEEDED: Final = "UploadSucceeded"
+    UPLOAD_FAILED: Final = "UploadFailed"
+    CLONE_SCHEDULED: Final = "CloneScheduled"
+    CLONE_IN_PROGRESS: Final = "CloneInProgress"
+    CLONE_SUCCEEDED: Final = "CloneSucceeded"
+    CLONE_FAILED: Final = "CloneFailed"
+    BOUND: Final = "Bound"
+    PENDING: Final = "Pending"
+    NOT_FOUND: Final = "NotFound"
+    TRANSFER_RUNNING: Final = "TransferRunning"
+    COMPLETED: Final = "Completed"
+    ERROR: Final = "Error"
+    IMAGE_PULL_FAILED: Final = "ImagePullFailed"
+    UNSCHEDULABLE: Final = "Unschedulable"
+    CLAIM_NOT_VALID: Final = "ErrClaimNotValid"
+    CLAIM_LOST: Final = "ErrClaimLost"
+    RESOURCE_EXISTS: Final = "ErrResourceExists"
+    EXCEEDED_QUOTA: Final = "ErrExceededQuota"
+    STARTING_POD: Final = "ErrStartingPod"
+    IMPORT_FAILED_PVC: Final = "ErrImportFailed"  # the Warning on the PVC when the importer exits non-zero
+    IMPORT_TARGET_IN_USE: Final = "ImportTargetInUse"
+    SCRATCH_REQUIRED: Final = "Scratch space required"
+    CREATING_SCRATCH: Final = "CreatingScratchSpace"
+
+
+# The importer's progress counter, a 0-100 percentage, labelled with the DataVolume's UID.
+IMPORT_PROGRESS_METRIC: Final = "kubevirt_cdi_import_progress_total"
+CLONE_PROGRESS_METRIC: Final = "kubevirt_cdi_clone_progress_total"
+PROGRESS_OWNER_LABEL: Final = "ownerUID"
+
+# CDI's global filesystem overhead, the share of a Filesystem claim kept from the image.
+DEFAULT_FILESYSTEM_OVERHEAD: Final = "0.06"
+
+
+class ImporterEnv:
+    """The environment of an importer pod (``importer-<pvc>``, container ``importer``)."""
+
+    SOURCE: Final = "IMPORTER_SOURCE"
+    ENDPOINT: Final = "IMPORTER_ENDPOINT"
+    CONTENT_TYPE: Final = "IMPORTER_CONTENTTYPE"
+    IMAGE_SIZE: Final = "IMPORTER_IMAGE_SIZE"
+    OWNER_UID: Final = "OWNER_UID"
+    FILESYSTEM_OVERHEAD: Final = "FILESYSTEM_OVERHEAD"
+    INSECURE_TLS: Final = "INSECURE_TLS"
+    PULL_METHOD: Final = "IMPORTER_PULL_METHOD"
+    PREALLOCATION: Final = "PREALLOCATION"
+    CACHE_MODE: Final = "CACHE_MODE"
+    ACCESS_KEY_ID: Final = "IMPORTER_ACCESS_KEY_ID"  # from the secretRef's key accessKeyId
+    SECRET_KEY: Final = "IMPORTER_SECRET_KEY"  # from the secretRef's key secretKey
+    EXTRA_HEADER_PREFIX: Final = "IMPORTER_EXTRA_HEADER_"
+    CERT_DIR: Final = "IMPORTER_CERT_DIR"
+
+
+class ImporterPaths:
+    """Where an importer pod finds its volumes."""
+
+    DATA_DIR: Final = "/data"
+    DISK_IMAGE: Final = "/data/disk.img"
+    BLOCK_DEVICE: Final = "/dev/cdi-block-volume"
+    SCRATCH_DIR: Final = "/scratch"
+    CERT_DIR: Final = "/certs"
+    PROXY_CERT_DIR: Final = "/proxycerts/"
+    EXTRA_HEADERS_DIR: Final = "/extraheaders"
+    TERMINATION_LOG: Final = "/dev/termination-log"
+
+
+# Secret keys of a DataVolume source's secretRef.
+SECRET_ACCESS_KEY_ID: Final = "accessKeyId"
+SECRET_SECRET_KEY: Final = "secretKey"
+
+IMPORTER_CONTAINER: Final = "importer"
+IMPORTER_POD_PREFIX: Final = "importer-"
+SCRATCH_SUFFIX: Final = "-scratch"
+METRICS_PORT_NAME: Final = "metrics"
+METRICS_PORT: Final = 8443
