@@ -17,6 +17,7 @@ from kubevirt.client.resources import DATA_VOLUMES
 from kubevirt.controller import Store, key_for
 from kubevirt.virt_controller.watch.common import controller_ref_of_dict, owner_reference
 from kubevirt.virt_controller.watch.conditions import FALSE, TRUE
+from kubevirt_api.cdi.constants import Annotation, ConditionType, Phase, Reason
 from kubevirt_api.core.v1 import (
     DataVolumeTemplateSpec,
     VirtualMachine,
@@ -32,21 +33,21 @@ from kubevirt_api.core.v1.constants import (
 )
 from kubevirt_api.view import JSON
 
-SUCCEEDED: Final = "Succeeded"
-FAILED: Final = "Failed"
-PENDING: Final = "Pending"
-WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
-PENDING_POPULATION: Final = "PendingPopulation"
+SUCCEEDED: Final = Phase.SUCCEEDED
+FAILED: Final = Phase.FAILED
+PENDING: Final = Phase.PENDING
+WAIT_FOR_FIRST_CONSUMER: Final = Phase.WAIT_FOR_FIRST_CONSUMER
+PENDING_POPULATION: Final = Phase.PENDING_POPULATION
 POPULATED_PHASES: Final = (SUCCEEDED, PENDING_POPULATION)
-CONDITION_READY: Final = "Ready"
-CONDITION_BOUND: Final = "Bound"
-CONDITION_RUNNING: Final = "Running"
-UNKNOWN: Final = "Unknown"
+CONDITION_READY: Final = ConditionType.READY
+CONDITION_BOUND: Final = ConditionType.BOUND
+CONDITION_RUNNING: Final = ConditionType.RUNNING
+UNKNOWN: Final = Phase.UNKNOWN
 # Lets CDI take over a claim of the DataVolume's name that already exists.
-ALLOW_CLAIM_ADOPTION_ANNOTATION: Final = "cdi.kubevirt.io/allowClaimAdoption"
+ALLOW_CLAIM_ADOPTION_ANNOTATION: Final = Annotation.ALLOW_CLAIM_ADOPTION
 DATA_VOLUME_API_VERSION: Final = DATA_VOLUMES.api_version
-_IMPORTER_ERROR_REASONS: Final = ("Error", "ImagePullFailed")
-_EXCEEDED_QUOTA_REASON: Final = "ErrExceededQuota"
+_IMPORTER_ERROR_REASONS: Final = (Reason.ERROR, Reason.IMAGE_PULL_FAILED)
+_EXCEEDED_QUOTA_REASON: Final = Reason.EXCEEDED_QUOTA
 
 # A DataVolume (or claim) by namespace and name; None when it is not in the cache.
 Finder = Callable[[str | None, str], Mapping[str, Any] | None]
