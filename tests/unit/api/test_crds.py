@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
+from kubevirt_api.cdi.crds import CDI_CRDS, cdi_crd_schema
 from kubevirt_api.crd import CRDS, custom_resource_definition
 from kubevirt_api.openapi import UnknownKindError, crd_schema
 
@@ -123,7 +124,11 @@ def validate_file(path: Path) -> Path:
 # -- tests ----------------------------------------------------------------------------------------------
 def test_generated_crd_files_are_current() -> None:
     files = load_generator().generate(ROOT)
-    assert {p.name for p in files} == {f"{facts.name}.yaml" for facts in CRDS.values()}
+    # KubeVirt's CRDs, which tools apply as a directory, and apart from them the cdi.kubevirt.io ones.
+    assert {str(p) for p in files} == {
+        *(f"manifests/generated/{facts.name}.yaml" for facts in CRDS.values()),
+        *(f"manifests/cdi/{facts.name}.yaml" for facts in CDI_CRDS.values()),
+    }
     for relative, content in files.items():
         assert (ROOT / relative).read_bytes() == content, f"{relative} is stale: run hack/generate"
 
@@ -131,6 +136,11 @@ def test_generated_crd_files_are_current() -> None:
 @pytest.mark.parametrize("kind", sorted(CRDS))
 def test_schemas_are_structural(kind: str) -> None:
     assert structural_violations(crd_schema(kind)) == []
+
+
+@pytest.mark.parametrize("kind", sorted(CDI_CRDS))
+def test_cdi_schemas_are_structural(kind: str) -> None:
+    assert structural_violations(cdi_crd_schema(kind)) == []
 
 
 def test_structural_check_catches_violations() -> None:

@@ -12,11 +12,17 @@ import pytest
 
 import kubevirt_api
 from kubevirt_api.base import ApiModel, ApiParseError
+from kubevirt_api.cdi.crds import CDI_CRDS, cdi_custom_resource_definition
 from kubevirt_api.crd import CRDS, custom_resource_definition
 
-# The Go type of each integer field of the API (KubeVirt v1.6.6's staging/src/kubevirt.io/api and
-# k8s.io/api), by model name and JSON name; maps and slices by their element type.
+# The Go type of each integer field of the API (KubeVirt v1.6.6's staging/src/kubevirt.io/api, CDI
+# v1.63's and k8s.io/api), by model name and JSON name; maps and slices by their element type.
 GO_TYPES: dict[str, str] = {
+    "CDIComponentConfig.apiServerReplicas": "int32",
+    "CDIComponentConfig.deploymentReplicas": "int32",
+    "CDIComponentConfig.uploadProxyReplicas": "int32",
+    "CDIConfigSpec.dataVolumeTTLSeconds": "int32",
+    "CDIConfigSpec.logVerbosity": "int32",
     "CPU.cores": "uint32",
     "CPU.maxSockets": "uint32",
     "CPU.sockets": "uint32",
@@ -33,6 +39,7 @@ GO_TYPES: dict[str, str] = {
     "CustomBlockSize.logical": "uint",
     "CustomBlockSize.physical": "uint",
     "DHCPPrivateOptions.option": "int",
+    "DataVolumeStatus.restartCount": "int32",
     "DeveloperConfiguration.cpuAllocationRatio": "int",
     "DeveloperConfiguration.memoryOvercommit": "int",
     "DeveloperConfiguration.minimumClusterTSCFrequency": "int64",
@@ -208,13 +215,20 @@ def _integer_nodes(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any
 EXACT_IN_FLOAT64 = 2**53
 # Kinds whose schema has no integer field at all.
 KINDS_WITHOUT_INTEGERS = frozenset(
-    {"VirtualMachineClone", "VirtualMachineExport", "VirtualMachineRestore", "VirtualMachineSnapshot"}
+    {
+        "VirtualMachineClone",
+        "VirtualMachineExport",
+        "VirtualMachineRestore",
+        "VirtualMachineSnapshot",
+        "DataSource",
+        "StorageProfile",
+    }
 )
 
 
-@pytest.mark.parametrize("kind", sorted(CRDS))
+@pytest.mark.parametrize("kind", sorted(CRDS) + sorted(CDI_CRDS))
 def test_every_integer_in_the_crd_schemas_has_the_range_the_api_server_can_hold(kind: str) -> None:
-    document = custom_resource_definition(kind)
+    document = custom_resource_definition(kind) if kind in CRDS else cdi_custom_resource_definition(kind)
     nodes = [node for version in document["spec"]["versions"] for node in _integer_nodes(version["schema"])]
     assert bool(nodes) == (kind not in KINDS_WITHOUT_INTEGERS)
     for path, node in nodes:

@@ -14,5 +14,8 @@
 * ``kubevirt_api.openapi.crd_schema(kind)`` — the structural OpenAPI schema of a kind's CRD;
   ``kubevirt_api.crd.custom_resource_definition(kind)`` — the whole CRD (``hack/generate`` writes them to
   ``manifests/generated/``).
-* ``kubevirt_api.k8s`` / ``kubevirt_api.cdi`` — the Kubernetes and CDI types those objects embed.
+* ``kubevirt_api.k8s`` — the Kubernetes types those objects embed.
+* ``kubevirt_api.cdi`` — CDI's ``cdi.kubevirt.io`` types (``cdi.v1beta1``: DataVolume, CDI, CDIConfig,
+  StorageProfile, DataSource), wire names (``cdi.constants``) and the CRDs the project serves in CDI's
+  place (``cdi.crds``; ``hack/generate`` writes them to ``manifests/cdi/``).
 """

@@ -12,8 +12,53 @@ from __future__ import annotations
 from typing import Final
 
 GO_LAYOUT: Final[dict[str, str]] = {
+    "cdi.v1beta1.CDI": "kind s? apiVersion s? metadata S? spec S status S",
+    "cdi.v1beta1.CDICertConfig": "ca p? server p? client p?",
+    "cdi.v1beta1.CDIComponentConfig": (
+        "nodeSelector m? affinity p? tolerations l? deploymentReplicas p? apiServerReplicas p? "
+        "uploadProxyReplicas p?"
+    ),
+    "cdi.v1beta1.CDICondition": (
+        "type s status s reason s? message s? lastHeartbeatTime T lastTransitionTime T"
+    ),
+    "cdi.v1beta1.CDIConfig": "kind s? apiVersion s? metadata S? spec S status S?",
+    "cdi.v1beta1.CDIConfigList": "kind s? apiVersion s? metadata S items l",
+    "cdi.v1beta1.CDIConfigSpec": (
+        "uploadProxyURLOverride p? importProxy p? scratchSpaceStorageClass p? "
+        "podResourceRequirements p? featureGates l? filesystemOverhead p? preallocation p? "
+        "insecureRegistries l? dataVolumeTTLSeconds p? tlsSecurityProfile p? imagePullSecrets l? "
+        "logVerbosity p?"
+    ),
+    "cdi.v1beta1.CDIConfigStatus": (
+        "uploadProxyURL p? uploadProxyCA p? importProxy p? scratchSpaceStorageClass s? "
+        "defaultPodResourceRequirements p? filesystemOverhead p? preallocation b? imagePullSecrets l?"
+    ),
+    "cdi.v1beta1.CDICustomizeComponents": "patches l? flags p?",
+    "cdi.v1beta1.CDIFlags": "api m? controller m? uploadProxy m?",
+    "cdi.v1beta1.CDIList": "kind s? apiVersion s? metadata S items l",
+    "cdi.v1beta1.CDISpec": (
+        "imagePullPolicy s? uninstallStrategy p? infra S? workload S? customizeComponents S? "
+        "cloneStrategyOverride p? config p? certConfig p? priorityClass p?"
+    ),
+    "cdi.v1beta1.CDIStatus": "phase s? conditions l? operatorVersion s? targetVersion s? observedVersion s?",
+    "cdi.v1beta1.ClaimPropertySet": "accessModes l volumeMode p",
+    "cdi.v1beta1.CustomTLSProfile": "ciphers l minTLSVersion s",
+    "cdi.v1beta1.DataSource": "kind s? apiVersion s? metadata S? spec S status S?",
+    "cdi.v1beta1.DataSourceCondition": (
+        "type s status s lastTransitionTime T? lastHeartbeatTime T? reason s? message s?"
+    ),
+    "cdi.v1beta1.DataSourceList": "kind s? apiVersion s? metadata S items l",
+    "cdi.v1beta1.DataSourceRefSourceDataSource": "namespace s name s",
+    "cdi.v1beta1.DataSourceSource": "pvc p? snapshot p? dataSource p?",
+    "cdi.v1beta1.DataSourceSpec": "source S",
+    "cdi.v1beta1.DataSourceStatus": "source S? conditions l?",
+    "cdi.v1beta1.DataVolume": "kind s? apiVersion s? metadata S? spec S status S?",
     "cdi.v1beta1.DataVolumeBlankImage": "",
     "cdi.v1beta1.DataVolumeCheckpoint": "previous s current s",
+    "cdi.v1beta1.DataVolumeCondition": (
+        "type s status s lastTransitionTime T? lastHeartbeatTime T? reason s? message s?"
+    ),
+    "cdi.v1beta1.DataVolumeList": "kind s? apiVersion s? metadata S items l",
     "cdi.v1beta1.DataVolumeSource": (
         "http p? s3 p? gcs p? registry p? pvc p? upload p? blank p? imageio p? vddk p? snapshot p?"
     ),
@@ -25,22 +70,39 @@ GO_LAYOUT: Final[dict[str, str]] = {
     "cdi.v1beta1.DataVolumeSourcePVC": "namespace s name s",
     "cdi.v1beta1.DataVolumeSourceRef": "kind s namespace p? name s",
     "cdi.v1beta1.DataVolumeSourceRegistry": (
-        "url p? imageStream p? pullMethod p? secretRef p? certConfigMap p?"
+        "url p? imageStream p? pullMethod p? secretRef p? certConfigMap p? platform p?"
     ),
     "cdi.v1beta1.DataVolumeSourceS3": "url s secretRef s? certConfigMap s?",
     "cdi.v1beta1.DataVolumeSourceSnapshot": "namespace s name s",
     "cdi.v1beta1.DataVolumeSourceUpload": "",
     "cdi.v1beta1.DataVolumeSourceVDDK": (
-        "url s? uuid s? backingFile s? thumbprint s? secretRef s? initImageURL s?"
+        "url s? uuid s? backingFile s? thumbprint s? secretRef s? initImageURL s? extraArgs s?"
     ),
     "cdi.v1beta1.DataVolumeSpec": (
         "source p? sourceRef p? pvc p? storage p? priorityClassName s? contentType s? "
         "checkpoints l? finalCheckpoint b? preallocation p?"
     ),
+    "cdi.v1beta1.DataVolumeStatus": "claimName s? phase s? progress s? restartCount i? conditions l?",
+    "cdi.v1beta1.FilesystemOverhead": "global s? storageClass m?",
+    "cdi.v1beta1.ImportProxy": "HTTPProxy p? HTTPSProxy p? noProxy p? trustedCAProxy p?",
+    "cdi.v1beta1.IntermediateTLSProfile": "",
+    "cdi.v1beta1.ModernTLSProfile": "",
+    "cdi.v1beta1.OldTLSProfile": "",
+    "cdi.v1beta1.PlatformOptions": "architecture s?",
+    "cdi.v1beta1.StorageProfile": "kind s? apiVersion s? metadata S? spec S status S?",
+    "cdi.v1beta1.StorageProfileList": "kind s? apiVersion s? metadata S items l",
+    "cdi.v1beta1.StorageProfileSpec": (
+        "cloneStrategy p? claimPropertySets l? dataImportCronSourceFormat p? snapshotClass p?"
+    ),
+    "cdi.v1beta1.StorageProfileStatus": (
+        "storageClass p? provisioner p? cloneStrategy p? claimPropertySets l? "
+        "dataImportCronSourceFormat p? snapshotClass p?"
+    ),
     "cdi.v1beta1.StorageSpec": (
         "accessModes l? selector p? resources S? volumeName s? storageClassName p? "
         "volumeMode p? dataSource p? dataSourceRef p?"
     ),
+    "cdi.v1beta1.TLSSecurityProfile": "type s old p? intermediate p? modern p? custom p?",
     "core.v1.domain.ACPI": "slicNameRef s? msdmNameRef s?",
     "core.v1.domain.BIOS": "useSerial p?",
     "core.v1.domain.BlockSize": "custom p? matchVolume p?",
@@ -586,7 +648,9 @@ GO_LAYOUT: Final[dict[str, str]] = {
     "k8s.core_v1.PodDNSConfigOption": "name s? value p?",
     "k8s.core_v1.PodResourceClaim": "name s resourceClaimName p? resourceClaimTemplateName p?",
     "k8s.core_v1.PreferredSchedulingTerm": "weight i preference S",
+    "k8s.core_v1.ResourceClaim": "name s request s?",
     "k8s.core_v1.ResourceFieldSelector": "containerName s? resource s divisor Q?",
+    "k8s.core_v1.ResourceRequirements": "limits m? requests m? claims l?",
     "k8s.core_v1.TCPSocketAction": "port I host s?",
     "k8s.core_v1.Toleration": "key s? operator s? value s? effect s? tolerationSeconds p?",
     "k8s.core_v1.TopologySpreadConstraint": (

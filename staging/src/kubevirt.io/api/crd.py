@@ -18,7 +18,7 @@ from kubevirt_api.openapi import crd_schema
 from kubevirt_api.snapshot.v1beta1.types import SNAPSHOT_GROUP_NAME, SNAPSHOT_VERSIONS
 from kubevirt_api.view import JSON
 
-__all__ = ["CRDS", "CrdFacts", "custom_resource_definition"]
+__all__ = ["CRDS", "CrdFacts", "build_custom_resource_definition", "custom_resource_definition"]
 
 
 _AGE: Final = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
@@ -379,8 +379,12 @@ def _bounds_the_api_server_holds(schema: Any) -> Any:
 
 def custom_resource_definition(kind: str) -> JSON:
     """The CRD object for ``kind``, as the operator installs it."""
-    facts = CRDS[kind]
-    schema = _bounds_the_api_server_holds(crd_schema(kind))
+    return build_custom_resource_definition(CRDS[kind], crd_schema(kind))
+
+
+def build_custom_resource_definition(facts: CrdFacts, openapi_schema: JSON) -> JSON:
+    """The CRD object described by ``facts``, with ``openapi_schema`` on every version."""
+    schema = _bounds_the_api_server_holds(openapi_schema)
     subresources: JSON = {}
     if facts.status_subresource:
         subresources["status"] = {}

@@ -1,1 +1,1 @@
-"""CDI (containerized-data-importer) types that KubeVirt objects embed."""
+"""CDI (containerized-data-importer) ``cdi.kubevirt.io`` types, wire names and CRDs."""

@@ -29,7 +29,9 @@ __all__ = [
     "PodDNSConfigOption",
     "PodResourceClaim",
     "PreferredSchedulingTerm",
+    "ResourceClaim",
     "ResourceFieldSelector",
+    "ResourceRequirements",
     "TCPSocketAction",
     "Toleration",
     "TopologySpreadConstraint",
@@ -225,6 +227,22 @@ class PodResourceClaim(ApiModel):
 class VolumeResourceRequirements(ApiModel):
     limits: dict[str, Quantity] | None = None
     requests: dict[str, Quantity] | None = None
+
+
+class ResourceClaim(ApiModel):
+    name: str
+    request: str | None = None
+
+
+class ResourceRequirements(ApiModel):
+    """A container's compute resources (KubeVirt's VMI has its own type of the same name)."""
+
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+    claims: list[ResourceClaim] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
 
 
 class TypedLocalObjectReference(ApiModel):
