@@ -16,6 +16,8 @@ from kubevirt.version import get_version
 
 BINARIES = [
     "virt-operator",
+    "cdi-controller",
+    "cdi-importer",
     "virt-api",
     "virt-controller",
     "virt-exportproxy",

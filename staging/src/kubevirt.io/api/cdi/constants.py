@@ -207,3 +207,44 @@ IMPORTER_POD_PREFIX: Final = "importer-"
 SCRATCH_SUFFIX: Final = "-scratch"
 METRICS_PORT_NAME: Final = "metrics"
 METRICS_PORT: Final = 8443
+
+
+class ImporterExtraEnv:
+    """The rest of an importer pod's environment: CDI sets every one, most empty for http, registry
+    and blank sources (the values belong to sources and proxies not configured)."""
+
+    DISK_ID: Final = "IMPORTER_DISK_ID"
+    UUID: Final = "IMPORTER_UUID"
+    READY_FILE: Final = "IMPORTER_READY_FILE"
+    DONE_FILE: Final = "IMPORTER_DONE_FILE"
+    BACKING_FILE: Final = "IMPORTER_BACKING_FILE"
+    THUMBPRINT: Final = "IMPORTER_THUMBPRINT"
+    HTTP_PROXY: Final = "http_proxy"
+    HTTPS_PROXY: Final = "https_proxy"
+    NO_PROXY: Final = "no_proxy"
+    CURRENT_CHECKPOINT: Final = "IMPORTER_CURRENT_CHECKPOINT"
+    PREVIOUS_CHECKPOINT: Final = "IMPORTER_PREVIOUS_CHECKPOINT"
+    FINAL_CHECKPOINT: Final = "IMPORTER_FINAL_CHECKPOINT"
+    REGISTRY_IMAGE_ARCHITECTURE: Final = "IMPORTER_REGISTRY_IMAGE_ARCHITECTURE"
+    PROXY_CERT_DIR: Final = "IMPORTER_PROXY_CERT_DIR"
+
+
+CACHE_MODE_TRY_NONE: Final = "TRYNONE"
+# Annotations of the importer pod and the PVC not in :class:`Annotation`.
+POD_CREATED_BY_CONTROLLER: Final = _A + "storage.createdByController"
+IMPORT_REGISTRY_IMAGE_ARCHITECTURE: Final = _A + "storage.import.registryImageArchitecture"
+PREALLOCATION_APPLIED: Final = _A + "storage.preallocation"
+OWNED_BY_DATA_VOLUME: Final = _A + "ownedByDataVolume"
+OWNER_UID_ANNOTATION: Final = _A + "ownerUID"
+MINIMUM_SUPPORTED_PVC_SIZE: Final = _A + "minimumSupportedPvcSize"
+EXTERNAL_POPULATION: Final = _A + "externalPopulation"
+DEFAULT_STORAGE_CLASS: Final = "storageclass.kubernetes.io/is-default-class"
+DEFAULT_VIRT_STORAGE_CLASS: Final = "storageclass.kubevirt.io/is-default-virt-class"
+SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
+# Labels of worker pods and claims not in :class:`Label`.
+PROMETHEUS_LABEL: Final = "prometheus.cdi.kubevirt.io"
+FILLING_UP_ALERT_DISABLED: Final = "disabled"
+VELERO_EXCLUDE: Final = "velero.io/exclude-from-backup"
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+COMPONENT_LABEL: Final = "app.kubernetes.io/component"
+CONTROLLER_NAME: Final = "cdi-controller"
