@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -149,7 +150,9 @@ def test_the_kubevirt_crs_space_toleration_and_reserve_size_disk_img(
         wait_vmi_phase(cluster, "tolerated", place, timeout=STATUS_TIMEOUT)
     tolerated = [m for r, m in mig.events_of(cluster, place, "tolerated") if r == "ToleratedSmallPV"]
     assert len(tolerated) == 1, mig.events_of(cluster, place, "tolerated")
-    expected, found = (int(word) for word in tolerated[0].split() if word.isdigit())
+    sizes = re.fullmatch(r"PV size too small: expected (\d+) B, found (\d+) B\. .*", tolerated[0])
+    assert sizes is not None, tolerated
+    expected, found = int(sizes[1]), int(sizes[2])
     assert tolerated[0] == (
         f"PV size too small: expected {expected} B, found {found} B. "
         "Using it anyway, it is within 100 % toleration"
