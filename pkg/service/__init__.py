@@ -13,6 +13,21 @@ from kubevirt.version import get_version
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class _Verbosity(click.ParamType):
+    """An integer, also written Go's way as ``-v=2`` (KubeVirt's and CDI's pods pass it so)."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).removeprefix("=")
+        try:
+            return int(text)
+        except ValueError:
+            self.fail(f"{text!r} is not a valid integer", param, ctx)
+
+
 def binary(component: str, help_text: str) -> Callable[[F], click.Command]:
     """Turn a function into a component's click command with ``--version`` and JSON logging.
 
@@ -28,7 +43,10 @@ def binary(component: str, help_text: str) -> Callable[[F], click.Command]:
         run.__doc__ = help_text
         command = click.command(name=component, help=help_text)(run)
         command = click.option(
-            "-v", type=int, default=None, help="Log verbosity (KubeVirt's levels; above 2 logs debug)."
+            "-v",
+            type=_Verbosity(),
+            default=None,
+            help="Log verbosity (KubeVirt's levels; above 2 logs debug).",
         )(command)
         # The version is looked up only when asked for: reading the package metadata costs every
         # start-up (each launcher's, under its VMI's CPU limit) tens of milliseconds of CPU.

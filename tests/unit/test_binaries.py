@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from kubevirt import service
 from kubevirt.log import configure, get_logger
+from kubevirt.service import binary
 from kubevirt.version import get_version
 
 BINARIES = [
@@ -95,3 +98,28 @@ def test_debug_is_filtered_below_verbosity_three() -> None:
     configure("virt-api", verbosity=4, stream=stream)
     get_logger().debug("shown")
     assert json.loads(stream.getvalue())["level"] == "debug"
+
+
+@pytest.mark.parametrize(("argv", "verbosity"), [(["-v", "3"], 3), (["-v=4"], 4), (["-v5"], 5), ([], None)])
+def test_verbosity_is_read_in_go_flag_spellings_too(argv: list[str], verbosity: int | None) -> None:
+    seen: list[int | None] = []
+
+    @binary("probe", "Records the verbosity logging was configured with.")
+    def probe() -> None:
+        pass
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(service, "configure_logging", lambda _c, verbosity: seen.append(verbosity))
+        result = CliRunner().invoke(probe, argv)
+    assert result.exit_code == 0, result.output
+    assert seen == [verbosity]
+
+
+def test_a_verbosity_that_is_no_number_is_refused() -> None:
+    @binary("probe", "Never runs.")
+    def probe() -> None:
+        pass
+
+    result = CliRunner().invoke(probe, ["-v=lots"])
+    assert result.exit_code == 2
+    assert "'lots' is not a valid integer" in result.output
