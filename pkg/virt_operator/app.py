@@ -1,5 +1,6 @@
-"""virt-operator's application: informers on the KubeVirt CRs and on everything the operator installed,
-one reconciler behind a work queue, run by the leader of the ``virt-operator`` Lease.
+"""virt-operator's application: informers on the KubeVirt CRs and on everything the operator installed
+(in its namespace and the DataVolume importer's), plus CDI's CRDs by name whoever made them, one
+reconciler behind a work queue, run by the leader of the ``virt-operator`` Lease.
 
 Every event on an installed object (a deletion, an edit, a workload's status) enqueues the KubeVirt CRs,
 so drift is repaired and readiness reported without polling. The probe port serves ``/metrics`` and
@@ -21,13 +22,13 @@ from typing import Any
 
 from kubevirt.client import JSON, KUBEVIRTS, KubeClient, KubeConfigError, Resource
 from kubevirt.client.connection import connect
+from kubevirt.client.resources import CDIS, CUSTOM_RESOURCE_DEFINITIONS
 from kubevirt.controller import (
     Controller,
     Informer,
     LeaderElector,
     RateLimitingQueue,
     SharedInformerFactory,
-    Store,
     key_of,
 )
 from kubevirt.log import get_logger
@@ -35,11 +36,14 @@ from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
 from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_config.tls import TLSConfiguration
+from kubevirt.virt_operator.apply import Cache, CacheUnion
 from kubevirt.virt_operator.certificates import new_ca
 from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
+from kubevirt.virt_operator.resource import cdi
 from kubevirt.virt_operator.resource.metadata import MANAGED_SELECTOR, is_managed
 from kubevirt.virt_operator.resource.strategy import crds
-from kubevirt.virt_operator.resources import COMMON_INSTANCETYPES, MANAGED
+from kubevirt.virt_operator.resources import COMMON_INSTANCETYPES, IN_CDI_NAMESPACE, MANAGED
+from kubevirt_api.cdi.constants import CDI_NAMESPACE
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
 COMPONENT = "virt-operator"
@@ -47,7 +51,7 @@ LEASE_NAME = "virt-operator"
 EXIT_CANNOT_START = 2
 EXIT_LOST_LEADERSHIP = 1
 SYNC_TIMEOUT = 60.0
-POOL_SIZE = 32
+POOL_SIZE = 48
 
 
 @dataclass(frozen=True)
@@ -78,25 +82,32 @@ class VirtOperator:
             on_update=lambda _old, _new: self._enqueue_all(),
             on_delete=lambda _obj: self._enqueue_all(),
         )
-        self._managed: dict[Resource, Informer[JSON]] = {}
+        # Namespaced kinds are watched in the install namespace, some also in the DataVolume importer's.
+        self._managed: dict[Resource, list[Informer[JSON]]] = {}
         for resource in MANAGED:
-            namespace = options.namespace if resource.namespaced else None
-            informer = self._factory.informer(resource, namespace=namespace, label_selector=MANAGED_SELECTOR)
-            informer.add_event_handler(
-                on_add=lambda _obj: self._enqueue_all(),
-                on_update=self._on_managed_update,
-                on_delete=lambda _obj: self._enqueue_all(),
-            )
-            self._managed[resource] = informer
+            namespaces: list[str | None] = [None]
+            if resource.namespaced:
+                namespaces = [options.namespace]
+                if resource in IN_CDI_NAMESPACE and options.namespace != CDI_NAMESPACE:
+                    namespaces.append(CDI_NAMESPACE)
+            self._managed[resource] = [
+                self._watch(resource, namespace=ns, label_selector=MANAGED_SELECTOR) for ns in namespaces
+            ]
+        # CDI's CRDs, whoever manages them, each by its name: one not the operator's means CDI is there.
+        self._cdi_crds = {
+            name: self._watch(CUSTOM_RESOURCE_DEFINITIONS, field_selector=f"metadata.name={name}")
+            for name in cdi.crd_names()
+        }
         # Made on first use: their CRDs exist only once the operator installed them.
-        self._bundle: dict[Resource, Informer[JSON]] = {}
-        self._bundle_lock = threading.Lock()
+        self._lazy: dict[Resource, Informer[JSON]] = {}
+        self._lazy_lock = threading.Lock()
         self.reconciler = KubeVirtReconciler(
             api,
             OperatorSettings(namespace=options.namespace, operator_image=options.operator_image),
             self._kubevirts.store,
             self.cache,
             synced=self.synced,
+            crd_named=self._crd_named,
         )
         self.controller = Controller("kubevirt", self.queue, self.reconciler, workers=options.workers)
         # The answer virt-api, virt-controller and virt-handler give: 500 while the API server's /version
@@ -125,28 +136,65 @@ class VirtOperator:
         """The cluster's ``tlsConfiguration``, which the probe port follows."""
         return self._config.current().tls
 
-    def cache(self, resource: Resource) -> Store[JSON]:
-        return self._informer(resource).store
+    def _watch(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Informer[JSON]:
+        """An informer whose every change (but a resync's) brings the CRs to a sync."""
+        informer = self._factory.informer(
+            resource, namespace=namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        informer.add_event_handler(
+            on_add=lambda _obj: self._enqueue_all(),
+            on_update=self._on_managed_update,
+            on_delete=lambda _obj: self._enqueue_all(),
+        )
+        return informer
+
+    def cache(self, resource: Resource) -> Cache:
+        informers = self._informers(resource)
+        if len(informers) == 1:
+            return informers[0].store
+        return CacheUnion([informer.store for informer in informers])
 
     def synced(self, resource: Resource) -> bool:
-        return self._informer(resource).has_synced()
+        return all(informer.has_synced() for informer in self._informers(resource))
 
-    def _informer(self, resource: Resource) -> Informer[JSON]:
-        if resource not in COMMON_INSTANCETYPES:
-            return self._managed[resource]
-        with self._bundle_lock:
-            informer = self._bundle.get(resource)
+    def _crd_named(self, name: str) -> JSON | None:
+        return self._cdi_crds[name].store.get_by_key(name)
+
+    def _informers(self, resource: Resource) -> list[Informer[JSON]]:
+        managed = self._managed.get(resource)
+        if managed is not None:
+            return managed
+        with self._lazy_lock:
+            informer = self._lazy.get(resource)
             if informer is None:
-                # Every object, managed or not: one of the bundle's names taken by a user's object is
-                # made the bundle's again, as KubeVirt does.
-                informer = self._factory.informer(resource)
-                informer.add_event_handler(
-                    on_add=self._on_bundle_event,
-                    on_update=self._on_bundle_update,
-                    on_delete=self._on_bundle_event,
-                )
-                self._bundle[resource] = informer
-            return informer
+                informer = self._lazy_informer(resource)
+                self._lazy[resource] = informer
+            return [informer]
+
+    def _lazy_informer(self, resource: Resource) -> Informer[JSON]:
+        """Every object, managed or not: one of the bundle's names taken by a user's object is made the
+        bundle's again, as KubeVirt does; any CDI object at all means none is to be made."""
+        if resource not in (*COMMON_INSTANCETYPES, CDIS):
+            raise KeyError(f"virt-operator does not watch {resource.plural}")
+        informer = self._factory.informer(resource)
+        if resource == CDIS:
+            informer.add_event_handler(
+                on_add=lambda _obj: self._enqueue_all(), on_delete=lambda _obj: self._enqueue_all()
+            )
+        else:
+            informer.add_event_handler(
+                on_add=self._on_bundle_event,
+                on_update=self._on_bundle_update,
+                on_delete=self._on_bundle_event,
+            )
+        return informer
 
     def _on_bundle_event(self, obj: JSON) -> None:
         # Users' own cluster instance types are none of the operator's business.

@@ -12,22 +12,62 @@ a field a user added to a bundled instance type is taken away again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, Protocol
 
 from kubevirt.client import JSON, AlreadyExistsError, KubeApi, NotFoundError, Resource
-from kubevirt.controller import Store, key_for
+from kubevirt.controller import key_for
 from kubevirt.log import get_logger
 from kubevirt.virt_operator.resource.metadata import is_managed
 from kubevirt.virt_operator.resources import MANAGED, resource_of
 
 _log = get_logger()
 CONCURRENCY = 8
-# Objects of a later stage are written once every object of the earlier ones is: CRDs and the
-# certificates first, the workloads (which need all of it) last; everything else in between.
-_STAGES = {"CustomResourceDefinition": 0, "Secret": 0, "ConfigMap": 0, "Deployment": 2, "DaemonSet": 2}
-CacheLookup = Callable[[Resource], Store[JSON]]
+# Objects of a later stage are written once every object of the earlier ones is: CRDs, namespaces and
+# the certificates first, the workloads (which need all of it) last; everything else in between.
+_STAGES = {
+    "CustomResourceDefinition": 0,
+    "Namespace": 0,
+    "Secret": 0,
+    "ConfigMap": 0,
+    "Deployment": 2,
+    "DaemonSet": 2,
+}
+
+
+class Cache(Protocol):
+    """What the applier reads of an informer's store."""
+
+    def get_by_key(self, key: str) -> JSON | None: ...
+
+    def list(self) -> list[JSON]: ...
+
+
+CacheLookup = Callable[[Resource], Cache]
+
+
+class CacheUnion:
+    """The caches of one resource in several namespaces (one informer each), read as one."""
+
+    def __init__(self, caches: Sequence[Cache]) -> None:
+        self._caches = tuple(caches)
+
+    def get_by_key(self, key: str) -> JSON | None:
+        for cache in self._caches:
+            found = cache.get_by_key(key)
+            if found is not None:
+                return found
+        return None
+
+    def list(self) -> list[JSON]:
+        return [obj for cache in self._caches for obj in cache.list()]
+
+
+def _never(_obj: JSON) -> bool:
+    return False
+
+
 # Maps of a pod template the strategy owns whole: a key it no longer sets (a nodePlacement removed from
 # the CR, say) must be nulled, since a merge patch keeps every key it does not mention.
 _OWNED_POD_MAPS = ("nodeSelector", "affinity")
@@ -176,22 +216,33 @@ class Applier:
         except NotFoundError:
             pass
 
-    def delete_stale(self, desired: Iterable[JSON], resources: Iterable[Resource] = MANAGED) -> int:
+    def delete_stale(
+        self,
+        desired: Iterable[JSON],
+        resources: Iterable[Resource] = MANAGED,
+        *,
+        keep: Callable[[JSON], bool] = _never,
+    ) -> int:
         """Deletes managed objects of ``resources`` the strategy no longer has (e.g. a budget for a
-        single replica)."""
+        single replica), but those ``keep`` says outlive it."""
         wanted = {(obj["kind"], *_identity(obj)) for obj in desired}
-        stale = [obj for obj in self.managed(resources) if (obj["kind"], *_identity(obj)) not in wanted]
+        stale = [
+            obj
+            for obj in self.managed(resources)
+            if (obj["kind"], *_identity(obj)) not in wanted and not keep(obj)
+        ]
         for obj in stale:
             self.delete(obj)
         return len(stale)
 
-    def delete_all(self) -> int:
-        """Deletes every managed object, in uninstall order; returns how many were still there.
+    def delete_all(self, *, keep: Callable[[JSON], bool] = _never) -> int:
+        """Deletes every managed object but those ``keep`` says outlive the install, in uninstall order;
+        returns how many were still there.
 
         The CRDs go first and everything else only once they are gone, as KubeVirt's operator does:
         deleting a CRD deletes its objects, and VMIs and VMs carry finalizers that only virt-controller
         and virt-handler remove, so those must still run until the last object is gone."""
-        remaining = self.managed()
+        remaining = [obj for obj in self.managed() if not keep(obj)]
         crds = [obj for obj in remaining if obj["kind"] == "CustomResourceDefinition"]
         for obj in crds or remaining:
             if not (obj.get("metadata") or {}).get("deletionTimestamp"):

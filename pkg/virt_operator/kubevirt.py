@@ -4,8 +4,10 @@ uninstall, one CR at a time, reading only from the informer caches.
 A sync records the target version, issues or rotates the certificates, applies every object of the
 install strategy (restoring any that was deleted or edited), removes managed objects the strategy no
 longer has, installs the common instance types and preferences once the components are rolled out, and
-writes the CR status as KubeVirt does. Deleting the CR removes everything the operator
-made, unless the uninstall strategy says to wait for the workloads to go first.
+writes the CR status as KubeVirt does. Under the DataImporter gate it also installs the project's
+DataVolume importer (see :mod:`kubevirt.virt_operator.data_importer`). Deleting the CR removes everything
+the operator made but the importer's API (its CRDs and user roles), unless the uninstall strategy says to
+wait for the workloads to go first.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from kubevirt.controller import RequeueAfter, Store, key_for
 from kubevirt.log import get_logger
 from kubevirt.version import get_version
 from kubevirt.virt_operator import conditions
-from kubevirt.virt_operator.apply import Applier, contains
+from kubevirt.virt_operator.apply import Applier, CacheLookup, contains
 from kubevirt.virt_operator.certificates import CertificateError, reconcile_certificates, rotation_policy
+from kubevirt.virt_operator.data_importer import CrdLookup, DataImporter, no_crds
 from kubevirt.virt_operator.instancetypes import CommonInstancetypes
 from kubevirt.virt_operator.readiness import workloads_ready
+from kubevirt.virt_operator.resource.cdi import outlives_the_controller
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, install_config
 from kubevirt.virt_operator.resource.metadata import stamp
 from kubevirt.virt_operator.resource.strategy import install_strategy
@@ -79,9 +83,10 @@ class KubeVirtReconciler:
         api: KubeApi,
         settings: OperatorSettings,
         kubevirts: Store[KubeVirt],
-        caches: Callable[[Resource], Store[JSON]],
+        caches: CacheLookup,
         clock: Callable[[], datetime.datetime] = _now,
         synced: Callable[[Resource], bool] = lambda _resource: True,
+        crd_named: CrdLookup = no_crds,
     ) -> None:
         self._api = api
         self._settings = settings
@@ -89,6 +94,7 @@ class KubeVirtReconciler:
         self._caches = caches
         self._applier = Applier(api, caches)
         self._common_instancetypes = CommonInstancetypes(self._applier, synced)
+        self._data_importer = DataImporter(api, caches, synced, crd_named)
         self._clock = clock
 
     # The contract.
@@ -151,6 +157,7 @@ class KubeVirtReconciler:
         namespace = self._settings.namespace
         try:
             config = install_config(kv, namespace=namespace, operator_image=self._settings.operator_image)
+            config = self._data_importer.resolve(config)
             policy = rotation_policy(
                 kv.spec.certificate_rotate_strategy.self_signed
                 if kv.spec.certificate_rotate_strategy
@@ -185,11 +192,13 @@ class KubeVirtReconciler:
         try:
             self._applier.apply_all(certificates)
             self._applier.apply_all(desired)
-            self._applier.delete_stale([*certificates, *desired])
+            # The DataVolume importer's API outlives its gate: its CRDs hold the users' DataVolumes.
+            self._applier.delete_stale([*certificates, *desired], keep=outlives_the_controller)
+            cdi_pending = config.data_importer and not self._data_importer.ensure_cdi_object()
         except ApiError as err:
             conditions.failed_error(status, str(err))
             raise
-        ready = self._rolled_out(desired)
+        ready = self._rolled_out(desired) and not cdi_pending
         bundle_pending = False
         if ready:
             # As KubeVirt, the bundle goes last: its objects pass virt-api's webhooks.
@@ -210,7 +219,7 @@ class KubeVirtReconciler:
             status["phase"] = KubeVirtPhase.DEPLOYED
             conditions.available(status)
             status["observedGeneration"] = kv.metadata.generation
-        if bundle_pending:
+        if bundle_pending or cdi_pending:
             return BUNDLE_CACHE_RECHECK_SECONDS
         wait = (issued.next_rotation - now).total_seconds()
         return min(max(wait, 1.0), MAX_ROTATION_WAIT_SECONDS)
@@ -246,7 +255,9 @@ class KubeVirtReconciler:
             conditions.deletion_failed(status, blocked)
             return WORKLOAD_RECHECK_SECONDS
         try:
-            remaining = self._applier.delete_all()
+            # What the DataVolume importer's users need stays (its CRDs hold their DataVolumes, and the
+            # claims those own): removing them is left to a cluster admin.
+            remaining = self._applier.delete_all(keep=outlives_the_controller)
         except ApiError as err:
             conditions.deletion_failed(status, str(err))
             raise

@@ -14,6 +14,7 @@ from kubevirt.client.resources import (
     DAEMON_SETS,
     DEPLOYMENTS,
     MUTATING_WEBHOOKS,
+    NAMESPACES,
     POD_DISRUPTION_BUDGETS,
     ROLE_BINDINGS,
     ROLES,
@@ -42,8 +43,11 @@ MANAGED: Final[tuple[Resource, ...]] = (
     SERVICE_ACCOUNTS,
     SECRETS,
     CONFIG_MAPS,
+    NAMESPACES,
     CUSTOM_RESOURCE_DEFINITIONS,
 )
+# The kinds the DataVolume importer also has in its own namespace, watched there too.
+IN_CDI_NAMESPACE: Final[tuple[Resource, ...]] = (DEPLOYMENTS, SERVICE_ACCOUNTS)
 # The common-instancetypes bundle. Kept apart from MANAGED: their CRDs are among what the operator
 # installs, so they are watched only once those exist, and an uninstall removes them with the CRDs.
 COMMON_INSTANCETYPES: Final[tuple[Resource, ...]] = (

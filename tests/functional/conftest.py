@@ -35,6 +35,8 @@ REQUIRED_CRDS = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevir
 
 # Images the functional tests run (built from the cache; a cold build takes a few minutes).
 TEST_IMAGES = (
+    "cdi-controller",
+    "cdi-importer",
     "virt-api",
     "virt-controller",
     "virt-exportproxy",
@@ -46,6 +48,7 @@ TEST_IMAGES = (
     "test-guest-kernel-boot",
     "test-guest-cirros-compatible",
     "test-guest-alpine-compatible",
+    "test-image-server",
 )
 
 

@@ -19,6 +19,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from tenacity import retry, retry_if_exception_message, stop_after_attempt, wait_fixed
+
 from . import imageserver, oci, recipe, testguest
 from .hostfs import mounts_under, unmount_all
 from .imageserver import files as served_files
@@ -401,11 +403,14 @@ class Builder:
                 inputs=program_digest,
             )
             # The venv layers only add /opt/kubevirt, so they stack on the launcher layers unchanged
-            # (the Dockerfile's COPY --from=python); on the handler's too.
+            # (the Dockerfile's COPY --from=python); on the handler's and the importer's too.
             stages["launcher"] = [debian, base, launcher, tools, deps, project]
         if any(target.stage == "handler" for target in targets):
             handler = self.run_stage("handler", [debian, base], recipe.HANDLER_STEPS)
             stages["handler"] = [debian, base, handler, deps, project]
+        if any(target.stage == "importer" for target in targets):
+            importer = self.run_stage("importer", [debian, base], recipe.IMPORTER_STEPS)
+            stages["importer"] = [debian, base, importer, deps, project]
         for target in targets:
             config = oci.ImageConfig(
                 entrypoint=target.entrypoint, cmd=[], env=list(recipe.ENV), user=target.user
@@ -541,9 +546,21 @@ def import_archives(
     for name, archive, digest in archives:
         if held.get(name) == digest:
             continue
-        _run([*_ctr(layout, node), "images", "import", str(archive)])
+        _import(layout, node, archive)
         imported.append(name)
     return imported
+
+
+@retry(
+    retry=retry_if_exception_message(match=".*failed to prepare extraction snapshot.*"),
+    stop=stop_after_attempt(3),
+    wait=wait_fixed(2),
+    reraise=True,
+)
+def _import(layout: Layout, node: Node | None, archive: Path) -> None:
+    # containerd's garbage collector may drop a shared layer's snapshot (of an image whose tag was just
+    # moved to a new digest) while this import unpacks onto it; the next try unpacks the layer again.
+    _run([*_ctr(layout, node), "images", "import", str(archive)])
 
 
 def import_everywhere(layout: Layout, built: list[BuiltImage]) -> dict[str, list[str]]:

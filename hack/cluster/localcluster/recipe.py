@@ -3,8 +3,8 @@
 
 Stages run shell commands in order. ``base`` starts from Debian bookworm; ``python`` installs the project's
 wheels (built by the ``wheels`` stage) into ``/opt/kubevirt``; ``launcher`` adds libvirt and QEMU and takes
-``/opt/kubevirt`` from ``python``; ``handler`` adds virt-handler's few tools the same way. Every binary's
-image is one of those plus its entrypoint.
+``/opt/kubevirt`` from ``python``; ``handler`` adds virt-handler's few tools the same way, ``importer``
+the DataVolume importer's ``qemu-img``. Every binary's image is one of those plus its entrypoint.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ LAUNCHER_PACKAGES = (
 )
 # pgrep and ps: KubeVirt's functional tests run pgrep in virt-handler's pods, and KubeVirt's image has it.
 HANDLER_PACKAGES = ("procps",)
+# qemu-img: the DataVolume importer converts, resizes and inspects the images it writes with it.
+IMPORTER_PACKAGES = ("qemu-utils",)
 
 # Every file of an image carries the same mtime (the layers are reproducible), so a .pyc that records its
 # source's mtime never matches: Python would compile each module again at every start of every container,
@@ -86,6 +88,11 @@ MONITOR_FRONT_COMMAND = (
     f"gcc -static -Os -s -Wall -Wextra -Werror '-DMONITOR=\"{VENV}/bin/virt-launcher-monitor\"' "
     "-o {output} {source}"
 )
+QEMU_UID = "107"
+_QEMU_USER = (
+    f"groupadd --gid {QEMU_UID} qemu && "
+    f"useradd --uid {QEMU_UID} --gid {QEMU_UID} --home-dir /home/qemu --no-create-home --shell /bin/bash qemu"
+)
 LAUNCHER_STEPS = (
     f"{_APT} {' '.join(LAUNCHER_PACKAGES)} && {_APT_CLEAN}",
     # libvirt's QEMU driver needs the users Debian's libvirt-daemon-system would create.
@@ -95,8 +102,7 @@ LAUNCHER_STEPS = (
     "--home-dir /var/lib/libvirt --no-create-home --shell /usr/sbin/nologin libvirt-qemu)",
     # The user KubeVirt's non-root launcher pods run as, named as in KubeVirt's image: libvirtd in session
     # mode refuses a client whose uid has no passwd entry, the launcher's own connection included.
-    "groupadd --gid 107 qemu && "
-    "useradd --uid 107 --gid 107 --home-dir /home/qemu --no-create-home --shell /bin/bash qemu",
+    _QEMU_USER,
     # KubeVirt's launcher pod runs these from /usr/bin; they are the venv's console scripts (added later).
     " && ".join(
         f"ln -sf {VENV}/bin/{tool} /usr/bin/{tool}"
@@ -109,6 +115,9 @@ LAUNCHER_STEPS = (
 )
 # virt-handler's image: these tools on ``base``, then ``/opt/kubevirt`` from ``python`` (as the launcher's).
 HANDLER_STEPS = (f"{_APT} {' '.join(HANDLER_PACKAGES)} && {_APT_CLEAN}",)
+# The DataVolume importer's image, the same way. Its pods run as the qemu user, as CDI's (whose image gets
+# that user from its qemu-img package).
+IMPORTER_STEPS = (f"{_APT} {' '.join(IMPORTER_PACKAGES)} && {_APT_CLEAN}", _QEMU_USER)
 # A layer of its own, so that a change to the program does not reinstall libvirt and QEMU.
 CONTAINER_DISK_INSTALL_STEPS = (
     f"install -m 0755 {CONTAINER_DISK_BUILD}/container-disk /usr/bin/container-disk",
@@ -124,7 +133,7 @@ NON_ROOT_IMAGE_USER = "1001"
 @dataclass(frozen=True)
 class Target:
     binary: str
-    stage: str  # "python", "launcher" or "handler"
+    stage: str  # "python", "launcher", "handler" or "importer"
     # The image's user. The exporter's pods say only runAsNonRoot (KubeVirt's images declare USER 1001);
     # the other components' pods name their user themselves.
     user: str = ""
@@ -144,6 +153,10 @@ TARGETS = (
     Target("virt-handler", "handler"),
     Target("virt-launcher", "launcher"),
     Target("virtctl", "python"),
+    # The DataVolume importer virt-operator installs under the DataImporter gate: its controller
+    # (USER 1001 as CDI's image) and the worker of its importer-<claim> pods.
+    Target("cdi-controller", "python", user=NON_ROOT_IMAGE_USER),
+    Target("cdi-importer", "importer", user=QEMU_UID),
 )
 
 
@@ -194,6 +207,10 @@ def dockerfile() -> str:
         "",
         "FROM base AS handler",
         *(f"RUN {step}" for step in HANDLER_STEPS),
+        f"COPY --from=python {VENV} {VENV}",
+        "",
+        "FROM base AS importer",
+        *(f"RUN {step}" for step in IMPORTER_STEPS),
         f"COPY --from=python {VENV} {VENV}",
     ]
     for target in TARGETS:

@@ -20,6 +20,9 @@ DEFAULT_REPLICAS = 2
 DEFAULT_PULL_POLICY = "IfNotPresent"
 # The feature gate under which the operator runs virt-exportproxy (KubeVirt's exportProxyEnabled).
 VM_EXPORT_GATE = "VMExport"
+# The feature gate under which the operator installs the project's DataVolume importer (CDI's API and
+# controller) on clusters without CDI.
+DATA_IMPORTER_GATE = "DataImporter"
 
 
 class InvalidInstallConfigError(ValueError):
@@ -68,6 +71,9 @@ class InstallConfig:
     # Whether virt-exportproxy runs: the VMExport gate. Like the generation, not part of the identity:
     # KubeVirt's deployment ID ignores spec.configuration, so turning the gate on or off is no update.
     export_proxy: bool = False
+    # Whether the DataVolume importer is installed: the DataImporter gate, unless CDI itself serves the
+    # cdi.kubevirt.io API (the reconciler decides that from the cluster). Not part of the identity either.
+    data_importer: bool = False
 
     @property
     def version(self) -> str:
@@ -86,6 +92,7 @@ class InstallConfig:
         shape = asdict(self)
         shape.pop("kubevirt_generation")
         shape.pop("export_proxy")
+        shape.pop("data_importer")
         digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()
         return digest[:16]
 
@@ -152,6 +159,7 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
             if values
         )
     metadata = kv.metadata
+    gates = (developer.feature_gates or []) if developer else []
     workloads = spec.workloads.node_placement if spec.workloads is not None else None
     return InstallConfig(
         namespace=namespace,
@@ -170,5 +178,6 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
         handler_placement=placement_json(workloads),
         kubevirt_generation=int(metadata.generation or 0) if metadata else 0,
         # Only the CR's own list counts, as in KubeVirt's isFeatureGateEnabled.
-        export_proxy=VM_EXPORT_GATE in ((developer.feature_gates or []) if developer else []),
+        export_proxy=VM_EXPORT_GATE in gates,
+        data_importer=DATA_IMPORTER_GATE in gates,
     )

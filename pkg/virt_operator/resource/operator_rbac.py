@@ -9,13 +9,15 @@ namespaced is widened to the whole cluster: the operator reads no Secret outside
 
 KubeVirt's three ``security.openshift.io`` SecurityContextConstraints rules are left out: this operator
 manages no SCCs. The rules of KubeVirt's synchronization controller are absent with that component, which
-this project does not install.
+this project does not install. The DataVolume importer's roles (installed under the DataImporter gate)
+are counted among the components' whatever the gate, its Role living in the install namespace as well; the
+one rule beyond KubeVirt's creates the importer's namespace.
 """
 
 from __future__ import annotations
 
 from kubevirt.virt_operator.certificates import CA_SECRET, EXPORT_CA_SECRET, component_certificates
-from kubevirt.virt_operator.resource import cluster_roles, rbac
+from kubevirt.virt_operator.resource import cdi, cluster_roles, rbac
 from kubevirt.virt_operator.resource.rbac import RBAC_API_VERSION, Rule, metadata, rules
 from kubevirt_api.view import JSON
 
@@ -56,6 +58,9 @@ _OPERATOR_CLUSTER_RULES: tuple[Rule, ...] = (
     (("monitoring.coreos.com",), ("servicemonitors", "prometheusrules"), _WRITE_UPDATE),
     (("",), ("namespaces",), ("get", "list", "watch", "patch")),
 )
+# Beyond KubeVirt's: the DataVolume importer's namespace is the operator's to create (never to delete,
+# it outlives the importer).
+_DATA_IMPORTER_RULES: tuple[Rule, ...] = ((("",), ("namespaces",), ("create",)),)
 
 # What system:auth-delegator grants, which virt-api's binding to it needs the operator to hold.
 _AUTH_DELEGATION_RULES: tuple[Rule, ...] = (
@@ -77,13 +82,16 @@ def certificate_secrets(namespace: str) -> list[str]:
 
 
 def _component_rbac(namespace: str) -> list[JSON]:
-    """The components' RBAC objects, as the install strategy creates them."""
+    """The components' RBAC objects, as the install strategy creates them (the DataVolume importer's
+    whatever its gate says: the operator's own RBAC does not follow the CR)."""
     return [
         *rbac.api_rbac(namespace),
         *rbac.controller_rbac(namespace),
         *rbac.handler_rbac(namespace),
         *rbac.exportproxy_rbac(namespace),
         *cluster_roles.cluster_roles(),
+        *cdi.controller_rbac(namespace),
+        *cdi.user_roles(),
     ]
 
 
@@ -92,9 +100,15 @@ def _rules_of(kind: str, objects: list[JSON]) -> list[JSON]:
 
 
 def operator_cluster_rules(namespace: str) -> list[JSON]:
-    """The operator's own cluster-wide rules, then the components' ClusterRoles', then auth delegation."""
+    """The operator's own cluster-wide rules, then the components' ClusterRoles', then auth delegation,
+    then what installing the DataVolume importer needs besides."""
     components = _rules_of("ClusterRole", _component_rbac(namespace))
-    return [*rules(_OPERATOR_CLUSTER_RULES), *components, *rules(_AUTH_DELEGATION_RULES)]
+    return [
+        *rules(_OPERATOR_CLUSTER_RULES),
+        *components,
+        *rules(_AUTH_DELEGATION_RULES),
+        *rules(_DATA_IMPORTER_RULES),
+    ]
 
 
 def operator_namespaced_rules(namespace: str) -> list[JSON]:

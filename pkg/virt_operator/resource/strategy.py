@@ -13,7 +13,7 @@ import copy
 import functools
 
 from kubevirt.apiservices import subresource_api_services
-from kubevirt.virt_operator.resource import cluster_roles, rbac, services, webhooks
+from kubevirt.virt_operator.resource import cdi, cluster_roles, rbac, services, webhooks
 from kubevirt.virt_operator.resource.config import InstallConfig
 from kubevirt.virt_operator.resource.customize import customize, customizer_hash
 from kubevirt.virt_operator.resource.daemonset import handler_daemonset
@@ -76,7 +76,8 @@ def workloads(config: InstallConfig) -> list[JSON]:
 
 
 def install_strategy(config: InstallConfig, ca_bundle: bytes | None = None) -> list[JSON]:
-    """Every object, stamped with the operator's labels and annotations, user patches applied."""
+    """Every object, stamped with the operator's labels and annotations, user patches applied; the
+    DataVolume importer's too when the config says it runs."""
     namespace = config.namespace
     objects: list[JSON] = [
         *crds(),
@@ -91,5 +92,7 @@ def install_strategy(config: InstallConfig, ca_bundle: bytes | None = None) -> l
         *subresource_api_services(namespace, ca_bundle),
         *workloads(config),
     ]
+    if config.data_importer:
+        objects += cdi.install_set(config)
     digest = customizer_hash(config)
     return [customize(stamp(obj, config), config, digest) for obj in objects]

@@ -3,6 +3,7 @@
 On a failure KubeVirt's suite runs ``ps``, ``ip`` and ``bridge`` in virt-launcher's compute container and
 ``pgrep`` in virt-handler's pod. Checked on ``Dockerfile.build`` (the packages each target's stages
 install) and on ``hack/build-images`` (the packages the layers of each image install), without building.
+The DataVolume importer's ``qemu-img`` and every image's user are checked the same way.
 """
 
 from __future__ import annotations
@@ -23,7 +24,16 @@ from localcluster import images, oci, recipe  # noqa: E402
 PACKAGE_OF = {"ps": "procps", "pgrep": "procps", "ip": "iproute2", "bridge": "iproute2"}
 TOOLS = {"virt-launcher": ("ps", "pgrep", "ip", "bridge"), "virt-handler": ("ps", "pgrep")}
 # Images that need none of them do not carry them.
-WITHOUT = ("virt-api", "virt-controller", "virt-operator", "virtctl", "virt-exportproxy", "virt-exportserver")
+WITHOUT = (
+    "virt-api",
+    "virt-controller",
+    "virt-operator",
+    "virtctl",
+    "virt-exportproxy",
+    "virt-exportserver",
+    "cdi-controller",
+    "cdi-importer",
+)
 _INSTALL = re.compile(r"apt-get install -y --no-install-recommends ([^&]+)")
 
 
@@ -60,6 +70,7 @@ class _RecordingBuilder(images.Builder):
     def __init__(self) -> None:
         self.steps: dict[str, tuple[str, ...]] = {}
         self.images: dict[str, list[images.BuiltLayer]] = {}
+        self.configs: dict[str, oci.ImageConfig] = {}
 
     def _layer(self, name: str, steps: tuple[str, ...]) -> images.BuiltLayer:
         key = f"{name}-{len(self.steps)}"
@@ -93,6 +104,7 @@ class _RecordingBuilder(images.Builder):
         self, name: str, file_stem: str, layers: list[images.BuiltLayer], config: Any
     ) -> images.BuiltImage:
         self.images[file_stem] = layers
+        self.configs[file_stem] = config
         return images.BuiltImage(name, Path("/nonexistent") / file_stem, file_stem, 0)
 
     def _prune(self, used: set[str]) -> None:
@@ -100,9 +112,14 @@ class _RecordingBuilder(images.Builder):
 
 
 @pytest.fixture(scope="module")
-def built_packages() -> dict[str, set[str]]:
-    builder = _RecordingBuilder()
-    builder._build([target.binary for target in recipe.TARGETS])
+def builder() -> _RecordingBuilder:
+    recording = _RecordingBuilder()
+    recording._build([target.binary for target in recipe.TARGETS])
+    return recording
+
+
+@pytest.fixture(scope="module")
+def built_packages(builder: _RecordingBuilder) -> dict[str, set[str]]:
     return {
         image: _installed([step for layer in layers for step in builder.steps[layer.key]])
         for image, layers in builder.images.items()
@@ -128,3 +145,28 @@ def test_the_other_images_stay_without_them(image: str, built_packages: dict[str
 def test_both_recipes_install_the_same_packages_per_image(built_packages: dict[str, set[str]]) -> None:
     for target in recipe.TARGETS:
         assert built_packages[target.binary] == _dockerfile_packages(target.binary), target.binary
+
+
+def test_the_importer_image_alone_has_qemu_img_by_both_recipes(built_packages: dict[str, set[str]]) -> None:
+    assert "qemu-utils" in _dockerfile_packages("cdi-importer")
+    assert "qemu-utils" in built_packages["cdi-importer"]
+    assert "qemu-utils" not in built_packages["cdi-controller"]
+
+
+def _dockerfile_users() -> dict[str, str]:
+    users: dict[str, str] = {}
+    current = ""
+    for line in recipe.dockerfile().splitlines():
+        if line.startswith("FROM "):
+            current = line.split()[-1]
+        elif line.startswith("USER "):
+            users[current] = line.split()[1]
+    return users
+
+
+def test_both_recipes_give_each_image_the_same_user(builder: _RecordingBuilder) -> None:
+    users = _dockerfile_users()
+    for target in recipe.TARGETS:
+        assert builder.configs[target.binary].user == users.get(target.binary, ""), target.binary
+    # The importer's pods run as the qemu user, the controller's as the other components' non-root one.
+    assert (users["cdi-importer"], users["cdi-controller"]) == ("107", "1001")

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from kubevirt.virt_operator.certificates import RotationPolicy, reconcile_certificates
+from kubevirt.virt_operator.resource import cdi
 from kubevirt.virt_operator.resource.config import install_config
 from kubevirt.virt_operator.resource.operator_rbac import operator_rbac
 from kubevirt.virt_operator.resource.strategy import install_strategy
+from kubevirt.virt_operator.resources import BY_KIND
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
 JSON = dict[str, Any]
@@ -65,6 +67,8 @@ KUBEVIRT_AUTH_DELEGATION_RULES = [
     _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
     _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
 ]
+# The project's one addition: the DataVolume importer's namespace.
+DATA_IMPORTER_RULES = [_rule([""], ["namespaces"], ["create"])]
 # KubeVirt's certificate Secrets; the last two belong to a component this project does not install.
 KUBEVIRT_CERTIFICATE_SECRETS = {
     "kubevirt-ca",
@@ -97,13 +101,14 @@ def _operator_objects(namespace: str = NS) -> dict[str, JSON]:
 
 
 def _installed(namespace: str = NS) -> list[JSON]:
-    """Everything the operator installs for a default KubeVirt CR."""
+    """Everything the operator installs for a KubeVirt CR with the DataImporter gate (the most it
+    installs)."""
     kv = KubeVirt.model_validate(
         {
             "apiVersion": "kubevirt.io/v1",
             "kind": "KubeVirt",
             "metadata": {"name": "kubevirt", "namespace": namespace},
-            "spec": {},
+            "spec": {"configuration": {"developerConfiguration": {"featureGates": ["DataImporter"]}}},
         }
     )
     return install_strategy(
@@ -121,6 +126,7 @@ def test_the_cluster_role_is_kubevirts_own_rules_then_the_installed_cluster_role
         *KUBEVIRT_OPERATOR_CLUSTER_RULES,
         *_installed_rules("ClusterRole"),
         *KUBEVIRT_AUTH_DELEGATION_RULES,
+        *DATA_IMPORTER_RULES,
     ]
 
 
@@ -261,3 +267,16 @@ def test_leases_are_held_in_the_install_namespace_only() -> None:
     objects = _operator_objects()
     assert not _holds(objects["ClusterRole"]["rules"], ("coordination.k8s.io", "leases", "update", ""))
     assert _holds(objects["Role"]["rules"], ("coordination.k8s.io", "leases", "update", ""))
+
+
+def test_the_operator_may_create_everything_it_installs_outside_its_namespace() -> None:
+    # The DataVolume importer's namespace and what lives in it, the cluster-wide objects, and the CDI
+    # object it creates once.
+    cluster_wide = _operator_objects()["ClusterRole"]["rules"]
+    outside = [obj for obj in _installed() if obj["metadata"].get("namespace") != NS]
+    assert {obj["kind"] for obj in outside} >= {"Namespace", "ServiceAccount", "Deployment", "ClusterRole"}
+    for obj in [*outside, cdi.cdi_cr()]:
+        group = obj["apiVersion"].rpartition("/")[0]
+        plural = BY_KIND[obj["kind"]].plural if obj["kind"] in BY_KIND else "cdis"
+        for verb in ("create", "patch", "get", "list", "watch"):
+            assert _holds(cluster_wide, (group, plural, verb, "")), (obj["kind"], verb)
