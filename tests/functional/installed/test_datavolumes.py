@@ -1,0 +1,186 @@
+"""DataVolumes on a cluster without upstream CDI: virt-operator runs the project's importer under the
+``DataImporter`` gate, and VMs' ``dataVolumeTemplates`` are filled by it, with booted guests.
+
+- A VM whose root disk is a DataVolume imported over HTTP (the CirrOS-compatible guest's qcow2 from the
+  in-cluster image server) and a blank DataVolume as a data disk: virt-controller creates both, owned by
+  the VM; the importer converts the image into the claim; the VM boots from it, and what the guest wrote
+  to the blank disk is there after a restart.
+- A DataVolume whose URL answers 404 never succeeds: it stays ``ImportInProgress`` with its importer
+  restarting and the Running condition's reason ``Error``; the VM that uses it reports KubeVirt's
+  ``DataVolumeError`` and its VMI stays Pending with ``DataVolumesReady=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from localcluster import imageserver, install
+from localcluster.handle import Cluster
+from localcluster.pvc_vms import DataDisk, pvc_root_vm
+from localcluster.vmis import wait_vmi_phase
+
+from kubevirt_api.cdi.crds import CDI_CRDS
+from kubevirt_testing.guest_console import Expecter, login_to_cirros, run, virt_api_console
+from kubevirt_testing.guest_disks import guest_disk, read_marker, write_marker
+
+JSON = dict[str, Any]
+GATE = "DataImporter"
+DATA_VOLUME_CRD = "datavolumes.cdi.kubevirt.io"
+CDI_NAMESPACE = "cdi"
+IMPORT_TIMEOUT = 300.0
+RUNNING_TIMEOUT = 300.0
+GUEST_IMAGE = "test-guest-cirros-compatible.qcow2"
+MARKER = "written-to-the-blank-datavolume"
+
+
+@pytest.fixture(scope="module")
+def importer(cluster: Cluster, kubevirt: float) -> Iterator[None]:
+    """The DataImporter gate on (virt-operator runs cdi-deployment) and the image server up."""
+    imageserver.deploy(cluster)
+    try:
+        with install.feature_gates(cluster, GATE):
+            cluster.wait_until(
+                "the DataVolume kind served",
+                lambda: cluster.kubectl("get", "crd", DATA_VOLUME_CRD, check=False).returncode == 0,
+                120,
+            )
+            cluster.rollout(CDI_NAMESPACE, "cdi-deployment", 180)
+            yield
+    finally:
+        # virt-operator leaves the cdi.kubevirt.io kinds (users' DataVolumes) when the gate goes off; the
+        # modules after this one expect a cluster without them, as KubeVirt's CDI integration follows them.
+        crds = [facts.name for facts in CDI_CRDS.values()]
+        cluster.kubectl("delete", "crd", *crds, "--ignore-not-found", "--wait=true")
+        cluster.kubectl("delete", "namespace", CDI_NAMESPACE, "--ignore-not-found", "--wait=true")
+        imageserver.remove(cluster)
+
+
+@pytest.fixture(scope="module")
+def place(cluster: Cluster, importer: None) -> Iterator[str]:
+    with cluster.vm_namespace(f"ft-dv-{os.getpid() % 10000}") as name:
+        yield name
+
+
+def _template(name: str, source: JSON, size: str) -> JSON:
+    return {
+        "metadata": {"name": name},
+        "spec": {"source": source, "storage": {"resources": {"requests": {"storage": size}}}},
+    }
+
+
+def _dv_vm(name: str, root_url: str) -> JSON:
+    """The CirrOS-compatible PVC-root VM with its root and a data disk from DataVolume templates."""
+    vm = pvc_root_vm(name, (DataDisk("data", f"{name}-data", "DVDATA", data_volume=True),))
+    spec = vm["spec"]
+    (root,) = [v for v in spec["template"]["spec"]["volumes"] if v["name"] == "rootdisk"]
+    root.pop("persistentVolumeClaim")
+    root["dataVolume"] = {"name": f"{name}-root"}
+    spec["dataVolumeTemplates"] = [
+        _template(f"{name}-root", {"http": {"url": root_url}}, "128Mi"),
+        _template(f"{name}-data", {"blank": {}}, "64Mi"),
+    ]
+    return vm
+
+
+def _dv(cluster: Cluster, namespace: str, name: str) -> JSON:
+    return cluster.find("dv", name, namespace) or {}
+
+
+def _condition(obj: JSON, kind: str) -> JSON:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
+
+
+def _wait_phase(cluster: Cluster, namespace: str, name: str, phase: str) -> JSON:
+    found: JSON = {}
+
+    def reached() -> bool:
+        found.update(_dv(cluster, namespace, name))
+        return (found.get("status") or {}).get("phase") == phase
+
+    try:
+        cluster.wait_until(f"DataVolume {name} {phase}", reached, IMPORT_TIMEOUT)
+    except AssertionError as error:
+        pods = cluster.kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False).stdout
+        raise AssertionError(f"{error}: {json.dumps(found.get('status'))}\n{pods}") from error
+    return found
+
+
+def _set_run_strategy(cluster: Cluster, namespace: str, name: str, strategy: str) -> None:
+    patch = json.dumps({"spec": {"runStrategy": strategy}})
+    cluster.kubectl("patch", "vm", name, "-n", namespace, "--type=merge", "-p", patch)
+
+
+def _login(cluster: Cluster, namespace: str, name: str) -> Expecter:
+    expecter = virt_api_console(str(cluster.kubeconfig), namespace, name)
+    login_to_cirros(expecter, name)
+    return expecter
+
+
+def test_a_vm_boots_from_an_http_datavolume_and_keeps_a_blank_ones_data(cluster: Cluster, place: str) -> None:
+    vm = _dv_vm("dv-vm", imageserver.url(GUEST_IMAGE))
+    cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(vm))
+    owner = (cluster.find("vm", "dv-vm", place) or {})["metadata"]["uid"]
+
+    root = _wait_phase(cluster, place, "dv-vm-root", "Succeeded")
+    assert root["status"]["progress"] == "100.0%"
+    assert [o["uid"] for o in root["metadata"]["ownerReferences"] if o.get("controller")] == [owner]
+    assert _condition(root, "Ready")["status"] == "True"
+    claim = cluster.find("pvc", "dv-vm-root", place) or {}
+    assert claim["metadata"]["annotations"]["cdi.kubevirt.io/storage.import.endpoint"] == imageserver.url(
+        GUEST_IMAGE
+    )
+    assert claim["metadata"]["annotations"]["cdi.kubevirt.io/storage.pod.phase"] == "Succeeded"
+    _wait_phase(cluster, place, "dv-vm-data", "Succeeded")
+
+    vmi = wait_vmi_phase(cluster, "dv-vm", place, timeout=RUNNING_TIMEOUT)
+    assert _condition(vmi, "DataVolumesReady")["status"] == "True"
+    expecter = _login(cluster, place, "dv-vm")
+    try:
+        device = guest_disk(expecter, "DVDATA")
+        write_marker(expecter, device, MARKER)
+        run(expecter, "sync")
+    finally:
+        expecter.stream.close()
+
+    _set_run_strategy(cluster, place, "dv-vm", "Halted")
+    cluster.wait_until("the VMI gone", lambda: cluster.find("vmi", "dv-vm", place) is None, 180)
+    _set_run_strategy(cluster, place, "dv-vm", "Always")
+    wait_vmi_phase(cluster, "dv-vm", place, timeout=RUNNING_TIMEOUT, other_than_uid=vmi["metadata"]["uid"])
+    expecter = _login(cluster, place, "dv-vm")
+    try:
+        assert read_marker(expecter, guest_disk(expecter, "DVDATA")) == MARKER
+    finally:
+        expecter.stream.close()
+
+
+def test_a_url_that_is_not_there_is_a_datavolume_error_not_a_success(cluster: Cluster, place: str) -> None:
+    vm = _dv_vm("dv-missing", imageserver.url("no-such-image.qcow2"))
+    cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(vm))
+    failing = _wait_phase(cluster, place, "dv-missing-root", "ImportInProgress")
+
+    def restarted_with_an_error() -> bool:
+        failing.update(_dv(cluster, place, "dv-missing-root"))
+        running = _condition(failing, "Running")
+        return int(failing["status"].get("restartCount", 0)) >= 1 and running.get("reason") == "Error"
+
+    cluster.wait_until("the importer restarting with an error", restarted_with_an_error, IMPORT_TIMEOUT)
+    assert "expected status code 200, got 404" in _condition(failing, "Running")["message"], failing["status"]
+    cluster.wait_until(
+        "the VM's DataVolumeError",
+        lambda: (
+            ((cluster.find("vm", "dv-missing", place) or {}).get("status") or {}).get("printableStatus")
+            == "DataVolumeError"
+        ),
+        120,
+    )
+    # The local StorageClass binds on first consumer: as in KubeVirt, the VM creates its VMI at once, whose
+    # temporary pod has the claims bound, and the VMI then waits for the DataVolumes.
+    vmi = cluster.find("vmi", "dv-missing", place) or {}
+    assert (vmi.get("status") or {}).get("phase", "Pending") == "Pending", vmi.get("status")
+    ready = _condition(vmi, "DataVolumesReady")
+    assert (ready.get("status"), ready.get("reason")) == ("False", "NotAllDVsReady"), vmi.get("status")
+    assert failing["status"]["phase"] != "Succeeded"
