@@ -13,19 +13,13 @@ from kubevirt.version import get_version
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Verbosity(click.ParamType):
+class _Verbosity(click.types.IntParamType):
     """An integer, also written Go's way as ``-v=2`` (KubeVirt's and CDI's pods pass it so)."""
 
-    name = "integer"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        text = str(value).removeprefix("=")
-        try:
-            return int(text)
-        except ValueError:
-            self.fail(f"{text!r} is not a valid integer", param, ctx)
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            value = value.removeprefix("=")
+        return super().convert(value, param, ctx)
 
 
 def binary(component: str, help_text: str) -> Callable[[F], click.Command]:
