@@ -85,3 +85,9 @@ def invalid_vmi_refusal(cluster: Cluster, namespace: str) -> str:
     stdin = json.dumps(invalid_vmi(namespace))
     created = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=stdin, check=False)
     return "" if created.returncode == 0 else created.stderr
+
+
+def set_run_strategy(cluster: Cluster, namespace: str, name: str, strategy: str) -> None:
+    """Sets VM ``namespace/name``'s ``spec.runStrategy``."""
+    patch = json.dumps({"spec": {"runStrategy": strategy}})
+    cluster.kubectl("patch", "vm", name, "-n", namespace, "--type=merge", "-p", patch)

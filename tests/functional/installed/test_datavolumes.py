@@ -21,10 +21,10 @@ import pytest
 from localcluster import imageserver, install
 from localcluster.handle import Cluster
 from localcluster.pvc_vms import DataDisk, pvc_root_vm
-from localcluster.vmis import wait_vmi_phase
+from localcluster.vmis import set_run_strategy, wait_vmi_phase
 
 from kubevirt_api.cdi.crds import CDI_CRDS
-from kubevirt_testing.guest_console import Expecter, login_to_cirros, run, virt_api_console
+from kubevirt_testing.guest_console import cirros_login, run
 from kubevirt_testing.guest_disks import guest_disk, read_marker, write_marker
 
 JSON = dict[str, Any]
@@ -109,17 +109,6 @@ def _wait_phase(cluster: Cluster, namespace: str, name: str, phase: str) -> JSON
     return found
 
 
-def _set_run_strategy(cluster: Cluster, namespace: str, name: str, strategy: str) -> None:
-    patch = json.dumps({"spec": {"runStrategy": strategy}})
-    cluster.kubectl("patch", "vm", name, "-n", namespace, "--type=merge", "-p", patch)
-
-
-def _login(cluster: Cluster, namespace: str, name: str) -> Expecter:
-    expecter = virt_api_console(str(cluster.kubeconfig), namespace, name)
-    login_to_cirros(expecter, name)
-    return expecter
-
-
 def test_a_vm_boots_from_an_http_datavolume_and_keeps_a_blank_ones_data(cluster: Cluster, place: str) -> None:
     vm = _dv_vm("dv-vm", imageserver.url(GUEST_IMAGE))
     cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(vm))
@@ -138,7 +127,7 @@ def test_a_vm_boots_from_an_http_datavolume_and_keeps_a_blank_ones_data(cluster:
 
     vmi = wait_vmi_phase(cluster, "dv-vm", place, timeout=RUNNING_TIMEOUT)
     assert _condition(vmi, "DataVolumesReady")["status"] == "True"
-    expecter = _login(cluster, place, "dv-vm")
+    expecter = cirros_login(str(cluster.kubeconfig), place, "dv-vm")
     try:
         device = guest_disk(expecter, "DVDATA")
         write_marker(expecter, device, MARKER)
@@ -146,11 +135,11 @@ def test_a_vm_boots_from_an_http_datavolume_and_keeps_a_blank_ones_data(cluster:
     finally:
         expecter.stream.close()
 
-    _set_run_strategy(cluster, place, "dv-vm", "Halted")
+    set_run_strategy(cluster, place, "dv-vm", "Halted")
     cluster.wait_until("the VMI gone", lambda: cluster.find("vmi", "dv-vm", place) is None, 180)
-    _set_run_strategy(cluster, place, "dv-vm", "Always")
+    set_run_strategy(cluster, place, "dv-vm", "Always")
     wait_vmi_phase(cluster, "dv-vm", place, timeout=RUNNING_TIMEOUT, other_than_uid=vmi["metadata"]["uid"])
-    expecter = _login(cluster, place, "dv-vm")
+    expecter = cirros_login(str(cluster.kubeconfig), place, "dv-vm")
     try:
         assert read_marker(expecter, guest_disk(expecter, "DVDATA")) == MARKER
     finally:

@@ -24,9 +24,9 @@ from localcluster.pvc_vms import (
     pvc_root_vm,
     volume_path,
 )
-from localcluster.vmis import wait_vmi_phase
+from localcluster.vmis import set_run_strategy, wait_vmi_phase
 
-from kubevirt_testing.guest_console import Expecter, login_to_cirros, run, virt_api_console
+from kubevirt_testing.guest_console import Expecter, cirros_login, run
 from kubevirt_testing.guest_disks import disk_bytes, guest_disk, read_marker, write_marker
 
 DATA_SIZE = "64Mi"
@@ -70,17 +70,6 @@ def _running(
         raise AssertionError(f"{error}\n{handler.stdout[-4000:]}\n{vmi.stdout[-4000:]}") from error
 
 
-def _set_run_strategy(cluster: Cluster, namespace: str, name: str, strategy: str) -> None:
-    patch = json.dumps({"spec": {"runStrategy": strategy}})
-    cluster.kubectl("patch", "vm", name, "-n", namespace, "--type=merge", "-p", patch)
-
-
-def _login(cluster: Cluster, namespace: str, name: str) -> Expecter:
-    expecter = virt_api_console(str(cluster.kubeconfig), namespace, name)
-    login_to_cirros(expecter, name)
-    return expecter
-
-
 def _device(expecter: Expecter, serial: str) -> str:
     """The guest's block device with ``serial`` (a virtio disk)."""
     found = guest_disk(expecter, serial)
@@ -99,7 +88,7 @@ def _read_markers(expecter: Expecter) -> dict[str, str]:
 
 def _what_the_guest_finds(cluster: Cluster, namespace: str, name: str) -> tuple[dict[str, str], int]:
     """The markers on the data disks and the boots recorded on the root disk, as the guest reads them."""
-    expecter = _login(cluster, namespace, name)
+    expecter = cirros_login(str(cluster.kubeconfig), namespace, name)
     try:
         return _read_markers(expecter), _boots(expecter)
     finally:
@@ -132,7 +121,7 @@ def test_a_vm_on_claims_keeps_its_data_across_a_restart_and_a_new_vm(
     assert claimed["datablock"]["volumeMode"] == "Block"
     assert claimed["datafs"]["volumeMode"] == "Filesystem"
 
-    expecter = _login(cluster, namespace, "persistent")
+    expecter = cirros_login(str(cluster.kubeconfig), namespace, "persistent")
     try:
         assert _boots(expecter) == 1  # a fresh copy of the image's disk
         # disk.img fills the filesystem claim; the block claim is the device itself.
@@ -142,9 +131,9 @@ def test_a_vm_on_claims_keeps_its_data_across_a_restart_and_a_new_vm(
     finally:
         expecter.stream.close()
 
-    _set_run_strategy(cluster, namespace, "persistent", "Halted")
+    set_run_strategy(cluster, namespace, "persistent", "Halted")
     cluster.wait_until("the VMI is gone", lambda: cluster.find("vmi", "persistent", namespace) is None, 120)
-    _set_run_strategy(cluster, namespace, "persistent", "Always")
+    set_run_strategy(cluster, namespace, "persistent", "Always")
     _running(cluster, namespace, "persistent", other_than_uid=vmi["metadata"]["uid"])
     assert _what_the_guest_finds(cluster, namespace, "persistent") == (MARKERS, 2)
 

@@ -15,7 +15,7 @@ from localcluster.handle import Cluster
 from localcluster.pvc_vms import DataDisk, claim, container_disk_vm
 from localcluster.vmis import wait_vmi_phase
 
-from kubevirt_testing.guest_console import Expecter, login_to_cirros, virt_api_console
+from kubevirt_testing.guest_console import cirros_login
 from kubevirt_testing.guest_disks import read_marker, wait_guest_disk, write_marker
 
 JSON = dict[str, Any]
@@ -49,16 +49,10 @@ def running(cluster: Cluster, place: str) -> list[JSON]:
     return [wait_vmi_phase(cluster, name, place, timeout=RUNNING_TIMEOUT) for name in VMS]
 
 
-def _login(cluster: Cluster, namespace: str, name: str) -> Expecter:
-    expecter = virt_api_console(str(cluster.kubeconfig), namespace, name)
-    login_to_cirros(expecter, name)
-    return expecter
-
-
 def test_two_running_vms_share_one_claim(cluster: Cluster, place: str, running: list[JSON]) -> None:
     left, right = running
     assert left["status"]["nodeName"] == right["status"]["nodeName"]  # the node-local claim's node
-    writer, reader = (_login(cluster, place, name) for name in VMS)
+    writer, reader = (cirros_login(str(cluster.kubeconfig), place, name) for name in VMS)
     try:
         write_marker(writer, wait_guest_disk(writer, SERIAL, present=True), "written-by-left")
         device = wait_guest_disk(reader, SERIAL, present=True)

@@ -163,3 +163,10 @@ def virt_api_console(kubeconfig: str, namespace: str, name: str, timeout: float 
 
     client = KubeClient.from_kubeconfig(kubeconfig)
     return Expecter(WebSocketStream(connect_console(client, namespace, name, timeout)))
+
+
+def cirros_login(kubeconfig: str, namespace: str, name: str) -> Expecter:
+    """VMI ``namespace/name``'s console through virt-api, logged in to its CirrOS-compatible guest."""
+    expecter = virt_api_console(kubeconfig, namespace, name)
+    login_to_cirros(expecter, name)
+    return expecter
