@@ -58,7 +58,7 @@ from kubevirt_api.cdi import constants as cdi
 from kubevirt_api.view import JSON
 
 COMPONENT = cdi.CONTROLLER_NAME
-LEASE_NAME = "cdi-controller-leader-election-helper"
+LEASE_NAME = cdi.CONTROLLER_LEASE
 EXIT_FAILED = 1
 EXIT_CANNOT_START = 2
 CACHE_SYNC_TIMEOUT = 120.0

@@ -12,8 +12,6 @@ from kubevirt.controller import Store
 from kubevirt_api.cdi import constants as cdi
 from kubevirt_api.view import JSON
 
-HONOR_WAIT_FOR_FIRST_CONSUMER = "HonorWaitForFirstConsumer"
-
 
 @dataclass
 class Caches:
@@ -38,7 +36,7 @@ class Caches:
         a CDIConfig without the list (or no CDIConfig yet) counts as having it."""
         config = self.config()
         gates = ((config or {}).get("spec") or {}).get("featureGates")
-        return gates is None or HONOR_WAIT_FOR_FIRST_CONSUMER in gates
+        return gates is None or cdi.HONOR_WAIT_FOR_FIRST_CONSUMER in gates
 
     def storage_profile(self, class_name: str) -> Mapping[str, Any] | None:
         return self.storage_profiles.get_by_key(class_name)

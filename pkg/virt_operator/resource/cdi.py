@@ -20,7 +20,9 @@ from kubevirt.virt_operator.resource.rbac import RBAC_API_VERSION, Rule, rules
 from kubevirt_api.cdi.constants import (
     API_VERSION,
     CDI_NAMESPACE,
+    CONTROLLER_LEASE,
     GROUP,
+    HONOR_WAIT_FOR_FIRST_CONSUMER,
     PROMETHEUS_LABEL,
     UPLOAD_GROUP,
     Annotation,
@@ -39,7 +41,6 @@ CDI_CR_NAME: Final = "cdi"
 CONFIG_READER: Final = "cdi.kubevirt.io:config-reader"
 HEALTH_PORT: Final = 8080  # cdi-controller's plain-HTTP /healthz and /readyz
 # CDI's WaitForFirstConsumer handling: a claim of a WFFC class binds once a VM's pod uses it.
-HONOR_WAIT_FOR_FIRST_CONSUMER: Final = "HonorWaitForFirstConsumer"
 _READ = ("get", "list", "watch")
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 
@@ -60,7 +61,7 @@ _CONTROLLER_CLUSTER_RULES: tuple[Rule, ...] = (
 # cdi-controller's leader Lease. It lives in KubeVirt's install namespace, where the operator holds the
 # leases it may grant: in the importer's namespace it holds none, and granting there would need them
 # cluster-wide. Only this Lease can be read and renewed (a create cannot be limited to a name).
-LEADER_LEASE: Final = "cdi-controller-leader-election-helper"
+LEADER_LEASE: Final = CONTROLLER_LEASE
 _LEASES = "leases"
 _USER_RESOURCES = (
     "datavolumes",

@@ -387,12 +387,6 @@ def test_the_controller_reads_no_secret_or_config_map_and_renews_only_its_lease(
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "cdi-sa", "namespace": "cdi"}]
 
 
-def test_the_lease_granted_is_the_one_the_controller_takes() -> None:
-    from kubevirt.cdi_controller.app import LEASE_NAME
-
-    assert cdi.LEADER_LEASE == LEASE_NAME
-
-
 # The operator's caches.
 
 

@@ -248,3 +248,8 @@ VELERO_EXCLUDE: Final = "velero.io/exclude-from-backup"
 MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 CONTROLLER_NAME: Final = "cdi-controller"
+
+# The CDIConfig feature gate under which a WaitForFirstConsumer claim is left for its consumer to bind.
+HONOR_WAIT_FOR_FIRST_CONSUMER: Final = "HonorWaitForFirstConsumer"
+# The Lease the DataVolume controllers' replicas compete for (CDI's name).
+CONTROLLER_LEASE: Final = "cdi-controller-leader-election-helper"
