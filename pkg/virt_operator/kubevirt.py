@@ -6,8 +6,8 @@ install strategy (restoring any that was deleted or edited), removes managed obj
 longer has, installs the common instance types and preferences once the components are rolled out, and
 writes the CR status as KubeVirt does. Under the DataImporter gate it also installs the project's
 DataVolume importer (see :mod:`kubevirt.virt_operator.data_importer`). Deleting the CR removes everything
-the operator made but the importer's API (its CRDs and user roles), unless the uninstall strategy says to
-wait for the workloads to go first.
+the operator made but the importer's CRDs and namespace (which hold users' DataVolumes), unless the
+uninstall strategy says to wait for the workloads to go first.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from kubevirt.virt_operator.certificates import CertificateError, reconcile_cert
 from kubevirt.virt_operator.data_importer import CrdLookup, DataImporter, no_crds
 from kubevirt.virt_operator.instancetypes import CommonInstancetypes
 from kubevirt.virt_operator.readiness import workloads_ready
-from kubevirt.virt_operator.resource.cdi import outlives_the_controller
+from kubevirt.virt_operator.resource.cdi import outlives_the_controller, outlives_the_install
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, install_config
 from kubevirt.virt_operator.resource.metadata import stamp
 from kubevirt.virt_operator.resource.strategy import install_strategy
@@ -255,9 +255,9 @@ class KubeVirtReconciler:
             conditions.deletion_failed(status, blocked)
             return WORKLOAD_RECHECK_SECONDS
         try:
-            # What the DataVolume importer's users need stays (its CRDs hold their DataVolumes, and the
-            # claims those own): removing them is left to a cluster admin.
-            remaining = self._applier.delete_all(keep=outlives_the_controller)
+            # The DataVolume importer's CRDs stay (they hold users' DataVolumes, and the claims those own):
+            # removing them is left to a cluster admin.
+            remaining = self._applier.delete_all(keep=outlives_the_install)
         except ApiError as err:
             conditions.deletion_failed(status, str(err))
             raise

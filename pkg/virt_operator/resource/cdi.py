@@ -3,9 +3,11 @@ with CDI v1.63's names (``pkg/operator/resources``): the ``cdi.kubevirt.io`` CRD
 the controller's ServiceAccount ``cdi-sa`` with its RBAC, the ``cdi-deployment`` Deployment, and the
 aggregated ``cdi.kubevirt.io:*`` ClusterRoles that let namespace users work with DataVolumes.
 
-What outlives the gate and the uninstall (:func:`outlives_the_controller`): the CRDs (removing one would
-delete every DataVolume, and with it the claims they own), the user-facing ClusterRoles that keep those
-DataVolumes reachable, and the namespace. Only the controller goes.
+What outlives the gate (:func:`outlives_the_controller`): the CRDs (removing one would delete every
+DataVolume, and with it the claims they own), the user-facing ClusterRoles that keep those DataVolumes
+reachable, and the namespace; only the controller goes. What outlives KubeVirt's uninstall
+(:func:`outlives_the_install`): what holds data, the CRDs and the namespace; the user roles go with the
+rest of the installation's RBAC.
 """
 
 from __future__ import annotations
@@ -296,16 +298,33 @@ def install_set(config: InstallConfig) -> list[JSON]:
 
 
 @functools.cache
-def _outliving() -> frozenset[tuple[str, str]]:
-    kept = [*_crds(), namespace(), *user_roles()]
-    return frozenset((obj["kind"], obj["metadata"]["name"]) for obj in kept)
+def _holding_data() -> frozenset[tuple[str, str]]:
+    return _identities([*_crds(), namespace()])
+
+
+@functools.cache
+def _outliving_the_gate() -> frozenset[tuple[str, str]]:
+    return _holding_data() | _identities(user_roles())
+
+
+def _identities(objects: list[JSON]) -> frozenset[tuple[str, str]]:
+    return frozenset((obj["kind"], obj["metadata"]["name"]) for obj in objects)
+
+
+def _identity(obj: JSON) -> tuple[str, str]:
+    metadata = obj.get("metadata") or {}
+    return obj.get("kind", ""), metadata.get("name", "")
 
 
 def outlives_the_controller(obj: JSON) -> bool:
-    """Whether a managed object stays when the gate is turned off or KubeVirt is uninstalled: the API and
-    who may use it stay with the users' DataVolumes, the controller and its RBAC go."""
-    metadata = obj.get("metadata") or {}
-    return (obj.get("kind", ""), metadata.get("name", "")) in _outliving()
+    """Whether a managed object stays when the gate is turned off: the API and who may use it stay with
+    the users' DataVolumes, the controller and its RBAC go."""
+    return _identity(obj) in _outliving_the_gate()
+
+
+def outlives_the_install(obj: JSON) -> bool:
+    """Whether a managed object stays when KubeVirt is uninstalled: what holds the users' DataVolumes."""
+    return _identity(obj) in _holding_data()
 
 
 def cdi_cr() -> JSON:

@@ -1,6 +1,6 @@
 """virt-operator installs the project's DataVolume importer under the ``DataImporter`` gate, with CDI's
-names, never over CDI's own CRDs, and keeps the users' API (CRDs, roles) when the gate goes off or
-KubeVirt is uninstalled."""
+names, never over CDI's own CRDs, and keeps the users' API (CRDs, roles) when the gate goes off, and what
+holds their DataVolumes (CRDs, namespace) when KubeVirt is uninstalled."""
 
 from __future__ import annotations
 
@@ -262,7 +262,7 @@ def test_turning_the_gate_off_removes_the_controller_and_keeps_the_users_api(har
     assert harness.names(DEPLOYMENTS, "cdi") == {"cdi-deployment"}
 
 
-def test_uninstalling_keeps_the_importers_api(harness: CdiHarness) -> None:
+def test_uninstalling_keeps_only_what_holds_the_datavolumes(harness: CdiHarness) -> None:
     _with_gate(harness)
     kv = harness.kubevirt()
     kv["metadata"]["deletionTimestamp"] = "2026-06-01T00:00:00Z"
@@ -271,9 +271,10 @@ def test_uninstalling_keeps_the_importers_api(harness: CdiHarness) -> None:
         harness.sync()
     assert harness.kubevirt()["status"]["phase"] == "Deleted"
     assert harness.crds() == CDI_CRDS
-    assert harness.names(CLUSTER_ROLES) == USER_ROLES
-    assert harness.names(CLUSTER_ROLE_BINDINGS) == {"cdi.kubevirt.io:config-reader"}
     assert harness.names(NAMESPACES) == {"cdi"}
+    # The user roles go with the rest of the installation's RBAC.
+    assert harness.names(CLUSTER_ROLES) == set()
+    assert harness.names(CLUSTER_ROLE_BINDINGS) == set()
     assert harness.api.objects_of(DEPLOYMENTS) == []
     assert harness.api.objects_of(SERVICE_ACCOUNTS) == []
 
