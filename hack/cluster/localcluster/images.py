@@ -19,8 +19,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from tenacity import retry, retry_if_exception_message, stop_after_attempt, wait_fixed
-
 from . import imageserver, oci, recipe, testguest
 from .hostfs import mounts_under, unmount_all
 from .imageserver import files as served_files
@@ -551,16 +549,16 @@ def import_archives(
     return imported
 
 
-@retry(
-    retry=retry_if_exception_message(match=".*failed to prepare extraction snapshot.*"),
-    stop=stop_after_attempt(3),
-    wait=wait_fixed(2),
-    reraise=True,
-)
 def _import(layout: Layout, node: Node | None, archive: Path) -> None:
-    # containerd's garbage collector may drop a shared layer's snapshot (of an image whose tag was just
-    # moved to a new digest) while this import unpacks onto it; the next try unpacks the layer again.
-    _run([*_ctr(layout, node), "images", "import", str(archive)])
+    try:
+        _run([*_ctr(layout, node), "images", "import", str(archive)])
+    except RuntimeError as err:
+        if "failed to prepare extraction snapshot" not in str(err):
+            raise
+        # containerd's unpacker can find a shared layer's parent snapshot missing (seen after images sharing
+        # their base were rebuilt) and fails the same way on every try; the image is then recorded without
+        # unpacking, and the kubelet's runtime unpacks it when a container first uses it.
+        _run([*_ctr(layout, node), "images", "import", "--no-unpack", str(archive)])
 
 
 def import_everywhere(layout: Layout, built: list[BuiltImage]) -> dict[str, list[str]]:
