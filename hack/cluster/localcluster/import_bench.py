@@ -39,12 +39,12 @@ from kubevirt.cdi import sizes
 from kubevirt_api.cdi import constants as cdi
 from kubevirt_api.cdi.crds import CDI_CRDS
 
-from . import cluster as localcluster
 from . import install
+from .benchmain import run_and_save
 from .csi.deploy import data_dir
 from .handle import Cluster
 from .imageserver.server import make_server
-from .layout import NODE_IP, Layout
+from .layout import NODE_IP
 from .timing import median, poll_seconds, say
 
 JSON = dict[str, Any]
@@ -404,20 +404,13 @@ def main(argv: list[str]) -> int:
     if args.runs < 1 or args.mib < 1:
         print("hack/bench-import: --runs and --mib must be at least 1", file=sys.stderr)
         return 2
-    layout = Layout.from_environment()
-    if not localcluster.running(layout):
-        print("no local cluster is running: start one with hack/cluster-up", file=sys.stderr)
-        return 2
-    cluster = Cluster(layout)
-    try:
+
+    def measure(cluster: Cluster) -> object:
         with install.present(cluster, say), importer_enabled(cluster):
-            results = run(cluster, args)
-    except (RuntimeError, AssertionError, OSError) as error:
-        print(f"hack/bench-import failed: {error}", file=sys.stderr)
-        return 1
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
-    say(f"saved {args.json}")
-    return 0
+            return run(cluster, args)
+
+    # OSError too: the images are made and served on the host.
+    return run_and_save("hack/bench-import", args.json, measure, (RuntimeError, AssertionError, OSError))
 
 
 if __name__ == "__main__":

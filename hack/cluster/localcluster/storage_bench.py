@@ -29,10 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import cluster as localcluster
 from . import install
+from .benchmain import run_and_save
 from .handle import Cluster
-from .layout import Layout
 from .pvc_vms import (
     DataDisk,
     bound_volume,
@@ -244,20 +243,12 @@ def run(cluster: Cluster, rounds: int, mib: int, timeout: float) -> JSON:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    layout = Layout.from_environment()
-    if not localcluster.running(layout):
-        print("no local cluster is running: start one with hack/cluster-up", file=sys.stderr)
-        return 2
-    cluster = Cluster(layout)
-    try:
+
+    def measure(cluster: Cluster) -> object:
         with install.present(cluster, say):
-            results = run(cluster, args.rounds, args.mib, args.timeout)
-    except (RuntimeError, AssertionError) as error:
-        print(f"hack/bench-storage failed: {error}", file=sys.stderr)
-        return 1
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
-    say(f"saved {args.json}")
-    return 0
+            return run(cluster, args.rounds, args.mib, args.timeout)
+
+    return run_and_save("hack/bench-storage", args.json, measure)
 
 
 if __name__ == "__main__":
