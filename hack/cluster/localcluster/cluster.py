@@ -21,6 +21,9 @@ STEP_TIMEOUT = 120.0
 def running(layout: Layout) -> bool:
     """Whether every recorded process is alive and the apiserver answers."""
     records = processes.recorded(layout.pids)
+    if not records:
+        # Nothing started: on a cold machine the CSI binaries the expected set names are not built yet.
+        return False
     names = {record.name for record in records}
     started = [*components.processes(layout), *csi_deploy.processes(layout), dns.process(layout)]
     expected = {component.name for component in started}

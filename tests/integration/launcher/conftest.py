@@ -39,7 +39,7 @@ from typing import Any
 import grpc
 import pytest
 
-from kubevirt.handler_launcher_com.cmd.client import LauncherClient
+from kubevirt.handler_launcher_com.cmd.client import LauncherClient, LauncherDisconnectedError
 from kubevirt.handler_launcher_com.notify.v1 import notify_pb2, notify_pb2_grpc
 from kubevirt.handler_launcher_com.server import register_notify_info, serve_unix
 from kubevirt.handler_launcher_com.sockets import NOTIFY_PIPE_SOCKET, cmd_socket_path
@@ -541,6 +541,14 @@ class LauncherPod:
 
     def wait_exit(self, timeout: float) -> int:
         return self.process.wait(timeout)
+
+    def domain_or_gone(self) -> object:
+        """The launcher's domain, or None once the launcher has exited: with its domain deleted it ends on
+        its own, and may be gone before the question is asked."""
+        try:
+            return self.client.get_domain()
+        except LauncherDisconnectedError:
+            return None
 
 
 def start_launcher_pod(

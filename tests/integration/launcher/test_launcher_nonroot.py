@@ -132,7 +132,7 @@ def test_boot_pause_unpause_stop_as_user_107(launcher_pods: Any, make_vmi: Any, 
     pod.client.vmi_command("KillVirtualMachine", vmi)
     assert pod.status() == ("Shutoff", "Destroyed")
     pod.client.vmi_command("DeleteVirtualMachine", vmi)
-    assert pod.client.get_domain() is None
+    assert pod.domain_or_gone() is None
     assert pod.wait_exit(20) == 0
     assert "the domain is gone" in pod.logs()
 

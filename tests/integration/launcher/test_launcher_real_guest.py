@@ -67,7 +67,7 @@ def test_boot_pause_unpause_shutdown_kill_delete(
     pod.client.vmi_command("KillVirtualMachine", vmi)  # killing a stopped domain is no error
 
     pod.client.vmi_command("DeleteVirtualMachine", vmi)
-    assert pod.client.get_domain() is None
+    assert pod.domain_or_gone() is None
     final = pod.notify.wait_for(lambda kind, domain: "deletionTimestamp" in domain["ObjectMeta"], 15)
     assert final[0] == "MODIFIED"
     assert final[1]["Status"] == {**final[1]["Status"], "Status": "NoState", "Reason": "NonExistent"}

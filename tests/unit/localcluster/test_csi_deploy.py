@@ -67,3 +67,12 @@ def test_a_kubelet_loop_device_over_ours_is_ours_even_when_its_path_no_longer_re
     nodes = {"/dev/loop0": ("0:6", 93), "/dev/loop1": ("0:6", 94), "/dev/loop2": ("0:6", 95)}
     found = deploy.ours(layout, [volume, kubelets, other, unrelated], nodes.get)
     assert [loop.name for loop in found] == ["/dev/loop1", "/dev/loop0"]
+
+
+def test_a_cold_machine_has_no_cluster_running_before_the_csi_build(layout: Layout) -> None:
+    # The functional tier asks first thing whether a cluster runs; on a machine whose cache is empty the
+    # CSI binaries do not exist yet, and the answer must be "no", not a missing-binary error.
+    from localcluster import cluster
+
+    assert not (deploy.build_dir(layout) / "bin").exists()
+    assert cluster.running(layout) is False
