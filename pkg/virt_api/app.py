@@ -19,6 +19,7 @@ from kubevirt.admission.schema import prepare, schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.client import KubeClient, KubeConfigError, install_namespace, own_namespace
 from kubevirt.log import get_logger
+from kubevirt.service.aggregation.front_proxy import FrontProxyFollower
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.startup import tls_files_present
 from kubevirt.service.tls import ReloadingCertificate
@@ -26,12 +27,7 @@ from kubevirt.virt_api.cluster import KubernetesClusterState
 from kubevirt.virt_api.presets import PresetCache
 from kubevirt.virt_api.rest.discovery import VERSIONS, version_path
 from kubevirt.virt_api.rest.handler import CONSOLE_SERVER_PORT
-from kubevirt.virt_api.rest.wiring import (
-    FrontProxyFollower,
-    HandlerTLS,
-    middleware_for,
-    subresource_extension,
-)
+from kubevirt.virt_api.rest.wiring import HandlerTLS, middleware_for, subresource_extension
 from kubevirt.virt_api.webhooks.requests import WebhookContext
 from kubevirt.virt_api.webhooks.routes import webhook_handlers
 from kubevirt.virt_api.webhooks.server import ServerLimits, WebhookServer

@@ -8,11 +8,9 @@ KubeVirt. The serving certificate is re-read from its files when they change.
 from __future__ import annotations
 
 import asyncio
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiohttp import web
 from aiohttp.abc import AbstractResolver
 
 from kubevirt.client import CONFIG_MAPS, install_namespace
@@ -20,7 +18,9 @@ from kubevirt.client.resources import VIRTUAL_MACHINE_EXPORTS
 from kubevirt.controller import SharedInformerFactory, key_for
 from kubevirt.controller.informer import ListWatcher
 from kubevirt.log import get_logger
+from kubevirt.service import serving
 from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
+from kubevirt.service.serving import EXIT_CANNOT_START, EXIT_FAILED, Listening
 from kubevirt.service.startup import cluster_client, tls_files_present
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_config.follower import ConfigFollower
@@ -29,9 +29,6 @@ from kubevirt_api.export.v1beta1.types import VirtualMachineExport
 
 COMPONENT = "virt-exportproxy"
 CERT_DIR = Path("/etc/virt-exportproxy/certificates")
-# Exit codes: 0 stopped by a signal, 1 failed while running, 2 cannot start.
-EXIT_FAILED = 1
-EXIT_CANNOT_START = 2
 CACHE_SYNC_TIMEOUT = 120.0
 
 
@@ -48,31 +45,9 @@ class Options:
     cache_sync_timeout: float = CACHE_SYNC_TIMEOUT
 
 
-class Listening:
-    """A serving proxy: its port, and how to stop it (the listener, then the certificate's watch)."""
-
-    def __init__(self, runner: web.AppRunner, certificate: ReloadingCertificate) -> None:
-        self._runner = runner
-        self._certificate = certificate
-
-    @property
-    def port(self) -> int:
-        return int(self._runner.addresses[0][1])
-
-    async def close(self) -> None:
-        await self._certificate.stop()
-        await self._runner.cleanup()
-
-
 async def listen(proxy: ExportProxy, certificate: ReloadingCertificate, host: str, port: int) -> Listening:
-    """Serves ``proxy`` over TLS on ``host:port`` (0 picks a free port) until :meth:`Listening.close`;
-    the certificate follows its files meanwhile."""
-    runner = web.AppRunner(proxy.application(), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=certificate.server_context, reuse_address=True)
-    await site.start()
-    certificate.start()
-    return Listening(runner, certificate)
+    """Serves ``proxy`` over TLS on ``host:port`` (0 picks a free port) until :meth:`Listening.close`."""
+    return await serving.listen(proxy.application(), certificate, host, port)
 
 
 class ExportProxyApp:
@@ -144,18 +119,6 @@ def run(options: Options) -> int:
         if not app.start_informers():
             log.error("the caches did not sync")
             return EXIT_FAILED
-        asyncio.run(_serve_until_signalled(app))
-    except OSError as err:
-        log.error("virt-exportproxy cannot serve", reason=str(err))
-        return EXIT_FAILED
+        return serving.run_until_signalled(COMPONENT, app.serve)
     finally:
         app.stop()
-    return 0
-
-
-async def _serve_until_signalled(app: ExportProxyApp) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await app.serve(stop)

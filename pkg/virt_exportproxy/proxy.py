@@ -4,27 +4,25 @@ streaming relay.
 Answers as KubeVirt's does, with empty bodies: 400 for a path that names no export, 404 for an export
 that does not exist, 503 for one that is not ``Ready``, 500 when the export CA cannot be read, and 502 when
 the export's server cannot be reached or its certificate does not verify. Everything else is the export
-server's own answer. The request and the answer pass on as Go's ``httputil.ReverseProxy`` passes them:
-hop-by-hop headers dropped, the client's address appended to ``X-Forwarded-For``, the rest (``Host``
-included) unchanged, no ``User-Agent`` added, no redirect followed, and the body neither decompressed nor
-buffered.
+server's own answer. The request and the answer pass on as Go's ``httputil.ReverseProxy`` passes them
+(:mod:`kubevirt.service.relay`).
 """
 
 from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import hdrs, web
 from aiohttp.abc import AbstractResolver
-from multidict import CIMultiDict
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from yarl import URL
 
 from kubevirt.log import get_logger
+from kubevirt.service import relay
 from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
 from kubevirt.service.tls import CA_BUNDLE_KEY, client_context
 from kubevirt_api.export.v1beta1.types import PHASE_READY, VirtualMachineExport
@@ -38,24 +36,6 @@ CONNECT_TIMEOUT = 30.0
 PROXY_PATH = re.compile(
     r"^/api/export\.kubevirt\.io/(?:v1alpha1|v1beta1)/namespaces/([^/]+)/virtualmachineexports/([^/]+)/(.*)$"
 )
-# Go's hop-by-hop headers: they describe one connection, never the one behind the proxy.
-HOP_BY_HOP = frozenset(
-    h.lower()
-    for h in (
-        hdrs.CONNECTION,
-        "Proxy-Connection",
-        hdrs.KEEP_ALIVE,
-        hdrs.PROXY_AUTHENTICATE,
-        hdrs.PROXY_AUTHORIZATION,
-        hdrs.TE,
-        hdrs.TRAILER,
-        hdrs.TRANSFER_ENCODING,
-        hdrs.UPGRADE,
-    )
-)
-# What aiohttp's client would add on its own and Go's proxy does not.
-_NOT_ADDED = (hdrs.USER_AGENT, hdrs.ACCEPT_ENCODING, hdrs.CONTENT_TYPE)
-
 # Looks an export up by ``namespace/name`` (None when there is none): the informer's store.
 ExportLookup = Callable[[str], VirtualMachineExport | None]
 # The ``kubevirt-export-ca`` ConfigMap, or None when it does not exist.
@@ -131,25 +111,6 @@ class BackendTrust:
         return context
 
 
-def _connection_named(headers: Mapping[str, str]) -> set[str]:
-    """Headers the Connection header lists: hop-by-hop for this connection too."""
-    named = ",".join(v for k, v in headers.items() if k.lower() == "connection")
-    return {token.strip().lower() for token in named.split(",") if token.strip()}
-
-
-def end_to_end(headers: Mapping[str, str]) -> CIMultiDict[str]:
-    """``headers`` without the hop-by-hop ones."""
-    dropped = HOP_BY_HOP | _connection_named(headers)
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
-
-
-def forwarded_for(prior: Iterable[str], client: str | None) -> str | None:
-    """``X-Forwarded-For`` with the client's address appended (None when the address is unknown)."""
-    if not client:
-        return None
-    return ", ".join([*prior, client])
-
-
 class ExportProxy:
     """The aiohttp application: ``/healthz``, ``/metrics`` and the proxy for every other path.
 
@@ -169,10 +130,10 @@ class ExportProxy:
         self._exports = exports
         self._trust = trust
         self._backend_port = backend_port
-        self._resolver = resolver
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
         self._registry = registry
-        self._session: aiohttp.ClientSession | None = None
+        self._sessions = relay.SessionSlot(
+            resolver, aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
+        )
         self._log = get_logger()
 
     def application(self) -> web.Application:
@@ -180,20 +141,8 @@ class ExportProxy:
         app.router.add_route("*", "/healthz", self._healthz)
         app.router.add_route("*", "/metrics", self._metrics)
         app.router.add_route("*", "/{tail:.*}", self._proxy)
-        app.cleanup_ctx.append(self._client_session)
+        app.cleanup_ctx.append(self._sessions.open_while_running)
         return app
-
-    async def _client_session(self, _app: web.Application) -> AsyncIterator[None]:
-        connector = aiohttp.TCPConnector(resolver=self._resolver) if self._resolver else None
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            timeout=self._timeout,
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-        )
-        yield
-        await self._session.close()
-        self._session = None
 
     async def _healthz(self, _request: web.Request) -> web.Response:
         return web.Response(text="OK")
@@ -228,19 +177,9 @@ class ExportProxy:
         host = f"{status.service_name}.{target.namespace}.svc"
         return await self._relay(request, host, target.path, context)
 
-    def _outgoing_headers(self, request: web.Request) -> CIMultiDict[str]:
-        headers = end_to_end(request.headers)
-        client = request.transport.get_extra_info("peername") if request.transport else None
-        prior = headers.getall("X-Forwarded-For", [])
-        value = forwarded_for(prior, client[0] if client else None)
-        if value is not None:
-            headers["X-Forwarded-For"] = value
-        return headers
-
     async def _relay(
         self, request: web.Request, host: str, path: str, context: ssl.SSLContext
     ) -> web.StreamResponse:
-        assert self._session is not None, "the application is not running"
         try:
             url = backend_url(host, self._backend_port, path, request.rel_url.raw_query_string)
         except ValueError as err:
@@ -248,39 +187,10 @@ class ExportProxy:
             return web.Response(status=502)
         self._log.info("Proxying to " + str(url))
         try:
-            upstream = await self._session.request(
-                request.method,
-                url,
-                headers=self._outgoing_headers(request),
-                data=request.content if request.body_exists else None,
-                ssl=context,
-                allow_redirects=False,
-                skip_auto_headers=_NOT_ADDED,
-            )
-        except (TimeoutError, aiohttp.ClientError, OSError) as err:
+            upstream = await relay.send(self._sessions.session, request, url, context)
+        except relay.RELAY_ERRORS as err:
             self._log.error("http: proxy error", url=str(url), reason=str(err) or type(err).__name__)
             return web.Response(status=502)
-        async with upstream:
-            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            response.headers.extend(end_to_end(upstream.headers))
-            await response.prepare(request)
-            await self._copy_body(request, upstream, response, url)
-        return response
-
-    async def _copy_body(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, response: web.StreamResponse, url: URL
-    ) -> None:
-        try:
-            async for chunk in upstream.content.iter_any():
-                await response.write(chunk)
-        except ConnectionResetError:
-            self._log.debug("client went away during the transfer", url=str(url))
-            return
-        except (TimeoutError, aiohttp.ClientError, OSError) as err:
-            # The status is sent already: cutting the connection is the only way left to say the body
-            # is incomplete (Go's proxy aborts the handler the same way).
-            self._log.error("http: proxy read error during body copy", url=str(url), reason=str(err))
-            if request.transport is not None:
-                request.transport.close()
-            return
-        await response.write_eof()
+        return await relay.answer(
+            request, upstream, url, read_error="http: proxy read error during body copy"
+        )

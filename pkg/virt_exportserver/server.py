@@ -9,7 +9,6 @@ fresh certificate. A volume whose contents cannot all be read stops the server b
 from __future__ import annotations
 
 import asyncio
-import signal
 import ssl
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from aiohttp import web
 
 from kubevirt.export.paths import READINESS_PATH, VolumeInfo
 from kubevirt.log import get_logger
+from kubevirt.service.serving import until_signalled
 from kubevirt.virt_exportserver.archive import TAR, archive_handler
 from kubevirt.virt_exportserver.config import ServerConfig
 from kubevirt.virt_exportserver.dirserver import dir_handler
@@ -184,15 +184,8 @@ def run(config: ServerConfig) -> int:
     """Serves until the deadline, SIGTERM or SIGINT. Returns the process exit code."""
     log = get_logger()
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await serve(config, stop)
-
     try:
-        asyncio.run(main())
+        asyncio.run(until_signalled(lambda stop: serve(config, stop)))
     except StartupError as err:
         log.error("virt-exportserver cannot start", reason=str(err))
         return 1

@@ -1,26 +1,27 @@
-"""Who may call a subresource: the front proxy's identity and a SubjectAccessReview.
+"""Who may call a subresource: KubeVirt's open paths, path rules and SubjectAccessReviews.
 
-The API server's aggregator forwards each request with its front-proxy client certificate and the
-user in request headers (names from the ``extension-apiserver-authentication`` ConfigMap). Paths that
-are not of the namespaced subresource shape are refused, as are requests without the certificate;
-the rest are decided by a SubjectAccessReview on ``<resource>/<subresource>`` in the request's group.
-
-The review is built from the path as the router reads it: the encoded path split at each ``/``, then
-every segment decoded. A segment that decodes to something holding a ``/`` (or to ``.`` or ``..``) could
-be read as one name by the router and as several segments by anyone decoding first, so such paths are
-refused before any review, as are namespaces and names no object can have.
+The front proxy's identity and the decision's steps are the shared aggregation pieces'
+(:mod:`kubevirt.service.aggregation`); what is virt-api's own is which paths are open, that paths not of
+the namespaced subresource shape are refused, that a VM or VMI name no object can have is a 404, and that
+a review is made on ``<resource>/<subresource>`` in the request's group.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from urllib.parse import unquote
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from kubevirt.admission.k8s_names import dns1123_label, dns1123_subdomain
+from kubevirt.admission.k8s_names import dns1123_subdomain
+from kubevirt.service.aggregation import paths
+from kubevirt.service.aggregation.authorizer import (
+    RequestAuthorizer,
+    ReviewNotPossibleError,
+    subject_access_review,
+)
+from kubevirt.service.aggregation.identity import RequestHeaderNames, header_extras, header_values
+from kubevirt.service.aggregation.paths import NAME_INDEX, RESOURCE_INDEX, path_segments, segment_problem
 from kubevirt.virt_api.rest.discovery import GROUP, VERSIONS
-from kubevirt.virt_api.rest.status import VM, VMI, StatusError, bad_request, not_found
+from kubevirt.virt_api.rest.status import VM, VMI, StatusError, not_found
 from kubevirt_api.view import JSON
 
 NO_AUTH_PATHS = frozenset(
@@ -48,31 +49,7 @@ NO_AUTH_PATHS = frozenset(
         )
     }
 )
-NOT_AUTHENTICATED = "request is not authenticated"
-# The segments of ``/apis/<group>/<version>/namespaces/<ns>/<resource>/<name>`` (the first is the empty
-# one before the leading slash) holding the namespace, the resource and the name.
-NAMESPACE_INDEX, RESOURCE_INDEX, NAME_INDEX = 5, 6, 7
-_ROUTED = (("namespace", NAMESPACE_INDEX), ("name", NAME_INDEX))
 _KINDS = {"virtualmachines": VM, "virtualmachineinstances": VMI}
-
-
-class ReviewNotPossibleError(ValueError):
-    """The request cannot be put into a SubjectAccessReview; the message is the 401's reason."""
-
-
-@dataclass
-class RequestHeaderNames:
-    """The headers carrying the user, taken from the API server's ConfigMap (KubeVirt's defaults first)."""
-
-    user: list[str] = field(default_factory=lambda: ["X-Remote-User"])
-    group: list[str] = field(default_factory=lambda: ["X-Remote-Group"])
-    extra_prefixes: list[str] = field(default_factory=lambda: ["X-Remote-Extra-"])
-
-
-@dataclass(frozen=True)
-class Decision:
-    allowed: bool
-    reason: str = ""
 
 
 def rbac_verb(method: str, name: str) -> str:
@@ -87,58 +64,25 @@ def rbac_verb(method: str, name: str) -> str:
     raise ReviewNotPossibleError(f"unknown http verb in request: {method}")
 
 
-def path_segments(raw_path: str) -> list[str]:
-    """The segments of an encoded path, each decoded: what aiohttp's router matches a route against."""
-    return [unquote(segment) for segment in raw_path.split("/")]
-
-
-def segment_problem(segment: str) -> str | None:
-    """Why a decoded segment cannot be read unambiguously (client-go's path segment rule), or None."""
-    if segment in (".", ".."):
-        return f"may not be '{segment}'"
-    if "/" in segment:
-        return "may not contain '/'"
-    return None
-
-
 def path_refusal(raw_path: str, routed: Mapping[str, str]) -> StatusError | None:
-    """The answer to a path that must not reach the authorizer or a handler, or None.
-
-    ``routed`` is what the router matched (namespace and name); it must be what the segments say.
-    """
-    segments = path_segments(raw_path)
-    for segment in segments:
-        problem = segment_problem(segment)
-        if problem is not None:
-            return bad_request(f"invalid path segment {json.dumps(segment)}: {problem}")
-    for key, index in _ROUTED:
-        if key in routed and (index >= len(segments) or routed[key] != segments[index]):
-            return bad_request(f"the path's {key} could not be read unambiguously")
-    return _impossible_name(segments)
+    """The shared path rules, and a 404 for a VM or VMI name no object can have."""
+    refused = paths.path_refusal(raw_path, routed)
+    if refused is not None:
+        return refused
+    return _impossible_name(path_segments(raw_path))
 
 
 def _impossible_name(segments: list[str]) -> StatusError | None:
-    """404 for a namespace or an object name no object can have: there is nothing to authorise."""
-    if len(segments) <= NAMESPACE_INDEX or segments[NAMESPACE_INDEX - 1] != "namespaces":
-        return None
-    namespace = segments[NAMESPACE_INDEX]
-    if dns1123_label(namespace):
-        details = {"name": namespace, "kind": "namespaces"}
-        return StatusError(404, "NotFound", f"namespaces {json.dumps(namespace)} not found", details)
-    if len(segments) <= NAME_INDEX or segments[RESOURCE_INDEX] not in _KINDS:
+    if (
+        not paths.in_namespace(segments)
+        or len(segments) <= NAME_INDEX
+        or segments[RESOURCE_INDEX] not in _KINDS
+    ):
         return None
     name = segments[NAME_INDEX]
     if dns1123_subdomain(name):
         return not_found(_KINDS[segments[RESOURCE_INDEX]], name)
     return None
-
-
-def _unambiguous(raw_path: str) -> str | None:
-    """The decoded path, unless a segment decodes to more than one."""
-    segments = path_segments(raw_path)
-    if any(segment_problem(segment) is not None for segment in segments):
-        return None
-    return "/".join(segments)
 
 
 def resource_attributes(path: str, method: str) -> JSON:
@@ -180,57 +124,23 @@ def access_review(
     path: str, method: str, headers: Sequence[tuple[str, str]], names: RequestHeaderNames
 ) -> JSON:
     """The SubjectAccessReview for a request; ``headers`` keeps repeated headers (groups, extras)."""
-    user = _values(headers, names.user)
+    user = header_values(headers, names.user)
     if user is None:
         raise ReviewNotPossibleError("a valid user header is required for authorization")
-    groups = _values(headers, names.group)
+    groups = header_values(headers, names.group)
     if groups is None:
         raise ReviewNotPossibleError("a valid group header is required for authorization")
-    spec: JSON = {"user": user[0], "groups": groups, "extra": _extras(headers, names.extra_prefixes)}
+    spec: JSON = {"user": user[0], "groups": groups, "extra": header_extras(headers, names.extra_prefixes)}
     spec["resourceAttributes"] = resource_attributes(path, method)
-    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+    return subject_access_review(spec)
 
 
 @dataclass
-class Authorizer:
-    """Decides one request; ``create_review`` posts a SubjectAccessReview and returns the answer."""
+class Authorizer(RequestAuthorizer):
+    """virt-api's paths and reviews on the shared decision."""
 
-    create_review: Callable[[JSON], JSON]
-    names: RequestHeaderNames = field(default_factory=RequestHeaderNames)
+    def is_open(self, path: str) -> bool:
+        return paths.unambiguous(path) in NO_AUTH_PATHS
 
-    def decide(
-        self, path: str, method: str, has_client_certificate: bool, headers: Sequence[tuple[str, str]]
-    ) -> Decision:
-        """``path`` is the encoded path. Raises what ``create_review`` raises when the review could not
-        be made (a 500)."""
-        if _unambiguous(path) in NO_AUTH_PATHS:
-            return Decision(True)
-        if not has_client_certificate:
-            return Decision(False, NOT_AUTHENTICATED)
-        try:
-            review = access_review(path, method, headers, self.names)
-        except ReviewNotPossibleError as err:
-            return Decision(False, str(err))
-        answer = self.create_review(review)
-        status = answer.get("status") or {}
-        if status.get("allowed"):
-            return Decision(True)
-        return Decision(False, str(status.get("reason") or ""))
-
-
-def _values(headers: Sequence[tuple[str, str]], names: Sequence[str]) -> list[str] | None:
-    """The values of the first of ``names`` that is present (header names compare case-insensitively)."""
-    for name in names:
-        values = [value for key, value in headers if key.lower() == name.lower()]
-        if values:
-            return values
-    return None
-
-
-def _extras(headers: Sequence[tuple[str, str]], prefixes: Sequence[str]) -> dict[str, list[str]]:
-    extras: dict[str, list[str]] = {}
-    for prefix in prefixes:
-        for key, value in headers:
-            if key.lower().startswith(prefix.lower()):
-                extras.setdefault(unquote(key[len(prefix) :].lower()), []).append(value)
-    return extras
+    def review(self, path: str, method: str, headers: Sequence[tuple[str, str]]) -> JSON:
+        return access_review(path, method, headers, self.names)

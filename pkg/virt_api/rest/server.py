@@ -1,9 +1,10 @@
 """The subresource API's HTTP surface on virt-api's TLS port, beside the admission webhooks.
 
-Routes are added to the webhook server's aiohttp application. The authorising middleware runs for
-every path except the webhooks': a path that cannot be read unambiguously is refused first (400, or 404
-for a name no object can have), then an authorizer's refusal is 401 with the reason as plain text, a
-review that could not be made a 500 with no body. Handlers run in threads (they block on the API server).
+Routes are added to the webhook server's aiohttp application. The shared authorising middleware
+(:mod:`kubevirt.service.aggregation.middleware`) runs for every path except the webhooks', with virt-api's
+path rules: a path that cannot be read unambiguously is refused first (400, or 404 for a name no object
+can have), then an authorizer's refusal is 401 with the reason as plain text, a review that could not be
+made a 500 with no body. Handlers run in threads (they block on the API server).
 
 The application's body limit is the webhooks' (megabytes); option bodies are held to their own, far
 smaller limit (:data:`~kubevirt.virt_api.rest.bodies.MAX_BODY_BYTES`) while they are read, and decoded
@@ -21,13 +22,14 @@ from typing import Any
 from aiohttp import web
 
 from kubevirt.client import JSON
-from kubevirt.log import get_logger
+from kubevirt.service.aggregation.front_proxy import FrontProxyTrust
+from kubevirt.service.aggregation.middleware import authorizing_middleware
+from kubevirt.service.aggregation.status import status_response
 from kubevirt.version import version_info
 from kubevirt.virt_api.rest import discovery
 from kubevirt.virt_api.rest.authorizer import Authorizer, path_refusal
 from kubevirt.virt_api.rest.bodies import MAX_BODY_BYTES, Options, decode_options, too_large
 from kubevirt.virt_api.rest.expand import VMExpander
-from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
 from kubevirt.virt_api.rest.gated import GATED_ROUTES, GatedRoute, refusal
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
 from kubevirt.virt_api.rest.portforward import PortForwarder
@@ -54,10 +56,6 @@ VM_OPTIONS = {
 VMI_OPTIONS = {"pause": "PauseOptions", "unpause": "UnpauseOptions"}
 # The hotplug subresources; True for the VMI's (ephemeral hotplug).
 VOLUME_RESOURCES = {"virtualmachines": False, "virtualmachineinstances": True}
-
-
-def status_response(err: StatusError) -> web.Response:
-    return web.json_response(err.body(), status=err.code)
 
 
 def refusal_response(request: web.Request, err: StatusError) -> web.Response:
@@ -280,58 +278,12 @@ class SubresourceAPI:
         return handle
 
 
-def authorizing_middleware(
+def subresource_middleware(
     authorizer: Authorizer,
     trust: Callable[[], FrontProxyTrust | None],
     exempt: Collection[str],
     peer: Callable[[web.Request], str | None] | None = None,
 ) -> Any:
-    """Refuses what the authorizer refuses; ``exempt`` paths (the webhooks) pass untouched. ``peer`` reads
-    the client certificate's common name (the TLS connection's by default)."""
-    log = get_logger()
-    common_name = peer or _peer_common_name
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in exempt:
-            return await handler(request)
-        # The authorizer reads the encoded path the way the router did; a path it could read otherwise
-        # goes no further.
-        raw_path = request.rel_url.raw_path
-        refusal = path_refusal(raw_path, request.match_info)
-        if refusal is not None:
-            log.info("refusing an ambiguous or impossible path", path=raw_path[:256], code=refusal.code)
-            return status_response(refusal)
-        current = trust()
-        certificate = common_name(request)
-        authenticated = (
-            certificate is not None and current is not None and current.allows(certificate or None)
-        )
-        if current is not None:
-            authorizer.names = current.headers
-        headers = list(request.headers.items())
-        try:
-            decision = await asyncio.to_thread(
-                authorizer.decide, raw_path, request.method, authenticated, headers
-            )
-        except Exception as err:  # the review itself failed: KubeVirt answers 500 with no body
-            log.error("internal error during auth request", reason=str(err))
-            return web.Response(status=500)
-        if not decision.allowed:
-            return web.Response(status=401, text=decision.reason)
-        return await handler(request)
-
-    return middleware
-
-
-def _peer_common_name(request: web.Request) -> str | None:
-    """The verified client certificate's common name ('' if it has none); None without a certificate."""
-    transport = request.transport
-    peer = transport.get_extra_info("peercert") if transport is not None else None
-    if not peer:
-        return None
-    for rdn in peer.get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName":
-                return str(value)
-    return ""
+    """The shared authorising middleware with virt-api's path rules; ``exempt`` paths (the webhooks)
+    pass untouched."""
+    return authorizing_middleware(authorizer, trust, exempt, peer=peer, refusal=path_refusal)

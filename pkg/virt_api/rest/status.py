@@ -1,38 +1,18 @@
-"""Refusals as Kubernetes ``metav1.Status`` errors, worded as apimachinery's constructors word them."""
+"""KubeVirt's refusals as ``metav1.Status`` errors, worded as apimachinery's constructors word them."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kubevirt.service.aggregation.status import StatusError, bad_request
 from kubevirt_api.core.v1.constants import GROUP_NAME
+
+# StatusError and bad_request are the shared ones, named here with KubeVirt's constructors for the many
+# subresource modules that use them.
+__all__ = ["VM", "VMI", "StatusError", "bad_request", "conflict", "forbidden", "internal", "not_found"]
 
 VM = "virtualmachine"
 VMI = "virtualmachineinstance"
-
-
-class StatusError(Exception):
-    """A request refused with an HTTP code and a ``Status`` body."""
-
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.details = details
-
-    def body(self) -> dict[str, Any]:
-        document: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-        }
-        if self.details is not None:
-            document["details"] = self.details
-        document["code"] = self.code
-        return document
 
 
 def _object_details(resource: str, name: str) -> dict[str, Any]:
@@ -58,7 +38,3 @@ def internal(why: str) -> StatusError:
     return StatusError(
         500, "InternalError", f"Internal error occurred: {why}", {"causes": [{"message": why}]}
     )
-
-
-def bad_request(why: str) -> StatusError:
-    return StatusError(400, "BadRequest", why)

@@ -4,33 +4,28 @@ authorizer posting SubjectAccessReviews, and the front-proxy trust kept current 
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from kubevirt.client import JSON, KubeClient, Resource
-from kubevirt.log import get_logger
+from kubevirt.client import KubeClient
+from kubevirt.service.aggregation.authorizer import review_poster
+from kubevirt.service.aggregation.front_proxy import FrontProxyFollower
 from kubevirt.service.tls import ReloadingClientContext, handler_server_identity, read_ca_bundle
 from kubevirt.virt_api.rest.authorizer import Authorizer
 from kubevirt.virt_api.rest.expand import VMExpander
-from kubevirt.virt_api.rest.front_proxy import FrontProxyConfigError, FrontProxyTrust, read_front_proxy_trust
 from kubevirt.virt_api.rest.handler import HandlerLocator, TLSHandlerTransport
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
 from kubevirt.virt_api.rest.portforward import PortForwarder
-from kubevirt.virt_api.rest.server import SubresourceAPI, authorizing_middleware
+from kubevirt.virt_api.rest.server import SubresourceAPI, subresource_middleware
 from kubevirt.virt_api.rest.streams import StreamRelay
 from kubevirt.virt_api.rest.vmi_operations import VMIOperations
 from kubevirt.virt_api.rest.volumes import VolumeHotplug
 from kubevirt.virt_config import ClusterConfig
-
-SUBJECT_ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
-)
 
 
 @dataclass(frozen=True)
@@ -51,31 +46,6 @@ class HandlerTLS:
         trusted = (lambda: ca_file.read_text()) if ca_file else ca_bundle
         peer = handler_server_identity(externally_managed=self.externally_managed)
         return ReloadingClientContext(self.cert_file, self.key_file, trusted, peer=peer)
-
-
-@dataclass
-class FrontProxyFollower:
-    """Re-reads the front-proxy trust; the TLS listener is told each new CA."""
-
-    client: KubeClient
-    trust_client_ca: Callable[[str], None]
-    current: FrontProxyTrust | None = field(default=None)
-
-    def refresh(self) -> None:
-        try:
-            trust = read_front_proxy_trust(self.client)
-        except FrontProxyConfigError as err:
-            get_logger().warning(
-                "front-proxy trust unavailable, subresources refuse requests", reason=str(err)
-            )
-            return
-        self.trust_client_ca(trust.client_ca)
-        self.current = trust
-
-    async def follow(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            await asyncio.to_thread(self.refresh)
 
 
 def _always(context: ssl.SSLContext) -> Callable[[], ssl.SSLContext]:
@@ -109,11 +79,8 @@ def subresource_extension(
 
 
 def authorizer_for(client: KubeClient) -> Authorizer:
-    def create_review(review: JSON) -> JSON:
-        return client.create(SUBJECT_ACCESS_REVIEWS, None, review)
-
-    return Authorizer(create_review)
+    return Authorizer(review_poster(client))
 
 
 def middleware_for(client: KubeClient, follower: FrontProxyFollower, exempt: list[str]) -> Any:
-    return authorizing_middleware(authorizer_for(client), lambda: follower.current, exempt)
+    return subresource_middleware(authorizer_for(client), lambda: follower.current, exempt)

@@ -13,12 +13,12 @@ from typing import Any
 from aiohttp import web
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES
+from kubevirt.service.aggregation.front_proxy import FrontProxyTrust
 from kubevirt.virt_api.rest.authorizer import Authorizer
-from kubevirt.virt_api.rest.front_proxy import FrontProxyTrust
 from kubevirt.virt_api.rest.handler import HandlerLocator
 from kubevirt.virt_api.rest.lifecycle import VMLifecycle
 from kubevirt.virt_api.rest.portforward import PortForwarder
-from kubevirt.virt_api.rest.server import SubresourceAPI, authorizing_middleware
+from kubevirt.virt_api.rest.server import SubresourceAPI, subresource_middleware
 from kubevirt.virt_api.rest.vmi_operations import VMIOperations
 from kubevirt.virt_api.webhooks.server import WebhookServer
 from kubevirt_testing.fake_kube_api import FakeKubeApi
@@ -88,7 +88,7 @@ def subresource_application(
     vmis = VMIOperations(api, HandlerLocator(api, "kubevirt"), transport or RecordingTransport())
     subresources = SubresourceAPI(VMLifecycle(api), vmis, portforward=PortForwarder(api))
     server = WebhookServer({}, extensions=[subresources.install])
-    middleware = authorizing_middleware(
+    middleware = subresource_middleware(
         Authorizer(reviews),
         lambda: FrontProxyTrust(client_ca=""),
         exempt=server.paths,

@@ -18,7 +18,6 @@ from kubevirt.virt_exportproxy.proxy import (
     ProxyTarget,
     TrustUnavailableError,
     backend_url,
-    end_to_end,
     match_path,
 )
 from kubevirt_testing.export_proxy import (
@@ -295,8 +294,3 @@ def test_backend_trust_keeps_the_last_bundle_when_the_config_map_goes_missing() 
 )
 def test_the_backend_url_encodes_the_path_and_keeps_the_raw_query(path: str, query: str, url: str) -> None:
     assert str(backend_url("svc.ns.svc", 443, path, query)) == url
-
-
-def test_hop_by_hop_headers_are_dropped_case_insensitively() -> None:
-    headers = {"connection": "Upgrade, x-a", "X-A": "1", "upgrade": "h2c", "TE": "trailers", "X-B": "2"}
-    assert dict(end_to_end(headers)) == {"X-B": "2"}

@@ -5,11 +5,14 @@ names that certificate may carry, and the headers naming the user.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kubevirt.client import CONFIG_MAPS, ApiError, KubeApi
-from kubevirt.virt_api.rest.authorizer import RequestHeaderNames
+from kubevirt.client import CONFIG_MAPS, ApiError, KubeApi, KubeClient
+from kubevirt.log import get_logger
+from kubevirt.service.aggregation.identity import RequestHeaderNames
 
 AUTHENTICATION_CONFIG_MAP = ("kube-system", "extension-apiserver-authentication")
 CLIENT_CA_KEY = "requestheader-client-ca-file"
@@ -63,3 +66,28 @@ def _strings(data: dict[str, str], key: str) -> list[str]:
     if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
         raise FrontProxyConfigError(f"data.{key}: not a JSON list of strings")
     return values
+
+
+@dataclass
+class FrontProxyFollower:
+    """Re-reads the front-proxy trust; the TLS listener is told each new CA."""
+
+    client: KubeClient
+    trust_client_ca: Callable[[str], None]
+    current: FrontProxyTrust | None = field(default=None)
+
+    def refresh(self) -> None:
+        try:
+            trust = read_front_proxy_trust(self.client)
+        except FrontProxyConfigError as err:
+            get_logger().warning(
+                "front-proxy trust unavailable, subresources refuse requests", reason=str(err)
+            )
+            return
+        self.trust_client_ca(trust.client_ca)
+        self.current = trust
+
+    async def follow(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            await asyncio.to_thread(self.refresh)
