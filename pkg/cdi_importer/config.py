@@ -38,10 +38,11 @@ class Paths:
     extra_headers_dir: Path = Path(ImporterPaths.EXTRA_HEADERS_DIR)
     termination_log: Path = Path(ImporterPaths.TERMINATION_LOG)
     metrics_port: int = METRICS_PORT
+    disk_name: str = DISK_IMAGE_NAME  # an upload's DESTINATION may name the image otherwise
 
     @property
     def disk_image(self) -> Path:
-        return self.data_dir / DISK_IMAGE_NAME
+        return self.data_dir / self.disk_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +92,34 @@ class ImporterConfig:
                 for name, value in sorted(env.items(), key=_header_order)
                 if name.startswith(ImporterEnv.EXTRA_HEADER_PREFIX)
             ),
+        )
+
+    @classmethod
+    def for_stream(
+        cls,
+        *,
+        content_type: str = CONTENT_TYPE_KUBEVIRT,
+        image_size: int | None = None,
+        filesystem_overhead: float = 0.0,
+        preallocation: bool = False,
+    ) -> ImporterConfig:
+        """The configuration of data handed over as an open stream (an upload): only the target's
+        settings matter, there is no source to reach."""
+        return cls(
+            source="",
+            endpoint="",
+            content_type=content_type,
+            image_size=image_size,
+            filesystem_overhead=filesystem_overhead,
+            preallocation=preallocation,
+            owner_uid="",
+            insecure_tls=False,
+            pull_method="",
+            cache_mode="",
+            credentials=None,
+            cert_dir="",
+            registry_architecture="",
+            extra_headers=(),
         )
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import shutil
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 from kubevirt.cdi import sizes
@@ -20,7 +21,7 @@ from kubevirt.cdi_importer.errors import (
     os_error_text,
     wrap,
 )
-from kubevirt.cdi_importer.formats import FormatError, Readers, open_readers, qcow2_virtual_size
+from kubevirt.cdi_importer.formats import FormatError, Readable, Readers, open_readers, qcow2_virtual_size
 from kubevirt.cdi_importer.progress import CountingReader, Progress
 from kubevirt.cdi_importer.sparse import is_device, stream_to_file
 from kubevirt.cdi_importer.termination import TerminationMessage
@@ -75,15 +76,33 @@ class Importer:
     def import_http(self) -> TerminationMessage:
         stream = http_source.open_stream(self.config, self.paths)
         try:
-            counting = CountingReader(stream, stream.content_length, self.progress)
-            try:
-                readers = open_readers(counting)
-            except FormatError as err:
-                raise wrap("Unable to obtain information about data source", err) from err
-            self._transfer(readers)
+            return self.import_stream(stream, stream.content_length)
         finally:
             stream.close()
-        return self._complete()
+
+    def import_stream(self, stream: Readable, length: int = 0) -> TerminationMessage:
+        """Import what ``stream`` holds (``length`` bytes, 0 when unknown, drives the progress)."""
+        return self.receive_stream(stream, length)()
+
+    def receive_stream(
+        self, stream: Readable, length: int = 0, *, validate: bool = False
+    ) -> Callable[[], TerminationMessage]:
+        """Read all of ``stream`` into the target, or into scratch space when it must be converted,
+        and hand back the rest of the import (conversion, resizing) to run now or later. ``validate``
+        checks the received image fits the claim before returning, as CDI's async upload answers only
+        once that is known."""
+        counting = CountingReader(stream, length, self.progress)
+        try:
+            readers = open_readers(counting)
+        except FormatError as err:
+            raise wrap("Unable to obtain information about data source", err) from err
+        finish = self._transfer(readers, validate=validate)
+
+        def complete() -> TerminationMessage:
+            finish()
+            return self._complete()
+
+        return complete
 
     def import_registry(self) -> TerminationMessage:
         scratch = self._require_scratch()
@@ -111,19 +130,21 @@ class Importer:
         self._resize()
         return self._complete(labels=registry.env_to_labels(pulled.env))
 
-    def _transfer(self, readers: Readers) -> None:
+    def _transfer(self, readers: Readers, *, validate: bool = False) -> Callable[[], None]:
+        """Write the data where it goes; the steps still to run once it is all there."""
         log = get_logger()
         log.info("found image format", formats=list(readers.formats))
         if self.config.content_type == CONTENT_TYPE_ARCHIVE:
             self._untar(readers)
-            return
+            return lambda: None
         if not readers.convert:
             try:
                 stream_to_file(readers.top, self.target.path, preallocate=self.config.preallocation)
             except ImporterError as err:
                 raise wrap("Unable to transfer source data to target file", err) from err
-            self._resize()
-            return
+            if validate and not self.target.block:
+                qemu.validate(self.target.path, self.target.available)
+            return self._resize
         scratch = self._require_scratch()
         if readers.image_format == "qcow2":
             # The header's size is checked before downloading, as CDI's pre-scratch validation does.
@@ -136,8 +157,19 @@ class Importer:
             stream_to_file(readers.top, staged, preallocate=self.config.preallocation)
         except ImporterError as err:
             raise wrap("Unable to transfer source data to scratch space", err) from err
-        self._convert(staged, readers.image_format)
-        self._resize()
+        if validate:
+            try:
+                qemu.validate(staged, self.target.available)
+            except ImporterError:
+                staged.unlink(missing_ok=True)
+                raise
+        image_format = readers.image_format
+
+        def convert_and_resize() -> None:
+            self._convert(staged, image_format)
+            self._resize()
+
+        return convert_and_resize
 
     def _untar(self, readers: Readers) -> None:
         if self.target.block:

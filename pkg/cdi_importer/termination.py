@@ -18,6 +18,7 @@ class TerminationMessage:
 
     scratch_space_required: bool | None = None
     preallocation_applied: bool | None = None
+    deadline_passed: bool | None = None  # the upload server's: its deadline came before any upload
     labels: dict[str, str] = dataclasses.field(default_factory=dict)
     message: str | None = IMPORT_COMPLETE
 
@@ -25,6 +26,7 @@ class TerminationMessage:
         fields: dict[str, Any] = {
             "scratchSpaceRequired": self.scratch_space_required,
             "preallocationApplied": self.preallocation_applied,
+            "deadlinePassed": self.deadline_passed,
             "labels": dict(sorted(self.labels.items())) or None,
             "message": self.message,
         }

@@ -37,6 +37,9 @@ REQUIRED_CRDS = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevir
 TEST_IMAGES = (
     "cdi-controller",
     "cdi-importer",
+    "cdi-apiserver",
+    "cdi-uploadproxy",
+    "cdi-uploadserver",
     "virt-api",
     "virt-controller",
     "virt-exportproxy",

@@ -157,6 +157,11 @@ TARGETS = (
     # (USER 1001 as CDI's image) and the worker of its importer-<claim> pods.
     Target("cdi-controller", "python", user=NON_ROOT_IMAGE_USER),
     Target("cdi-importer", "importer", user=QEMU_UID),
+    # Uploads: the token API, the proxy virtctl posts to, and the server of each cdi-upload-<claim> pod
+    # (the importer's stage: it converts with qemu-img and writes as the qemu user, like the importer).
+    Target("cdi-apiserver", "python", user=NON_ROOT_IMAGE_USER),
+    Target("cdi-uploadproxy", "python", user=NON_ROOT_IMAGE_USER),
+    Target("cdi-uploadserver", "importer", user=QEMU_UID),
 )
 
 

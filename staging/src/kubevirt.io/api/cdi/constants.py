@@ -253,3 +253,64 @@ CONTROLLER_NAME: Final = "cdi-controller"
 HONOR_WAIT_FOR_FIRST_CONSUMER: Final = "HonorWaitForFirstConsumer"
 # The Lease the DataVolume controllers' replicas compete for (CDI's name).
 CONTROLLER_LEASE: Final = "cdi-controller-leader-election-helper"
+
+
+class Upload:
+    """The upload path: the token API, the proxy and the per-claim upload server (``cdi-upload-<pvc>``)."""
+
+    TOKEN_ISSUER: Final = "cdi-apiserver"
+    TOKEN_OPERATION: Final = "Upload"
+    CLONE_TOKEN_OPERATION: Final = "Clone"
+    TOKEN_LIFETIME_SECONDS: Final = 300
+    TOKEN_LEEWAY_SECONDS: Final = 10
+    # The Secret (in CDI's namespace) holding the token signing key, PEM under these keys.
+    SIGNING_KEY_SECRET: Final = "cdi-api-signing-key"
+    PRIVATE_KEY: Final = "id_rsa"
+    PUBLIC_KEY: Final = "id_rsa.pub"
+    API_SERVICE: Final = "cdi-api"
+    APISERVER: Final = "cdi-apiserver"
+    PROXY: Final = "cdi-uploadproxy"
+    PROXY_PORT: Final = 8443
+    SERVER_PORT: Final = 8443
+    # Certificates: signer Secrets, their CA bundle ConfigMaps and the target Secrets.
+    APISERVER_SIGNER: Final = "cdi-apiserver-signer"
+    APISERVER_SIGNER_BUNDLE: Final = "cdi-apiserver-signer-bundle"
+    APISERVER_SERVER_CERT: Final = "cdi-apiserver-server-cert"
+    PROXY_SIGNER: Final = "cdi-uploadproxy-signer"
+    PROXY_SIGNER_BUNDLE: Final = "cdi-uploadproxy-signer-bundle"
+    PROXY_SERVER_CERT: Final = "cdi-uploadproxy-server-cert"
+    SERVER_SIGNER: Final = "cdi-uploadserver-signer"
+    SERVER_SIGNER_BUNDLE: Final = "cdi-uploadserver-signer-bundle"
+    CLIENT_SIGNER: Final = "cdi-uploadserver-client-signer"
+    CLIENT_SIGNER_BUNDLE: Final = "cdi-uploadserver-client-signer-bundle"
+    CLIENT_CERT: Final = "cdi-uploadserver-client-cert"
+    CLIENT_NAME: Final = "client.upload-server.cdi.kubevirt.io"
+    # Paths the proxy accepts and passes on to the upload server.
+    PATH_SYNC: Final = "/v1beta1/upload"
+    PATH_ASYNC: Final = "/v1beta1/upload-async"
+    PATH_FORM_SYNC: Final = "/v1beta1/upload-form"
+    PATH_FORM_ASYNC: Final = "/v1beta1/upload-form-async"
+    PATH_ARCHIVE: Final = "/v1beta1/upload-archive"
+    PATH_ARCHIVE_ALPHA: Final = "/v1alpha1/upload-archive"
+    SYNC_PATHS: Final = (PATH_SYNC, "/v1alpha1/upload")
+    ASYNC_PATHS: Final = (PATH_ASYNC, "/v1alpha1/upload-async")
+    FORM_SYNC_PATHS: Final = (PATH_FORM_SYNC, "/v1alpha1/upload-form")
+    FORM_ASYNC_PATHS: Final = (PATH_FORM_ASYNC, "/v1alpha1/upload-form-async")
+    PROXY_PATHS: Final = SYNC_PATHS + ASYNC_PATHS + FORM_SYNC_PATHS + FORM_ASYNC_PATHS
+    HEALTHZ: Final = "/healthz"
+    # The upload server pod and Service, one per claim.
+    RESOURCE_PREFIX: Final = "cdi-upload"
+    CONTAINER: Final = "cdi-upload-server"
+    COMPONENT_VALUE: Final = "cdi-upload-server"
+    SERVICE_LABEL: Final = "service"
+    TARGET_LABEL: Final = _A + "uploadTarget"
+    POD_CREATED_BY_UPLOAD: Final = _A + "storage.createdByUploadController"
+    CLIENT_NAME_ANNOTATION: Final = _A + "uploadClientName"
+    CERT_MOUNT: Final = "/etc/tls/"
+    SERVER_CERT_FILE: Final = "/etc/tls/tls.crt"
+    SERVER_KEY_FILE: Final = "/etc/tls/tls.key"
+    CLIENT_CA_FILE: Final = "/etc/tls/ca.crt"
+    IMAGE_SIZE_ENV: Final = "UPLOAD_IMAGE_SIZE"
+    CLIENT_NAME_ENV: Final = "CLIENT_NAME"
+    DEADLINE_ENV: Final = "DEADLINE"
+    DESTINATION_ENV: Final = "DESTINATION"
