@@ -9,6 +9,7 @@ from kubevirt.cdi_controller import app
 from kubevirt.service import binary
 
 IMPORTER_IMAGE_ENV = "IMPORTER_IMAGE"
+UPLOADSERVER_IMAGE_ENV = "UPLOADSERVER_IMAGE"  # as CDI's cdi-deployment is given it
 PULL_POLICY_ENV = "PULL_POLICY"
 
 
@@ -16,6 +17,11 @@ PULL_POLICY_ENV = "PULL_POLICY"
     "--importer-image",
     default=lambda: os.environ.get(IMPORTER_IMAGE_ENV, ""),
     help=f"Image of the importer pods (default: ${IMPORTER_IMAGE_ENV}).",
+)
+@click.option(
+    "--uploadserver-image",
+    default=lambda: os.environ.get(UPLOADSERVER_IMAGE_ENV, ""),
+    help=f"Image of the cdi-upload-<claim> pods (default: ${UPLOADSERVER_IMAGE_ENV}; none: no uploads).",
 )
 @click.option(
     "--pull-policy",
@@ -38,9 +44,10 @@ PULL_POLICY_ENV = "PULL_POLICY"
 @click.option(
     "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Compete for the leader Lease."
 )
-@binary("cdi-controller", "Runs the DataVolume, import, CDIConfig and StorageProfile controllers.")
+@binary("cdi-controller", "Runs the DataVolume, import, upload, CDIConfig and StorageProfile controllers.")
 def main(
     importer_image: str,
+    uploadserver_image: str,
     pull_policy: str,
     kubeconfig: str | None,
     namespace: str | None,
@@ -52,6 +59,7 @@ def main(
         raise click.UsageError(f"--importer-image (or ${IMPORTER_IMAGE_ENV}) is required")
     options = app.Options(
         importer_image=importer_image,
+        uploadserver_image=uploadserver_image,
         pull_policy=pull_policy,
         kubeconfig=kubeconfig,
         namespace=namespace,

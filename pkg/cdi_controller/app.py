@@ -1,10 +1,14 @@
-"""cdi-controller's process: the informers, the four controllers and their queues, leader election and
+"""cdi-controller's process: the informers, the controllers and their queues, leader election and
 the health endpoint.
 
 Event wiring follows CDI's watches: a DataVolume is looked at again when it, its claim, or its claim's
 worker pod changes, and (while it has no claim) when storage classes or profiles change; a claim's import
-is looked at when the claim or its importer pod changes; the CDIConfig when it, the CDI CR or a storage
-class changes; a StorageProfile when its class, itself or a VolumeSnapshotClass changes.
+is looked at when the claim or its importer pod changes, its upload when the claim, its upload server pod
+or that pod's Service changes; the CDIConfig when it, the CDI CR or a storage class changes; a
+StorageProfile when its class, itself or a VolumeSnapshotClass changes.
+
+The upload controller runs when an upload server image is given. It reads the upload server signer and
+the client CA bundle from CDI's namespace (the one this process runs in) when it makes a pod.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from kubevirt.cdi_controller.importer import ImportController, claim_key_of_pod
 from kubevirt.cdi_controller.importerpod import ImporterSettings
 from kubevirt.cdi_controller.progress import MetricsFetcher
 from kubevirt.cdi_controller.storageprofile import StorageProfileController
+from kubevirt.cdi_controller.upload import UploadController, is_upload_pod
+from kubevirt.cdi_controller.uploadcerts import ServerCertIssuer
+from kubevirt.cdi_controller.uploadpod import UploadSettings
 from kubevirt.client import (
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
@@ -35,12 +42,14 @@ from kubevirt.client import (
     KubeClient,
     NotFoundError,
     install_namespace,
+    own_namespace,
 )
 from kubevirt.client.resources import (
     CDI_CONFIGS,
     CDIS,
     CUSTOM_RESOURCE_DEFINITIONS,
     DATA_VOLUMES,
+    SERVICES,
     STORAGE_CLASSES,
     VOLUME_SNAPSHOT_CLASSES,
 )
@@ -63,11 +72,14 @@ EXIT_FAILED = 1
 EXIT_CANNOT_START = 2
 CACHE_SYNC_TIMEOUT = 120.0
 SNAPSHOT_CLASS_CRD = f"{VOLUME_SNAPSHOT_CLASSES.plural}.{VOLUME_SNAPSHOT_CLASSES.group}"
+# Only the upload servers' Services are watched.
+UPLOAD_SERVICES_SELECTOR = f"{cdi.Label.COMPONENT}={cdi.Upload.COMPONENT_VALUE}"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Options:
     importer_image: str
+    uploadserver_image: str = ""  # none: no upload controller
     pull_policy: str = "IfNotPresent"
     verbosity: str = "1"
     kubeconfig: str | None = None
@@ -77,6 +89,8 @@ class Options:
     health_port: int = 8080
     leader_elect: bool = True
     cache_sync_timeout: float = CACHE_SYNC_TIMEOUT
+    # Where the upload server signer and client CA bundle are (default: this pod's namespace, else cdi).
+    cdi_namespace: str | None = None
 
 
 class Controllers:
@@ -98,9 +112,11 @@ class Controllers:
         )
         if watch_snapshot_classes:
             self.caches.volume_snapshot_classes = informer(VOLUME_SNAPSHOT_CLASSES).store
-        self.queues = {
-            name: RateLimitingQueue(name) for name in ("datavolume", "import", "config", "storageprofile")
-        }
+        self._uploads = bool(options.uploadserver_image)
+        if self._uploads:
+            self.caches.services = informer(SERVICES, label_selector=UPLOAD_SERVICES_SELECTOR).store
+        names = ["datavolume", "import", "config", "storageprofile"] + (["upload"] if self._uploads else [])
+        self.queues = {name: RateLimitingQueue(name) for name in names}
         settings = ImporterSettings(
             image=options.importer_image, pull_policy=options.pull_policy, verbosity=options.verbosity
         )
@@ -112,6 +128,18 @@ class Controllers:
             "config": ConfigController(api=api, events=self.events, caches=self.caches),
             "storageprofile": StorageProfileController(api=api, caches=self.caches),
         }
+        if self._uploads:
+            self.reconcilers["upload"] = UploadController(
+                api=api,
+                events=self.events,
+                caches=self.caches,
+                settings=UploadSettings(
+                    image=options.uploadserver_image,
+                    pull_policy=options.pull_policy,
+                    verbosity=options.verbosity,
+                ),
+                issuer=ServerCertIssuer(api, options.cdi_namespace or own_namespace() or cdi.CDI_NAMESPACE),
+            )
         self._wire(watch_snapshot_classes)
         self.synced = threading.Event()
 
@@ -126,6 +154,8 @@ class Controllers:
         on(CDIS, lambda _: self._add("config", cdi.CDI_CONFIG_NAME))
         if watch_snapshot_classes:
             on(VOLUME_SNAPSHOT_CLASSES, lambda _: self._all_profiles())
+        if self._uploads:
+            on(SERVICES, lambda service: self._add("upload", claim_key_of_pod(service)))
 
     def _on(self, resource: Any, handler: Callable[[JSON], None]) -> None:
         self.factory.informer(resource).add_event_handler(
@@ -133,18 +163,19 @@ class Controllers:
         )
 
     def _add(self, queue: str, key: str | None) -> None:
-        if key:
+        if key and queue in self.queues:
             self.queues[queue].add(key)
 
     def _claim_changed(self, pvc: JSON) -> None:
         self._add("import", key_of(pvc))
+        self._add("upload", key_of(pvc))
         self._add("datavolume", data_volume_key_of_claim(pvc))
 
     def _pod_changed(self, pod: JSON) -> None:
         claim_key = claim_key_of_pod(pod)
         if claim_key is None:
             return
-        self._add("import", claim_key)
+        self._add("upload" if is_upload_pod(pod) else "import", claim_key)
         claim = self.caches.pvcs.get_by_key(claim_key)
         if claim is not None:
             self._add("datavolume", data_volume_key_of_claim(claim))
@@ -213,6 +244,8 @@ def run(options: Options) -> int:
     if api is None:
         return EXIT_CANNOT_START
     namespace = install_namespace(options.namespace)
+    if not options.uploadserver_image:
+        log.warning("no upload server image: DataVolumes with an upload source are not served")
     controllers = Controllers(api, options, watch_snapshot_classes=snapshot_classes_served(api))
     stop, failed = threading.Event(), threading.Event()
     try:

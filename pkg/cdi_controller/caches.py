@@ -23,6 +23,7 @@ class Caches:
     cdi_configs: Store[JSON] = field(default_factory=Store)
     cdis: Store[JSON] = field(default_factory=Store)
     volume_snapshot_classes: Store[JSON] = field(default_factory=Store)
+    services: Store[JSON] = field(default_factory=Store)  # the upload servers' only
 
     def config(self) -> Mapping[str, Any] | None:
         return self.cdi_configs.get_by_key(cdi.CDI_CONFIG_NAME)

@@ -1,8 +1,9 @@
-"""The DataVolume controller for import and blank sources, as CDI v1.63's on its annotation-driven path:
-it renders and creates the DataVolume's claim (recording ``storage.usePopulator: "false"`` on the
-DataVolume) and derives the DataVolume's status from the claim and the annotations the import controller
-keeps on it. Sources this importer does not handle yet (upload, clones, s3, gcs, imageio, vddk) leave the
-DataVolume Pending with a Warning event saying so; they are where those controllers plug in.
+"""The DataVolume controller for import, blank and upload sources, as CDI v1.63's on its
+annotation-driven path: it renders and creates the DataVolume's claim (recording
+``storage.usePopulator: "false"`` on the DataVolume) and derives the DataVolume's status from the claim
+and the annotations the import and upload controllers keep on it. Sources not handled yet (clones, s3,
+gcs, imageio, vddk) leave the DataVolume Pending with a Warning event saying so; they are where those
+controllers plug in.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from kubevirt_api.cdi.constants import Annotation, Phase, Reason
 from kubevirt_api.view import JSON
 
 IMPORT_SOURCES = ("http", "registry", "blank")
-UNSUPPORTED_SOURCES = ("upload", "pvc", "snapshot", "s3", "gcs", "imageio", "vddk")
+UPLOAD_SOURCE = "upload"
+SUPPORTED_SOURCES = (*IMPORT_SOURCES, UPLOAD_SOURCE)
+UNSUPPORTED_SOURCES = ("pvc", "snapshot", "s3", "gcs", "imageio", "vddk")
+# The order CDI looks at a source's kinds in (the first one set wins).
+_SOURCE_ORDER = (UPLOAD_SOURCE, "pvc", "snapshot", *IMPORT_SOURCES, "s3", "gcs", "imageio", "vddk")
 UNSUPPORTED_SOURCE = "UnsupportedSource"
 UNSUPPORTED_MESSAGE = "DataVolume source %s is not supported by this DataVolume importer yet"
 RESOURCE_EXISTS = 'Resource "%s" already exists and is not managed by DataVolume'
@@ -41,6 +46,14 @@ _IMPORT_EVENTS = {
     "Running": (Phase.IMPORT_IN_PROGRESS, "Normal", Reason.IMPORT_IN_PROGRESS, "Import into %s in progress"),
     "Failed": (Phase.IMPORT_SCHEDULED, "Warning", Reason.IMPORT_FAILED, "Failed to import into PVC %s"),
     "Succeeded": (Phase.SUCCEEDED, "Normal", Reason.IMPORT_SUCCEEDED, "Successfully imported into PVC %s"),
+}
+# The upload server pod's phase (Running only once ready) → the DataVolume's phase and event; a failed
+# pod leaves the DataVolume UploadScheduled.
+_UPLOAD_EVENTS = {
+    "Pending": (Phase.UPLOAD_SCHEDULED, "Normal", Reason.UPLOAD_SCHEDULED, "Upload into %s scheduled"),
+    "Running": (Phase.UPLOAD_READY, "Normal", Reason.UPLOAD_READY, "Upload into %s ready"),
+    "Failed": (Phase.UPLOAD_SCHEDULED, "Warning", Reason.UPLOAD_FAILED, "Upload into %s failed"),
+    "Succeeded": (Phase.SUCCEEDED, "Normal", Reason.UPLOAD_SUCCEEDED, "Successfully uploaded into %s"),
 }
 
 
@@ -80,7 +93,7 @@ def source_kind(dv: Mapping[str, Any]) -> str | None:
     if spec.get("sourceRef") is not None:
         return "sourceRef"
     source = spec.get("source") or {}
-    for kind in (*UNSUPPORTED_SOURCES[:3], *IMPORT_SOURCES, *UNSUPPORTED_SOURCES[3:]):
+    for kind in _SOURCE_ORDER:
         if source.get(kind) is not None:
             return kind
     return None
@@ -127,7 +140,7 @@ class DataVolumeController:
         if meta.deleting(dv):
             return
         kind = source_kind(dv)
-        if kind not in IMPORT_SOURCES:
+        if kind not in SUPPORTED_SOURCES:
             event = Event("Warning", UNSUPPORTED_SOURCE, UNSUPPORTED_MESSAGE % kind)
             state.phase_sync = PhaseSync(Phase.PENDING, event, explains_claim=False)
             return
@@ -229,7 +242,11 @@ class DataVolumeController:
             restarts = meta.annotations_of(pvc).get(Annotation.POD_RESTARTS, "")
             if restarts.isdigit():
                 status["restartCount"] = int(restarts)
-            state.requeue = self._update_progress(status, pvc)
+            if source_kind(dv) == UPLOAD_SOURCE:
+                # An upload server reports no progress: CDI leaves it unknown, even once done.
+                status["progress"] = status.get("progress") or cdi.PROGRESS_UNKNOWN
+            else:
+                state.requeue = self._update_progress(status, pvc)
         conditions.update_conditions(status, pvc, "", "", self._now)
         self._write_status(dv, new, current_phase, original, event)
 
@@ -237,7 +254,7 @@ class DataVolumeController:
         requires_work = self._requires_work(pvc, dv)
         pod_phase = meta.annotations_of(pvc).get(Annotation.POD_PHASE)
         if pod_phase == "Succeeded" and requires_work:
-            return self._import_phase(pvc, dv, status)
+            return self._transfer_phase(pvc, dv, status)
         claim_phase = meta.claim_phase(pvc)
         if claim_phase == meta.CLAIM_PENDING:
             if not requires_work:
@@ -250,7 +267,7 @@ class DataVolumeController:
             if status.get("phase", "") in (Phase.PENDING, Phase.WAIT_FOR_FIRST_CONSUMER, Phase.UNKNOWN):
                 status["phase"] = Phase.PVC_BOUND
             if requires_work:
-                return self._import_phase(pvc, dv, status)
+                return self._transfer_phase(pvc, dv, status)
             status["phase"] = Phase.SUCCEEDED
         elif claim_phase == meta.CLAIM_LOST:
             status["phase"] = Phase.FAILED
@@ -258,6 +275,28 @@ class DataVolumeController:
         elif claim_phase:
             status["phase"] = Phase.UNKNOWN
         return None
+
+    def _transfer_phase(self, pvc: Mapping[str, Any], dv: Mapping[str, Any], status: JSON) -> Event | None:
+        if source_kind(dv) == UPLOAD_SOURCE:
+            return self._upload_phase(pvc, dv, status)
+        return self._import_phase(pvc, dv, status)
+
+    def _upload_phase(self, pvc: Mapping[str, Any], dv: Mapping[str, Any], status: JSON) -> Event | None:
+        annotations = meta.annotations_of(pvc)
+        pod_phase = annotations.get(Annotation.POD_PHASE)
+        if pod_phase != "Succeeded":
+            target = Annotation.UPLOAD_TARGET in annotations and meta.claim_phase(pvc) == meta.CLAIM_BOUND
+            if not (target and self._requires_work(pvc, dv)):
+                return None
+        status["phase"] = Phase.UPLOAD_SCHEDULED
+        outcome = _UPLOAD_EVENTS.get(pod_phase or "")
+        if outcome is None:
+            return None
+        if pod_phase == "Running" and annotations.get(Annotation.POD_READY) != "true":
+            return None  # running, not ready yet: still scheduled
+        phase, event_type, reason, message = outcome
+        status["phase"] = phase
+        return Event(event_type, reason, message % meta.name(pvc))
 
     def _import_phase(self, pvc: Mapping[str, Any], dv: Mapping[str, Any], status: JSON) -> Event | None:
         annotations = meta.annotations_of(pvc)

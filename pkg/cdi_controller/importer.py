@@ -8,7 +8,6 @@ or the claim asks for immediate binding): the importer pod is then the claim's f
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,14 +19,12 @@ from kubevirt.cdi_controller.importerpod import (
     importer_pod_name,
     new_importer_pod_name,
     requires_scratch,
-    scratch_claim,
     scratch_claim_name,
-    scratch_volume_claim,
 )
+from kubevirt.cdi_controller.scratch import ensure_scratch
+from kubevirt.cdi_controller.workerpod import delete_pod, pods_using, record_start_failure, should_delete_pod
 from kubevirt.client import PERSISTENT_VOLUME_CLAIMS, PODS, AlreadyExistsError, ApiError, EventSink, KubeApi
-from kubevirt.client.errors import NotFoundError
 from kubevirt.controller import RequeueAfter
-from kubevirt.controller.store import NAMESPACE_INDEX
 from kubevirt.log import get_logger
 from kubevirt_api.cdi import constants as cdi
 from kubevirt_api.cdi.constants import Annotation, Reason
@@ -35,10 +32,6 @@ from kubevirt_api.view import JSON
 
 POLL_SECONDS = 2.0  # CDI looks at an unfinished import every 2 s
 IMPORT_SUCCESSFUL = "Import Successful"
-STARTING_POD_MESSAGE = (
-    "Error starting pod '%s': For more information, request access to cdi-deploy logs from your sysadmin"
-)
-CREATING_SCRATCH_MESSAGE = "Creating scratch space"
 _log = get_logger()
 
 
@@ -128,35 +121,13 @@ class ImportController:
             self._ensure_scratch(pvc, pod)
 
     def _pod_failed(self, pvc: JSON, pod_name: str, err: ApiError) -> None:
-        reason = Reason.EXCEEDED_QUOTA if "exceeded quota" in str(err) else Reason.STARTING_POD
-        message = STARTING_POD_MESSAGE % pod_name
-        self._events.event(pvc, "Warning", reason, message)
-        prefix = Annotation.RUNNING_CONDITION
-        meta.set_annotations(
-            pvc,
-            {
-                prefix: "false",
-                f"{prefix}.reason": reason,
-                f"{prefix}.message": message,
-                Annotation.POD_PHASE: "Failed",
-            },
-        )
-        self._api.update(PERSISTENT_VOLUME_CLAIMS, meta.namespace(pvc), pvc)
+        record_start_failure(self._api, self._events, pvc, pod_name, err)
 
     def _pods_using(self, pvc: JSON) -> list[JSON]:
-        claim = meta.name(pvc)
-        users = []
-        for pod in self._caches.pods.by_index(NAMESPACE_INDEX, meta.namespace(pvc)):
-            if meta.pod_phase(pod) in ("Succeeded", "Failed"):
-                continue
-            volumes = (pod.get("spec") or {}).get("volumes") or ()
-            if any((v.get("persistentVolumeClaim") or {}).get("claimName") == claim for v in volumes):
-                users.append(pod)
-        return users
+        return pods_using(self._caches, pvc)
 
     def _delete_pod(self, pod: Mapping[str, Any]) -> None:
-        with contextlib.suppress(NotFoundError):
-            self._api.delete(PODS, meta.namespace(pod), meta.name(pod), uid=meta.uid(pod))
+        delete_pod(self._api, pod)
 
     # Following the pod.
 
@@ -195,52 +166,13 @@ class ImportController:
         if import_complete(pvc) or restart:
             if not restart:
                 self._events.event(pvc, "Normal", Reason.IMPORT_SUCCEEDED, IMPORT_SUCCESSFUL)
-            if _should_delete_pod(pvc):
+            if should_delete_pod(pvc):
                 self._delete_pod(pod)
         return pvc
 
     def _ensure_scratch(self, pvc: JSON, pod: Mapping[str, Any]) -> None:
-        """Creates the pod's scratch claim, or reports its binding on the target claim (annotations only:
-        the caller writes the claim)."""
-        name = scratch_volume_claim(pod)
-        if name is None:
-            raise ApiError(422, "Invalid", "Scratch Volume not configured for pod")
-        annotations = pvc["metadata"]["annotations"]
-        existing = self._caches.pvcs.get_by_key(f"{meta.namespace(pvc)}/{name}")
-        if existing is None:
-            try:
-                self._api.create(
-                    PERSISTENT_VOLUME_CLAIMS, meta.namespace(pvc), scratch_claim(pvc, pod, self._caches)
-                )
-            except AlreadyExistsError:
-                pass
-            except ApiError as err:
-                if "exceeded quota" in str(err):
-                    self._events.event(pvc, "Warning", Reason.EXCEEDED_QUOTA, str(err))
-                raise
-            annotations[Annotation.BOUND_CONDITION] = "false"
-            annotations[Annotation.BOUND_CONDITION_MESSAGE] = CREATING_SCRATCH_MESSAGE
-            annotations[Annotation.BOUND_CONDITION_REASON] = Reason.CREATING_SCRATCH
-        elif meta.deleting(existing):
-            self._delete_pod(pod)
-            raise ApiError(409, "Conflict", f"terminating scratch space found, deleting pod {meta.name(pod)}")
-        else:
-            annotations.update(_bound_from_claim(existing))
-        annotations[Annotation.REQUIRES_SCRATCH] = "false"
-
-
-def _bound_from_claim(claim: Mapping[str, Any]) -> dict[str, str]:
-    prefix = Annotation.BOUND_CONDITION
-    phase = meta.claim_phase(claim)
-    if phase == meta.CLAIM_BOUND:
-        status, text = "true", ""
-    elif phase == meta.CLAIM_PENDING:
-        status, text = "false", "Claim Pending"
-    elif phase == meta.CLAIM_LOST:
-        status, text = "false", "ClaimLost"
-    else:
-        status, text = "false", "Unknown"
-    return {prefix: status, f"{prefix}.message": text, f"{prefix}.reason": text}
+        ensure_scratch(self._api, self._events, self._caches, pvc, pod)
+        pvc["metadata"]["annotations"][Annotation.REQUIRES_SCRATCH] = "false"
 
 
 def _cache_mode_none(pod: Mapping[str, Any]) -> bool:
@@ -248,16 +180,6 @@ def _cache_mode_none(pod: Mapping[str, Any]) -> bool:
     return any(
         env.get("name") == cdi.ImporterEnv.CACHE_MODE and env.get("value") == cdi.CACHE_MODE_TRY_NONE
         for env in containers[0].get("env") or ()
-    )
-
-
-def _should_delete_pod(pvc: Mapping[str, Any]) -> bool:
-    annotations = meta.annotations_of(pvc)
-    return (
-        annotations.get(Annotation.POD_RETAIN_AFTER_COMPLETION) != "true"
-        or annotations.get(Annotation.REQUIRES_SCRATCH) == "true"
-        or annotations.get(Annotation.REQUIRES_DIRECT_IO) == "true"
-        or meta.deleting(pvc)
     )
 
 

@@ -2,36 +2,33 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from kubevirt.cdi import sizes
+from kubevirt.cdi.naming import resource_name
 from kubevirt.cdi_controller import meta
 from kubevirt.cdi_controller.caches import Caches
-from kubevirt.cdi_controller.naming import resource_name
 from kubevirt.cdi_controller.render import recommended_labels
+from kubevirt.cdi_controller.workerpod import (
+    DATA_VOLUME,
+    SCRATCH_VOLUME,
+    WorkerImage,
+    allowed_annotations,
+    bool_text,
+    claim_volume,
+    worker_container,
+    worker_pod,
+)
 from kubevirt_api.cdi import constants as cdi
 from kubevirt_api.cdi.constants import Annotation, ImporterEnv, ImporterExtraEnv, ImporterPaths, Label
 from kubevirt_api.resource import Quantity
 from kubevirt_api.view import JSON
 
-QEMU_UID = 107  # the qemu user (and group) of the worker image
-DATA_VOLUME = "cdi-data-vol"
-SCRATCH_VOLUME = "cdi-scratch-vol"
 CERT_VOLUME = "cdi-cert-vol"
 SECRET_EXTRA_HEADERS_VOLUME = "cdi-secret-extra-headers-vol-%d"
 IMPORTER_COMPONENT = "importer"
-# Pod annotations a claim passes on to its worker, with the value used when the claim has none.
-ALLOWED_POD_ANNOTATIONS = {
-    "k8s.v1.cni.cncf.io/networks": "",
-    "sidecar.istio.io/inject": "false",
-    "linkerd.io/inject": "disabled",
-    Annotation.POD_PRIORITY_CLASS: "",
-    "v1.multus-cni.io/default-network": "",
-}
 SOURCES = {
     cdi.SOURCE_HTTP,
     cdi.SOURCE_S3,
@@ -48,11 +45,7 @@ class ImporterPodError(Exception):
     """The claim's annotations do not describe an import (e.g. no endpoint)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ImporterSettings:
-    image: str
-    pull_policy: str = "IfNotPresent"
-    verbosity: str = "1"
+ImporterSettings = WorkerImage
 
 
 def source_of(pvc: Mapping[str, Any]) -> str:
@@ -97,23 +90,6 @@ def importer_pod(
     pvc: Mapping[str, Any], settings: ImporterSettings, caches: Caches, *, scratch: str | None
 ) -> JSON:
     env = _import_environment(pvc, caches)
-    container = _container(pvc, settings, env, scratch)
-    resources = caches.config_status().get("defaultPodResourceRequirements")
-    if resources:
-        container["resources"] = copy.deepcopy(resources)
-    pod_spec: JSON = {
-        "containers": [container],
-        "volumes": _volumes(pvc, scratch),
-        "restartPolicy": "OnFailure",
-    }
-    pod_spec.update(_workload_placement(caches))
-    priority_class = meta.annotations_of(pvc).get(Annotation.POD_PRIORITY_CLASS)
-    if priority_class:
-        pod_spec["priorityClassName"] = priority_class
-    pull_secrets = caches.config_status().get("imagePullSecrets")
-    if pull_secrets:
-        pod_spec["imagePullSecrets"] = list(pull_secrets)
-    _restrict(pod_spec)
     labels = {
         Label.APP: Label.APP_VALUE,
         Label.COMPONENT: IMPORTER_COMPONENT,
@@ -121,39 +97,23 @@ def importer_pod(
         **recommended_labels(),
         **meta.labels_of(pvc),
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": importer_pod_name(pvc),
-            "namespace": meta.namespace(pvc),
-            "labels": labels,
-            "annotations": {cdi.POD_CREATED_BY_CONTROLLER: "yes", **_allowed_annotations(pvc)},
-            "ownerReferences": [meta.owner_reference(pvc, "v1", "PersistentVolumeClaim")],
-        },
-        "spec": pod_spec,
-    }
-
-
-def _allowed_annotations(pvc: Mapping[str, Any]) -> dict[str, str]:
-    annotations = meta.annotations_of(pvc)
-    result = {}
-    for key, default in ALLOWED_POD_ANNOTATIONS.items():
-        value = annotations.get(key, default)
-        if value:
-            result[key] = value
-    return result
+    return worker_pod(
+        pvc,
+        caches,
+        name=importer_pod_name(pvc),
+        labels=labels,
+        annotations={cdi.POD_CREATED_BY_CONTROLLER: "yes", **allowed_annotations(pvc)},
+        container=_container(pvc, settings, env, scratch),
+        volumes=_volumes(pvc, scratch),
+    )
 
 
 def _container(
     pvc: Mapping[str, Any], settings: ImporterSettings, env: list[JSON], scratch: str | None
 ) -> JSON:
     annotations = meta.annotations_of(pvc)
-    container: JSON = {
-        "name": cdi.IMPORTER_CONTAINER,
-        "image": settings.image,
-        "imagePullPolicy": settings.pull_policy,
-        "args": [f"-v={settings.verbosity}"],
+    container = worker_container(cdi.IMPORTER_CONTAINER, settings)
+    container |= {
         "env": env,
         "ports": [{"name": cdi.METRICS_PORT_NAME, "containerPort": cdi.METRICS_PORT, "protocol": "TCP"}],
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -180,50 +140,15 @@ def _container(
 
 
 def _volumes(pvc: Mapping[str, Any], scratch: str | None) -> list[JSON]:
-    volumes: list[JSON] = [
-        {"name": DATA_VOLUME, "persistentVolumeClaim": {"claimName": meta.name(pvc), "readOnly": False}}
-    ]
+    volumes: list[JSON] = [claim_volume(DATA_VOLUME, meta.name(pvc))]
     if scratch is not None:
-        volumes.append(
-            {"name": SCRATCH_VOLUME, "persistentVolumeClaim": {"claimName": scratch, "readOnly": False}}
-        )
+        volumes.append(claim_volume(SCRATCH_VOLUME, scratch))
     cert_config_map = meta.annotations_of(pvc).get(Annotation.IMPORT_CERT_CONFIG_MAP)
     if cert_config_map and source_of(pvc) != cdi.SOURCE_NONE:
         volumes.append({"name": CERT_VOLUME, "configMap": {"name": cert_config_map}})
     for index, secret in enumerate(_secret_extra_headers(pvc)):
         volumes.append({"name": SECRET_EXTRA_HEADERS_VOLUME % index, "secret": {"secretName": secret}})
     return volumes
-
-
-def _restrict(pod_spec: JSON) -> None:
-    """CDI's restricted security context: no capabilities, no root, the qemu user, RuntimeDefault seccomp;
-    the volumes' group is qemu's when anything is mounted."""
-    mounted = False
-    for container in pod_spec["containers"]:
-        container["securityContext"] = {
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-            "allowPrivilegeEscalation": False,
-            "runAsNonRoot": True,
-            "runAsUser": QEMU_UID,
-        }
-        mounted = mounted or bool(container.get("volumeMounts"))
-    context: JSON = {"seccompProfile": {"type": "RuntimeDefault"}}
-    if mounted:
-        context["fsGroup"] = QEMU_UID
-    pod_spec["securityContext"] = context
-
-
-def _workload_placement(caches: Caches) -> JSON:
-    """The node placement of CDI's workloads (the CDI CR's ``spec.workloads``)."""
-    placement: JSON = {}
-    for cr in caches.cdis.list():
-        workloads = (cr.get("spec") or {}).get("workloads") or {}
-        for key in ("nodeSelector", "tolerations", "affinity"):
-            if workloads.get(key):
-                placement[key] = workloads[key]
-        break
-    return placement
 
 
 def _indexed(annotations: Mapping[str, str], prefix: str) -> list[str]:
@@ -290,7 +215,7 @@ def _import_environment(pvc: Mapping[str, Any], caches: Caches) -> list[JSON]:
         (ImporterExtraEnv.CURRENT_CHECKPOINT, ""),
         (ImporterExtraEnv.PREVIOUS_CHECKPOINT, ""),
         (ImporterExtraEnv.FINAL_CHECKPOINT, ""),
-        (ImporterEnv.PREALLOCATION, _bool_text(annotations.get(Annotation.PREALLOCATION_REQUESTED))),
+        (ImporterEnv.PREALLOCATION, bool_text(annotations.get(Annotation.PREALLOCATION_REQUESTED))),
         (
             ImporterEnv.CACHE_MODE,
             cdi.CACHE_MODE_TRY_NONE if annotations.get(Annotation.REQUIRES_DIRECT_IO) == "true" else "",
@@ -310,10 +235,6 @@ def _import_environment(pvc: Mapping[str, Any], caches: Caches) -> list[JSON]:
         for index, header in enumerate(_indexed(annotations, Annotation.IMPORT_EXTRA_HEADERS_PREFIX)):
             env.append({"name": f"{ImporterEnv.EXTRA_HEADER_PREFIX}{index}", "value": header})
     return env
-
-
-def _bool_text(value: str | None) -> str:
-    return "true" if (value or "").lower() in ("true", "1", "t") else "false"
 
 
 def owner_uid(pvc: Mapping[str, Any]) -> str:

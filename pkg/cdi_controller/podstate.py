@@ -33,6 +33,7 @@ class TerminationMessage:
     message: str | None = None
     scratch_space_required: bool = False
     preallocation_applied: bool = False
+    deadline_passed: bool = False  # the upload server stopped when its certificate's refresh time came
     labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -55,6 +56,7 @@ def termination_message(pod: Mapping[str, Any]) -> TerminationMessage | None:
         message=data.get("message") if isinstance(data.get("message"), str) else None,
         scratch_space_required=data.get("scratchSpaceRequired") is True,
         preallocation_applied=data.get("preallocationApplied") is True,
+        deadline_passed=data.get("deadlinePassed") is True,
         labels={str(k): str(v) for k, v in labels.items()},
     )
 

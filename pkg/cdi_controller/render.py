@@ -159,7 +159,8 @@ def _overhead(text: str) -> float:
 
 
 def source_annotations(dv: Mapping[str, Any]) -> dict[str, str]:
-    """The import-source annotations of the claim (CDI's Update*Annotations); empty for other sources."""
+    """The source annotations of the claim (CDI's Update*Annotations: the import source, or the upload
+    target mark); empty for other sources."""
     source = (dv.get("spec") or {}).get("source") or {}
     if (http := source.get("http")) is not None:
         return _http_annotations(http)
@@ -167,6 +168,8 @@ def source_annotations(dv: Mapping[str, Any]) -> dict[str, str]:
         return _registry_annotations(registry)
     if source.get("blank") is not None:
         return {Annotation.IMPORT_SOURCE: cdi.SOURCE_NONE}
+    if source.get("upload") is not None:
+        return {Annotation.UPLOAD_TARGET: ""}
     return {}
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,8 +17,11 @@ from kubevirt.cdi_controller.datavolume import DataVolumeController
 from kubevirt.cdi_controller.importer import ImportController
 from kubevirt.cdi_controller.importerpod import ImporterSettings
 from kubevirt.cdi_controller.storageprofile import StorageProfileController
+from kubevirt.cdi_controller.upload import UploadController
+from kubevirt.cdi_controller.uploadcerts import ServerCertIssuer
+from kubevirt.cdi_controller.uploadpod import UploadSettings
 from kubevirt.client import PERSISTENT_VOLUME_CLAIMS, PODS
-from kubevirt.client.resources import CDI_CONFIGS, CDIS, DATA_VOLUMES, STORAGE_CLASSES, Resource
+from kubevirt.client.resources import CDI_CONFIGS, CDIS, DATA_VOLUMES, SERVICES, STORAGE_CLASSES, Resource
 from kubevirt.controller import RequeueAfter
 from kubevirt_testing import fake_kube_api
 from kubevirt_testing.events import RecordedEvents
@@ -26,6 +30,10 @@ from kubevirt_testing.fake_kube_api import FakeKubeApi
 JSON = dict[str, Any]
 NS = "default"
 IMAGE = "registry.example/cdi-importer:v1"
+UPLOAD_IMAGE = "registry.example/cdi-uploadserver:v1"
+CDI_NS = "cdi"
+# The moment upload server certificates are issued at.
+CERT_TIME = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
 NOW = "2026-01-01T12:00:00Z"
 RESOURCES = {
     "data_volumes": DATA_VOLUMES,
@@ -35,6 +43,7 @@ RESOURCES = {
     "storage_profiles": STORAGE_PROFILES,
     "cdi_configs": CDI_CONFIGS,
     "cdis": CDIS,
+    "services": SERVICES,
 }
 # CDI's cluster-wide kinds have no status subresource: an update writes their status.
 _WITHOUT_STATUS = frozenset({"cdiconfigs", "cdis", "storageprofiles"})
@@ -80,6 +89,13 @@ class Cluster:
         self.importer = ImportController(
             api=self.api, events=self.events, caches=self.caches, settings=ImporterSettings(image=IMAGE)
         )
+        self.uploads = UploadController(
+            api=self.api,
+            events=self.events,
+            caches=self.caches,
+            settings=UploadSettings(image=UPLOAD_IMAGE),
+            issuer=ServerCertIssuer(self.api, CDI_NS, now=lambda: CERT_TIME),
+        )
         self.config = ConfigController(api=self.api, events=self.events, caches=self.caches)
         self.profiles = StorageProfileController(api=self.api, caches=self.caches)
 
@@ -115,13 +131,18 @@ class Cluster:
     def reconcile_import(self, name: str) -> float | None:
         return _requeue(lambda: self.importer.reconcile(f"{NS}/{name}"))
 
+    def reconcile_upload(self, name: str) -> float | None:
+        return _requeue(lambda: self.uploads.reconcile(f"{NS}/{name}"))
+
     def settle(self, name: str, rounds: int = 6) -> None:
-        """Runs both controllers on ``name`` until nothing more happens (with the cache caught up)."""
+        """Runs the claim controllers on ``name`` until nothing more happens (with the cache caught up)."""
         for _ in range(rounds):
             self.sync()
             self.reconcile_dv(name)
             self.sync()
             self.reconcile_import(name)
+            self.sync()
+            self.reconcile_upload(name)
         self.sync()
 
     def warnings(self) -> list[tuple[str, str]]:

@@ -207,12 +207,12 @@ def test_populated_claim_marks_the_dv_prepopulated_and_succeeded() -> None:
 
 def test_unsupported_sources_stay_pending_with_a_warning() -> None:
     cluster = standard_cluster()
-    cluster.add(DATA_VOLUMES, data_volume(source={"upload": {}}))
+    cluster.add(DATA_VOLUMES, data_volume(source={"pvc": {"namespace": "default", "name": "src"}}))
     cluster.settle("dv")
     cluster.settle("dv")
     assert status(cluster)["phase"] == "Pending"
     assert cluster.warnings() == [
-        ("UnsupportedSource", "DataVolume source upload is not supported by this DataVolume importer yet")
+        ("UnsupportedSource", "DataVolume source pvc is not supported by this DataVolume importer yet")
     ]
     assert cluster.api.objects_of(PERSISTENT_VOLUME_CLAIMS) == []
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from kubevirt.cdi.naming import resource_name
 from kubevirt.cdi_controller import conditions, podstate, progress
-from kubevirt.cdi_controller.naming import resource_name
 
 
 def test_condition_times_follow_cdis_rules() -> None:
