@@ -42,7 +42,12 @@ from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
 from kubevirt.virt_operator.resource import cdi
 from kubevirt.virt_operator.resource.metadata import MANAGED_SELECTOR, is_managed
 from kubevirt.virt_operator.resource.strategy import crds
-from kubevirt.virt_operator.resources import COMMON_INSTANCETYPES, IN_CDI_NAMESPACE, MANAGED
+from kubevirt.virt_operator.resources import (
+    COMMON_INSTANCETYPES,
+    IN_CDI_NAMESPACE,
+    MANAGED,
+    NAMED_IN_CDI_NAMESPACE,
+)
 from kubevirt_api.cdi.constants import CDI_NAMESPACE
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
@@ -93,6 +98,19 @@ class VirtOperator:
             self._managed[resource] = [
                 self._watch(resource, namespace=ns, label_selector=MANAGED_SELECTOR) for ns in namespaces
             ]
+            # One informer per name where the operator may read only those objects (list and watch by
+            # name are authorized by the rule's resourceNames).
+            for name in NAMED_IN_CDI_NAMESPACE.get(resource, ()):
+                if options.namespace == CDI_NAMESPACE:
+                    break  # seen by the install namespace's informer
+                self._managed[resource].append(
+                    self._watch(
+                        resource,
+                        namespace=CDI_NAMESPACE,
+                        label_selector=MANAGED_SELECTOR,
+                        field_selector=f"metadata.name={name}",
+                    )
+                )
         # CDI's CRDs, whoever manages them, each by its name: one not the operator's means CDI is there.
         self._cdi_crds = {
             name: self._watch(CUSTOM_RESOURCE_DEFINITIONS, field_selector=f"metadata.name={name}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -139,12 +139,12 @@ def tls_secret(name: str, namespace: str, pair: KeyPair, life: datetime.timedelt
     }
 
 
-def bundle_config_map(name: str, namespace: str, bundle: bytes) -> JSON:
+def bundle_config_map(name: str, namespace: str, bundle: bytes, key: str = CA_BUNDLE_KEY) -> JSON:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(_MANAGED)},
-        "data": {CA_BUNDLE_KEY: bundle.decode()},
+        "data": {key: bundle.decode()},
     }
 
 
@@ -169,33 +169,50 @@ class Issued:
     next_rotation: datetime.datetime
 
 
-def reconcile_certificates(
+@dataclass(frozen=True)
+class Authority:
+    """A CA: its Secret, the name it signs as, and the ConfigMap (and key) publishing its bundle."""
+
+    secret: str
+    common_name: str
+    bundle: str
+    bundle_key: str = CA_BUNDLE_KEY
+
+
+def issue(
+    authorities: Sequence[Authority],
+    certificates: Sequence[CertificateSpec],
     namespace: str,
     policy: RotationPolicy,
     secrets: Mapping[str, JSON],
     config_maps: Mapping[str, JSON],
     now: datetime.datetime,
 ) -> Issued:
-    """The CA Secrets, certificate Secrets and bundle ConfigMaps as they must be at ``now``, reusing
-    every pair that is not due, and the earliest time any of them will be due."""
+    """The CA Secrets, certificate Secrets and bundle ConfigMaps of ``namespace`` as they must be at
+    ``now``, reusing every pair that is not due, and the earliest time any of them will be due.
+    ``Issued.ca_bundle`` is the first authority's bundle."""
     out_secrets: list[JSON] = []
     out_maps: list[JSON] = []
     deadlines: list[datetime.datetime] = []
     cas: dict[str, KeyPair] = {}
     bundles: dict[str, bytes] = {}
-    for ca_name, common_name in ((CA_SECRET, "kubevirt.io"), (EXPORT_CA_SECRET, "export.kubevirt.io")):
+    for authority in authorities:
+        ca_name = authority.secret
         ca = load_pair(secrets.get(ca_name))
         due = rotation_deadline(ca, None, policy.ca_renew_before, None, now)
         if due <= now or not _issued_for(secrets.get(ca_name), policy.ca_duration):
-            ca = new_ca(common_name, now, policy.ca_duration)
+            ca = new_ca(authority.common_name, now, policy.ca_duration)
         assert ca is not None
         cas[ca_name] = ca
         deadlines.append(rotation_deadline(ca, None, policy.ca_renew_before, None, now))
         out_secrets.append(tls_secret(ca_name, namespace, ca, policy.ca_duration))
-        current = ((config_maps.get(ca_name) or {}).get("data") or {}).get(CA_BUNDLE_KEY, "")
+        published = (config_maps.get(authority.bundle) or {}).get("data") or {}
+        current = published.get(authority.bundle_key, "")
         bundles[ca_name] = merge_ca_bundle(ca.cert, current.encode(), policy.ca_renew_before, now)
-        out_maps.append(bundle_config_map(ca_name, namespace, bundles[ca_name]))
-    for spec in component_certificates(namespace):
+        out_maps.append(
+            bundle_config_map(authority.bundle, namespace, bundles[ca_name], authority.bundle_key)
+        )
+    for spec in certificates:
         ca = cas[spec.signer]
         pair = load_pair(secrets.get(spec.secret))
         due = rotation_deadline(pair, ca, policy.cert_renew_before, policy.ca_renew_before, now)
@@ -204,4 +221,25 @@ def reconcile_certificates(
             due = rotation_deadline(pair, ca, policy.cert_renew_before, policy.ca_renew_before, now)
         deadlines.append(due)
         out_secrets.append(tls_secret(spec.secret, namespace, pair, policy.cert_duration))
-    return Issued(out_secrets, out_maps, bundles[CA_SECRET], min(deadlines))
+    return Issued(out_secrets, out_maps, bundles[authorities[0].secret], min(deadlines))
+
+
+# KubeVirt's two CAs; each bundle ConfigMap is named as its CA's Secret.
+_KUBEVIRT_AUTHORITIES = (
+    Authority(CA_SECRET, "kubevirt.io", CA_SECRET),
+    Authority(EXPORT_CA_SECRET, "export.kubevirt.io", EXPORT_CA_SECRET),
+)
+
+
+def reconcile_certificates(
+    namespace: str,
+    policy: RotationPolicy,
+    secrets: Mapping[str, JSON],
+    config_maps: Mapping[str, JSON],
+    now: datetime.datetime,
+) -> Issued:
+    """KubeVirt's CA Secrets, certificate Secrets and bundle ConfigMaps as they must be at ``now``;
+    ``Issued.ca_bundle`` is the KubeVirt CA's bundle."""
+    return issue(
+        _KUBEVIRT_AUTHORITIES, component_certificates(namespace), namespace, policy, secrets, config_maps, now
+    )

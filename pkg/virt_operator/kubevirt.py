@@ -35,6 +35,7 @@ from kubevirt.log import get_logger
 from kubevirt.version import get_version
 from kubevirt.virt_operator import conditions
 from kubevirt.virt_operator.apply import Applier, CacheLookup, contains
+from kubevirt.virt_operator.cdi_certificates import reconcile_cdi_certificates
 from kubevirt.virt_operator.certificates import CertificateError, reconcile_certificates, rotation_policy
 from kubevirt.virt_operator.data_importer import CrdLookup, DataImporter, no_crds
 from kubevirt.virt_operator.instancetypes import CommonInstancetypes
@@ -43,6 +44,7 @@ from kubevirt.virt_operator.resource.cdi import outlives_the_controller, outlive
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, install_config
 from kubevirt.virt_operator.resource.metadata import stamp
 from kubevirt.virt_operator.resource.strategy import install_strategy
+from kubevirt_api.cdi.constants import CDI_NAMESPACE
 from kubevirt_api.core.v1.kubevirt import KubeVirt, KubeVirtPhase, KubeVirtUninstallStrategy
 
 _log = get_logger()
@@ -181,15 +183,32 @@ class KubeVirtReconciler:
             # Everything is computed before anything is written, so a configuration that cannot be
             # applied (a bad patch) leaves the installed objects as they are.
             issued = reconcile_certificates(
-                namespace, policy, self._by_name(SECRETS), self._by_name(CONFIG_MAPS), now
+                namespace,
+                policy,
+                self._by_name(SECRETS, namespace),
+                self._by_name(CONFIG_MAPS, namespace),
+                now,
             )
-            desired = install_strategy(config, issued.ca_bundle)
+            issued_objects = [*issued.secrets, *issued.config_maps]
+            next_rotation = issued.next_rotation
+            cdi_api_ca_bundle: bytes | None = None
+            if config.data_importer:
+                # The upload path's signers and certificates, in CDI's namespace and on CDI's schedule.
+                cdi_issued = reconcile_cdi_certificates(
+                    self._by_name(SECRETS, CDI_NAMESPACE), self._by_name(CONFIG_MAPS, CDI_NAMESPACE), now
+                )
+                issued_objects += [*cdi_issued.secrets, *cdi_issued.config_maps]
+                next_rotation = min(next_rotation, cdi_issued.next_rotation)
+                cdi_api_ca_bundle = cdi_issued.api_ca_bundle
+            desired = install_strategy(config, issued.ca_bundle, cdi_api_ca_bundle)
         except InvalidInstallConfigError as err:
             _log.warning("invalid KubeVirt configuration, keeping the installed one", reason=str(err))
             conditions.failed_error(status, str(err))
             return None
-        certificates = [stamp(obj, config) for obj in [*issued.secrets, *issued.config_maps]]
+        certificates = [stamp(obj, config) for obj in issued_objects]
         try:
+            # Namespaces first: CDI's certificates live in a namespace the install set makes.
+            self._applier.apply_all([obj for obj in desired if obj.get("kind") == "Namespace"])
             self._applier.apply_all(certificates)
             self._applier.apply_all(desired)
             # The DataVolume importer's API outlives its gate: its CRDs hold the users' DataVolumes.
@@ -221,7 +240,7 @@ class KubeVirtReconciler:
             status["observedGeneration"] = kv.metadata.generation
         if bundle_pending or cdi_pending:
             return BUNDLE_CACHE_RECHECK_SECONDS
-        wait = (issued.next_rotation - now).total_seconds()
+        wait = (next_rotation - now).total_seconds()
         return min(max(wait, 1.0), MAX_ROTATION_WAIT_SECONDS)
 
     def _rolled_out(self, desired: list[JSON]) -> bool:
@@ -242,8 +261,13 @@ class KubeVirtReconciler:
         status["targetDeploymentConfig"] = config.deployment_config()
         status["targetDeploymentID"] = config.deployment_id
 
-    def _by_name(self, resource: Resource) -> dict[str, JSON]:
-        return {obj["metadata"]["name"]: obj for obj in self._caches(resource).list()}
+    def _by_name(self, resource: Resource, namespace: str) -> dict[str, JSON]:
+        """The cached objects of one namespace by name (the caches may span the importer's too)."""
+        return {
+            obj["metadata"]["name"]: obj
+            for obj in self._caches(resource).list()
+            if obj["metadata"].get("namespace") == namespace
+        }
 
     # Uninstalling.
 

@@ -25,6 +25,7 @@ from kubevirt.client.resources import (
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
     VIRTUAL_MACHINE_CLUSTER_PREFERENCES,
 )
+from kubevirt.virt_operator.cdi_certificates import secret_names as cdi_secret_names
 from kubevirt_api.view import JSON
 
 # In the order an uninstall removes them: what serves first, the API types last.
@@ -47,7 +48,16 @@ MANAGED: Final[tuple[Resource, ...]] = (
     CUSTOM_RESOURCE_DEFINITIONS,
 )
 # The kinds the DataVolume importer also has in its own namespace, watched there too.
-IN_CDI_NAMESPACE: Final[tuple[Resource, ...]] = (DEPLOYMENTS, SERVICE_ACCOUNTS)
+IN_CDI_NAMESPACE: Final[tuple[Resource, ...]] = (
+    DEPLOYMENTS,
+    SERVICES,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    CONFIG_MAPS,
+)
+# Its Secrets are watched one by one, by name: the operator may read no other Secret there.
+NAMED_IN_CDI_NAMESPACE: Final[dict[Resource, tuple[str, ...]]] = {SECRETS: tuple(cdi_secret_names())}
 # The common-instancetypes bundle. Kept apart from MANAGED: their CRDs are among what the operator
 # installs, so they are watched only once those exist, and an uninstall removes them with the CRDs.
 COMMON_INSTANCETYPES: Final[tuple[Resource, ...]] = (

@@ -1,7 +1,9 @@
 """The project's DataVolume importer as virt-operator installs it under the ``DataImporter`` gate, laid out
 with CDI v1.63's names (``pkg/operator/resources``): the ``cdi.kubevirt.io`` CRDs, the ``cdi`` namespace,
-the controller's ServiceAccount ``cdi-sa`` with its RBAC, the ``cdi-deployment`` Deployment, and the
-aggregated ``cdi.kubevirt.io:*`` ClusterRoles that let namespace users work with DataVolumes.
+the controller's ServiceAccount ``cdi-sa`` with its RBAC, the ``cdi-deployment`` Deployment, the
+aggregated ``cdi.kubevirt.io:*`` ClusterRoles that let namespace users work with DataVolumes, and the
+upload path (:mod:`kubevirt.virt_operator.resource.cdi_upload`; its certificates are issued by
+:mod:`kubevirt.virt_operator.cdi_certificates`).
 
 What outlives the gate (:func:`outlives_the_controller`): the CRDs (removing one would delete every
 DataVolume, and with it the claims they own), the user-facing ClusterRoles that keep those DataVolumes
@@ -16,9 +18,23 @@ import copy
 import functools
 from typing import Final
 
+from kubevirt.virt_operator.resource import cdi_upload
+from kubevirt.virt_operator.resource.cdi_objects import (
+    RBAC_GROUP,
+    account_subject,
+    binding,
+    cluster_role,
+    config_map_volume,
+    container_security,
+    deployment,
+    metadata,
+    named_rule,
+    role,
+    secret_volume,
+    service_account,
+)
 from kubevirt.virt_operator.resource.config import InstallConfig
-from kubevirt.virt_operator.resource.deployments import NON_ROOT_POD, PRIORITY_CLASS
-from kubevirt.virt_operator.resource.rbac import RBAC_API_VERSION, Rule, rules
+from kubevirt.virt_operator.resource.rbac import Rule, rules
 from kubevirt_api.cdi.constants import (
     API_VERSION,
     CDI_NAMESPACE,
@@ -28,7 +44,7 @@ from kubevirt_api.cdi.constants import (
     PROMETHEUS_LABEL,
     UPLOAD_GROUP,
     Annotation,
-    Label,
+    Upload,
 )
 from kubevirt_api.cdi.crds import CDI_CRDS, cdi_custom_resource_definition
 from kubevirt_api.core.v1.constants import APP_LABEL_PREFIX, MANAGED_BY_LABEL_OPERATOR_VALUE
@@ -36,25 +52,38 @@ from kubevirt_api.view import JSON
 
 CDI_CONTROLLER: Final = "cdi-controller"  # the controller's image and binary
 CDI_IMPORTER: Final = "cdi-importer"  # the image of the importer-<claim> pods
+CDI_UPLOADSERVER: Final = "cdi-uploadserver"  # the image of the cdi-upload-<claim> pods
 CONTROLLER_DEPLOYMENT: Final = "cdi-deployment"
 SERVICE_ACCOUNT: Final = "cdi-sa"
 CONTROLLER_CLUSTER_ROLE: Final = "cdi"
+# cdi-sa's Role in CDI's namespace (CDI's is named as the Deployment, a name this project's Role for the
+# leader Lease already has in the install namespace).
+SIGNERS_ROLE: Final = "cdi-deployment-signers"
 CDI_CR_NAME: Final = "cdi"
 CONFIG_READER: Final = "cdi.kubevirt.io:config-reader"
 HEALTH_PORT: Final = 8080  # cdi-controller's plain-HTTP /healthz and /readyz
-# CDI's WaitForFirstConsumer handling: a claim of a WFFC class binds once a VM's pod uses it.
+# The controller's environment (CDI's variables).
+UPLOADSERVER_IMAGE_ENV: Final = "UPLOADSERVER_IMAGE"
+UPLOADPROXY_SERVICE_ENV: Final = "UPLOADPROXY_SERVICE"
+# Where cdi-deployment finds the signers of the upload servers' certificates and of the proxy's client
+# certificate (tls.crt, tls.key), and their bundles (ca-bundle.crt): CDI's paths.
+UPLOADSERVER_SIGNER_DIR: Final = f"/var/run/certs/{Upload.SERVER_SIGNER}/"
+UPLOADSERVER_CLIENT_SIGNER_DIR: Final = f"/var/run/certs/{Upload.CLIENT_SIGNER}/"
+UPLOADSERVER_SIGNER_BUNDLE_DIR: Final = f"/var/run/ca-bundle/{Upload.SERVER_SIGNER_BUNDLE}/"
+UPLOADSERVER_CLIENT_SIGNER_BUNDLE_DIR: Final = f"/var/run/ca-bundle/{Upload.CLIENT_SIGNER_BUNDLE}/"
 _READ = ("get", "list", "watch")
-_RBAC_GROUP = "rbac.authorization.k8s.io"
 
-# CDI's rules for cdi-sa, less what the project's controller does not do (clone, upload, populators,
-# OpenShift): it reads Secrets and ConfigMaps of a DataVolume's source only through the importer pod's
-# volumes and environment, so it needs no read on them.
+# CDI's rules for cdi-sa, less what the project's controller does not do (clone, populators, OpenShift):
+# it reads Secrets and ConfigMaps of a DataVolume's source only through the importer pod's volumes and
+# environment, so it needs no read on them. An upload pod's Service is its own, and so is the Secret with
+# its certificate (owned by the pod, collected with it: CDI grants only the create).
 _CONTROLLER_CLUSTER_RULES: tuple[Rule, ...] = (
     (("",), ("events",), ("create", "patch")),
     (("",), ("persistentvolumeclaims",), ("get", "list", "watch", "create", "update", "delete", "patch")),
     # OwnerReferencesPermissionEnforcement: the claim owns its importer pod and the DataVolume its claim.
     (("",), ("persistentvolumeclaims/finalizers", "pods/finalizers"), ("update",)),
-    (("",), ("pods",), ("get", "list", "watch", "create", "delete")),
+    (("",), ("pods", "services"), ("get", "list", "watch", "create", "delete")),
+    (("",), ("secrets",), ("create",)),
     (("storage.k8s.io",), ("storageclasses",), _READ),
     (("snapshot.storage.k8s.io",), ("volumesnapshotclasses",), _READ),
     (("apiextensions.k8s.io",), ("customresourcedefinitions",), _READ),
@@ -73,7 +102,7 @@ _USER_RESOURCES = (
     "volumeuploadsources",
     "volumeclonesources",
 )
-# CDI's aggregated roles (cluster/rbac.go); the upload rules stand ready for the upload API.
+# CDI's aggregated roles (cluster/rbac.go).
 _ADMIN_RULES: tuple[Rule, ...] = (
     ((GROUP,), _USER_RESOURCES, ("*",)),
     ((GROUP,), ("datavolumes/source",), ("create",)),
@@ -101,18 +130,6 @@ _VIEW_RULES: tuple[Rule, ...] = (
 _CONFIG_READER_RULES: tuple[Rule, ...] = (((GROUP,), ("cdiconfigs", "storageprofiles"), _READ),)
 
 
-def _labels(**extra: str) -> dict[str, str]:
-    """CDI's common labels (the operator adds its own when it stamps the object)."""
-    return {Label.COMPONENT: "", Label.APP: Label.APP_VALUE, **extra}
-
-
-def _metadata(name: str, namespace: str | None = None) -> JSON:
-    metadata: JSON = {"name": name, "labels": _labels()}
-    if namespace is not None:
-        metadata["namespace"] = namespace
-    return metadata
-
-
 @functools.cache
 def _crds() -> tuple[JSON, ...]:
     return tuple(cdi_custom_resource_definition(kind) for kind in CDI_CRDS)
@@ -129,29 +146,7 @@ def crd_names() -> list[str]:
 
 
 def namespace() -> JSON:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(CDI_NAMESPACE)}
-
-
-def _cluster_role(name: str, table: tuple[Rule, ...], aggregate_to: str | None = None) -> JSON:
-    metadata = _metadata(name)
-    if aggregate_to is not None:
-        metadata["labels"][f"{_RBAC_GROUP}/aggregate-to-{aggregate_to}"] = "true"
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": "ClusterRole",
-        "metadata": metadata,
-        "rules": rules(table),
-    }
-
-
-def _binding(kind: str, name: str, role: str, subjects: list[JSON], namespace: str | None = None) -> JSON:
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": f"{kind}Binding",
-        "metadata": _metadata(name, namespace),
-        "roleRef": {"apiGroup": _RBAC_GROUP, "kind": kind, "name": role},
-        "subjects": subjects,
-    }
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(CDI_NAMESPACE)}
 
 
 def _lease_rules() -> list[JSON]:
@@ -165,36 +160,43 @@ def _lease_rules() -> list[JSON]:
     return [create, renew]
 
 
-def controller_rbac(install_namespace: str) -> list[JSON]:
-    """cdi-sa, its Role for the leader Lease (in ``install_namespace``) and its ClusterRole, bound (CDI's
-    names)."""
-    account = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": CDI_NAMESPACE}]
+def _signer_rules() -> list[JSON]:
+    """The upload signers and their bundles, by name: CDI's controller reads the bundles from the API."""
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _metadata(SERVICE_ACCOUNT, CDI_NAMESPACE)},
-        {
-            "apiVersion": RBAC_API_VERSION,
-            "kind": "Role",
-            "metadata": _metadata(CONTROLLER_DEPLOYMENT, install_namespace),
-            "rules": _lease_rules(),
-        },
-        _binding("Role", CONTROLLER_DEPLOYMENT, CONTROLLER_DEPLOYMENT, account, install_namespace),
-        _cluster_role(CONTROLLER_CLUSTER_ROLE, _CONTROLLER_CLUSTER_RULES),
-        _binding("ClusterRole", SERVICE_ACCOUNT, CONTROLLER_CLUSTER_ROLE, account),
+        named_rule((("",), ("secrets",), _READ), [Upload.SERVER_SIGNER, Upload.CLIENT_SIGNER]),
+        named_rule(
+            (("",), ("configmaps",), _READ), [Upload.SERVER_SIGNER_BUNDLE, Upload.CLIENT_SIGNER_BUNDLE]
+        ),
+    ]
+
+
+def controller_rbac(install_namespace: str) -> list[JSON]:
+    """cdi-sa, its Role for the leader Lease (in ``install_namespace``), its Role for the upload signers
+    (in CDI's namespace) and its ClusterRole, bound (CDI's names)."""
+    account = account_subject(SERVICE_ACCOUNT)
+    return [
+        service_account(SERVICE_ACCOUNT),
+        role(CONTROLLER_DEPLOYMENT, install_namespace, _lease_rules()),
+        binding("Role", CONTROLLER_DEPLOYMENT, CONTROLLER_DEPLOYMENT, account, install_namespace),
+        role(SIGNERS_ROLE, CDI_NAMESPACE, _signer_rules()),
+        binding("Role", SIGNERS_ROLE, SIGNERS_ROLE, account, CDI_NAMESPACE),
+        cluster_role(CONTROLLER_CLUSTER_ROLE, rules(_CONTROLLER_CLUSTER_RULES)),
+        binding("ClusterRole", SERVICE_ACCOUNT, CONTROLLER_CLUSTER_ROLE, account),
     ]
 
 
 def user_roles() -> list[JSON]:
     """The aggregated admin/edit/view roles and the config reader every user and service account holds."""
     groups = [
-        {"kind": "Group", "apiGroup": _RBAC_GROUP, "name": "system:authenticated"},
-        {"kind": "Group", "apiGroup": _RBAC_GROUP, "name": "system:serviceaccount"},
+        {"kind": "Group", "apiGroup": RBAC_GROUP, "name": "system:authenticated"},
+        {"kind": "Group", "apiGroup": RBAC_GROUP, "name": "system:serviceaccount"},
     ]
     return [
-        _cluster_role("cdi.kubevirt.io:admin", _ADMIN_RULES, "admin"),
-        _cluster_role("cdi.kubevirt.io:edit", _ADMIN_RULES, "edit"),
-        _cluster_role("cdi.kubevirt.io:view", _VIEW_RULES, "view"),
-        _cluster_role(CONFIG_READER, _CONFIG_READER_RULES),
-        _binding("ClusterRole", CONFIG_READER, CONFIG_READER, groups),
+        cluster_role("cdi.kubevirt.io:admin", rules(_ADMIN_RULES), "admin"),
+        cluster_role("cdi.kubevirt.io:edit", rules(_ADMIN_RULES), "edit"),
+        cluster_role("cdi.kubevirt.io:view", rules(_VIEW_RULES), "view"),
+        cluster_role(CONFIG_READER, rules(_CONFIG_READER_RULES)),
+        binding("ClusterRole", CONFIG_READER, CONFIG_READER, groups),
     ]
 
 
@@ -202,11 +204,20 @@ def _http_probe(path: str, **timing: int) -> JSON:
     return {"httpGet": {"scheme": "HTTP", "port": HEALTH_PORT, "path": path}, **timing}
 
 
+_SIGNER_VOLUMES = (
+    ("uploadserver-ca-cert", Upload.SERVER_SIGNER, UPLOADSERVER_SIGNER_DIR),
+    ("uploadserver-client-ca-cert", Upload.CLIENT_SIGNER, UPLOADSERVER_CLIENT_SIGNER_DIR),
+)
+_BUNDLE_VOLUMES = (
+    ("uploadserver-ca-bundle", Upload.SERVER_SIGNER_BUNDLE, UPLOADSERVER_SIGNER_BUNDLE_DIR),
+    ("uploadserver-client-ca-bundle", Upload.CLIENT_SIGNER_BUNDLE, UPLOADSERVER_CLIENT_SIGNER_BUNDLE_DIR),
+)
+
+
 def controller_deployment(config: InstallConfig) -> JSON:
-    """``cdi-deployment``: one replica (CDI's default; the Lease elects a leader anyway), the importer
-    image and pull policy passed on for the worker pods."""
-    selector = {Label.COMPONENT: CONTROLLER_DEPLOYMENT}
-    labels = _labels(**selector, **{PROMETHEUS_LABEL: "true"})
+    """``cdi-deployment``: one replica (CDI's default; the Lease elects a leader anyway), the worker
+    images and pull policy passed on for the worker pods, the upload signers mounted as CDI mounts
+    them."""
     container: JSON = {
         "name": CONTROLLER_DEPLOYMENT,
         "image": config.image(CDI_CONTROLLER),
@@ -224,6 +235,10 @@ def controller_deployment(config: InstallConfig) -> JSON:
             "-v",
             str(config.verbosity_of(CDI_CONTROLLER)),
         ],
+        "env": [
+            {"name": UPLOADSERVER_IMAGE_ENV, "value": config.image(CDI_UPLOADSERVER)},
+            {"name": UPLOADPROXY_SERVICE_ENV, "value": Upload.PROXY},
+        ],
         "ports": [{"name": "health", "protocol": "TCP", "containerPort": HEALTH_PORT}],
         "livenessProbe": _http_probe(
             "/healthz", initialDelaySeconds=15, timeoutSeconds=10, failureThreshold=8
@@ -231,69 +246,40 @@ def controller_deployment(config: InstallConfig) -> JSON:
         # Ready once its caches are synced (only the leader's are).
         "readinessProbe": _http_probe("/readyz", initialDelaySeconds=2, periodSeconds=5),
         "resources": {"requests": {"cpu": "10m", "memory": "150Mi"}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-            "runAsNonRoot": True,
-        },
+        "securityContext": container_security(),
         "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": [
+            {"name": volume, "mountPath": path, "readOnly": True}
+            for volume, _source, path in (*_SIGNER_VOLUMES, *_BUNDLE_VOLUMES)
+        ],
     }
-    affinity_term = {
-        "labelSelector": {
-            "matchExpressions": [
-                {"key": Label.COMPONENT, "operator": "In", "values": [CONTROLLER_DEPLOYMENT]}
-            ]
-        },
-        "topologyKey": "kubernetes.io/hostname",
-    }
-    pod: JSON = {
-        "priorityClassName": PRIORITY_CLASS,
-        "serviceAccountName": SERVICE_ACCOUNT,
-        "securityContext": dict(NON_ROOT_POD),
-        "nodeSelector": {"kubernetes.io/os": "linux"},
-        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
-        "affinity": {
-            "podAntiAffinity": {
-                "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 1, "podAffinityTerm": affinity_term}
-                ]
-            }
-        },
-        "containers": [container],
-    }
-    if config.pull_secrets:
-        # By name, as for the other components: the Secrets must exist in this namespace too.
-        pod["imagePullSecrets"] = [{"name": secret} for secret in config.pull_secrets]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": CONTROLLER_DEPLOYMENT, "namespace": CDI_NAMESPACE, "labels": dict(labels)},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": selector},
-            # Ready means leading with synced caches, which a second pod never is while the first holds the
-            # Lease: a rolling update would wait for it forever.
-            "strategy": {"type": "Recreate"},
-            "template": {
-                "metadata": {
-                    "labels": labels,
-                    "annotations": {"openshift.io/required-scc": "restricted-v2"},
-                },
-                "spec": pod,
-            },
-        },
-    }
+    volumes = [
+        *(secret_volume(volume, secret, ("tls.crt", "tls.key")) for volume, secret, _ in _SIGNER_VOLUMES),
+        *(config_map_volume(volume, bundle, ("ca-bundle.crt",)) for volume, bundle, _ in _BUNDLE_VOLUMES),
+    ]
+    # Ready means leading with synced caches, which a second pod never is while the first holds the
+    # Lease: a rolling update would wait for it forever.
+    return deployment(
+        config,
+        CONTROLLER_DEPLOYMENT,
+        SERVICE_ACCOUNT,
+        container,
+        volumes,
+        extra_labels={PROMETHEUS_LABEL: "true"},
+        strategy="Recreate",
+    )
 
 
-def install_set(config: InstallConfig) -> list[JSON]:
-    """Every object the operator keeps as it says, in the strategy's order (API types first)."""
+def install_set(config: InstallConfig, api_ca_bundle: bytes | None = None) -> list[JSON]:
+    """Every object the operator keeps as it says, in the strategy's order (API types first);
+    ``api_ca_bundle`` is cdi-apiserver's signer bundle, for the upload APIService."""
     return [
         *crds(),
         namespace(),
         *controller_rbac(config.namespace),
         *user_roles(),
         controller_deployment(config),
+        *cdi_upload.install_set(config, api_ca_bundle),
     ]
 
 
@@ -318,7 +304,7 @@ def _identity(obj: JSON) -> tuple[str, str]:
 
 def outlives_the_controller(obj: JSON) -> bool:
     """Whether a managed object stays when the gate is turned off: the API and who may use it stay with
-    the users' DataVolumes, the controller and its RBAC go."""
+    the users' DataVolumes, the controller, the upload servers and their RBAC go."""
     return _identity(obj) in _outliving_the_gate()
 
 

@@ -10,14 +10,18 @@ namespaced is widened to the whole cluster: the operator reads no Secret outside
 KubeVirt's three ``security.openshift.io`` SecurityContextConstraints rules are left out: this operator
 manages no SCCs. The rules of KubeVirt's synchronization controller are absent with that component, which
 this project does not install. The DataVolume importer's roles (installed under the DataImporter gate)
-are counted among the components' whatever the gate, its Role living in the install namespace as well; the
-one rule beyond KubeVirt's creates the importer's namespace.
+are counted among the components' whatever the gate. Its Roles in its own namespace cannot be held there
+by a Role of the operator's manifest (that namespace is the operator's to create), so the ClusterRole
+carries their rules, which name every Secret they touch. Beyond KubeVirt's rules, the operator creates the
+importer's namespace and the bundle ConfigMaps in it, and writes the upload path's certificate Secrets by
+name: the only Secrets it reads outside its namespace, wherever they are.
 """
 
 from __future__ import annotations
 
+from kubevirt.virt_operator import cdi_certificates
 from kubevirt.virt_operator.certificates import CA_SECRET, EXPORT_CA_SECRET, component_certificates
-from kubevirt.virt_operator.resource import cdi, cluster_roles, rbac
+from kubevirt.virt_operator.resource import cdi, cdi_upload, cluster_roles, rbac
 from kubevirt.virt_operator.resource.rbac import RBAC_API_VERSION, Rule, metadata, rules
 from kubevirt_api.view import JSON
 
@@ -59,8 +63,15 @@ _OPERATOR_CLUSTER_RULES: tuple[Rule, ...] = (
     (("",), ("namespaces",), ("get", "list", "watch", "patch")),
 )
 # Beyond KubeVirt's: the DataVolume importer's namespace is the operator's to create (never to delete,
-# it outlives the importer).
-_DATA_IMPORTER_RULES: tuple[Rule, ...] = ((("",), ("namespaces",), ("create",)),)
+# it outlives the importer), and so are the upload path's certificates in it: the bundle ConfigMaps (a
+# create cannot be limited to a name; KubeVirt's rules already patch and delete ConfigMaps anywhere) and
+# the Secrets, by name but for the create.
+_DATA_IMPORTER_RULES: tuple[Rule, ...] = (
+    (("",), ("namespaces",), ("create",)),
+    (("",), ("configmaps",), ("create",)),
+    (("",), ("secrets",), ("create",)),
+)
+_CDI_SECRET_VERBS = ("get", "list", "watch", "patch", "delete")
 
 # What system:auth-delegator grants, which virt-api's binding to it needs the operator to hold.
 _AUTH_DELEGATION_RULES: tuple[Rule, ...] = (
@@ -92,27 +103,53 @@ def _component_rbac(namespace: str) -> list[JSON]:
         *cluster_roles.cluster_roles(),
         *cdi.controller_rbac(namespace),
         *cdi.user_roles(),
+        *cdi_upload.apiserver_rbac(),
+        *cdi_upload.uploadproxy_rbac(),
     ]
 
 
-def _rules_of(kind: str, objects: list[JSON]) -> list[JSON]:
-    return [rule for obj in objects if obj["kind"] == kind for rule in obj.get("rules", ())]
+def _rules_of(kind: str, objects: list[JSON], namespace: str | None = None) -> list[JSON]:
+    """The rules of the roles of ``kind`` (only those in ``namespace`` when one is given)."""
+    return [
+        rule
+        for obj in objects
+        if obj["kind"] == kind and (namespace is None or obj["metadata"].get("namespace") == namespace)
+        for rule in obj.get("rules", ())
+    ]
+
+
+def _data_importer_rules() -> list[JSON]:
+    secrets: JSON = {
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        "resourceNames": cdi_certificates.secret_names(),
+        "verbs": list(_CDI_SECRET_VERBS),
+    }
+    return [*rules(_DATA_IMPORTER_RULES), secrets]
 
 
 def operator_cluster_rules(namespace: str) -> list[JSON]:
-    """The operator's own cluster-wide rules, then the components' ClusterRoles', then auth delegation,
-    then what installing the DataVolume importer needs besides."""
-    components = _rules_of("ClusterRole", _component_rbac(namespace))
+    """The operator's own cluster-wide rules, then the components' ClusterRoles', then the rules of the
+    components' Roles outside the install namespace, then auth delegation, then what installing the
+    DataVolume importer needs besides."""
+    objects = _component_rbac(namespace)
+    elsewhere = [
+        rule
+        for obj in objects
+        if obj["kind"] == "Role" and obj["metadata"].get("namespace") != namespace
+        for rule in obj.get("rules", ())
+    ]
     return [
         *rules(_OPERATOR_CLUSTER_RULES),
-        *components,
+        *_rules_of("ClusterRole", objects),
+        *elsewhere,
         *rules(_AUTH_DELEGATION_RULES),
-        *rules(_DATA_IMPORTER_RULES),
+        *_data_importer_rules(),
     ]
 
 
 def operator_namespaced_rules(namespace: str) -> list[JSON]:
-    """The operator's own rules in the install namespace, then the components' Roles'."""
+    """The operator's own rules in the install namespace, then the components' Roles' there."""
     secrets: JSON = {
         "apiGroups": [""],
         "resources": ["secrets"],
@@ -121,7 +158,7 @@ def operator_namespaced_rules(namespace: str) -> list[JSON]:
         "resourceNames": certificate_secrets(namespace),
         "verbs": list(_NAMESPACED_WRITE),
     }
-    components = _rules_of("Role", _component_rbac(namespace))
+    components = _rules_of("Role", _component_rbac(namespace), namespace)
     return [secrets, *rules(_OPERATOR_NAMESPACED_RULES), *components]
 
 

@@ -75,9 +75,12 @@ def workloads(config: InstallConfig) -> list[JSON]:
     return objects
 
 
-def install_strategy(config: InstallConfig, ca_bundle: bytes | None = None) -> list[JSON]:
+def install_strategy(
+    config: InstallConfig, ca_bundle: bytes | None = None, cdi_api_ca_bundle: bytes | None = None
+) -> list[JSON]:
     """Every object, stamped with the operator's labels and annotations, user patches applied; the
-    DataVolume importer's too when the config says it runs."""
+    DataVolume importer's too when the config says it runs (``cdi_api_ca_bundle`` is the CA bundle of
+    its upload API server)."""
     namespace = config.namespace
     objects: list[JSON] = [
         *crds(),
@@ -93,6 +96,6 @@ def install_strategy(config: InstallConfig, ca_bundle: bytes | None = None) -> l
         *workloads(config),
     ]
     if config.data_importer:
-        objects += cdi.install_set(config)
+        objects += cdi.install_set(config, cdi_api_ca_bundle)
     digest = customizer_hash(config)
     return [customize(stamp(obj, config), config, digest) for obj in objects]

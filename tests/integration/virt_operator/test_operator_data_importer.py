@@ -99,16 +99,18 @@ def test_the_importer_is_installed_with_cdis_names(kube: KubeClient, operator: V
 
     play_controller_manager(kube)
     eventually("still deploying: the importer's controller is not ready", lambda: phase(kube) == "Deploying")
-    status = {
-        "observedGeneration": controller["metadata"]["generation"],
-        "replicas": 1,
-        "updatedReplicas": 1,
-        "readyReplicas": 1,
-        "availableReplicas": 1,
-    }
-    kube.patch(
-        DEPLOYMENTS, "cdi", "cdi-deployment", {"status": status}, patch_type="merge", subresource="status"
-    )
+    for deployment in ("cdi-deployment", "cdi-apiserver", "cdi-uploadproxy"):
+        eventually(f"{deployment} made", lambda d=deployment: find(kube, DEPLOYMENTS, "cdi", d) is not None)
+        status = {
+            "observedGeneration": kube.get(DEPLOYMENTS, "cdi", deployment)["metadata"]["generation"],
+            "replicas": 1,
+            "updatedReplicas": 1,
+            "readyReplicas": 1,
+            "availableReplicas": 1,
+        }
+        kube.patch(
+            DEPLOYMENTS, "cdi", deployment, {"status": status}, patch_type="merge", subresource="status"
+        )
     eventually("Deployed", lambda: phase(kube) == "Deployed")
 
 
@@ -131,6 +133,8 @@ def test_turning_the_gate_off_removes_only_the_controller(kube: KubeClient, oper
     kube.patch(KUBEVIRTS, NS, "kubevirt", _gates(), patch_type="merge")
     eventually("the controller is removed", lambda: _controller(kube) is None)
     eventually("its ClusterRole too", lambda: find(kube, CLUSTER_ROLES, None, "cdi") is None)
+    for deployment in ("cdi-apiserver", "cdi-uploadproxy"):
+        eventually(f"{deployment} removed", lambda d=deployment: find(kube, DEPLOYMENTS, "cdi", d) is None)
     assert all(_established(kube, name) for name in cdi.crd_names())
     assert find(kube, CLUSTER_ROLES, None, "cdi.kubevirt.io:edit") is not None
     assert find(kube, DATA_VOLUMES, "default", "disk") is not None

@@ -4,6 +4,7 @@ holds their DataVolumes (CRDs, namespace) when KubeVirt is uninstalled."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -11,9 +12,11 @@ from structlog.testing import capture_logs
 
 from kubevirt.client import KUBEVIRTS, Resource
 from kubevirt.client.resources import (
+    API_SERVICES,
     CDIS,
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
+    CONFIG_MAPS,
     CUSTOM_RESOURCE_DEFINITIONS,
     DATA_VOLUMES,
     DEPLOYMENTS,
@@ -22,6 +25,7 @@ from kubevirt.client.resources import (
     ROLES,
     SECRETS,
     SERVICE_ACCOUNTS,
+    SERVICES,
 )
 from kubevirt.controller import Store
 from kubevirt.virt_operator.apply import CacheUnion
@@ -46,6 +50,25 @@ CDI_CRDS = {
     "storageprofiles.cdi.kubevirt.io",
     "datasources.cdi.kubevirt.io",
 }
+CDI_DEPLOYMENTS = {"cdi-deployment", "cdi-apiserver", "cdi-uploadproxy"}
+CDI_ACCOUNTS = {"cdi-sa", "cdi-apiserver", "cdi-uploadproxy"}
+# The upload path's certificates (CDI's cert factory names).
+CDI_CERT_SECRETS = {
+    "cdi-apiserver-signer",
+    "cdi-uploadproxy-signer",
+    "cdi-uploadserver-signer",
+    "cdi-uploadserver-client-signer",
+    "cdi-apiserver-server-cert",
+    "cdi-uploadproxy-server-cert",
+    "cdi-uploadserver-client-cert",
+}
+CDI_BUNDLES = {
+    "cdi-apiserver-signer-bundle",
+    "cdi-uploadproxy-signer-bundle",
+    "cdi-uploadserver-signer-bundle",
+    "cdi-uploadserver-client-signer-bundle",
+}
+UPLOAD_API_SERVICE = "v1beta1.upload.cdi.kubevirt.io"
 USER_ROLES = {
     "cdi.kubevirt.io:admin",
     "cdi.kubevirt.io:edit",
@@ -90,15 +113,15 @@ class CdiHarness(Harness):
     def gates(self, *gates: str) -> None:
         _set_feature_gates(self, list(gates))
 
-    def make_cdi_ready(self) -> None:
-        key = (DEPLOYMENTS.plural, "cdi", "cdi-deployment")
-        deployment = self.api.objects[key]
-        deployment["status"] = {
-            "observedGeneration": deployment["metadata"].get("generation", 0),
-            "replicas": 1,
-            "updatedReplicas": 1,
-            "readyReplicas": 1,
-        }
+    def make_cdi_ready(self, *names: str) -> None:
+        for name in names or CDI_DEPLOYMENTS:
+            deployment = self.api.objects[(DEPLOYMENTS.plural, "cdi", name)]
+            deployment["status"] = {
+                "observedGeneration": deployment["metadata"].get("generation", 0),
+                "replicas": 1,
+                "updatedReplicas": 1,
+                "readyReplicas": 1,
+            }
 
 
 @pytest.fixture
@@ -127,21 +150,47 @@ def test_the_gate_installs_the_importer_with_cdis_names(harness: CdiHarness) -> 
     _with_gate(harness)
     assert harness.crds() >= CDI_CRDS
     assert harness.names(NAMESPACES) == {"cdi"}
-    assert harness.names(SERVICE_ACCOUNTS, "cdi") == {"cdi-sa"}
-    assert harness.names(DEPLOYMENTS, "cdi") == {"cdi-deployment"}
+    assert harness.names(SERVICE_ACCOUNTS, "cdi") == CDI_ACCOUNTS
+    assert harness.names(DEPLOYMENTS, "cdi") == CDI_DEPLOYMENTS
+    assert harness.names(SERVICES, "cdi") == {"cdi-api", "cdi-uploadproxy"}
+    assert harness.names(API_SERVICES) >= {UPLOAD_API_SERVICE}
+    assert harness.names(SECRETS, "cdi") == CDI_CERT_SECRETS
+    assert harness.names(CONFIG_MAPS, "cdi") == CDI_BUNDLES
     # The leader Lease's Role is in the install namespace, where the operator may grant leases.
     assert "cdi-deployment" in harness.names(ROLES, NS)
     assert "cdi-deployment" in harness.names(ROLE_BINDINGS, NS)
-    assert {"cdi", *USER_ROLES} <= harness.names(CLUSTER_ROLES)
-    assert {"cdi-sa", "cdi.kubevirt.io:config-reader"} <= harness.names(CLUSTER_ROLE_BINDINGS)
+    roles = {"cdi-deployment-signers", "cdi-apiserver", "cdi-uploadproxy"}
+    assert harness.names(ROLES, "cdi") == harness.names(ROLE_BINDINGS, "cdi") == roles
+    assert {"cdi", "cdi-apiserver", "cdi-uploadproxy", *USER_ROLES} <= harness.names(CLUSTER_ROLES)
+    assert {"cdi-sa", "cdi-apiserver", "cdi-uploadproxy", "cdi.kubevirt.io:config-reader"} <= harness.names(
+        CLUSTER_ROLE_BINDINGS
+    )
     installed = [
         obj
         for resource in MANAGED
         for obj in harness.api.objects_of(resource)
-        if obj["metadata"]["name"] in {"cdi", "cdi-sa", "cdi-deployment", *USER_ROLES, *CDI_CRDS}
+        if obj["metadata"].get("namespace") == "cdi"
+        or obj["metadata"]["name"] in {"cdi", "cdi-sa", UPLOAD_API_SERVICE, *USER_ROLES, *CDI_CRDS}
     ]
-    assert installed
+    assert len(installed) > 30
     assert all(is_managed(obj) for obj in installed)
+
+
+def test_the_upload_api_service_trusts_the_published_apiserver_signer_bundle(harness: CdiHarness) -> None:
+    _with_gate(harness)
+    service = harness.api.get(API_SERVICES, None, UPLOAD_API_SERVICE)
+    bundle = harness.api.get(CONFIG_MAPS, "cdi", "cdi-apiserver-signer-bundle")["data"]["ca-bundle.crt"]
+    assert base64.b64decode(service["spec"]["caBundle"]).decode() == bundle
+    signer = harness.api.get(SECRETS, "cdi", "cdi-apiserver-signer")
+    assert signer["type"] == "kubernetes.io/tls"
+    assert base64.b64decode(signer["data"]["tls.crt"]).decode() in bundle
+
+
+def test_the_upload_certificates_are_kept_until_due(harness: CdiHarness) -> None:
+    _with_gate(harness)
+    before = {name: harness.api.get(SECRETS, "cdi", name)["data"] for name in CDI_CERT_SECRETS}
+    harness.sync()
+    assert {name: harness.api.get(SECRETS, "cdi", name)["data"] for name in CDI_CERT_SECRETS} == before
 
 
 def test_the_cdi_object_is_created_once_and_left_to_its_users(harness: CdiHarness) -> None:
@@ -187,9 +236,12 @@ def test_the_install_waits_for_the_cdi_objects_cache(harness: CdiHarness) -> Non
     assert harness.names(CDIS) == {"cdi"}
 
 
-def test_readiness_waits_for_the_importers_controller(harness: CdiHarness) -> None:
+def test_readiness_waits_for_the_importers_controller_and_upload_servers(harness: CdiHarness) -> None:
     _with_gate(harness)
     harness.make_workloads_ready()
+    harness.sync()
+    assert harness.kubevirt()["status"]["phase"] == "Deploying"
+    harness.make_cdi_ready("cdi-deployment", "cdi-apiserver")
     harness.sync()
     assert harness.kubevirt()["status"]["phase"] == "Deploying"
     harness.make_cdi_ready()
@@ -251,6 +303,12 @@ def test_turning_the_gate_off_removes_the_controller_and_keeps_the_users_api(har
     assert "cdi-deployment" not in harness.names(ROLES, NS) | harness.names(ROLE_BINDINGS, NS)
     assert "cdi" not in harness.names(CLUSTER_ROLES)
     assert "cdi-sa" not in harness.names(CLUSTER_ROLE_BINDINGS)
+    # The upload path goes with the controller, its certificates too.
+    for resource in (SERVICES, SECRETS, CONFIG_MAPS, ROLES, ROLE_BINDINGS):
+        assert harness.names(resource, "cdi") == set(), resource.plural
+    assert not {"cdi-apiserver", "cdi-uploadproxy"} & harness.names(CLUSTER_ROLES)
+    assert not {"cdi-apiserver", "cdi-uploadproxy"} & harness.names(CLUSTER_ROLE_BINDINGS)
+    assert UPLOAD_API_SERVICE not in harness.names(API_SERVICES)
     # The DataVolumes' API, who may use it, the namespace and the CDI object stay.
     assert harness.crds() >= CDI_CRDS
     assert harness.names(CLUSTER_ROLES) >= USER_ROLES
@@ -259,7 +317,8 @@ def test_turning_the_gate_off_removes_the_controller_and_keeps_the_users_api(har
     assert harness.names(DATA_VOLUMES) == {"disk"}
     harness.gates(GATE)
     harness.sync()
-    assert harness.names(DEPLOYMENTS, "cdi") == {"cdi-deployment"}
+    assert harness.names(DEPLOYMENTS, "cdi") == CDI_DEPLOYMENTS
+    assert harness.names(SECRETS, "cdi") == CDI_CERT_SECRETS
 
 
 def test_uninstalling_keeps_only_what_holds_the_datavolumes(harness: CdiHarness) -> None:
@@ -277,6 +336,9 @@ def test_uninstalling_keeps_only_what_holds_the_datavolumes(harness: CdiHarness)
     assert harness.names(CLUSTER_ROLE_BINDINGS) == set()
     assert harness.api.objects_of(DEPLOYMENTS) == []
     assert harness.api.objects_of(SERVICE_ACCOUNTS) == []
+    # Nothing of the upload path is left either.
+    for resource in (SERVICES, SECRETS, CONFIG_MAPS, ROLES, ROLE_BINDINGS, API_SERVICES):
+        assert harness.api.objects_of(resource) == [], resource.plural
 
 
 # The objects themselves.
@@ -372,11 +434,31 @@ def test_the_user_roles_aggregate_as_cdis() -> None:
     }
 
 
-def test_the_controller_reads_no_secret_or_config_map_and_renews_only_its_lease() -> None:
+def test_the_controller_reads_only_the_upload_signers_and_renews_only_its_lease() -> None:
     installed = _installed()
     for rule in installed[("ClusterRole", "cdi")]["rules"]:
-        if "" in rule["apiGroups"]:
-            assert not {"secrets", "configmaps", "*"} & set(rule["resources"]), rule
+        if "" in rule["apiGroups"] and {"secrets", "configmaps", "*"} & set(rule["resources"]):
+            # An upload pod's certificate Secret: created, then collected with its pod.
+            assert rule == _rule([""], ["secrets"], ["create"])
+    assert (
+        _rule([""], ["pods", "services"], ["get", "list", "watch", "create", "delete"])
+        in installed[("ClusterRole", "cdi")]["rules"]
+    )
+    signers = installed[("Role", "cdi-deployment-signers")]
+    assert signers["metadata"]["namespace"] == "cdi"
+    assert signers["rules"] == [
+        {
+            **_rule([""], ["secrets"], ["get", "list", "watch"]),
+            "resourceNames": ["cdi-uploadserver-signer", "cdi-uploadserver-client-signer"],
+        },
+        {
+            **_rule([""], ["configmaps"], ["get", "list", "watch"]),
+            "resourceNames": ["cdi-uploadserver-signer-bundle", "cdi-uploadserver-client-signer-bundle"],
+        },
+    ]
+    assert installed[("RoleBinding", "cdi-deployment-signers")]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "cdi-sa", "namespace": "cdi"}
+    ]
     assert installed[("Role", "cdi-deployment")]["rules"] == [
         _rule(["coordination.k8s.io"], ["leases"], ["create"]),
         {
@@ -405,7 +487,8 @@ def test_cache_union_reads_every_namespaces_cache() -> None:
 def test_the_operator_watches_the_importers_namespace_too() -> None:
     operator = _operator("https://api.test:6443", _VersionServer())  # never started: no request made
     assert isinstance(operator.cache(DEPLOYMENTS), CacheUnion)
-    assert isinstance(operator.cache(SECRETS), Store)
+    assert isinstance(operator.cache(SECRETS), CacheUnion)  # the install namespace's, and CDI's by name
+    assert isinstance(operator.cache(CONFIG_MAPS), CacheUnion)
     assert operator.cache(CDIS).list() == []  # made on first use
     assert not operator.synced(CDIS)
     with pytest.raises(KeyError):

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kubevirt.virt_operator.cdi_certificates import CdiIssued, reconcile_cdi_certificates
 from kubevirt.virt_operator.certificates import RotationPolicy, reconcile_certificates
 from kubevirt.virt_operator.resource import cdi
 from kubevirt.virt_operator.resource.config import install_config
@@ -67,8 +68,27 @@ KUBEVIRT_AUTH_DELEGATION_RULES = [
     _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
     _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
 ]
-# The project's one addition: the DataVolume importer's namespace.
-DATA_IMPORTER_RULES = [_rule([""], ["namespaces"], ["create"])]
+# The upload path's certificate Secrets in the DataVolume importer's namespace (CDI's cert factory).
+CDI_CERTIFICATE_SECRETS = [
+    "cdi-apiserver-signer",
+    "cdi-uploadproxy-signer",
+    "cdi-uploadserver-signer",
+    "cdi-uploadserver-client-signer",
+    "cdi-apiserver-server-cert",
+    "cdi-uploadproxy-server-cert",
+    "cdi-uploadserver-client-cert",
+]
+# The project's additions: the DataVolume importer's namespace and the upload path's certificates in it.
+DATA_IMPORTER_RULES = [
+    _rule([""], ["namespaces"], ["create"]),
+    _rule([""], ["configmaps"], ["create"]),
+    _rule([""], ["secrets"], ["create"]),
+    _rule([""], ["secrets"], ["get", "list", "watch", "patch", "delete"], CDI_CERTIFICATE_SECRETS),
+]
+CDI_NAMESPACE = "cdi"
+# What the operator may read of Secrets anywhere: the upload path's certificates and the token key
+# cdi-apiserver makes (granted to it by name).
+CDI_READABLE_SECRETS = {*CDI_CERTIFICATE_SECRETS, "cdi-api-signing-key"}
 # KubeVirt's certificate Secrets; the last two belong to a component this project does not install.
 KUBEVIRT_CERTIFICATE_SECRETS = {
     "kubevirt-ca",
@@ -116,18 +136,31 @@ def _installed(namespace: str = NS) -> list[JSON]:
     )
 
 
-def _installed_rules(kind: str) -> list[JSON]:
-    return [rule for obj in _installed() if obj["kind"] == kind for rule in obj["rules"]]
-
-
-def test_the_cluster_role_is_kubevirts_own_rules_then_the_installed_cluster_roles() -> None:
-    rules = _operator_objects()["ClusterRole"]["rules"]
-    assert rules == [
-        *KUBEVIRT_OPERATOR_CLUSTER_RULES,
-        *_installed_rules("ClusterRole"),
-        *KUBEVIRT_AUTH_DELEGATION_RULES,
-        *DATA_IMPORTER_RULES,
+def _installed_rules(kind: str, namespace: str | None = None) -> list[JSON]:
+    return [
+        rule
+        for obj in _installed()
+        if obj["kind"] == kind and (namespace is None or obj["metadata"]["namespace"] == namespace)
+        for rule in obj["rules"]
     ]
+
+
+def _sorted(rules: list[JSON]) -> list[str]:
+    return sorted(repr(sorted(rule.items())) for rule in rules)
+
+
+def test_the_cluster_role_is_kubevirts_own_rules_then_the_installed_roles_outside_its_namespace() -> None:
+    rules = _operator_objects()["ClusterRole"]["rules"]
+    own, rest = rules[: len(KUBEVIRT_OPERATOR_CLUSTER_RULES)], rules[len(KUBEVIRT_OPERATOR_CLUSTER_RULES) :]
+    assert own == KUBEVIRT_OPERATOR_CLUSTER_RULES
+    assert rest[-len(DATA_IMPORTER_RULES) :] == DATA_IMPORTER_RULES
+    # The installed ClusterRoles' rules and those of the Roles in the importer's namespace (which the
+    # operator's manifest cannot hold a Role in), in the strategy's order, then auth delegation.
+    components = rest[: -len(DATA_IMPORTER_RULES) - len(KUBEVIRT_AUTH_DELEGATION_RULES)]
+    assert _sorted(components) == _sorted(
+        [*_installed_rules("ClusterRole"), *_installed_rules("Role", CDI_NAMESPACE)]
+    )
+    assert rest[len(components) : -len(DATA_IMPORTER_RULES)] == KUBEVIRT_AUTH_DELEGATION_RULES
 
 
 def test_the_role_is_kubevirts_own_rules_then_the_installed_roles() -> None:
@@ -136,7 +169,7 @@ def test_the_role_is_kubevirts_own_rules_then_the_installed_roles() -> None:
     secrets, *rules = role["rules"]
     assert set(secrets.pop("resourceNames")) == KUBEVIRT_CERTIFICATE_SECRETS
     assert secrets == _rule([""], ["secrets"], _NAMESPACED_WRITE)
-    assert rules == [*KUBEVIRT_OPERATOR_ROLE_RULES, *_installed_rules("Role")]
+    assert rules == [*KUBEVIRT_OPERATOR_ROLE_RULES, *_installed_rules("Role", NS)]
 
 
 def test_the_role_names_every_certificate_secret_the_operator_writes() -> None:
@@ -157,15 +190,19 @@ def _touches_secrets(rule: JSON) -> bool:
     return ("" in groups or "*" in groups) and ("secrets" in resources or "*" in resources)
 
 
-def test_the_cluster_role_reads_no_secret() -> None:
-    # The only cluster-wide Secret right is virt-controller's create, which the operator must hold to
-    # grant it (a create cannot be limited by name, so it reveals nothing).
+def test_the_cluster_role_reads_no_secret_but_the_upload_paths_by_name() -> None:
+    # Cluster-wide Secret rights: the create virt-controller and cdi-controller have (it cannot be limited
+    # by name, and reveals nothing), and the upload path's certificates and token key by name.
     cluster_wide = _operator_objects()["ClusterRole"]["rules"]
     for rule in cluster_wide:
-        if _touches_secrets(rule):
-            assert rule["verbs"] == ["create"], rule
+        if _touches_secrets(rule) and rule["verbs"] != ["create"]:
+            assert set(rule.get("resourceNames") or ["*"]) <= CDI_READABLE_SECRETS, rule
     for verb in ("get", "list", "watch", "patch", "update", "delete"):
         assert not _holds(cluster_wide, ("", "secrets", verb, "kubevirt-ca")), verb
+        assert not _holds(cluster_wide, ("", "secrets", verb, "")), verb
+    for name in CDI_CERTIFICATE_SECRETS:
+        for verb in ("get", "list", "watch", "create", "patch", "delete"):
+            assert _holds(cluster_wide, ("", "secrets", verb, name)), (name, verb)
 
 
 def test_the_role_writes_only_named_secrets() -> None:
@@ -248,8 +285,10 @@ def test_the_operator_holds_every_permission_it_grants(namespace: str) -> None:
     assert roles, "the install strategy holds roles"
     for (kind, name), role in roles.items():
         if kind == "Role":
-            assert role["metadata"]["namespace"] == namespace
-            assert _missing(in_namespace, role["rules"]) == [], name
+            # In the importer's namespace only the ClusterRole's rules hold.
+            held = in_namespace if role["metadata"]["namespace"] == namespace else cluster_wide
+            assert role["metadata"]["namespace"] in (namespace, CDI_NAMESPACE)
+            assert _missing(held, role["rules"]) == [], name
         else:
             assert _missing(cluster_wide, role["rules"]) == [], name
     for binding in (o for o in installed if o["kind"].endswith("Binding")):
@@ -259,7 +298,8 @@ def test_the_operator_holds_every_permission_it_grants(namespace: str) -> None:
             if ref["name"] == "system:auth-delegator"
             else roles[(ref["kind"], ref["name"])]["rules"]
         )
-        held = cluster_wide if binding["kind"] == "ClusterRoleBinding" else in_namespace
+        in_install_namespace = binding["metadata"].get("namespace") == namespace
+        held = in_namespace if binding["kind"] == "RoleBinding" and in_install_namespace else cluster_wide
         assert _missing(held, granted) == [], binding["metadata"]["name"]
 
 
@@ -274,9 +314,28 @@ def test_the_operator_may_create_everything_it_installs_outside_its_namespace() 
     # object it creates once.
     cluster_wide = _operator_objects()["ClusterRole"]["rules"]
     outside = [obj for obj in _installed() if obj["metadata"].get("namespace") != NS]
-    assert {obj["kind"] for obj in outside} >= {"Namespace", "ServiceAccount", "Deployment", "ClusterRole"}
-    for obj in [*outside, cdi.cdi_cr()]:
+    assert {obj["kind"] for obj in outside} >= {
+        "Namespace",
+        "ServiceAccount",
+        "Deployment",
+        "ClusterRole",
+        "Service",
+        "Role",
+        "APIService",
+    }
+    certificates = [
+        *_cdi_certificates().secrets,
+        *_cdi_certificates().config_maps,
+    ]
+    for obj in [*outside, cdi.cdi_cr(), *certificates]:
         group = obj["apiVersion"].rpartition("/")[0]
         plural = BY_KIND[obj["kind"]].plural if obj["kind"] in BY_KIND else "cdis"
-        for verb in ("create", "patch", "get", "list", "watch"):
-            assert _holds(cluster_wide, (group, plural, verb, "")), (obj["kind"], verb)
+        name = obj["metadata"]["name"] if obj["kind"] == "Secret" else ""
+        for verb in ("create", "patch", "get", "list", "watch", "delete"):
+            if verb == "delete" and obj["kind"] in ("Namespace", "CDI"):
+                continue  # they outlive the install
+            assert _holds(cluster_wide, (group, plural, verb, name)), (obj["kind"], verb)
+
+
+def _cdi_certificates() -> CdiIssued:
+    return reconcile_cdi_certificates({}, {}, datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
