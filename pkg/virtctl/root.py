@@ -18,6 +18,7 @@ from kubevirt.virtctl.diagnose.command import diagnose_command
 from kubevirt.virtctl.expand import expand
 from kubevirt.virtctl.expose import expose
 from kubevirt.virtctl.guest_agent import COMMANDS as GUEST_AGENT_COMMANDS
+from kubevirt.virtctl.imageupload import image_upload
 from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
 from kubevirt.virtctl.portforward import port_forward
 from kubevirt.virtctl.render import render
@@ -77,5 +78,6 @@ root.add_command(console)
 root.add_command(vnc)
 root.add_command(port_forward)
 root.add_command(vmexport)
+root.add_command(image_upload)
 for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS, *VOLUME_COMMANDS):
     root.add_command(command)
