@@ -24,10 +24,10 @@ def virtctl_path() -> Path:
     return Path(sys.executable).with_name("virtctl")
 
 
-def virtctl(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+def virtctl(cluster: Cluster, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
     """virtctl of this environment against the cluster."""
     command = [str(virtctl_path()), "--kubeconfig", str(cluster.kubeconfig), *args]
-    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
 
 
 def start_vm(

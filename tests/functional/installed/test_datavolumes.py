@@ -5,6 +5,11 @@
   in-cluster image server) and a blank DataVolume as a data disk: virt-controller creates both, owned by
   the VM; the importer converts the image into the claim; the VM boots from it, and what the guest wrote
   to the blank disk is there after a restart.
+- ``virtctl image-upload dv`` (the project's virtctl, as KubeVirt's is used) creates an upload DataVolume,
+  gets a token from the ``upload.cdi.kubevirt.io`` API and posts the CirrOS-compatible guest's qcow2 through
+  ``cdi-uploadproxy`` to the claim's ``cdi-upload-<claim>`` server; the DataVolume succeeds, the upload
+  server's pod, Service and Secret are gone, and a VM boots from the claim. The proxy refuses a request
+  without a token and one whose token names a claim that is not an upload target.
 - A DataVolume whose URL answers 404 never succeeds: it stays ``ImportInProgress`` with its importer
   restarting and the Running condition's reason ``Error``; the VM that uses it reports KubeVirt's
   ``DataVolumeError`` and its VMI stays Pending with ``DataVolumesReady=False``.
@@ -14,13 +19,20 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from localcluster import imageserver, install
+from localcluster import imageserver, install, testguest
 from localcluster.handle import Cluster
+from localcluster.layout import Layout
 from localcluster.pvc_vms import DataDisk, pvc_root_vm
+from localcluster.up import virtctl
 from localcluster.vmis import set_run_strategy, wait_vmi_phase
 
 from kubevirt_api.cdi.crds import CDI_CRDS
@@ -34,6 +46,8 @@ CDI_NAMESPACE = "cdi"
 IMPORT_TIMEOUT = 300.0
 RUNNING_TIMEOUT = 300.0
 GUEST_IMAGE = "test-guest-cirros-compatible.qcow2"
+UPLOAD_API_SERVICE = "v1beta1.upload.cdi.kubevirt.io"
+UPLOAD_TIMEOUT = 300
 MARKER = "written-to-the-blank-datavolume"
 
 
@@ -48,7 +62,18 @@ def importer(cluster: Cluster, kubevirt: float) -> Iterator[None]:
                 lambda: cluster.kubectl("get", "crd", DATA_VOLUME_CRD, check=False).returncode == 0,
                 120,
             )
-            cluster.rollout(CDI_NAMESPACE, "cdi-deployment", 180)
+            for deployment in ("cdi-deployment", "cdi-apiserver", "cdi-uploadproxy"):
+                cluster.rollout(CDI_NAMESPACE, deployment, 180)
+            cluster.wait_until(
+                "the upload token API available",
+                lambda: (
+                    _condition(cluster.find("apiservice", UPLOAD_API_SERVICE) or {}, "Available").get(
+                        "status"
+                    )
+                    == "True"
+                ),
+                120,
+            )
             yield
     finally:
         # virt-operator leaves the cdi.kubevirt.io kinds (users' DataVolumes) when the gate goes off; the
@@ -173,3 +198,94 @@ def test_a_url_that_is_not_there_is_a_datavolume_error_not_a_success(cluster: Cl
     ready = _condition(vmi, "DataVolumesReady")
     assert (ready.get("status"), ready.get("reason")) == ("False", "NotAllDVsReady"), vmi.get("status")
     assert failing["status"]["phase"] != "Succeeded"
+
+
+def _guest_qcow2(into: Path) -> Path:
+    """The CirrOS-compatible guest's disk as qcow2, as users upload their images."""
+    raw = testguest.build(Layout.from_environment().cache, testguest.CIRROS_COMPATIBLE).disk
+    image = into / "cirros-compatible.qcow2"
+    subprocess.run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
+    return image
+
+
+def _proxy_url(cluster: Cluster) -> str:
+    service = cluster.find("service", "cdi-uploadproxy", CDI_NAMESPACE) or {}
+    return f"https://{service['spec']['clusterIP']}"
+
+
+def _post_to_proxy(url: str, token: str | None) -> tuple[int, str]:
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    request = urllib.request.Request(f"{url}/v1beta1/upload", data=b"not an image", headers=headers)
+    try:
+        with urllib.request.urlopen(request, context=insecure, timeout=60) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def _upload_token(cluster: Cluster, namespace: str, claim: str) -> str:
+    request = {
+        "apiVersion": "upload.cdi.kubevirt.io/v1beta1",
+        "kind": "UploadTokenRequest",
+        "metadata": {"name": claim},
+        "spec": {"pvcName": claim},
+    }
+    done = cluster.kubectl("create", "-n", namespace, "-o", "json", "-f", "-", stdin=json.dumps(request))
+    token: str = json.loads(done.stdout)["status"]["token"]
+    return token
+
+
+def test_virtctl_image_upload_fills_a_datavolume_a_vm_boots_from(
+    cluster: Cluster, place: str, tmp_path: Path
+) -> None:
+    image = _guest_qcow2(tmp_path)
+    proxy = _proxy_url(cluster)
+    done = virtctl(
+        cluster,
+        "image-upload", "dv", "uploaded-root", "-n", place, "--size=128Mi", f"--image-path={image}",
+        f"--uploadproxy-url={proxy}", "--insecure", "--force-bind", f"--wait-secs={UPLOAD_TIMEOUT}",
+        timeout=2 * UPLOAD_TIMEOUT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Processing completed successfully" in done.stdout, done.stdout
+
+    dv = _wait_phase(cluster, place, "uploaded-root", "Succeeded")
+    assert dv["spec"]["source"] == {"upload": {}}
+    assert dv["status"]["progress"] == "N/A"  # CDI counts the progress of imports and clones, not uploads
+    claim = cluster.find("pvc", "uploaded-root", place) or {}
+    annotations = claim["metadata"]["annotations"]
+    assert "cdi.kubevirt.io/storage.upload.target" in annotations
+    assert annotations["cdi.kubevirt.io/storage.pod.phase"] == "Succeeded"
+    for kind in ("pod", "service", "secret"):
+        cluster.wait_until(
+            f"the upload server's {kind} removed",
+            lambda kind=kind: cluster.find(kind, "cdi-upload-uploaded-root", place) is None,
+            120,
+        )
+
+    # The proxy: no token is a bad request; a valid token for a claim that is no upload target is refused.
+    assert _post_to_proxy(proxy, None)[0] == 400
+    cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(_plain_claim("not-an-upload")))
+    status, body = _post_to_proxy(proxy, _upload_token(cluster, place, "not-an-upload"))
+    assert (status, body) == (503, "PVC not-an-upload is not an upload target"), (status, body)
+
+    vm = pvc_root_vm("uploaded-vm")
+    (root,) = [v for v in vm["spec"]["template"]["spec"]["volumes"] if v["name"] == "rootdisk"]
+    root.pop("persistentVolumeClaim")
+    root["dataVolume"] = {"name": "uploaded-root"}
+    cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(vm))
+    wait_vmi_phase(cluster, "uploaded-vm", place, timeout=RUNNING_TIMEOUT)
+    expecter = cirros_login(str(cluster.kubeconfig), place, "uploaded-vm")
+    expecter.stream.close()
+
+
+def _plain_claim(name: str) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16Mi"}}},
+    }
