@@ -9,7 +9,9 @@ node's address, where pods reach host processes. For each format:
 * DataVolume: one with an ``http`` source is created until its phase is ``Succeeded`` (the importer
   container's own run time is printed too when its pod was seen finished), then deleted with its claim;
 * direct: the same URL fetched by this process into a file on the CSI driver's storage (zero blocks left
-  as holes, as the importer does), then ``qemu-img convert -O raw`` of that file into another there.
+  as holes, as the importer does), then ``qemu-img convert -O raw`` of that file into another there;
+* upload: ``virtctl image-upload dv`` of the same file from the host, through the token API, cdi-uploadproxy
+  and the claim's upload server, until the command returns (the DataVolume is ``Succeeded`` then).
 
 MiB/s are of the image's virtual size. The figure is the DataVolume's MiB/s over the direct path's (fetch
 and convert seconds added). KubeVirt is installed through virt-operator if it is not (and removed again
@@ -46,12 +48,15 @@ from .handle import Cluster
 from .imageserver.server import make_server
 from .layout import NODE_IP
 from .timing import median, poll_seconds, say
+from .up import virtctl
 
 JSON = dict[str, Any]
 GATE = "DataImporter"
 DATA_VOLUME_CRD = "datavolumes.cdi.kubevirt.io"
 CDI_NAMESPACE = "cdi"
 CDI_DEPLOYMENT = "cdi-deployment"
+UPLOAD_DEPLOYMENTS = ("cdi-apiserver", "cdi-uploadproxy")
+UPLOAD_PROXY_SERVICE = "cdi-uploadproxy"
 FORMATS = ("raw", "qcow2")
 IMAGE_STEM = "bench-import"
 CHUNK = 1 << 20
@@ -247,9 +252,40 @@ def import_once(
     took = time.monotonic() - began
     # The retained importer pod still names the claim, whose protection would otherwise hold it for good.
     cluster.kubectl("delete", "pod", f"importer-{name}", "-n", namespace, "--ignore-not-found", "--wait=true")
+    _delete_data_volume(cluster, namespace, name)
+    return took, seen["importer"]
+
+
+def _delete_data_volume(cluster: Cluster, namespace: str, name: str) -> None:
     cluster.kubectl("delete", "dv", name, "-n", namespace, "--wait=true", "--timeout=180s")
     poll_seconds(f"claim {name} gone", lambda: cluster.find("pvc", name, namespace) is None, 180, 0.5)
-    return took, seen["importer"]
+
+
+def upload_proxy_url(cluster: Cluster) -> str:
+    """The upload proxy's Service address, which the host reaches (kube-proxy runs on it)."""
+    service = cluster.find("service", UPLOAD_PROXY_SERVICE, CDI_NAMESPACE) or {}
+    return f"https://{service['spec']['clusterIP']}"
+
+
+def upload_once(
+    cluster: Cluster, namespace: str, name: str, image: Path, request: str, proxy: str, timeout: float
+) -> float:
+    """Seconds of ``virtctl image-upload dv`` of ``image`` into a new DataVolume, which is then deleted."""
+    began = time.monotonic()
+    done = virtctl(
+        cluster,
+        "image-upload", "dv", name, "-n", namespace, f"--size={request}", f"--image-path={image}",
+        f"--uploadproxy-url={proxy}", "--insecure", "--force-bind", f"--wait-secs={int(timeout)}",
+        timeout=2 * timeout,
+    )  # fmt: skip
+    took = time.monotonic() - began
+    if done.returncode != 0:
+        raise AssertionError(f"virtctl image-upload {name} failed: {done.stdout}{done.stderr}")
+    phase = ((cluster.find("dv", name, namespace) or {}).get("status") or {}).get("phase")
+    if phase != cdi.Phase.SUCCEEDED:
+        raise AssertionError(f"DataVolume {name} is {phase} after virtctl image-upload returned")
+    _delete_data_volume(cluster, namespace, name)
+    return took
 
 
 # The direct path on the node.
@@ -279,11 +315,17 @@ def mib_per_second(mib: int, seconds: float) -> float:
 
 
 def summary(
-    mib: int, dv: list[float], importer: list[float], fetched: list[float], converted: list[float]
+    mib: int,
+    dv: list[float],
+    importer: list[float],
+    fetched: list[float],
+    converted: list[float],
+    uploaded: list[float],
 ) -> JSON:
     """Medians and MiB/s of one format's runs; ``ratio`` is the DataVolume's MiB/s over the direct path's
     (its fetch and convert medians added)."""
     dv_seconds, fetch_seconds, convert_seconds = median(dv), median(fetched), median(converted)
+    upload_seconds = median(uploaded) if uploaded else None
     direct_seconds = round(fetch_seconds + convert_seconds, 2)
     return {
         "runs": len(dv),
@@ -297,6 +339,8 @@ def summary(
         "direct_seconds": direct_seconds,
         "direct_mib_s": mib_per_second(mib, direct_seconds),
         "ratio": round(direct_seconds / max(dv_seconds, 1e-3), 3),
+        "upload_seconds": upload_seconds,
+        "upload_mib_s": None if upload_seconds is None else mib_per_second(mib, upload_seconds),
     }
 
 
@@ -309,6 +353,8 @@ COLUMNS = (
     ("convert MiB/s", "convert_mib_s"),
     ("direct MiB/s", "direct_mib_s"),
     ("DV/direct", "ratio"),
+    ("upload s", "upload_seconds"),
+    ("upload MiB/s", "upload_mib_s"),
 )
 
 
@@ -340,7 +386,8 @@ def importer_enabled(cluster: Cluster) -> Iterator[None]:
     try:
         with install.feature_gates(cluster, GATE):
             poll_seconds("the DataVolume kind served", served, 120, 0.5)
-            cluster.rollout(CDI_NAMESPACE, CDI_DEPLOYMENT, 180)
+            for deployment in (CDI_DEPLOYMENT, *UPLOAD_DEPLOYMENTS):
+                cluster.rollout(CDI_NAMESPACE, deployment, 180)
             yield
     finally:
         if not served_before:
@@ -352,11 +399,12 @@ def importer_enabled(cluster: Cluster) -> Iterator[None]:
 
 
 def measure_format(
-    cluster: Cluster, namespace: str, image_format: str, url: str, args: argparse.Namespace
+    cluster: Cluster, namespace: str, image_format: str, image: Path, url: str, args: argparse.Namespace
 ) -> JSON:
     request = storage_request(args.mib * CHUNK)
     storage = data_dir(cluster.layout, cluster.layout.node(1))  # the CSI driver's, beside its volumes
-    dv, importer, fetched, converted = [], [], [], []
+    proxy = upload_proxy_url(cluster)
+    dv, importer, fetched, converted, uploaded = [], [], [], [], []
     for index in range(args.runs):
         took, container = import_once(
             cluster, namespace, f"{image_format}-{index}", url, request, args.timeout
@@ -367,12 +415,16 @@ def measure_format(
         fetch_seconds, convert_seconds = direct_once(url, image_format, storage)
         fetched.append(fetch_seconds)
         converted.append(convert_seconds)
+        upload = upload_once(
+            cluster, namespace, f"up-{image_format}-{index}", image, request, proxy, args.timeout
+        )
+        uploaded.append(upload)
         say(
             f"{image_format} run {index + 1}: DataVolume → Succeeded {took:.1f} s"
             f" (importer container {'-' if container is None else f'{container:.0f}'} s); direct fetch "
-            f"{fetch_seconds:.1f} s + qemu-img convert {convert_seconds:.1f} s"
+            f"{fetch_seconds:.1f} s + qemu-img convert {convert_seconds:.1f} s; image-upload {upload:.1f} s"
         )
-    return summary(args.mib, dv, importer, fetched, converted)
+    return summary(args.mib, dv, importer, fetched, converted, uploaded)
 
 
 def run(cluster: Cluster, args: argparse.Namespace) -> JSON:
@@ -389,7 +441,7 @@ def run(cluster: Cluster, args: argparse.Namespace) -> JSON:
             with serving(Path(folder)) as base:
                 say(f"serving them at {base}")
                 results = {
-                    f: measure_format(cluster, namespace, f, f"{base}/{images[f].name}", args)
+                    f: measure_format(cluster, namespace, f, images[f], f"{base}/{images[f].name}", args)
                     for f in FORMATS
                 }
         finally:

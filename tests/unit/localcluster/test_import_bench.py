@@ -143,7 +143,9 @@ def test_a_failed_or_restarting_import_is_reported_with_its_reason() -> None:
 
 
 def test_the_figures_are_medians_in_mib_per_second_and_the_ratio_to_the_direct_path() -> None:
-    result = bench.summary(1024, [10.0, 12.0, 11.0], [9.0, 10.0], [2.5, 2.0, 1.5], [2.0, 3.0, 2.0])
+    result = bench.summary(
+        1024, [10.0, 12.0, 11.0], [9.0, 10.0], [2.5, 2.0, 1.5], [2.0, 3.0, 2.0], [16.0, 15.0, 17.0]
+    )
     assert result == {
         "runs": 3,
         "datavolume_seconds": 11.0,
@@ -156,14 +158,29 @@ def test_the_figures_are_medians_in_mib_per_second_and_the_ratio_to_the_direct_p
         "direct_seconds": 4.0,
         "direct_mib_s": 256.0,
         "ratio": 0.364,
+        "upload_seconds": 16.0,
+        "upload_mib_s": 64.0,
     }
-    assert bench.summary(1024, [8.0], [], [1.0], [1.0])["importer_container_seconds"] is None
+    assert bench.summary(1024, [8.0], [], [1.0], [1.0], [])["importer_container_seconds"] is None
+    assert bench.summary(1024, [8.0], [], [1.0], [1.0], [])["upload_mib_s"] is None
 
 
 def test_the_table_has_a_row_per_format_with_its_figures() -> None:
-    raw = bench.summary(1024, [10.0], [], [2.0], [2.0])
-    lines = bench.table({"raw": raw, "qcow2": bench.summary(1024, [16.0], [14.0], [1.0], [4.0])}).splitlines()
+    raw = bench.summary(1024, [10.0], [], [2.0], [2.0], [])
+    qcow2 = bench.summary(1024, [16.0], [14.0], [1.0], [4.0], [8.0])
+    lines = bench.table({"raw": raw, "qcow2": qcow2}).splitlines()
     assert lines[0].split()[:3] == ["format", "DV", "s"]
-    assert lines[1].split() == ["raw", "10.0", "102.4", "-", "512.0", "512.0", "256.0", "0.4"]
-    assert lines[2].split() == ["qcow2", "16.0", "64.0", "14.0", "1024.0", "256.0", "204.8", "0.312"]
+    assert lines[1].split() == ["raw", "10.0", "102.4", "-", "512.0", "512.0", "256.0", "0.4", "-", "-"]
+    assert lines[2].split() == [
+        "qcow2",
+        "16.0",
+        "64.0",
+        "14.0",
+        "1024.0",
+        "256.0",
+        "204.8",
+        "0.312",
+        "8.0",
+        "128.0",
+    ]
     assert len({len(line) for line in lines}) == 1  # aligned
