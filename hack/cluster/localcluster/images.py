@@ -298,10 +298,17 @@ class Builder:
 
     def image_server_layers(self) -> list[BuiltLayer]:
         """The test image server's own layers, to go on the ``base`` stage: the files
-        :mod:`.imageserver.files` makes from the test guests' disks, then the server."""
+        :mod:`.imageserver.files` makes from the test guests' disks and containerDisks, then the server."""
         guests = testguest.build_all(self.root.parent)
+        guest_layers = self.test_guest_layers()
+        container_disks = {name: guest_layers[name].layer for name in COMPATIBLE_GUEST_IMAGES}
         recipe_text = Path(served_files.__file__).read_text()
-        files_key = _key(imageserver.IMAGE, recipe_text, *(guest.directory.name for guest in guests.values()))
+        files_key = _key(
+            imageserver.IMAGE,
+            recipe_text,
+            *(guest.directory.name for guest in guests.values()),
+            *(layer.digest for layer in container_disks.values()),
+        )
         server_key = _key(imageserver.IMAGE, imageserver.SERVER_SOURCE.read_text())
         files = self._cached(files_key)
         if files is None:
@@ -309,7 +316,8 @@ class Builder:
             root = fs / imageserver.ROOT.lstrip("/")
             root.mkdir(parents=True)
             with self.timer.step("test image server files"):
-                served_files.generate({name: guest.disk for name, guest in guests.items()}, root)
+                disks = {name: guest.disk for name, guest in guests.items()}
+                served_files.generate(disks, root, container_disks)
             _read_only(root)
             files = self._finish(files_key, fs, f"{imageserver.IMAGE}-files")
         server = self._cached(server_key)
@@ -457,9 +465,9 @@ def _discard(directory: Path) -> None:
 
 
 def _read_only(folder: Path) -> None:
-    """Makes a folder and the files in it readable by anyone, writable by no one."""
-    for path in folder.iterdir():
-        os.chmod(path, 0o444)
+    """Makes a folder and all in it readable by anyone, writable by no one."""
+    for path in folder.rglob("*"):
+        os.chmod(path, 0o555 if path.is_dir() else 0o444)
     os.chmod(folder, 0o555)
 
 

@@ -10,6 +10,9 @@
   ``cdi-uploadproxy`` to the claim's ``cdi-upload-<claim>`` server; the DataVolume succeeds, the upload
   server's pod, Service and Secret are gone, and a VM boots from the claim. The proxy refuses a request
   without a token and one whose token names a claim that is not an upload target.
+- A VM whose root disk is a DataVolume with a ``registry`` source (the CirrOS-compatible guest's
+  containerDisk, served by the image server's read-only registry, listed in the CDI object's insecure
+  registries) boots.
 - A DataVolume whose URL answers 404 never succeeds: it stays ``ImportInProgress`` with its importer
   restarting and the Running condition's reason ``Error``; the VM that uses it reports KubeVirt's
   ``DataVolumeError`` and its VMI stays Pending with ``DataVolumesReady=False``.
@@ -289,3 +292,38 @@ def _plain_claim(name: str) -> JSON:
         "metadata": {"name": name},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16Mi"}}},
     }
+
+
+def test_a_vm_boots_from_a_registry_datavolume(cluster: Cluster, place: str) -> None:
+    # The image server is also a plain-http registry: CDI imports from it once it is an insecure registry.
+    patch = {"spec": {"config": {"insecureRegistries": [imageserver.REGISTRY_HOST]}}}
+    cluster.kubectl("patch", "cdi", "cdi", "--type=merge", "-p", json.dumps(patch))
+    cluster.wait_until(
+        "CDIConfig lists the insecure registry",
+        lambda: (
+            imageserver.REGISTRY_HOST
+            in (
+                ((cluster.find("cdiconfig", "config") or {}).get("spec") or {}).get("insecureRegistries")
+                or []
+            )
+        ),
+        60,
+    )
+    vm = pvc_root_vm("registry-vm")
+    (root,) = [v for v in vm["spec"]["template"]["spec"]["volumes"] if v["name"] == "rootdisk"]
+    root.pop("persistentVolumeClaim")
+    root["dataVolume"] = {"name": "registry-root"}
+    vm["spec"]["dataVolumeTemplates"] = [
+        _template("registry-root", {"registry": {"url": imageserver.registry_url()}}, "128Mi")
+    ]
+    cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(vm))
+
+    dv = _wait_phase(cluster, place, "registry-root", "Succeeded")
+    assert dv["status"]["progress"] == "100.0%"
+    claim = cluster.find("pvc", "registry-root", place) or {}
+    annotations = claim["metadata"]["annotations"]
+    assert annotations["cdi.kubevirt.io/storage.import.source"] == "registry"
+    assert annotations["cdi.kubevirt.io/storage.import.endpoint"] == imageserver.registry_url()
+    wait_vmi_phase(cluster, "registry-vm", place, timeout=RUNNING_TIMEOUT)
+    expecter = cirros_login(str(cluster.kubeconfig), place, "registry-vm")
+    expecter.stream.close()

@@ -1,7 +1,8 @@
 """python -m localcluster.imageserver deploy|remove|urls
 
 deploy: builds the test image server's image (cached), imports it into every running node and deploys the
-server; prints the URL of each file it serves. remove: deletes it. urls: prints the URLs only.
+server; prints the URL of each file and registry image it serves. remove: deletes it. urls: prints the URLs
+only.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import sys
 from .. import cluster, images
 from ..handle import Cluster
 from ..layout import Layout
-from . import IMAGE, deploy, remove, url
-from .files import file_names
+from . import IMAGE, deploy, registry_url, remove, url
+from .files import file_names, registry_images
 
 
 def main(argv: list[str]) -> int:
@@ -43,6 +44,8 @@ def main(argv: list[str]) -> int:
 def _print_urls() -> None:
     for name in file_names():
         print(url(name))
+    for image in registry_images():
+        print(registry_url(image))
 
 
 if __name__ == "__main__":

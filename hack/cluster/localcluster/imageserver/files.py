@@ -6,6 +6,11 @@ to, as qcow2 only (CirrOS's own format; raw copies would add most of the image's
 Bad input for the importer's error paths: a qcow2 and an xz stream cut in half, and a text file that is no
 disk image. ``index.json`` lists every file with its size, SHA-256, format and compression, the guest it
 holds and that guest's virtual size.
+
+For DataVolumes with a ``registry`` source, the CirrOS-compatible guest's containerDisk (the very layer and
+config of ``hack/build-images``' image of that name, so the same manifest digest) also goes into
+``registry/`` in the layout :mod:`.server` reads, tagged ``devel`` and ``latest``; ``index.json`` lists it
+under ``images``.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ import lzma
 import os
 import shutil
 import subprocess
+import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import testguest
+from .. import oci, testguest
+from ..layout import IMAGE_TAG
+from . import server
 
 INDEX = "index.json"  # the server answers "/" with it
 NOT_A_DISK = "not-a-disk-image.txt"
@@ -33,6 +41,12 @@ GZ, XZ = "gz", "xz"
 EVERY_FORM = ((RAW, ""), (QCOW2, ""), (RAW, GZ), (RAW, XZ), (QCOW2, GZ))
 COMPATIBLE_FORMS = ((QCOW2, ""),)
 TRUNCATED_FORMS = ((QCOW2, ""), (RAW, XZ))
+# The registry's images: containerDisk repositories (named as their guest flavours) and their tags.
+REGISTRY_REPOSITORY = testguest.CIRROS_COMPATIBLE.name
+REGISTRY_REPOSITORIES = (REGISTRY_REPOSITORY,)
+REGISTRY_TAGS = (IMAGE_TAG, "latest")
+# What hack/build-images gives a test guest's containerDisk: no entrypoint, command or environment.
+CONTAINER_DISK_CONFIG = oci.ImageConfig(entrypoint=[], cmd=[], env=[])
 
 
 @dataclass(frozen=True)
@@ -65,23 +79,78 @@ def file_names() -> list[str]:
     return [*(served.name for served in catalogue()), NOT_A_DISK, INDEX]
 
 
-def generate(disks: Mapping[str, Path], out: Path) -> list[dict[str, object]]:
-    """Writes every file of :func:`catalogue` (from ``disks``: flavour name -> raw disk), the non-image and
-    ``index.json`` into the existing folder ``out``; returns the index's entries."""
+def registry_images() -> list[str]:
+    """Every image (``repository:tag``) the server's registry holds."""
+    return [f"{repository}:{tag}" for repository in REGISTRY_REPOSITORIES for tag in REGISTRY_TAGS]
+
+
+def generate(
+    disks: Mapping[str, Path], out: Path, container_disks: Mapping[str, oci.Layer]
+) -> list[dict[str, object]]:
+    """Writes every file of :func:`catalogue` (from ``disks``: flavour name -> raw disk), the non-image,
+    the registry of :data:`REGISTRY_REPOSITORIES` (from ``container_disks``: flavour name -> the one layer
+    of its containerDisk) and ``index.json`` into the existing folder ``out``; returns the index's file
+    entries."""
     missing = sorted({served.guest for served in catalogue()} - set(disks))
     if missing:
         raise ValueError(f"disks: no raw disk for the guests {', '.join(missing)}")
+    missing = sorted(set(REGISTRY_REPOSITORIES) - set(container_disks))
+    if missing:
+        raise ValueError(f"container_disks: no containerDisk layer for {', '.join(missing)}")
     work = out / ".work"
     work.mkdir()
     try:
         entries = [_write(served, disks[served.guest], work, out) for served in catalogue()]
+        registry = {name: container_disks[name] for name in REGISTRY_REPOSITORIES}
+        images = write_registry(registry, out / server.REGISTRY_DIR, work)
     finally:
         shutil.rmtree(work)
     (out / NOT_A_DISK).write_text(NOT_A_DISK_TEXT)
     not_a_disk = {"format": "", "compression": "", "guest": "", "virtualSize": 0, "truncated": False}
     entries.append(_entry(out / NOT_A_DISK, not_a_disk))
-    (out / INDEX).write_text(json.dumps({"files": entries}, indent=2) + "\n")
+    (out / INDEX).write_text(json.dumps({"files": entries, "images": images}, indent=2) + "\n")
     return entries
+
+
+def write_registry(
+    container_disks: Mapping[str, oci.Layer], registry: Path, work: Path
+) -> list[dict[str, object]]:
+    """Writes each containerDisk (repository -> its one layer) as an image tagged :data:`REGISTRY_TAGS`
+    into the new folder ``registry`` (``work``: an existing folder for temporary files); returns an entry
+    per image (``repository:tag``, manifest digest and media type)."""
+    blobs = registry / server.BLOBS_DIR
+    blobs.mkdir(parents=True)
+    repositories: dict[str, object] = {}
+    entries: list[dict[str, object]] = []
+    for repository, layer in sorted(container_disks.items()):
+        # The OCI archive hack/build-images writes, unpacked: the same blobs, so the same digests.
+        archive = work / f"{repository}.oci.tar"
+        name = f"{repository}:{REGISTRY_TAGS[0]}"
+        digest = oci.write_archive(archive, name, [layer], CONTAINER_DISK_CONFIG)
+        _unpack_blobs(archive, blobs)
+        archive.unlink()
+        manifest = json.loads((blobs / digest.removeprefix("sha256:")).read_bytes())
+        media_type = str(manifest["mediaType"])
+        repositories[repository] = {
+            "manifests": {digest: media_type},
+            "tags": dict.fromkeys(REGISTRY_TAGS, digest),
+        }
+        for tag in REGISTRY_TAGS:
+            entries.append({"image": f"{repository}:{tag}", "digest": digest, "mediaType": media_type})
+    (registry / server.TAGS_FILE).write_text(json.dumps({"repositories": repositories}, indent=2) + "\n")
+    return entries
+
+
+def _unpack_blobs(archive: Path, blobs: Path) -> None:
+    prefix = f"{server.BLOBS_DIR}/"
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            if not (member.isfile() and member.name.startswith(prefix)):
+                continue
+            content = tar.extractfile(member)
+            assert content is not None  # a regular file's content
+            with (blobs / member.name.removeprefix(prefix)).open("wb") as sink:
+                shutil.copyfileobj(content, sink, 1 << 20)
 
 
 def _plain(disk: Path, served: Served, work: Path) -> Path:
