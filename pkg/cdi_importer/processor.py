@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kubevirt.cdi import sizes
 from kubevirt.cdi_importer import http_source, qemu, registry
+from kubevirt.cdi_importer.archive import extract_all
 from kubevirt.cdi_importer.config import ImporterConfig, Paths
 from kubevirt.cdi_importer.errors import (
     ImporterError,
@@ -176,7 +177,7 @@ class Importer:
             raise ImporterError(f"{_TO_DIRECTORY}: archive content cannot be imported into a block volume")
         try:
             with tarfile.open(fileobj=readers.top, mode="r|") as archive:  # type: ignore[call-overload]
-                archive.extractall(self.paths.data_dir, filter="data")
+                extract_all(archive, self.paths.data_dir)
         except (tarfile.TarError, OSError, EOFError) as err:
             text = os_error_text(err) if isinstance(err, OSError) else str(err)
             raise ImporterError(f"{_TO_DIRECTORY}: unable to untar files from endpoint: {text}") from err

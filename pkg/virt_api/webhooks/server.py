@@ -36,6 +36,7 @@ from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest, ReviewDecodeError, decode_review
 from kubevirt.input_limits import MAX_OBJECT_BYTES, InputLimitError, check_nesting, check_size
 from kubevirt.log import get_logger
+from kubevirt.service.gopaths import redirect_unclean_paths
 from kubevirt.virt_api.webhooks.deadline import HeaderDeadline
 
 Handler = Callable[[AdmissionRequest], AdmissionResponse]
@@ -140,7 +141,8 @@ class WebhookServer:
     async def listen(self, host: str, port: int, ssl_context: ssl.SSLContext | None) -> Listening:
         """Serve on ``host:port`` (0 picks a free port) until :meth:`Listening.close`."""
         deadline = HeaderDeadline(self._limits.body_timeout)
-        app = self.application(middlewares=[deadline.middleware, *self._middlewares])
+        # Go's mux cleans the path before anything else looks at it.
+        app = self.application(middlewares=[deadline.middleware, redirect_unclean_paths, *self._middlewares])
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         if runner.server is None:

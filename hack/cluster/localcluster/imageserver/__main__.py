@@ -1,8 +1,9 @@
-"""python -m localcluster.imageserver deploy|remove|urls
+"""python -m localcluster.imageserver deploy|remove|urls|provider NAMESPACE
 
 deploy: builds the test image server's image (cached), imports it into every running node and deploys the
 server; prints the URL of each file and registry image it serves. remove: deletes it. urls: prints the URLs
-only.
+only. provider: deploys the stand-in for the disks-images-provider of KubeVirt's own functional tests into
+NAMESPACE (KubeVirt's) and waits until it is ready.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import sys
 from .. import cluster, images
 from ..handle import Cluster
 from ..layout import Layout
-from . import IMAGE, deploy, registry_url, remove, url
+from . import IMAGE, deploy, provider, registry_url, remove, url
 from .files import file_names, registry_images
 
 
 def main(argv: list[str]) -> int:
-    command = argv[0] if len(argv) == 1 else ""
-    if command == "urls":
+    command = argv[0] if argv else ""
+    if command == "urls" and len(argv) == 1:
         _print_urls()
         return 0
-    if command not in ("deploy", "remove"):
+    plain = command in ("deploy", "remove") and len(argv) == 1
+    if not (plain or (command == "provider" and len(argv) == 2)):
         print(__doc__, file=sys.stderr)
         return 2
     layout = Layout.from_environment()
@@ -33,6 +35,11 @@ def main(argv: list[str]) -> int:
             remove(Cluster(layout))
             return 0
         images.import_everywhere(layout, images.Builder(layout).build([IMAGE]))
+        if command == "provider":
+            handle = Cluster(layout)
+            handle.apply(*provider.objects(argv[1]))
+            handle.kubectl("rollout", "status", "-n", argv[1], f"daemonset/{provider.NAME}", "--timeout=120s")
+            return 0
         deploy(Cluster(layout))
     except (RuntimeError, AssertionError) as error:
         print(f"imageserver {command} failed: {error}", file=sys.stderr)
