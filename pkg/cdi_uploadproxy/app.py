@@ -19,7 +19,7 @@ from kubevirt.cdi_uploadproxy.backend import UploadServerTrust, read_bundle
 from kubevirt.cdi_uploadproxy.proxy import UploadProxy
 from kubevirt.client import KubeReader, install_namespace
 from kubevirt.log import get_logger
-from kubevirt.service.serving import EXIT_CANNOT_START, listen, run_until_signalled
+from kubevirt.service.serving import EXIT_CANNOT_START, hold_until, listen, run_until_signalled
 from kubevirt.service.startup import cluster_client, tls_files_present
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt_api.cdi.constants import Upload
@@ -63,10 +63,7 @@ async def serve(options: Options, proxy: UploadProxy, stop: asyncio.Event) -> No
     )
     listening = await listen(proxy.application(), certificate, options.listen, options.port)
     get_logger().info("cdi-uploadproxy serving", address=options.listen, port=listening.port)
-    try:
-        await stop.wait()
-    finally:
-        await listening.close()
+    await hold_until(stop, listening)
 
 
 def run(options: Options) -> int:

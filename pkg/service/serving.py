@@ -53,6 +53,14 @@ async def listen(
     return Listening(runner, certificate)
 
 
+async def hold_until(stop: asyncio.Event, listening: Listening) -> None:
+    """Keeps ``listening`` up until ``stop`` is set, then closes it (also when cancelled)."""
+    try:
+        await stop.wait()
+    finally:
+        await listening.close()
+
+
 def stop_on_signals() -> asyncio.Event:
     """An event SIGTERM and SIGINT set; call it from inside the running loop."""
     stop = asyncio.Event()

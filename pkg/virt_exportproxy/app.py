@@ -20,7 +20,7 @@ from kubevirt.controller.informer import ListWatcher
 from kubevirt.log import get_logger
 from kubevirt.service import serving
 from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
-from kubevirt.service.serving import EXIT_CANNOT_START, EXIT_FAILED, Listening
+from kubevirt.service.serving import EXIT_CANNOT_START, EXIT_FAILED, Listening, hold_until
 from kubevirt.service.startup import cluster_client, tls_files_present
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_config.follower import ConfigFollower
@@ -99,11 +99,7 @@ class ExportProxyApp:
         return listening
 
     async def serve(self, stop: asyncio.Event) -> None:
-        listening = await self.listen()
-        try:
-            await stop.wait()
-        finally:
-            await listening.close()
+        await hold_until(stop, await self.listen())
 
 
 def run(options: Options) -> int:

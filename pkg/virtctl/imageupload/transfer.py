@@ -29,7 +29,7 @@ from kubevirt.virtctl.vmexport.transfer import (
     CONNECT_TIMEOUT,
     MAX_REDIRECTS,
     OK,
-    _why,
+    failure_reason,
     tls_context,
 )
 
@@ -98,7 +98,7 @@ def _request(
                 timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=None),
             )
     except urllib3.exceptions.HTTPError as err:
-        raise UploadError(f'{verb} "{url}": {_why(err)}') from None
+        raise UploadError(f'{verb} "{url}": {failure_reason(err)}') from None
 
 
 def choose_upload_url(proxy_url: str, token: str, insecure: bool) -> str:

@@ -92,10 +92,10 @@ def http_get(
                 timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=None),
             )
     except urllib3.exceptions.HTTPError as err:
-        raise VMExportError(f'Get "{url}": {_why(err)}') from None
+        raise VMExportError(f'Get "{url}": {failure_reason(err)}') from None
 
 
-def _why(err: BaseException) -> str:
+def failure_reason(err: BaseException) -> str:
     """The failure under urllib3's wrappers, closer to Go's wording (``connection reset by peer``)."""
     if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None:
         err = err.reason
