@@ -10,6 +10,7 @@ from kubevirt.service import binary
 
 IMPORTER_IMAGE_ENV = "IMPORTER_IMAGE"
 UPLOADSERVER_IMAGE_ENV = "UPLOADSERVER_IMAGE"  # as CDI's cdi-deployment is given it
+CLONER_IMAGE_ENV = "CLONER_IMAGE"
 PULL_POLICY_ENV = "PULL_POLICY"
 
 
@@ -22,6 +23,11 @@ PULL_POLICY_ENV = "PULL_POLICY"
     "--uploadserver-image",
     default=lambda: os.environ.get(UPLOADSERVER_IMAGE_ENV, ""),
     help=f"Image of the cdi-upload-<claim> pods (default: ${UPLOADSERVER_IMAGE_ENV}; none: no uploads).",
+)
+@click.option(
+    "--cloner-image",
+    default=lambda: os.environ.get(CLONER_IMAGE_ENV, ""),
+    help=f"Image of the clone source pods (default: ${CLONER_IMAGE_ENV}; none: no clones).",
 )
 @click.option(
     "--pull-policy",
@@ -44,10 +50,13 @@ PULL_POLICY_ENV = "PULL_POLICY"
 @click.option(
     "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Compete for the leader Lease."
 )
-@binary("cdi-controller", "Runs the DataVolume, import, upload, CDIConfig and StorageProfile controllers.")
+@binary(
+    "cdi-controller", "Runs the DataVolume, import, upload, clone, CDIConfig and StorageProfile controllers."
+)
 def main(
     importer_image: str,
     uploadserver_image: str,
+    cloner_image: str,
     pull_policy: str,
     kubeconfig: str | None,
     namespace: str | None,
@@ -60,6 +69,7 @@ def main(
     options = app.Options(
         importer_image=importer_image,
         uploadserver_image=uploadserver_image,
+        cloner_image=cloner_image,
         pull_policy=pull_policy,
         kubeconfig=kubeconfig,
         namespace=namespace,

@@ -1,1 +1,2 @@
-"""What the project's DataVolume importer shares between its controller and its worker pods."""
+"""What the project's DataVolume importer shares between its components and its worker pods (names,
+sizes, tokens), and the clone authorization both cdi-apiserver and virt-controller decide with."""

@@ -20,6 +20,10 @@ from kubevirt_api.cdi.constants import Upload
 ALGORITHM = "PS256"
 SIGNING_KEY_BITS = 2048
 PVC_RESOURCE = {"group": "", "version": "v1", "resource": "persistentvolumeclaims"}
+SNAPSHOT_RESOURCE = {"group": "snapshot.storage.k8s.io", "version": "v1", "resource": "volumesnapshots"}
+# The params of a clone token: where the clone goes.
+TARGET_NAMESPACE_PARAM = "targetNamespace"
+TARGET_NAME_PARAM = "targetName"
 
 
 class TokenError(Exception):
@@ -49,6 +53,25 @@ class Payload:
 
 def upload_payload(namespace: str, claim: str) -> Payload:
     return Payload(operation=Upload.TOKEN_OPERATION, name=claim, namespace=namespace)
+
+
+def clone_payload(
+    source_namespace: str,
+    source_name: str,
+    target_namespace: str,
+    target_name: str,
+    *,
+    snapshot: bool = False,
+) -> Payload:
+    """What cdi-apiserver's DataVolume webhook grants: cloning the claim (or VolumeSnapshot) of that name
+    into the target DataVolume."""
+    return Payload(
+        operation=Upload.CLONE_TOKEN_OPERATION,
+        name=source_name,
+        namespace=source_namespace,
+        resource=dict(SNAPSHOT_RESOURCE if snapshot else PVC_RESOURCE),
+        params={TARGET_NAMESPACE_PARAM: target_namespace, TARGET_NAME_PARAM: target_name},
+    )
 
 
 def generate(

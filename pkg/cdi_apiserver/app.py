@@ -1,4 +1,5 @@
-"""cdi-apiserver's process: the signing key, the front proxy's trust, and the token API over TLS.
+"""cdi-apiserver's process: the signing key, the front proxy's trust, and the token API and the DataVolume
+webhook over TLS.
 
 At start the signing key is read from (or stored into) its Secret and the front proxy's identity from
 ``kube-system/extension-apiserver-authentication``; then the API is served on port 8443 until SIGTERM or
@@ -15,6 +16,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from kubevirt.cdi.cloneauth import ClusterAccess
+from kubevirt.cdi_apiserver import datavolume_mutate
 from kubevirt.cdi_apiserver.authorizer import TokenAuthorizer
 from kubevirt.cdi_apiserver.server import UploadTokenAPI, application
 from kubevirt.cdi_apiserver.signing_key import SigningKeyError, get_or_create_signing_key
@@ -72,7 +75,9 @@ async def serve(options: Options, client: KubeClient, signing_key: rsa.RSAPrivat
     follower = FrontProxyFollower(client, certificate.trust_client_ca)
     await asyncio.to_thread(follower.refresh)
     authorizer = TokenAuthorizer(review_poster(client))
-    app = application(UploadTokenAPI(signing_key), authorizer, lambda: follower.current)
+    mutator = datavolume_mutate.DataVolumeMutator(signing_key, ClusterAccess.over(client))
+    webhooks = {datavolume_mutate.PATH: mutator.admit}
+    app = application(UploadTokenAPI(signing_key), authorizer, lambda: follower.current, webhooks=webhooks)
     listening = await listen(app, certificate, options.listen, options.port)
     task = asyncio.get_running_loop().create_task(follower.follow(options.trust_refresh_interval))
     return Serving(listening, task)

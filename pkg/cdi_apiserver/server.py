@@ -1,5 +1,8 @@
 """The token API's HTTP surface: discovery, health, OpenAPI and the UploadTokenRequest create.
 
+The admission webhooks (:mod:`kubevirt.cdi_apiserver.admission`) are served on their own paths, open as
+CDI serves them: the API server calls them, not the aggregator.
+
 Only the create route is authorised, by the shared authorising middleware driving CDI's authorizer: a
 refusal is 401 with the reason as plain text, a review that could not be made 500 with no body. Every
 other path is open, and an unknown path or method is the router's 404 or 405, as in CDI. A body that
@@ -13,15 +16,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kubevirt.cdi_apiserver import discovery
+from kubevirt.cdi_apiserver.admission import Admit, admission_handler
 from kubevirt.cdi_apiserver.authorizer import TokenAuthorizer
 from kubevirt.cdi_apiserver.token_request import DecodeError, answer, decode
+from kubevirt.input_limits import MAX_OBJECT_BYTES
 from kubevirt.log import get_logger
 from kubevirt.service.aggregation.front_proxy import FrontProxyTrust
 from kubevirt.service.aggregation.middleware import authorizing_middleware
@@ -29,6 +34,8 @@ from kubevirt_api.view import JSON
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 TOKEN_ROUTE = "create-uploadtokenrequest"
+# An AdmissionReview carries an object and its old version, each at most what the API server stores.
+MAX_BODY_BYTES = 2 * MAX_OBJECT_BYTES + 256 * 1024
 
 
 def json_response(document: Any) -> web.Response:
@@ -105,10 +112,15 @@ def application(
     trust: Callable[[], FrontProxyTrust | None],
     *,
     peer: Callable[[web.Request], str | None] | None = None,
+    webhooks: Mapping[str, Admit] | None = None,
 ) -> web.Application:
     """The application; ``trust`` is the front proxy's current identity (None: nobody is authenticated),
-    ``peer`` reads the client certificate's common name (the TLS connection's by default)."""
+    ``peer`` reads the client certificate's common name (the TLS connection's by default), ``webhooks``
+    the admitters by path."""
     middleware = authorizing_middleware(authorizer, trust, exempt=(), peer=peer)
-    app = web.Application(middlewares=[token_routes_only(middleware)])
+    app = web.Application(middlewares=[token_routes_only(middleware)], client_max_size=MAX_BODY_BYTES)
     api.install(app)
+    for path, admit in (webhooks or {}).items():
+        # Any method, as Go's ServeMux routes a path.
+        app.router.add_route("*", path, admission_handler(admit))
     return app

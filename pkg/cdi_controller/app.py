@@ -8,7 +8,9 @@ or that pod's Service changes; the CDIConfig when it, the CDI CR or a storage cl
 StorageProfile when its class, itself or a VolumeSnapshotClass changes.
 
 The upload controller runs when an upload server image is given. It reads the upload server signer and
-the client CA bundle from CDI's namespace (the one this process runs in) when it makes a pod.
+the client CA bundle from CDI's namespace (the one this process runs in) when it makes a pod. The clone
+controller runs when a cloner image is given as well: a clone target claim is looked at when it or its
+upload server changes, and when its source pod (in the source namespace) changes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from typing import Any
 from kubevirt.cdi.resources import STORAGE_PROFILES
 from kubevirt.cdi_controller import meta
 from kubevirt.cdi_controller.caches import Caches
+from kubevirt.cdi_controller.clone import CloneController, target_key_of_source_pod
+from kubevirt.cdi_controller.clonetoken import SigningKey
 from kubevirt.cdi_controller.config import ConfigController
 from kubevirt.cdi_controller.datavolume import DataVolumeController, data_volume_key_of_claim
 from kubevirt.cdi_controller.health import HealthServer
@@ -80,6 +84,7 @@ UPLOAD_SERVICES_SELECTOR = f"{cdi.Label.COMPONENT}={cdi.Upload.COMPONENT_VALUE}"
 class Options:
     importer_image: str
     uploadserver_image: str = ""  # none: no upload controller
+    cloner_image: str = ""  # none (or no upload server image): no host-assisted clones
     pull_policy: str = "IfNotPresent"
     verbosity: str = "1"
     kubeconfig: str | None = None
@@ -115,14 +120,22 @@ class Controllers:
         self._uploads = bool(options.uploadserver_image)
         if self._uploads:
             self.caches.services = informer(SERVICES, label_selector=UPLOAD_SERVICES_SELECTOR).store
-        names = ["datavolume", "import", "config", "storageprofile"] + (["upload"] if self._uploads else [])
+        self._clones = self._uploads and bool(options.cloner_image)
+        names = ["datavolume", "import", "config", "storageprofile"]
+        names += (["upload"] if self._uploads else []) + (["clone"] if self._clones else [])
         self.queues = {name: RateLimitingQueue(name) for name in names}
         settings = ImporterSettings(
             image=options.importer_image, pull_policy=options.pull_policy, verbosity=options.verbosity
         )
+        cdi_namespace = options.cdi_namespace or own_namespace() or cdi.CDI_NAMESPACE
+        signing_key = SigningKey(api, cdi_namespace)
         self.reconcilers: dict[str, Reconciler] = {
             "datavolume": DataVolumeController(
-                api=api, events=self.events, caches=self.caches, fetch_metrics=MetricsFetcher()
+                api=api,
+                events=self.events,
+                caches=self.caches,
+                fetch_metrics=MetricsFetcher(),
+                signing_key=signing_key,
             ),
             "import": ImportController(api=api, events=self.events, caches=self.caches, settings=settings),
             "config": ConfigController(api=api, events=self.events, caches=self.caches),
@@ -138,7 +151,18 @@ class Controllers:
                     pull_policy=options.pull_policy,
                     verbosity=options.verbosity,
                 ),
-                issuer=ServerCertIssuer(api, options.cdi_namespace or own_namespace() or cdi.CDI_NAMESPACE),
+                issuer=ServerCertIssuer(api, cdi_namespace),
+            )
+        if self._clones:
+            self.reconcilers["clone"] = CloneController(
+                api=api,
+                events=self.events,
+                caches=self.caches,
+                settings=UploadSettings(
+                    image=options.cloner_image, pull_policy=options.pull_policy, verbosity=options.verbosity
+                ),
+                issuer=ServerCertIssuer(api, cdi_namespace),
+                signing_key=signing_key,
             )
         self._wire(watch_snapshot_classes)
         self.synced = threading.Event()
@@ -169,9 +193,14 @@ class Controllers:
     def _claim_changed(self, pvc: JSON) -> None:
         self._add("import", key_of(pvc))
         self._add("upload", key_of(pvc))
+        self._add("clone", key_of(pvc))
         self._add("datavolume", data_volume_key_of_claim(pvc))
 
     def _pod_changed(self, pod: JSON) -> None:
+        target_key = target_key_of_source_pod(pod)
+        if target_key is not None:
+            self._add("clone", target_key)
+            return
         claim_key = claim_key_of_pod(pod)
         if claim_key is None:
             return

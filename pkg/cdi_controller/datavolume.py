@@ -1,9 +1,8 @@
-"""The DataVolume controller for import, blank and upload sources, as CDI v1.63's on its
-annotation-driven path: it renders and creates the DataVolume's claim (recording
+"""The DataVolume controller for import, blank, upload and ``pvc`` (host-assisted clone) sources, as CDI
+v1.63's on its annotation-driven path: it renders and creates the DataVolume's claim (recording
 ``storage.usePopulator: "false"`` on the DataVolume) and derives the DataVolume's status from the claim
-and the annotations the import and upload controllers keep on it. Sources not handled yet (clones, s3,
-gcs, imageio, vddk) leave the DataVolume Pending with a Warning event saying so; they are where those
-controllers plug in.
+and the annotations the import, upload and clone controllers keep on it. Sources not handled yet
+(snapshot clones, s3, gcs, imageio, vddk) leave the DataVolume Pending with a Warning event saying so.
 """
 
 from __future__ import annotations
@@ -14,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubevirt.cdi_controller import conditions, meta, progress
+from kubevirt.cdi_controller import clonesource, conditions, meta, progress
 from kubevirt.cdi_controller.caches import Caches
+from kubevirt.cdi_controller.clonetoken import CloneTokenError, SigningKey, extended_token, is_cross_namespace
 from kubevirt.cdi_controller.conditions import Now
 from kubevirt.cdi_controller.importerpod import owner_uid
 from kubevirt.cdi_controller.render import ClaimNotValid, new_claim, render_claim_spec
@@ -24,13 +24,14 @@ from kubevirt.client.resources import DATA_VOLUMES
 from kubevirt.controller import RequeueAfter
 from kubevirt.controller.store import OWNER_INDEX
 from kubevirt_api.cdi import constants as cdi
-from kubevirt_api.cdi.constants import Annotation, Phase, Reason
+from kubevirt_api.cdi.constants import Annotation, Clone, Phase, Reason
 from kubevirt_api.view import JSON
 
 IMPORT_SOURCES = ("http", "registry", "blank")
 UPLOAD_SOURCE = "upload"
-SUPPORTED_SOURCES = (*IMPORT_SOURCES, UPLOAD_SOURCE)
-UNSUPPORTED_SOURCES = ("pvc", "snapshot", "s3", "gcs", "imageio", "vddk")
+CLONE_SOURCE = clonesource.SOURCE_KIND
+SUPPORTED_SOURCES = (*IMPORT_SOURCES, UPLOAD_SOURCE, CLONE_SOURCE)
+UNSUPPORTED_SOURCES = ("snapshot", "s3", "gcs", "imageio", "vddk")
 # The order CDI looks at a source's kinds in (the first one set wins).
 _SOURCE_ORDER = (UPLOAD_SOURCE, "pvc", "snapshot", *IMPORT_SOURCES, "s3", "gcs", "imageio", "vddk")
 UNSUPPORTED_SOURCE = "UnsupportedSource"
@@ -107,8 +108,10 @@ class DataVolumeController:
         events: EventSink,
         caches: Caches,
         fetch_metrics: progress.Fetch,
+        signing_key: SigningKey | None = None,
         now: Now = utc_now,
     ) -> None:
+        self._signing_key = signing_key
         self._api = api
         self._events = events
         self._caches = caches
@@ -149,15 +152,34 @@ class DataVolumeController:
             # Claims are sized with CDIConfig's overhead: wait for the config controller's first pass.
             state.requeue = CONFIG_WAIT_SECONDS
             return
+        clone_source = None
+        if state.pvc is None and kind == CLONE_SOURCE and not self._prepopulated(dv):
+            clone_source = self._clone_source(state)
+            if clone_source is None:
+                return
         if state.pvc is None:
+            rendered_from = (clonesource.size_from_source(dv, clone_source) if clone_source else None) or dv
             try:
-                claim_spec = render_claim_spec(dv, self._caches, self._events)
+                claim_spec = render_claim_spec(rendered_from, self._caches, self._events)
             except ClaimNotValid as err:
                 state.phase_sync = PhaseSync(Phase.UNSET, Event("Warning", Reason.CLAIM_NOT_VALID, str(err)))
                 raise
+        if clone_source is not None and claim_spec is not None:
+            problem = clonesource.incompatibility(clone_source, dv, claim_spec)
+            if problem is not None:
+                event = Event(
+                    "Warning", Reason.CLONE_VALIDATION_FAILED, Clone.MESSAGE_VALIDATION_FAILED % problem
+                )
+                state.phase_sync = PhaseSync(Phase.PENDING, event, explains_claim=False)
+                return
         updated = meta.editable(dv)
         # The annotation-driven path, never populators: recorded as CDI records its decision.
         updated["metadata"]["annotations"][Annotation.USE_POPULATOR] = "false"
+        if clone_source is not None and is_cross_namespace(dv):
+            token = self._extended_token(state)
+            if token is None:
+                return
+            updated["metadata"]["annotations"][Annotation.EXTENDED_CLONE_TOKEN] = token
         if state.pvc is not None:
             state.pvc = self._validate_claim(dv, state.pvc)
             if meta.claim_phase(state.pvc) == meta.CLAIM_BOUND and _populated_for(state.pvc, dv):
@@ -170,6 +192,35 @@ class DataVolumeController:
             and Annotation.PRE_POPULATED not in meta.annotations_of(state.dv)
         ):
             state.pvc = self._create_claim(state, claim_spec)
+
+    @staticmethod
+    def _prepopulated(dv: Mapping[str, Any]) -> bool:
+        return Annotation.PRE_POPULATED in meta.annotations_of(dv)
+
+    def _clone_source(self, state: _State) -> Mapping[str, Any] | None:
+        """The clone's source claim when the target claim may be made now; else None, with the phase
+        and event that say why."""
+        refusal = clonesource.refusal_before_claim(state.dv, self._caches)
+        if refusal is not None:
+            event = Event(refusal.event_type, refusal.reason, refusal.message)
+            state.phase_sync = PhaseSync(refusal.phase, event, explains_claim=False)
+            state.requeue = refusal.retry_after
+            return None
+        return clonesource.source_claim(state.dv, self._caches)
+
+    def _extended_token(self, state: _State) -> str | None:
+        """The controller's own token for a cross-namespace clone, from the webhook's; None (with the
+        DataVolume's phase and event) when the webhook's token is missing or not for this clone."""
+        try:
+            if self._signing_key is None:
+                raise CloneTokenError("no token signing key is configured")
+            existing = meta.annotations_of(state.dv).get(Annotation.EXTENDED_CLONE_TOKEN)
+            return existing or extended_token(state.dv, self._signing_key)
+        except CloneTokenError as err:
+            message = Clone.MESSAGE_VALIDATION_FAILED % err
+            event = Event("Warning", Reason.CLONE_VALIDATION_FAILED, message)
+            state.phase_sync = PhaseSync(Phase.PENDING, event, explains_claim=False)
+            return None
 
     def _validate_claim(self, dv: Mapping[str, Any], pvc: Mapping[str, Any]) -> Mapping[str, Any]:
         name = meta.name(pvc)
@@ -208,6 +259,9 @@ class DataVolumeController:
 
     def _create_claim(self, state: _State, claim_spec: Mapping[str, Any]) -> Mapping[str, Any]:
         body = new_claim(state.dv, claim_spec, self._caches)
+        if source_kind(state.dv) == CLONE_SOURCE:
+            token = meta.annotations_of(state.dv).get(Annotation.EXTENDED_CLONE_TOKEN)
+            body["metadata"]["annotations"].update(clonesource.claim_annotations(state.dv, token))
         try:
             return self._api.create(PERSISTENT_VOLUME_CLAIMS, meta.namespace(state.dv), body)
         except ApiError as err:
@@ -242,7 +296,10 @@ class DataVolumeController:
             restarts = meta.annotations_of(pvc).get(Annotation.POD_RESTARTS, "")
             if restarts.isdigit():
                 status["restartCount"] = int(restarts)
-            if source_kind(dv) == UPLOAD_SOURCE:
+            if source_kind(dv) == CLONE_SOURCE:
+                # The clone's progress is not read from its source pod yet: unknown until done.
+                status["progress"] = status.get("progress") or cdi.PROGRESS_UNKNOWN
+            elif source_kind(dv) == UPLOAD_SOURCE:
                 # An upload server reports no progress: CDI leaves it unknown, even once done.
                 status["progress"] = status.get("progress") or cdi.PROGRESS_UNKNOWN
             else:
@@ -279,6 +336,11 @@ class DataVolumeController:
     def _transfer_phase(self, pvc: Mapping[str, Any], dv: Mapping[str, Any], status: JSON) -> Event | None:
         if source_kind(dv) == UPLOAD_SOURCE:
             return self._upload_phase(pvc, dv, status)
+        if source_kind(dv) == CLONE_SOURCE:
+            if not self._requires_work(pvc, dv):
+                return None
+            outcome = clonesource.clone_phase(pvc, dv, status)
+            return Event(*outcome) if outcome is not None else None
         return self._import_phase(pvc, dv, status)
 
     def _upload_phase(self, pvc: Mapping[str, Any], dv: Mapping[str, Any], status: JSON) -> Event | None:
@@ -318,6 +380,8 @@ class DataVolumeController:
         return Event(event_type, reason, message % meta.name(pvc))
 
     def _waits_for_first_consumer(self, pvc: Mapping[str, Any]) -> bool:
+        if Annotation.IMMEDIATE_BINDING in meta.annotations_of(pvc):
+            return False  # the worker pod is the consumer: it does not wait for another
         storage_class = self._caches.storage_class(meta.storage_class_name(pvc.get("spec") or {}))
         wffc = (storage_class or {}).get("volumeBindingMode") == "WaitForFirstConsumer"
         return wffc and self._caches.honor_wait_for_first_consumer()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from kubevirt.cdi import sizes
 from kubevirt.cdi.naming import resource_name
-from kubevirt.cdi_controller import meta
+from kubevirt.cdi_controller import meta, nodepull
 from kubevirt.cdi_controller.caches import Caches
 from kubevirt.cdi_controller.render import recommended_labels
 from kubevirt.cdi_controller.workerpod import (
@@ -75,13 +76,13 @@ def scratch_claim_name(pvc: Mapping[str, Any]) -> str:
 
 
 def requires_scratch(pvc: Mapping[str, Any]) -> bool:
-    """Archives and registry images need scratch space up front; other sources once the importer asked
-    for it (the requires-scratch annotation). Registry images are always pulled through scratch here:
-    the node pull method's in-image server is not offered."""
+    """Archives and registry images pulled by the importer need scratch space up front; other sources
+    (a node-pulled image is read over HTTP) once the importer asked for it (the requires-scratch
+    annotation)."""
     annotations = meta.annotations_of(pvc)
-    required = content_type_of(pvc) == cdi.CONTENT_TYPE_ARCHIVE or source_of(pvc) in (
-        "glance",
-        cdi.SOURCE_REGISTRY,
+    registry_by_pod = source_of(pvc) == cdi.SOURCE_REGISTRY and not nodepull.is_node_pull(pvc)
+    required = (
+        content_type_of(pvc) == cdi.CONTENT_TYPE_ARCHIVE or source_of(pvc) == "glance" or registry_by_pod
     )
     return required or annotations.get(Annotation.REQUIRES_SCRATCH, "").lower() in ("true", "1", "t")
 
@@ -90,6 +91,13 @@ def importer_pod(
     pvc: Mapping[str, Any], settings: ImporterSettings, caches: Caches, *, scratch: str | None
 ) -> JSON:
     env = _import_environment(pvc, caches)
+    node_pull = nodepull.is_node_pull(pvc)
+    if node_pull:
+        replaced = nodepull.environment()
+        env = [
+            entry | {"value": replaced[entry["name"]]} if entry["name"] in replaced else entry
+            for entry in env
+        ]
     labels = {
         Label.APP: Label.APP_VALUE,
         Label.COMPONENT: IMPORTER_COMPONENT,
@@ -97,15 +105,38 @@ def importer_pod(
         **recommended_labels(),
         **meta.labels_of(pvc),
     }
-    return worker_pod(
+    container = _container(pvc, settings, env, scratch)
+    volumes = _volumes(pvc, scratch)
+    if node_pull:
+        container.setdefault("volumeMounts", []).append(nodepull.shared_mount())
+        volumes.append(nodepull.shared_volume())
+    pod = worker_pod(
         pvc,
         caches,
         name=importer_pod_name(pvc),
         labels=labels,
         annotations={cdi.POD_CREATED_BY_CONTROLLER: "yes", **allowed_annotations(pvc)},
-        container=_container(pvc, settings, env, scratch),
-        volumes=_volumes(pvc, scratch),
+        container=container,
+        volumes=volumes,
     )
+    if node_pull:
+        _add_node_pull_containers(pod, pvc, settings)
+    return pod
+
+
+def _add_node_pull_containers(pod: JSON, pvc: Mapping[str, Any], settings: ImporterSettings) -> None:
+    """The image's server beside the importer, and the init container giving it its program; with the
+    importer's resources and restrictions."""
+    spec = pod["spec"]
+    importer = spec["containers"][0]
+    extra = [nodepull.server_container(pvc, settings)]
+    init = [nodepull.init_container(settings)]
+    for container in (*extra, *init):
+        for key in ("resources", "securityContext"):
+            if key in importer:
+                container[key] = copy.deepcopy(importer[key])
+    spec["containers"].extend(extra)
+    spec["initContainers"] = init
 
 
 def _container(

@@ -103,5 +103,9 @@ def pod_phase(pod: Mapping[str, Any]) -> str:
 
 
 def first_container_status(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The status of the pod's first container (the worker; a registry node pull adds a server beside
+    it), whatever order the kubelet lists them in."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    return statuses[0] if statuses else None
+    containers = (pod.get("spec") or {}).get("containers") or []
+    first = containers[0].get("name") if containers else None
+    return next((s for s in statuses if s.get("name") == first), statuses[0] if statuses else None)

@@ -2,7 +2,8 @@
 upload server pod ``cdi-upload-<claim>`` with its TLS Secret and scratch claim, and the Service the upload
 proxy posts to, and copies the pod's state onto the claim's annotations (phase, readiness, restarts, the
 running condition), which the DataVolume controller turns into Upload* phases (CDI's PVC-level
-upload-controller, upload targets only: clone targets are not handled here).
+upload-controller). A host-assisted clone target (``k8s.io/CloneRequest``) gets the same server without
+scratch space, accepting only the clone source pod's client certificate (``<src ns>/<src>-<ns>/<claim>``).
 
 Once the pod succeeded (or the claim goes away, or stops being a target) the Service and the pod are
 deleted; the Secret, owned by the pod, goes with it. A server whose certificate is due for renewal exits
@@ -64,6 +65,16 @@ def is_upload_target(pvc: Mapping[str, Any]) -> bool:
     return Annotation.UPLOAD_TARGET in meta.annotations_of(pvc)
 
 
+def is_clone_target(pvc: Mapping[str, Any]) -> bool:
+    return Annotation.CLONE_REQUEST in meta.annotations_of(pvc)
+
+
+def clone_client_name(pvc: Mapping[str, Any]) -> str:
+    """The name the clone source pod's certificate carries: ``<src ns>/<src>-<ns>/<claim>``."""
+    source = meta.annotations_of(pvc).get(Annotation.CLONE_REQUEST, "")
+    return f"{source}-{meta.namespace(pvc)}/{meta.name(pvc)}"
+
+
 def pod_ready(pod: Mapping[str, Any]) -> bool:
     """Every container ready (and there is one): what the readiness probe on /healthz says."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
@@ -96,8 +107,7 @@ class UploadController:
         pvc = self._caches.pvcs.get_by_key(key)
         if pvc is None:
             return
-        annotations = meta.annotations_of(pvc)
-        if is_upload_target(pvc) and Annotation.CLONE_REQUEST in annotations:
+        if is_upload_target(pvc) and is_clone_target(pvc):
             raise UploadError("PVC has both clone and upload annotations")
         if not self.should_handle(pvc) or upload_complete(pvc) or meta.deleting(pvc):
             self._cleanup(pvc)
@@ -105,7 +115,7 @@ class UploadController:
         self._reconcile_claim(meta.editable(pvc))
 
     def should_handle(self, pvc: Mapping[str, Any]) -> bool:
-        if not is_upload_target(pvc):
+        if not (is_upload_target(pvc) or is_clone_target(pvc)):
             return False
         honour_wffc = (
             Annotation.IMMEDIATE_BINDING not in meta.annotations_of(pvc)
@@ -151,6 +161,8 @@ class UploadController:
             if Annotation.UPLOAD_POD_NAME not in annotations:
                 # First pass: the pod's name is recorded, the pod made on the next one.
                 annotations[Annotation.UPLOAD_POD_NAME] = upload_pod_name(pvc)
+                if is_clone_target(pvc):
+                    annotations[Upload.CLIENT_NAME_ANNOTATION] = clone_client_name(pvc)
                 self._api.update(PERSISTENT_VOLUME_CLAIMS, meta.namespace(pvc), pvc)
                 return
             pod = self._create_pod(pvc, annotations[Annotation.UPLOAD_POD_NAME])
@@ -162,7 +174,8 @@ class UploadController:
         self._follow_pod(pvc, pod)
         if pvc != before:
             updated = self._api.update(PERSISTENT_VOLUME_CLAIMS, meta.namespace(pvc), pvc)
-            if upload_complete(updated):
+            if upload_complete(updated) and not is_clone_target(updated):
+                # A clone's success is the clone controller's to announce.
                 self._events.event(updated, "Normal", UPLOAD_SUCCEEDED, UPLOAD_SUCCESSFUL)
 
     def _upload_pod(self, pvc: JSON) -> JSON | None:
@@ -180,13 +193,14 @@ class UploadController:
         tls = self._issuer.issue(namespace, service_name_of(name), cert_config(active_cdi(self._caches)))
         profile = ((self._caches.config() or {}).get("spec") or {}).get("tlsSecurityProfile")
         ciphers, min_version = tlsprofile.ciphers_and_min_version(profile)
+        clone = is_clone_target(pvc)
         args = UploadPodArgs(
             name=name,
-            client_name=Upload.CLIENT_NAME,
+            client_name=clone_client_name(pvc) if clone else Upload.CLIENT_NAME,
             ciphers=ciphers,
             min_tls_version=min_version,
             deadline=tls.deadline,
-            scratch=upload_scratch_name(pvc),
+            scratch=None if clone else upload_scratch_name(pvc),
         )
         body = upload_pod(pvc, self._settings, self._caches, args)
         try:

@@ -18,7 +18,7 @@ from typing import Any
 from kubevirt.client import CONFIG_MAPS, KubeReader
 from kubevirt.client.errors import NotFoundError
 from kubevirt.client.resources import SECRETS
-from kubevirt.service.certs import CertificateSpec, load_pair, new_certificate
+from kubevirt.service.certs import CertificateSpec, KeyPair, load_pair, new_certificate
 from kubevirt.service.durations import parse_go_duration
 from kubevirt_api.cdi.constants import Upload
 
@@ -59,6 +59,15 @@ class ServerTLS:
     deadline: datetime.datetime
 
 
+@dataclass(frozen=True)
+class ClientTLS:
+    """A clone source pod's client certificate and the CA bundle of the upload servers."""
+
+    cert_pem: bytes
+    key_pem: bytes
+    server_ca_pem: bytes
+
+
 def cert_config(cdi_cr: Mapping[str, Any] | None) -> CertConfig:
     """The CDI CR's server and client lifetimes; each one incomplete or unreadable is the default."""
     config = ((cdi_cr or {}).get("spec") or {}).get("certConfig") or {}
@@ -83,7 +92,8 @@ def _utc_now() -> datetime.datetime:
 
 
 class ServerCertIssuer:
-    """Issues each upload server's certificate; the signer and the bundle are read when needed."""
+    """Issues each upload server's certificate (and each clone source pod's client certificate); the
+    signers and the bundles are read when needed."""
 
     def __init__(self, api: KubeReader, namespace: str, *, now: Clock = _utc_now) -> None:
         self._api = api
@@ -92,13 +102,7 @@ class ServerCertIssuer:
 
     def issue(self, namespace: str, service: str, config: CertConfig) -> ServerTLS:
         """A certificate for ``service`` in ``namespace`` (its short and namespaced DNS names)."""
-        try:
-            signer = self._api.get(SECRETS, self._namespace, Upload.SERVER_SIGNER)
-        except NotFoundError as err:
-            raise UploadCertError(f"secret {self._namespace}/{Upload.SERVER_SIGNER} not found") from err
-        ca = load_pair(signer)
-        if ca is None:
-            raise UploadCertError(f"secret {self._namespace}/{Upload.SERVER_SIGNER} holds no usable signer")
+        ca = self._signer(Upload.SERVER_SIGNER)
         now = self._now()
         spec = CertificateSpec(
             secret="", kind="server", common_name=service, service=service, signer=Upload.SERVER_SIGNER
@@ -111,8 +115,32 @@ class ServerCertIssuer:
             deadline=now + min(config.server.refresh, config.client.refresh),
         )
 
+    def issue_client(self, common_name: str, config: CertConfig) -> ClientTLS:
+        """A client certificate for ``common_name`` (a clone source pod's), signed by the client signer the
+        upload servers trust, with the bundle that verifies the servers."""
+        ca = self._signer(Upload.CLIENT_SIGNER)
+        spec = CertificateSpec(secret="", kind="client", common_name=common_name, signer=Upload.CLIENT_SIGNER)
+        pair = new_certificate(spec, ca, self._namespace, self._now(), config.client.duration)
+        return ClientTLS(
+            cert_pem=pair.cert_pem,
+            key_pem=pair.key_pem,
+            server_ca_pem=self._bundle(Upload.SERVER_SIGNER_BUNDLE),
+        )
+
+    def _signer(self, name: str) -> KeyPair:
+        try:
+            signer = self._api.get(SECRETS, self._namespace, name)
+        except NotFoundError as err:
+            raise UploadCertError(f"secret {self._namespace}/{name} not found") from err
+        ca = load_pair(signer)
+        if ca is None:
+            raise UploadCertError(f"secret {self._namespace}/{name} holds no usable signer")
+        return ca
+
     def _client_bundle(self) -> bytes:
-        name = Upload.CLIENT_SIGNER_BUNDLE
+        return self._bundle(Upload.CLIENT_SIGNER_BUNDLE)
+
+    def _bundle(self, name: str) -> bytes:
         try:
             config_map = self._api.get(CONFIG_MAPS, self._namespace, name)
         except NotFoundError as err:

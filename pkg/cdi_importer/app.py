@@ -3,14 +3,16 @@ on success or when scratch space is needed, plain text on failure), as CDI's cdi
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kubevirt.cdi import sizes
 from kubevirt.cdi_importer import progress as progress_metrics
 from kubevirt.cdi_importer import qemu, termination
-from kubevirt.cdi_importer.config import ConfigError, ImporterConfig, Paths
+from kubevirt.cdi_importer.config import DISK_IMAGE_NAME, ConfigError, ImporterConfig, Paths
 from kubevirt.cdi_importer.errors import ConnectError, ImporterError, ScratchSpaceRequiredError
 from kubevirt.cdi_importer.processor import Importer, Target, target_of
 from kubevirt.cdi_importer.progress import Progress
@@ -25,9 +27,16 @@ from kubevirt_api.cdi.constants import (
 )
 
 _ZERO_CHUNK = bytes(1 << 20)
+READY_FILE_TIMEOUT_SECONDS = 60
 
 
-def run(env: Mapping[str, str], paths: Paths | None = None, *, serve_metrics: bool = True) -> int:
+def run(
+    env: Mapping[str, str],
+    paths: Paths | None = None,
+    *,
+    serve_metrics: bool = True,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
     """Import as the environment says; the exit code (0 also when scratch space must be added)."""
     paths = paths or Paths()
     log = get_logger()
@@ -35,6 +44,14 @@ def run(env: Mapping[str, str], paths: Paths | None = None, *, serve_metrics: bo
         config = ImporterConfig.from_env(env)
     except ConfigError as err:
         return _fail(paths, str(err))
+    if config.ready_file:
+        served = _wait_for_server(config.ready_file, sleep)
+        if served is None:
+            return _fail(paths, f"Timeout waiting for file {config.ready_file}")
+        if served:
+            config = dataclasses.replace(
+                config, endpoint=config.endpoint.removesuffix(DISK_IMAGE_NAME) + served
+            )
     progress = Progress(config.owner_uid)
     if serve_metrics:
         try:
@@ -74,7 +91,27 @@ def run(env: Mapping[str, str], paths: Paths | None = None, *, serve_metrics: bo
         return _fail(paths, f"could not fsync following qemu-img writing: {err}")
     _write(paths, message)
     log.info("Import Complete")
+    if config.done_file:
+        _touch(config.done_file)
     return 0
+
+
+def _wait_for_server(ready_file: str, sleep: Callable[[float], None]) -> str | None:
+    """The file name the node-pull server announces in its ready file (empty: disk.img), None when it did
+    not appear within CDI's minute."""
+    path = Path(ready_file)
+    for _ in range(READY_FILE_TIMEOUT_SECONDS):
+        if path.exists():
+            return path.read_text().strip()
+        sleep(1.0)
+    return None
+
+
+def _touch(done_file: str) -> None:
+    try:
+        Path(done_file).touch(exist_ok=False)
+    except OSError as err:  # the server then runs on until the pod goes; the import itself succeeded
+        get_logger().error("Failed creating the done file", file=done_file, reason=str(err))
 
 
 def _blank(config: ImporterConfig, paths: Paths, target: Target) -> int:

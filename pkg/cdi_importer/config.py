@@ -67,6 +67,9 @@ class ImporterConfig:
     cert_dir: str
     registry_architecture: str
     extra_headers: tuple[str, ...]  # "Name:value" strings from IMPORTER_EXTRA_HEADER_<i>
+    # A registry node pull: the in-pod server names its disk in the ready file; the done file stops it.
+    ready_file: str = ""
+    done_file: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ImporterConfig:
@@ -92,6 +95,8 @@ class ImporterConfig:
                 for name, value in sorted(env.items(), key=_header_order)
                 if name.startswith(ImporterEnv.EXTRA_HEADER_PREFIX)
             ),
+            ready_file=env.get(ImporterExtraEnv.READY_FILE, ""),
+            done_file=env.get(ImporterExtraEnv.DONE_FILE, ""),
         )
 
     @classmethod

@@ -1,78 +1,26 @@
-"""The import's progress, a 0-100 percentage CDI's controller scrapes from ``/metrics`` over HTTPS
-(self-signed: the controller does not verify it) into the DataVolume's ``status.progress``."""
+"""The import's progress (``kubevirt_cdi_import_progress_total``), which CDI's controller scrapes into the
+DataVolume's ``status.progress``."""
 
 from __future__ import annotations
 
-import datetime
-import tempfile
-import threading
-from pathlib import Path
 from typing import Final
 
-import prometheus_client
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry
 
-from kubevirt.cdi_importer.formats import Readable
-from kubevirt.service.certs import new_ca
-from kubevirt_api.cdi.constants import IMPORT_PROGRESS_METRIC, PROGRESS_OWNER_LABEL
+from kubevirt.cdi import progress as shared
+from kubevirt.cdi.progress import CountingReader
+from kubevirt_api.cdi.constants import IMPORT_PROGRESS_METRIC
 
-_CERT_LIFE: Final = datetime.timedelta(days=365)
+__all__ = ["CountingReader", "Progress", "serve"]
+CERT_NAME: Final = "cdi-importer"
 
 
-class Progress:
-    """The progress counter of one import; it only ever goes up."""
+class Progress(shared.Progress):
+    """The progress counter of one import."""
 
     def __init__(self, owner_uid: str, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
-        counter = Counter(
-            IMPORT_PROGRESS_METRIC,
-            "The import progress in percentage",
-            [PROGRESS_OWNER_LABEL],
-            registry=self.registry,
-        )
-        self._child = counter.labels(owner_uid)
-        self._value = 0.0
-        self._lock = threading.Lock()
-
-    @property
-    def value(self) -> float:
-        return self._value
-
-    def advance(self, percent: float) -> None:
-        """Raise the progress to ``percent`` (capped at 100); lower values are ignored, as CDI does
-        when qemu-img's own percentage starts again from zero after the download."""
-        percent = min(percent, 100.0)
-        with self._lock:
-            if percent > self._value:
-                self._child.inc(percent - self._value)
-                self._value = percent
+        super().__init__(IMPORT_PROGRESS_METRIC, "The import progress in percentage", owner_uid, registry)
 
 
-class CountingReader:
-    """A stream whose bytes read drive the progress, when its length is known."""
-
-    def __init__(self, stream: Readable, total: int, progress: Progress) -> None:
-        self._stream = stream
-        self._total = total
-        self._progress = progress
-        self.count = 0
-
-    def read(self, size: int = -1, /) -> bytes:
-        data = self._stream.read(size)
-        self.count += len(data)
-        if self._total > 0:
-            self._progress.advance(self.count * 100 / self._total)
-        return data
-
-
-def serve(progress: Progress, port: int, *, address: str = "0.0.0.0") -> None:
-    """Serve the metrics on ``port`` over HTTPS with a certificate made now, in a daemon thread."""
-    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # only the counter itself, as CDI's Go client shows
-    pair = new_ca("cdi-importer", datetime.datetime.now(datetime.UTC), _CERT_LIFE)
-    directory = Path(tempfile.mkdtemp(prefix="certsdir"))
-    cert, key = directory / "tls.crt", directory / "tls.key"
-    key.write_bytes(pair.key_pem)
-    cert.write_bytes(pair.cert_pem)
-    prometheus_client.start_http_server(
-        port, addr=address, registry=progress.registry, certfile=str(cert), keyfile=str(key)
-    )
+def serve(progress: shared.Progress, port: int, *, address: str = "0.0.0.0") -> None:
+    shared.serve(progress, port, cert_name=CERT_NAME, address=address)

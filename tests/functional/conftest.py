@@ -40,6 +40,7 @@ TEST_IMAGES = (
     "cdi-apiserver",
     "cdi-uploadproxy",
     "cdi-uploadserver",
+    "cdi-cloner",
     "virt-api",
     "virt-controller",
     "virt-exportproxy",

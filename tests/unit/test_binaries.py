@@ -24,6 +24,7 @@ BINARIES = [
     "cdi-apiserver",
     "cdi-uploadproxy",
     "cdi-uploadserver",
+    "cdi-cloner",
     "virt-api",
     "virt-controller",
     "virt-exportproxy",

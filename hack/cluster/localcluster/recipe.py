@@ -40,8 +40,9 @@ LAUNCHER_PACKAGES = (
 )
 # pgrep and ps: KubeVirt's functional tests run pgrep in virt-handler's pods, and KubeVirt's image has it.
 HANDLER_PACKAGES = ("procps",)
-# qemu-img: the DataVolume importer converts, resizes and inspects the images it writes with it.
-IMPORTER_PACKAGES = ("qemu-utils",)
+# qemu-img: the DataVolume importer converts, resizes and inspects the images it writes with it. A static
+# busybox: a registry node pull copies it into the image's container to serve the disk.
+IMPORTER_PACKAGES = ("qemu-utils", "busybox-static")
 
 # Every file of an image carries the same mtime (the layers are reproducible), so a .pyc that records its
 # source's mtime never matches: Python would compile each module again at every start of every container,
@@ -162,6 +163,8 @@ TARGETS = (
     Target("cdi-apiserver", "python", user=NON_ROOT_IMAGE_USER),
     Target("cdi-uploadproxy", "python", user=NON_ROOT_IMAGE_USER),
     Target("cdi-uploadserver", "importer", user=QEMU_UID),
+    # Host-assisted clones: the source pod streaming a claim to a clone-mode upload server.
+    Target("cdi-cloner", "importer", user=QEMU_UID),
 )
 
 

@@ -1,40 +1,43 @@
-"""Whether a VM's service account may clone what a DataVolume clones (CDI's ``AuthorizeSA``).
+"""Whether a VM's service account may clone what a DataVolume clones: CDI's ``AuthorizeSA`` through
+virt-controller's own lookups (KubeVirt's ``authProxy``).
 
-A DataVolume cloning a PVC or a VolumeSnapshot of another namespace is created only if the service
-account the VM runs as could read the source: SubjectAccessReviews ask the API server, for the
-``datavolumes/source`` subresource CDI defines (or, implicitly, for creating pods, and for snapshots
-also claims, in the source namespace). Sources in the VM's own namespace need no review.
+The decision is :mod:`kubevirt.cdi.cloneauth`'s. What is virt-controller's is how a missing source
+namespace or DataSource is told: as a plain error ("namespace X does not exist", "dataSource ns/name
+does not exist"), not as the API's not-found, so the pre-populated and check-static-volume annotations
+do not forgive it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-from kubevirt.client import KubeApi, NotFoundError
-from kubevirt.client.resources import DATA_VOLUMES, NAMESPACES, SUBJECT_ACCESS_REVIEWS
+from kubevirt.cdi.cloneauth import CloneAuthError, ClusterAccess, authorize_service_account
+from kubevirt.client import ApiError, KubeApi, NotFoundError
+from kubevirt.client.resources import DATA_SOURCES, NAMESPACES, SUBJECT_ACCESS_REVIEWS
 from kubevirt_api.view import JSON
 
-CLONE_SOURCE_SUBRESOURCE: Final = "source"
-# A DataVolume whose claim is already populated, or may be, needs no clone permission.
-PRE_POPULATED_ANNOTATION: Final = "cdi.kubevirt.io/storage.prePopulated"
-CHECK_STATIC_VOLUME_ANNOTATION: Final = "cdi.kubevirt.io/storage.checkStaticVolume"
+__all__ = ["CloneAuthError", "CloneAuthorizer"]
 
 CreateReview = Callable[[JSON], Mapping[str, Any]]
 NamespaceExists = Callable[[str], bool]
+# A DataSource by namespace and name, None when there is none.
+FindDataSource = Callable[[str, str], Mapping[str, Any] | None]
 
 
-class CloneAuthError(Exception):
-    """The authorization could not be decided (a review failed, the source namespace is missing)."""
+def _no_data_sources(_namespace: str, _name: str) -> Mapping[str, Any] | None:
+    return None
 
 
 @dataclass(frozen=True)
 class CloneAuthorizer:
-    """Decides clone permissions with ``create_review`` (a SubjectAccessReview round trip)."""
+    """Decides clone permissions with ``create_review`` (a SubjectAccessReview round trip) and the
+    lookups ``namespace_exists`` and ``find_data_source``."""
 
     create_review: CreateReview
     namespace_exists: NamespaceExists
+    find_data_source: FindDataSource = _no_data_sources
 
     @classmethod
     def over(cls, api: KubeApi) -> CloneAuthorizer:
@@ -48,87 +51,39 @@ class CloneAuthorizer:
                 return False
             return True
 
-        return cls(create_review=create_review, namespace_exists=namespace_exists)
+        def find_data_source(namespace: str, name: str) -> Mapping[str, Any] | None:
+            try:
+                return api.get(DATA_SOURCES, namespace, name)
+            except NotFoundError:
+                return None
+
+        return cls(create_review, namespace_exists, find_data_source)
 
     def refusal(self, dv: Mapping[str, Any], namespace: str, service_account: str) -> str | None:
-        """Why ``service_account`` of ``namespace`` may not create ``dv``; None when it may.
+        """Why ``service_account`` of ``namespace`` (the VM's) may not create ``dv``; None when it may.
         Raises CloneAuthError when that cannot be told."""
-        meta = dv.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
-        no_token_okay = (
-            PRE_POPULATED_ANNOTATION in annotations or CHECK_STATIC_VOLUME_ANNOTATION in annotations
-        )
-        target_namespace = meta.get("namespace") or namespace
-        source = (dv.get("spec") or {}).get("source") or {}
-        kind = (
-            "pvc"
-            if source.get("pvc") is not None
-            else "snapshot"
-            if source.get("snapshot") is not None
-            else None
-        )
-        if kind is None:
-            return None  # not a clone
-        source_name = str(source[kind].get("name") or "")
-        source_namespace = source[kind].get("namespace") or target_namespace
-        if not self.namespace_exists(source_namespace):
-            raise CloneAuthError(f"namespace {source_namespace} does not exist")
-        if source_namespace == namespace:
-            return None
-        user = f"system:serviceaccount:{namespace}:{service_account}"
-        subject = {
-            "user": user,
-            "groups": [
-                "system:serviceaccounts",
-                f"system:serviceaccounts:{namespace}",
-                "system:authenticated",
-            ],
-        }
-        allowed = (
-            self._pvc_allowed(subject, source_namespace, source_name)
-            if kind == "pvc"
-            else self._snapshot_allowed(subject, source_namespace, source_name)
-        )
-        if allowed or no_token_okay:
-            return None
-        return f"User {user} has insufficient permissions in clone source namespace {source_namespace}"
+        decision = authorize_service_account(dv, namespace, self._access(), namespace, service_account)
+        return None if decision.allowed else decision.reason
 
-    def _pvc_allowed(self, subject: JSON, namespace: str, name: str) -> bool:
-        """Either attribute allowed is enough."""
-        return any(
-            self._allowed(subject, attributes)
-            for attributes in (_clone_source(namespace, name), _create(namespace, name, "pods"))
-        )
+    def _access(self) -> ClusterAccess:
+        def create_review(review: JSON) -> Mapping[str, Any]:
+            try:
+                return self.create_review(review)
+            except ApiError:
+                raise  # told by its Status message
+            except Exception as err:
+                # Any failure of the round trip is the clone's error, as the Go client's would be.
+                raise CloneAuthError(str(err)) from err
 
-    def _snapshot_allowed(self, subject: JSON, namespace: str, name: str) -> bool:
-        """Explicitly allowed, or both implicit attributes allowed."""
-        if self._allowed(subject, _clone_source(namespace, name)):
-            return True
-        return all(self._allowed(subject, _create(namespace, name, kind)) for kind in ("pods", "pvcs"))
+        def get_namespace(name: str) -> Mapping[str, Any]:
+            if not self.namespace_exists(name):
+                raise CloneAuthError(f"namespace {name} does not exist")
+            return {"metadata": {"name": name}}
 
-    def _allowed(self, subject: JSON, attributes: JSON) -> bool:
-        review = {
-            "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
-            "kind": SUBJECT_ACCESS_REVIEWS.kind,
-            "spec": {**subject, "resourceAttributes": attributes},
-        }
-        try:
-            answer = self.create_review(review)
-        except Exception as err:
-            raise CloneAuthError(str(err)) from err
-        return bool((answer.get("status") or {}).get("allowed"))
+        def get_data_source(namespace: str, name: str) -> Mapping[str, Any]:
+            found = self.find_data_source(namespace, name)
+            if found is None:
+                raise CloneAuthError(f"dataSource {namespace}/{name} does not exist")
+            return found
 
-
-def _clone_source(namespace: str, name: str) -> JSON:
-    return {
-        "namespace": namespace,
-        "verb": "create",
-        "group": DATA_VOLUMES.group,
-        "resource": DATA_VOLUMES.plural,
-        "subresource": CLONE_SOURCE_SUBRESOURCE,
-        "name": name,
-    }
-
-
-def _create(namespace: str, name: str, resource: str) -> JSON:
-    return {"namespace": namespace, "verb": "create", "resource": resource, "name": name}
+        return ClusterAccess(create_review, get_namespace, get_data_source)

@@ -53,6 +53,7 @@ from kubevirt_api.view import JSON
 CDI_CONTROLLER: Final = "cdi-controller"  # the controller's image and binary
 CDI_IMPORTER: Final = "cdi-importer"  # the image of the importer-<claim> pods
 CDI_UPLOADSERVER: Final = "cdi-uploadserver"  # the image of the cdi-upload-<claim> pods
+CDI_CLONER: Final = "cdi-cloner"  # the image of the clone source pods
 CONTROLLER_DEPLOYMENT: Final = "cdi-deployment"
 SERVICE_ACCOUNT: Final = "cdi-sa"
 CONTROLLER_CLUSTER_ROLE: Final = "cdi"
@@ -64,6 +65,7 @@ CONFIG_READER: Final = "cdi.kubevirt.io:config-reader"
 HEALTH_PORT: Final = 8080  # cdi-controller's plain-HTTP /healthz and /readyz
 # The controller's environment (CDI's variables).
 UPLOADSERVER_IMAGE_ENV: Final = "UPLOADSERVER_IMAGE"
+CLONER_IMAGE_ENV: Final = "CLONER_IMAGE"
 UPLOADPROXY_SERVICE_ENV: Final = "UPLOADPROXY_SERVICE"
 # Where cdi-deployment finds the signers of the upload servers' certificates and of the proxy's client
 # certificate (tls.crt, tls.key), and their bundles (ca-bundle.crt): CDI's paths.
@@ -161,9 +163,13 @@ def _lease_rules() -> list[JSON]:
 
 
 def _signer_rules() -> list[JSON]:
-    """The upload signers and their bundles, by name: CDI's controller reads the bundles from the API."""
+    """The upload signers and their bundles, by name: CDI's controller reads the bundles from the API; and
+    cdi-apiserver's token key, which checks the clone tokens and signs the controller's own."""
     return [
-        named_rule((("",), ("secrets",), _READ), [Upload.SERVER_SIGNER, Upload.CLIENT_SIGNER]),
+        named_rule(
+            (("",), ("secrets",), _READ),
+            [Upload.SERVER_SIGNER, Upload.CLIENT_SIGNER, Upload.SIGNING_KEY_SECRET],
+        ),
         named_rule(
             (("",), ("configmaps",), _READ), [Upload.SERVER_SIGNER_BUNDLE, Upload.CLIENT_SIGNER_BUNDLE]
         ),
@@ -237,6 +243,7 @@ def controller_deployment(config: InstallConfig) -> JSON:
         ],
         "env": [
             {"name": UPLOADSERVER_IMAGE_ENV, "value": config.image(CDI_UPLOADSERVER)},
+            {"name": CLONER_IMAGE_ENV, "value": config.image(CDI_CLONER)},
             {"name": UPLOADPROXY_SERVICE_ENV, "value": Upload.PROXY},
         ],
         "ports": [{"name": "health", "protocol": "TCP", "containerPort": HEALTH_PORT}],

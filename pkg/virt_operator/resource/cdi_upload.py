@@ -3,13 +3,15 @@
 
 - ``cdi-apiserver`` behind the Service ``cdi-api`` and the APIService ``v1beta1.upload.cdi.kubevirt.io``:
   it answers UploadTokenRequests, signing tokens with the key it keeps in the Secret
-  ``cdi-api-signing-key`` (which it makes itself);
+  ``cdi-api-signing-key`` (which it makes itself); the MutatingWebhookConfiguration
+  ``cdi-api-datavolume-mutate`` sends it every DataVolume created or updated, to authorize clones as the
+  requesting user and add the clone token (signed with the same key);
 - ``cdi-uploadproxy`` behind the Service ``cdi-uploadproxy``: it checks a token with the public half
   of that key and passes the upload on to the claim's upload server, as the client the upload server
   trusts.
 
-Only what the upload API needs of CDI's rules is granted: CDI's apiserver also serves the DataVolume
-webhooks and clone authorization, which the project's does not. Secrets are granted by name.
+Only what the upload API and the DataVolume mutating webhook need of CDI's rules is granted: CDI's
+apiserver also serves validating webhooks, which the project's does not. Secrets are granted by name.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ from kubevirt_api.view import JSON
 CDI_APISERVER: Final = Upload.APISERVER  # image, binary, Deployment, ServiceAccount and roles
 CDI_UPLOADPROXY: Final = Upload.PROXY  # image, binary, Deployment, Service, ServiceAccount and roles
 API_SERVICE_NAME: Final = f"{VERSION}.{UPLOAD_GROUP}"
+# CDI's DataVolume mutating webhook (pkg/operator/resources/cluster/apiserver.go).
+DATAVOLUME_MUTATE_CONFIGURATION: Final = "cdi-api-datavolume-mutate"
+DATAVOLUME_MUTATE_WEBHOOK: Final = f"datavolume-mutate.{GROUP}"
+DATAVOLUME_MUTATE_PATH: Final = "/datavolume-mutate"
+DATAVOLUME_MUTATE_TIMEOUT_SECONDS: Final = 30
 # What the binaries read: every directory holds the Secret's tls.crt and tls.key (the bundle's
 # ca-bundle.crt), and the flags say where.
 APISERVER_CERT_DIR: Final = f"/var/run/certs/{Upload.APISERVER_SERVER_CERT}/"
@@ -60,15 +67,16 @@ APISERVER_PUBLIC_KEY_ENV: Final = "APISERVER_PUBLIC_KEY"
 _TLS_KEYS = (CERT_FILE, KEY_FILE)
 _BUNDLE_KEY = "ca-bundle.crt"
 
-# CDI's cluster rules for cdi-apiserver, less the webhooks' and cloning's: it authorizes each request
-# with a SubjectAccessReview and reads the front proxy's CA from kube-system's
-# extension-apiserver-authentication ConfigMap.
+# CDI's cluster rules for cdi-apiserver, less its validating webhooks': it authorizes each token request
+# and each clone with SubjectAccessReviews, reads the front proxy's CA from kube-system's
+# extension-apiserver-authentication ConfigMap, and reads a clone's source namespace and DataSource.
 _APISERVER_CLUSTER_RULES: tuple[Rule, ...] = (
     (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
     (("",), ("configmaps",), READ),
     (("",), ("persistentvolumeclaims",), READ),
     (("",), ("namespaces",), ("get",)),
     ((GROUP,), ("datavolumes",), ("list", "get")),
+    ((GROUP,), ("datasources",), ("get",)),
     ((GROUP,), ("cdis", "cdiconfigs"), READ),
 )
 _UPLOADPROXY_CLUSTER_RULES: tuple[Rule, ...] = (
@@ -134,6 +142,52 @@ def api_service(ca_bundle: bytes | None) -> JSON:
         "kind": "APIService",
         "metadata": {"name": API_SERVICE_NAME, "labels": {Label.COMPONENT: Upload.API_SERVICE}},
         "spec": spec,
+    }
+
+
+def datavolume_mutating_webhook(ca_bundle: bytes | None) -> JSON:
+    """``cdi-api-datavolume-mutate``: DataVolume creates and updates go to cdi-apiserver's
+    ``/datavolume-mutate`` behind ``cdi-api``, trusted through its signer bundle (absent until the
+    operator has issued it), failing closed as CDI's does."""
+    client_config: JSON = {
+        "service": {
+            "namespace": CDI_NAMESPACE,
+            "name": Upload.API_SERVICE,
+            "path": DATAVOLUME_MUTATE_PATH,
+            "port": 443,
+        }
+    }
+    if ca_bundle is not None:
+        client_config["caBundle"] = base64.b64encode(ca_bundle).decode()
+    webhook: JSON = {
+        "name": DATAVOLUME_MUTATE_WEBHOOK,
+        "rules": [
+            {
+                "operations": ["CREATE", "UPDATE"],
+                "apiGroups": [GROUP],
+                "apiVersions": [VERSION],
+                "resources": ["datavolumes"],
+                "scope": "*",
+            }
+        ],
+        "clientConfig": client_config,
+        "failurePolicy": "Fail",
+        "sideEffects": "None",
+        "matchPolicy": "Exact",
+        "namespaceSelector": {},
+        "objectSelector": {},
+        "timeoutSeconds": DATAVOLUME_MUTATE_TIMEOUT_SECONDS,
+        "admissionReviewVersions": ["v1", "v1beta1"],
+        "reinvocationPolicy": "Never",
+    }
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {
+            "name": DATAVOLUME_MUTATE_CONFIGURATION,
+            "labels": {Label.COMPONENT: Upload.API_SERVICE},
+        },
+        "webhooks": [webhook],
     }
 
 
@@ -212,13 +266,14 @@ def uploadproxy_deployment(config: InstallConfig) -> JSON:
 
 
 def install_set(config: InstallConfig, ca_bundle: bytes | None) -> list[JSON]:
-    """Who the two servers are and what they may do, their Services, the APIService, then the
-    Deployments."""
+    """Who the two servers are and what they may do, their Services, the APIService and the DataVolume
+    webhook (both trusting ``ca_bundle``, cdi-apiserver's signer bundle), then the Deployments."""
     return [
         *apiserver_rbac(),
         *uploadproxy_rbac(),
         *services(),
         api_service(ca_bundle),
+        datavolume_mutating_webhook(ca_bundle),
         apiserver_deployment(config),
         uploadproxy_deployment(config),
     ]

@@ -4,7 +4,10 @@
 - A VM whose root disk is a DataVolume imported over HTTP (the CirrOS-compatible guest's qcow2 from the
   in-cluster image server) and a blank DataVolume as a data disk: virt-controller creates both, owned by
   the VM; the importer converts the image into the claim; the VM boots from it, and what the guest wrote
-  to the blank disk is there after a restart.
+  to the blank disk is there after a restart. Once it is stopped, a VM whose two DataVolumes clone its
+  claims (``pvc`` sources, host-assisted: a clone-mode upload server and a source pod) boots from the
+  cloned root and finds the marker on the cloned data disk; a DataVolume of another namespace cloning the
+  data disk gets CDI's clone token from the webhook and succeeds.
 - ``virtctl image-upload dv`` (the project's virtctl, as KubeVirt's is used) creates an upload DataVolume,
   gets a token from the ``upload.cdi.kubevirt.io`` API and posts the CirrOS-compatible guest's qcow2 through
   ``cdi-uploadproxy`` to the claim's ``cdi-upload-<claim>`` server; the DataVolume succeeds, the upload
@@ -137,7 +140,9 @@ def _wait_phase(cluster: Cluster, namespace: str, name: str, phase: str) -> JSON
     return found
 
 
-def test_a_vm_boots_from_an_http_datavolume_and_keeps_a_blank_ones_data(cluster: Cluster, place: str) -> None:
+def test_a_vm_boots_from_an_http_datavolume_keeps_a_blank_ones_data_and_its_clones_boot(
+    cluster: Cluster, place: str
+) -> None:
     vm = _dv_vm("dv-vm", imageserver.url(GUEST_IMAGE))
     cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(vm))
     owner = (cluster.find("vm", "dv-vm", place) or {})["metadata"]["uid"]
@@ -172,6 +177,74 @@ def test_a_vm_boots_from_an_http_datavolume_and_keeps_a_blank_ones_data(cluster:
         assert read_marker(expecter, guest_disk(expecter, "DVDATA")) == MARKER
     finally:
         expecter.stream.close()
+
+    # Clones: the source pod of a host-assisted clone waits while a running VM uses the source.
+    set_run_strategy(cluster, place, "dv-vm", "Halted")
+    cluster.wait_until("the VMI gone", lambda: cluster.find("vmi", "dv-vm", place) is None, 180)
+    _boots_from_clones(cluster, place)
+    _clones_across_namespaces(cluster, place)
+
+
+def _boots_from_clones(cluster: Cluster, place: str) -> None:
+    """A VM whose disks are clones of dv-vm's (root: size taken from the source) boots from the cloned root
+    and finds the marker on the cloned data disk."""
+    vm = _dv_vm("clone-vm", "unused")
+    vm["spec"]["dataVolumeTemplates"] = [
+        {
+            "metadata": {"name": "clone-vm-root"},
+            "spec": {"source": {"pvc": {"namespace": place, "name": "dv-vm-root"}}, "storage": {}},
+        },
+        _template("clone-vm-data", {"pvc": {"namespace": place, "name": "dv-vm-data"}}, "64Mi"),
+    ]
+    cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(vm))
+    for name in ("clone-vm-root", "clone-vm-data"):
+        dv = _wait_phase(cluster, place, name, "Succeeded")
+        assert dv["status"]["progress"] == "100.0%"
+        claim = cluster.find("pvc", name, place) or {}
+        annotations = claim["metadata"]["annotations"]
+        assert annotations["cdi.kubevirt.io/cloneType"] == "copy"
+        assert annotations["k8s.io/CloneOf"] == "true"
+        assert "cdi.kubevirt.io/cloneSource" not in (claim["metadata"].get("finalizers") or [])
+
+    def workers_gone() -> bool:
+        pods = cluster.kubectl_json("get", "pods", "-n", place)["items"]
+        names = [pod["metadata"]["name"] for pod in pods]  # type: ignore[attr-defined, index]
+        return not [n for n in names if n.endswith("-source-pod") or n.startswith("cdi-upload-")]
+
+    cluster.wait_until("the clone source pods and upload servers gone", workers_gone, 60)
+    wait_vmi_phase(cluster, "clone-vm", place, timeout=RUNNING_TIMEOUT)
+    expecter = cirros_login(str(cluster.kubeconfig), place, "clone-vm")
+    try:
+        assert read_marker(expecter, guest_disk(expecter, "DVDATA")) == MARKER
+    finally:
+        expecter.stream.close()
+    set_run_strategy(cluster, place, "clone-vm", "Halted")
+
+
+def _clones_across_namespaces(cluster: Cluster, place: str) -> None:
+    """A DataVolume of another namespace cloning dv-vm's data disk, created by a user allowed to: CDI's
+    webhook adds the clone token, the controller its own, and the clone succeeds."""
+    with cluster.vm_namespace(f"{place}-b") as other:
+        dv = {
+            "apiVersion": "cdi.kubevirt.io/v1beta1",
+            "kind": "DataVolume",
+            # No VM consumes it: its claim binds for the upload server (the class waits for a consumer).
+            "metadata": {
+                "name": "copy",
+                "annotations": {"cdi.kubevirt.io/storage.bind.immediate.requested": "true"},
+            },
+            "spec": {
+                "source": {"pvc": {"namespace": place, "name": "dv-vm-data"}},
+                "storage": {"resources": {"requests": {"storage": "64Mi"}}},
+            },
+        }
+        cluster.kubectl("create", "-n", other, "-f", "-", stdin=json.dumps(dv))
+        created = _dv(cluster, other, "copy")
+        assert "cdi.kubevirt.io/storage.clone.token" in created["metadata"]["annotations"]
+        _wait_phase(cluster, other, "copy", "Succeeded")
+        claim = cluster.find("pvc", "copy", other) or {}
+        assert claim["metadata"]["annotations"]["k8s.io/CloneRequest"] == f"{place}/dv-vm-data"
+        assert "cdi.kubevirt.io/storage.extended.clone.token" in claim["metadata"]["annotations"]
 
 
 def test_a_url_that_is_not_there_is_a_datavolume_error_not_a_success(cluster: Cluster, place: str) -> None:
@@ -327,3 +400,31 @@ def test_a_vm_boots_from_a_registry_datavolume(cluster: Cluster, place: str) -> 
     wait_vmi_phase(cluster, "registry-vm", place, timeout=RUNNING_TIMEOUT)
     expecter = cirros_login(str(cluster.kubeconfig), place, "registry-vm")
     expecter.stream.close()
+
+
+def test_a_node_pulled_registry_datavolume_imports_the_image_the_node_has(
+    cluster: Cluster, place: str
+) -> None:
+    """``pullMethod: node``: the image (here the CirrOS-compatible guest's containerDisk, already on the
+    node) runs as a container of the importer pod and serves its disk to the importer; no registry is
+    reached."""
+    image = cluster.image("test-guest-cirros-compatible")
+    dv = {
+        "apiVersion": "cdi.kubevirt.io/v1beta1",
+        "kind": "DataVolume",
+        "metadata": {
+            "name": "node-pull",
+            "annotations": {"cdi.kubevirt.io/storage.bind.immediate.requested": "true"},
+        },
+        "spec": {
+            "source": {"registry": {"url": f"docker://{image}", "pullMethod": "node"}},
+            "storage": {"resources": {"requests": {"storage": "128Mi"}}},
+        },
+    }
+    cluster.kubectl("create", "-n", place, "-f", "-", stdin=json.dumps(dv))
+    done = _wait_phase(cluster, place, "node-pull", "Succeeded")
+    assert done["status"]["progress"] == "100.0%"
+    claim = cluster.find("pvc", "node-pull", place) or {}
+    annotations = claim["metadata"]["annotations"]
+    assert annotations["cdi.kubevirt.io/storage.import.registryImportMethod"] == "node"
+    assert annotations["cdi.kubevirt.io/storage.condition.running.message"] == "Import Complete"

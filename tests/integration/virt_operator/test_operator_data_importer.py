@@ -17,6 +17,7 @@ from kubevirt.client.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     DATA_VOLUMES,
     DEPLOYMENTS,
+    MUTATING_WEBHOOKS,
     NAMESPACES,
     SERVICE_ACCOUNTS,
 )
@@ -129,9 +130,13 @@ def test_turning_the_gate_off_removes_only_the_controller(kube: KubeClient, oper
         "metadata": {"name": "disk"},
         "spec": {"source": {"blank": {}}, "storage": {"resources": {"requests": {"storage": "1Mi"}}}},
     }
-    kube.create(DATA_VOLUMES, "default", disk)
+    webhook = "cdi-api-datavolume-mutate"
+    assert find(kube, MUTATING_WEBHOOKS, None, webhook) is not None
     kube.patch(KUBEVIRTS, NS, "kubevirt", _gates(), patch_type="merge")
     eventually("the controller is removed", lambda: _controller(kube) is None)
+    # CDI's DataVolume webhook goes with cdi-apiserver: no pod answers it here, and it fails closed.
+    eventually("the DataVolume webhook removed", lambda: find(kube, MUTATING_WEBHOOKS, None, webhook) is None)
+    kube.create(DATA_VOLUMES, "default", disk)
     eventually("its ClusterRole too", lambda: find(kube, CLUSTER_ROLES, None, "cdi") is None)
     for deployment in ("cdi-apiserver", "cdi-uploadproxy"):
         eventually(f"{deployment} removed", lambda d=deployment: find(kube, DEPLOYMENTS, "cdi", d) is None)

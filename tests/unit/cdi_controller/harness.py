@@ -12,6 +12,8 @@ from typing import Any
 
 from kubevirt.cdi.resources import STORAGE_PROFILES
 from kubevirt.cdi_controller.caches import Caches
+from kubevirt.cdi_controller.clone import CloneController
+from kubevirt.cdi_controller.clonetoken import SigningKey
 from kubevirt.cdi_controller.config import ConfigController
 from kubevirt.cdi_controller.datavolume import DataVolumeController
 from kubevirt.cdi_controller.importer import ImportController
@@ -31,6 +33,7 @@ JSON = dict[str, Any]
 NS = "default"
 IMAGE = "registry.example/cdi-importer:v1"
 UPLOAD_IMAGE = "registry.example/cdi-uploadserver:v1"
+CLONER_IMAGE = "registry.example/cdi-cloner:v1"
 CDI_NS = "cdi"
 # The moment upload server certificates are issued at.
 CERT_TIME = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
@@ -79,11 +82,13 @@ class Cluster:
     metrics: dict[str, str] = field(default_factory=dict)  # url -> body
 
     def __post_init__(self) -> None:
+        self.signing_key = SigningKey(self.api, CDI_NS)
         self.datavolumes = DataVolumeController(
             api=self.api,
             events=self.events,
             caches=self.caches,
             fetch_metrics=self.metrics.get,
+            signing_key=self.signing_key,
             now=self.clock,
         )
         self.importer = ImportController(
@@ -95,6 +100,14 @@ class Cluster:
             caches=self.caches,
             settings=UploadSettings(image=UPLOAD_IMAGE),
             issuer=ServerCertIssuer(self.api, CDI_NS, now=lambda: CERT_TIME),
+        )
+        self.clones = CloneController(
+            api=self.api,
+            events=self.events,
+            caches=self.caches,
+            settings=UploadSettings(image=CLONER_IMAGE),
+            issuer=ServerCertIssuer(self.api, CDI_NS, now=lambda: CERT_TIME),
+            signing_key=self.signing_key,
         )
         self.config = ConfigController(api=self.api, events=self.events, caches=self.caches)
         self.profiles = StorageProfileController(api=self.api, caches=self.caches)
@@ -134,6 +147,9 @@ class Cluster:
     def reconcile_upload(self, name: str) -> float | None:
         return _requeue(lambda: self.uploads.reconcile(f"{NS}/{name}"))
 
+    def reconcile_clone(self, name: str, namespace: str = NS) -> float | None:
+        return _requeue(lambda: self.clones.reconcile(f"{namespace}/{name}"))
+
     def settle(self, name: str, rounds: int = 6) -> None:
         """Runs the claim controllers on ``name`` until nothing more happens (with the cache caught up)."""
         for _ in range(rounds):
@@ -143,6 +159,8 @@ class Cluster:
             self.reconcile_import(name)
             self.sync()
             self.reconcile_upload(name)
+            self.sync()
+            self.reconcile_clone(name)
         self.sync()
 
     def warnings(self) -> list[tuple[str, str]]:

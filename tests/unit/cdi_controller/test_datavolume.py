@@ -56,6 +56,17 @@ def test_claim_pending_on_a_wffc_class_waits_for_first_consumer() -> None:
     assert cluster.api.objects_of(PODS) == []  # the importer waits for the claim to bind
 
 
+def test_immediate_binding_asked_on_a_wffc_class_does_not_wait_for_a_consumer() -> None:
+    cluster = standard_cluster(wffc=True)
+    immediate = {"cdi.kubevirt.io/storage.bind.immediate.requested": "true"}
+    cluster.add(DATA_VOLUMES, data_volume(annotations=immediate))
+    cluster.settle("dv")
+    set_claim_phase(cluster, "dv", "Pending")
+    cluster.settle("dv")
+    assert status(cluster)["phase"] == "Pending"
+    assert cluster.get(PODS, "importer-dv")  # the importer is the claim's first consumer
+
+
 def test_claim_pending_on_an_immediate_class_is_pending() -> None:
     cluster = standard_cluster()
     cluster.add(DATA_VOLUMES, data_volume())
@@ -207,12 +218,12 @@ def test_populated_claim_marks_the_dv_prepopulated_and_succeeded() -> None:
 
 def test_unsupported_sources_stay_pending_with_a_warning() -> None:
     cluster = standard_cluster()
-    cluster.add(DATA_VOLUMES, data_volume(source={"pvc": {"namespace": "default", "name": "src"}}))
+    cluster.add(DATA_VOLUMES, data_volume(source={"snapshot": {"namespace": "default", "name": "src"}}))
     cluster.settle("dv")
     cluster.settle("dv")
     assert status(cluster)["phase"] == "Pending"
     assert cluster.warnings() == [
-        ("UnsupportedSource", "DataVolume source pvc is not supported by this DataVolume importer yet")
+        ("UnsupportedSource", "DataVolume source snapshot is not supported by this DataVolume importer yet")
     ]
     assert cluster.api.objects_of(PERSISTENT_VOLUME_CLAIMS) == []
 

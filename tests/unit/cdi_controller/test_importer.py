@@ -81,6 +81,45 @@ def test_importer_pod_shape_for_an_http_source() -> None:
     assert container["resources"] == {"limits": {"cpu": "750m", "memory": "600M"}}
 
 
+def test_a_node_pull_runs_the_image_beside_the_importer_and_needs_no_scratch_up_front() -> None:
+    cluster = standard_cluster()
+    dv = data_volume(source={"registry": {"url": "docker://registry.example/guest:v1", "pullMethod": "node"}})
+    pod = imported(cluster, dv)
+    spec = pod["spec"]
+    importer, server = spec["containers"]
+    (init,) = spec["initContainers"]
+    assert init["image"] == IMAGE
+    assert init["command"] == ["cp", "/bin/busybox", "/shared/busybox"]
+    assert server["name"] == "server"
+    assert server["image"] == "registry.example/guest:v1"  # the node's runtime pulls it
+    assert server["command"][:3] == ["/shared/busybox", "sh", "-c"]
+    for container in (importer, server, init):
+        assert {"name": "shared-volume", "mountPath": "/shared"} in container["volumeMounts"]
+        assert container["securityContext"] == importer["securityContext"]
+    assert {"name": "shared-volume", "emptyDir": {}} in spec["volumes"]
+    assert "cdi-scratch-vol" not in [v["name"] for v in spec["volumes"]]
+    env = env_of(pod)
+    assert env["IMPORTER_SOURCE"] == "http"
+    assert env["IMPORTER_ENDPOINT"] == "http://localhost:8100/disk.img"
+    assert env["IMPORTER_PULL_METHOD"] == "node"
+    assert (env["IMPORTER_READY_FILE"], env["IMPORTER_DONE_FILE"]) == ("/shared/ready", "/shared/done")
+
+
+def test_the_importers_status_is_read_whatever_order_the_kubelet_lists_containers_in() -> None:
+    cluster = standard_cluster()
+    dv = data_volume(source={"registry": {"url": "docker://registry.example/guest:v1", "pullMethod": "node"}})
+    imported(cluster, dv)
+    status = terminated(0, '{"scratchSpaceRequired":false,"message":"Import Complete"}')
+    status["containerStatuses"].insert(
+        0, {"name": "server", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "message": ""}}}
+    )
+    set_pod_status(cluster, "importer-dv", status)
+    cluster.settle("dv")
+    pvc = cluster.get(PERSISTENT_VOLUME_CLAIMS, "dv")
+    assert pvc["metadata"]["annotations"][A + "storage.pod.phase"] == "Succeeded"
+    assert pvc["metadata"]["annotations"][A + "storage.condition.running.message"] == "Import Complete"
+
+
 def test_block_claims_are_a_device_and_blank_has_no_endpoint() -> None:
     cluster = standard_cluster()
     dv = data_volume(

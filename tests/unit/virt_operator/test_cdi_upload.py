@@ -257,6 +257,7 @@ def test_cdi_deployment_gets_the_upload_server_image_and_the_signers(
     container = _container(deployment)
     assert container["env"] == [
         {"name": "UPLOADSERVER_IMAGE", "value": "registry.test/kv/cdi-uploadserver:v9"},
+        {"name": "CLONER_IMAGE", "value": "registry.test/kv/cdi-cloner:v9"},
         {"name": "UPLOADPROXY_SERVICE", "value": "cdi-uploadproxy"},
     ]
     # The importer image stays a flag, as before.

@@ -449,7 +449,12 @@ def test_the_controller_reads_only_the_upload_signers_and_renews_only_its_lease(
     assert signers["rules"] == [
         {
             **_rule([""], ["secrets"], ["get", "list", "watch"]),
-            "resourceNames": ["cdi-uploadserver-signer", "cdi-uploadserver-client-signer"],
+            # The token key: clone tokens are checked, and the controller's own signed, with it.
+            "resourceNames": [
+                "cdi-uploadserver-signer",
+                "cdi-uploadserver-client-signer",
+                "cdi-api-signing-key",
+            ],
         },
         {
             **_rule([""], ["configmaps"], ["get", "list", "watch"]),

@@ -104,6 +104,7 @@ class Annotation:
     USE_POPULATOR: Final = _A + "storage.usePopulator"
     POPULATED_FOR: Final = _A + "storage.populatedFor"
     PRE_POPULATED: Final = _A + "storage.prePopulated"
+    CHECK_STATIC_VOLUME: Final = _A + "storage.checkStaticVolume"
     CREATED_FOR_DATA_VOLUME: Final = _A + "createdForDataVolume"
     ALLOW_CLAIM_ADOPTION: Final = _A + "allowClaimAdoption"
     DELETE_AFTER_COMPLETION: Final = _A + "storage.deleteAfterCompletion"
@@ -111,6 +112,10 @@ class Annotation:
     CLONE_REQUEST: Final = "k8s.io/CloneRequest"
     CLONE_OF: Final = "k8s.io/CloneOf"
     CLONE_TYPE: Final = _A + "cloneType"
+    CLONE_TOKEN: Final = _A + "storage.clone.token"
+    EXTENDED_CLONE_TOKEN: Final = _A + "storage.extended.clone.token"
+    CLONE_SOURCE_POD: Final = _A + "storage.sourceClonePodName"
+    OWNER_REF: Final = _A + "storage.ownerRef"
     # The CDI CR's spec.config is copied into the CDIConfig.
     CONFIG_AUTHORITY: Final = _A + "configAuthority"
 
@@ -138,6 +143,10 @@ class Reason:
     CLONE_IN_PROGRESS: Final = "CloneInProgress"
     CLONE_SUCCEEDED: Final = "CloneSucceeded"
     CLONE_FAILED: Final = "CloneFailed"
+    CLONE_SOURCE_IN_USE: Final = "CloneSourceInUse"
+    CLONE_WITHOUT_SOURCE: Final = "CloneWithoutSource"
+    CLONE_VALIDATION_FAILED: Final = "CloneValidationFailed"
+    INCOMPATIBLE_PVC: Final = "ErrIncompatiblePVC"
     BOUND: Final = "Bound"
     PENDING: Final = "Pending"
     NOT_FOUND: Final = "NotFound"
@@ -183,6 +192,21 @@ class ImporterEnv:
     SECRET_KEY: Final = "IMPORTER_SECRET_KEY"  # from the secretRef's key secretKey
     EXTRA_HEADER_PREFIX: Final = "IMPORTER_EXTRA_HEADER_"
     CERT_DIR: Final = "IMPORTER_CERT_DIR"
+
+
+class NodePull:
+    """A registry import with ``pullMethod: node``: the image runs as a container of the importer pod (the
+    node's runtime pulls it) serving its disk on localhost; the importer fetches it over HTTP."""
+
+    SERVER_CONTAINER: Final = "server"
+    INIT_CONTAINER: Final = "init"
+    SHARED_VOLUME: Final = "shared-volume"
+    SHARED_DIR: Final = "/shared"
+    READY_FILE: Final = "/shared/ready"  # the server writes the disk's file name into it
+    DONE_FILE: Final = "/shared/done"  # the importer creates it when done; the server then exits
+    PORT: Final = 8100
+    ENDPOINT: Final = "http://localhost:8100/disk.img"
+    IMAGE_DIR: Final = "/disk"
 
 
 class ImporterPaths:
@@ -253,6 +277,29 @@ CONTROLLER_NAME: Final = "cdi-controller"
 HONOR_WAIT_FOR_FIRST_CONSUMER: Final = "HonorWaitForFirstConsumer"
 # The Lease the DataVolume controllers' replicas compete for (CDI's name).
 CONTROLLER_LEASE: Final = "cdi-controller-leader-election-helper"
+
+
+class Clone:
+    """Host-assisted cloning: a source pod in the source claim's namespace streams the claim to an upload
+    server in clone mode on the target claim."""
+
+    STRATEGY_COPY: Final = "copy"
+    SOURCE_POD_SUFFIX: Final = "-source-pod"
+    SOURCE_CONTAINER: Final = "cdi-clone-source"
+    SOURCE_MOUNT: Final = "/var/run/cdi/clone/source"
+    BLOCK_DEVICE: Final = "/dev/cdi-block-volume"
+    SOURCE_POD_FINALIZER: Final = _A + "cloneSource"
+    UNIQUE_ID_LABEL: Final = _A + "storage.clone.cloneUniqeId"  # CDI's spelling
+    SOURCE_CLAIM_LABEL: Final = _A + "hostAssistedSourcePodCloneSource"
+    SOURCE_IN_USE_REQUEUE_SECONDS: Final = 5.0
+    # Cross-namespace clones: the controller's own long-lived token, minted from the short one.
+    EXTENDED_TOKEN_LIFETIME_SECONDS: Final = 10 * 365 * 24 * 3600
+    MESSAGE_SCHEDULED: Final = "Cloning from %s/%s into %s/%s scheduled"
+    MESSAGE_IN_PROGRESS: Final = "Cloning from %s/%s into %s/%s in progress"
+    MESSAGE_FAILED: Final = "Cloning from %s/%s into %s/%s failed"
+    MESSAGE_SUCCEEDED: Final = "Successfully cloned from %s/%s into %s/%s"
+    MESSAGE_WITHOUT_SOURCE: Final = "The source %s %s doesn't exist"
+    MESSAGE_VALIDATION_FAILED: Final = "The clone doesn't meet the validation requirements: %s"
 
 
 class Upload:

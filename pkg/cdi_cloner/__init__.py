@@ -1,0 +1,1 @@
+"""The source end of CDI's host-assisted clone."""
