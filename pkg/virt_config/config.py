@@ -79,6 +79,10 @@ class InvalidConfigurationError(ValueError):
     """A KubeVirt CR whose configuration cannot be used (the last valid one stays in force)."""
 
 
+# KubeVirt's default ``supportedGuestAgentVersions`` (regular expressions).
+DEFAULT_SUPPORTED_GUEST_AGENT_VERSIONS = ("2.*", "3.*", "4.*", "5.*")
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     """What the KubeVirt CR's ``spec.configuration`` decides, merged over KubeVirt's defaults."""
@@ -110,6 +114,8 @@ class ClusterConfig:
     # image virt-handler makes may get, and the room it leaves free.
     less_pvc_space_toleration: int = DEFAULT_LESS_PVC_SPACE_TOLERATION
     minimum_reserve_pvc_bytes: int = DEFAULT_MINIMUM_RESERVE_PVC_BYTES
+    # Patterns of the guest agent versions accepted from an agent that lists no supported commands.
+    supported_guest_agent_versions: tuple[str, ...] = DEFAULT_SUPPORTED_GUEST_AGENT_VERSIONS
 
     @classmethod
     def build(
@@ -181,6 +187,8 @@ class ClusterConfig:
             obsolete_cpu_models=frozenset(obsolete.data) if obsolete is not None else None,
             ksm_node_label_selector=dict(selector.data) if selector is not None else None,
             instancetype_reference_policy=policy or "reference",
+            supported_guest_agent_versions=tuple(configuration.strings("supportedGuestAgentVersions"))
+            or DEFAULT_SUPPORTED_GUEST_AGENT_VERSIONS,
         )
 
     def enabled(self, gate: str) -> bool:

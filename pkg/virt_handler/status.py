@@ -53,11 +53,38 @@ def libvirt_quantity(value: int, unit: str | None) -> str | None:
     return str(Quantity.from_int(value * factor, BINARY_SI))
 
 
+def _libvirt_bytes(memory: JSON) -> int | None:
+    factor = unit_bytes(memory.get("Unit"))
+    value = memory.get("Value")
+    return None if factor is None or not isinstance(value, int) else value * factor
+
+
+def hotplugged_guest_memory(status: JSON, domain: JSON | None) -> str | None:
+    """With a virtio-mem device, the memory the guest booted with plus what the device has plugged into
+    it so far (libvirt's ``<current>``): the guest's memory whatever the balloon reports."""
+    device = (_domain_spec(domain).get("Devices") or {}).get("Memory") or {}
+    if device.get("Model") != "virtio-mem":
+        return None
+    plugged = _libvirt_bytes((device.get("Target") or {}).get("Current") or {})
+    at_boot = (status.get("memory") or {}).get("guestAtBoot")
+    if plugged is None or not at_boot:
+        return None
+    try:
+        boot = Quantity(str(at_boot)).value()
+    except ValueError:
+        return None
+    return str(Quantity.from_int(boot + plugged, BINARY_SI))
+
+
 def update_memory(status: JSON, domain: JSON | None) -> None:
-    current = _domain_spec(domain).get("CurrentMemory") or {}
-    if current.get("Value") is None:
-        return
-    quantity = libvirt_quantity(int(current["Value"]), current.get("Unit"))
+    """``memory.guestCurrent``: the domain's current memory (KubeVirt's ``updateMemoryInfo``), or with
+    memory hotplugged through virtio-mem, the boot memory and what the device plugged."""
+    quantity = hotplugged_guest_memory(status, domain)
+    if quantity is None:
+        current = _domain_spec(domain).get("CurrentMemory") or {}
+        if current.get("Value") is None:
+            return
+        quantity = libvirt_quantity(int(current["Value"]), current.get("Unit"))
     if quantity is None:
         return
     memory = dict(status.get("memory") or {})
@@ -128,14 +155,18 @@ def _paused_by_migration(status: JSON) -> bool:
     return state.get("mode") == "Paused" and not state.get("completed")
 
 
-def update_agent_connected(status: JSON, domain: JSON | None, now: Callable[[], str]) -> None:
+def agent_channel_connected(domain: JSON | None) -> bool:
+    """Whether libvirt sees the guest agent on its channel (the live XML's target ``state``)."""
     channels = (_domain_spec(domain).get("Devices") or {}).get("Channels") or []
-    connected = any(
+    return any(
         (c.get("Target") or {}).get("Name") == GUEST_AGENT_CHANNEL
         and (c.get("Target") or {}).get("State") == "connected"
         for c in channels
     )
-    if not connected:
+
+
+def update_agent_connected(status: JSON, domain: JSON | None, now: Callable[[], str]) -> None:
+    if not agent_channel_connected(domain):
         remove_condition(status, AGENT_CONNECTED)
     elif find_condition(status, AGENT_CONNECTED) is None:
         status["conditions"] = [

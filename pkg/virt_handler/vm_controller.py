@@ -25,7 +25,7 @@ import copy
 import threading
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -46,6 +46,12 @@ from kubevirt.virt_handler import shutdown
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.domain_events import DomainEventLog
 from kubevirt.virt_handler.domain_notify import DomainNotify
+from kubevirt.virt_handler.guest_agent import (
+    AgentSupport,
+    judge_guest_info,
+    update_access_credentials,
+    update_unsupported_agent,
+)
 from kubevirt.virt_handler.host_disks import HostDiskPreparationError, HostDisks
 from kubevirt.virt_handler.hotplug_disk import status as hotplug_status
 from kubevirt.virt_handler.hotplug_disk.layout import HotplugVolumeError
@@ -55,6 +61,7 @@ from kubevirt.virt_handler.hotplug_disk.mounter import (
     domain_disk_names,
     volumes_to_keep,
 )
+from kubevirt.virt_handler.interface_status import domain_interfaces, merge_guest_agent
 from kubevirt.virt_handler.launcher_clients import LauncherClients
 from kubevirt.virt_handler.launcher_sockets import (
     SocketLookupError,
@@ -69,7 +76,7 @@ from kubevirt.virt_handler.network import NetworkSetupError
 from kubevirt.virt_handler.pod_ownership import PodOwnership, PodOwnershipError
 from kubevirt.virt_handler.pod_sockets import launcher_socket_identity
 from kubevirt.virt_handler.ready import set_ready_with_running
-from kubevirt.virt_handler.status import apply_domain
+from kubevirt.virt_handler.status import agent_channel_connected, apply_domain
 from kubevirt.virt_handler.vm_options import virtual_machine_options
 from kubevirt_api.core.v1 import FINAL_VMI_PHASES, VirtualMachineInstancePhase
 from kubevirt_api.view import JSON
@@ -98,6 +105,7 @@ class Launcher(Protocol):
     def sync_vmi(self, vmi: JSON, options: cmd_pb2.VirtualMachineOptions | None = None) -> None: ...
     def vmi_command(self, command: str, vmi: JSON) -> None: ...
     def get_domain(self) -> JSON | None: ...
+    def get_guest_info(self) -> JSON: ...
     def close(self) -> None: ...
 
 
@@ -113,6 +121,8 @@ class _Outcome:
     redial: bool = False
     # The hotplugged volumes in the launcher pod as this sync left them; None when it did not look.
     mounted: frozenset[str] | None = None
+    # The connected guest agent's verdict; None when there is none or it was not asked.
+    agent_support: AgentSupport | None = None
 
 
 def _now() -> str:
@@ -121,23 +131,6 @@ def _now() -> str:
 
 def _uid_of(vmi: JSON, key: str) -> str:
     return str(vmi["metadata"].get("uid") or key)
-
-
-def interfaces_from_domain(domain: JSON) -> list[JSON]:
-    """``status.interfaces`` from the domain: its NICs' names and MACs, addresses from the guest agent."""
-    reported = {i.get("Mac"): i for i in ((domain.get("Status") or {}).get("Interfaces") or [])}
-    found = []
-    for nic in ((domain.get("Spec") or {}).get("Devices") or {}).get("Interfaces") or []:
-        alias = ((nic.get("Alias") or {}).get("Name")) or ""
-        name = alias.removeprefix("ua-")
-        mac = (nic.get("MAC") or {}).get("MAC") or ""
-        entry: JSON = {"name": name, "mac": mac, "infoSource": "domain"}
-        agent = reported.get(mac)
-        if agent and agent.get("Ip"):
-            addresses = list(agent.get("IPs") or [agent["Ip"]])
-            entry.update(ipAddress=agent["Ip"], ipAddresses=addresses, infoSource="domain, guest-agent")
-        found.append(entry)
-    return found
 
 
 def guest_os_info(domain: JSON) -> JSON:
@@ -293,7 +286,9 @@ class VMController:
         if outcome.domain is not None and not phases.domain_alive(outcome.domain):
             with self._lock:
                 self._last_down[uid] = outcome.domain
-        self._update_status(key, vmi, outcome.domain, outcome.error, mounted=outcome.mounted)
+        self._update_status(
+            key, vmi, outcome.domain, outcome.error, mounted=outcome.mounted, agent=outcome.agent_support
+        )
         if outcome.requeue is not None:
             raise RequeueAfter(outcome.requeue)
         if outcome.error is not None or vmi["status"].get("phase") != VirtualMachineInstancePhase.RUNNING:
@@ -438,7 +433,8 @@ class VMController:
             elif self._hotplug is not None:
                 # Volumes that left the spec go once the domain (as read before this sync) lost their disks.
                 self._hotplug.unmount(vmi, volumes_to_keep(vmi, domain))
-            return self._synced(vmi, domain)
+            support = self._agent_support(launcher, vmi, domain)
+            return replace(self._synced(vmi, domain), agent_support=support)
         except LauncherDisconnectedError:
             # The launcher went away while stopping its domain: that is what stopping does.
             if stopping:
@@ -482,6 +478,18 @@ class VMController:
         except HotplugVolumeError as err:
             self._log.error("reading hotplug mounts failed", name=vmi["metadata"]["name"], reason=str(err))
             return None
+
+    def _agent_support(self, launcher: Launcher, vmi: JSON, domain: JSON | None) -> AgentSupport | None:
+        """What the connected agent offers, judged as KubeVirt does; None without an agent or an answer."""
+        if not agent_channel_connected(domain):
+            return None
+        try:
+            info = launcher.get_guest_info()
+        except LauncherClientError as err:
+            name = vmi["metadata"]["name"]
+            self._log.info("cannot read the guest agent's info", name=name, reason=str(err))
+            return None
+        return judge_guest_info(vmi, info, self._config().supported_guest_agent_versions)
 
     def _synced(self, vmi: JSON, domain: JSON | None) -> _Outcome:
         """A synced VMI's outcome: while a hotplugged volume is not in the domain yet, look again soon."""
@@ -549,6 +557,7 @@ class VMController:
         *,
         launcher_unresponsive: bool = False,
         mounted: frozenset[str] | None = None,
+        agent: AgentSupport | None = None,
     ) -> None:
         original = copy.deepcopy(vmi["status"])
         status = vmi["status"]
@@ -565,14 +574,18 @@ class VMController:
             # volume now in the pod is written at once: the start waits for it.
             return
         if domain is not None:
-            if interfaces := interfaces_from_domain(domain):
-                if self._network is not None:
-                    interfaces = self._network.interface_status(vmi, interfaces)
+            interfaces = domain_interfaces(domain)
+            if interfaces and self._network is not None:
+                interfaces = self._network.interface_status(vmi, interfaces)
+            if interfaces := merge_guest_agent(interfaces, domain, vmi):
                 status["interfaces"] = interfaces
             if info := guest_os_info(domain):
                 status["guestOSInfo"] = info
         status["nodeName"] = status.get("nodeName") or self._node
         apply_domain(vmi, domain, self._migratability_facts, _now)
+        if synced := update_access_credentials(status, domain, _now):
+            self._events.event(vmi, *synced)
+        update_unsupported_agent(status, agent, _now)
         volume_events = hotplug_status.update_hotplug_volumes(vmi, mounted)
         if error is None or domain is not None:
             new_phase = phases.phase_from_domain(

@@ -256,6 +256,7 @@ class Launcher:
         finally:
             converter.stop()
             server.stop(grace=1).wait()
+            manager.close()  # the guest agent's poller, pending thaw and workers
             for path in (init_socket, cmd_socket_path(cfg.share_dir)):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()

@@ -4,6 +4,11 @@ libvirt calls back on its event-loop thread; callbacks only enqueue, and one wor
 and sends it (so a slow or absent handler never stalls libvirt). Event types follow KubeVirt: ``ADDED``
 when a domain is defined or arrives by migration, ``MODIFIED`` otherwise, and a final ``MODIFIED`` with a
 deletion timestamp and reason ``NonExistent`` once the domain is gone.
+
+The guest agent connecting or disconnecting (libvirt's agent-lifecycle event) changes the domain too:
+its channel's ``state`` is what virt-handler's AgentConnected condition reads. After each report the
+agent poller runs or stops with the domain and its agent's channel
+(:meth:`DomainManager.sync_agent_poller`).
 """
 
 from __future__ import annotations
@@ -93,6 +98,12 @@ class DomainEventForwarder:
         # unplug may complete in the guest after the detach call returned).
         for event_id in _DEVICE_EVENTS:
             self._callback_ids.append(conn.domainEventRegisterAny(None, event_id, self._on_device, None))
+        # The agent connecting or going away changes the channel state in the domain.
+        self._callback_ids.append(
+            conn.domainEventRegisterAny(
+                None, libvirt.VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE, self._on_agent_lifecycle, None
+            )
+        )
 
     def stop(self) -> None:
         for callback_id in self._callback_ids:
@@ -101,6 +112,7 @@ class DomainEventForwarder:
         self._callback_ids.clear()
         self._queue.put(None)
         self._worker.join(timeout=10)
+        self._manager.sync_agent_poller(None)
 
     def poke(self, domain_name: str = "") -> None:
         """Report the domain's current state (after the launcher changed it, e.g. its metadata)."""
@@ -114,6 +126,14 @@ class DomainEventForwarder:
     def _on_device(self, conn: Any, dom: libvirt.virDomain, alias: str, opaque: Any) -> None:
         name = dom.name()
         if self._manager.owns(name):
+            self._queue.put((name, MODIFIED))
+
+    def _on_agent_lifecycle(
+        self, conn: Any, dom: libvirt.virDomain, state: int, reason: int, opaque: Any
+    ) -> None:
+        name = dom.name()
+        if self._manager.owns(name):
+            self._log.info("GuestAgentLifecycle event received", domain=name, state=state, reason=reason)
             self._queue.put((name, MODIFIED))
 
     def _work(self) -> None:
@@ -130,8 +150,10 @@ class DomainEventForwarder:
             domain = self._manager.domain_to_json(dom, for_event=True)
             name = domain["Spec"]["Name"]
             self._known[name] = domain_uid(domain)
+            self._manager.sync_agent_poller(domain)  # first: a delivery may wait for virt-handler
             self._deliver(event_type, domain)
             return
+        self._manager.sync_agent_poller(None)
         if not name or name not in self._known:
             return
         domain = gone_domain_json(name, self._known.pop(name), now())

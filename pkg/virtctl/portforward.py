@@ -21,6 +21,7 @@ import websocket
 from kubevirt.client import KubeClient
 from kubevirt.log import get_logger
 from kubevirt.virtctl.clientconfig import client_flags, connect, flags_from
+from kubevirt.virtctl.ssh.goflags import GoFlagsCommand, bool_flag
 from kubevirt.virtctl.streams import (
     VMIS,
     StreamError,
@@ -152,13 +153,12 @@ class Forwarder:
 
 @click.command(
     name="port-forward",
+    cls=GoFlagsCommand,  # ssh's ProxyCommand passes --stdio=true
     help="Forward local ports to a virtualmachine or virtualmachineinstance.",
 )
 @click.argument("target")
 @click.argument("ports", nargs=-1, required=True)
-@click.option(
-    "--stdio", is_flag=True, help="Forward the tunnel to stdout/stdin; only works with a single port."
-)
+@bool_flag("--stdio", help="Forward the tunnel to stdout/stdin; only works with a single port.")
 @click.option(
     "--address", default="127.0.0.1", show_default=True, help="The address the local ports open on."
 )

@@ -22,6 +22,8 @@ from kubevirt.virtctl.imageupload import image_upload
 from kubevirt.virtctl.lifecycle import COMMANDS as LIFECYCLE_COMMANDS
 from kubevirt.virtctl.portforward import port_forward
 from kubevirt.virtctl.render import render
+from kubevirt.virtctl.ssh.command import ssh
+from kubevirt.virtctl.ssh.scp import scp
 from kubevirt.virtctl.validate import validate
 from kubevirt.virtctl.vmexport import vmexport
 from kubevirt.virtctl.vnc import vnc
@@ -77,6 +79,8 @@ root.add_command(validate)
 root.add_command(console)
 root.add_command(vnc)
 root.add_command(port_forward)
+root.add_command(ssh)
+root.add_command(scp)
 root.add_command(vmexport)
 root.add_command(image_upload)
 for command in (*LIFECYCLE_COMMANDS, *GUEST_AGENT_COMMANDS, *VOLUME_COMMANDS):

@@ -52,6 +52,7 @@ TEST_IMAGES = (
     "test-guest-kernel-boot",
     "test-guest-cirros-compatible",
     "test-guest-alpine-compatible",
+    "test-guest-fedora-compatible",
     "test-image-server",
 )
 

@@ -28,8 +28,12 @@ from .timing import Timer
 
 TEST_GUEST_DISK_IMAGE = "test-guest-container-disk"
 TEST_GUEST_KERNEL_IMAGE = "test-guest-kernel-boot"
-# The CirrOS- and Alpine-compatible guests are containerDisks named as their flavours.
-COMPATIBLE_GUEST_IMAGES = (testguest.CIRROS_COMPATIBLE.name, testguest.ALPINE_COMPATIBLE.name)
+# The CirrOS-, Alpine- and Fedora-compatible guests are containerDisks named as their flavours.
+COMPATIBLE_GUEST_IMAGES = (
+    testguest.CIRROS_COMPATIBLE.name,
+    testguest.ALPINE_COMPATIBLE.name,
+    testguest.FEDORA_COMPATIBLE.name,
+)
 TEST_GUEST_IMAGES = (TEST_GUEST_DISK_IMAGE, TEST_GUEST_KERNEL_IMAGE, *COMPATIBLE_GUEST_IMAGES)
 QEMU_UID = 107
 CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -518,6 +522,8 @@ def tag_all(layout: Layout, tag: str) -> list[str]:
 SUITE_GUEST_IMAGES = {
     "cirros-container-disk-demo": "test-guest-cirros-compatible",
     "alpine-container-disk-demo": "test-guest-alpine-compatible",
+    "alpine-with-test-tooling-container-disk": "test-guest-alpine-compatible",
+    "fedora-with-test-tooling-container-disk": "test-guest-fedora-compatible",
 }
 
 

@@ -5,11 +5,13 @@ carry no json tags, so the keys are Go field names and nothing is omitted: ``kin
 (from the embedded ``TypeMeta``), ``ObjectMeta`` (name and namespace split from the domain name; the
 VMI UID only on events, as KubeVirt's notifier sets it; ``deletionTimestamp`` once the domain is
 gone), ``Spec`` (the domain model read from libvirt's XML, see :meth:`XMLElement.to_json_dict`) and
-``Status`` (``Status``/``Reason`` as in :mod:`.states`, guest interfaces, OS info, freeze status).
+``Status`` (``Status``/``Reason`` as in :mod:`.states`, and what the guest agent reported: its
+``Interfaces``, ``OSInfo`` and ``FSFreezeStatus``, see :meth:`.agent.AgentStore.domain_status_fields`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -43,10 +45,14 @@ def metadata_from_domain_xml(xml: str) -> api.KubeVirtMetadata:
     return api.Domain.from_xml(xml).metadata.kubevirt
 
 
-def domain_status(status: str, reason: str) -> dict[str, Any]:
-    """``DomainStatus`` with nothing reported by a guest agent: no interfaces (``null``), an empty
-    ``GuestOSInfo``, no freeze status, no VNC session."""
-    return {
+# The parts of DomainStatus a guest agent reports.
+GUEST_STATUS_FIELDS = ("Interfaces", "OSInfo", "FSFreezeStatus")
+
+
+def domain_status(status: str, reason: str, guest: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``DomainStatus``. Without a guest agent's report: no interfaces (``null``), an empty
+    ``GuestOSInfo``, no freeze status; ``guest`` replaces those it names. No VNC session."""
+    result: dict[str, Any] = {
         "Status": status,
         "Reason": reason,
         "Interfaces": None,
@@ -54,6 +60,10 @@ def domain_status(status: str, reason: str) -> dict[str, Any]:
         "FSFreezeStatus": {"Status": ""},
         "ServiceStatus": {"VNCSessionConnected": 0},
     }
+    for field in GUEST_STATUS_FIELDS:
+        if guest is not None and field in guest:
+            result[field] = guest[field]
+    return result
 
 
 def build_domain_json(
@@ -81,14 +91,22 @@ def build_domain_json(
     }
 
 
-def live_domain_json(xml: str, state: int, reason: int, *, for_event: bool = False) -> dict[str, Any]:
-    """A domain libvirt knows: its XML read into the model, with libvirt's state and reason. KubeVirt's
-    notifier names the VMI UID in ``ObjectMeta`` of the events it sends; GetDomain leaves it out."""
+def live_domain_json(
+    xml: str,
+    state: int,
+    reason: int,
+    *,
+    for_event: bool = False,
+    guest: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A domain libvirt knows: its XML read into the model, with libvirt's state and reason, and the
+    guest agent's part of the status (``guest``). KubeVirt's notifier names the VMI UID in
+    ``ObjectMeta`` of the events it sends; GetDomain leaves it out."""
     spec = api.Domain.from_xml(xml)
     return build_domain_json(
         domain_name=spec.name or "",
         spec=spec.to_json_dict(),
-        status=domain_status(states.state_name(state), states.reason_name(state, reason)),
+        status=domain_status(states.state_name(state), states.reason_name(state, reason), guest),
         uid=(spec.metadata.kubevirt.uid or "") if for_event else "",
     )
 

@@ -9,16 +9,31 @@ succeeds). Live migration is delegated to :mod:`.migration`.
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
 import libvirt
 
+from kubevirt import pod_paths
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
 from kubevirt.virt_launcher.virtwrap import api, states
+from kubevirt.virt_launcher.virtwrap.access_credentials import (
+    AccessCredentialWorker,
+    LibvirtCredentialAgent,
+    Outcome,
+    metadata_change,
+)
+from kubevirt.virt_launcher.virtwrap.agent import (
+    AgentCallError,
+    AgentError,
+    GuestAgent,
+    channel_connected,
+    format_libvirt_error,
+)
 from kubevirt.virt_launcher.virtwrap.domain_json import live_domain_json, metadata_from_domain_xml
 from kubevirt.virt_launcher.virtwrap.errors import (
     DomainNotFoundError,
@@ -34,6 +49,7 @@ from kubevirt.virt_launcher.virtwrap.hotplug_disks import (
     sync_key,
 )
 from kubevirt.virt_launcher.virtwrap.hotplug_ports import allocate_hotplug_ports
+from kubevirt.virt_launcher.virtwrap.liveupdate import memory_device, requested_vcpus
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
 from kubevirt.virt_launcher.virtwrap.stats import domain_stats
 from kubevirt.virt_launcher.virtwrap.timestamps import format_time, now
@@ -48,6 +64,15 @@ class Converter(Protocol):
 
 
 _ACTIVE = (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_BLOCKED)
+_INACTIVE_STATES = (states.SHUTOFF, states.CRASHED, states.NO_STATE)
+_AFFECT_LIVE_AND_CONFIG = libvirt.VIR_DOMAIN_AFFECT_LIVE | libvirt.VIR_DOMAIN_AFFECT_CONFIG
+AGENT_CONNECTED = "AgentConnected"
+# How long a soft reboot waits for libvirt's reboot through the agent (virt-handler waits 20 s).
+AGENT_REBOOT_WAIT = 15.0
+# KubeVirt's swtpm state directories (``services.PathForSwtpm``), synced before a freeze: the guest's
+# filesystem freeze does not cover the TPM's state.
+SWTPM_DIR = "/var/lib/libvirt/swtpm"
+NON_ROOT_SWTPM_DIR = f"{pod_paths.VIRT_PRIVATE_DIR}/libvirt/qemu/swtpm"
 
 
 @contextmanager
@@ -70,14 +95,6 @@ def kubevirt_libvirt_errors(action: str, log: Any) -> Iterator[None]:
         raise LibvirtCallError(format_libvirt_error(err)) from err
 
 
-def format_libvirt_error(err: libvirt.libvirtError) -> str:
-    """KubeVirt's ``FormatLibvirtError``."""
-    return (
-        f"LibvirtError(Code={err.get_error_code() or 0}, Domain={err.get_error_domain() or 0}, "
-        f"Message='{err.get_error_message()}')"
-    )
-
-
 class DomainManager:
     def __init__(
         self,
@@ -88,6 +105,7 @@ class DomainManager:
         on_domain_change: Callable[[], None] | None = None,
         pre_start_hooks: Sequence[Callable[[VMIFacts], None]] = (),  # prepare the pod before a definition
         own_domain: str = "",
+        agent: GuestAgent | None = None,
     ) -> None:
         # The domain of this launcher's VMI (``<namespace>_<name>``); when empty, the libvirt's only one.
         self._own_domain = own_domain
@@ -102,6 +120,12 @@ class DomainManager:
         self._lock = threading.RLock()
         self._notify_change = on_domain_change or (lambda: None)
         self._log = get_logger(component=COMPONENT)
+        # What the guest agent reported changes the domain's status: virt-handler hears of it.
+        self.agent = agent or GuestAgent(self.the_domain, on_change=lambda: self._notify_change())
+        # Access credentials the agent propagates; the outcome goes into the domain's metadata.
+        self._credentials = AccessCredentialWorker(
+            LibvirtCredentialAgent(self.the_domain, self.agent.caller), self._record_credentials
+        )
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -130,11 +154,34 @@ class DomainManager:
         return None if dom is None else self.domain_to_json(dom)
 
     def domain_to_json(self, dom: libvirt.virDomain, *, for_event: bool = False) -> dict[str, Any]:
-        """The domain as KubeVirt sends it; events also carry the VMI UID in ``ObjectMeta``."""
+        """The domain as KubeVirt sends it, with what the guest agent reported in its status; events also
+        carry the VMI UID in ``ObjectMeta``. Unlike KubeVirt's, GetDomain carries the agent's part too:
+        virt-handler reads its status from GetDomain, where KubeVirt's reads its event-fed domain cache."""
         with libvirt_errors("reading the domain"):
             state, reason = dom.state()
             xml = dom.XMLDesc(0)
-        return live_domain_json(xml, state, reason, for_event=for_event)
+        guest = self.agent.domain_status_fields()
+        return live_domain_json(xml, state, reason, for_event=for_event, guest=guest)
+
+    def sync_agent_poller(self, domain: Mapping[str, Any] | None) -> None:
+        """Poll the guest agent while the domain (its JSON, None when gone) runs with the agent's channel
+        connected: KubeVirt starts its poller on the agent's connect event and stops it on disconnect."""
+        status = str(((domain or {}).get("Status") or {}).get("Status") or states.NO_STATE)
+        self.agent.set_polling(status not in _INACTIVE_STATES and channel_connected(domain))
+
+    def close(self) -> None:
+        """Stop the access credentials' worker, the guest agent's poller, its pending thaw and its workers."""
+        self._credentials.stop()
+        self.agent.close()
+
+    def _record_credentials(self, outcome: Outcome) -> None:
+        dom = self.the_domain()
+        if dom is None:
+            return
+        try:
+            self.update_metadata(dom, metadata_change(outcome))
+        except ManagerError as err:  # the domain went away meanwhile
+            self._log.warning("cannot record the access credentials' outcome", reason=str(err))
 
     def get_domain_stats(self) -> dict[str, Any] | None:
         dom = self.the_domain()
@@ -143,9 +190,59 @@ class DomainManager:
         with libvirt_errors("reading domain statistics"):
             return domain_stats(self.conn, dom)
 
+    # -- the guest agent --------------------------------------------------------------------------
+
     def get_guest_info(self) -> dict[str, Any]:
-        # Guest-agent data: none without an agent connected.
-        return {}
+        """``VirtualMachineInstanceGuestAgentInfo`` from the last polls (empty fields before any)."""
+        return self.agent.guest_info()
+
+    def get_users(self) -> list[dict[str, Any]]:
+        return self.agent.users()
+
+    def get_filesystems(self) -> list[dict[str, Any]]:
+        return self.agent.filesystems()
+
+    def _agent_domain(self, domain_name: str) -> libvirt.virDomain:
+        """The domain an agent request names, when it is this launcher's."""
+        dom = self.lookup(domain_name) if self.owns(domain_name) else None
+        if dom is None:
+            raise DomainNotFoundError(domain_name)
+        return dom
+
+    def guest_ping(self, domain_name: str, timeout_seconds: int = 0) -> None:
+        self.agent.ping(self._agent_domain(domain_name), timeout_seconds)
+
+    def guest_exec(self, domain_name: str, command: str, args: Sequence[str], timeout_seconds: int) -> str:
+        """The standard output of ``command`` run by the agent; :class:`ExecExitError` when it exits
+        non-zero."""
+        return self.agent.exec_command(self._agent_domain(domain_name), command, args, timeout_seconds)
+
+    def freeze_vmi(self, facts: VMIFacts, unfreeze_timeout_seconds: int) -> None:
+        """Freeze the guest's filesystems; they are thawed again after ``unfreeze_timeout_seconds``
+        unless unfrozen before (KubeVirt's ``FreezeVMI``)."""
+        dom = self.require_domain(facts)
+        if self._migration_in_progress(dom):
+            raise WrongStateError("Failed to freeze VMI, VMI is currently during migration")
+
+        def thaw_later() -> None:
+            self.unfreeze_vmi(facts)
+
+        self.agent.freeze(
+            dom,
+            max(0, unfreeze_timeout_seconds),
+            thaw_later=thaw_later,
+            before_freeze=lambda: _sync_tpm_state(facts),
+        )
+        self._log.info("Freezed vmi", domain=facts.domain_name)
+
+    def unfreeze_vmi(self, facts: VMIFacts) -> None:
+        dom = self.require_domain(facts)
+        self.agent.thaw(dom)
+        self._log.info("Unfreezed vmi", domain=facts.domain_name)
+
+    def _migration_in_progress(self, dom: libvirt.virDomain) -> bool:
+        migration = self.read_metadata(dom).migration
+        return migration is not None and bool(migration.start_timestamp) and not migration.end_timestamp
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -182,6 +279,8 @@ class DomainManager:
             if not defined:  # a domain defined now has every hotplugged disk that is ready
                 self._sync_hotplug_disks(dom, facts, options)
             self._sync_grace_period(dom, facts)
+        # KubeVirt starts watching the credential Secrets once the domain runs (it does nothing twice).
+        self._credentials.start(list(facts.view.spec.data.get("accessCredentials") or []))
 
     def _sync_hotplug_disks(self, dom: libvirt.virDomain, facts: VMIFacts, options: Any) -> None:
         """Attach the hotplugged disks the VMI has that the running domain lacks, detach those it no longer
@@ -203,6 +302,55 @@ class DomainManager:
             self._notify_change()
         # What changed is checked once more on the next pass (a detach may complete later, in the guest).
         self._hotplug_settled = "" if result.changed or result.waiting else key
+
+    # -- CPU and memory hotplug -------------------------------------------------------------------
+
+    def update_vcpus(self, facts: VMIFacts) -> None:
+        """KubeVirt's ``UpdateVCPUs``: the running domain gets the vCPUs the VMI's topology asks for, now
+        and in its definition. KubeVirt also pins new dedicated vCPUs to the pod's CPU set; this launcher
+        is given no CPU set to pin to."""
+        count = requested_vcpus(facts.view)
+        with self._lock:
+            dom = self._domain_to_update(facts, "failed to update vCPUs")
+            with libvirt_errors("failed to update vCPUs"):
+                dom.setVcpusFlags(count, _AFFECT_LIVE_AND_CONFIG)
+        self._log.info("vCPUs updated", domain=facts.domain_name, vcpus=count)
+        self._notify_change()
+
+    def update_guest_memory(self, facts: VMIFacts) -> None:
+        """KubeVirt's ``UpdateGuestMemory``: the domain's virtio-mem device is asked for the memory the VMI
+        wants beyond what it booted with; a domain without one gets it attached, now and in its
+        definition."""
+        wanted = memory_device(facts.view)
+        action = "failed to update Guest Memory"
+        with self._lock:
+            dom = self._domain_to_update(facts, action)
+            with libvirt_errors(action):
+                live = api.Domain.from_xml(dom.XMLDesc(0)).devices.memory
+                if live is not None and live.target is not None and wanted.target is not None:
+                    # Only the requested size may change; the rest must be the device libvirt has.
+                    live.target.requested = wanted.target.requested
+                    dom.updateDeviceFlags(live.to_xml(), libvirt.VIR_DOMAIN_DEVICE_MODIFY_LIVE)
+                else:
+                    dom.attachDeviceFlags(wanted.to_xml(), _AFFECT_LIVE_AND_CONFIG)
+        requested = wanted.target.requested if wanted.target is not None else None
+        self._log.info(
+            "guest memory updated",
+            domain=facts.domain_name,
+            virtio_mem_requested=requested.value if requested is not None else 0,
+        )
+        self._notify_change()
+
+    def _domain_to_update(self, facts: VMIFacts, action: str) -> libvirt.virDomain:
+        """The VMI's domain, which must run to be changed live."""
+        dom = self.lookup(facts.domain_name)
+        if dom is None:
+            raise DomainNotFoundError(facts.domain_name)
+        with libvirt_errors(action):
+            active = dom.isActive()
+        if not active:
+            raise WrongStateError(f"{action}: domain {facts.domain_name} is not running")
+        return dom
 
     def render_domain(self, facts: VMIFacts, options: Any) -> str:
         """The domain XML for a VMI on this node, KubeVirt's metadata included."""
@@ -270,6 +418,9 @@ class DomainManager:
         self._log.info("domain undefined", domain=facts.domain_name)
 
     def soft_reboot_vmi(self, facts: VMIFacts) -> None:
+        """KubeVirt's ``SoftRebootVMI``: through the guest agent (libvirt's reboot with the agent flag,
+        the agent's ``guest-shutdown`` in reboot mode) when the VMI's AgentConnected condition is true,
+        else by pressing the ACPI power button; an unresponsive agent is no failure."""
         dom = self.require_domain(facts)
         with libvirt_errors(f"rebooting domain {facts.domain_name}"):
             state, _ = dom.state()
@@ -277,17 +428,30 @@ class DomainManager:
                 raise WrongStateError(
                     f"domain {facts.domain_name} is {states.state_name(state)}: only a running domain reboots"
                 )
+            if _agent_connected(facts):
+                self._reboot_through_agent(dom)
+                return
             features = api.Domain.from_xml(dom.XMLDesc(0)).features
-            if features is None or features.acpi is None:
-                raise WrongStateError(
-                    f"VMI {facts.namespace}/{facts.name} has neither a connected guest agent nor ACPI"
-                )
+            if _acpi_disabled(facts) or features is None or features.acpi is None:
+                raise WrongStateError("VMI neither have the agent connected nor the ACPI feature enabled")
             try:
                 dom.reboot(libvirt.VIR_DOMAIN_REBOOT_ACPI_POWER_BTN)
             except libvirt.libvirtError as err:
                 if err.get_error_code() not in (libvirt.VIR_ERR_INVALID_ARG, libvirt.VIR_ERR_NO_SUPPORT):
                     raise
                 dom.reboot(0)
+
+    def _reboot_through_agent(self, dom: libvirt.virDomain) -> None:
+        try:
+            self.agent.caller.run(
+                "rebooting through the guest agent",
+                lambda: dom.reboot(libvirt.VIR_DOMAIN_REBOOT_GUEST_AGENT),
+                wait=AGENT_REBOOT_WAIT,
+            )
+        except AgentCallError as err:
+            if err.code != libvirt.VIR_ERR_AGENT_UNRESPONSIVE:
+                raise LibvirtCallError(str(err)) from err
+            self._log.info("the guest agent did not answer the reboot request", reason=str(err))
 
     def reset_vmi(self, facts: VMIFacts) -> None:
         dom = self.require_domain(facts)
@@ -376,6 +540,35 @@ class DomainManager:
         return dom
 
 
+def _agent_connected(facts: VMIFacts) -> bool:
+    """The VMI's AgentConnected condition, as virt-handler last reported it."""
+    return any(
+        condition.string("type") == AGENT_CONNECTED and condition.string("status") == "True"
+        for condition in facts.view.status.items("conditions")
+    )
+
+
+def _acpi_disabled(facts: VMIFacts) -> bool:
+    acpi = facts.view.spec.object("domain").object("features").optional_object("acpi")
+    return acpi is not None and acpi.optional_boolean("enabled") is False
+
+
+def _sync_tpm_state(facts: VMIFacts) -> None:
+    """Flush the persistent TPM's state directory, as KubeVirt runs ``sync`` on it before a freeze."""
+    tpm = facts.view.spec.object("domain").object("devices").optional_object("tpm")
+    if tpm is None or not tpm.boolean("persistent"):
+        return
+    path = NON_ROOT_SWTPM_DIR if facts.non_root else SWTPM_DIR
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise AgentError(f"fsync error to TPM state directory {path}: {err.strerror}") from err
+
+
 def _start(dom: libvirt.virDomain, *, paused: bool) -> None:
     if not paused:
         dom.createWithFlags(0)
@@ -389,4 +582,4 @@ def _start(dom: libvirt.virDomain, *, paused: bool) -> None:
         dom.suspend()
 
 
-__all__ = ["Converter", "DomainManager", "ManagerError", "libvirt_errors"]
+__all__ = ["Converter", "DomainManager", "ManagerError", "format_libvirt_error", "libvirt_errors"]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kubevirt.libvirt_units import unit_bytes
 from kubevirt.virt_launcher.virtwrap import api
 
 # Host CPU models cannot be emulated faithfully by TCG; QEMU's own maximal model stands in for them.
@@ -47,7 +48,7 @@ class NodeFacts:
 
     ``emulation``: QEMU's TCG instead of KVM (domain type ``qemu``, an emulated CPU model).
     ``slotless_max_memory``: whether libvirt accepts ``<maxMemory>`` without memory slots; where it
-    does not, the guest runs without memory hotplug rather than not at all.
+    does not, the hotplug room gets a slot and a guest NUMA cell (:func:`slot_memory_hotplug_room`).
     ``ovmf_dir``: where the EFI firmware is on this node (empty: the converter's default).
     ``direct_io``: for each disk image that exists, whether it opens with O_DIRECT.
     ``preallocated``: for each disk image file that exists, whether all of it is allocated.
@@ -238,13 +239,22 @@ def adopt_tap_mtus(domain: api.Domain, node: NodeFacts) -> None:
             interface.mtu = api.MTU(size=str(node.tap_mtus[device]))
 
 
-def drop_slotless_max_memory(domain: api.Domain, node: NodeFacts) -> None:
-    """Memory hotplug room without slots where libvirt refuses it ("both maximum memory size and
-    memory slot count must be specified"): the guest runs without memory hotplug."""
-    if node.slotless_max_memory or domain.max_memory is None:
+def slot_memory_hotplug_room(domain: api.Domain, node: NodeFacts) -> None:
+    """Where libvirt wants memory slots with ``<maxMemory>`` ("both maximum memory size and memory slot
+    count must be specified"), the converter's slotless hotplug room gets the one slot the virtio-mem
+    device takes, and, unless the domain has guest NUMA cells already, the single cell holding all vCPUs
+    and the boot memory that memory hotplug needs there ("At least one numa node has to be configured
+    when enabling memory hotplug")."""
+    room = domain.max_memory
+    if node.slotless_max_memory or room is None or room.slots:
         return
-    if not domain.max_memory.slots:
-        domain.max_memory = None
+    room.slots = 1
+    if domain.cpu.numa is not None and domain.cpu.numa.cells:
+        return
+    vcpus = domain.vcpu.cpus if domain.vcpu is not None and domain.vcpu.cpus else 1
+    kib = (domain.memory.value or 0) * (unit_bytes(domain.memory.unit) or 1024) // 1024
+    cell = api.NUMACell(id="0", cpus=f"0-{vcpus - 1}", memory=kib, unit="KiB")
+    domain.cpu.numa = api.NUMA(cells=[cell])
 
 
 NodeStep = Callable[[api.Domain, NodeFacts], None]
@@ -254,7 +264,7 @@ NODE_STEPS: tuple[NodeStep, ...] = (
     choose_disk_cache_modes,
     choose_disk_io_modes,
     adopt_tap_mtus,
-    drop_slotless_max_memory,
+    slot_memory_hotplug_room,
 )
 
 

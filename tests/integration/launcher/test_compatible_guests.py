@@ -9,11 +9,18 @@ with ConfigDrive (hostname from ``meta_data.json``); each runs its user data; ``
 its i6300esb watchdog the second. Then a CirrOS-compatible guest soft-rebooted through its ACPI power button
 (the launcher's SoftRebootVirtualMachine, as KubeVirt's soft reboot without a guest agent): like CirrOS it
 keeps a boot record per boot on its (containerDisk) disk, which KubeVirt's soft-reboot spec counts.
+
+The Fedora-compatible guest answers KubeVirt's scripted Fedora login (fedora/fedora, then ``sudo su``) and
+its QEMU guest agent answers through libvirt's agent channel: the OS, host name, users, file systems (its
+data file system frozen and thawed, a write blocked in between), the commands its user data disabled,
+``systemctl stop``/``start`` of the agent, and a shutdown through the agent.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -21,13 +28,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import libvirt
+import libvirt_qemu
 import pytest
 from localcluster import testguest
 
 from kubevirt_testing.guest_console import (
     POWEROFF_MESSAGE,
+    PROMPT,
     Expecter,
     SocketStream,
+    configure_console,
     login_to_alpine,
     login_to_cirros,
     run,
@@ -43,7 +54,8 @@ USER_DATA_MARKER = "USER-DATA-OF-THE-COMPATIBLE-GUEST"
 @pytest.fixture(scope="module")
 def guests() -> dict[str, testguest.TestGuest]:
     cache = Path(os.environ.get("KUBEVIRT_CACHE", "/var/cache/kubevirt-py"))
-    return testguest.build_all(cache, (testguest.CIRROS_COMPATIBLE, testguest.ALPINE_COMPATIBLE))
+    flavours = (testguest.CIRROS_COMPATIBLE, testguest.ALPINE_COMPATIBLE, testguest.FEDORA_COMPATIBLE)
+    return testguest.build_all(cache, flavours)
 
 
 def disk_boot_vmi(make_vmi: Any, name: str, cloud_init: dict[str, Any]) -> dict[str, Any]:
@@ -180,3 +192,109 @@ def test_cirros_compatible_guest_keeps_a_boot_record_per_boot(
     assert pod.status()[0] == "Running"
     login_to_cirros(expecter, "cirros-reboot")
     assert boot_records(expecter) == "2"
+
+
+def login_to_fedora(expecter: Expecter, hostname: str, timeout: float = 120.0) -> None:
+    """KubeVirt's Fedora exchange: ``<host> login: ``, ``fedora``/``fedora``, the ``[fedora@<host> ~]$ ``
+    prompt, then ``sudo su`` to root's ``[root@<host> fedora]# ``; then the console set up."""
+    host = f"(localhost|fedora|{re.escape(hostname)})"
+    expecter.send("\n")
+    expecter.expect(host + " login: ", timeout)
+    expecter.send("fedora\n")
+    expecter.expect("Password:", timeout)
+    expecter.send("fedora\n")
+    expecter.expect(rf"\[fedora@{host} ~\]\$ ", timeout)
+    expecter.send("sudo su\n")
+    expecter.expect(rf"\[root@{host} fedora\]\# ", timeout)
+    configure_console(expecter, sudo=False)
+
+
+def agent_command(pod: Any, command: str, arguments: dict[str, Any] | None = None, timeout: int = 30) -> Any:
+    """What the guest agent returns for ``command``, sent through the launcher's libvirt (whose agent
+    channel the domain's org.qemu.guest_agent.0 port is)."""
+    connection = libvirt.open(f"qemu+unix:///system?socket={pod.libvirt_socket}")
+    try:
+        (domain,) = connection.listAllDomains()
+        message = {"execute": command, **({"arguments": arguments} if arguments is not None else {})}
+        return json.loads(libvirt_qemu.qemuAgentCommand(domain, json.dumps(message), timeout, 0))["return"]
+    finally:
+        connection.close()
+
+
+def wait_for_agent(pod: Any, timeout: float = 60.0) -> float:
+    """Seconds until the guest agent answered guest-ping."""
+    began = time.monotonic()
+    while True:
+        try:
+            agent_command(pod, "guest-ping", timeout=5)
+            return time.monotonic() - began
+        except libvirt.libvirtError as err:
+            if time.monotonic() - began > timeout:
+                raise AssertionError(f"the guest agent did not answer in {timeout:.0f} s") from err
+            time.sleep(1)
+
+
+@pytest.mark.timeout(420)
+def test_fedora_compatible_guest_logs_in_and_its_agent_answers(
+    guests: Any, make_vmi: Any, booted: Any
+) -> None:
+    # KubeVirt's user data that disables agent commands (GetFedoraToolsGuestAgentBlacklistUserData).
+    user_data = (
+        '#!/bin/bash\n echo -e "\\n\\nBLACKLIST_RPC=guest-exec" | sudo tee -a /etc/sysconfig/qemu-ga\n'
+    )
+    vmi = disk_boot_vmi(make_vmi, "fedora-like", {"cloudInitNoCloud": {"userData": user_data}})
+    vmi["spec"]["hostname"] = "fedora-host"
+    expecter, boot_seconds, pod = booted(guests[testguest.FEDORA_COMPATIBLE.name], vmi)
+    print(f"Fedora-compatible guest: login prompt {boot_seconds:.1f} s after the domain started")
+    assert boot_seconds <= BOOT_LIMIT
+
+    login_to_fedora(expecter, "fedora-host")
+    assert run(expecter, "hostname") == "fedora-host"
+    assert run(expecter, "id -un") == "root"
+    print(f"guest agent: answered {wait_for_agent(pod):.1f} s after the login")
+
+    assert agent_command(pod, "guest-get-osinfo")["id"] == "fedora"
+    assert agent_command(pod, "guest-get-osinfo")["name"] == "Fedora Linux"
+    assert agent_command(pod, "guest-get-host-name") == {"host-name": "fedora-host"}
+    assert "fedora" in [user["user"] for user in agent_command(pod, "guest-get-users")]
+    assert agent_command(pod, "guest-get-timezone")["zone"]
+    first, *_ = agent_command(pod, "guest-get-fsinfo")
+    assert (first["mountpoint"], first["type"]) == (testguest.DATA_MOUNT, "ext4")
+    assert first["disk"][0]["bus-type"] == "virtio"
+    commands = {
+        entry["name"]: entry["enabled"] for entry in agent_command(pod, "guest-info")["supported_commands"]
+    }
+    assert commands["guest-exec"] is False  # the user data's BLACKLIST_RPC
+    assert commands["guest-ssh-add-authorized-keys"] is True
+
+    # Frozen, the data file system holds a write until it is thawed.
+    assert agent_command(pod, "guest-fsfreeze-freeze") >= 1
+    assert agent_command(pod, "guest-fsfreeze-status") == "frozen"
+    expecter.send(f"echo written > {testguest.DATA_MOUNT}/file; echo WROTE-$((40 + 2))\n")
+    with pytest.raises(AssertionError):
+        expecter.expect("WROTE-42", 5)
+    assert agent_command(pod, "guest-fsfreeze-thaw") >= 1
+    expecter.expect("WROTE-42", 30)
+    expecter.expect(PROMPT, 30)
+    assert run(expecter, f"cat {testguest.DATA_MOUNT}/file") == "written"
+
+    # KubeVirt's specs stop and start the agent as on Fedora.
+    run(expecter, "systemctl stop qemu-guest-agent")
+    assert run(expecter, "systemctl is-active qemu-guest-agent") == "inactive"
+    with pytest.raises(libvirt.libvirtError):
+        agent_command(pod, "guest-ping", timeout=5)
+    run(expecter, "systemctl start qemu-guest-agent")
+    wait_for_agent(pod)
+
+    # A shutdown through the agent (libvirt's guest-agent mode), as KubeVirt's with an agent connected.
+    connection = libvirt.open(f"qemu+unix:///system?socket={pod.libvirt_socket}")
+    try:
+        (domain,) = connection.listAllDomains()
+        domain.shutdownFlags(libvirt.VIR_DOMAIN_SHUTDOWN_GUEST_AGENT)
+    finally:
+        connection.close()
+    expecter.expect(POWEROFF_MESSAGE, 60)
+    deadline = time.monotonic() + 60
+    while pod.status()[0] != "Shutoff":
+        assert time.monotonic() < deadline, f"the guest did not power off: {pod.status()}"
+        time.sleep(0.5)

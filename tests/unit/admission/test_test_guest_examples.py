@@ -24,6 +24,7 @@ def test_there_are_vm_vmi_and_kernel_boot_examples() -> None:
     assert NAMES == [
         "vm-test-guest-alpine-compatible.yaml",
         "vm-test-guest-cirros-compatible.yaml",
+        "vm-test-guest-fedora-compatible.yaml",
         "vm-test-guest-no-network.yaml",
         "vm-test-guest-pvc-root.yaml",
         "vm-test-guest.yaml",

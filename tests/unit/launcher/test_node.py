@@ -125,17 +125,47 @@ def test_tap_mtu_is_adopted(tmp_path: Path) -> None:
     assert interface.mtu == api.MTU(size="1400")
 
 
-def test_slotless_memory_hotplug_room_is_dropped_only_where_libvirt_refuses_it() -> None:
+def hotplug_room_domain(slots: int, numa: api.NUMA | None = None) -> api.Domain:
+    return api.Domain(
+        memory=api.Memory(unit="b", value=1 << 30),
+        max_memory=api.MaxMemory(unit="b", slots=slots, value=2 << 30),
+        vcpu=api.VCPU(placement="static", cpus=4),
+        cpu=api.CPU(mode="host-model", numa=numa),
+    )
+
+
+def test_slotless_memory_hotplug_room_gets_a_slot_and_a_numa_cell_only_where_libvirt_wants_slots() -> None:
     assert not accepts_slotless_max_memory(9_000_000)
     assert accepts_slotless_max_memory(10_000_000)
-    slotless = api.Domain(max_memory=api.MaxMemory(unit="b", slots=0, value=1))
-    fit_to_node(slotless, NodeFacts(slotless_max_memory=True))
-    assert slotless.max_memory is not None
-    fit_to_node(slotless, NodeFacts(slotless_max_memory=False))
-    assert slotless.max_memory is None
-    slotted = api.Domain(max_memory=api.MaxMemory(unit="b", slots=4, value=1))
+    kept = hotplug_room_domain(slots=0)
+    fit_to_node(kept, NodeFacts(slotless_max_memory=True))
+    assert kept.max_memory == api.MaxMemory(unit="b", slots=0, value=2 << 30)  # KubeVirt's, unchanged
+    assert kept.cpu.numa is None
+
+    slotted = hotplug_room_domain(slots=0)
     fit_to_node(slotted, NodeFacts(slotless_max_memory=False))
-    assert slotted.max_memory is not None
+    assert slotted.max_memory == api.MaxMemory(unit="b", slots=1, value=2 << 30)
+    # one cell with every vCPU, hotpluggable ones included, and the boot memory
+    assert slotted.cpu.numa == api.NUMA(cells=[api.NUMACell(id="0", cpus="0-3", memory=1 << 20, unit="KiB")])
+
+    own_cells = api.NUMA(
+        cells=[api.NUMACell(id="0", cpus="0-3", memory=1 << 20, unit="KiB", mem_access="shared")]
+    )
+    memfd = hotplug_room_domain(slots=0, numa=own_cells)
+    fit_to_node(memfd, NodeFacts(slotless_max_memory=False))
+    assert memfd.cpu.numa is own_cells
+    assert len(own_cells.cells) == 1
+
+    with_slots = hotplug_room_domain(slots=4)
+    fit_to_node(with_slots, NodeFacts(slotless_max_memory=False))
+    assert with_slots.max_memory is not None
+    assert with_slots.max_memory.slots == 4
+    assert with_slots.cpu.numa is None
+
+    no_room = api.Domain(memory=api.Memory(unit="b", value=1 << 30))
+    fit_to_node(no_room, NodeFacts(slotless_max_memory=False))
+    assert no_room.max_memory is None
+    assert no_room.cpu.numa is None
 
 
 def test_node_facts_travel_as_json() -> None:

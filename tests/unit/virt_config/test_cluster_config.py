@@ -146,3 +146,13 @@ def test_a_pvc_space_setting_kubevirt_refuses_invalidates_the_configuration(
     """As KubeVirt's config validation: the configuration is not taken (the follower keeps the last one)."""
     with pytest.raises(InvalidConfigurationError, match=message):
         ClusterConfig.from_kubevirt(kubevirt_cr({"developerConfiguration": developer}))
+
+
+def test_the_supported_guest_agent_versions_default_when_unset_or_empty() -> None:
+    defaults = ("2.*", "3.*", "4.*", "5.*")
+    assert ClusterConfig().supported_guest_agent_versions == defaults
+    assert ClusterConfig.from_kubevirt(kubevirt_cr({})).supported_guest_agent_versions == defaults
+    empty = kubevirt_cr({"supportedGuestAgentVersions": []})
+    assert ClusterConfig.from_kubevirt(empty).supported_guest_agent_versions == defaults
+    listed = kubevirt_cr({"supportedGuestAgentVersions": ["7.*"]})
+    assert ClusterConfig.from_kubevirt(listed).supported_guest_agent_versions == ("7.*",)

@@ -17,6 +17,7 @@ from kubevirt.virt_handler import phase
 from kubevirt.virt_handler.container_disk.mounter import ContainerDiskError, Mounter
 from kubevirt.virt_handler.domain_cache import DomainCache
 from kubevirt.virt_handler.domain_notify import DomainNotify
+from kubevirt.virt_handler.guest_agent import REQUIRED_COMMANDS
 from kubevirt.virt_handler.heartbeat import Heartbeat
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 from kubevirt.virt_handler.network import CONFIG_INVALID_REASON, HandlerNetwork, NetworkSetupError
@@ -35,6 +36,11 @@ class FakeLauncher:
         self.domain: JSON | None = None
         self.calls: list[str] = []
         self.fail: str | None = None
+        # What GetGuestInfo answers: an agent offering every command KubeVirt requires.
+        self.guest_info: JSON = {
+            "guestAgentVersion": "7.2.0",
+            "supportedCommands": [{"name": name, "enabled": True} for name in REQUIRED_COMMANDS],
+        }
 
     def sync_vmi(self, vmi: JSON, options: Any = None) -> None:
         self.calls.append("SyncVirtualMachine")
@@ -48,6 +54,10 @@ class FakeLauncher:
 
     def get_domain(self) -> JSON | None:
         return self.domain
+
+    def get_guest_info(self) -> JSON:
+        self.calls.append("GetGuestInfo")
+        return self.guest_info
 
     def close(self) -> None:
         pass
@@ -134,7 +144,13 @@ def test_a_scheduled_vmi_is_synced_and_becomes_running(pods_dir: Path) -> None:
     assert vmi["status"]["phase"] == "Running"
     assert vmi["status"]["nodeName"] == NODE
     assert vmi["status"]["interfaces"] == [
-        {"name": "default", "mac": "52:54:00:00:00:01", "infoSource": "domain"}
+        {
+            "name": "default",
+            "mac": "52:54:00:00:00:01",
+            "infoSource": "domain",
+            "queueCount": 1,
+            "linkState": "up",
+        }
     ]
     assert [s["phase"] for s in vmi["status"]["phaseTransitionTimestamps"]] == ["Running"]
     assert harness.events.seen == [
@@ -499,6 +515,8 @@ def test_status_interfaces_carry_the_pod_ips(pods_dir: Path, tmp_path: Path) -> 
             "name": "default",
             "mac": "52:54:00:00:00:01",
             "infoSource": "domain",
+            "queueCount": 1,
+            "linkState": "up",
             "ipAddress": "10.244.0.7",
             "ipAddresses": ["10.244.0.7"],
             "podInterfaceName": "eth0",

@@ -13,6 +13,7 @@ from kubevirt.controller import RequeueAfter, Store
 from kubevirt.virt_handler import migratable, status_conditions
 from kubevirt.virt_handler import status as vmi_status
 from kubevirt.virt_handler.domain_events import DomainEventLog
+from kubevirt.virt_handler.guest_agent import REQUIRED_COMMANDS
 from kubevirt.virt_handler.migratable import MigratabilityFacts
 from kubevirt.virt_handler.rest.lifecycle import LauncherLocator, LifecycleHandler
 from kubevirt.virt_handler.status import libvirt_quantity
@@ -157,6 +158,36 @@ def test_the_agent_condition_follows_the_guest_agent_channel(pods_dir: Path) -> 
     assert _condition(vmi, "AgentConnected") is None
 
 
+def test_an_agent_without_kubevirts_basic_commands_is_reported_unsupported(pods_dir: Path) -> None:
+    harness = _harness(pods_dir, _masquerade_vmi(), _rich_domain())
+    launcher = harness.launcher
+    assert isinstance(launcher, FakeLauncher)
+    launcher.guest_info = {
+        "guestAgentVersion": "7.2.0",
+        "supportedCommands": [{"name": "guest-ping", "enabled": True}],
+    }
+    harness.start()
+    vmi = harness.reconcile()
+    unsupported = _condition(vmi, "AgentVersionNotSupported")
+    assert unsupported is not None
+    assert (unsupported["status"], unsupported["reason"]) == (
+        "True",
+        "This guest agent doesn't support required basic commands",
+    )
+    # The agent is upgraded in the guest: the condition goes.
+    launcher.guest_info["supportedCommands"] = [{"name": n, "enabled": True} for n in REQUIRED_COMMANDS]
+    vmi = harness.reconcile()
+    assert _condition(vmi, "AgentVersionNotSupported") is None
+    assert _condition(vmi, "AgentConnected") is not None
+
+
+def test_the_agent_is_not_asked_while_its_channel_is_disconnected(pods_dir: Path) -> None:
+    harness = _harness(pods_dir, _masquerade_vmi(), _rich_domain(agent="disconnected"))
+    harness.start()
+    harness.reconcile()
+    assert "GetGuestInfo" not in harness.launcher.calls
+
+
 def test_a_failed_sync_is_a_sync_failed_event(pods_dir: Path) -> None:
     harness = Harness(pods_dir, _vmi())
     harness.launcher.fail = "virError(Code=1): boom"
@@ -264,6 +295,25 @@ def test_libvirt_memory_units() -> None:
     assert libvirt_quantity(1000, "b") == "1k"  # below 1Ki a binary quantity prints as decimal
     assert libvirt_quantity(500, "bytes") == "500"
     assert libvirt_quantity(3, "parsec") is None
+
+
+def test_guest_memory_with_virtio_mem_is_the_boot_memory_and_what_the_device_plugged() -> None:
+    domain = _domain("Running", "Unknown")
+    domain["Spec"]["CurrentMemory"] = {"Value": 1048576, "Unit": "KiB"}
+    status: JSON = {"memory": {"guestAtBoot": "1Gi"}}
+    vmi_status.update_memory(status, domain)
+    assert status["memory"] == {"guestAtBoot": "1Gi", "guestCurrent": "1Gi"}  # no device: libvirt's
+    target = {"Current": {"Value": 524288, "Unit": "KiB"}, "Requested": {"Value": 1048576, "Unit": "KiB"}}
+    domain["Spec"]["Devices"]["Memory"] = {"Model": "virtio-mem", "Target": target}
+    vmi_status.update_memory(status, domain)
+    assert status["memory"]["guestCurrent"] == "1536Mi"  # half the requested gigabyte plugged so far
+    target["Current"] = {"Value": 1073741824, "Unit": "b"}
+    vmi_status.update_memory(status, domain)
+    assert status["memory"]["guestCurrent"] == "2Gi"
+    # without the boot memory to add to, libvirt's current memory stands
+    status = {}
+    vmi_status.update_memory(status, domain)
+    assert status["memory"] == {"guestCurrent": "1Gi"}
 
 
 def test_freeze_status_follows_the_domain() -> None:

@@ -58,6 +58,7 @@ from .devices.interface import (
     Rom,
 )
 from .devices.memballoon import IOMMUDriver, MemBalloon, Stats
+from .devices.memory import MemoryAddress, MemoryDevice, MemoryTarget
 from .devices.panic import PanicDevice
 from .devices.redirdev import RedirectedDevice, RedirectedDeviceSource
 from .devices.rng import Rng, RngBackend
@@ -199,11 +200,14 @@ __all__ = [
     "MemBalloon",
     "MemNode",
     "Memory",
+    "MemoryAddress",
     "MemoryAllocation",
     "MemoryBacking",
     "MemoryBackingAccess",
     "MemoryBackingSource",
+    "MemoryDevice",
     "MemoryDumpMetadata",
+    "MemoryTarget",
     "Metadata",
     "MigrationMetadata",
     "Model",

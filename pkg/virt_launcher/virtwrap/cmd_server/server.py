@@ -2,7 +2,8 @@
 """The ``kubevirt.cmd.v1.Cmd`` servicer: each RPC calls the domain manager and reports the outcome.
 
 As in KubeVirt, a command that fails answers ``success=false`` with a message (the gRPC call itself
-succeeds); nothing a request carries can take the server down.
+succeeds); only Exec and GuestPing also fail the call itself (status UNKNOWN, KubeVirt's Go error text),
+as KubeVirt's return their error. Nothing a request carries can take the server down.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from kubevirt.handler_launcher_com.cmd.v1 import cmd_pb2, cmd_pb2_grpc
 from kubevirt.handler_launcher_com.server import register_cmd_info, serve_unix
 from kubevirt.log import get_logger
 from kubevirt.virt_launcher import COMPONENT
+from kubevirt.virt_launcher.virtwrap.agent import AgentError, ExecExitError
 from kubevirt.virt_launcher.virtwrap.errors import ManagerError
 from kubevirt.virt_launcher.virtwrap.manager import DomainManager
 from kubevirt.virt_launcher.virtwrap.migration import MigrationOptions, Migrator
 from kubevirt.virt_launcher.virtwrap.vmi import InvalidVMIError, VMIFacts, read_vmi
+from kubevirt_api.core.v1.constants import FUNC_TEST_MEMORY_HOTPLUG_FAIL_ANNOTATION
 
 R = TypeVar("R")
-_NO_AGENT = "the guest agent is not connected"
 
 
 def _unsupported(what: str) -> cmd_pb2.Response:
@@ -33,13 +35,7 @@ def _unsupported(what: str) -> cmd_pb2.Response:
 
 
 class _UnsupportedCommands(cmd_pb2_grpc.CmdServicer):
-    """Commands for features this launcher does not offer (SEV, hotplug of CPUs and memory, dumps)."""
-
-    def SyncVirtualMachineCPUs(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
-        return _unsupported("CPU hotplug")
-
-    def SyncVirtualMachineMemory(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
-        return _unsupported("memory hotplug")
+    """Commands for features this launcher does not offer (SEV, memory dumps, screenshots)."""
 
     def VirtualMachineMemoryDump(self, request: cmd_pb2.MemoryDumpRequest, context: Any) -> cmd_pb2.Response:
         return _unsupported("memory dump")
@@ -131,6 +127,20 @@ class CommandServer(_UnsupportedCommands):
     def ResetVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
         return self._vmi_command("ResetVirtualMachine", request, self._manager.reset_vmi)
 
+    # -- CPU and memory hotplug -------------------------------------------------------------------
+
+    def SyncVirtualMachineCPUs(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
+        return self._vmi_command("SyncVirtualMachineCPUs", request, self._manager.update_vcpus)
+
+    def SyncVirtualMachineMemory(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
+        def update(vmi: VMIFacts) -> None:
+            # As KubeVirt's launcher: the annotation its functional tests set makes the hotplug fail.
+            if FUNC_TEST_MEMORY_HOTPLUG_FAIL_ANNOTATION in vmi.view.annotations:
+                raise ManagerError(FUNC_TEST_MEMORY_HOTPLUG_FAIL_ANNOTATION)
+            self._manager.update_guest_memory(vmi)
+
+        return self._vmi_command("SyncVirtualMachineMemory", request, update)
+
     # -- migration -------------------------------------------------------------------------------
 
     def MigrateVirtualMachine(self, request: cmd_pb2.MigrationRequest, context: Any) -> cmd_pb2.Response:
@@ -158,7 +168,8 @@ class CommandServer(_UnsupportedCommands):
         return self._vmi_command("SignalTargetPodCleanup", request, signal)
 
     def FinalizeVirtualMachineMigration(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
-        # No post-migration fix-ups are needed without guest agent or passt bindings.
+        # No post-migration fix-ups without passt bindings; KubeVirt's guest clock sync through the agent
+        # (libvirt's setTime) is not done here yet.
         return self._vmi_command("FinalizeVirtualMachineMigration", request, facts_only(self._manager))
 
     def HotplugHostDevices(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
@@ -179,13 +190,13 @@ class CommandServer(_UnsupportedCommands):
         return cmd_pb2.GuestInfoResponse(response=response, guestInfoResponse=json.dumps(info or {}))
 
     def GetUsers(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestUserListResponse:
-        return cmd_pb2.GuestUserListResponse(
-            response=cmd_pb2.Response(success=True), guestUserListResponse="[]"
-        )
+        users, response = self._run("GetUsers", self._manager.get_users)
+        return cmd_pb2.GuestUserListResponse(response=response, guestUserListResponse=json.dumps(users or []))
 
     def GetFilesystems(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.GuestFilesystemsResponse:
+        filesystems, response = self._run("GetFilesystems", self._manager.get_filesystems)
         return cmd_pb2.GuestFilesystemsResponse(
-            response=cmd_pb2.Response(success=True), guestFilesystemsResponse="[]"
+            response=response, guestFilesystemsResponse=json.dumps(filesystems or [])
         )
 
     def Ping(self, request: cmd_pb2.EmptyRequest, context: Any) -> cmd_pb2.Response:
@@ -199,22 +210,59 @@ class CommandServer(_UnsupportedCommands):
         value, response = self._run("GetQemuVersion", version)
         return cmd_pb2.QemuVersionResponse(response=response, version=value or "")
 
-    # -- guest-agent commands: no agent channel is served by this launcher -------------------------
+    # -- guest-agent commands --------------------------------------------------------------------
 
     def FreezeVirtualMachine(self, request: cmd_pb2.FreezeRequest, context: Any) -> cmd_pb2.Response:
-        return cmd_pb2.Response(success=False, message=f"freezing the guest: {_NO_AGENT}")
-
-    def UnfreezeVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
-        return cmd_pb2.Response(success=False, message=f"unfreezing the guest: {_NO_AGENT}")
-
-    def Exec(self, request: cmd_pb2.ExecRequest, context: Any) -> cmd_pb2.ExecResponse:
-        return cmd_pb2.ExecResponse(
-            response=cmd_pb2.Response(success=False, message=f"running {request.Command!r}: {_NO_AGENT}"),
-            exitCode=-1,
+        return self._vmi_command(
+            "FreezeVirtualMachine",
+            request,
+            lambda vmi: self._manager.freeze_vmi(vmi, request.unfreezeTimeoutSeconds),
         )
 
+    def UnfreezeVirtualMachine(self, request: cmd_pb2.VMIRequest, context: Any) -> cmd_pb2.Response:
+        return self._vmi_command("UnfreezeVirtualMachine", request, self._manager.unfreeze_vmi)
+
+    def Exec(self, request: cmd_pb2.ExecRequest, context: Any) -> cmd_pb2.ExecResponse:
+        try:
+            stdout = self._manager.guest_exec(
+                request.domainName, request.Command, list(request.Args), request.timeoutSeconds
+            )
+        except ExecExitError as err:  # the command ran: KubeVirt answers its exit code
+            return cmd_pb2.ExecResponse(
+                response=cmd_pb2.Response(success=True), exitCode=err.exit_code, stdOut=err.stdout
+            )
+        except Exception as err:
+            message = self._agent_failure("Exec", err)
+            _fail_call(context, message)
+            return cmd_pb2.ExecResponse(response=cmd_pb2.Response(success=False, message=message))
+        return cmd_pb2.ExecResponse(response=cmd_pb2.Response(success=True), exitCode=0, stdOut=stdout)
+
     def GuestPing(self, request: cmd_pb2.GuestPingRequest, context: Any) -> cmd_pb2.GuestPingResponse:
-        return cmd_pb2.GuestPingResponse(response=cmd_pb2.Response(success=False, message=_NO_AGENT))
+        try:
+            self._manager.guest_ping(request.domainName, request.timeoutSeconds)
+        except Exception as err:
+            message = self._agent_failure("GuestPing", err)
+            _fail_call(context, message)
+            return cmd_pb2.GuestPingResponse(response=cmd_pb2.Response(success=False, message=message))
+        return cmd_pb2.GuestPingResponse(response=cmd_pb2.Response(success=True))
+
+    def _agent_failure(self, command: str, err: Exception) -> str:
+        """KubeVirt's text for a failed Exec or GuestPing (the Go error's own)."""
+        if isinstance(err, AgentError):
+            self._log.info("guest agent command failed", command=command, reason=str(err))
+            return err.go_message
+        if isinstance(err, ManagerError):
+            self._log.info("guest agent command failed", command=command, reason=str(err))
+            return str(err)
+        self._log.exception("guest agent command failed unexpectedly", command=command)
+        return f"internal error: {err}"
+
+
+def _fail_call(context: Any, message: str) -> None:
+    """Fail the gRPC call as a Go server does when its method returns an error (the reply is dropped)."""
+    if context is not None:
+        context.set_code(grpc.StatusCode.UNKNOWN)
+        context.set_details(message)
 
 
 def facts_only(manager: DomainManager) -> Callable[[VMIFacts], None]:

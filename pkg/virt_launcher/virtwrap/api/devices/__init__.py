@@ -13,6 +13,7 @@ from .hostdev import HostDevice
 from .input import Input
 from .interface import Interface
 from .memballoon import MemBalloon
+from .memory import MemoryDevice
 from .panic import PanicDevice
 from .redirdev import RedirectedDevice
 from .rng import Rng
@@ -23,7 +24,7 @@ from .vsock import VSOCK
 from .watchdog import Watchdog
 
 
-@element("devices", go_extra={"Memory": None})
+@element("devices")
 class Devices(XMLElement):
     emulator: str | None = text_child()
     interfaces: list[Interface] = children(Interface)
@@ -45,3 +46,4 @@ class Devices(XMLElement):
     sound_cards: list[SoundCard] = children(SoundCard)
     tpms: list[TPM] = children(TPM, go="TPMs")
     vsock: VSOCK | None = child(VSOCK, go="VSOCK")
+    memory: MemoryDevice | None = child(MemoryDevice)

@@ -120,6 +120,8 @@ FREE_PAGE_REPORTING_DISABLED_ANNOTATION: Final = "kubevirt.io/free-page-reportin
 VIRTUAL_MACHINE_POD_CPU_LIMITS_LABEL: Final = "kubevirt.io/vmi-pod-cpu-resource-limits"
 VIRTUAL_MACHINE_POD_MEMORY_REQUESTS_LABEL: Final = "kubevirt.io/vmi-pod-memory-resource-requests"
 MEMORY_HOTPLUG_OVERHEAD_RATIO_LABEL: Final = "kubevirt.io/memory-hotplug-overhead-ratio"
+# KubeVirt's functional tests mark a VMI whose memory hotplug the launcher is to refuse.
+FUNC_TEST_MEMORY_HOTPLUG_FAIL_ANNOTATION: Final = "kubevirt.io/func-test-memory-hotplug-fail"
 AUTO_MEMORY_LIMITS_RATIO_LABEL: Final = "alpha.kubevirt.io/auto-memory-limits-ratio"
 MIGRATION_INTERFACE_NAME: Final = "migration0"
 EMULATOR_THREAD_COMPLETE_TO_EVEN_PARITY: Final = "alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity"
