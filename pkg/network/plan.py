@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kubevirt.hardware import number_of_vcpus
 from kubevirt.network import names
 from kubevirt.network.errors import NetworkConfigError
 from kubevirt_api.view import FieldError, View
 
 Binding = Literal["masquerade", "bridge"]
 PROTOCOLS = ("TCP", "UDP")
+MAX_TAP_QUEUES = 256  # the kernel's most queues for one tap, KubeVirt's cap
 _MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$")
 
 
@@ -46,6 +48,9 @@ class PodBinding:
     vm_cidr: str
     vm_ipv6_cidr: str
     model: str
+    # The tap's queues: the guest's vCPUs (at most 256) with networkInterfaceMultiqueue, else 0; libvirt
+    # opens a multi-queue tap only when it was made one.
+    queues: int = 0
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,16 @@ def _vm_cidr(pod: Mapping[str, Any]) -> str:
     return sanitize_cidr(cidr) or str(cidr)
 
 
+def _queues(spec: View) -> int:
+    """KubeVirt's ``NetworkQueuesCapacity``."""
+    domain = spec.object("domain")
+    if not domain.object("devices").boolean("networkInterfaceMultiqueue"):
+        return 0
+    cpu = domain.object("cpu")
+    parts = {key: cpu.integer(key, minimum=0) for key in ("cores", "sockets", "threads")}
+    return min(number_of_vcpus(parts) or 1, MAX_TAP_QUEUES)
+
+
 def pod_binding(spec: Mapping[str, Any]) -> PodBinding | None:
     """The pod-network binding of a VMI ``spec`` (None: the VMI is not on the pod network).
 
@@ -198,6 +213,7 @@ def _pod_binding(spec: View) -> PodBinding | None:
             vm_cidr=_vm_cidr(network.pod),
             vm_ipv6_cidr=network.pod.get("vmIPv6NetworkCIDR") or names.DEFAULT_VM_IPV6_CIDR,
             model=iface.model or "virtio",
+            queues=_queues(spec),
         )
         if binding == "masquerade":
             for cidr, key in ((found.vm_cidr, "vmNetworkCIDR"), (found.vm_ipv6_cidr, "vmIPv6NetworkCIDR")):

@@ -38,7 +38,9 @@ def setup_bridge(binding: PodBinding, *, owner: int, persist: Callable[[DHCPConf
             )
         links.set_up(ipr, undo, bridge)
         _enslave_pod_link(ipr, undo, pod, binding, bridge)
-        links.create_tap(ipr, undo, binding.tap, master=bridge, mtu=pod.mtu, owner=owner, multi_queue=False)
+        links.create_tap(
+            ipr, undo, binding.tap, master=bridge, mtu=pod.mtu, owner=owner, multi_queue=binding.queues > 1
+        )
         _dummy_in_place_of(ipr, undo, pod)
         if pod.ipv4:
             links.set_sysctl(undo, "net.ipv4.conf.all.arp_ignore", "1")

@@ -60,7 +60,10 @@ def create_tap(
     ipr: IPRoute, undo: UndoStack, name: str, *, master: int, mtu: int, owner: int, multi_queue: bool
 ) -> int:
     with step(f"creating tap {name}"):
-        ipr.link("add", ifname=name, kind="tuntap", mode="tap", uid=owner, gid=owner, multi_queue=multi_queue)
+        # pyroute2 takes the tap's flags as ``ifr`` (a plain ``multi_queue`` keyword is ignored); a
+        # multi-queue tap must be made one, libvirt's TUNSETIFF cannot change that (EINVAL).
+        ifr = {"multi_queue": multi_queue}
+        ipr.link("add", ifname=name, kind="tuntap", mode="tap", uid=owner, gid=owner, ifr=ifr)
     index = link_index(ipr, name)
     assert index is not None
     undo.push(f"delete tap {name}", lambda: ipr.link("del", index=index))

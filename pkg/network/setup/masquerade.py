@@ -46,7 +46,7 @@ def setup_masquerade(binding: PodBinding, *, owner: int, legacy_migration_ports:
             master=bridge,
             mtu=pod.mtu,
             owner=owner,
-            multi_queue=False,
+            multi_queue=binding.queues > 1,
         )
         reserved = names.LEGACY_MIGRATION_PORTS if legacy_migration_ports else ()
         for family in families:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,30 @@ def test_ports_limit_what_is_forwarded(topology: Topology, tmp_path: Path) -> No
     finally:
         http.close()
         other.close()
+
+
+def test_a_multiqueue_vmi_gets_a_multi_queue_tap(topology: Topology, tmp_path: Path) -> None:
+    # libvirt opens the tap with one queue per vCPU; a tap made single-queue refuses that (EINVAL).
+    vmi = masquerade_vmi()
+    vmi["spec"]["domain"]["devices"]["networkInterfaceMultiqueue"] = True
+    vmi["spec"]["domain"]["cpu"] = {"sockets": 1, "cores": 2, "threads": 1}
+    PodNetworkSetup(private_dir=tmp_path).setup(
+        vmi, 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
+    )
+    assert "multi_queue" in topology.run(topology.pod, lambda: _tap_details("tap0"))
+
+
+def test_a_single_queue_vmi_gets_a_single_queue_tap(topology: Topology, tmp_path: Path) -> None:
+    PodNetworkSetup(private_dir=tmp_path).setup(
+        masquerade_vmi(), 0, netns=topology.path(topology.pod), root=PodRoot(tmp_path)
+    )
+    assert "multi_queue" not in topology.run(topology.pod, lambda: _tap_details("tap0"))
+
+
+def _tap_details(name: str) -> str:
+    return subprocess.run(
+        ["ip", "-d", "link", "show", name], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_legacy_migration_ports_stay_with_the_pod(topology: Topology, tmp_path: Path) -> None:

@@ -174,3 +174,27 @@ def test_planning_in_the_launcher_does_not_load_the_typed_api() -> None:
         " and m not in ('kubevirt_api', 'kubevirt_api.view')) or 0)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("multiqueue", "cpu", "queues"),
+    [
+        (None, {"sockets": 2, "cores": 2, "threads": 1}, 0),
+        (False, {"sockets": 2}, 0),
+        (True, {"sockets": 1, "cores": 2, "threads": 1, "maxSockets": 2}, 2),  # the vCPUs it boots with
+        (True, {"sockets": 1, "cores": 1, "threads": 1}, 1),
+        (True, None, 1),
+        (True, {"sockets": 64, "cores": 8, "threads": 1}, 256),  # the kernel's cap
+    ],
+)
+def test_tap_queues_follow_the_vcpus_with_multiqueue(
+    multiqueue: bool | None, cpu: dict[str, Any] | None, queues: int
+) -> None:
+    the_spec = spec({"name": "default", "masquerade": {}})
+    if multiqueue is not None:
+        the_spec["domain"]["devices"]["networkInterfaceMultiqueue"] = multiqueue
+    if cpu is not None:
+        the_spec["domain"]["cpu"] = cpu
+    binding = pod_binding(the_spec)
+    assert binding is not None
+    assert binding.queues == queues
