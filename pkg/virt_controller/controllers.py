@@ -26,6 +26,7 @@ from kubevirt.client import (
     VIRTUAL_MACHINES,
     EventSink,
     KubeApi,
+    KubeClient,
 )
 from kubevirt.client.resources import (
     CONFIG_MAPS,
@@ -56,6 +57,12 @@ from kubevirt.controller import (
     SharedInformerFactory,
     UIDTrackingControllerExpectations,
     key_for,
+)
+from kubevirt.controller.ratelimit import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    RateLimiter,
 )
 from kubevirt.export.paths import EXPORT_PREFIX
 from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
@@ -93,6 +100,12 @@ from kubevirt.virt_controller.watch.snapshot.vmstatus import VolumeSnapshotStatu
 from kubevirt.virt_controller.watch.vm import VMController
 from kubevirt.virt_controller.watch.vmi import VMIController
 from kubevirt.virt_controller.watch.volumerequests import VMIVolumes
+from kubevirt.virt_controller.watch.workload_updater import (
+    THROTTLE_SECONDS,
+    PodEvictor,
+    SubresourceEvictor,
+    WorkloadUpdateController,
+)
 from kubevirt_api.core.v1 import (
     VirtualMachine,
     VirtualMachineInstance,
@@ -141,6 +154,8 @@ class Threads:
     restore: int = 3
     clone: int = 3
     export: int = 3
+    # One: the queue holds the KubeVirt CR only.
+    workload_update: int = 1
 
 
 class _Handlers:
@@ -171,6 +186,7 @@ class ControllerSet:
         vmi_volumes: VMIVolumes | None = None,
         freezer: Freezer | None = None,
         namespace: str = DEFAULT_INSTALL_NAMESPACE,
+        evictor: PodEvictor | None = None,
     ) -> None:
         self._factory = factory
         self._namespace = namespace
@@ -234,6 +250,7 @@ class ControllerSet:
             cdis=self._cdi.cdis,
             cdi_config=self._cdi.cdi_config,
             data_volumes=self._cdi.data_volumes,
+            config=config.current,
         )
         _Handlers.connect(vmis, vmi, "vmi")
         _Handlers.connect(pods, vmi, "pod")
@@ -316,6 +333,38 @@ class ControllerSet:
         _Handlers.connect(vmis, evacuation, "vmi")
         _Handlers.connect(migrations, evacuation, "migration")
         self._add("evacuation", evacuation, threads.evacuation)
+
+        if evictor is None and isinstance(api, KubeClient):
+            evictor = SubresourceEvictor(api)
+        kubevirts = factory.informer(KUBEVIRTS, namespace=namespace)
+        # KubeVirt's pace: events are taken in 5 s late (one pass for a burst), failures are retried
+        # after 5 s doubling to 5 min, and never more than one retry every 5 s.
+        workload_queue = self._make_queue(
+            "workload-update",
+            MaxOfRateLimiter(
+                [
+                    ItemExponentialFailureRateLimiter(THROTTLE_SECONDS, 300.0),
+                    BucketRateLimiter(1.0 / THROTTLE_SECONDS, 1),
+                ]
+            ),
+        )
+        workload_update = WorkloadUpdateController(
+            api=api,
+            events=events,
+            kubevirt_store=kubevirts.store,
+            vmi_store=vmis.store,
+            migration_store=migrations.store,
+            pod_store=pods.store,
+            launcher_image=template.launcher_image,
+            migration_config=lambda: config.current().migrations,
+            evictor=evictor,
+            enqueue=lambda key: workload_queue.add_after(key, THROTTLE_SECONDS),
+            rng=self._rng,
+        )
+        _Handlers.connect(kubevirts, workload_update, "kubevirt")
+        vmis.add_event_handler(on_update=workload_update.on_vmi_update)  # only a change in progress counts
+        _Handlers.connect(migrations, workload_update, "migration")
+        self._add("workload-update", workload_update, threads.workload_update)
 
         pdbs = factory.informer(POD_DISRUPTION_BUDGETS)
         disruption_budget = DisruptionBudgetController(
@@ -534,9 +583,12 @@ class ControllerSet:
         )
 
     def _queue(self, name: str) -> Callable[[str], None]:
-        queue = RateLimitingQueue(name=name)
+        return self._make_queue(name).add
+
+    def _make_queue(self, name: str, rate_limiter: RateLimiter | None = None) -> RateLimitingQueue:
+        queue = RateLimitingQueue(name=name, rate_limiter=rate_limiter)
         self.queues[name] = queue
-        return queue.add
+        return queue
 
     def _add(self, name: str, reconciler: Reconciler, workers: int) -> None:
         self.controllers.append(Controller(name, self.queues[name], reconciler, workers=workers))

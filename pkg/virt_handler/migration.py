@@ -10,7 +10,8 @@ Target (VMIs labelled ``kubevirt.io/migrationTargetNodeName=<this node>``): put 
 and hotplugged volumes (from ``targetAttachmentPodUID``) into the target pod, prepare the target launcher
 (``SyncMigrationTarget``), start the target listeners and publish ``targetNodeAddress`` and
 ``targetDirectMigrationNodePorts``; report the incoming domain (detected, then ready). When the domain
-runs here and the source reported the migration's end, take the VMI over: its ``nodeName`` (label and
+runs here and the source reported the migration's end, take the VMI over: a CPU or memory hotplug the
+migration was for is finished on this launcher (:mod:`.live_update`), its ``nodeName`` (label and
 status) becomes this node, ``completed`` is set and the ``Migrated`` event recorded; the VM controller here
 then finds the volumes the target mounted in place (the mount records are the node's, per VMI). A failed
 migration is cleaned up: listeners stopped, the target launcher told to exit, the mounts into its pod
@@ -51,6 +52,16 @@ from kubevirt.virt_handler.hotplug_disk.mounter import (
     target_attachment_pod,
 )
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
+from kubevirt.virt_handler.live_update import (
+    CPU_FAILED_MESSAGE,
+    MEMORY_FAILED_MESSAGE,
+    HotplugError,
+    MemoryOverhead,
+    hand_off_patch,
+    hotplug_cpu,
+    hotplug_memory,
+    no_overhead,
+)
 from kubevirt.virt_handler.migratable import BLOCK_MIGRATION
 from kubevirt.virt_handler.migration_proxy import (
     LIBVIRT_PORT_KEY,
@@ -355,9 +366,11 @@ class MigrationTarget(_Role):
         network: PodNetwork | None = None,
         ownership: PodOwnership | None = None,
         host_disks: HostDisks | None = None,
+        memory_overhead: MemoryOverhead = no_overhead,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self._memory_overhead = memory_overhead
         self._vmis = vmi_store
         self._address = address
         self._mounter = mounter
@@ -510,14 +523,28 @@ class MigrationTarget(_Role):
             )
 
     def _take_over(self, launcher: MigrationLauncher, vmi: JSON, state: JSON) -> None:
-        """The guest runs here: this node owns the VMI from now on."""
-        launcher.vmi_command("FinalizeVirtualMachineMigration", vmi)
+        """The guest runs here: a CPU or memory hotplug the migration was for is finished on this
+        launcher, then this node owns the VMI from now on."""
+        updated = self._finish_hotplug(launcher, vmi)
+        launcher.vmi_command("FinalizeVirtualMachineMigration", updated)
+        hotplug_labels, hotplug_status = hand_off_patch(vmi, updated)
         state = {**state, "completed": True}
         self._patch(
             vmi,
             state,
-            metadata={"labels": {NODE_NAME_LABEL: self._node, MIGRATION_TARGET_NODE_NAME_LABEL: None}},
-            status={"nodeName": self._node, "migrationTransport": "Unix", "evacuationNodeName": None},
+            metadata={
+                "labels": {
+                    **hotplug_labels,
+                    NODE_NAME_LABEL: self._node,
+                    MIGRATION_TARGET_NODE_NAME_LABEL: None,
+                }
+            },
+            status={
+                **hotplug_status,
+                "nodeName": self._node,
+                "migrationTransport": "Unix",
+                "evacuationNodeName": None,
+            },
         )
         self._events.event(
             vmi, "Normal", "Migrated", f"The VirtualMachineInstance migrated to node {self._node}."
@@ -526,6 +553,32 @@ class MigrationTarget(_Role):
         with self._lock:
             self._prepared.discard(str(vmi["metadata"]["uid"]))
         self._proxies.stop(str(vmi["metadata"]["uid"]))
+
+    def _finish_hotplug(self, launcher: MigrationLauncher, vmi: JSON) -> JSON:
+        """A copy of the VMI after KubeVirt's ``hotplugCPU`` and ``hotplugMemory`` on this launcher. A step
+        that fails is reported in an event and the take-over goes on, as in KubeVirt; a launcher that went
+        away fails the take-over, which is tried again."""
+
+        def command(name: str, current: JSON) -> None:
+            try:
+                launcher.vmi_command(name, current)
+            except LauncherDisconnectedError:
+                raise
+            except LauncherClientError as err:
+                raise HotplugError(str(err)) from err
+
+        updated = copy.deepcopy(vmi)
+        steps: tuple[tuple[Callable[[JSON], None], str], ...] = (
+            (lambda current: hotplug_cpu(current, command), CPU_FAILED_MESSAGE),
+            (lambda current: hotplug_memory(current, command, self._memory_overhead), MEMORY_FAILED_MESSAGE),
+        )
+        for step, message in steps:
+            try:
+                step(updated)
+            except HotplugError as err:
+                self._log.error("failed to finalize migration", name=vmi["metadata"]["name"], reason=str(err))
+                self._events.event(vmi, "Warning", str(err), message)
+        return updated
 
     def _release_disks(self, uid: str) -> bool:
         """A failed target's containerDisk and hotplug mounts go, or the kubelet could not remove its pod's

@@ -241,7 +241,26 @@ def _developer_configuration(cluster: Cluster) -> JSON:
 def _set_developer_configuration(cluster: Cluster, fields: dict[str, object]) -> None:
     """Merges ``fields`` (None removes one) into the CR's developerConfiguration and waits until the
     components run with it (a webhook that has not seen a gate yet refuses what it guards)."""
-    patch = {"spec": {"configuration": {"developerConfiguration": fields}}}
+    _patch_cr(cluster, {"spec": {"configuration": {"developerConfiguration": fields}}})
+
+
+@contextmanager
+def spec_fields(cluster: Cluster, **fields: object) -> Iterator[None]:
+    """Fields of the installed KubeVirt CR's spec (``configuration`` is one) set for the length of the
+    block, then as they were; the components run with each change before it counts as made."""
+    cr = kubevirt(cluster)
+    if cr is None:
+        raise RuntimeError("no KubeVirt CR to configure")
+    before = {name: cr["spec"].get(name) for name in fields}
+    _patch_cr(cluster, {"spec": fields})
+    try:
+        yield
+    finally:
+        _patch_cr(cluster, {"spec": before})
+
+
+def _patch_cr(cluster: Cluster, patch: JSON) -> None:
+    """Merge-patches the KubeVirt CR and waits until the components report running with the change."""
     patched = cluster.kubectl_json(
         "patch", "kubevirt", CR_NAME, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
     )

@@ -44,6 +44,27 @@ COUNTER_USER_DATA = """#!/bin/sh
 ) > /dev/ttyS0 2>&1 &
 """
 
+# Reports every second what the guest sees: a counter, its online vCPUs and MemTotal (KiB) (forks but once a
+# second); a guest whose resources are plugged in live shows them here, and that it never rebooted.
+SEEN = re.compile(r"seen (\d+) cpus (\d+) memtotal (\d+)")
+REPORTER_USER_DATA = """#!/bin/sh
+(
+  i=0
+  while :; do
+    i=$((i+1))
+    cpus=$(grep -c ^processor /proc/cpuinfo)
+    echo "seen $i cpus $cpus memtotal $(awk '/^MemTotal/ {print $2}' /proc/meminfo)"
+    sleep 1
+  done
+) > /dev/ttyS0 2>&1 &
+"""
+
+
+def guest_reports(cluster: Cluster, namespace: str, pod: str) -> list[tuple[int, int, int]]:
+    """(counter, online vCPUs, MemTotal KiB) as the guest printed them while it ran in ``pod``."""
+    found = SEEN.findall(console(cluster, namespace, pod))
+    return [(int(n), int(cpus), int(kib)) for n, cpus, kib in found]
+
 
 def guest_vmi_spec(user_data: str, *, memory: str = "128Mi") -> JSON:
     """A VMI spec of the test guest from its containerDisk, masquerade on the pod network, running

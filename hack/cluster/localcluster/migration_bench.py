@@ -6,7 +6,9 @@ running local cluster and reports, per migration and as medians:
   migration time and bytes sent;
 * downtime as the guest's clients see it: the longest time the guest's HTTP port answered no TCP
   connection (probed every 5 ms at each of its launcher pods' addresses) around the migration;
-* whether the guest's serial counter went on from where it was (no reboot, nothing lost).
+* whether the guest's serial counter went on from where it was (no reboot, nothing lost);
+* CPU hotplug (``--hotplug K``, default 1): K times one more socket for the running VM, the wall time from the
+  VM edit to the workload update migration's end and to the guest reporting the vCPU online.
 
 The guest is the module's counting VM of ``localcluster.migration``; KubeVirt is installed through
 virt-operator if it is not (and removed again afterwards). Results are saved as JSON.
@@ -42,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("count", nargs="?", type=int, default=5, help="migrations (default 5)")
     p.add_argument("--memory", default="128Mi", help="guest memory (default 128Mi)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds for one migration")
+    p.add_argument("--hotplug", type=int, default=1, help="sockets plugged in one by one (default 1)")
     p.add_argument(
         "--json", type=Path, default=Path("bench-migration.json"), help="where to save the results"
     )
@@ -100,12 +103,48 @@ def migrate_once(cluster: Cluster, namespace: str, probe: mig.ReachabilityProbe,
     return result
 
 
+def hotplug_once(cluster: Cluster, namespace: str, timeout: float) -> JSON:
+    """One more socket for the running VM: the edit, the workload update migration, the guest's vCPU."""
+    known = {m["metadata"]["name"] for m in mig.migrations_of(cluster, namespace, VM)}
+    vm = cluster.find("vm", VM, namespace) or {}
+    sockets = int(vm["spec"]["template"]["spec"]["domain"]["cpu"]["sockets"]) + 1
+    ops = [{"op": "replace", "path": "/spec/template/spec/domain/cpu/sockets", "value": sockets}]
+    began = time.monotonic()
+    cluster.kubectl("patch", "vm", VM, "-n", namespace, "--type=json", "-p", json.dumps(ops))
+    (migration,) = mig.poll(
+        "the workload update migration",
+        lambda: [m for m in mig.migrations_of(cluster, namespace, VM) if m["metadata"]["name"] not in known],
+        timeout,
+        0.2,
+    )
+    done = mig.wait_phase(cluster, namespace, migration["metadata"]["name"], mig.FINAL_PHASES, timeout)
+    migrated = time.monotonic()
+    result: JSON = {
+        "sockets": sockets,
+        "phase": mig.phase(done),
+        "edit_to_migrated_seconds": round(migrated - began, 3),
+    }
+    if result["phase"] != "Succeeded":
+        return result
+    vmi = mig.vmi(cluster, namespace, VM)
+    pod = mig.pod_on(cluster, namespace, vmi["metadata"]["uid"], vmi["status"]["nodeName"])["metadata"][
+        "name"
+    ]
+    mig.poll(
+        f"the guest with {sockets} vCPUs online",
+        lambda: any(cpus == sockets for _, cpus, _ in mig.guest_reports(cluster, namespace, pod)),
+        timeout,
+        0.2,
+    )
+    result["edit_to_guest_seconds"] = round(time.monotonic() - began, 3)
+    return result
+
+
 def summary(results: list[JSON]) -> JSON:
     done = [r for r in results if r["phase"] == "Succeeded"]
 
     def median(key: str) -> float | None:
-        values = [float(r[key]) for r in done if key in r]
-        return round(statistics.median(values), 3) if values else None
+        return _median(done, key)
 
     return {
         "migrations": len(results),
@@ -123,17 +162,45 @@ def summary(results: list[JSON]) -> JSON:
     }
 
 
-def run(cluster: Cluster, count: int, memory: str, timeout: float) -> list[JSON]:
+def hotplug_summary(results: list[JSON]) -> JSON:
+    done = [r for r in results if "edit_to_guest_seconds" in r]
+    return {
+        "hotplugs": len(results),
+        "succeeded": len(done),
+        "median_edit_to_migrated_seconds": _median(done, "edit_to_migrated_seconds"),
+        "median_edit_to_guest_seconds": _median(done, "edit_to_guest_seconds"),
+    }
+
+
+def _median(results: list[JSON], key: str) -> float | None:
+    values = [float(r[key]) for r in results if key in r]
+    return round(statistics.median(values), 3) if values else None
+
+
+def bench_vm(memory: str, hotplugs: int) -> JSON:
+    """The counting guest, also reporting its vCPUs, with room for ``hotplugs`` more sockets."""
+    vm = mig.counting_guest_vm(VM, memory=memory)
+    spec = vm["spec"]["template"]["spec"]
+    spec["domain"]["cpu"] = {"sockets": 1, "cores": 1, "threads": 1, "maxSockets": 1 + hotplugs}
+    for volume in spec["volumes"]:
+        if "cloudInitNoCloud" in volume:
+            reporter = mig.REPORTER_USER_DATA.removeprefix("#!/bin/sh\n")
+            volume["cloudInitNoCloud"]["userData"] = mig.COUNTER_USER_DATA + reporter
+    return vm
+
+
+def run(
+    cluster: Cluster, count: int, memory: str, timeout: float, hotplugs: int
+) -> tuple[list[JSON], list[JSON]]:
     nodes = mig.schedulable_nodes(cluster)
     if len(nodes) < 2:
         raise RuntimeError(f"live migration needs two schedulable nodes, the cluster has {nodes}")
     namespace = f"bench-migration-{os.getpid() % 100000}"
     cluster.fresh_namespace(namespace)
     results: list[JSON] = []
+    plugged: list[JSON] = []
     try:
-        cluster.kubectl(
-            "create", "-n", namespace, "-f", "-", stdin=json.dumps(mig.counting_guest_vm(VM, memory=memory))
-        )
+        cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(bench_vm(memory, hotplugs)))
         vmi = mig.wait_running(cluster, namespace, VM, 300.0)
         uid = vmi["metadata"]["uid"]
         say(f"guest {VM} ({memory}) Running on {vmi['status']['nodeName']}")
@@ -154,9 +221,17 @@ def run(cluster: Cluster, count: int, memory: str, timeout: float) -> list[JSON]
                     f"(migration {result.get('libvirt_elapsed_ms', '?')} ms), client-side downtime "
                     f"{result['client_downtime_ms']:.0f} ms, counter went on: {result.get('counter_went_on')}"
                 )
+        for _ in range(hotplugs):
+            plug = hotplug_once(cluster, namespace, timeout)
+            plugged.append(plug)
+            say(
+                f"  socket {plug['sockets']} {plug['phase']}: edit -> migrated "
+                f"{plug['edit_to_migrated_seconds']:.1f} s, edit -> vCPU online in the guest "
+                f"{plug.get('edit_to_guest_seconds', '?')} s"
+            )
     finally:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-    return results
+    return results, plugged
 
 
 def main(argv: list[str]) -> int:
@@ -167,16 +242,21 @@ def main(argv: list[str]) -> int:
         return 2
     cluster = Cluster(layout)
     try:
-        with install.present(cluster, say):
-            results = run(cluster, args.count, args.memory, args.timeout)
+        with (
+            install.present(cluster, say),
+            install.spec_fields(cluster, workloadUpdateStrategy={"workloadUpdateMethods": ["LiveMigrate"]}),
+        ):
+            results, plugged = run(cluster, args.count, args.memory, args.timeout, args.hotplug)
     except (RuntimeError, AssertionError) as error:
         print(f"hack/bench-migration failed: {error}", file=sys.stderr)
         return 1
-    totals = summary(results)
-    args.json.write_text(json.dumps({"results": results, "summary": totals}, indent=2) + "\n")
+    totals = {**summary(results), "hotplug": hotplug_summary(plugged)}
+    saved = {"results": results, "hotplugs": plugged, "summary": totals}
+    args.json.write_text(json.dumps(saved, indent=2) + "\n")
     say(json.dumps(totals, indent=2))
     say(f"saved {args.json}")
-    return 0 if totals["succeeded"] == len(results) else 1
+    complete = totals["succeeded"] == len(results) and totals["hotplug"]["succeeded"] == len(plugged)
+    return 0 if complete else 1
 
 
 if __name__ == "__main__":

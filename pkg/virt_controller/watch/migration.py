@@ -13,6 +13,12 @@ attachment pod of its own (labelled and annotated as this migration's, owned by 
 goes with it), waits for that pod to be ready before Scheduling and Scheduled, and names it in
 ``migrationState.targetAttachmentPodUID`` at the hand-off, so the target virt-handler mounts the claims
 from it. Once the VMI runs on the target, the VMI controller finds that pod as its launcher's own.
+
+A VMI in the middle of a CPU or memory hotplug (the workload updater migrates it for that) tells the target
+at the hand-off what its pod got: the compute container's memory request (``kubevirt.io/vmi-pod-memory-
+resource-requests``) and, with dedicated CPUs, its CPU limit (``kubevirt.io/vmi-pod-cpu-resource-limits``).
+Such a migration becomes Succeeded only once the target virt-handler finished the hotplug and dropped its
+condition.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from kubevirt.virt_controller.watch.common import (
     parse_time,
     utc_now,
 )
+from kubevirt.virt_controller.watch.conditions import TRUE, has_condition
 from kubevirt.virt_controller.watch.hotplug import RenderAttachmentPod, attachment_pods
 from kubevirt.virt_controller.watch.migrationpolicy import configuration_by_policy, match_policy
 from kubevirt.virt_controller.watch.vmi import current_pod
@@ -56,6 +63,7 @@ from kubevirt_api.core.v1 import (
     FINAL_MIGRATION_PHASES,
     FINAL_VMI_PHASES,
     VirtualMachineInstance,
+    VirtualMachineInstanceConditionType,
     VirtualMachineInstanceMigrationConditionType,
     VirtualMachineInstanceMigrationPhase,
 )
@@ -68,8 +76,11 @@ from kubevirt_api.core.v1.constants import (
     MIGRATION_TARGET_NODE_NAME_LABEL,
     MIGRATION_UNSCHEDULABLE_POD_TIMEOUT_SECONDS_ANNOTATION,
     VIRTUAL_MACHINE_INSTANCE_MIGRATION_FINALIZER,
+    VIRTUAL_MACHINE_POD_CPU_LIMITS_LABEL,
+    VIRTUAL_MACHINE_POD_MEMORY_REQUESTS_LABEL,
 )
 from kubevirt_api.core.v1.volumes import Volume
+from kubevirt_api.resource import Quantity, QuantityError
 from kubevirt_api.view import JSON
 
 RenderPod = Callable[[VirtualMachineInstance], JSON]
@@ -113,6 +124,52 @@ def is_final(migration: Mapping[str, Any]) -> bool:
 
 def migration_state(vmi: Mapping[str, Any] | None) -> JSON:
     return dict(((vmi or {}).get("status") or {}).get("migrationState") or {})
+
+
+def is_hotplug_in_progress(vmi: VirtualMachineInstance) -> bool:
+    """A CPU or memory hotplug, or another change needing a migration, is not finished yet: a vCPU change
+    is pending while its condition is there at all, the others while theirs is True."""
+    conditions = vmi.status.conditions if vmi.status is not None else None
+    return (
+        has_condition(conditions, VirtualMachineInstanceConditionType.VCPU_CHANGE)
+        or has_condition(conditions, VirtualMachineInstanceConditionType.MEMORY_CHANGE, TRUE)
+        or has_condition(conditions, VirtualMachineInstanceConditionType.MIGRATION_REQUIRED, TRUE)
+    )
+
+
+def _compute_resources(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+    container = podutil.compute_container(pod)
+    if container is None:
+        raise SyncError("Could not find VMI compute container", FAILED_HAND_OVER)
+    return dict((container.get("resources") or {}).get(kind) or {})
+
+
+def target_pod_cpu_limits(pod: Mapping[str, Any]) -> int:
+    """The whole CPUs the target's compute container is limited to (its dedicated CPUs)."""
+    cpu = _compute_resources(pod, "limits").get("cpu")
+    if cpu is None:
+        raise SyncError("Could not find dedicated CPU limit in VMI compute container", FAILED_HAND_OVER)
+    return _quantity(cpu).value()
+
+
+def target_pod_memory_requests(pod: Mapping[str, Any]) -> str:
+    """The memory the target's compute container requests, its hugepages included."""
+    requests = _compute_resources(pod, "requests")
+    memory = requests.get("memory")
+    if memory is None:
+        raise SyncError("Could not find memory request in VMI compute container", FAILED_HAND_OVER)
+    total = _quantity(memory)
+    for hugepages in ("hugepages-2Mi", "hugepages-1Gi"):
+        if hugepages in requests:
+            total = total + _quantity(requests[hugepages])
+    return str(total)
+
+
+def _quantity(value: object) -> Quantity:
+    try:
+        return Quantity.coerce(value)
+    except QuantityError as err:
+        raise SyncError(f"invalid quantity in the target pod: {err}", FAILED_HAND_OVER) from err
 
 
 def render_target_pod(
@@ -282,7 +339,12 @@ class MigrationController:
             except Exception as err:  # reported on the migration, then retried with backoff
                 failure = err
         hotplugged = vmi_model is not None and vmi_has_hotplug_volumes(vmi_model)
-        self._update_status(cached, migration, vmi, pod, failure, hotplugged=hotplugged)
+        # The target virt-handler finishes a CPU or memory hotplug after the move and then drops the
+        # condition: only then is the migration done.
+        changing = vmi_model is not None and is_hotplug_in_progress(vmi_model)
+        self._update_status(
+            cached, migration, vmi, pod, failure, hotplugged=hotplugged, hotplug_in_progress=changing
+        )
         if failure is not None:
             raise failure
         if requeue is not None:
@@ -576,7 +638,10 @@ class MigrationController:
         patch = {
             "metadata": {
                 "resourceVersion": vmi["metadata"].get("resourceVersion"),
-                "labels": {MIGRATION_TARGET_NODE_NAME_LABEL: podutil.pod_node(pod)},
+                "labels": {
+                    MIGRATION_TARGET_NODE_NAME_LABEL: podutil.pod_node(pod),
+                    **self._hotplug_labels(vmi_model, pod),
+                },
             },
             "status": {"migrationState": {**stale, **state}},
         }
@@ -588,6 +653,21 @@ class MigrationController:
             SUCCESSFUL_HAND_OVER,
             "Migration target pod is ready for preparation by virt-handler.",
         )
+
+    @staticmethod
+    def _hotplug_labels(vmi: VirtualMachineInstance, pod: Mapping[str, Any]) -> dict[str, str]:
+        """What a hotplug in progress tells the target virt-handler about the target pod's resources:
+        its memory request (a memory hotplug), its CPU limit (a vCPU hotplug with dedicated CPUs)."""
+        conditions = vmi.status.conditions if vmi.status is not None else None
+        labels: dict[str, str] = {}
+        if (
+            has_condition(conditions, VirtualMachineInstanceConditionType.VCPU_CHANGE)
+            and vmi.is_cpu_dedicated()
+        ):
+            labels[VIRTUAL_MACHINE_POD_CPU_LIMITS_LABEL] = str(target_pod_cpu_limits(pod))
+        if has_condition(conditions, VirtualMachineInstanceConditionType.MEMORY_CHANGE):
+            labels[VIRTUAL_MACHINE_POD_MEMORY_REQUESTS_LABEL] = target_pod_memory_requests(pod)
+        return labels
 
     def _matching_policy(self, vmi: JSON) -> JSON | None:
         policies = self._policies.list() if self._policies is not None else []
@@ -618,6 +698,7 @@ class MigrationController:
         failure: Exception | None = None,
         *,
         hotplugged: bool = False,
+        hotplug_in_progress: bool = False,
     ) -> None:
         # Events and the failed target's deletion wait for the status write: a pass on a stale
         # cache ends in a conflict and must leave no trace.
@@ -664,7 +745,9 @@ class MigrationController:
                 self._add_abort_condition(migration)
             # With hotplugged volumes the target is only there once its attachment pod is ready too.
             attached = not hotplugged or (attachment is not None and podutil.is_pod_ready(attachment))
-            self._advance(migration, pod, state, effects, attached=attached)
+            self._advance(
+                migration, pod, state, effects, attached=attached, hotplug_in_progress=hotplug_in_progress
+            )
             self._sync_quota_condition(migration, pod, failure)
         if is_final(migration) and ours and (state.get("completed") or state.get("failed")):
             status["migrationState"] = state
@@ -683,6 +766,7 @@ class MigrationController:
         effects: list[Callable[[], None]],
         *,
         attached: bool = True,
+        hotplug_in_progress: bool = False,
     ) -> None:
         phase = phase_of(migration)
         ours = state.get("migrationUid") == migration["metadata"]["uid"]
@@ -714,7 +798,7 @@ class MigrationController:
             nxt = _Phase.TARGET_READY
         elif phase == _Phase.TARGET_READY and state.get("startTimestamp"):
             nxt = _Phase.RUNNING
-        elif phase == _Phase.RUNNING and state.get("completed"):
+        elif phase == _Phase.RUNNING and state.get("completed") and not hotplug_in_progress:
             nxt = _Phase.SUCCEEDED
             effects.append(
                 lambda: self._events.event(

@@ -124,11 +124,17 @@ def image_pull_error(pod: Pod) -> tuple[str, str] | None:
     return None
 
 
-def compute_image(pod: Pod) -> str:
+def compute_container(pod: Pod) -> Mapping[str, Any] | None:
+    """The launcher pod's ``compute`` container, as its spec has it."""
     for container in (pod.get("spec") or {}).get("containers") or []:
         if container.get("name") == COMPUTE_CONTAINER:
-            return str(container.get("image") or "")
-    return ""
+            return container  # type: ignore[no-any-return]
+    return None
+
+
+def compute_image(pod: Pod) -> str:
+    container = compute_container(pod)
+    return str(container.get("image") or "") if container is not None else ""
 
 
 def all_containers_terminated(pod: Pod) -> bool:

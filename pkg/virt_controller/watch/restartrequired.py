@@ -1,5 +1,4 @@
-"""Whether a running VM needs a restart to take its current spec: KubeVirt's ``syncRestartRequired`` and
-the outcomes of its CPU and memory change handling that end in the RestartRequired condition.
+"""Whether a running VM needs a restart to take its current spec: KubeVirt's ``syncRestartRequired``.
 
 When the VM controller starts a VMI it stores the VM's spec, with the instance type and preference
 revisions the VMI was built from, in a ControllerRevision ``revision-start-vm-<uid>-<generation>``
@@ -7,7 +6,8 @@ owned by the VM. While that VMI exists, the template the VM would start now and 
 from are both expanded with their instance types and preferences and compared; what a running VM
 takes without a restart is left out of the comparison (under the LiveUpdate rollout strategy: CPU
 sockets, guest memory, node selector, affinity and tolerations; always: volumes and disks that are
-hotplugged, interfaces that are only added, a firmware UUID the VMI already has).
+hotplugged, interfaces that are only added, a firmware UUID the VMI already has). Whether those
+live-updatable changes can be carried out, or need a restart after all, is :mod:`.liveupdate`'s.
 """
 
 from __future__ import annotations
@@ -17,25 +17,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from kubevirt.virt_controller.watch.common import owner_reference
-from kubevirt.virt_controller.watch.conditions import get_condition
 from kubevirt_api.core.v1 import VirtualMachineInstance, VirtualMachineInstanceSpec
 from kubevirt_api.core.v1.vm import VirtualMachine, VirtualMachineSpec
-from kubevirt_api.resource import Quantity, QuantityError
 from kubevirt_api.view import JSON
 
 API_VERSION: Final = "kubevirt.io/v1"
 NON_LIVE_UPDATABLE: Final = "a non-live-updatable field was changed in the template spec"
-SOCKETS_ABOVE_MAX: Final = "CPU sockets updated in template spec to a value higher than what's available"
-SOCKETS_REDUCED: Final = "Reduction of CPU socket count requires a restart"
-MEMORY_NOT_MIGRATABLE: Final = (
-    "memory updated in template spec. Memory-hotplug is only available for migratable VMs"
-)
-MEMORY_NO_MAX_GUEST: Final = (
-    "memory updated in template spec. Memory-hotplug is not available for this VM configuration"
-)
-MEMORY_NOT_HOTPLUGGABLE: Final = "memory hotplug not supported, {}"
-MEMORY_BELOW_BOOT: Final = "memory updated in template spec to a value lower than what the VM started with"
-_LIVE_MIGRATABLE: Final = "LiveMigratable"
 
 Expand = Callable[[VirtualMachine], VirtualMachineInstanceSpec]
 
@@ -107,15 +94,16 @@ def restart_required(
     *,
     live_update: bool,
 ) -> str | None:
-    """KubeVirt's message for the RestartRequired condition, or None when the running VMI can carry
-    the VM's spec. ``expand`` turns a VM into the VMI spec it would start (instance type and preference
-    applied, defaults set)."""
+    """KubeVirt's message for the RestartRequired condition when a field the running VMI cannot take
+    changed, else None. ``expand`` turns a VM into the VMI spec it would start (instance type and
+    preference applied, defaults set)."""
     now = expand(vm).to_dict()
     then = expand(vm.model_copy(update={"spec": started})).to_dict()
     _take_hotplugged_storage(then, now)
     if live_update:
         _take(then, now, "domain", "cpu", "sockets", only_if_parent=True)
-        _take(then, now, "domain", "memory", "guest")
+        if _get(now, "domain", "memory", "guest") is not None:
+            _take(then, now, "domain", "memory", "guest")
         for field in ("nodeSelector", "affinity", "tolerations"):
             _take(then, now, field)
     if not _interfaces_need_restart(then, now):
@@ -124,63 +112,7 @@ def restart_required(
     running_uuid = (vmi.spec.domain.firmware.uuid if vmi.spec.domain.firmware else None) or None
     if running_uuid and _get(now, "domain", "firmware", "uuid") == running_uuid:
         _take(then, now, "domain", "firmware", "uuid")
-    if then != now:
-        return NON_LIVE_UPDATABLE
-    if not live_update:
-        return None
-    return _cpu_change(now, vmi) or _memory_change(now, vmi)
-
-
-def _cpu_change(now: JSON, vmi: VirtualMachineInstance) -> str | None:
-    cpu = vmi.spec.domain.cpu
-    sockets = _get(now, "domain", "cpu", "sockets")
-    if cpu is None or sockets is None or cpu.sockets is None or sockets == cpu.sockets:
-        return None
-    if cpu.max_sockets and sockets > cpu.max_sockets:
-        return SOCKETS_ABOVE_MAX
-    if sockets < cpu.sockets:
-        return SOCKETS_REDUCED
-    return None
-
-
-def _memory_change(now: JSON, vmi: VirtualMachineInstance) -> str | None:
-    memory = vmi.spec.domain.memory
-    guest = _get(now, "domain", "memory", "guest")
-    if memory is None or memory.guest is None or guest is None or str(guest) == str(memory.guest):
-        return None
-    if vmi.status is None or vmi.status.memory is None or vmi.status.memory.guest_current is None:
-        return None
-    migratable = get_condition(vmi.status.conditions, _LIVE_MIGRATABLE)
-    if migratable is None or migratable.status != "True":
-        return MEMORY_NOT_MIGRATABLE
-    if memory.max_guest is None:
-        return MEMORY_NO_MAX_GUEST
-    try:
-        wanted = Quantity(str(guest)).value()
-    except QuantityError:
-        return None
-    unsupported = _memory_hotplug_unsupported(now, wanted, memory.max_guest.value())
-    if unsupported is not None:
-        return MEMORY_NOT_HOTPLUGGABLE.format(unsupported)
-    at_boot = vmi.status.memory.guest_at_boot
-    if at_boot is not None and wanted < at_boot.value():
-        return MEMORY_BELOW_BOOT
-    return None  # KubeVirt would hotplug the difference
-
-
-def _memory_hotplug_unsupported(now: JSON, wanted: int, max_guest: int) -> str | None:
-    """Why KubeVirt's memory hotplug cannot take the VM's spec (the part of its validation that does
-    not depend on block alignment), or None."""
-    cpu = _get(now, "domain", "cpu") or {}
-    if cpu.get("realtime") is not None:
-        return "Memory hotplug is not compatible with realtime VMs"
-    if (cpu.get("numa") or {}).get("guestMappingPassthrough") is not None:
-        return "Memory hotplug is not compatible with guest mapping passthrough"
-    if _get(now, "domain", "launchSecurity") is not None:
-        return "Memory hotplug is not compatible with encrypted VMs"
-    if wanted > max_guest:
-        return "Guest memory is greater than the configured maxGuest memory"
-    return None
+    return NON_LIVE_UPDATABLE if then != now else None
 
 
 def _get(obj: Mapping[str, Any], *path: str) -> Any:

@@ -4,7 +4,9 @@ One VMI per VM, named like the VM and owned by it, so a restarted controller fin
 instead of creating it again; expectations hold the VM back until the informer has shown its own
 creations and deletions. Volume hotplug requests in the VM's status reach its template and its VMI
 through :mod:`.volumerequests`. The DataVolumes of the VM's ``dataVolumeTemplates`` are created and
-waited for before the VMI (:mod:`.vmdatavolumes`).
+waited for before the VMI (:mod:`.vmdatavolumes`). Under the LiveUpdate rollout strategy the changes a
+running VMI can take (CPU sockets, guest memory, node selector, affinity, tolerations) are patched into it
+(:mod:`.liveupdate`); the others set RestartRequired (:mod:`.restartrequired`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from kubevirt.virt_controller.watch.conditions import (
     update_condition,
 )
 from kubevirt.virt_controller.watch.datavolumes import DataVolumeCache
+from kubevirt.virt_controller.watch.evacuation import is_migrating
 from kubevirt.virt_controller.watch.firmware import calculate_legacy_uuid
 from kubevirt.virt_controller.watch.instancetype import (
     STORE_REVISION_ERROR_FORMAT,
@@ -55,6 +58,15 @@ from kubevirt.virt_controller.watch.instancetype import (
     InstancetypeSync,
     Selection,
     StoreRevisionError,
+)
+from kubevirt.virt_controller.watch.liveupdate import (
+    LiveUpdateError,
+    Outcome,
+    affinity_change,
+    annotations_change,
+    cpu_change,
+    memory_change,
+    tolerations_change,
 )
 from kubevirt.virt_controller.watch.printable import VMState, printable_status
 from kubevirt.virt_controller.watch.refmanager import adopt
@@ -125,6 +137,11 @@ FIRMWARE_UUID_ERROR_REASON: Final = "FirmwareUUIDError"
 ORPHAN_FINALIZER: Final = "orphan"
 VMI_NOT_EXISTS_REASON: Final = "VMINotExists"
 VMI_CONDITION_MISSING_REASON: Final = "VMIConditionMissing"
+HOTPLUG_CPU_ERROR_REASON: Final = "HotPlugCPUError"
+AFFINITY_CHANGE_ERROR_REASON: Final = "AffinityChangeError"
+TOLERATIONS_CHANGE_ERROR_REASON: Final = "TolerationsChangeError"
+HOTPLUG_MEMORY_ERROR_REASON: Final = "HotPlugMemoryError"
+ANNOTATIONS_CHANGE_ERROR_REASON: Final = "AnnotationsChangeError"
 # VM conditions the controller sets itself rather than mirroring them from the VMI.
 _NOT_MIRRORED: Final = frozenset(
     {
@@ -134,6 +151,7 @@ _NOT_MIRRORED: Final = frozenset(
     }
 )
 _DECENTRALIZED_MIGRATION_RECHECK_SECONDS: Final = 2.0
+_CPU_CHANGE_ERROR: Final = "Error encountered while handling CPU change request"
 CLAIM_BOUND: Final = "Bound"  # a PersistentVolumeClaim's status.phase once bound to a volume
 
 
@@ -265,11 +283,20 @@ class VMController:
             return
         self._sync_run_strategy(run, vmi, strategy, key)
         self._sync_firmware_uuid(run)
-        self._sync_restart_required(run, vmi)
+        restart_required = self._sync_restart_required(run, vmi)
         if not run.started_or_stopped:
             # A VMI created or deleted in this pass is not in the cache yet: its volumes wait for the next.
             self._sync_volume_requests(run, vmi)
             self._sync_declarative_hotplug(run, vmi)
+            self._sync_annotations_to_vmi(run, vmi)
+            # Live updates wait while the VM needs a restart anyway.
+            kind = VirtualMachineConditionType.RESTART_REQUIRED
+            if (
+                self._config().live_update
+                and not restart_required
+                and not has_condition(run.status.conditions, kind)
+            ):
+                self._sync_live_updates(run, vmi)
 
     def _satisfied_expectations(self, key: str) -> bool:
         return self._expectations.satisfied_expectations(
@@ -635,13 +662,15 @@ class VMController:
         assert self._revisions is not None
         return self._revisions.by_index(OWNER_INDEX, _meta(vm).uid or "")
 
-    def _sync_restart_required(self, run: _Run, vmi: VirtualMachineInstance | None) -> None:
-        """Sets or clears RestartRequired while a VMI runs (it is cleared on every start and stop)."""
+    def _sync_restart_required(self, run: _Run, vmi: VirtualMachineInstance | None) -> bool:
+        """Sets RestartRequired while a VMI runs when a field it cannot take changed, and clears it
+        otherwise (the live updates may set it again); True when it was set. Starts and stops clear it
+        themselves."""
         if self._revisions is None or vmi is None or vmi.is_marked_for_deletion() or run.started_or_stopped:
-            return
+            return False
         started = latest_start_spec(run.vm, self._owned_revisions(run.vm))
         if started is None:
-            return
+            return False
         try:
             message = restart_required(
                 started, run.vm, vmi, self._expanded, live_update=self._config().live_update
@@ -649,19 +678,113 @@ class VMController:
         except SyncError as err:
             # What the VM selects cannot be expanded right now: the condition stays as it is.
             self._log.info("cannot tell whether a restart is required", reason=err.message)
-            return
+            return False
         status = run.status
         kind = VirtualMachineConditionType.RESTART_REQUIRED
+        conditions = list(status.conditions or ())
+        for index, condition in enumerate(conditions):
+            if condition.type == kind:
+                run.cleared_restart_required = (index, condition)
+        status.conditions = remove_condition(conditions, kind)
         if message is None:
-            status.conditions = remove_condition(status.conditions, kind)
+            return False
+        self._set_restart_required(run, message)
+        return True
+
+    def _set_restart_required(self, run: _Run, message: str) -> None:
+        """KubeVirt's ``setRestartRequired``: the first message of a pass stays. The condition cleared
+        earlier in this pass comes back as it was when its message is the same, so that an unchanged
+        outcome costs no status write."""
+        status = run.status
+        kind = VirtualMachineConditionType.RESTART_REQUIRED
+        if has_condition(status.conditions, kind):
             return
-        current = get_condition(status.conditions, kind)
-        if current is not None and current.status == TRUE and current.message == message:
+        conditions = list(status.conditions or ())
+        cleared = run.cleared_restart_required
+        if cleared is not None and cleared[1].status == TRUE and cleared[1].message == message:
+            conditions.insert(cleared[0], cleared[1])
+        else:
+            conditions.append(
+                VirtualMachineCondition(
+                    type=kind, status=TRUE, message=message, last_transition_time=format_time(run.now)
+                )
+            )
+        status.conditions = conditions
+
+    def _sync_annotations_to_vmi(self, run: _Run, vmi: VirtualMachineInstance | None) -> None:
+        """The annotations a running VMI follows its VM in (see :func:`.liveupdate.annotations_change`)."""
+        if vmi is None or vmi.is_marked_for_deletion():
             return
-        condition = VirtualMachineCondition(
-            type=kind, status=TRUE, message=message, last_transition_time=format_time(run.now)
+        patch = annotations_change(run.vm, vmi)
+        if not patch:
+            return
+        meta = _meta(vmi)
+        try:
+            self._api.patch(VIRTUAL_MACHINE_INSTANCES, meta.namespace, meta.name or "", patch)
+        except Exception as err:  # a stale cache fails the patch's test: the retry reads again
+            message = f"Error encountered while handling annotation sync request: {describe_api_error(err)}"
+            raise SyncError(message, ANNOTATIONS_CHANGE_ERROR_REASON) from err
+
+    # -- live updates ----------------------------------------------------------------------------------
+
+    def _sync_live_updates(self, run: _Run, vmi: VirtualMachineInstance | None) -> None:
+        """KubeVirt's CPU, node affinity, tolerations and memory change handlers, in its order: each
+        patches the running VMI to the template (instance type and preference applied) or sets
+        RestartRequired; a change that has to wait fails the pass, which is retried."""
+        if vmi is None or vmi.is_marked_for_deletion():
+            return
+        config = self._config()
+        architecture = config.default_architecture
+        migrating = is_migrating(vmi, run.now)
+        try:
+            spec = self._expanded(run.vm)
+        except SyncError as err:
+            # KubeVirt's first handler, the CPU one, is where applying the instance type fails.
+            message = f"{_CPU_CHANGE_ERROR}: {err.message}"
+            raise SyncError(message, HOTPLUG_CPU_ERROR_REASON, requeue=err.requeue) from err
+        handlers: tuple[tuple[str, str, Callable[[], Outcome]], ...] = (
+            (
+                _CPU_CHANGE_ERROR,
+                HOTPLUG_CPU_ERROR_REASON,
+                lambda: cpu_change(
+                    spec,
+                    vmi,
+                    migrating=migrating,
+                    cpu_allocation_ratio=config.launcher.cpu_allocation_ratio,
+                    default_architecture=architecture,
+                ),
+            ),
+            (
+                "Error encountered while handling node affinity change request",
+                AFFINITY_CHANGE_ERROR_REASON,
+                lambda: affinity_change(spec, vmi, migrating=migrating),
+            ),
+            (
+                "Error encountered while handling tolerations change request",
+                TOLERATIONS_CHANGE_ERROR_REASON,
+                lambda: tolerations_change(spec, vmi, migrating=migrating),
+            ),
+            (
+                "error encountered while handling memory hotplug requests",
+                HOTPLUG_MEMORY_ERROR_REASON,
+                lambda: memory_change(spec, vmi, migrating=migrating, default_architecture=architecture),
+            ),
         )
-        status.conditions = [*(remove_condition(status.conditions, kind) or ()), condition]
+        meta = _meta(vmi)
+        for prefix, reason, handle in handlers:
+            try:
+                outcome = handle()
+            except LiveUpdateError as err:
+                raise SyncError(f"{prefix}: {err}", reason) from err
+            for patch in outcome.patches:
+                try:
+                    self._api.patch(VIRTUAL_MACHINE_INSTANCES, meta.namespace, meta.name or "", patch)
+                except Exception as err:  # a stale cache fails the patch's tests: the retry sees more
+                    raise SyncError(f"{prefix}: {describe_api_error(err)}", reason) from err
+            if outcome.summary is not None:
+                self._log.info(outcome.summary, key=key_of(vmi))
+            if outcome.restart_required is not None:
+                self._set_restart_required(run, outcome.restart_required)
 
     def _expanded(self, vm: VirtualMachine) -> VirtualMachineInstanceSpec:
         selection = None
@@ -937,6 +1060,8 @@ class _Run:
         self.selection = Selection()
         # A VMI was created or deleted in this pass: the caches do not show it yet.
         self.started_or_stopped = False
+        # The RestartRequired condition this pass cleared, and where it stood among the conditions.
+        self.cleared_restart_required: tuple[int, VirtualMachineCondition] | None = None
         if vm.status is None:
             vm.status = VirtualMachineStatus()
 

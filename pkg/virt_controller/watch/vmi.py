@@ -35,6 +35,7 @@ from kubevirt.controller import (
 )
 from kubevirt.controller.store import NAMESPACE_INDEX
 from kubevirt.log import get_logger
+from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_controller.services.errors import PvcNotFoundError
 from kubevirt.virt_controller.services.hotplug_pod import render_hotplug_attachment_pod
 from kubevirt.virt_controller.services.parameters import DEFAULT_LAUNCHER_IMAGE
@@ -80,6 +81,7 @@ from kubevirt.virt_controller.watch.hotplug import (
     attachment_pods,
     is_hotplug_volume,
 )
+from kubevirt.virt_controller.watch.liveupdate import cpu_hotplug_pending, memory_hotplug_pending
 from kubevirt.virt_controller.watch.volumestatus import (
     Attachments,
     FilesystemOverhead,
@@ -100,6 +102,7 @@ from kubevirt_api.core.v1.constants import (
     API_VERSION,
     GUEST_NOT_RUNNING_REASON,
     KEEP_LAUNCHER_AFTER_FAILURE_ANNOTATION,
+    MEMORY_HOTPLUG_OVERHEAD_RATIO_LABEL,
     MIGRATION_TRANSPORT_UNIX_ANNOTATION,
     NODE_NAME_LABEL,
     OUTDATED_LAUNCHER_IMAGE_LABEL,
@@ -138,7 +141,8 @@ EPHEMERAL_HOTPLUG_ANNOTATION: Final = "kubevirt.io/ephemeral-hotplug-volumes"
 class VMIController:
     """Reconciles VirtualMachineInstances. Informers: VMIs (reconciled), Pods (owned: launcher pods, and
     through them attachment pods), VMs (owners), PVCs, and CDI's DataVolumes, CDI and CDIConfig
-    (callables giving their caches, which are absent while CDI is not installed)."""
+    (callables giving their caches, which are absent while CDI is not installed). ``config`` gives the
+    cluster's current configuration."""
 
     def __init__(
         self,
@@ -159,8 +163,10 @@ class VMIController:
         cdi_config: Callable[[str], Mapping[str, Any] | None] | None = None,
         data_volumes: DataVolumeCache | None = None,
         render_attachment_pod: RenderAttachmentPod | None = None,
+        config: Callable[[], ClusterConfig] = ClusterConfig,
     ) -> None:
         self._api = api
+        self._config = config
         self._events = events
         self._vmis = vmi_store
         self._pods = pod_store
@@ -541,6 +547,7 @@ class VMIController:
             else:
                 self._update_volume_status(vmi, launcher)
                 if cached.is_running():
+                    self._sync_cpu_memory_hotplug(vmi)
                     self._mark_ephemeral_hotplug_volumes(vmi)
         elif cached.is_waiting_for_sync():
             if cached.is_marked_for_deletion():
@@ -577,6 +584,25 @@ class VMIController:
         )
         if updated or status.volume_status is not None:  # no volumes: left unset, as Go's omitempty does
             status.volume_status = updated
+
+    def _sync_cpu_memory_hotplug(self, vmi: VirtualMachineInstance) -> None:
+        """A spec that asks for more (or fewer) vCPUs or guest memory than the guest has gets
+        HotVCPUChange or HotMemoryChange (True) for virt-handler to carry out; it removes them when
+        done. The memory overhead ratio the launcher pod was sized with goes with a memory change."""
+        status = vmi.status
+        assert status is not None
+        if cpu_hotplug_pending(vmi):
+            status.conditions = _add_hotplug_condition(
+                status.conditions, VirtualMachineInstanceConditionType.VCPU_CHANGE
+            )
+        if memory_hotplug_pending(vmi):
+            status.conditions = _add_hotplug_condition(
+                status.conditions, VirtualMachineInstanceConditionType.MEMORY_CHANGE
+            )
+            ratio = self._config().launcher.additional_guest_memory_overhead_ratio
+            if ratio is not None:
+                meta = _meta(vmi)
+                meta.labels = {**(meta.labels or {}), MEMORY_HOTPLUG_OVERHEAD_RATIO_LABEL: ratio}
 
     def _mark_ephemeral_hotplug_volumes(self, vmi: VirtualMachineInstance) -> None:
         """KubeVirt's ``checkEphemeralHotplugVolumes``: the VMI's annotation lists its hotplugged volumes
@@ -876,6 +902,15 @@ def _ready_condition(
         last_probe_time=ready.get("lastProbeTime"),
         last_transition_time=ready.get("lastTransitionTime"),
     )
+
+
+def _add_hotplug_condition(
+    conditions: list[VirtualMachineInstanceCondition] | None, type_: str
+) -> list[VirtualMachineInstanceCondition] | None:
+    """KubeVirt's ``syncHotplugCondition``: added as True unless one of the type is there already."""
+    if has_condition(conditions, type_):
+        return conditions
+    return [*(conditions or ()), VirtualMachineInstanceCondition(type=type_, status=TRUE)]
 
 
 def _mirror_pod_scheduled(

@@ -12,6 +12,7 @@ from kubevirt.client.errors import ForbiddenError
 from kubevirt.client.resources import MIGRATION_POLICIES
 from kubevirt.controller import RequeueAfter
 from kubevirt.virt_config.migrations import MigrationConfig
+from kubevirt.virt_controller.watch.common import SyncError
 from kubevirt.virt_controller.watch.migration import MigrationController
 
 from .fakes import JSON, Cluster, FakeEvents, FakeQueue
@@ -431,3 +432,114 @@ def test_a_target_pod_refused_by_a_resource_quota_is_reported_until_one_is_creat
     world.settle()
     assert world.phase("mig1") == "Scheduling"
     assert not world.migration("mig1")["status"].get("conditions")
+
+
+def _with_condition(world: World, vmi: str, condition_type: str, status: str) -> None:
+    condition = {"type": condition_type, "status": status}
+    world.api.edit(
+        VIRTUAL_MACHINE_INSTANCES,
+        NS,
+        vmi,
+        lambda v: v["status"].setdefault("conditions", []).append(condition),
+    )
+
+
+@pytest.mark.parametrize(
+    ("condition_type", "status", "held"),
+    [
+        ("HotMemoryChange", "True", True),
+        ("HotVCPUChange", "False", True),  # a vCPU change is pending while its condition is there at all
+        ("MigrationRequired", "True", True),
+        ("HotMemoryChange", "False", False),  # the hotplug failed: nothing to wait for
+    ],
+)
+def test_a_migration_for_a_hotplug_succeeds_once_the_target_finished_it(
+    condition_type: str, status: str, held: bool
+) -> None:
+    world = World()
+    world.running_migration("mig1", "vm1")
+    _with_condition(world, "vm1", condition_type, status)
+    world.handler_reports("vm1", endTimestamp="2026-01-01T12:00:03Z", completed=True)
+    world.settle()
+    if not held:
+        assert world.phase("mig1") == "Succeeded"
+        return
+    assert world.phase("mig1") == "Running"
+    assert "SuccessfulMigration" not in world.events.reasons()
+
+    # The target virt-handler applied the change and dropped the condition.
+    world.api.edit(
+        VIRTUAL_MACHINE_INSTANCES,
+        NS,
+        "vm1",
+        lambda v: v["status"].update(
+            conditions=[c for c in v["status"]["conditions"] if c["type"] != condition_type]
+        ),
+    )
+    world.settle()
+    assert world.phase("mig1") == "Succeeded"
+    assert world.events.reasons().count("SuccessfulMigration") == 1
+
+
+def _hand_off_with_target_resources(world: World, resources: JSON) -> JSON:
+    """Runs a migration of vm1 to the hand-off, its target's compute container given ``resources``."""
+    world.migrate("mig1", "vm1")
+    world.settle()
+    [pod] = world.target_pods("mig1")
+
+    def give(p: JSON) -> None:
+        [compute] = [c for c in p["spec"]["containers"] if c["name"] == "compute"]
+        compute["resources"] = resources
+
+    world.api.edit(PODS, NS, pod["metadata"]["name"], give)
+    world.kubelet_runs(pod)
+    world.settle()
+    return world.vmi("vm1")
+
+
+@pytest.mark.parametrize(
+    ("requests", "expected"),
+    [
+        ({"memory": "150Mi"}, "150Mi"),
+        ({"memory": "150Mi", "hugepages-2Mi": "1Gi"}, "1174Mi"),
+        ({"memory": "150Mi", "hugepages-1Gi": "1Gi"}, "1174Mi"),
+    ],
+)
+def test_a_memory_hotplug_tells_the_target_its_pods_memory_request(requests: JSON, expected: str) -> None:
+    world = World()
+    world.running_vmi("vm1")
+    _with_condition(world, "vm1", "HotMemoryChange", "True")
+    vmi = _hand_off_with_target_resources(world, {"requests": requests})
+    assert world.phase("mig1") == "PreparingTarget"
+    labels = vmi["metadata"]["labels"]
+    assert labels["kubevirt.io/vmi-pod-memory-resource-requests"] == expected
+    assert labels["kubevirt.io/migrationTargetNodeName"] == "node-b"
+    assert "kubevirt.io/vmi-pod-cpu-resource-limits" not in labels
+
+
+@pytest.mark.parametrize("dedicated", [True, False])
+def test_a_vcpu_hotplug_with_dedicated_cpus_tells_the_target_its_pods_cpu_limit(dedicated: bool) -> None:
+    world = World()
+    world.running_vmi("vm1")
+    world.api.edit(
+        VIRTUAL_MACHINE_INSTANCES,
+        NS,
+        "vm1",
+        lambda v: v["spec"]["domain"].update(cpu={"dedicatedCpuPlacement": dedicated}),
+    )
+    _with_condition(world, "vm1", "HotVCPUChange", "True")
+    vmi = _hand_off_with_target_resources(world, {"requests": {"cpu": "4"}, "limits": {"cpu": "4"}})
+    labels = vmi["metadata"]["labels"]
+    assert labels.get("kubevirt.io/vmi-pod-cpu-resource-limits") == ("4" if dedicated else None)
+    assert "kubevirt.io/vmi-pod-memory-resource-requests" not in labels
+
+
+def test_a_hand_off_waits_while_the_target_pod_lacks_the_memory_request() -> None:
+    world = World()
+    world.running_vmi("vm1")
+    _with_condition(world, "vm1", "HotMemoryChange", "True")
+    with pytest.raises(SyncError, match="memory request"):
+        _hand_off_with_target_resources(world, {"requests": {"cpu": "1"}})
+    world.cluster.sync()
+    assert world.phase("mig1") == "Scheduled"
+    assert "migrationState" not in world.vmi("vm1")["status"]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from kubevirt.client import PODS, VIRTUAL_MACHINE_INSTANCES, ConflictError, InvalidError, NotFoundError
+from kubevirt.virt_config import ClusterConfig, LauncherSettings
 from kubevirt.virt_controller.watch.pods import pod_name
 from kubevirt.virt_controller.watch.vmi import _status_patch as vmi_controller_status_patch
 from kubevirt_api.core.v1 import VirtualMachineInstance
@@ -378,3 +381,83 @@ def test_a_render_failure_is_reported_and_retried() -> None:
     assert synchronized["reason"] == "FailedCreate"
     assert "spec.domain.memory: missing" in synchronized["message"]
     assert _vmi(cluster)["status"]["phase"] == "Pending"
+
+
+def _running_vmi(cluster: Cluster, controllers: Controllers, change: Callable[[JSON], None]) -> JSON:
+    """A Running VMI with its launcher pod, after ``change`` (what virt-api and virt-handler wrote)."""
+    schedule_pod(cluster, pod_name(_pods(cluster)[0]))
+    controllers.run(only=("vmi",))
+
+    def running(vmi: JSON) -> None:
+        vmi["status"]["phase"] = "Running"
+        change(vmi)
+
+    cluster.api.edit(VIRTUAL_MACHINE_INSTANCES, NAMESPACE, "testvmi", running)
+    controllers.run(only=("vmi",))
+    assert controllers.errors == []
+    return _vmi(cluster)
+
+
+def _conditions(vmi: JSON) -> dict[str, JSON]:
+    return {c["type"]: c for c in vmi["status"]["conditions"]}
+
+
+def test_a_vcpu_count_the_guest_does_not_have_yet_gets_hot_vcpu_change() -> None:
+    def more_sockets(vmi: JSON) -> None:
+        vmi["spec"]["domain"]["cpu"] = {"sockets": 2, "cores": 2, "threads": 1, "maxSockets": 4}
+        vmi["status"]["currentCPUTopology"] = {"sockets": 1, "cores": 2, "threads": 1}
+
+    cluster = Cluster()
+    vmi = _running_vmi(cluster, controllers := _start(cluster), more_sockets)
+    assert _conditions(vmi)["HotVCPUChange"] == {"type": "HotVCPUChange", "status": "True"}
+    assert "HotMemoryChange" not in _conditions(vmi)
+    # Once there, it is virt-handler's to remove: the controller adds no second one.
+    cluster.api.writes.clear()
+    controllers.queues["vmi"].add(f"{NAMESPACE}/testvmi")
+    controllers.run(only=("vmi",))
+    assert cluster.api.writes == []
+
+    def same_count(vmi: JSON) -> None:
+        more_sockets(vmi)
+        vmi["status"]["currentCPUTopology"]["sockets"] = 2
+
+    cluster2 = Cluster()
+    assert "HotVCPUChange" not in _conditions(_running_vmi(cluster2, _start(cluster2), same_count))
+
+
+def test_a_guest_memory_size_not_requested_yet_gets_hot_memory_change_and_the_overhead_ratio() -> None:
+    def more_memory(vmi: JSON) -> None:
+        vmi["spec"]["domain"]["memory"] = {"guest": "4Gi", "maxGuest": "8Gi"}
+        vmi["status"]["memory"] = {"guestAtBoot": "2Gi", "guestCurrent": "2Gi", "guestRequested": "2Gi"}
+
+    cluster = Cluster()
+    controllers = _start(cluster)
+    controllers.vmi._config = lambda: ClusterConfig(
+        launcher=LauncherSettings(additional_guest_memory_overhead_ratio="2.0")
+    )
+    vmi = _running_vmi(cluster, controllers, more_memory)
+    assert _conditions(vmi)["HotMemoryChange"] == {"type": "HotMemoryChange", "status": "True"}
+    assert vmi["metadata"]["labels"]["kubevirt.io/memory-hotplug-overhead-ratio"] == "2.0"
+
+    # Without maxGuest the VMI cannot take memory live: nothing is flagged.
+    def no_max_guest(vmi: JSON) -> None:
+        more_memory(vmi)
+        del vmi["spec"]["domain"]["memory"]["maxGuest"]
+
+    cluster2 = Cluster()
+    vmi = _running_vmi(cluster2, _start(cluster2), no_max_guest)
+    assert "HotMemoryChange" not in _conditions(vmi)
+    assert "kubevirt.io/memory-hotplug-overhead-ratio" not in vmi["metadata"].get("labels", {})
+
+
+def test_a_failed_memory_hotplug_condition_is_left_as_virt_handler_wrote_it() -> None:
+    failed = {"type": "HotMemoryChange", "status": "False", "reason": "MemoryHotplugFailed"}
+
+    def failed_hotplug(vmi: JSON) -> None:
+        vmi["spec"]["domain"]["memory"] = {"guest": "4Gi", "maxGuest": "8Gi"}
+        vmi["status"]["memory"] = {"guestAtBoot": "2Gi", "guestCurrent": "2Gi", "guestRequested": "2Gi"}
+        vmi["status"]["conditions"] = [*vmi["status"]["conditions"], failed]
+
+    cluster = Cluster()
+    vmi = _running_vmi(cluster, _start(cluster), failed_hotplug)
+    assert _conditions(vmi)["HotMemoryChange"] == failed

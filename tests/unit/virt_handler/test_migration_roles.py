@@ -13,12 +13,14 @@ import pytest
 
 from kubevirt.client import VIRTUAL_MACHINE_INSTANCES
 from kubevirt.controller import RequeueAfter, Store
+from kubevirt.handler_launcher_com.cmd.client import CommandFailedError, LauncherDisconnectedError
 from kubevirt.podroot import PodRoot
 from kubevirt.virt_handler.hotplug_disk.layout import HotplugVolumeError
 from kubevirt.virt_handler.hotplug_disk.mounter import LauncherPod, hotplug_volumes
 from kubevirt.virt_handler.migration import MigrationSource, MigrationTarget
 from kubevirt.virt_handler.migration_proxy import ProxyManager
 from kubevirt.virt_handler.vm_controller import VMController
+from kubevirt_api.resource import Quantity
 from kubevirt_testing.fake_kube_api import FakeKubeApi
 from kubevirt_testing.launcher_socket import launcher_socket
 
@@ -33,12 +35,15 @@ class FakeLauncher:
         self.domain: JSON | None = None
         self.calls: list[str] = []
         self.options: list[JSON] = []
+        self.failing: dict[str, Exception] = {}  # command -> what it raises
 
     def sync_vmi(self, vmi: JSON) -> None:
         self.calls.append("SyncVirtualMachine")
 
     def vmi_command(self, command: str, vmi: JSON) -> None:
         self.calls.append(command)
+        if command in self.failing:
+            raise self.failing[command]
 
     def migrate_vmi(self, vmi: JSON, options: JSON) -> None:
         self.calls.append("MigrateVirtualMachine")
@@ -280,6 +285,136 @@ def test_the_target_prepares_once_publishes_its_ports_and_takes_the_vmi_over(wor
     assert world.launcher.calls[-1] == "FinalizeVirtualMachineMigration"
     assert ("Migrated", f"The VirtualMachineInstance migrated to node {TARGET}.") in world.events.seen
     assert not world.proxies.running(world.uid)
+
+
+CPU_LIMITS = "kubevirt.io/vmi-pod-cpu-resource-limits"
+MEMORY_REQUESTS = "kubevirt.io/vmi-pod-memory-resource-requests"
+OVERHEAD_RATIO = "kubevirt.io/memory-hotplug-overhead-ratio"
+
+
+def hotplugging(world: World, *, pod_memory: str = "2560Mi", conditions: tuple[str, ...] = ()) -> None:
+    """The VMI as virt-controller hands it to the target in the middle of a CPU and memory hotplug."""
+    labels = {MEMORY_REQUESTS: pod_memory, OVERHEAD_RATIO: "1.0"}
+    patch = {
+        "metadata": {"labels": labels},
+        "spec": {
+            "domain": {
+                "cpu": {"sockets": 2, "cores": 1, "threads": 1, "maxSockets": 4},
+                "memory": {"guest": "2Gi", "maxGuest": "4Gi"},
+                "resources": {"requests": {"memory": "2Gi"}},
+            }
+        },
+        "status": {
+            "currentCPUTopology": {"sockets": 1, "cores": 1, "threads": 1},
+            "memory": {"guestAtBoot": "1Gi", "guestRequested": "1Gi", "guestCurrent": "1Gi"},
+            "conditions": [
+                {"type": "Ready", "status": "True"},
+                *(
+                    {"type": kind, "status": "True"}
+                    for kind in conditions or ("HotVCPUChange", "HotMemoryChange")
+                ),
+            ],
+        },
+    }
+    world.api.patch(VIRTUAL_MACHINE_INSTANCES, "default", "vm", patch, patch_type="merge")
+
+
+def take_over(world: World) -> JSON:
+    world.run_target()
+    world.launcher.domain = domain("Running", "Unknown")
+    world.report(endTimestamp="2026-01-01T00:00:03Z")
+    world.run_target()
+    return world.vmi()
+
+
+def test_the_target_finishes_a_cpu_and_memory_hotplug_before_it_finalizes(world: World) -> None:
+    hotplugging(world)
+    vmi = take_over(world)
+    assert world.launcher.calls == [
+        "SyncMigrationTarget",
+        "SyncVirtualMachineCPUs",
+        "SyncVirtualMachineMemory",
+        "FinalizeVirtualMachineMigration",
+    ]
+    status = vmi["status"]
+    assert status["currentCPUTopology"] == {"sockets": 2, "cores": 1, "threads": 1}
+    assert status["memory"] == {"guestAtBoot": "1Gi", "guestRequested": "2Gi", "guestCurrent": "1Gi"}
+    assert status["conditions"] == [{"type": "Ready", "status": "True"}]
+    # the hotplug labels went in the same patch as the target label
+    assert vmi["metadata"]["labels"] == {"kubevirt.io/nodeName": TARGET}
+    assert status["migrationState"]["completed"] is True
+    assert not [
+        event for event in world.events.seen if event[0] != "PreparingTarget" and event[0] != "Migrated"
+    ]
+
+
+def test_a_failed_memory_hotplug_is_marked_and_the_take_over_goes_on(world: World) -> None:
+    hotplugging(world)
+    world.launcher.failing["SyncVirtualMachineMemory"] = CommandFailedError(
+        "SyncVirtualMachineMemory", "failed to update Guest Memory: unsupported configuration"
+    )
+    vmi = take_over(world)
+    assert world.launcher.calls[-1] == "FinalizeVirtualMachineMigration"
+    failed = [c for c in vmi["status"]["conditions"] if c["type"] == "HotMemoryChange"]
+    assert [(c["status"], c["reason"], c["message"]) for c in failed] == [
+        ("False", "Memory Hotplug Failed", "memory hotplug failed, the VM configuration is not supported")
+    ]
+    assert vmi["status"]["memory"]["guestRequested"] == "1Gi"  # unchanged
+    assert vmi["status"]["currentCPUTopology"]["sockets"] == 2  # the CPUs made it
+    assert vmi["metadata"]["labels"] == {"kubevirt.io/nodeName": TARGET}
+    reasons = dict(world.events.seen)
+    assert reasons[str(world.launcher.failing["SyncVirtualMachineMemory"])] == "failed to update guest memory"
+    assert vmi["status"]["migrationState"]["completed"] is True
+
+
+def test_a_target_pod_too_small_for_the_new_memory_is_not_asked_to_grow(world: World) -> None:
+    hotplugging(world, pod_memory="1Gi", conditions=("HotMemoryChange",))
+    vmi = take_over(world)
+    assert "SyncVirtualMachineMemory" not in world.launcher.calls
+    assert "SyncVirtualMachineCPUs" not in world.launcher.calls  # no vCPU change
+    assert vmi["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
+    assert vmi["status"]["memory"]["guestRequested"] == "1Gi"
+    message = "amount of requested guest memory (2Gi) exceeds the launcher memory request (1Gi)"
+    assert (message, "failed to update guest memory") in world.events.seen
+
+
+def test_the_launcher_pods_overhead_counts_against_its_memory_request(world: World) -> None:
+    seen: list[str | None] = []
+
+    def overhead(vmi: JSON, ratio: str | None) -> Quantity:
+        seen.append(ratio)
+        return Quantity("600Mi")
+
+    world.target = MigrationTarget(
+        node=TARGET,
+        vmi_store=world.store,
+        address="127.0.0.1",
+        memory_overhead=overhead,
+        api=world.api,
+        events=world.events,
+        pods_dir=world.pods_dir,
+        connect=lambda _path: world.launcher,
+        proxies=world.proxies,
+        pod_root=lambda _socket: PodRoot(world.pod_root),
+    )
+    hotplugging(world, pod_memory="2560Mi", conditions=("HotMemoryChange",))  # 2Gi + 600Mi do not fit
+    take_over(world)
+    assert seen == ["1.0"]
+    assert "SyncVirtualMachineMemory" not in world.launcher.calls
+
+
+def test_a_launcher_gone_during_the_hotplug_leaves_the_take_over_for_later(world: World) -> None:
+    hotplugging(world)
+    world.launcher.failing["SyncVirtualMachineCPUs"] = LauncherDisconnectedError("gone")
+    vmi = take_over(world)
+    assert "FinalizeVirtualMachineMigration" not in world.launcher.calls
+    assert vmi["status"]["nodeName"] == SOURCE
+    assert {c["type"] for c in vmi["status"]["conditions"]} == {"Ready", "HotVCPUChange", "HotMemoryChange"}
+    del world.launcher.failing["SyncVirtualMachineCPUs"]
+    world.run_target()
+    vmi = world.vmi()
+    assert vmi["status"]["nodeName"] == TARGET
+    assert vmi["status"]["currentCPUTopology"]["sockets"] == 2
 
 
 def test_a_block_migration_target_also_listens_for_the_disks(world: World) -> None:
