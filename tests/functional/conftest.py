@@ -30,6 +30,8 @@ from localcluster import sharing  # noqa: E402
 from localcluster.handle import Cluster  # noqa: E402
 from localcluster.layout import Layout, requested_nodes  # noqa: E402
 
+from kubevirt_testing import failure_report  # noqa: E402
+
 GENERATED = REPO / "manifests" / "generated"
 REQUIRED_CRDS = ("virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io")
 
@@ -74,6 +76,28 @@ def _leave(layout: Layout) -> None:
             return
         left = localcluster.down(layout)
     assert left == [], f"cluster-down left {left}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report carries the cluster's state (events, odd pods, their logs): a CI flake
+    is seen once, and this is what is left to explain it."""
+    report = yield
+    funcargs = getattr(item, "funcargs", {})
+    cluster = funcargs.get("cluster") or funcargs.get("two_node_cluster")
+    if call.when != "call" or not report.failed or not isinstance(cluster, Cluster):
+        return report
+    namespaces = [value for value in funcargs.values() if isinstance(value, str) and value.startswith("ft-")]
+
+    def kubectl(*args: str) -> tuple[int, str]:
+        try:
+            done = cluster.kubectl(*args, check=False, timeout=30)
+        except subprocess.TimeoutExpired:
+            return 1, ""
+        return done.returncode, done.stdout
+
+    report.sections.append(("cluster state", failure_report.report(kubectl, [*namespaces, "kubevirt"])))
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -88,14 +88,25 @@ class Cluster:
             self.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
     def rollout(self, namespace: str, deployment: str, timeout: int = 120) -> None:
-        """Waits for a Deployment to be available; fails with the pods' description if it is not."""
+        """Waits for a Deployment to exist and be available; fails with the pods' description if it is
+        not. An operator creates its Deployments some time after it is asked to, and `kubectl rollout
+        status` fails at once on one that does not exist yet, so existence is waited for first."""
+        deadline = time.monotonic() + timeout
+        self.wait_until(
+            f"deployment {namespace}/{deployment} created",
+            lambda: (
+                self.kubectl("get", "deployment", deployment, "-n", namespace, check=False).returncode == 0
+            ),
+            timeout,
+        )
+        remaining = max(1, int(deadline - time.monotonic()))
         result = self.kubectl(
             "rollout",
             "status",
             f"deployment/{deployment}",
             "-n",
             namespace,
-            f"--timeout={timeout}s",
+            f"--timeout={remaining}s",
             check=False,
         )
         if result.returncode != 0:
