@@ -12,8 +12,10 @@ import asyncio
 import ssl
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from kubevirt.export.paths import READINESS_PATH, VolumeInfo
 from kubevirt.log import get_logger
@@ -33,6 +35,10 @@ INTERNAL = "/internal"
 EXTERNAL = "/external"
 # After a stop signal (not the deadline), how long requests in flight may still run.
 _STOP_GRACE_SECONDS = 5.0
+# How long the bytes a finished response left in a connection's buffers may take to reach the client
+# once the connection is closed; the process ending earlier would truncate the download.
+_FLUSH_SECONDS = 60.0
+_FLUSH_POLL_SECONDS = 0.05
 
 
 class StartupError(Exception):
@@ -153,8 +159,33 @@ class ExportServer:
             await asyncio.wait_for(self._idle.wait(), grace)
         except TimeoutError:
             get_logger().warning("requests still in flight are cut", in_flight=self._in_flight)
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._runner is None:
+            return
+        # The sockets, not the handlers: a handler forgets its transport as soon as it closes it.
+        sockets = (
+            [_socket_of(handler) for handler in self._runner.server.connections]
+            if self._runner.server
+            else []
+        )
+        await self._runner.cleanup()
+        await _flushed([sock for sock in sockets if sock is not None], _FLUSH_SECONDS)
+
+
+def _socket_of(handler: RequestHandler) -> Any:
+    return handler.transport.get_extra_info("socket") if handler.transport is not None else None
+
+
+async def _flushed(sockets: list[Any], timeout: float) -> None:
+    """Waits until every closed connection has handed its last bytes to the kernel and closed its socket
+    (asyncio drops a transport's buffer when the loop ends, and a response that returned, or TLS's
+    closing records, may still sit there)."""
+    try:
+        async with asyncio.timeout(timeout):
+            while any(sock.fileno() != -1 for sock in sockets):
+                await asyncio.sleep(_FLUSH_POLL_SECONDS)
+    except TimeoutError:
+        still_open = sum(sock.fileno() != -1 for sock in sockets)
+        get_logger().warning("connections still flushing are cut", connections=still_open)
 
 
 async def serve(config: ServerConfig, stop: asyncio.Event, tar: str = TAR) -> None:

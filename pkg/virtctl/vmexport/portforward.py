@@ -98,7 +98,10 @@ def pod_dialer(connection: Connection, namespace: str) -> Dialer:
     def open_forward(pod: str, port: int) -> MessageStream:
         path = PODS.path(namespace, pod, "portforward")
         url = websocket_url(connection.host, path, {"ports": str(port)})
-        return dial(connection, url, [PORT_FORWARD_SUBPROTOCOL])
+        stream = dial(connection, url, [PORT_FORWARD_SUBPROTOCOL])
+        # The handshake's timeout must not stay: a download whose server pauses longer would be cut.
+        stream.settimeout(None)
+        return stream
 
     return open_forward
 

@@ -12,6 +12,7 @@ import pytest
 import websocket
 
 from kubevirt.service.durations import SECOND
+from kubevirt.virtctl.vmexport import portforward
 from kubevirt.virtctl.vmexport.exports import poll
 from kubevirt.virtctl.vmexport.flags import (
     BINARY_OUTPUT_WARNING,
@@ -430,3 +431,27 @@ def test_the_service_port_resolves_to_the_pods_port_as_kubectl_resolves_it() -> 
 def test_the_pod_selector_is_written_as_labels_sorted_by_key() -> None:
     assert selector_string({"b": "2", "a": "1"}) == "a=1,b=2"
     assert selector_string({}) == ""
+
+
+def test_a_forwarded_connection_keeps_no_handshake_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The websocket is dialled with a timeout for its handshake; a forwarded download whose server pauses
+    # longer than that must not be cut, so the stream waits without one afterwards.
+    timeouts: list[float | None] = []
+    asked: list[str] = []
+
+    class Stream:
+        def settimeout(self, timeout: float | None) -> None:
+            timeouts.append(timeout)
+
+    def dial(_connection: Any, url: str, _subprotocols: list[str]) -> Stream:
+        asked.append(url)
+        return Stream()
+
+    class Connection:
+        host = "https://apiserver:6443"
+
+    monkeypatch.setattr(portforward, "dial", dial)
+    portforward.pod_dialer(Connection(), "ns")("virt-export-x", 8443)  # type: ignore[arg-type]
+    assert timeouts == [None]
+    (url,) = asked
+    assert url.endswith("/api/v1/namespaces/ns/pods/virt-export-x/portforward?ports=8443")
