@@ -1,4 +1,4 @@
-"""virtctl's lifecycle commands: start, stop, restart, migrate, pause, unpause, soft-reboot.
+"""virtctl's lifecycle commands: start, stop, restart, migrate, pause, unpause, soft-reboot, reset.
 
 Each is one PUT on the ``subresources.kubevirt.io`` API through the user's kubeconfig. Success prints
 KubeVirt's line ("VM <name> was scheduled to <command>"); a refusal prints the server's message
@@ -290,4 +290,20 @@ def soft_reboot(ctx: click.Context, /, vmi: str, **flags: Any) -> None:
     run_action(action)
 
 
-COMMANDS = (start, stop, restart, migrate, migrate_cancel, pause, unpause, soft_reboot)
+@_vm_command("reset", "Reset a virtual machine instance")
+@click.argument("vmi")
+@click.pass_context
+def reset(ctx: click.Context, /, vmi: str, **flags: Any) -> None:
+    def action() -> str:
+        client, namespace = connect(flags_from(ctx, **flags))
+        try:
+            put(client, namespace, "virtualmachineinstances", vmi, "reset", None)
+        except ApiError as err:
+            # KubeVirt's wording, spelling included.
+            raise CommandFailedError(f"Error reseting VirtualMachineInstance {vmi}: {err.message}") from None
+        return f"VMI {vmi} was scheduled to reset"
+
+    run_action(action)
+
+
+COMMANDS = (start, stop, restart, migrate, migrate_cancel, pause, unpause, soft_reboot, reset)

@@ -84,6 +84,7 @@ def client(monkeypatch: pytest.MonkeyPatch) -> RecordingClient:
         (["pause", "vmi", "vm"], "PUT", f"{VMI}/pause", {}),
         (["unpause", "vmi", "vm", "--dry-run"], "PUT", f"{VMI}/unpause", {"dryRun": ["All"]}),
         (["soft-reboot", "vm"], "PUT", f"{VMI}/softreboot", None),  # client-go sends no body at all
+        (["reset", "vm"], "PUT", f"{VMI}/reset", None),
         (["guestosinfo", "vm"], "GET", f"{VMI}/guestosinfo", None),
         (["userlist", "vm"], "GET", f"{VMI}/userlist", None),
         (["fslist", "vm"], "GET", f"{VMI}/filesystemlist", None),
