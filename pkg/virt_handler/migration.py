@@ -312,7 +312,17 @@ class MigrationSource(_Role):
                     "failureReason": "Migration aborted before it started",
                 }
             if not state.get("abortStatus"):
-                launcher.vmi_command("CancelVirtualMachineMigration", vmi)
+                try:
+                    launcher.vmi_command("CancelVirtualMachineMigration", vmi)
+                except LauncherDisconnectedError:
+                    raise
+                except LauncherClientError as err:
+                    # As in KubeVirt, a refused cancel fails nothing: the migration may just have ended
+                    # (its outcome, abort status included, is in the record read at the next poll).
+                    self._log.warning(
+                        "migration cancel refused", name=vmi["metadata"]["name"], reason=str(err)
+                    )
+                    return new
                 new["abortStatus"] = MigrationAbortStatus.IN_PROGRESS
             return new
         ports = state.get("targetDirectMigrationNodePorts") or {}

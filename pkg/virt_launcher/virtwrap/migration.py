@@ -204,6 +204,8 @@ class Migrator:
         dom = self._manager.require_domain(facts)
         if not self.in_progress:
             raise WrongStateError(f"failed to cancel migration: domain {facts.domain_name} is not migrating")
+        if self._abort_requested.is_set():
+            return  # asked again (a status write lost to a conflict): the abort is under way
         # libvirt refuses metadata changes while the migration job runs: the abort outcome is recorded
         # with the migration's result when the job ends.
         self._abort_requested.set()

@@ -231,6 +231,30 @@ def test_an_abort_request_cancels_once_and_the_outcome_is_reported(world: World)
     assert not world.source.owns(world.vmi())  # the VM controller drives the VMI again
 
 
+def test_a_refused_cancel_fails_nothing_and_the_recorded_outcome_decides(world: World) -> None:
+    # The job ended between the abort request and the cancel: the launcher refuses it, and the
+    # migration's outcome (the abort's included) comes from its record, not from the refusal.
+    world.launcher.domain = domain("Running", "Unknown", {"UID": "mig-1", "StartTimestamp": "x"})
+    world.launcher.failing["CancelVirtualMachineMigration"] = CommandFailedError(
+        "CancelVirtualMachineMigration", "failed to cancel migration: no job is active on the domain"
+    )
+    world.report(targetNodeAddress="127.0.0.1", targetDirectMigrationNodePorts={"1": 0}, abortRequested=True)
+    world.run_source()
+    state = world.state()
+    assert not state.get("failed")
+    assert not state.get("abortStatus")
+    assert world.source.owns(world.vmi())
+
+    world.launcher.domain = domain(
+        "Running",
+        "Unknown",
+        {"UID": "mig-1", "EndTimestamp": "e", "Failed": True, "AbortStatus": "Succeeded"},
+    )
+    world.run_source()
+    state = world.state()
+    assert (state["failed"], state["abortStatus"]) == (True, "Succeeded")
+
+
 def test_an_abort_before_the_start_ends_the_migration_without_touching_the_launcher(world: World) -> None:
     world.launcher.domain = domain("Running", "Unknown")
     world.report(abortRequested=True)
