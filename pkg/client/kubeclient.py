@@ -10,6 +10,7 @@ do anything twice (a failed connection, or a read).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -27,7 +28,7 @@ from urllib3.exceptions import (
 from kubevirt.client import gojson
 from kubevirt.client.connection import Connection, connect
 from kubevirt.client.errors import ConnectionFailedError, error_from_response
-from kubevirt.client.metrics import REQUESTS
+from kubevirt.client.metrics import count_request, observe_request_latency
 from kubevirt.client.protocols import JSON, KubeApi
 from kubevirt.client.resources import Resource
 from kubevirt.client.watch import WatchStream
@@ -68,7 +69,6 @@ class KubeClient:
     def __init__(self, connection: Connection, *, user_agent: str = "kubevirt-py") -> None:
         self._connection = connection
         self._host = connection.host
-        self._host_label = urllib3.util.parse_url(connection.host).host or connection.host
         self._user_agent = user_agent
 
     @classmethod
@@ -259,17 +259,20 @@ class KubeClient:
         if body is not None:
             payload = gojson.dumps(body)
             headers["Content-Type"] = content_type
+        started = time.monotonic()
         try:
             send = self._send_with_retries if retry else self._send_once
             response = send(method, url, payload, headers, timeout, stream)
+            if not 200 <= response.status < 300:
+                data = response.data if not stream else response.read()
+                response.release_conn()
+                raise error_from_response(response.status, data)
+            return response
         except _TransientError as transient:
             raise ConnectionFailedError(f"{method} {path}: {transient.error}") from None
-        REQUESTS.labels(str(response.status), method, self._host_label).inc()
-        if not 200 <= response.status < 300:
-            data = response.data if not stream else response.read()
-            response.release_conn()
-            raise error_from_response(response.status, data)
-        return response
+        finally:
+            if not stream:  # as client-go, which times whole calls (every try) but not watches
+                observe_request_latency(method, self._host, path, query or (), time.monotonic() - started)
 
     def _send_once(
         self,
@@ -281,7 +284,7 @@ class KubeClient:
         stream: bool,
     ) -> urllib3.BaseHTTPResponse:
         try:
-            return self._connection.pool.request(
+            return self._round_trip(
                 method,
                 url,
                 body=payload,
@@ -296,6 +299,16 @@ class KubeClient:
             if method in _READ_METHODS and not stream:
                 raise _TransientError(err) from None
             raise ConnectionFailedError(f"{method} {url}: {err}") from None
+
+    def _round_trip(self, method: str, url: str, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        """One HTTP exchange, counted as KubeVirt counts its client's: every try, no answer as ``<error>``."""
+        try:
+            response = self._connection.pool.request(method, url, **kwargs)
+        except Exception:
+            count_request(method, url, None)
+            raise
+        count_request(method, url, response.status)
+        return response
 
     # What _send_once marks transient is sent again, briefly and with backoff.
     _send_with_retries = retry(

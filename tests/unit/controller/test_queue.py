@@ -6,9 +6,10 @@ import threading
 import time
 from typing import Any
 
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, generate_latest
 
 from kubevirt.controller import RateLimitingQueue
+from kubevirt.controller import metrics as queue_metrics
 from kubevirt.controller.ratelimit import ItemExponentialFailureRateLimiter
 
 
@@ -178,3 +179,52 @@ def test_metrics_use_kubevirts_workqueue_names() -> None:
     queue.done(key)
     assert REGISTRY.get_sample_value("kubevirt_workqueue_work_duration_seconds_count", labels) == 1
     assert REGISTRY.get_sample_value("kubevirt_workqueue_longest_running_processor_seconds", labels) == 0
+
+
+def test_the_workqueue_families_are_exposed_with_kubevirts_help_buckets_and_no_created_series() -> None:
+    queue = RateLimitingQueue("test-exposition")
+    queue.add("a")
+    queue.done(queue.get() or "")
+    assert queue_metrics.metric_descriptions() == [
+        ("kubevirt_workqueue_depth", "Gauge", "Current depth of workqueue"),
+        ("kubevirt_workqueue_adds_total", "Counter", "Total number of adds handled by workqueue"),
+        (
+            "kubevirt_workqueue_queue_duration_seconds",
+            "Histogram",
+            "How long an item stays in workqueue before being requested.",
+        ),
+        (
+            "kubevirt_workqueue_work_duration_seconds",
+            "Histogram",
+            "How long in seconds processing an item from workqueue takes.",
+        ),
+        ("kubevirt_workqueue_retries_total", "Counter", "Total number of retries handled by workqueue"),
+        (
+            "kubevirt_workqueue_longest_running_processor_seconds",
+            "Gauge",
+            "How many seconds has the longest running processor for workqueue been running.",
+        ),
+        (
+            "kubevirt_workqueue_unfinished_work_seconds",
+            "Gauge",
+            "How many seconds of work has done that is in progress and hasn't been observed by "
+            "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "
+            "threads by observing the rate at which this increases.",
+        ),
+    ]
+    text = generate_latest(REGISTRY).decode()
+    for name, kind, help_text in queue_metrics.metric_descriptions():
+        assert f"# HELP {name} {help_text}\n# TYPE {name} {kind.lower()}\n" in text
+    assert "kubevirt_workqueue_adds_created" not in text
+    assert "kubevirt_workqueue_queue_duration_seconds_created" not in text
+    for family in ("queue_duration", "work_duration"):
+        bounds = [
+            line.split('le="')[1].split('"')[0]
+            for line in text.splitlines()
+            if line.startswith(f"kubevirt_workqueue_{family}_seconds_bucket") and "test-exposition" in line
+        ]
+        # Go's exponential bounds, multiplied in turn, and written as Go writes them.
+        assert bounds == [
+            *("1e-08", "1e-07", "1e-06", "9.999999999999999e-06", "9.999999999999999e-05"),
+            *("0.001", "0.01", "0.1", "1", "10", "+Inf"),
+        ]
