@@ -18,6 +18,8 @@ from types import FrameType
 from typing import Any
 
 import grpc
+from prometheus_client import REGISTRY
+from prometheus_client.registry import Collector
 
 from kubevirt import pod_paths
 from kubevirt.client import (
@@ -31,6 +33,10 @@ from kubevirt.client import (
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR
 from kubevirt.log import get_logger
+from kubevirt.monitoring.virt_handler.collector import DomainStatsCollector
+from kubevirt.monitoring.virt_handler.machine_types import DeprecatedMachineTypesCollector
+from kubevirt.monitoring.virt_handler.migrationstats import MigrationStatsCollector
+from kubevirt.monitoring.virt_handler.version import VersionCollector
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import Probe, ProbeServer
 from kubevirt.service.tls import CA_CONFIG_MAP, read_ca_bundle
@@ -251,6 +257,29 @@ class VirtHandler:
         self._console = self._console_server(options, api, vmis.store)
         self._health = ApiServerHealth(api.server_version, self._config.resource_version)
         self._probes: ProbeServer | None = None
+        # KubeVirt's virt-handler metrics, read when /metrics is scraped: the per-VMI series from the
+        # launchers, a migrating VMI's progress (polled while it lasts) and the node's build and machines.
+        self._migration_stats = MigrationStatsCollector(
+            get_vmi=vmis.store.get_by_key,
+            node=options.node_name,
+            pods_dir=options.pods_dir,
+            connect=connect_launcher,
+        )
+        vmis.add_event_handler(
+            self._migration_stats.observe, lambda _old, new: self._migration_stats.observe(new)
+        )
+        self._domain_stats = DomainStatsCollector(
+            vmis=vmis.store.list, node=options.node_name, pods_dir=options.pods_dir, connect=connect_launcher
+        )
+        self._collectors: list[Collector] = [
+            VersionCollector(),
+            self._domain_stats,
+            self._migration_stats,
+            DeprecatedMachineTypesCollector(
+                node=options.node_name,
+                machine_types=self._labeller.deprecated_machine_types if self._labeller else (),
+            ),
+        ]
         self._plugins = [
             DevicePlugin(device, plugins_dir=options.device_plugins_dir, count=options.max_devices)
             for device in PERMANENT_DEVICES
@@ -310,6 +339,9 @@ class VirtHandler:
         except (OSError, ValueError) as err:
             get_logger().error("health server could not start", reason=str(err), port=options.port)
             return
+        for collector in self._collectors:
+            REGISTRY.register(collector)
+        self._migration_stats.start()
         self._probes.start()
 
     def stop(self) -> None:
@@ -352,6 +384,10 @@ class VirtHandler:
         self._stop.wait()
         if self._probes is not None:
             self._probes.stop()
+            for collector in self._collectors:
+                REGISTRY.unregister(collector)
+        self._migration_stats.close()
+        self._domain_stats.close()
         if self._console is not None:
             self._console.stop()
         self._factory.stop()

@@ -47,6 +47,7 @@ class HostCapabilities:
     host_model: HostCPUModel | None = None
     supported_features: frozenset[str] = frozenset()
     machines: tuple[str, ...] = ()
+    deprecated_machines: tuple[str, ...] = ()  # those libvirt marks deprecated: a metric, not labels
     tsc: TSCCounter | None = None
     sev: bool = False
     sev_es: bool = False
@@ -132,6 +133,16 @@ def parse_host_capabilities(root: etree._Element) -> tuple[tuple[str, ...], TSCC
     return tuple(machines), tsc
 
 
+def parse_deprecated_machines(root: etree._Element) -> tuple[str, ...]:
+    """The machine types libvirt marks ``deprecated='yes'`` (in order, once each)."""
+    machines: dict[str, None] = {}
+    for machine in root.findall("guest/arch/machine"):
+        name = (machine.text or "").strip()
+        if name and machine.get("deprecated") == "yes":
+            machines[name] = None
+    return tuple(machines)
+
+
 def load(directory: Path = DEFAULT_DIRECTORY, *, features: bool = True) -> HostCapabilities:
     """Read the three files from ``directory``; ``features`` is False where the architecture has none.
 
@@ -141,13 +152,15 @@ def load(directory: Path = DEFAULT_DIRECTORY, *, features: bool = True) -> HostC
     supported = (
         parse_supported_features(_parse(directory / SUPPORTED_FEATURES_FILE)) if features else frozenset()
     )
-    machines, tsc = parse_host_capabilities(_parse(directory / CAPABILITIES_FILE))
+    host = _parse(directory / CAPABILITIES_FILE)
+    machines, tsc = parse_host_capabilities(host)
     return HostCapabilities(
         usable_models=domcaps.usable_models,
         known_models=domcaps.known_models,
         host_model=domcaps.host_model,
         supported_features=supported,
         machines=machines,
+        deprecated_machines=parse_deprecated_machines(host),
         tsc=tsc,
         sev=domcaps.sev,
         sev_es=domcaps.sev_es,

@@ -70,6 +70,11 @@ class NodeLabeller:
     def host_cpu_model(self) -> str:
         return self._caps.host_model.name if self._caps.host_model else ""
 
+    @property
+    def deprecated_machine_types(self) -> tuple[str, ...]:
+        """The machine types this node's libvirt marks deprecated (virt-handler exposes them as a metric)."""
+        return self._caps.deprecated_machines
+
     def wanted_labels(self) -> dict[str, str]:
         return node_labels(
             self._caps,

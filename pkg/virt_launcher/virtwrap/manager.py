@@ -51,7 +51,7 @@ from kubevirt.virt_launcher.virtwrap.hotplug_disks import (
 from kubevirt.virt_launcher.virtwrap.hotplug_ports import allocate_hotplug_ports
 from kubevirt.virt_launcher.virtwrap.liveupdate import memory_device, requested_vcpus
 from kubevirt.virt_launcher.virtwrap.node import NodeFacts, accepts_slotless_max_memory
-from kubevirt.virt_launcher.virtwrap.stats import domain_stats
+from kubevirt.virt_launcher.virtwrap.stats import domain_stats, migration_job_info
 from kubevirt.virt_launcher.virtwrap.timestamps import format_time, now
 from kubevirt.virt_launcher.virtwrap.vmi import VMIFacts
 
@@ -188,7 +188,10 @@ class DomainManager:
         if dom is None:
             return None
         with libvirt_errors("reading domain statistics"):
-            return domain_stats(self.conn, dom)
+            # The guest's load averages are the agent's, from its last poll; the job statistics are those
+            # of the migration this domain is leaving by, if any (virt-handler's migration series).
+            job = migration_job_info(dom)
+            return domain_stats(self.conn, dom, load=self.agent.store.load(), migrate_job_info=job)
 
     # -- the guest agent --------------------------------------------------------------------------
 

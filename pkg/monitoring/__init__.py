@@ -1,0 +1,1 @@
+"""KubeVirt's Prometheus metrics, by component."""

@@ -1,0 +1,1 @@
+"""virt-handler's metrics: the per-VMI series it collects from the launchers at scrape time."""
