@@ -15,9 +15,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from prometheus_client import REGISTRY
+
 from kubevirt.client import EventRecorder, KubeClient, install_namespace
 from kubevirt.controller import LeaderElector, SharedInformerFactory
 from kubevirt.log import get_logger
+from kubevirt.monitoring.virt_controller.component import ComponentStatus
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
 from kubevirt.service.startup import cluster_client, tls_files_present
@@ -85,6 +88,7 @@ class VirtController:
             namespace=namespace,
         )
         self._health = ApiServerHealth(api.server_version, self._config.resource_version)
+        self._status = ComponentStatus()
         election = options.leader_election
         self._elector = LeaderElector(
             api,
@@ -114,6 +118,7 @@ class VirtController:
         config_synced = self._config_factory.wait_for_cache_sync(CONFIG_SYNC_TIMEOUT)
         if config_synced and self._controllers.start(self._stop):
             self._leading.set()
+            self._status.set_leading()
         elif not self._stop.is_set():
             self._log.error("the caches did not sync, giving up the lease")
             self._lost.set()
@@ -134,12 +139,19 @@ class VirtController:
         elector = threading.Thread(
             target=self._elector.run, args=(self._stop,), name="leader-election", daemon=True
         )
+        collectors = [self._status, *self._controllers.collectors]
+        for collector in collectors:
+            REGISTRY.register(collector)
+        self._status.set_ready()
         elector.start()
         self._stop.wait()
+        self._status.set_ready(False)
         self._controllers.shut_down()
         self._config_factory.stop()
         self._events.stop()
         elector.join(timeout=self._options.leader_election.renew_deadline)
+        for collector in collectors:
+            REGISTRY.unregister(collector)
         return EXIT_LOST_LEADERSHIP if self._lost.is_set() else 0
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from prometheus_client.registry import Collector
+
 from kubevirt.client import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -65,12 +67,21 @@ from kubevirt.controller.ratelimit import (
     RateLimiter,
 )
 from kubevirt.export.paths import EXPORT_PREFIX
+from kubevirt.monitoring.virt_controller.instancetypes import store_lookup
+from kubevirt.monitoring.virt_controller.migration_transitions import MigrationPhaseTransitions
+from kubevirt.monitoring.virt_controller.migrationstats import MigrationStatsCollector
+from kubevirt.monitoring.virt_controller.perfscale import VMIPhaseTransitions
+from kubevirt.monitoring.virt_controller.vmi_overhead import LauncherMemoryOverhead
+from kubevirt.monitoring.virt_controller.vmistats import VMIStatsCollector
+from kubevirt.monitoring.virt_controller.vmsnapshot import VMSnapshotSucceeded
+from kubevirt.monitoring.virt_controller.vmstats import VMStatsCollector
 from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
 from kubevirt.virt_config import ClusterConfig
 from kubevirt.virt_config.config import DEFAULT_INSTALL_NAMESPACE
 from kubevirt.virt_config.follower import ConfigFollower
 from kubevirt.virt_controller.services import TemplateParameters, render_launcher_pod
 from kubevirt.virt_controller.services.exporter_pod import EXPORTER_APP, render_exporter_pod
+from kubevirt.virt_controller.services.resources import memory_overhead
 from kubevirt.virt_controller.watch.cdiinformers import CdiInformers
 from kubevirt.virt_controller.watch.clone.clone import CloneController
 from kubevirt.virt_controller.watch.disruptionbudget import DisruptionBudgetController
@@ -193,6 +204,7 @@ class ControllerSet:
         self._config = config
         self._template = template
         self._rng = rng or random.Random()
+        self._memory_overhead = LauncherMemoryOverhead()
         vms = factory.informer(VIRTUAL_MACHINES, VirtualMachine)
         vmis = factory.informer(VIRTUAL_MACHINE_INSTANCES, VirtualMachineInstance)
         pods = factory.informer(PODS, label_selector=KUBEVIRT_POD_SELECTOR)
@@ -380,6 +392,42 @@ class ControllerSet:
 
         if freezer is not None:
             self._add_snapshot_controllers(api, events, factory, vms, vmis, threads, freezer)
+        self.collectors = self._metric_collectors(vms, vmis, pods, migrations, instancetypes)
+
+    def _metric_collectors(
+        self,
+        vms: Informer[VirtualMachine],
+        vmis: Informer[VirtualMachineInstance],
+        pods: Informer[JSON],
+        migrations: Informer[JSON],
+        instancetypes: InstancetypeStores,
+    ) -> list[Collector]:
+        """KubeVirt's virt-controller metrics: collectors that read these caches when scraped, and the
+        phase-transition histograms the informers' updates feed."""
+        lookup = store_lookup(instancetypes.by_resource())
+        vmi_transitions = VMIPhaseTransitions()
+        vmis.add_event_handler(on_update=vmi_transitions.observe_vmi_update)
+        migration_transitions = MigrationPhaseTransitions()
+        migrations.add_event_handler(on_update=migration_transitions.observe_migration_update)
+        snapshots_succeeded = VMSnapshotSucceeded()
+        self._factory.informer(VIRTUAL_MACHINE_SNAPSHOTS).add_event_handler(
+            snapshots_succeeded.handle_snapshot, lambda _old, new: snapshots_succeeded.handle_snapshot(new)
+        )
+        return [
+            VMIStatsCollector(
+                vmis=vmis.store.list,
+                pods=pods.store.list,
+                migrations=migrations.store.list,
+                lookup=lookup,
+                eviction_strategy=lambda: self._config.current().eviction_strategy,
+            ),
+            VMStatsCollector(vms=vms.store.list, pvcs=self._pvcs.store.list, lookup=lookup),
+            MigrationStatsCollector(migrations=migrations.store.list),
+            vmi_transitions,
+            migration_transitions,
+            snapshots_succeeded,
+            self._memory_overhead,
+        ]
 
     def _add_snapshot_controllers(
         self,
@@ -604,7 +652,14 @@ class ControllerSet:
         def find_pvc(name: str) -> JSON | None:
             return self._pvcs.store.get_by_key(key_for(namespace, name))
 
-        return render_launcher_pod(vmi, config, template, find_pvc)
+        pod = render_launcher_pod(vmi, config, template, find_pvc)
+        # As KubeVirt's template service, each render records the overhead it sized the pod for.
+        architecture = vmi.spec.architecture or config.default_architecture
+        ratio = config.launcher.additional_guest_memory_overhead_ratio
+        overhead = memory_overhead(vmi, architecture, ratio)
+        name = (vmi.metadata.name if vmi.metadata else None) or ""
+        self._memory_overhead.record(namespace or "", name, overhead.value())
+        return pod
 
     def start(self, stop: threading.Event, *, sync_timeout: float = 120.0) -> bool:
         """Starts the informers, waits for their caches, then the workers; False if the caches never

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
+from kubevirt.timestamps import parse_timestamp
 from kubevirt_api.view import JSON
 
 RESEND_SECONDS = 5
@@ -42,16 +42,6 @@ def marked_for_graceful_shutdown(domain: JSON | None) -> bool:
     return grace_metadata(domain).get("MarkedForGracefulShutdown") is True
 
 
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def next_step(vmi_grace: int | None, domain: JSON, now: datetime) -> Step:
     """What to do next for a live ``domain`` that has to stop."""
     metadata = grace_metadata(domain)
@@ -62,7 +52,7 @@ def next_step(vmi_grace: int | None, domain: JSON, now: datetime) -> Step:
     grace = vmi_grace if vmi_grace is not None else stored
     if grace <= 0:
         return Step(Action.KILL)
-    started = _parse_time(metadata.get("DeletionTimestamp"))
+    started = parse_timestamp(metadata.get("DeletionTimestamp"))
     if started is None:
         # First signal; come back soon in case the guest missed it (it may still be booting).
         return Step(Action.SHUTDOWN, float(min(RESEND_SECONDS, grace)))
