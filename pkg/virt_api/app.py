@@ -14,13 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
+
 from kubevirt.admission import defaulting
 from kubevirt.admission.schema import prepare, schema_check
 from kubevirt.admission.state import ClusterState, ClusterStateError, NoClusterState
 from kubevirt.client import KubeClient, KubeConfigError, install_namespace, own_namespace
 from kubevirt.log import get_logger
+from kubevirt.monitoring import virt_api as monitoring
 from kubevirt.service.aggregation.front_proxy import FrontProxyFollower
 from kubevirt.service.health import ApiServerHealth
+from kubevirt.service.metrics_endpoint import metrics_handler
 from kubevirt.service.startup import tls_files_present
 from kubevirt.service.tls import ReloadingCertificate
 from kubevirt.virt_api.cluster import KubernetesClusterState
@@ -125,11 +129,13 @@ async def _serve(
     extensions, middlewares, trust = _subresources(
         options, kube, certificate, list(handlers), lambda: ctx.config
     )
+    monitoring.register()
     server = WebhookServer(
         handlers,
         limits=options.limits,
         health=health,
-        extensions=extensions,
+        # As KubeVirt's, /metrics is served beside the API, without its authorization.
+        extensions=[*extensions, _serve_metrics],
         middlewares=middlewares,
         health_paths=["/healthz", *(f"{version_path(version)}/healthz" for version in VERSIONS)],
     )
@@ -156,6 +162,10 @@ async def _serve(
             trust_task.cancel()
         await certificate.stop()
         await listening.close()
+
+
+def _serve_metrics(app: web.Application) -> None:
+    app.router.add_get("/metrics", metrics_handler())
 
 
 def _kube_client(options: Options) -> KubeClient | None:

@@ -16,14 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
-from aiohttp import hdrs, web
+from aiohttp import web
 from aiohttp.abc import AbstractResolver
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry
 from yarl import URL
 
 from kubevirt.log import get_logger
 from kubevirt.service import relay
 from kubevirt.service.certs import EXPORT_CA_CONFIG_MAP
+from kubevirt.service.metrics_endpoint import metrics_handler
 from kubevirt.service.tls import CA_BUNDLE_KEY, client_context
 from kubevirt_api.export.v1beta1.types import PHASE_READY, VirtualMachineExport
 from kubevirt_api.view import JSON
@@ -139,18 +140,13 @@ class ExportProxy:
     def application(self) -> web.Application:
         app = web.Application()
         app.router.add_route("*", "/healthz", self._healthz)
-        app.router.add_route("*", "/metrics", self._metrics)
+        app.router.add_route("*", "/metrics", metrics_handler(self._registry))
         app.router.add_route("*", "/{tail:.*}", self._proxy)
         app.cleanup_ctx.append(self._sessions.open_while_running)
         return app
 
     async def _healthz(self, _request: web.Request) -> web.Response:
         return web.Response(text="OK")
-
-    async def _metrics(self, _request: web.Request) -> web.Response:
-        return web.Response(
-            body=generate_latest(self._registry), headers={hdrs.CONTENT_TYPE: CONTENT_TYPE_LATEST}
-        )
 
     async def _proxy(self, request: web.Request) -> web.StreamResponse:
         target = match_path(request.path)

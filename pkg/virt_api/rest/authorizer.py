@@ -29,6 +29,7 @@ NO_AUTH_PATHS = frozenset(
         "/",
         "/apis",
         "/healthz",
+        "/metrics",  # KubeVirt serves it outside the authorized API
         "/openapi/v2",
         "/openapi/v3",
         "/start-profiler",

@@ -26,6 +26,7 @@ from aiohttp import web
 
 from kubevirt.client import JSON, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, KubeApi
 from kubevirt.log import get_logger
+from kubevirt.monitoring.virt_api import ConnectionKind, active_connection
 from kubevirt.virt_api.rest.kube import get_or_404
 from kubevirt.virt_api.rest.lifecycle import has_condition, uid_of
 from kubevirt.virt_api.rest.status import VM, VMI, StatusError, bad_request, conflict, internal
@@ -181,6 +182,13 @@ class PortForwarder:
 
     async def handle(self, request: web.Request, fetch: Callable[[str, str], JSON]) -> web.StreamResponse:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
+        # The tunnel is counted under the name in the path, the VM's on a VM's route, as in KubeVirt.
+        with active_connection(ConnectionKind.PORTFORWARD, namespace, name):
+            return await self._forward(request, fetch, namespace, name)
+
+    async def _forward(
+        self, request: web.Request, fetch: Callable[[str, str], JSON], namespace: str, name: str
+    ) -> web.StreamResponse:
         port = request.match_info["port"]
         protocol = request.match_info.get("protocol") or "tcp"
         try:

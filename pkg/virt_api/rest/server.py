@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from kubevirt.client import JSON
+from kubevirt.monitoring.virt_api import ConnectionKind, active_connection
 from kubevirt.service.aggregation.front_proxy import FrontProxyTrust
 from kubevirt.service.aggregation.middleware import authorizing_middleware
 from kubevirt.service.aggregation.status import status_response
@@ -207,11 +208,12 @@ class SubresourceAPI:
             if stream == "vnc":
                 keep = preserve_session(request.query.get("preserveSession"))
                 target = f"vnc?preserveSession={'true' if keep else 'false'}"
-            try:
-                url = await asyncio.to_thread(relay.handler_url, namespace, name, target, check)
-                return await relay.relay(request, url)
-            except StatusError as err:
-                return status_response(err)
+            with active_connection(ConnectionKind(stream), namespace, name):
+                try:
+                    url = await asyncio.to_thread(relay.handler_url, namespace, name, target, check)
+                    return await relay.relay(request, url)
+                except StatusError as err:
+                    return status_response(err)
 
         return handle
 
@@ -220,14 +222,16 @@ class SubresourceAPI:
         assert relay is not None
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         move_cursor = request.query.get("moveCursor") == "true"  # KubeVirt compares the text exactly
-        try:
-            # A screenshot never takes over a viewer's session.
-            url = await asyncio.to_thread(
-                relay.handler_url, namespace, name, "vnc?preserveSession=true", check_vnc
-            )
-            png = await relay.screenshot(url, move_cursor=move_cursor)
-        except StatusError as err:
-            return status_response(err)
+        # KubeVirt counts a screenshot as a VNC connection while it is taken.
+        with active_connection(ConnectionKind.VNC, namespace, name):
+            try:
+                # A screenshot never takes over a viewer's session.
+                url = await asyncio.to_thread(
+                    relay.handler_url, namespace, name, "vnc?preserveSession=true", check_vnc
+                )
+                png = await relay.screenshot(url, move_cursor=move_cursor)
+            except StatusError as err:
+                return status_response(err)
         return web.Response(body=png, content_type="image/png")
 
     @staticmethod

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kubevirt.admission import kubevirt_cr, vm
 from kubevirt.admission.eviction import decide_eviction
@@ -18,6 +19,7 @@ from kubevirt.admission.selectors import SelectorError, matches
 from kubevirt.admission.state import NoClusterState, StaticClusterState
 from kubevirt.admission.status import admit_vm_status
 from kubevirt.admission.vmi_update import admit_vmi_update
+from kubevirt.monitoring import virt_api as monitoring
 from kubevirt.virt_api.app import build_context
 from kubevirt.virt_api.webhooks.routes import VMI_VALIDATE_UPDATE, webhook_handlers
 from kubevirt.virt_config import ClusterConfig
@@ -742,3 +744,35 @@ def test_embedded_data_volumes_live_in_the_vm_namespace() -> None:
     new["status"] = {"snapshotInProgress": "snap"}
     messages = [cause.message for cause in vm.admit_vm(new, CONFIG, operation=UPDATE, old=old)]
     assert messages == ["Embedded DataVolume namespace other differs from VM namespace ns"]
+
+
+def _created_vms(namespace: str) -> float:
+    registry = CollectorRegistry()
+    monitoring.register(registry)
+    return registry.get_sample_value("kubevirt_vm_created_by_pod_total", {"namespace": namespace}) or 0.0
+
+
+def test_an_admitted_vm_create_counts_in_kubevirt_vm_created_by_pod_total() -> None:
+    handler = webhook_handlers(build_context(CONFIG))["/virtualmachines-validate"]
+    good = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", **_locked_vm({}, runStrategy="Halted")}
+    good["metadata"] = {"name": "vm", "namespace": "counted"}
+    bad = copy.deepcopy(good)
+    bad["spec"]["runStrategy"] = "Sometimes"
+
+    def answer(vm_object: dict[str, Any], *, dry_run: bool = False) -> AdmissionResponse:
+        request = {
+            "uid": "u",
+            "operation": "CREATE",
+            "resource": {"group": "kubevirt.io", "version": "v1", "resource": "virtualmachines"},
+            "namespace": "counted",
+            "object": vm_object,
+            "dryRun": dry_run,
+        }
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+        return handler(decode_review(json.dumps(review).encode()).request)
+
+    before = _created_vms("counted")
+    assert answer(good).allowed
+    assert not answer(bad).allowed
+    assert answer(good, dry_run=True).allowed
+    assert _created_vms("counted") == before + 1

@@ -30,7 +30,13 @@ class Reviews:
 
 def test_open_paths_need_nothing() -> None:
     authorizer = Authorizer(Reviews(False))
-    for path in ("/apis", "/apis/subresources.kubevirt.io/v1alpha3/version", "/healthz", "/openapi/v2"):
+    for path in (
+        "/apis",
+        "/apis/subresources.kubevirt.io/v1alpha3/version",
+        "/healthz",
+        "/metrics",
+        "/openapi/v2",
+    ):
         assert authorizer.decide(path, "GET", False, []).allowed
 
 
@@ -72,7 +78,7 @@ def test_a_denial_is_the_reviews_reason() -> None:
 @pytest.mark.parametrize(
     ("path", "reason"),
     [
-        ("/metrics", "unknown api endpoint: /metrics"),
+        ("/metricsz", "unknown api endpoint: /metricsz"),
         ("/apis/g/v1/namespaces/ns/pods/p/log", "unknown resource type pods"),
         ("/apis/g/v1/namespaces/ns/other", "unknown resource type other"),
     ],

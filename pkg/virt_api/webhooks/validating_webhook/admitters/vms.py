@@ -11,6 +11,7 @@ from kubevirt.admission.response import AdmissionResponse
 from kubevirt.admission.review import AdmissionRequest
 from kubevirt.admission.state import InstancetypeState
 from kubevirt.admission.vm import admit_vm
+from kubevirt.monitoring import virt_api as monitoring
 from kubevirt.virt_api.webhooks.requests import (
     KUBEVIRT_GROUP,
     Admit,
@@ -45,6 +46,8 @@ def admitter(ctx: WebhookContext) -> Admit:
             running_vmi=lambda: running_vmi(ctx, request, vm),
             namespace=request.namespace,
         )
+        if not causes and request.operation == "CREATE" and not request.dry_run:
+            monitoring.vm_created(request.namespace)
         return response.from_causes(causes)
 
     return guarded(admit)
