@@ -39,11 +39,13 @@ __all__ = [
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "POD_DISRUPTION_BUDGETS",
+    "PROMETHEUS_RULES",
     "ROLES",
     "ROLE_BINDINGS",
     "SECRETS",
     "SERVICES",
     "SERVICE_ACCOUNTS",
+    "SERVICE_MONITORS",
     "STORAGE_CLASSES",
     "SUBJECT_ACCESS_REVIEWS",
     "VALIDATING_WEBHOOKS",
@@ -154,6 +156,10 @@ MUTATING_WEBHOOKS = Resource(
     _ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", namespaced=False
 )
 API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", namespaced=False)
+# The Prometheus operator's, as which virt-operator installs KubeVirt's scrape target and rules.
+_MONITORING = "monitoring.coreos.com"
+SERVICE_MONITORS = Resource(_MONITORING, "v1", "servicemonitors", "ServiceMonitor", namespaced=True)
+PROMETHEUS_RULES = Resource(_MONITORING, "v1", "prometheusrules", "PrometheusRule", namespaced=True)
 
 VIRTUAL_MACHINES = Resource(GROUP_NAME, "v1", "virtualmachines", "VirtualMachine", namespaced=True)
 VIRTUAL_MACHINE_INSTANCES = Resource(

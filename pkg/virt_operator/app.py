@@ -1,6 +1,7 @@
 """virt-operator's application: informers on the KubeVirt CRs and on everything the operator installed
-(in its namespace and the DataVolume importer's), plus CDI's CRDs by name whoever made them, one
-reconciler behind a work queue, run by the leader of the ``virt-operator`` Lease.
+(in its namespace and the DataVolume importer's), plus CDI's and the Prometheus operator's CRDs by name
+whoever made them, and Prometheus' namespace and service account by name; one reconciler behind a work
+queue, run by the leader of the ``virt-operator`` Lease.
 
 Every event on an installed object (a deletion, an edit, a workload's status) enqueues the KubeVirt CRs,
 so drift is repaired and readiness reported without polling. The probe port serves ``/metrics`` and
@@ -22,16 +23,18 @@ from typing import Any
 
 from kubevirt.client import JSON, KUBEVIRTS, KubeClient, KubeConfigError, Resource
 from kubevirt.client.connection import connect
-from kubevirt.client.resources import CDIS, CUSTOM_RESOURCE_DEFINITIONS
+from kubevirt.client.resources import CDIS, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, SERVICE_ACCOUNTS
 from kubevirt.controller import (
     Controller,
     Informer,
     LeaderElector,
     RateLimitingQueue,
     SharedInformerFactory,
+    key_for,
     key_of,
 )
 from kubevirt.log import get_logger
+from kubevirt.monitoring import virt_operator as operator_metrics
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
 from kubevirt.virt_config.follower import ConfigFollower
@@ -39,13 +42,16 @@ from kubevirt.virt_config.tls import TLSConfiguration
 from kubevirt.virt_operator.apply import Cache, CacheUnion
 from kubevirt.virt_operator.certificates import new_ca
 from kubevirt.virt_operator.kubevirt import KubeVirtReconciler, OperatorSettings
+from kubevirt.virt_operator.monitoring_install import MONITORING_CRDS, LookupPendingError, crd_name, served
 from kubevirt.virt_operator.resource import cdi
 from kubevirt.virt_operator.resource.metadata import MANAGED_SELECTOR, is_managed
+from kubevirt.virt_operator.resource.monitoring import DEFAULT_MONITOR_ACCOUNT, DEFAULT_MONITOR_NAMESPACES
 from kubevirt.virt_operator.resource.strategy import crds
 from kubevirt.virt_operator.resources import (
     COMMON_INSTANCETYPES,
     IN_CDI_NAMESPACE,
     MANAGED,
+    MONITORING,
     NAMED_IN_CDI_NAMESPACE,
 )
 from kubevirt_api.cdi.constants import CDI_NAMESPACE
@@ -56,7 +62,9 @@ LEASE_NAME = "virt-operator"
 EXIT_CANNOT_START = 2
 EXIT_LOST_LEADERSHIP = 1
 SYNC_TIMEOUT = 60.0
-POOL_SIZE = 48
+# About 50 watches (the monitoring CRDs, Prometheus' namespaces and accounts, and ServiceMonitors and
+# PrometheusRules among them) and room for the writes.
+POOL_SIZE = 58
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,8 @@ class VirtOperator:
         # Namespaced kinds are watched in the install namespace, some also in the DataVolume importer's.
         self._managed: dict[Resource, list[Informer[JSON]]] = {}
         for resource in MANAGED:
+            if resource in MONITORING:
+                continue  # watched once their CRDs exist (see _informers)
             namespaces: list[str | None] = [None]
             if resource.namespaced:
                 namespaces = [options.namespace]
@@ -111,11 +121,19 @@ class VirtOperator:
                         field_selector=f"metadata.name={name}",
                     )
                 )
-        # CDI's CRDs, whoever manages them, each by its name: one not the operator's means CDI is there.
-        self._cdi_crds = {
+        # CRDs others install, each by its name: one of CDI's not the operator's means CDI is there, the
+        # Prometheus operator's say which monitoring objects the cluster takes.
+        self._crds = {
             name: self._watch(CUSTOM_RESOURCE_DEFINITIONS, field_selector=f"metadata.name={name}")
-            for name in cdi.crd_names()
+            for name in (*cdi.crd_names(), *MONITORING_CRDS)
         }
+        # Namespaces and ServiceAccounts by name, where Prometheus' account is looked for: the defaults'
+        # from the start, a CR's own on first use.
+        self._named_informers: dict[tuple[Resource, str | None, str], Informer[JSON]] = {}
+        self._named_lock = threading.Lock()
+        for namespace in DEFAULT_MONITOR_NAMESPACES:
+            self._named_informer(NAMESPACES, None, namespace)
+            self._named_informer(SERVICE_ACCOUNTS, namespace, DEFAULT_MONITOR_ACCOUNT)
         # Made on first use: their CRDs exist only once the operator installed them.
         self._lazy: dict[Resource, Informer[JSON]] = {}
         self._lazy_lock = threading.Lock()
@@ -126,6 +144,7 @@ class VirtOperator:
             self.cache,
             synced=self.synced,
             crd_named=self._crd_named,
+            named=self.named,
         )
         self.controller = Controller("kubevirt", self.queue, self.reconciler, workers=options.workers)
         # The answer virt-api, virt-controller and virt-handler give: 500 while the API server's /version
@@ -135,6 +154,7 @@ class VirtOperator:
         # leading or not, as in KubeVirt: its own informer, started at once rather than on leading.
         self._config_factory = SharedInformerFactory(api)
         self._config = ConfigFollower.from_informer(self._config_factory, options.namespace)
+        self._config.on_change(self._update_configuration_metrics)
         self.stop_event = threading.Event()
         self.leading = threading.Event()
         self._lost = threading.Event()
@@ -149,6 +169,9 @@ class VirtOperator:
             renew_deadline=options.renew_deadline,
             retry_period=options.retry_period,
         )
+
+    def _update_configuration_metrics(self) -> None:
+        operator_metrics.set_emulation(self._config.current().launcher.use_emulation)
 
     def tls_config(self) -> TLSConfiguration:
         """The cluster's ``tlsConfiguration``, which the probe port follows."""
@@ -183,12 +206,32 @@ class VirtOperator:
         return all(informer.has_synced() for informer in self._informers(resource))
 
     def _crd_named(self, name: str) -> JSON | None:
-        return self._cdi_crds[name].store.get_by_key(name)
+        return self._crds[name].store.get_by_key(name)
+
+    def named(self, resource: Resource, namespace: str | None, name: str) -> JSON | None:
+        """The Namespace or ServiceAccount of that name from its own cache; LookupPendingError while that
+        cache has not listed (the first lookup of a name makes it)."""
+        informer = self._named_informer(resource, namespace, name)
+        if not informer.has_synced():
+            raise LookupPendingError(f"{resource.plural} {key_for(namespace, name)}")
+        return informer.store.get_by_key(key_for(namespace, name))
+
+    def _named_informer(self, resource: Resource, namespace: str | None, name: str) -> Informer[JSON]:
+        if resource not in (NAMESPACES, SERVICE_ACCOUNTS):
+            raise KeyError(f"virt-operator does not look up {resource.plural} by name")
+        with self._named_lock:
+            informer = self._named_informers.get((resource, namespace, name))
+            if informer is None:
+                informer = self._watch(resource, namespace=namespace, field_selector=f"metadata.name={name}")
+                self._named_informers[(resource, namespace, name)] = informer
+            return informer
 
     def _informers(self, resource: Resource) -> list[Informer[JSON]]:
         managed = self._managed.get(resource)
         if managed is not None:
             return managed
+        if resource in MONITORING and not served(self._crd_named(crd_name(resource))):
+            return []  # nothing can exist while the API is not served: an empty cache
         with self._lazy_lock:
             informer = self._lazy.get(resource)
             if informer is None:
@@ -198,7 +241,10 @@ class VirtOperator:
 
     def _lazy_informer(self, resource: Resource) -> Informer[JSON]:
         """Every object, managed or not: one of the bundle's names taken by a user's object is made the
-        bundle's again, as KubeVirt does; any CDI object at all means none is to be made."""
+        bundle's again, as KubeVirt does; any CDI object at all means none is to be made. The managed
+        ServiceMonitors and PrometheusRules cluster-wide (KubeVirt's informers), once their API is served."""
+        if resource in MONITORING:
+            return self._watch(resource, label_selector=MANAGED_SELECTOR)
         if resource not in (*COMMON_INSTANCETYPES, CDIS):
             raise KeyError(f"virt-operator does not watch {resource.plural}")
         informer = self._factory.informer(resource)
@@ -234,6 +280,8 @@ class VirtOperator:
 
     def _start_leading(self) -> None:
         self._log.info("became the leader", lease=f"{self._options.namespace}/{LEASE_NAME}")
+        operator_metrics.register_leader_metrics()
+        operator_metrics.set_leading(True)
         self._factory.start()
         if not self._factory.wait_for_cache_sync(SYNC_TIMEOUT):
             self._log.error("the caches did not sync, giving up the lease")
@@ -250,6 +298,7 @@ class VirtOperator:
         if not self.stop_event.is_set():
             self._log.error("lost the leader lease")
             self._lost.set()
+        operator_metrics.set_leading(False)
         self.leading.clear()
         self.stop_event.set()
 
@@ -263,6 +312,7 @@ class VirtOperator:
         elector = threading.Thread(
             target=self._elector.run, args=(self.stop_event,), name="leader-election", daemon=True
         )
+        operator_metrics.set_ready(True)
         elector.start()
         self.stop_event.wait()
         self._factory.stop()
@@ -303,6 +353,7 @@ def run(options: Options) -> int:
     except KubeConfigError as err:
         log.error("virt-operator cannot reach the cluster", reason=str(err))
         return EXIT_CANNOT_START
+    operator_metrics.register()
     operator = VirtOperator(api, options)
     with tempfile.TemporaryDirectory(prefix="virt-operator-") as directory:
         cert, key = _probe_certificate(Path(directory))

@@ -4,18 +4,20 @@ uninstall, one CR at a time, reading only from the informer caches.
 A sync records the target version, issues or rotates the certificates, applies every object of the
 install strategy (restoring any that was deleted or edited), removes managed objects the strategy no
 longer has, installs the common instance types and preferences once the components are rolled out, and
-writes the CR status as KubeVirt does. Under the DataImporter gate it also installs the project's
-DataVolume importer (see :mod:`kubevirt.virt_operator.data_importer`). Deleting the CR removes everything
-the operator made but the importer's CRDs and namespace (which hold users' DataVolumes), unless the
-uninstall strategy says to wait for the workloads to go first.
+writes the CR status as KubeVirt does. Where Prometheus runs it installs KubeVirt's monitoring objects
+(see :mod:`kubevirt.virt_operator.monitoring_install`). Under the DataImporter gate it also installs the
+project's DataVolume importer (see :mod:`kubevirt.virt_operator.data_importer`). Deleting the CR removes
+everything the operator made but the importer's CRDs and namespace (which hold users' DataVolumes), unless
+the uninstall strategy says to wait for the workloads to go first.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime
+import os
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kubevirt.client import (
@@ -39,6 +41,13 @@ from kubevirt.virt_operator.cdi_certificates import reconcile_cdi_certificates
 from kubevirt.virt_operator.certificates import CertificateError, reconcile_certificates, rotation_policy
 from kubevirt.virt_operator.data_importer import CrdLookup, DataImporter, no_crds
 from kubevirt.virt_operator.instancetypes import CommonInstancetypes
+from kubevirt.virt_operator.monitoring_install import (
+    LookupPendingError,
+    MonitoringResolver,
+    ObjectLookup,
+    nothing_named,
+    withheld,
+)
 from kubevirt.virt_operator.readiness import workloads_ready
 from kubevirt.virt_operator.resource.cdi import outlives_the_controller, outlives_the_install
 from kubevirt.virt_operator.resource.config import InstallConfig, InvalidInstallConfigError, install_config
@@ -60,6 +69,7 @@ _WORKLOADS: tuple[tuple[Resource, str], ...] = (
 )
 WORKLOAD_RECHECK_SECONDS = 5.0
 BUNDLE_CACHE_RECHECK_SECONDS = 1.0
+LOOKUP_RECHECK_SECONDS = 1.0
 MAX_ROTATION_WAIT_SECONDS = 3600.0
 _ARCHITECTURES = {"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
 
@@ -89,6 +99,8 @@ class KubeVirtReconciler:
         clock: Callable[[], datetime.datetime] = _now,
         synced: Callable[[Resource], bool] = lambda _resource: True,
         crd_named: CrdLookup = no_crds,
+        named: ObjectLookup = nothing_named,
+        environ: Mapping[str, str] = os.environ,
     ) -> None:
         self._api = api
         self._settings = settings
@@ -97,6 +109,7 @@ class KubeVirtReconciler:
         self._applier = Applier(api, caches)
         self._common_instancetypes = CommonInstancetypes(self._applier, synced)
         self._data_importer = DataImporter(api, caches, synced, crd_named)
+        self._monitoring = MonitoringResolver(crd_named, named, environ)
         self._clock = clock
 
     # The contract.
@@ -160,6 +173,7 @@ class KubeVirtReconciler:
         try:
             config = install_config(kv, namespace=namespace, operator_image=self._settings.operator_image)
             config = self._data_importer.resolve(config)
+            config = self._monitoring.resolve(config)
             policy = rotation_policy(
                 kv.spec.certificate_rotate_strategy.self_signed
                 if kv.spec.certificate_rotate_strategy
@@ -170,6 +184,9 @@ class KubeVirtReconciler:
             _log.warning("invalid KubeVirt configuration, keeping the installed one", reason=str(err))
             conditions.failed_error(status, str(err))
             return None
+        except LookupPendingError:
+            # A CR's own monitor namespace or account is looked up in a cache just made: soon known.
+            return LOOKUP_RECHECK_SECONDS
         self._record_target(status, config)
         if not status.get("phase"):
             status["phase"] = KubeVirtPhase.DEPLOYING
@@ -212,7 +229,10 @@ class KubeVirtReconciler:
             self._applier.apply_all(certificates)
             self._applier.apply_all(desired)
             # The DataVolume importer's API outlives its gate: its CRDs hold the users' DataVolumes.
-            self._applier.delete_stale([*certificates, *desired], keep=outlives_the_controller)
+            self._applier.delete_stale(
+                [*certificates, *desired],
+                keep=lambda obj: outlives_the_controller(obj) or withheld(config, obj),
+            )
             cdi_pending = config.data_importer and not self._data_importer.ensure_cdi_object()
         except ApiError as err:
             conditions.failed_error(status, str(err))

@@ -16,10 +16,12 @@ from kubevirt.client.resources import (
     MUTATING_WEBHOOKS,
     NAMESPACES,
     POD_DISRUPTION_BUDGETS,
+    PROMETHEUS_RULES,
     ROLE_BINDINGS,
     ROLES,
     SECRETS,
     SERVICE_ACCOUNTS,
+    SERVICE_MONITORS,
     SERVICES,
     VALIDATING_WEBHOOKS,
     VIRTUAL_MACHINE_CLUSTER_INSTANCETYPES,
@@ -28,6 +30,9 @@ from kubevirt.client.resources import (
 from kubevirt.virt_operator.cdi_certificates import secret_names as cdi_secret_names
 from kubevirt_api.view import JSON
 
+# The Prometheus operator's kinds: watched (cluster-wide, as the ServiceMonitor lives in Prometheus'
+# namespace) only while the cluster serves them.
+MONITORING: Final[tuple[Resource, ...]] = (SERVICE_MONITORS, PROMETHEUS_RULES)
 # In the order an uninstall removes them: what serves first, the API types last.
 MANAGED: Final[tuple[Resource, ...]] = (
     DAEMON_SETS,
@@ -37,6 +42,7 @@ MANAGED: Final[tuple[Resource, ...]] = (
     VALIDATING_WEBHOOKS,
     MUTATING_WEBHOOKS,
     SERVICES,
+    *MONITORING,
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     ROLE_BINDINGS,

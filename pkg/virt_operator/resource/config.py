@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kubevirt.virt_operator.resource.monitoring import DEFAULT_MONITOR_ACCOUNT, DEFAULT_MONITOR_NAMESPACES
 from kubevirt.virt_operator.resource.placement import placement_json
 from kubevirt_api.core.v1.kubevirt import KubeVirt
 
@@ -49,6 +50,23 @@ class Patch:
 
 
 @dataclass(frozen=True)
+class Monitoring:
+    """What the operator found of the cluster's Prometheus: the monitor namespace holding its service
+    account, whether the ServiceMonitor and PrometheusRule APIs are served, and the runbook URL
+    template of the alerts (from the operator's environment)."""
+
+    namespace: str
+    service_monitors: bool
+    prometheus_rules: bool
+    runbook_template: str
+
+
+# The CR's monitoring settings: in the identity when set, as KubeVirt's deployment ID has them; left out
+# when unset, so installs that never set them keep the identity they had.
+_MONITORING_SETTINGS = ("monitor_namespace", "service_monitor_namespace", "monitor_account")
+
+
+@dataclass(frozen=True)
 class InstallConfig:
     namespace: str
     registry: str
@@ -74,6 +92,13 @@ class InstallConfig:
     # Whether the DataVolume importer is installed: the DataImporter gate, unless CDI itself serves the
     # cdi.kubevirt.io API (the reconciler decides that from the cluster). Not part of the identity either.
     data_importer: bool = False
+    # spec.monitorNamespace, spec.serviceMonitorNamespace and spec.monitorAccount ("" when unset).
+    monitor_namespace: str = ""
+    service_monitor_namespace: str = ""
+    monitor_account: str = ""
+    # Where Prometheus is on this cluster (None: nowhere the CR allows), which the reconciler finds out;
+    # not part of the identity either, as KubeVirt's ID does not depend on the cluster.
+    monitoring: Monitoring | None = None
 
     @property
     def version(self) -> str:
@@ -85,14 +110,25 @@ class InstallConfig:
     def verbosity_of(self, component: str) -> int:
         return self.verbosity.get(component, DEFAULT_VERBOSITY)
 
+    def monitor_namespaces(self) -> tuple[str, ...]:
+        """Where to look for Prometheus' service account, in order: the CR's namespace, else the defaults."""
+        return (self.monitor_namespace,) if self.monitor_namespace else DEFAULT_MONITOR_NAMESPACES
+
+    def monitor_service_account(self) -> str:
+        return self.monitor_account or DEFAULT_MONITOR_ACCOUNT
+
     @property
     def deployment_id(self) -> str:
-        """A short hash of everything that shapes the installed objects (not the CR's generation, nor the
-        feature gates)."""
+        """A short hash of everything that shapes the installed objects (not the CR's generation, the
+        feature gates, nor what the operator found on the cluster)."""
         shape = asdict(self)
         shape.pop("kubevirt_generation")
         shape.pop("export_proxy")
         shape.pop("data_importer")
+        shape.pop("monitoring")
+        for name in _MONITORING_SETTINGS:
+            if not shape[name]:
+                shape.pop(name)
         digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()
         return digest[:16]
 
@@ -180,4 +216,7 @@ def install_config(kv: KubeVirt, *, namespace: str, operator_image: str) -> Inst
         # Only the CR's own list counts, as in KubeVirt's isFeatureGateEnabled.
         export_proxy=VM_EXPORT_GATE in gates,
         data_importer=DATA_IMPORTER_GATE in gates,
+        monitor_namespace=spec.monitor_namespace or "",
+        service_monitor_namespace=spec.service_monitor_namespace or "",
+        monitor_account=spec.monitor_account or "",
     )

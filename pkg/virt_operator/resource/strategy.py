@@ -13,7 +13,7 @@ import copy
 import functools
 
 from kubevirt.apiservices import subresource_api_services
-from kubevirt.virt_operator.resource import cdi, cluster_roles, rbac, services, webhooks
+from kubevirt.virt_operator.resource import cdi, cluster_roles, monitoring, rbac, services, webhooks
 from kubevirt.virt_operator.resource.config import InstallConfig
 from kubevirt.virt_operator.resource.customize import customize, customizer_hash
 from kubevirt.virt_operator.resource.daemonset import handler_daemonset
@@ -75,12 +75,37 @@ def workloads(config: InstallConfig) -> list[JSON]:
     return objects
 
 
+# The monitoring objects written only along with the ServiceMonitor (KubeVirt skips the Role and
+# RoleBinding letting Prometheus scrape where ServiceMonitors are not served); the PrometheusRule waits
+# for its own API.
+_WITH_THE_SERVICE_MONITOR = frozenset({"Role", "RoleBinding", "ServiceMonitor"})
+
+
+def monitoring_objects(config: InstallConfig) -> list[JSON]:
+    """KubeVirt's monitoring objects the cluster can take: none without a monitor namespace, the
+    ServiceMonitor and its RBAC only where ServiceMonitors are served, the PrometheusRule only where
+    PrometheusRules are."""
+    found = config.monitoring
+    if found is None:
+        return []
+    objects = monitoring.monitoring_objects(
+        config.namespace,
+        found.namespace,
+        config.service_monitor_namespace,
+        config.monitor_service_account(),
+        found.runbook_template,
+    )
+    served = {"PrometheusRule": found.prometheus_rules}
+    served.update(dict.fromkeys(_WITH_THE_SERVICE_MONITOR, found.service_monitors))
+    return [obj for obj in objects if served[obj["kind"]]]
+
+
 def install_strategy(
     config: InstallConfig, ca_bundle: bytes | None = None, cdi_api_ca_bundle: bytes | None = None
 ) -> list[JSON]:
     """Every object, stamped with the operator's labels and annotations, user patches applied; the
-    DataVolume importer's too when the config says it runs (``cdi_api_ca_bundle`` is the CA bundle of
-    its upload API server)."""
+    monitoring objects the config's :class:`Monitoring` allows; the DataVolume importer's too when the
+    config says it runs (``cdi_api_ca_bundle`` is the CA bundle of its upload API server)."""
     namespace = config.namespace
     objects: list[JSON] = [
         *crds(),
@@ -90,6 +115,7 @@ def install_strategy(
         *rbac.exportproxy_rbac(namespace),
         *cluster_roles.cluster_roles(),
         *services.services(namespace),
+        *monitoring_objects(config),
         webhooks.validating_webhook_configuration(namespace, ca_bundle),
         webhooks.mutating_webhook_configuration(namespace, ca_bundle),
         *subresource_api_services(namespace, ca_bundle),
