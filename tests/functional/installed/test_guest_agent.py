@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from localcluster import install
 from localcluster.handle import Cluster
+from localcluster.metrics import scrape_component
 from localcluster.pvc_vms import claim
 from localcluster.up import virtctl
 from localcluster.vmis import wait_vmi_phase
@@ -208,6 +209,50 @@ def test_the_agent_connects_and_its_reports_reach_the_vmi_and_virtctl(cluster: C
         _raw(cluster, guest, "filesystemlist")["items"][0]["mountPoint"]
         == filesystems["items"][0]["mountPoint"]
     )
+
+
+def test_kubevirt_metrics_follow_the_running_guest(cluster: Cluster, guest: Guest) -> None:
+    """The components' /metrics (scraped as Prometheus would, through the pod proxy): virt-handler's
+    per-VMI series move with the guest's work, virt-controller's and virt-api's describe it."""
+    node = _vmi(cluster, guest)["status"]["nodeName"]
+    mine = {"namespace": guest.namespace, "name": NAME}
+
+    def handler(name: str, **labels: str) -> float:
+        values = scrape_component(cluster, "virt-handler", node).values(name, **mine, **labels)
+        assert len(values) == 1, (name, labels, values)
+        return values[0]
+
+    cpu_before = handler("kubevirt_vmi_cpu_usage_seconds_total")
+    received_before = handler("kubevirt_vmi_network_receive_bytes_total", interface="default")
+    console = _console(cluster, guest)
+    # Four busy seconds of guest CPU, and traffic to the pod network's gateway.
+    run(
+        console,
+        "timeout 4 sh -c 'while :; do :; done'; ping -c 3 -W 1 $(ip route | awk '/default/ {print $3}')",
+        60,
+    )
+    assert handler("kubevirt_vmi_cpu_usage_seconds_total") >= cpu_before + 3
+    assert handler("kubevirt_vmi_network_receive_bytes_total", interface="default") > received_before
+    assert handler("kubevirt_vmi_memory_resident_bytes") > 16 * 2**20
+    assert handler("kubevirt_vmi_storage_read_traffic_bytes_total", drive="containerdisk") > 0
+    assert handler("kubevirt_vmi_vcpu_seconds_total", id="0", state="running") > 0
+    # From the guest agent's file system list.
+    assert handler("kubevirt_vmi_filesystem_capacity_bytes", mount_point="/data") > 0
+
+    controller = scrape_component(cluster, "virt-controller")
+    info = [s for s in controller.samples if s.name == "kubevirt_vmi_info" and s.labels.get("name") == NAME]
+    assert [(s.labels["phase"], s.labels["node"], s.labels["guest_os_name"]) for s in info] == [
+        ("running", node, "Fedora Linux")
+    ]
+    overhead = controller.values(
+        "kubevirt_vmi_launcher_memory_overhead_bytes", namespace=guest.namespace, name=NAME
+    )
+    assert overhead and overhead[0] > 100 * 2**20  # KubeVirt's fixed share alone is above that
+    assert controller.values("kubevirt_virt_controller_leading_status") in ([0.0, 1.0], [1.0, 0.0], [1.0])
+    # The console the test holds open through virt-api.
+    api = scrape_component(cluster, "virt-api")
+    assert sum(api.values("kubevirt_console_active_connections", namespace=guest.namespace, vmi=NAME)) == 1
+    assert scrape_component(cluster, "virt-operator").values("kubevirt_virt_operator_ready_status")
 
 
 def _ssh(cluster: Cluster, guest: Guest, key: Path, command: str) -> subprocess.CompletedProcess[str]:

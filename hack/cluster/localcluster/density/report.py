@@ -67,6 +67,10 @@ def show(result: JSON, say: Say = print) -> None:
         say("requests answered with an error during the run (all of them, not per object):")
         for key, value in result["failed_requests"].items():
             say(f"  {key:<60} {value:7d}")
+    if result.get("metrics_scrapes"):
+        say("/metrics scrape time with every VMI running (median of the pods' slowest, samples served):")
+        for component, scraped in result["metrics_scrapes"].items():
+            say(f"  {component:<18} {scraped['seconds_p50']:7.3f} s  {scraped['samples']:7d} samples")
     say(f"\nCPU and memory ({result['steady_seconds']:.0f} s steady window after all were Running):")
     header = ("CPU s to Running", "per VMI", "steady CPU s", "peak RSS MiB")
     say(f"  {'component':<18} {header[0]:>17} {header[1]:>8} {header[2]:>13} {header[3]:>13}")

@@ -17,12 +17,15 @@ from tenacity import retry, stop_after_delay, wait_exponential
 
 from kubevirt.client import EVENTS, PODS, VIRTUAL_MACHINE_INSTANCES, VIRTUAL_MACHINES, KubeClient
 
+from .. import metrics
 from ..handle import Cluster
 from . import apimetrics, faults, procs, timeline, workload
 
 JSON = dict[str, Any]
 Say = Callable[[str], None]
 STEADY_SECONDS = 20.0
+# Scrapes of each component's /metrics once everything runs (their median time is reported).
+SCRAPE_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,7 @@ class Round:
         result["events_per_object"] = events
         # Conflicts and refused writes: each is a write that has to be made again.
         result["failed_requests"] = {f"{verb} {what}": n for (verb, what), n in sorted(failed.items())}
+        result["metrics_scrapes"] = self._scrape_components()
         if self.options.faults:
             verdict = self._check()
             result["faults"] = {
@@ -249,6 +253,18 @@ class Round:
                 **verdict.facts,
             }
         result["left_after_delete"] = self._teardown()
+        return result
+
+    def _scrape_components(self) -> dict[str, JSON]:
+        """Each component's /metrics read a few times with every VMI running, as Prometheus reads it: the
+        slowest pod's median time and the samples it served (virt-handler's grow with its VMIs)."""
+        result: dict[str, JSON] = {}
+        for component in ("virt-handler", "virt-controller", "virt-api", "virt-operator"):
+            rounds = [metrics.scrape_component(self.cluster, component) for _ in range(SCRAPE_ROUNDS)]
+            result[component] = {
+                "seconds_p50": round(statistics.median(r.seconds for r in rounds), 3),
+                "samples": len(rounds[-1].samples),
+            }
         return result
 
     def _events_by_source(self) -> dict[str, float]:
