@@ -181,6 +181,26 @@ class _Handlers:
         )
 
 
+# KubeVirt's names for these controllers' work queues: its kubevirt_workqueue_* series carry them.
+KUBEVIRT_QUEUE_NAMES = {
+    "virtualmachine": "virt-controller-vm",
+    "virtualmachineinstance": "virt-controller-vmi",
+    "virtualmachinereplicaset": "virt-controller-replicaset",
+    "virtualmachinepool": "virt-controller-pool",
+    "node": "virt-controller-node",
+    "migration": "virt-controller-migration",
+    "evacuation": "virt-controller-evacuation",
+    "workload-update": "virt-controller-workload-update",
+    "disruption-budget": "virt-controller-disruption-budget",
+    "vmsnapshot": "virt-controller-snapshot-vmsnapshot",
+    "vmsnapshotcontent": "virt-controller-snapshot-vmsnapshotcontent",
+    "vmsnapshotstatus": "virt-controller-snapshot-vmsnashotstatus",  # sic, as KubeVirt spells it
+    "vmrestore": "virt-controller-restore-vmrestore",
+    "vmclone": "virt-controller-vmclone",
+    "vmexport": "virt-controller-export-vmexport",
+}
+
+
 class ControllerSet:
     """Every controller virt-controller runs, on one shared informer factory."""
 
@@ -634,7 +654,7 @@ class ControllerSet:
         return self._make_queue(name).add
 
     def _make_queue(self, name: str, rate_limiter: RateLimiter | None = None) -> RateLimitingQueue:
-        queue = RateLimitingQueue(name=name, rate_limiter=rate_limiter)
+        queue = RateLimitingQueue(name=KUBEVIRT_QUEUE_NAMES.get(name, name), rate_limiter=rate_limiter)
         self.queues[name] = queue
         return queue
 

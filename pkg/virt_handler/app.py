@@ -209,7 +209,7 @@ class VirtHandler:
             VIRTUAL_MACHINE_INSTANCES,
             label_selector=f"{MIGRATION_TARGET_NODE_NAME_LABEL}={options.node_name}",
         )
-        self._target_queue = RateLimitingQueue(name="virt-handler-migration-target")
+        self._target_queue = RateLimitingQueue(name="virt-handler-target")  # KubeVirt's queue name
         target = MigrationTarget(
             vmi_store=targets.store,
             address=migration_ip,
@@ -221,7 +221,7 @@ class VirtHandler:
             **roles,
         )
         self._target_controller = Controller(
-            "virt-handler-migration-target", self._target_queue, target, workers=2
+            "virt-handler-target", self._target_queue, target, workers=2
         )
         targets.add_event_handler(
             lambda obj: self._target_queue.add(key_of(obj)),

@@ -88,7 +88,7 @@ class VirtOperator:
         self._options = options
         self._log = get_logger()
         self._factory = SharedInformerFactory(api)
-        self.queue = RateLimitingQueue(name="virt-operator-kubevirt")
+        self.queue = RateLimitingQueue(name="virt-operator")  # KubeVirt's queue name, as its metrics show it
         self._kubevirts: Informer[KubeVirt] = self._factory.informer(KUBEVIRTS, KubeVirt)
         self._kubevirts.add_event_handler(
             on_add=lambda _obj: self._enqueue_all(),

@@ -249,6 +249,10 @@ def test_kubevirt_metrics_follow_the_running_guest(cluster: Cluster, guest: Gues
     )
     assert overhead and overhead[0] > 100 * 2**20  # KubeVirt's fixed share alone is above that
     assert controller.values("kubevirt_virt_controller_leading_status") in ([0.0, 1.0], [1.0, 0.0], [1.0])
+    # Work queues under KubeVirt's names, which its dashboards select on.
+    assert sum(controller.values("kubevirt_workqueue_adds_total", name="virt-controller-vmi")) > 0
+    handler_queues = scrape_component(cluster, "virt-handler", node)
+    assert sum(handler_queues.values("kubevirt_workqueue_adds_total", name="virt-handler-vm")) > 0
     # The console the test holds open through virt-api.
     api = scrape_component(cluster, "virt-api")
     assert sum(api.values("kubevirt_console_active_connections", namespace=guest.namespace, vmi=NAME)) == 1
