@@ -159,6 +159,83 @@ def test_deleted_virt_api_is_restored_and_webhooks_answer_again(cluster: Cluster
     install.wait_deployed(cluster, timeout=120, progress=lambda line: None)
 
 
+def _monitoring_crd(plural: str, kind: str) -> JSON:
+    """A stand-in for prometheus-operator's CRD: the same group, kind and version, any content."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_monitoring_objects_follow_prometheus(cluster: Cluster, installed: float) -> None:
+    """With the monitoring CRDs and a prometheus-k8s account in `monitoring`, virt-operator installs
+    KubeVirt's ServiceMonitor, PrometheusRule and Role; without the account they go."""
+    crds = [
+        _monitoring_crd("servicemonitors", "ServiceMonitor"),
+        _monitoring_crd("prometheusrules", "PrometheusRule"),
+    ]
+    installed_objects = (
+        ("prometheusrule", "kubevirt", "prometheus-kubevirt-rules"),
+        ("servicemonitor", "monitoring", "prometheus-kubevirt-rules"),
+        ("role", "kubevirt", "kubevirt-monitoring"),
+        ("rolebinding", "kubevirt", "kubevirt-monitoring"),
+    )
+
+    def present() -> list[bool]:
+        return [
+            cluster.kubectl("get", kind, name, "-n", namespace, check=False).returncode == 0
+            for kind, namespace, name in installed_objects
+        ]
+
+    try:
+        cluster.kubectl(
+            "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": crds})
+        )
+        cluster.kubectl("create", "namespace", "monitoring")
+        cluster.kubectl("create", "serviceaccount", "prometheus-k8s", "-n", "monitoring")
+        cluster.wait_until("the monitoring objects installed", lambda: all(present()), 120)
+        rule = cluster.kubectl_json("get", "prometheusrule", "prometheus-kubevirt-rules", "-n", "kubevirt")
+        groups = {g["name"]: g["rules"] for g in rule["spec"]["groups"]}  # type: ignore[index]
+        alerts = {r["alert"] for r in groups["alerts.rules"]}
+        assert len(alerts) == 26
+        assert {
+            "VirtAPIDown",
+            "VirtHandlerDaemonSetRolloutFailing",
+            "OrphanedVirtualMachineInstances",
+        } <= alerts
+        recorded = {r["record"] for r in groups["recordingRules.rules"]}
+        assert {"kubevirt_vmi_phase_count", "kubevirt_virt_handler_up"} <= recorded
+        monitor = cluster.kubectl_json(
+            "get", "servicemonitor", "prometheus-kubevirt-rules", "-n", "monitoring"
+        )
+        selector = monitor["spec"]["selector"]["matchLabels"]  # type: ignore[index]
+        service = cluster.kubectl_json("get", "service", "kubevirt-prometheus-metrics", "-n", "kubevirt")
+        assert selector.items() <= service["metadata"]["labels"].items()  # type: ignore[index]
+
+        cluster.kubectl("delete", "serviceaccount", "prometheus-k8s", "-n", "monitoring")
+        cluster.wait_until("the monitoring objects removed", lambda: not any(present()), 120)
+    finally:
+        cluster.kubectl("delete", "namespace", "monitoring", "--ignore-not-found", "--wait=true", check=False)
+        for crd in crds:
+            cluster.kubectl("delete", "crd", crd["metadata"]["name"], "--ignore-not-found", check=False)
+
+
 def test_uninstall_leaves_nothing_behind(cluster: Cluster, installed: float) -> None:
     cluster.kubectl("delete", "namespace", VM_NAMESPACE, "--wait=true")
     install.uninstall(cluster)

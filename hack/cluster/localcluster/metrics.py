@@ -30,12 +30,12 @@ class Scrape:
     samples: list[Sample]
     seconds: float
 
-    def values(self, name: str, **labels: str) -> list[float]:
-        """The values of ``name``'s samples whose labels include ``labels``."""
+    def values(self, metric: str, /, **labels: str) -> list[float]:
+        """The values of ``metric``'s samples whose labels include ``labels`` (``name`` among them)."""
         return [
             s.value
             for s in self.samples
-            if s.name == name and all(s.labels.get(key) == value for key, value in labels.items())
+            if s.name == metric and all(s.labels.get(key) == value for key, value in labels.items())
         ]
 
 

@@ -22,6 +22,7 @@ import pytest
 from localcluster import install
 from localcluster import migration as mig
 from localcluster.handle import Cluster
+from localcluster.metrics import scrape_component
 from localcluster.up import virtctl
 
 JSON = dict[str, Any]
@@ -153,6 +154,10 @@ def test_virtctl_migrate_moves_the_counting_guest_to_the_other_node(
     ]
     state = done["status"]["migrationState"]
     assert (state["sourceNode"], state["targetNode"]) == (before.node, before.other)
+    succeeded = scrape_component(cluster, "virt-controller").values(
+        "kubevirt_vmi_migration_succeeded", namespace=place, vmi=VM, vmim=name
+    )
+    assert succeeded == [1.0]
     assert state["completed"] is True
     assert not state.get("failed")
 
@@ -226,6 +231,16 @@ def test_migrate_cancel_mid_way_leaves_the_guest_where_it_was(
     state = mig.vmi(cluster, place, VM)["status"]["migrationState"]
     assert state["migrationPolicyName"] == policy_name
     assert state["migrationConfiguration"]["bandwidthPerMigration"] == THROTTLED
+    # While it runs, the source virt-handler reports its progress and virt-controller counts it.
+    mine = {"namespace": place, "name": VM}
+
+    def progress() -> list[float]:
+        scraped = scrape_component(cluster, "virt-handler", before.node)
+        return scraped.values("kubevirt_vmi_migration_data_processed_bytes", **mine)
+
+    assert max(mig.poll("the migration's progress in virt-handler's metrics", progress, 60.0)) > 0
+    controller = scrape_component(cluster, "virt-controller")
+    assert sum(controller.values("kubevirt_vmi_migrations_in_running_phase")) == 1
 
     cancelled = virtctl(cluster, "migrate-cancel", VM, "-n", place)
     assert cancelled.returncode == 0, cancelled.stderr
