@@ -220,9 +220,7 @@ class VirtHandler:
             host_disks=host_disks,
             **roles,
         )
-        self._target_controller = Controller(
-            "virt-handler-target", self._target_queue, target, workers=2
-        )
+        self._target_controller = Controller("virt-handler-target", self._target_queue, target, workers=2)
         targets.add_event_handler(
             lambda obj: self._target_queue.add(key_of(obj)),
             lambda _old, new: self._target_queue.add(key_of(new)),
