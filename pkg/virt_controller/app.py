@@ -15,11 +15,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from prometheus_client import REGISTRY
-
 from kubevirt.client import EventRecorder, KubeClient, install_namespace
 from kubevirt.controller import LeaderElector, SharedInformerFactory
 from kubevirt.log import get_logger
+from kubevirt.monitoring.registration import register_all, unregister_all
 from kubevirt.monitoring.virt_controller.component import ComponentStatus
 from kubevirt.service.health import ApiServerHealth
 from kubevirt.service.probes import ProbeServer
@@ -139,9 +138,7 @@ class VirtController:
         elector = threading.Thread(
             target=self._elector.run, args=(self._stop,), name="leader-election", daemon=True
         )
-        collectors = [self._status, *self._controllers.collectors]
-        for collector in collectors:
-            REGISTRY.register(collector)
+        collectors = register_all([self._status, *self._controllers.collectors])
         self._status.set_ready()
         elector.start()
         self._stop.wait()
@@ -150,8 +147,7 @@ class VirtController:
         self._config_factory.stop()
         self._events.stop()
         elector.join(timeout=self._options.leader_election.renew_deadline)
-        for collector in collectors:
-            REGISTRY.unregister(collector)
+        unregister_all(collectors)
         return EXIT_LOST_LEADERSHIP if self._lost.is_set() else 0
 
 

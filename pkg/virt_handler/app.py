@@ -18,7 +18,6 @@ from types import FrameType
 from typing import Any
 
 import grpc
-from prometheus_client import REGISTRY
 from prometheus_client.registry import Collector
 
 from kubevirt import pod_paths
@@ -33,6 +32,7 @@ from kubevirt.client import (
 from kubevirt.controller import Controller, RateLimitingQueue, SharedInformerFactory, key_of
 from kubevirt.handler_launcher_com.sockets import DEFAULT_SHARE_DIR
 from kubevirt.log import get_logger
+from kubevirt.monitoring.registration import register_all, unregister_all
 from kubevirt.monitoring.virt_handler.collector import DomainStatsCollector
 from kubevirt.monitoring.virt_handler.machine_types import DeprecatedMachineTypesCollector
 from kubevirt.monitoring.virt_handler.migrationstats import MigrationStatsCollector
@@ -269,6 +269,7 @@ class VirtHandler:
         self._domain_stats = DomainStatsCollector(
             vmis=vmis.store.list, node=options.node_name, pods_dir=options.pods_dir, connect=connect_launcher
         )
+        self._registered: list[Collector] = []
         self._collectors: list[Collector] = [
             VersionCollector(),
             self._domain_stats,
@@ -337,8 +338,7 @@ class VirtHandler:
         except (OSError, ValueError) as err:
             get_logger().error("health server could not start", reason=str(err), port=options.port)
             return
-        for collector in self._collectors:
-            REGISTRY.register(collector)
+        self._registered = register_all(self._collectors)
         self._migration_stats.start()
         self._probes.start()
 
@@ -382,8 +382,7 @@ class VirtHandler:
         self._stop.wait()
         if self._probes is not None:
             self._probes.stop()
-            for collector in self._collectors:
-                REGISTRY.unregister(collector)
+            unregister_all(self._registered)
         self._migration_stats.close()
         self._domain_stats.close()
         if self._console is not None:

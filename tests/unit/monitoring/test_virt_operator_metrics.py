@@ -20,13 +20,18 @@ READY = "kubevirt_virt_operator_ready_status"
 EMULATION = "kubevirt_configuration_emulation_enabled"
 
 
-@pytest.fixture
-def registry() -> Iterator[CollectorRegistry]:
-    registry = CollectorRegistry()
-    yield registry
-    # The gauges are the process's: leave them as a fresh operator has them.
+def _reset() -> None:
     for setter in (metrics.set_leading, metrics.set_ready, metrics.set_emulation):
         setter(False)
+
+
+@pytest.fixture
+def registry() -> Iterator[CollectorRegistry]:
+    # The gauges are the process's, and an operator run in this process earlier may have set them.
+    _reset()
+    registry = CollectorRegistry()
+    yield registry
+    _reset()  # and leave them as a fresh operator has them
 
 
 def test_the_families_are_kubevirts() -> None:
