@@ -13,9 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import suppress
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from prometheus_client.metrics_core import Metric
 
@@ -23,7 +22,7 @@ from kubevirt.log import get_logger
 from kubevirt.monitoring.virt_handler.domainstats import domain_metrics, merge_metrics
 from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 
-__all__ = ["COLLECTION_TIMEOUT", "DomainStatsCollector", "StatsClient"]
+__all__ = ["COLLECTION_TIMEOUT", "DomainStatsCollector", "StatsClient", "launcher_socket", "live"]
 
 # KubeVirt's bound on one collection, and the age past which a late answer is dropped.
 COLLECTION_TIMEOUT = 10.0
@@ -42,6 +41,21 @@ class StatsClient(Protocol):
     def get_filesystems(self) -> list[Any]: ...
 
     def close(self) -> None: ...
+
+
+def launcher_socket(vmi: Mapping[str, Any], pods_dir: Path, node: str) -> Path | None:
+    """The command socket of the VMI's one ready launcher on ``node``, looked up as the VM controller
+    looks it up (no link followed); None when there is none to ask."""
+    active = (vmi.get("status") or {}).get("activePods") or {}
+    try:
+        return find_launcher_socket(pods_dir, active, node)
+    except SocketLookupError:
+        return None
+
+
+def live(stats: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
+    """Whether a GetDomainStats answer describes a domain (an empty one: the domain is going away)."""
+    return bool(stats and stats.get("Name"))
 
 
 class DomainStatsCollector:
@@ -107,8 +121,9 @@ class DomainStatsCollector:
             status = vmi.get("status") or {}
             if status.get("nodeName") != self._node:
                 continue  # a migration target's VMI is reported by the node it runs on
-            with suppress(SocketLookupError):
-                yield vmi, find_launcher_socket(self._pods_dir, status.get("activePods") or {}, self._node)
+            socket = launcher_socket(vmi, self._pods_dir, self._node)
+            if socket is not None:
+                yield vmi, socket
 
     def _scrape(self, socket: Path, vmi: Mapping[str, Any]) -> Report | None:
         started = self._clock()
@@ -124,8 +139,8 @@ class DomainStatsCollector:
             return None
         finally:
             self._release(socket)
-        if not stats or not stats.get("Name"):
-            return None  # the domain is going away
+        if not live(stats):
+            return None
         if self._clock() - started > STATS_MAX_AGE:
             self._log.info("stats took too long to collect, ignored", source=str(socket))
             return None

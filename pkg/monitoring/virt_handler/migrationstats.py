@@ -29,9 +29,8 @@ from prometheus_client.metrics_core import Metric
 
 from kubevirt.controller.keys import key_of
 from kubevirt.log import get_logger
-from kubevirt.monitoring.virt_handler.collector import COLLECTION_TIMEOUT, StatsClient
+from kubevirt.monitoring.virt_handler.collector import COLLECTION_TIMEOUT, StatsClient, launcher_socket, live
 from kubevirt.monitoring.virt_handler.domainstats import MetricDescription
-from kubevirt.virt_handler.launcher_sockets import SocketLookupError, find_launcher_socket
 
 __all__ = [
     "BUFFER_SIZE",
@@ -261,18 +260,16 @@ class MigrationStatsCollector:
 
     def _job_info(self, vmi: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The launcher's ``MigrateDomainJobInfo``; None when it has no domain or no launcher is found."""
-        status = vmi.get("status") or {}
-        try:
-            socket = find_launcher_socket(self._pods_dir, status.get("activePods") or {}, self._node)
-        except SocketLookupError:
+        socket = launcher_socket(vmi, self._pods_dir, self._node)
+        if socket is None:
             return None
         client = self._connect(socket)
         try:
             stats = client.get_domain_stats()
         finally:
             client.close()
-        if not stats or not stats.get("Name"):
-            return None  # the domain is going away
+        if not live(stats):
+            return None
         job_info = stats.get("MigrateDomainJobInfo")
         return job_info if isinstance(job_info, Mapping) else None
 
