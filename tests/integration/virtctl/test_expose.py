@@ -46,7 +46,7 @@ def test_expose_vmi_vm_and_replicaset(apiserver: ApiServer, kube: KubeClient, na
     )
     result = virtctl(apiserver, namespace, "vmi", "web", "--name", "web-all")
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == "Service web-all successfully created for vmi web"
+    assert result.stdout.strip() == "Service web-all successfully created for vmi web"
     service = kube.get(SERVICES, namespace, "web-all")
     assert service["spec"]["selector"] == {"vm.kubevirt.io/name": "web"}
     assert [(p["name"], p["protocol"], p["port"]) for p in service["spec"]["ports"]] == [
