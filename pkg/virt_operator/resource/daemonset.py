@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kubevirt import pod_paths
 from kubevirt.virt_operator.resource.rbac import HANDLER_SERVICE_ACCOUNT
+from kubevirt.virt_operator.resource.services import metrics_container_port
 from kubevirt_api.view import JSON
 
 VIRT_HANDLER = "virt-handler"
@@ -92,6 +93,7 @@ def handler_daemonset(
             "-v",
             str(verbosity),
         ],
+        "ports": [metrics_container_port()],
         "env": [_field_env("NODE_NAME", "spec.nodeName"), _field_env("MY_POD_IP", "status.podIP")],
         "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
         "resources": {"requests": {"cpu": "10m", "memory": "325Mi"}},

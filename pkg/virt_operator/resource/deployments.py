@@ -9,7 +9,7 @@ from kubevirt.virt_operator.resource.rbac import (
     CONTROLLER_SERVICE_ACCOUNT,
     EXPORTPROXY_SERVICE_ACCOUNT,
 )
-from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL
+from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL, metrics_container_port
 from kubevirt_api.core.v1.constants import APP_LABEL, APP_LABEL_PREFIX, APP_NAME
 from kubevirt_api.view import JSON
 
@@ -127,7 +127,7 @@ def api_deployment(config: InstallConfig) -> JSON:
     ]
     container["ports"] = [
         {"name": VIRT_API, "protocol": "TCP", "containerPort": 8443},
-        {"name": "metrics", "protocol": "TCP", "containerPort": 8443},
+        metrics_container_port(),
     ]
     container["readinessProbe"] = _https_probe(
         "/apis/subresources.kubevirt.io/v1/healthz", initialDelaySeconds=15, periodSeconds=10
@@ -157,7 +157,7 @@ def controller_deployment(config: InstallConfig) -> JSON:
         "-v",
         str(config.verbosity_of(VIRT_CONTROLLER)),
     ]
-    container["ports"] = [{"name": "metrics", "protocol": "TCP", "containerPort": 8443}]
+    container["ports"] = [metrics_container_port()]
     container["livenessProbe"] = _https_probe(
         "/healthz", failureThreshold=8, initialDelaySeconds=15, timeoutSeconds=10
     )
@@ -188,7 +188,7 @@ def exportproxy_deployment(config: InstallConfig) -> JSON:
     ]
     container["ports"] = [
         {"name": "exportproxy", "protocol": "TCP", "containerPort": 8443},
-        {"name": "metrics", "protocol": "TCP", "containerPort": 8443},
+        metrics_container_port(),
     ]
     container["readinessProbe"] = _https_probe("/healthz", initialDelaySeconds=15, periodSeconds=10)
     container["resources"] = {"requests": {"cpu": "5m", "memory": "150Mi"}}

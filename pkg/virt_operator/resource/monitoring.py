@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kubevirt.virt_operator.resource.rbac import RBAC_API_VERSION, metadata
-from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL
+from kubevirt.virt_operator.resource.services import METRICS_PORT_NAME, PROMETHEUS_LABEL
 from kubevirt_api.view import JSON
 
 MONITORING_API_VERSION = "monitoring.coreos.com/v1"
@@ -21,7 +21,6 @@ MONITORING_API_VERSION = "monitoring.coreos.com/v1"
 PROMETHEUS_RULE_NAME = "prometheus-kubevirt-rules"
 SERVICE_MONITOR_NAME = PROMETHEUS_RULE_NAME
 MONITOR_RBAC_NAME = "kubevirt-monitoring"
-METRICS_PORT = "metrics"  # the named port of the kubevirt-prometheus-metrics Service
 
 DEFAULT_MONITOR_ACCOUNT = "prometheus-k8s"
 # Looked up in this order; the first one holding the monitor account wins.
@@ -580,7 +579,9 @@ def service_monitor(namespace: str, monitor_namespace: str, insecure_skip_verify
         "spec": {
             "selector": {"matchLabels": {PROMETHEUS_LABEL: "true"}},
             "namespaceSelector": {"matchNames": [namespace]},
-            "endpoints": [{"port": METRICS_PORT, "scheme": "https", "tlsConfig": tls, "honorLabels": True}],
+            "endpoints": [
+                {"port": METRICS_PORT_NAME, "scheme": "https", "tlsConfig": tls, "honorLabels": True}
+            ],
         },
     }
 

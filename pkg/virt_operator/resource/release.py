@@ -7,7 +7,7 @@ from __future__ import annotations
 from kubevirt.virt_operator.resource.config import DEFAULT_REPLICAS
 from kubevirt.virt_operator.resource.deployments import NON_ROOT_POD, PRIORITY_CLASS
 from kubevirt.virt_operator.resource.operator_rbac import OPERATOR_SERVICE_ACCOUNT, operator_rbac
-from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL
+from kubevirt.virt_operator.resource.services import PROMETHEUS_LABEL, metrics_container_port
 from kubevirt.virt_operator.resource.strategy import kubevirt_crd
 from kubevirt_api.core.v1.constants import APP_LABEL, APP_NAME
 from kubevirt_api.view import JSON
@@ -72,7 +72,7 @@ def operator_deployment(
         "command": [VIRT_OPERATOR],
         "args": ["--port", "8443", "-v", str(verbosity)],
         "ports": [
-            {"name": "metrics", "protocol": "TCP", "containerPort": 8443},
+            metrics_container_port(),
             {"name": "webhooks", "protocol": "TCP", "containerPort": 8444},
         ],
         "livenessProbe": probe,

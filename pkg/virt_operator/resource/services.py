@@ -9,6 +9,12 @@ VIRT_API_SERVICE = "virt-api"
 EXPORTPROXY_SERVICE = "virt-exportproxy"
 PROMETHEUS_SERVICE = "kubevirt-prometheus-metrics"
 PROMETHEUS_LABEL = "prometheus.kubevirt.io"
+METRICS_PORT_NAME = "metrics"  # what the metrics Service targets in every component's pod
+
+
+def metrics_container_port() -> JSON:
+    """The container port each component serves ``/metrics`` on (the Service's ``metrics`` target)."""
+    return {"name": METRICS_PORT_NAME, "protocol": "TCP", "containerPort": 8443}
 
 
 def _service(name: str, namespace: str, labels: dict[str, str], selector: dict[str, str], port: JSON) -> JSON:
@@ -44,6 +50,6 @@ def services(namespace: str) -> list[JSON]:
             namespace,
             {APP_LABEL: "", PROMETHEUS_LABEL: "true"},
             {PROMETHEUS_LABEL: "true"},
-            {**https, "name": "metrics", "targetPort": "metrics"},
+            {**https, "name": "metrics", "targetPort": METRICS_PORT_NAME},
         ),
     ]

@@ -480,3 +480,22 @@ def test_virt_controller_may_do_what_the_export_controller_does(
     role = _strategy()[kind, "kubevirt-controller"]
     for verb in verbs:
         assert _grants(role, group, resource, verb), (kind, group, resource, verb)
+
+
+def test_every_pod_the_metrics_service_selects_declares_the_port_it_targets() -> None:
+    """Prometheus finds a component through the metrics Service's endpoints, which list a pod only with
+    the named port the Service targets: a component without it is never scraped."""
+    objects = _strategy()
+    service = objects[("Service", "kubevirt-prometheus-metrics")]
+    selector = service["spec"]["selector"]
+    target = service["spec"]["ports"][0]["targetPort"]
+    selected = {
+        name: workload["spec"]["template"]["spec"]
+        for (kind, name), workload in objects.items()
+        if kind in ("Deployment", "DaemonSet")
+        and selector.items() <= workload["spec"]["template"]["metadata"]["labels"].items()
+    }
+    assert {"virt-api", "virt-controller", "virt-handler"} <= set(selected)
+    for name, pod in selected.items():
+        ports = {(p["name"], p["containerPort"]) for c in pod["containers"] for p in c.get("ports", [])}
+        assert (target, 8443) in ports, name
