@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from localcluster import install, up
 from localcluster.handle import Cluster
+from localcluster.prometheus import MONITORING_CRDS, monitoring_crd
 from localcluster.vmis import INVALID_VMI_CAUSE, invalid_vmi_refusal
 
 REPO = Path(__file__).resolve().parents[2]
@@ -159,37 +160,10 @@ def test_deleted_virt_api_is_restored_and_webhooks_answer_again(cluster: Cluster
     install.wait_deployed(cluster, timeout=120, progress=lambda line: None)
 
 
-def _monitoring_crd(plural: str, kind: str) -> JSON:
-    """A stand-in for prometheus-operator's CRD: the same group, kind and version, any content."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
-        "spec": {
-            "group": "monitoring.coreos.com",
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
-
-
 def test_monitoring_objects_follow_prometheus(cluster: Cluster, installed: float) -> None:
     """With the monitoring CRDs and a prometheus-k8s account in `monitoring`, virt-operator installs
     KubeVirt's ServiceMonitor, PrometheusRule and Role; without the account they go."""
-    crds = [
-        _monitoring_crd("servicemonitors", "ServiceMonitor"),
-        _monitoring_crd("prometheusrules", "PrometheusRule"),
-    ]
+    crds = [monitoring_crd(plural, kind) for plural, kind in MONITORING_CRDS]
     installed_objects = (
         ("prometheusrule", "kubevirt", "prometheus-kubevirt-rules"),
         ("servicemonitor", "monitoring", "prometheus-kubevirt-rules"),
