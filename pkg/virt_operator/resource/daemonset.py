@@ -4,6 +4,7 @@ in the host's PID namespace, with the host directories it works in)."""
 from __future__ import annotations
 
 from kubevirt import pod_paths
+from kubevirt.virt_operator.resource.deployments import https_probe
 from kubevirt.virt_operator.resource.rbac import HANDLER_SERVICE_ACCOUNT
 from kubevirt.virt_operator.resource.services import metrics_container_port
 from kubevirt_api.view import JSON
@@ -98,6 +99,13 @@ def handler_daemonset(
         "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
         "resources": {"requests": {"cpu": "10m", "memory": "325Mi"}},
         "volumeMounts": mounts,
+        # KubeVirt's: a virt-handler that stops answering is restarted, and is not ready until it answers.
+        "livenessProbe": https_probe(
+            "/healthz", failureThreshold=3, initialDelaySeconds=15, timeoutSeconds=10, periodSeconds=45
+        ),
+        "readinessProbe": https_probe(
+            "/healthz", initialDelaySeconds=15, timeoutSeconds=10, periodSeconds=20
+        ),
     }
     pod: JSON = {
         "serviceAccountName": HANDLER_SERVICE_ACCOUNT,

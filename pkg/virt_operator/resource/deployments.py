@@ -43,7 +43,7 @@ def _anti_affinity(name: str) -> JSON:
     }
 
 
-def _https_probe(path: str, **timing: int) -> JSON:
+def https_probe(path: str, **timing: int) -> JSON:
     return {"httpGet": {"scheme": "HTTPS", "port": 8443, "path": path}, **timing}
 
 
@@ -129,7 +129,7 @@ def api_deployment(config: InstallConfig) -> JSON:
         {"name": VIRT_API, "protocol": "TCP", "containerPort": 8443},
         metrics_container_port(),
     ]
-    container["readinessProbe"] = _https_probe(
+    container["readinessProbe"] = https_probe(
         "/apis/subresources.kubevirt.io/v1/healthz", initialDelaySeconds=15, periodSeconds=10
     )
     container["resources"] = {"requests": {"cpu": "5m", "memory": "500Mi"}}
@@ -158,10 +158,10 @@ def controller_deployment(config: InstallConfig) -> JSON:
         str(config.verbosity_of(VIRT_CONTROLLER)),
     ]
     container["ports"] = [metrics_container_port()]
-    container["livenessProbe"] = _https_probe(
+    container["livenessProbe"] = https_probe(
         "/healthz", failureThreshold=8, initialDelaySeconds=15, timeoutSeconds=10
     )
-    container["readinessProbe"] = _https_probe("/leader", initialDelaySeconds=15, timeoutSeconds=10)
+    container["readinessProbe"] = https_probe("/leader", initialDelaySeconds=15, timeoutSeconds=10)
     container["resources"] = {"requests": {"cpu": "10m", "memory": "275Mi"}}
     return deployment
 
@@ -190,7 +190,7 @@ def exportproxy_deployment(config: InstallConfig) -> JSON:
         {"name": "exportproxy", "protocol": "TCP", "containerPort": 8443},
         metrics_container_port(),
     ]
-    container["readinessProbe"] = _https_probe("/healthz", initialDelaySeconds=15, periodSeconds=10)
+    container["readinessProbe"] = https_probe("/healthz", initialDelaySeconds=15, periodSeconds=10)
     container["resources"] = {"requests": {"cpu": "5m", "memory": "150Mi"}}
     return deployment
 

@@ -499,3 +499,23 @@ def test_every_pod_the_metrics_service_selects_declares_the_port_it_targets() ->
     for name, pod in selected.items():
         ports = {(p["name"], p["containerPort"]) for c in pod["containers"] for p in c.get("ports", [])}
         assert (target, 8443) in ports, name
+
+
+def test_virt_handler_is_probed_as_kubevirt_probes_it() -> None:
+    """A virt-handler that stops answering /healthz is restarted (3 misses, 45 s apart) and is not ready
+    until it answers, as in KubeVirt's DaemonSet."""
+    [container] = _strategy()[("DaemonSet", "virt-handler")]["spec"]["template"]["spec"]["containers"]
+    get = {"httpGet": {"scheme": "HTTPS", "port": 8443, "path": "/healthz"}}
+    assert container["livenessProbe"] == {
+        **get,
+        "failureThreshold": 3,
+        "initialDelaySeconds": 15,
+        "timeoutSeconds": 10,
+        "periodSeconds": 45,
+    }
+    assert container["readinessProbe"] == {
+        **get,
+        "initialDelaySeconds": 15,
+        "timeoutSeconds": 10,
+        "periodSeconds": 20,
+    }
