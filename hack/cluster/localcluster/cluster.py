@@ -10,17 +10,20 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import components, dns, hostfs, hostnet, images, nodes, pki, processes, readiness
+from . import components, dns, hostfs, hostnet, images, nodes, pki, processes, prometheus, readiness
 from .csi import deploy as csi_deploy
 from .layout import BRIDGE, DNS_SERVICE_IP, SHARED_MOUNTS, Layout, Node
 from .timing import Timer
 
 STEP_TIMEOUT = 120.0
+# Processes started on a running cluster and stopped with it, which do not make it incomplete.
+ADD_ONS = frozenset({prometheus.PROCESS_NAME, prometheus.KSM_PROCESS_NAME})
 
 
 def running(layout: Layout) -> bool:
-    """Whether every recorded process is alive and the apiserver answers."""
-    records = processes.recorded(layout.pids)
+    """Whether every recorded process of the cluster is alive and the apiserver answers (add-ons such as
+    hack/monitoring's are recorded beside them and may come and go)."""
+    records = [r for r in processes.recorded(layout.pids) if r.name not in ADD_ONS]
     if not records:
         # Nothing started: on a cold machine the CSI binaries the expected set names are not built yet.
         return False

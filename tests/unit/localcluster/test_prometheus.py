@@ -123,3 +123,37 @@ def test_sparkline_and_units() -> None:
 
 def test_no_series_says_so() -> None:
     assert "no series for VMI ns/vm" in render([], "ns", "vm", 10)
+
+
+def test_a_cluster_with_prometheus_beside_it_is_still_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hack/monitoring's processes are recorded with the cluster's (so cluster-down stops them), and must
+    not make cluster-up think the cluster incomplete and start it afresh (wiping what is installed)."""
+    import json
+    import os
+    from types import SimpleNamespace
+
+    from localcluster import cluster, processes, prometheus
+    from localcluster.layout import Layout
+
+    layout = Layout(state=tmp_path / "state", cache=tmp_path / "cache")
+    names = ["etcd", "kube-apiserver"]
+    monkeypatch.setattr(cluster.components, "processes", lambda _: [SimpleNamespace(name=n) for n in names])
+    monkeypatch.setattr(cluster.csi_deploy, "processes", lambda _: [])
+    monkeypatch.setattr(cluster.dns, "process", lambda _: SimpleNamespace(name="coredns"))
+    monkeypatch.setattr(cluster.readiness, "url_ok", lambda *_: True)
+    me = processes.Record(name="", pid=os.getpid(), start_time=processes._start_time(os.getpid()) or 0)
+
+    def record(name: str) -> None:
+        layout.pids.mkdir(parents=True, exist_ok=True)
+        (layout.pids / f"{name}.json").write_text(json.dumps({**me.__dict__, "name": name}))
+
+    for name in [*names, "coredns"]:
+        record(name)
+    assert cluster.running(layout)
+    record(prometheus.PROCESS_NAME)
+    record(prometheus.KSM_PROCESS_NAME)
+    assert cluster.running(layout)
+    record("something-else")
+    assert not cluster.running(layout)
