@@ -9,8 +9,10 @@ There is no prometheus-operator here (its source is not served), so this module 
 - it turns every ServiceMonitor into a scrape job with Kubernetes service discovery (endpoint slices), the
   relabelling prometheus-operator generates (``namespace``, ``service``, ``pod``, ``container``, ``job``,
   ``endpoint``), and every PrometheusRule into a rule file;
-- it runs Prometheus (hack/cluster/build-prometheus) on the host, recorded with the cluster's processes
-  (so cluster-down stops it), scraping the pods over the pod bridge.
+- it runs Prometheus and kube-state-metrics (hack/cluster/build-monitoring) on the host, recorded with the
+  cluster's processes (so cluster-down stops them). Prometheus scrapes the pods over the pod bridge and
+  kube-state-metrics (the ``kube_*`` series KubeVirt's rules read, with the node and claim labels they
+  match on).
 """
 
 from __future__ import annotations
@@ -38,10 +40,19 @@ from .readiness import wait_for
 
 JSON = dict[str, Any]
 
-BUILD_PROMETHEUS = REPO / "hack" / "cluster" / "build-prometheus"
+BUILD_MONITORING = REPO / "hack" / "cluster" / "build-monitoring"
 PROCESS_NAME = "prometheus"
 PORT = 9090
 URL = f"http://127.0.0.1:{PORT}"
+KSM_PROCESS_NAME = "kube-state-metrics"
+KSM_PORT = 9091
+KSM_TELEMETRY_PORT = 9092
+# Only what KubeVirt's rules and alerts read, and the labels they match on.
+KSM_RESOURCES = "daemonsets,deployments,nodes,persistentvolumeclaims,pods"
+KSM_LABELS = (
+    "nodes=[kubevirt.io/schedulable],"
+    "persistentvolumeclaims=[restore.kubevirt.io/source-vm-name,restore.kubevirt.io/source-vm-namespace]"
+)
 MONITORING_NAMESPACE = "monitoring"
 MONITOR_ACCOUNT = "prometheus-k8s"
 # Shorter than a production setup's 30 s, so that tests and a look at a fresh VM see series quickly.
@@ -188,23 +199,42 @@ def rule_file(rule: Mapping[str, Any]) -> str:
     return yaml.safe_dump({"groups": (rule.get("spec") or {}).get("groups") or []}, sort_keys=False)
 
 
-def configuration(monitors: list[JSON], rule_paths: list[Path], kubeconfig: Path) -> JSON:
+def cluster_jobs() -> list[JSON]:
+    """What a Prometheus stack scrapes besides ServiceMonitors' targets: kube-state-metrics. (The
+    kubelets' cAdvisor is left out: it cannot name the local cluster's containers, whose containerd is not
+    where cAdvisor looks, so KubeVirt's container-memory rules would find nothing in it anyway.)"""
+    return [
+        {
+            "job_name": "kube-state-metrics",
+            "honor_labels": True,
+            "static_configs": [{"targets": [f"127.0.0.1:{KSM_PORT}"]}],
+        }
+    ]
+
+
+def configuration(
+    monitors: list[JSON], rule_paths: list[Path], kubeconfig: Path, extra_jobs: list[JSON] | None = None
+) -> JSON:
     return {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": EVALUATION_INTERVAL},
         "rule_files": [str(path) for path in rule_paths],
-        "scrape_configs": [job for monitor in monitors for job in scrape_configs(monitor, kubeconfig)],
+        "scrape_configs": [
+            *(job for monitor in monitors for job in scrape_configs(monitor, kubeconfig)),
+            *(extra_jobs or []),
+        ],
     }
 
 
 # --- running it ---------------------------------------------------------------------------------------
 
 
-def prometheus_binary() -> Path:
-    """Builds Prometheus once (a cached build returns at once)."""
-    result = subprocess.run([str(BUILD_PROMETHEUS)], capture_output=True, text=True, check=False)
+def monitoring_binaries() -> Path:
+    """The directory of the built prometheus and kube-state-metrics (built once; a cached build returns
+    at once)."""
+    result = subprocess.run([str(BUILD_MONITORING)], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise MonitoringError(f"building Prometheus failed: {result.stderr.strip()[-2000:]}")
-    return Path(result.stdout.strip().splitlines()[-1]) / "prometheus"
+    return Path(result.stdout.strip().splitlines()[-1])
 
 
 def _items(cluster: Cluster, kind: str) -> list[JSON]:
@@ -243,8 +273,9 @@ def write_configuration(cluster: Cluster, directory: Path) -> Path:
         path.write_text(rule_file(rule))
         rule_paths.append(path)
     config = directory / "prometheus.yml"
+    extra_jobs = cluster_jobs()
     config.write_text(
-        yaml.safe_dump(configuration(monitors, rule_paths, cluster.kubeconfig), sort_keys=False)
+        yaml.safe_dump(configuration(monitors, rule_paths, cluster.kubeconfig, extra_jobs), sort_keys=False)
     )
     return config
 
@@ -253,19 +284,54 @@ def _directory(cluster: Cluster) -> Path:
     return cluster.layout.run / "prometheus"
 
 
-def _record(cluster: Cluster) -> processes.Record | None:
-    found = [r for r in processes.recorded(cluster.layout.pids) if r.name == PROCESS_NAME]
+def _record(cluster: Cluster, name: str) -> processes.Record | None:
+    found = [r for r in processes.recorded(cluster.layout.pids) if r.name == name]
     return found[0] if found and processes.alive(found[0]) else None
 
 
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _start_kube_state_metrics(cluster: Cluster, binary: Path) -> None:
+    if _record(cluster, KSM_PROCESS_NAME) is not None:
+        return
+    record = processes.start(
+        KSM_PROCESS_NAME,
+        [
+            str(binary),
+            f"--kubeconfig={cluster.kubeconfig}",
+            "--host=127.0.0.1",
+            f"--port={KSM_PORT}",
+            "--telemetry-host=127.0.0.1",
+            f"--telemetry-port={KSM_TELEMETRY_PORT}",
+            f"--resources={KSM_RESOURCES}",
+            f"--metric-labels-allowlist={KSM_LABELS}",
+        ],
+        pid_dir=cluster.layout.pids,
+        log_dir=cluster.layout.logs,
+    )
+    wait_for(
+        KSM_PROCESS_NAME,
+        lambda: _answers(f"http://127.0.0.1:{KSM_PORT}/healthz"),
+        timeout=60,
+        alive=lambda: processes.alive(record),
+    )
+
+
 def start(cluster: Cluster) -> Prometheus:
-    """Prometheus running for the cluster with a configuration read from it now (a running one is
-    reconfigured in place and keeps its samples)."""
-    binary = prometheus_binary()
+    """kube-state-metrics and Prometheus running for the cluster, Prometheus with a configuration read
+    from it now (a running one is reconfigured in place and keeps its samples)."""
+    binaries = monitoring_binaries()
     directory = _directory(cluster)
     config = write_configuration(cluster, directory)
+    _start_kube_state_metrics(cluster, binaries / "kube-state-metrics")
     server = Prometheus(URL)
-    if _record(cluster) is not None:
+    if _record(cluster, PROCESS_NAME) is not None:
         server.reload()
         return server
     # A new Prometheus starts empty: samples of a stopped one would outlive their pods by the 5 min
@@ -274,7 +340,7 @@ def start(cluster: Cluster) -> Prometheus:
     record = processes.start(
         PROCESS_NAME,
         [
-            str(binary),
+            str(binaries / "prometheus"),
             f"--config.file={config}",
             f"--storage.tsdb.path={directory / 'data'}",
             f"--web.listen-address=127.0.0.1:{PORT}",
@@ -289,14 +355,16 @@ def start(cluster: Cluster) -> Prometheus:
 
 
 def stop(cluster: Cluster) -> bool:
-    """Stops the cluster's Prometheus; returns whether one was running."""
-    record = _record(cluster)
-    if record is None:
-        return False
-    processes.stop(record)
-    (cluster.layout.pids / f"{PROCESS_NAME}.json").unlink(missing_ok=True)
-    (cluster.layout.pids / f"{PROCESS_NAME}.pid").unlink(missing_ok=True)
-    return True
+    """Stops the cluster's Prometheus and kube-state-metrics; returns whether Prometheus was running."""
+    was_running = False
+    for name in (PROCESS_NAME, KSM_PROCESS_NAME):
+        record = _record(cluster, name)
+        if record is not None:
+            processes.stop(record)
+            was_running = was_running or name == PROCESS_NAME
+        (cluster.layout.pids / f"{name}.json").unlink(missing_ok=True)
+        (cluster.layout.pids / f"{name}.pid").unlink(missing_ok=True)
+    return was_running
 
 
 @contextmanager
@@ -324,11 +392,7 @@ class Prometheus:
     url: str
 
     def ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return _answers(f"{self.url}/-/ready")
 
     def reload(self) -> None:
         request = urllib.request.Request(f"{self.url}/-/reload", method="POST")
