@@ -107,6 +107,12 @@ def stop(record: Record, *, grace: float = 10.0) -> bool:
     return True
 
 
+def forget(pid_dir: Path, name: str) -> None:
+    """Removes what ``start`` recorded for ``name`` (a process stopped while the rest keep running)."""
+    (pid_dir / f"{name}.json").unlink(missing_ok=True)
+    (pid_dir / f"{name}.pid").unlink(missing_ok=True)
+
+
 def processes_mentioning(path: Path) -> list[int]:
     """PIDs whose command line names ``path`` (e.g. container shims given our containerd socket)."""
     needle = str(path).encode()

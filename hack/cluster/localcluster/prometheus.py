@@ -36,7 +36,7 @@ import yaml
 from . import processes
 from .handle import Cluster
 from .layout import REPO
-from .readiness import wait_for
+from .readiness import url_ok, wait_for
 
 JSON = dict[str, Any]
 
@@ -289,14 +289,6 @@ def _record(cluster: Cluster, name: str) -> processes.Record | None:
     return found[0] if found and processes.alive(found[0]) else None
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def _start_kube_state_metrics(cluster: Cluster, binary: Path) -> None:
     if _record(cluster, KSM_PROCESS_NAME) is not None:
         return
@@ -317,7 +309,7 @@ def _start_kube_state_metrics(cluster: Cluster, binary: Path) -> None:
     )
     wait_for(
         KSM_PROCESS_NAME,
-        lambda: _answers(f"http://127.0.0.1:{KSM_PORT}/healthz"),
+        lambda: url_ok(f"http://127.0.0.1:{KSM_PORT}/healthz"),
         timeout=60,
         alive=lambda: processes.alive(record),
     )
@@ -362,8 +354,7 @@ def stop(cluster: Cluster) -> bool:
         if record is not None:
             processes.stop(record)
             was_running = was_running or name == PROCESS_NAME
-        (cluster.layout.pids / f"{name}.json").unlink(missing_ok=True)
-        (cluster.layout.pids / f"{name}.pid").unlink(missing_ok=True)
+        processes.forget(cluster.layout.pids, name)
     return was_running
 
 
@@ -392,7 +383,7 @@ class Prometheus:
     url: str
 
     def ready(self) -> bool:
-        return _answers(f"{self.url}/-/ready")
+        return url_ok(f"{self.url}/-/ready")
 
     def reload(self) -> None:
         request = urllib.request.Request(f"{self.url}/-/reload", method="POST")

@@ -22,9 +22,10 @@ def _tls_context(pki: Path) -> ssl.SSLContext:
     return context
 
 
-def url_ok(url: str, pki: Path) -> bool:
+def url_ok(url: str, pki: Path | None = None) -> bool:
+    """Whether ``url`` answers 200 (over HTTPS with the admin client certificate from ``pki``)."""
     try:
-        context = _tls_context(pki) if url.startswith("https") else None
+        context = _tls_context(pki) if url.startswith("https") and pki is not None else None
         with urllib.request.urlopen(url, timeout=2, context=context) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError, ssl.SSLError):

@@ -32,6 +32,7 @@ import pytest
 from localcluster import migration as mig
 from localcluster.handle import Cluster
 from localcluster.layout import REPO
+from localcluster.metrics import component_pods
 from localcluster.prometheus import Prometheus, monitoring
 from localcluster.vmis import wait_vmi_phase
 
@@ -129,10 +130,8 @@ def _value(prometheus: Prometheus, expr: str) -> float | None:
 
 
 def _component_pods(cluster: Cluster) -> Counter[str]:
-    pods = cluster.kubectl_json("get", "pods", "-n", "kubevirt", "--field-selector=status.phase=Running")
-    items = pods.get("items") or []
-    assert isinstance(items, list)
-    return Counter(pod["metadata"]["labels"].get("kubevirt.io", "") for pod in items)
+    """How many pods of each component run."""
+    return Counter({component: len(component_pods(cluster, component)) for component in COMPONENTS})
 
 
 def _healthy_targets(prometheus: Prometheus) -> Counter[str]:
@@ -145,9 +144,8 @@ def _healthy_targets(prometheus: Prometheus) -> Counter[str]:
 
 
 def test_every_component_pod_is_a_healthy_target(cluster: Cluster, prometheus: Prometheus) -> None:
-    running = _component_pods(cluster)
-    expected = Counter({component: running[component] for component in COMPONENTS})
-    assert all(expected.values()), running
+    expected = _component_pods(cluster)
+    assert all(expected.values()), expected
     first_result(
         f"every component pod scraped ({dict(expected)})",
         lambda: _healthy_targets(prometheus) == expected,
@@ -191,22 +189,14 @@ def test_every_rule_kubevirt_ships_loads_and_evaluates(cluster: Cluster, prometh
     }
     assert [(r["name"], r.get("lastError")) for r in loaded if r["health"] != "ok"] == []
 
-    running = _component_pods(cluster)
+    expected = {component: float(count) for component, count in _component_pods(cluster).items()}
 
-    expected = {component: float(running[component]) for component in COMPONENTS}
-
-    def counted() -> dict[str, float]:
-        return {
-            component: sum(
-                s.points[-1][1] for s in prometheus.query(f"kubevirt_{component.replace('-', '_')}_up")
-            )
-            for component in COMPONENTS
-        }
+    def counted() -> dict[str, float | None]:
+        return {c: _value(prometheus, f"kubevirt_{c.replace('-', '_')}_up") for c in COMPONENTS}
 
     # Each component's pod count, from `up` through KubeVirt's recording rules.
     first_result(f"the recording rules counting {expected}", lambda: counted() == expected, SERIES_TIMEOUT)
-    leading = prometheus.query("kubevirt_virt_operator_leading")
-    assert sum(s.points[-1][1] for s in leading) == 1.0
+    assert _value(prometheus, "kubevirt_virt_operator_leading") == 1.0
 
 
 def _console_says(cluster: Cluster, name: str, text: str) -> bool:
